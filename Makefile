@@ -1,0 +1,58 @@
+# sparkbench — the README's two commands are `make run` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+TAGS := migrated_fynedo
+BIN := bin/sparkbench
+# Tests that need llama.cpp fail (rather than skip) when it is missing under make.
+export SPARKBENCH_REQUIRE_LLAMA ?= 1
+
+.PHONY: all setup system llama models build run test test-short bench fuzz install-test lint clean
+
+all: build
+
+## setup: install whatever is missing (Debian packages, llama.cpp prefix, generated models); idempotent
+setup: system llama models
+
+system:
+	@bash scripts/setup-system.sh
+
+llama:
+	@bash scripts/install-llama.sh --quiet >/dev/null && echo "llama.cpp: $$(bash scripts/install-llama.sh --quiet)"
+
+## models: the committed tiny models are checked; the medium one is generated when missing
+models:
+	@if [ ! -f testdata/models/medium-llama-f16.gguf ]; then $(GO) run ./cmd/mkmodel -out testdata/models -medium; fi
+
+build:
+	$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/sparkbench
+
+## run: set up, build, open the window
+run: setup build
+	./$(BIN)
+
+## test: the whole suite with the race detector; window tests start their own Xvfb
+test: setup
+	$(GO) vet -tags $(TAGS) ./...
+	$(GO) test -race -tags $(TAGS) -timeout 30m ./...
+
+test-short:
+	$(GO) test -tags $(TAGS) -short ./...
+
+## bench: every benchmark, as a table
+bench: setup
+	@bash scripts/bench.sh
+
+## fuzz: each fuzz target for FUZZTIME (default 2m)
+FUZZTIME ?= 2m
+fuzz:
+	$(GO) test -run XXX -fuzz FuzzRead -fuzztime $(FUZZTIME) ./runner/gguf
+
+install-test:
+	bash scripts/test-install-llama.sh
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet -tags $(TAGS) ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"sparkbench/app"
+)
+
+type command struct {
+	name, usage, summary string
+	run                  func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"gui", "gui [--llama-dir D] [--notebook P]", "open the window (the default with no command)", cmdGUI},
+		{"version", "version", "print sparkbench's version", cmdVersion},
+		{"doctor", "doctor [--llama-dir D] [--models DIR]... [--notebook P]", "check llama.cpp, models, notebook and display; print each fix", cmdDoctor},
+		{"model", "model inspect FILE [--json]", "print a GGUF file's metadata and tensor table", cmdModel},
+		{"help", "help", "print this list", cmdHelp},
+	}
+}
+
+func cmdHelp(_ []string, stdout, _ io.Writer) int {
+	fprintf(stdout, "sparkbench — a workbench for measuring local LLM inference with llama.cpp\n\nusage:\n")
+	for _, c := range commands() {
+		fprintf(stdout, "  sparkbench %-58s %s\n", c.usage, c.summary)
+	}
+	return 0
+}
+
+func cmdVersion(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fprintf(stderr, "sparkbench version: takes no arguments (got %q)\n", strings.Join(args, " "))
+		return 2
+	}
+	fprintf(stdout, "%s\n", app.VersionString())
+	return 0
+}
+
+func fprintf(w io.Writer, format string, a ...any) {
+	_, _ = fmt.Fprintf(w, format, a...)
+}
+
+// parseInterspersed parses flags that may come before or after positional arguments
+// (`model inspect FILE --json`); "--" ends flag parsing.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag.Parse stops at "--" (consumed) or at the first non-flag argument.
+		consumedDashDash := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"
+		if consumedDashDash {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// newFlagSet returns a FlagSet whose errors are reported by the caller (exit 2).
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("sparkbench "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// usageError reports a parse error; -h/--help is not an error.
+func usageError(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+
+	fyneapp "fyne.io/fyne/v2/app"
+
+	"sparkbench/app"
+	"sparkbench/assets"
+	"sparkbench/ui"
+)
+
+func cmdGUI(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("gui", stderr)
+	llamaDir := fs.String("llama-dir", "", "folder holding llama-bench and llama-server")
+	notebook := fs.String("notebook", "", "notebook file")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return usageError(err)
+	}
+	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		fprintf(stderr, "sparkbench: no display ($DISPLAY and $WAYLAND_DISPLAY are unset); run it on a desktop, or under Xvfb: xvfb-run -a sparkbench (every feature is also a sub-command: sparkbench help)\n")
+		return 2
+	}
+	nbPath, nbErr := notebookPath(*notebook)
+	a := fyneapp.NewWithID(app.AppID)
+	a.SetIcon(assets.Icon)
+	wb := ui.NewWorkbench(a, ui.Deps{
+		Doctor: func(ctx context.Context, dir string) app.DoctorReport {
+			if *llamaDir != "" {
+				dir = *llamaDir
+			}
+			return app.Doctor(ctx, app.DoctorOptions{LlamaDir: dir, NotebookPath: nbPath, NotebookErr: nbErr})
+		},
+	})
+	wb.Window.ShowAndRun()
+	return 0
+}

@@ -1,0 +1,249 @@
+package llamacpp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Build describes a binaries folder as its tools report it.
+type Build struct {
+	Location
+	VersionLine string   // e.g. "version: 0.7.0 (build 11669, commit Debian)"
+	Version     string   // e.g. "0.7.0"
+	BuildNumber int      // e.g. 11669
+	Commit      string   // e.g. "Debian" for Debian's reproducible build, else a git hash
+	BuiltWith   string   // e.g. "GNU 16.2.0 for Linux x86_64"
+	Backends    []string // backend libraries loaded at start-up, e.g. "CPU (libggml-cpu-zen4.so)"
+	Devices     []Device // from llama-bench --list-devices (CPU-only builds list none)
+	Binaries    []Binary // SHA-256 of each tool used
+}
+
+// Device is one line of --list-devices: "  Vulkan0: NVIDIA ... (24576 MiB, 23000 MiB free)".
+type Device struct {
+	Name        string
+	Description string
+	TotalMiB    int64
+	FreeMiB     int64
+}
+
+// Binary is one executable with its content hash.
+type Binary struct {
+	Name   string
+	Path   string
+	Size   int64
+	SHA256 string
+}
+
+// MetaTimeout bounds each metadata command (--version, --list-devices).
+const MetaTimeout = 20 * time.Second
+
+// Inspect runs the tools' --version and --list-devices (each bounded by MetaTimeout) and hashes
+// the binaries. An error means the folder's tools do not run; its text carries their output.
+func Inspect(ctx context.Context, loc Location) (*Build, error) {
+	b := &Build{Location: loc}
+	out, err := RunMeta(ctx, MetaTimeout, loc.Server, "--version")
+	if err != nil {
+		return nil, fmt.Errorf("run %s --version: %w", loc.Server, err)
+	}
+	if err := b.parseVersion(out); err != nil {
+		return nil, fmt.Errorf("%s --version: %w", loc.Server, err)
+	}
+	devOut, err := RunMeta(ctx, MetaTimeout, loc.Bench, "--list-devices")
+	if err != nil {
+		return nil, fmt.Errorf("run %s --list-devices: %w", loc.Bench, err)
+	}
+	b.Devices = ParseDevices(devOut)
+	b.Backends = ParseBackends(devOut) // --version loads no backend; --list-devices does
+	for _, p := range []string{loc.Bench, loc.Server} {
+		bin, err := HashBinary(p)
+		if err != nil {
+			return nil, err
+		}
+		b.Binaries = append(b.Binaries, bin)
+	}
+	return b, nil
+}
+
+// Debian's packaged build prints "version: 0.7.0 (build 11669, commit Debian)"; upstream
+// builds print "version: 6500 (b1a2c3d4)" (build number, then the commit).
+var versionRE = regexp.MustCompile(`(?m)^version: (\S+) \(build (\d+), commit ([^)]*)\)\s*$`)
+var upstreamVersionRE = regexp.MustCompile(`(?m)^version: (\d+) \(([^)\s]*)\)\s*$`)
+var builtWithRE = regexp.MustCompile(`(?m)^built with (.+?)\s*$`)
+
+// ParseVersion reads the version line llama.cpp tools print for --version.
+func ParseVersion(out string) (line, version string, build int, commit string, err error) {
+	m := versionRE.FindStringSubmatch(out)
+	if m == nil {
+		if u := upstreamVersionRE.FindStringSubmatch(out); u != nil {
+			m = []string{u[0], "b" + u[1], u[1], u[2]}
+		}
+	}
+	if m == nil {
+		return "", "", 0, "", fmt.Errorf("no version line (want %q or %q) in output: %s",
+			"version: X (build N, commit C)", "version: N (COMMIT)", firstLines(out, 3))
+	}
+	n, err := strconv.Atoi(m[2])
+	if err != nil {
+		return "", "", 0, "", fmt.Errorf("bad build number %q: %w", m[2], err)
+	}
+	return strings.TrimSpace(m[0]), m[1], n, m[3], nil
+}
+
+func (b *Build) parseVersion(out string) error {
+	line, v, n, c, err := ParseVersion(out)
+	if err != nil {
+		return err
+	}
+	b.VersionLine, b.Version, b.BuildNumber, b.Commit = line, v, n, c
+	if m := builtWithRE.FindStringSubmatch(out); m != nil {
+		b.BuiltWith = m[1]
+	}
+	return nil
+}
+
+var backendRE = regexp.MustCompile(`(?m)load_backend: loaded (\S+) backend from (\S+)`)
+
+// ParseBackends lists the backends a tool reported loading, e.g. "CPU (libggml-cpu-zen4.so)".
+func ParseBackends(out string) []string {
+	var res []string
+	seen := map[string]bool{}
+	for _, m := range backendRE.FindAllStringSubmatch(out, -1) {
+		s := fmt.Sprintf("%s (%s)", m[1], filepath.Base(m[2]))
+		if !seen[s] {
+			seen[s] = true
+			res = append(res, s)
+		}
+	}
+	return res
+}
+
+var deviceRE = regexp.MustCompile(`^\s+([^\s:]+): (.*?)(?: \((\d+) MiB, (\d+) MiB free\))?\s*$`)
+
+// ParseDevices reads the "Available devices:" block of --list-devices.
+func ParseDevices(out string) []Device {
+	var devs []Device
+	in := false
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.HasPrefix(line, "Available devices") {
+			in = true
+			continue
+		}
+		if !in {
+			continue
+		}
+		m := deviceRE.FindStringSubmatch(line)
+		if m == nil {
+			if strings.TrimSpace(line) != "" {
+				in = false
+			}
+			continue
+		}
+		d := Device{Name: m[1], Description: m[2]}
+		d.TotalMiB, _ = strconv.ParseInt(m[3], 10, 64)
+		d.FreeMiB, _ = strconv.ParseInt(m[4], 10, 64)
+		devs = append(devs, d)
+	}
+	return devs
+}
+
+// HashBinary streams the file through SHA-256.
+func HashBinary(path string) (Binary, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Binary{}, fmt.Errorf("hash %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return Binary{}, fmt.Errorf("hash %s: %w", path, err)
+	}
+	return Binary{Name: filepath.Base(path), Path: path, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// RunMeta runs a short metadata command (argv, no shell) in its own process group with
+// Pdeathsig, bounded by timeout: on expiry the whole group gets SIGKILL. It returns stdout and
+// stderr merged. A non-zero exit is an error carrying the output's last lines.
+func RunMeta(ctx context.Context, timeout time.Duration, argv0 string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.Command(argv0, args...)
+	var buf bytes.Buffer
+	cmd.Stdout = &buf
+	cmd.Stderr = &buf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=dumb")
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return buf.String(), fmt.Errorf("%w: %s", err, lastLines(buf.String(), 3))
+		}
+		return buf.String(), nil
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return buf.String(), fmt.Errorf("no answer within %s (killed)", timeout)
+		}
+		return buf.String(), ctx.Err()
+	}
+}
+
+// noise lines every ggml start-up prints; they say nothing about the failure.
+func interesting(out string) []string {
+	var keep []string
+	for _, l := range strings.Split(strings.ReplaceAll(out, "\r", ""), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "ggml_backend_load_best:") || strings.HasPrefix(l, "load_backend:") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return keep
+}
+
+func lastLines(out string, n int) string {
+	l := interesting(out)
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	if len(l) == 0 {
+		return "(no output)"
+	}
+	return strings.Join(l, " | ")
+}
+
+func firstLines(out string, n int) string {
+	l := interesting(out)
+	if len(l) > n {
+		l = l[:n]
+	}
+	if len(l) == 0 {
+		return "(no output)"
+	}
+	return strings.Join(l, " | ")
+}

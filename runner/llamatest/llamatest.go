@@ -1,0 +1,77 @@
+// Package llamatest gives tests the real llama.cpp binaries and the project's generated models.
+// Under `make test` (SPARKBENCH_REQUIRE_LLAMA=1) a missing piece fails the test with the
+// command that fixes it; in a bare `go test` it skips with the same message.
+package llamatest
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"testing"
+
+	"sparkbench/runner/llamacpp"
+)
+
+// Threads is passed to every llama.cpp run in tests: the default (all cores, spin-polling)
+// collapses on a busy 2-core machine.
+const Threads = "1"
+
+func missing(t testing.TB, what string) {
+	t.Helper()
+	if os.Getenv("SPARKBENCH_REQUIRE_LLAMA") == "1" {
+		t.Fatalf("%s (required under make test)", what)
+	}
+	t.Skipf("%s; set SPARKBENCH_REQUIRE_LLAMA=1 to make this a failure", what)
+}
+
+// Binaries returns the llama.cpp folder found by the normal search order.
+func Binaries(t testing.TB) llamacpp.Location {
+	t.Helper()
+	loc, err := llamacpp.Locate("")
+	if err != nil {
+		missing(t, err.Error())
+	}
+	return loc
+}
+
+// RepoRoot is the module root (the folder holding go.mod).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// ModelsDir is testdata/models at the repo root.
+func ModelsDir() string { return filepath.Join(RepoRoot(), "testdata", "models") }
+
+// Model returns the path of a generated model by file name, e.g. "tiny-llama-f32.gguf".
+func Model(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(ModelsDir(), name)
+	if _, err := os.Stat(p); err != nil {
+		missing(t, "model "+p+" is missing: run make models")
+	}
+	return p
+}
+
+// Models lists every generated model present in testdata/models.
+func Models(t testing.TB) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(ModelsDir(), "*.gguf"))
+	sort.Strings(m)
+	if len(m) == 0 {
+		missing(t, "no models in "+ModelsDir()+": run make models")
+	}
+	return m
+}
+
+// SharedSample returns a file of ../shared/llama-samples (beside the checkout), skipping the
+// test when the shared folder is not there (it is read-only reference material, not the repo's).
+func SharedSample(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(RepoRoot(), "..", "shared", "llama-samples", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("%s not present (the shared reference folder sits beside the checkout)", p)
+	}
+	return p
+}

@@ -1,0 +1,184 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/app"
+)
+
+// BenchView is the Bench section: which llama.cpp build sparkbench will drive, what it
+// reports, and every missing piece with its fix.
+type BenchView struct {
+	Object fyne.CanvasObject
+
+	Status   *widget.Label // "checking…", "all good", "N problem(s)"
+	Folder   *widget.Label
+	Version  *widget.Label
+	Build    *widget.Label
+	Backends *widget.Label
+	Devices  *widget.Label
+	Hashes   *widget.Label
+	Notebook *widget.Label
+	Display  *widget.Label
+	Problems *widget.Label
+	RecheckButton *widget.Button
+	Choose   *widget.Button
+
+	win      fyne.Window
+	prefs    fyne.Preferences
+	doctor   func(ctx context.Context, llamaDir string) app.DoctorReport
+	onModels func([]app.ModelEntry)
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	seq     int
+	Checked chan struct{} // receives after each finished check has been shown (tests wait on it)
+}
+
+func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.Context, string) app.DoctorReport, onModels func([]app.ModelEntry)) *BenchView {
+	v := &BenchView{win: win, prefs: prefs, doctor: doctor, onModels: onModels, Checked: make(chan struct{}, 16)}
+	wrap := func() *widget.Label {
+		l := widget.NewLabel("")
+		l.Wrapping = fyne.TextWrapWord
+		return l
+	}
+	v.Status = widget.NewLabel("checking…")
+	v.Folder, v.Version, v.Build = wrap(), wrap(), wrap()
+	v.Backends, v.Devices, v.Hashes = wrap(), wrap(), wrap()
+	v.Hashes.TextStyle = fyne.TextStyle{Monospace: true}
+	v.Notebook, v.Display, v.Problems = wrap(), wrap(), wrap()
+	v.RecheckButton = widget.NewButton("Re-check", v.Recheck)
+	v.Choose = widget.NewButton("Choose llama.cpp folder…", v.chooseFolder)
+
+	form := widget.NewForm(
+		widget.NewFormItem("Folder", v.Folder),
+		widget.NewFormItem("Version", v.Version),
+		widget.NewFormItem("Build", v.Build),
+		widget.NewFormItem("Backends", v.Backends),
+		widget.NewFormItem("Devices", v.Devices),
+		widget.NewFormItem("SHA-256", v.Hashes),
+	)
+	v.Object = container.NewVScroll(container.NewVBox(
+		container.NewHBox(heading("Bench"), v.Status, v.Choose, v.RecheckButton),
+		widget.NewCard("llama.cpp build", "the binaries sparkbench drives", form),
+		widget.NewCard("Notebook", "", v.Notebook),
+		widget.NewCard("Display", "", v.Display),
+		widget.NewCard("What is missing", "each problem with the one command that fixes it", v.Problems),
+	))
+	return v
+}
+
+// Recheck runs the doctor in the background (latest wins) and shows its report.
+func (v *BenchView) Recheck() {
+	v.mu.Lock()
+	if v.cancel != nil {
+		v.cancel()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	v.seq++
+	seq := v.seq
+	v.mu.Unlock()
+
+	v.Status.SetText("checking…")
+	dir := v.prefs.String(prefLlamaDir)
+	go func() {
+		rep := v.doctor(ctx, dir)
+		onUI(func() {
+			v.mu.Lock()
+			latest := seq == v.seq
+			v.mu.Unlock()
+			if latest {
+				v.show(rep)
+			}
+			select {
+			case v.Checked <- struct{}{}:
+			default:
+			}
+		})
+	}()
+}
+
+func (v *BenchView) chooseFolder() {
+	dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
+		if err != nil {
+			dialog.ShowError(err, v.win)
+			return
+		}
+		if u == nil {
+			return
+		}
+		v.prefs.SetString(prefLlamaDir, u.Path())
+		v.Recheck()
+	}, v.win)
+}
+
+// show fills the widgets from a report. It runs on the UI goroutine.
+func (v *BenchView) show(r app.DoctorReport) {
+	if r.OK() {
+		v.Status.SetText("all good")
+	} else {
+		v.Status.SetText(fmt.Sprintf("%d problem(s)", len(r.Problems)))
+	}
+	if b := r.Llama; b != nil {
+		v.Folder.SetText(fmt.Sprintf("%s (from %s)", b.Dir, b.Source))
+		v.Version.SetText(b.VersionLine)
+		built := fmt.Sprintf("build %d, commit %s", b.BuildNumber, b.Commit)
+		if b.BuiltWith != "" {
+			built += ", built with " + b.BuiltWith
+		}
+		v.Build.SetText(built)
+		v.Backends.SetText(joinOr(b.Backends, "none reported"))
+		var devs []string
+		for _, d := range b.Devices {
+			devs = append(devs, fmt.Sprintf("%s: %s (%d MiB, %d MiB free)", d.Name, d.Description, d.TotalMiB, d.FreeMiB))
+		}
+		v.Devices.SetText(joinOr(devs, "none besides the CPU"))
+		var hs []string
+		for _, h := range b.Binaries {
+			hs = append(hs, fmt.Sprintf("%s  %s", h.SHA256, h.Name))
+		}
+		v.Hashes.SetText(strings.Join(hs, "\n"))
+	} else {
+		v.Folder.SetText("not found: " + r.LlamaErr)
+		for _, l := range []*widget.Label{v.Version, v.Build, v.Backends, v.Devices, v.Hashes} {
+			l.SetText("—")
+		}
+	}
+	switch {
+	case r.NotebookPath == "":
+		v.Notebook.SetText("no notebook path")
+	case r.NotebookExists:
+		v.Notebook.SetText(r.NotebookPath)
+	default:
+		v.Notebook.SetText(r.NotebookPath + " (created on first use)")
+	}
+	if r.Display != "" {
+		v.Display.SetText(r.Display)
+	} else {
+		v.Display.SetText("none")
+	}
+	var ps []string
+	for _, p := range r.Problems {
+		ps = append(ps, "• "+p.What+"\n   fix: "+p.Fix)
+	}
+	v.Problems.SetText(joinOr(ps, "nothing: ready to bench"))
+	if v.onModels != nil {
+		v.onModels(r.Models)
+	}
+}
+
+func joinOr(s []string, none string) string {
+	if len(s) == 0 {
+		return none
+	}
+	return strings.Join(s, "\n")
+}

@@ -1,0 +1,53 @@
+package ui
+
+import (
+	"context"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/app"
+	"sparkbench/assets"
+)
+
+// Deps are the core functions the window calls; cmd wires the real ones, tests fakes.
+type Deps struct {
+	// Doctor inspects llama.cpp, models, notebook and display for a given llama.cpp folder
+	// ("" = the default search order). It runs off the UI goroutine.
+	Doctor func(ctx context.Context, llamaDir string) app.DoctorReport
+}
+
+// prefLlamaDir is the preference key of the llama.cpp folder the user chose.
+const prefLlamaDir = "llama.dir"
+
+// Workbench is the main window and its sections.
+type Workbench struct {
+	App    fyne.App
+	Window fyne.Window
+	Bench  *BenchView
+	Models *ModelsView
+	nav    *container.AppTabs
+}
+
+// NewWorkbench builds the main window and starts the first doctor check in the background.
+func NewWorkbench(a fyne.App, deps Deps) *Workbench {
+	w := a.NewWindow("sparkbench")
+	w.SetIcon(assets.Icon)
+	wb := &Workbench{App: a, Window: w}
+	wb.Models = newModelsView()
+	wb.Bench = newBenchView(w, a.Preferences(), deps.Doctor, wb.Models.show)
+	wb.nav = container.NewAppTabs(
+		container.NewTabItem("Bench", wb.Bench.Object),
+		container.NewTabItem("Models", wb.Models.Object),
+	)
+	wb.nav.SetTabLocation(container.TabLocationLeading)
+	w.SetContent(wb.nav)
+	w.Resize(fyne.NewSize(1100, 720))
+	wb.Bench.Recheck()
+	return wb
+}
+
+func heading(text string) *widget.Label {
+	return widget.NewLabelWithStyle(text, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+}
