@@ -1,0 +1,244 @@
+// Package study holds throughput study plans: their JSON form, validation with precise
+// messages, expansion into llama-bench legs, predictions and their verdicts. It is pure: files
+// are read through the GGUF header reader and a caller-supplied hash lookup, nothing runs here.
+package study
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"sparkbench/app/canon"
+)
+
+// SchemaThroughput identifies version 1 of the throughput plan format (docs/plans.md).
+const SchemaThroughput = "sparkbench.throughput/v1"
+
+// Plan is a throughput study as the user declares it. Its canonical JSON's SHA-256 is the
+// study's identity once registered.
+type Plan struct {
+	Schema        string         `json:"schema"`
+	Name          string         `json:"name"`
+	Description   string         `json:"description,omitempty"`
+	Build         Build          `json:"build"`
+	Models        []Model        `json:"models"`
+	Axes          Axes           `json:"axes"`
+	Split         Split          `json:"split,omitempty"`
+	Repeatability *Repeatability `json:"repeatability,omitempty"`
+	Canary        *Canary        `json:"canary,omitempty"`
+	Gates         Gates          `json:"gates"`
+	Conditions    []Condition    `json:"conditions,omitempty"`
+	Bandwidth     *Bandwidth     `json:"bandwidth,omitempty"`
+	Predictions   []Prediction   `json:"predictions,omitempty"`
+}
+
+// Build names the llama.cpp binaries folder; empty means the default search order.
+type Build struct {
+	Dir string `json:"dir,omitempty"`
+}
+
+// Model is one GGUF artefact of the study.
+type Model struct {
+	ID       string `json:"id"`   // short name used by legs and selectors, e.g. "qwen30b"
+	Path     string `json:"path"` // relative paths are relative to the plan file's folder
+	SHA256   string `json:"sha256"`
+	Source   string `json:"source,omitempty"`   // where it came from, e.g. "unsloth/Qwen3-30B-A3B-GGUF"
+	Revision string `json:"revision,omitempty"` // the source's revision
+}
+
+// Axes are llama-bench's parameters; every list is a sweep (the legs cover their product).
+type Axes struct {
+	Depths    []int    `json:"depths"`
+	NPrompt   []int    `json:"n_prompt"`
+	NGen      []int    `json:"n_gen"`
+	Reps      int      `json:"reps"`
+	Ubatch    []int    `json:"ubatch,omitempty"`
+	Batch     []int    `json:"batch,omitempty"`
+	FlashAttn []string `json:"flash_attn,omitempty"` // "on", "off", "auto"
+	KV        []KVType `json:"kv_types,omitempty"`
+	Threads   []int    `json:"threads,omitempty"`
+	NGL       []int    `json:"ngl,omitempty"`
+	ExtraArgs []string `json:"extra_args,omitempty"`
+}
+
+// KVType is one KV-cache type pair (-ctk/-ctv).
+type KVType struct {
+	K string `json:"k"`
+	V string `json:"v"`
+}
+
+// Split says how the sweep becomes legs (llama-bench invocations).
+type Split string
+
+const (
+	SplitCombined      Split = "combined"        // one leg per model with every depth (-d 0,2048,…)
+	SplitPerDepth      Split = "per_depth"       // one leg per model and depth (memory-edge safe)
+	SplitCombinedModel Split = "combined_models" // one leg with every model and depth
+)
+
+// Repeatability repeats one canonical leg at the start, middle and/or end of the study.
+type Repeatability struct {
+	Leg string   `json:"leg"` // a leg ID from the expansion, e.g. "tiny/d0"
+	At  []string `json:"at"`  // "start", "middle", "end"
+}
+
+// Canary is the short bench run after a crash before the queue continues.
+type Canary struct {
+	Model      string  `json:"model"`       // a model ID
+	NPrompt    int     `json:"n_prompt"`    // default 64
+	NGen       int     `json:"n_gen"`       // default 16
+	BaselineTG float64 `json:"baseline_tg"` // t/s; 0: the first canary run sets it
+	MaxDrop    float64 `json:"max_drop"`    // fraction below baseline that fails (default 0.2)
+}
+
+// Gates are the CV limits (fractions) that flag a test and halt its leg.
+type Gates struct {
+	CVTG      float64 `json:"cv_tg,omitempty"`       // default 0.05
+	CVPPDepth float64 `json:"cv_pp_depth,omitempty"` // pp at depth > 0, default 0.10
+	CVPPD0    float64 `json:"cv_pp_d0,omitempty"`    // default 0.05
+}
+
+// Condition is a declared circumstance (e.g. "download running") for some or all legs.
+type Condition struct {
+	Text string   `json:"text"`
+	Legs []string `json:"legs,omitempty"` // leg IDs; empty means the whole study
+}
+
+// Bandwidth is the memory bandwidth for ceilings: entered (GB/s) or measured at run time.
+type Bandwidth struct {
+	GBs     float64 `json:"gbs,omitempty"`
+	Measure bool    `json:"measure,omitempty"`
+}
+
+// Defaults fills what the user may leave out. It is applied before validation and before
+// hashing, so the registered plan states every value it ran with.
+func (p *Plan) Defaults() {
+	if p.Split == "" {
+		p.Split = SplitCombined
+	}
+	if p.Gates.CVTG == 0 {
+		p.Gates.CVTG = 0.05
+	}
+	if p.Gates.CVPPDepth == 0 {
+		p.Gates.CVPPDepth = 0.10
+	}
+	if p.Gates.CVPPD0 == 0 {
+		p.Gates.CVPPD0 = 0.05
+	}
+	a := &p.Axes
+	if len(a.Ubatch) == 0 {
+		a.Ubatch = []int{512}
+	}
+	if len(a.Batch) == 0 {
+		a.Batch = []int{2048}
+	}
+	if len(a.FlashAttn) == 0 {
+		a.FlashAttn = []string{"auto"}
+	}
+	if len(a.KV) == 0 {
+		a.KV = []KVType{{"f16", "f16"}}
+	}
+	if len(a.NGL) == 0 {
+		a.NGL = []int{-1}
+	}
+	if c := p.Canary; c != nil {
+		if c.NPrompt == 0 {
+			c.NPrompt = 64
+		}
+		if c.NGen == 0 {
+			c.NGen = 16
+		}
+		if c.MaxDrop == 0 {
+			c.MaxDrop = 0.2
+		}
+	}
+	for i := range p.Predictions {
+		if p.Predictions[i].Kind == KindBand && p.Predictions[i].NoiseFloor == 0 {
+			p.Predictions[i].NoiseFloor = DefaultNoiseFloor
+		}
+	}
+}
+
+// SHA256 is the plan's identity: the SHA-256 of its canonical JSON, and those bytes.
+func (p *Plan) SHA256() (string, []byte, error) { return canon.SHA256(p) }
+
+// DecodeError locates a JSON problem in a plan file.
+type DecodeError struct {
+	File      string
+	Line, Col int
+	Msg       string
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
+}
+
+// Decode reads a plan strictly: unknown fields (a typo such as "depth" for "depths") and
+// trailing data are errors with file, line and column.
+func Decode(name string, data []byte) (*Plan, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Plan
+	if err := dec.Decode(&p); err != nil {
+		return nil, decodeError(name, data, dec, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		off := dec.InputOffset()
+		l, c := lineCol(data, off)
+		return nil, &DecodeError{name, l, c, "trailing data after the plan object; a plan file holds exactly one JSON object"}
+	}
+	return &p, nil
+}
+
+// Load reads and decodes a plan file.
+func Load(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	return Decode(path, data)
+}
+
+func decodeError(name string, data []byte, dec *json.Decoder, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		l, c := lineCol(data, syn.Offset)
+		return &DecodeError{name, l, c, "invalid JSON: " + syn.Error()}
+	case errors.As(err, &typ):
+		l, c := lineCol(data, typ.Offset)
+		return &DecodeError{name, l, c, fmt.Sprintf("%s: want %s, got JSON %s", typ.Field, typ.Type, typ.Value)}
+	case errors.Is(err, io.EOF):
+		return &DecodeError{name, 1, 1, "empty file; a plan is a JSON object (see docs/plans.md)"}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		l, c := lineCol(data, int64(len(data)))
+		return &DecodeError{name, l, c, "the JSON ends before the plan object is closed"}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		l, c := lineCol(data, dec.InputOffset())
+		return &DecodeError{name, l, c, "unknown field " + field + "; check its spelling against docs/plans.md"}
+	}
+	l, c := lineCol(data, dec.InputOffset())
+	return &DecodeError{name, l, c, err.Error()}
+}
+
+func lineCol(data []byte, off int64) (int, int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line, col := 1, 1
+	for _, b := range data[:off] {
+		if b == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}

@@ -1,0 +1,577 @@
+package study
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sparkbench/runner/gguf"
+)
+
+// Severity of a validation problem: errors refuse the plan, warnings are shown.
+type Severity string
+
+const (
+	SevError   Severity = "error"
+	SevWarning Severity = "warning"
+)
+
+// Problem is one precise validation message, located by a JSON path such as "axes.depths[2]".
+type Problem struct {
+	Path     string   `json:"path"`
+	Severity Severity `json:"severity"`
+	Msg      string   `json:"message"`
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%s: %s: %s", p.Severity, p.Path, p.Msg) }
+
+// ValidationError carries every error-level problem of a plan.
+type ValidationError struct {
+	File     string
+	Problems []Problem
+}
+
+func (e *ValidationError) Error() string {
+	var lines []string
+	for _, p := range e.Problems {
+		if p.Severity == SevError {
+			lines = append(lines, p.Path+": "+p.Msg)
+		}
+	}
+	return fmt.Sprintf("%s: plan refused (%d problem(s)): %s", e.File, len(lines), strings.Join(lines, "; "))
+}
+
+// HashFunc returns a model file's SHA-256 (hex); callers pass a cached, streaming hasher.
+type HashFunc func(path string) (string, error)
+
+// ValidateOptions says where relative paths start and how to hash models.
+type ValidateOptions struct {
+	PlanDir string
+	Hash    HashFunc // nil: hashes are not checked (only their form)
+}
+
+// ModelInfo is what validation learned about a model file.
+type ModelInfo struct {
+	Path          string
+	ContextLength uint64
+	Header        *gguf.File
+	SHA256        string // computed ("" when not hashed)
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var hexRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// kvTypeNames are the KV-cache types llama-bench accepts for -ctk/-ctv.
+var kvTypeNames = map[string]bool{"f32": true, "f16": true, "bf16": true, "q8_0": true, "q4_0": true,
+	"q4_1": true, "iq4_nl": true, "q5_0": true, "q5_1": true}
+
+// flags the plan controls: extra_args must not set them.
+var controlledFlags = map[string]string{
+	"-m": "models", "--model": "models", "-o": "(always jsonl)", "--output": "(always jsonl)",
+	"-p": "axes.n_prompt", "--n-prompt": "axes.n_prompt", "-n": "axes.n_gen", "--n-gen": "axes.n_gen",
+	"-d": "axes.depths", "--n-depth": "axes.depths", "-r": "axes.reps", "--repetitions": "axes.reps",
+	"-b": "axes.batch", "--batch-size": "axes.batch", "-ub": "axes.ubatch", "--ubatch-size": "axes.ubatch",
+	"-fa": "axes.flash_attn", "--flash-attn": "axes.flash_attn", "-ctk": "axes.kv_types", "--cache-type-k": "axes.kv_types",
+	"-ctv": "axes.kv_types", "--cache-type-v": "axes.kv_types", "-t": "axes.threads", "--threads": "axes.threads",
+	"-ngl": "axes.ngl", "--n-gpu-layers": "axes.ngl",
+}
+
+// Validate checks a plan (after Defaults) and returns every problem, errors and warnings, plus
+// what it read of each model. Nothing is written anywhere.
+func Validate(p *Plan, opts ValidateOptions) ([]Problem, map[string]ModelInfo) {
+	v := &validator{p: p, opts: opts, models: map[string]ModelInfo{}}
+	v.run()
+	return v.problems, v.models
+}
+
+// Errors filters error-level problems.
+func Errors(ps []Problem) []Problem {
+	var out []Problem
+	for _, p := range ps {
+		if p.Severity == SevError {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+type validator struct {
+	p        *Plan
+	opts     ValidateOptions
+	problems []Problem
+	models   map[string]ModelInfo
+	modelIDs map[string]bool
+	legs     map[string]bool
+}
+
+func (v *validator) errf(path, format string, a ...any) {
+	v.problems = append(v.problems, Problem{path, SevError, fmt.Sprintf(format, a...)})
+}
+
+func (v *validator) warnf(path, format string, a ...any) {
+	v.problems = append(v.problems, Problem{path, SevWarning, fmt.Sprintf(format, a...)})
+}
+
+func (v *validator) run() {
+	p := v.p
+	if p.Schema != SchemaThroughput {
+		v.errf("schema", "%q is not a throughput plan schema; want %q", p.Schema, SchemaThroughput)
+	}
+	if strings.TrimSpace(p.Name) == "" {
+		v.errf("name", "empty; give the study a name")
+	}
+	v.checkModels()
+	v.checkAxes()
+	switch p.Split {
+	case SplitCombined, SplitPerDepth, SplitCombinedModel:
+	default:
+		v.errf("split", "%q is not a split; want %q, %q or %q", p.Split, SplitCombined, SplitPerDepth, SplitCombinedModel)
+	}
+	v.checkGates()
+	if len(Errors(v.problems)) == 0 {
+		legs, err := Expand(p, v.opts.PlanDir)
+		if err != nil {
+			v.errf("repeatability.leg", "%v", err)
+		}
+		v.legs = map[string]bool{}
+		for _, l := range legs {
+			v.legs[l.ID] = true
+		}
+	}
+	v.checkRepeatability()
+	v.checkCanary()
+	v.checkConditions()
+	v.checkBandwidth()
+	v.checkPredictions()
+}
+
+func (v *validator) checkModels() {
+	p := v.p
+	v.modelIDs = map[string]bool{}
+	if len(p.Models) == 0 {
+		v.errf("models", "empty; list at least one GGUF model")
+	}
+	seenPath := map[string]string{}
+	for i, m := range p.Models {
+		at := fmt.Sprintf("models[%d]", i)
+		if !idRE.MatchString(m.ID) {
+			v.errf(at+".id", "%q: want 1-64 letters, digits, '.', '_' or '-'", m.ID)
+		} else if v.modelIDs[m.ID] {
+			v.errf(at+".id", "%q is used twice; model IDs must be unique", m.ID)
+		}
+		v.modelIDs[m.ID] = true
+		if m.Path == "" {
+			v.errf(at+".path", "empty; give the GGUF file's path")
+			continue
+		}
+		path := ResolvePath(v.opts.PlanDir, m.Path)
+		if other, dup := seenPath[path]; dup {
+			v.errf(at+".path", "%s is already model %q: duplicate legs", path, other)
+		}
+		seenPath[path] = m.ID
+		st, err := os.Stat(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			v.errf(at+".path", "%s does not exist; check the path (relative paths start at the plan's folder)", path)
+			continue
+		case err != nil:
+			v.errf(at+".path", "%v", err)
+			continue
+		case st.IsDir():
+			v.errf(at+".path", "%s is a folder; give the .gguf file", path)
+			continue
+		}
+		h, err := gguf.ReadFile(path)
+		if err != nil {
+			v.errf(at+".path", "%v", err)
+			continue
+		}
+		info := ModelInfo{Path: path, ContextLength: h.ContextLength, Header: h}
+		switch {
+		case m.SHA256 == "":
+			v.errf(at+".sha256", "model %q is unhashed; run `sparkbench model verify %s` and put the SHA-256 here (from the source, if it publishes one)", m.ID, m.Path)
+		case !hexRE.MatchString(m.SHA256):
+			v.errf(at+".sha256", "%q is not a SHA-256 (want 64 lowercase hex digits)", m.SHA256)
+		case v.opts.Hash != nil:
+			got, err := v.opts.Hash(path)
+			if err != nil {
+				v.errf(at+".sha256", "hash %s: %v", path, err)
+				break
+			}
+			info.SHA256 = got
+			if got != m.SHA256 {
+				v.errf(at+".sha256", "MISMATCH: %s hashes to %s, the plan expects %s; the file differs from the one you registered: download it again, or fix the expected hash", path, got, m.SHA256)
+			}
+		}
+		v.models[m.ID] = info
+	}
+}
+
+func (v *validator) checkAxes() {
+	a := v.p.Axes
+	intList := func(name string, xs []int, min int, required bool) {
+		at := "axes." + name
+		if len(xs) == 0 {
+			if required {
+				v.errf(at, "empty axis; give at least one value")
+			}
+			return
+		}
+		seen := map[int]bool{}
+		for i, x := range xs {
+			if x < min {
+				v.errf(fmt.Sprintf("%s[%d]", at, i), "%d is below the minimum %d", x, min)
+			}
+			if seen[x] {
+				v.errf(fmt.Sprintf("%s[%d]", at, i), "%d is listed twice: duplicate legs", x)
+			}
+			seen[x] = true
+		}
+	}
+	intList("depths", a.Depths, 0, true)
+	intList("n_prompt", a.NPrompt, 0, true)
+	intList("n_gen", a.NGen, 0, true)
+	intList("ubatch", a.Ubatch, 1, true)
+	intList("batch", a.Batch, 1, true)
+	intList("threads", a.Threads, 1, false)
+	intList("ngl", a.NGL, -1, true)
+	if len(a.NPrompt) > 0 && len(a.NGen) > 0 && maxInt(a.NPrompt) == 0 && maxInt(a.NGen) == 0 {
+		v.errf("axes", "n_prompt and n_gen are all 0: there is no test to run")
+	}
+	if a.Reps < 1 || a.Reps > 1000 {
+		v.errf("axes.reps", "%d: want 1 to 1000 repetitions", a.Reps)
+	} else if a.Reps < 3 {
+		v.warnf("axes.reps", "%d repetitions give no confidence interval; use at least 3", a.Reps)
+	}
+	if len(a.FlashAttn) == 0 {
+		v.errf("axes.flash_attn", "empty axis; give on, off or auto")
+	}
+	seenFA := map[string]bool{}
+	for i, f := range a.FlashAttn {
+		if f != "on" && f != "off" && f != "auto" {
+			v.errf(fmt.Sprintf("axes.flash_attn[%d]", i), "%q: want on, off or auto", f)
+		}
+		if seenFA[f] {
+			v.errf(fmt.Sprintf("axes.flash_attn[%d]", i), "%q is listed twice: duplicate legs", f)
+		}
+		seenFA[f] = true
+	}
+	seenKV := map[KVType]bool{}
+	for i, kv := range a.KV {
+		for _, t := range []string{kv.K, kv.V} {
+			if !kvTypeNames[t] {
+				v.errf(fmt.Sprintf("axes.kv_types[%d]", i), "%q is not a KV cache type; want one of %s", t, sortedKeys(kvTypeNames))
+			}
+		}
+		if seenKV[kv] {
+			v.errf(fmt.Sprintf("axes.kv_types[%d]", i), "%s/%s is listed twice: duplicate legs", kv.K, kv.V)
+		}
+		seenKV[kv] = true
+	}
+	for i, arg := range a.ExtraArgs {
+		if owner, ok := controlledFlags[arg]; ok {
+			v.errf(fmt.Sprintf("axes.extra_args[%d]", i), "%s is set by the plan (%s); remove it from extra_args", arg, owner)
+		}
+	}
+	// ubatch larger than every prompt cannot fill (the seed's untestable ubatch sweep).
+	// A single ubatch larger than the prompt is llama-bench's normal default (512 with -p 64).
+	if maxP := maxInt(a.NPrompt); maxP > 0 && len(a.Ubatch) > 1 {
+		for i, ub := range a.Ubatch {
+			if ub > maxP {
+				v.warnf(fmt.Sprintf("axes.ubatch[%d]", i), "ubatch %d is larger than the longest prompt (%d tokens): it cannot fill, so this sweep point measures nothing new; raise n_prompt to at least %d", ub, maxP, ub)
+			}
+		}
+	}
+	// Depth plus the longest test must fit every model's context.
+	if len(a.Depths) > 0 {
+		need := maxInt(a.Depths) + max(maxInt(a.NPrompt), maxInt(a.NGen))
+		for _, m := range v.p.Models {
+			info, ok := v.models[m.ID]
+			if ok && info.ContextLength > 0 && uint64(need) > info.ContextLength {
+				v.errf("axes.depths", "depth %d + test %d = %d tokens exceeds model %q's context length %d; drop the deeper depths for this model",
+					maxInt(a.Depths), need-maxInt(a.Depths), need, m.ID, info.ContextLength)
+			}
+		}
+	}
+}
+
+func (v *validator) checkGates() {
+	g := v.p.Gates
+	for _, c := range []struct {
+		name string
+		val  float64
+	}{{"cv_tg", g.CVTG}, {"cv_pp_depth", g.CVPPDepth}, {"cv_pp_d0", g.CVPPD0}} {
+		if !(c.val > 0 && c.val <= 1) {
+			v.errf("gates."+c.name, "%g: want a fraction in (0, 1], e.g. 0.05 for 5%%", c.val)
+		}
+	}
+}
+
+func (v *validator) checkRepeatability() {
+	r := v.p.Repeatability
+	if r == nil {
+		return
+	}
+	if len(r.At) == 0 {
+		v.errf("repeatability.at", "empty; give start, middle and/or end")
+	}
+	seen := map[string]bool{}
+	for i, at := range r.At {
+		if at != "start" && at != "middle" && at != "end" {
+			v.errf(fmt.Sprintf("repeatability.at[%d]", i), "%q: want start, middle or end", at)
+		}
+		if seen[at] {
+			v.errf(fmt.Sprintf("repeatability.at[%d]", i), "%q is listed twice", at)
+		}
+		seen[at] = true
+	}
+}
+
+func (v *validator) checkCanary() {
+	c := v.p.Canary
+	if c == nil {
+		return
+	}
+	if !v.modelIDs[c.Model] {
+		v.errf("canary.model", "%q is not a model ID of this plan", c.Model)
+	}
+	if c.NPrompt < 1 || c.NGen < 1 {
+		v.errf("canary", "n_prompt and n_gen must be at least 1")
+	}
+	if !(c.MaxDrop > 0 && c.MaxDrop < 1) {
+		v.errf("canary.max_drop", "%g: want a fraction in (0, 1)", c.MaxDrop)
+	}
+	if c.BaselineTG < 0 {
+		v.errf("canary.baseline_tg", "%g: want 0 (set by the first canary) or a positive t/s", c.BaselineTG)
+	}
+}
+
+func (v *validator) checkConditions() {
+	for i, c := range v.p.Conditions {
+		if strings.TrimSpace(c.Text) == "" {
+			v.errf(fmt.Sprintf("conditions[%d].text", i), "empty; say what the condition is")
+		}
+		for j, l := range c.Legs {
+			if v.legs != nil && !v.legs[l] {
+				v.errf(fmt.Sprintf("conditions[%d].legs[%d]", i, j), "%q is not a leg of this plan", l)
+			}
+		}
+	}
+}
+
+func (v *validator) checkBandwidth() {
+	b := v.p.Bandwidth
+	if b == nil {
+		return
+	}
+	if b.Measure && b.GBs != 0 {
+		v.errf("bandwidth", "give either gbs or measure, not both")
+	} else if !b.Measure && !(b.GBs > 0 && b.GBs < 100000) {
+		v.errf("bandwidth.gbs", "%g: want a positive GB/s (or \"measure\": true)", b.GBs)
+	}
+}
+
+func (v *validator) checkPredictions() {
+	seen := map[string]bool{}
+	for i, pr := range v.p.Predictions {
+		at := fmt.Sprintf("predictions[%d]", i)
+		if !idRE.MatchString(pr.ID) {
+			v.errf(at+".id", "%q: want a short ID such as P1", pr.ID)
+		} else if seen[pr.ID] {
+			v.errf(at+".id", "%q is used twice", pr.ID)
+		}
+		seen[pr.ID] = true
+		if strings.TrimSpace(pr.Text) == "" {
+			v.errf(at+".text", "empty; write the claim in words")
+		}
+		v.checkSelector(at+".about", pr.About)
+		switch pr.Kind {
+		case KindBand:
+			if pr.Lo == nil && pr.Hi == nil {
+				v.errf(at, "a band needs lo and/or hi")
+			} else if pr.Lo != nil && pr.Hi != nil && *pr.Lo > *pr.Hi {
+				v.errf(at, "lo %g is above hi %g", *pr.Lo, *pr.Hi)
+			}
+			if pr.NoiseFloor < 0 || pr.NoiseFloor >= 1 {
+				v.errf(at+".noise_floor", "%g: want a fraction in [0, 1)", pr.NoiseFloor)
+			}
+		case KindFork:
+			if len(pr.Arms) < 2 {
+				v.errf(at+".arms", "a fork needs at least two arms")
+			}
+			for j, a := range pr.Arms {
+				if strings.TrimSpace(a.Name) == "" {
+					v.errf(fmt.Sprintf("%s.arms[%d].name", at, j), "empty; name the arm")
+				}
+				if a.Lo == nil && a.Hi == nil {
+					v.errf(fmt.Sprintf("%s.arms[%d]", at, j), "an arm needs lo and/or hi")
+				} else if a.Lo != nil && a.Hi != nil && *a.Lo > *a.Hi {
+					v.errf(fmt.Sprintf("%s.arms[%d]", at, j), "lo %g is above hi %g", *a.Lo, *a.Hi)
+				}
+				for k := 0; k < j; k++ {
+					if overlap(a, pr.Arms[k]) {
+						v.errf(fmt.Sprintf("%s.arms[%d]", at, j), "overlaps arm %q: a value must fire at most one arm", pr.Arms[k].Name)
+					}
+				}
+			}
+		case KindComparison:
+			if pr.Op != ">=" && pr.Op != "<=" && pr.Op != "within" {
+				v.errf(at+".op", "%q: want >=, <= or within", pr.Op)
+			}
+			if pr.Than == nil {
+				v.errf(at+".than", "a comparison needs the right-hand side (than)")
+			} else {
+				v.checkSelector(at+".than", *pr.Than)
+			}
+			if pr.Tolerance < 0 || pr.Tolerance >= 1 {
+				v.errf(at+".tolerance", "%g: want a fraction in [0, 1)", pr.Tolerance)
+			}
+		case KindQuestion:
+			if pr.Lo != nil || pr.Hi != nil || len(pr.Arms) > 0 {
+				v.errf(at, "a question has no expectation; use a band or a fork to predict a value")
+			}
+		default:
+			v.errf(at+".kind", "%q: want band, fork, comparison or question", pr.Kind)
+		}
+	}
+}
+
+func overlap(a, b Arm) bool {
+	loA, hiA := bound(a.Lo, -1), bound(a.Hi, 1)
+	loB, hiB := bound(b.Lo, -1), bound(b.Hi, 1)
+	return loA <= hiB && loB <= hiA
+}
+
+func bound(x *float64, inf float64) float64 {
+	if x == nil {
+		return inf * 1e308
+	}
+	return *x
+}
+
+var testRE = regexp.MustCompile(`^(pp|tg|pg)(\d*)$`)
+
+func (v *validator) checkSelector(at string, s Selector) {
+	if !figures[s.Figure] {
+		v.errf(at+".figure", "%q: want one of %s", s.Figure, sortedFigureNames())
+		return
+	}
+	needModel := s.Figure != FigureRepeatabilityCV && s.Figure != FigureContamination
+	if needModel && !v.modelIDs[s.Model] {
+		v.errf(at+".model", "%q is not a model ID of this plan", s.Model)
+	}
+	needTest := s.Figure == FigureCell || s.Figure == FigureCrossing || s.Figure == FigureSlope || s.Figure == FigureCV ||
+		s.Figure == FigureRepeatabilityCV || s.Figure == FigureContamination
+	if needTest {
+		m := testRE.FindStringSubmatch(s.Test)
+		switch {
+		case m == nil:
+			v.errf(at+".test", "%q: want pp, tg, pg or an exact test such as tg128", s.Test)
+		case m[2] != "":
+			n, _ := strconv.Atoi(m[2])
+			list := v.p.Axes.NGen
+			if m[1] == "pp" {
+				list = v.p.Axes.NPrompt
+			}
+			if !containsInt(list, n) {
+				v.errf(at+".test", "%s is not measured by this plan (axes give %s %v)", s.Test, m[1], list)
+			}
+		}
+	}
+	needDepth := s.Figure == FigureCell || s.Figure == FigureSlope || s.Figure == FigureCV || s.Figure == FigureEfficiency
+	if needDepth {
+		if s.Depth == nil {
+			v.errf(at+".depth", "missing; name the depth (one of %v)", v.p.Axes.Depths)
+		} else if !containsInt(v.p.Axes.Depths, *s.Depth) {
+			v.errf(at+".depth", "%d is not a measured depth (axes.depths %v)", *s.Depth, v.p.Axes.Depths)
+		}
+	}
+	if s.Figure == FigureCrossing && !(s.Line > 0) {
+		v.errf(at+".line", "a crossing needs the line in t/s, e.g. 70")
+	}
+	if s.Figure == FigureCeiling || s.Figure == FigureEfficiency {
+		if s.Conv != "house" && s.Conv != "tensor_exact" {
+			v.errf(at+".convention", "%q: want house or tensor_exact", s.Conv)
+		}
+		if v.p.Bandwidth == nil {
+			v.errf(at, "a %s needs the plan's bandwidth (gbs or measure)", s.Figure)
+		}
+	}
+	switch s.Figure {
+	case FigureRepeatabilityCV:
+		if v.p.Repeatability == nil {
+			v.errf(at, "repeatability_cv needs the plan's repeatability legs")
+		}
+	case FigureContamination:
+		if len(s.Legs) != 3 {
+			v.errf(at+".legs", "contamination_delta needs three legs: quiet before, contaminated, quiet after")
+		}
+		for j, l := range s.Legs {
+			if v.legs != nil && !v.legs[l] {
+				v.errf(fmt.Sprintf("%s.legs[%d]", at, j), "%q is not a leg of this plan", l)
+			}
+		}
+	}
+	if c := s.Config; c != nil {
+		check := func(name string, x *int, list []int) {
+			if x != nil && !containsInt(list, *x) {
+				v.errf(at+".config."+name, "%d is not in axes.%s %v", *x, name, list)
+			}
+		}
+		check("ubatch", c.Ubatch, v.p.Axes.Ubatch)
+		check("batch", c.Batch, v.p.Axes.Batch)
+		check("threads", c.Threads, v.p.Axes.Threads)
+		check("ngl", c.NGL, v.p.Axes.NGL)
+		if c.FlashAttn != "" && !has(v.p.Axes.FlashAttn, c.FlashAttn) {
+			v.errf(at+".config.flash_attn", "%q is not in axes.flash_attn %v", c.FlashAttn, v.p.Axes.FlashAttn)
+		}
+		if c.KV != nil {
+			found := false
+			for _, kv := range v.p.Axes.KV {
+				found = found || kv == *c.KV
+			}
+			if !found {
+				v.errf(at+".config.kv", "%s/%s is not in axes.kv_types", c.KV.K, c.KV.V)
+			}
+		}
+	}
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func maxInt(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+func sortedKeys(m map[string]bool) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
+}
+
+func sortedFigureNames() string {
+	ks := make([]string, 0, len(figures))
+	for k := range figures {
+		ks = append(ks, string(k))
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
+}
