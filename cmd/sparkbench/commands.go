@@ -21,6 +21,7 @@ func commands() []command {
 		{"version", "version", "print sparkbench's version", cmdVersion},
 		{"doctor", "doctor [--llama-dir D] [--models DIR]... [--notebook P]", "check llama.cpp, models, notebook and display; print each fix", cmdDoctor},
 		{"model", "model inspect FILE [--json]", "print a GGUF file's metadata and tensor table", cmdModel},
+		{"study", "study validate FILE [--json]", "check a study plan (models read and hashed) and list its legs", cmdStudy},
 		{"analyze", "analyze crossing|slope|ceiling …", "derived figures from numbers: crossing depth, depth slope, bandwidth ceiling", cmdAnalyze},
 		{"help", "help", "print this list", cmdHelp},
 	}
