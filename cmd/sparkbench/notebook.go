@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sparkbench/runner/benchfmt"
+	"sparkbench/store"
+)
+
+// cmdNotebook: sparkbench notebook verify|path|stats [--notebook P].
+func cmdNotebook(args []string, stdout, stderr io.Writer) int {
+	const usage = "usage: sparkbench notebook verify|path|stats [--notebook PATH]"
+	if len(args) == 0 {
+		fprintf(stderr, "sparkbench notebook: missing sub-command\n%s\n", usage)
+		return 2
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "verify", "path", "stats":
+	case "-h", "--help", "help":
+		fprintf(stdout, "%s\n  verify  walk the journal's hash chain and re-hash every leg's samples (exit 0 only when intact)\n  path    print where the notebook is\n  stats   count what the notebook holds\n", usage)
+		return 0
+	default:
+		fprintf(stderr, "sparkbench notebook: unknown sub-command %q\n%s\n", sub, usage)
+		return 2
+	}
+	flags := newFlagSet("notebook "+sub, stderr)
+	nbFlag := flags.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	pos, err := parseInterspersed(flags, rest)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) > 0 {
+		fprintf(stderr, "sparkbench notebook %s: unexpected argument %q; it takes only --notebook PATH\n", sub, pos[0])
+		return 2
+	}
+	path, err := notebookPath(*nbFlag)
+	if err != nil {
+		fprintf(stderr, "sparkbench notebook %s: %v\n", sub, err)
+		return 2
+	}
+	if sub == "path" {
+		fi, err := os.Stat(path)
+		switch {
+		case err == nil:
+			fprintf(stdout, "%s (%s)\n", path, humanBytes(fi.Size()))
+		case errors.Is(err, os.ErrNotExist):
+			fprintf(stdout, "%s (not created yet: the first study or import creates it)\n", path)
+		default:
+			fprintf(stdout, "%s (%v)\n", path, err)
+		}
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	nb, code := openNotebook("notebook "+sub, path, true, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	if sub == "stats" {
+		st, err := nb.Stats(ctx)
+		if err != nil {
+			fprintf(stderr, "sparkbench notebook stats: %v\n", err)
+			return 1
+		}
+		fprintf(stdout, "notebook %s: %s, schema version %d, SQLite %s\n", st.Path, humanBytes(st.FileBytes), st.SchemaVersion, st.SQLite)
+		names := make([]string, 0, len(st.Tables))
+		for t := range st.Tables {
+			names = append(names, t)
+		}
+		sort.Strings(names)
+		for _, t := range names {
+			fprintf(stdout, "  %-18s %d\n", t, st.Tables[t])
+		}
+		fprintf(stdout, "journal head: entry %d, %s\n", st.JournalSeq, st.JournalHead)
+		return 0
+	}
+	rep, err := nb.Verify(ctx)
+	if err != nil {
+		fprintf(stderr, "sparkbench notebook verify: reading %s failed: %v\n", path, err)
+		return 1
+	}
+	if !rep.OK() {
+		fprintf(stdout, "notebook %s: BROKEN at journal entry %d (%s): %s; entries before it verify, it and everything after are unproven: keep this file as evidence and restore from a backup, or start a new notebook with --notebook\n",
+			path, rep.Broken.Seq, rep.Broken.Kind, rep.Broken.Reason)
+		return 1
+	}
+	fprintf(stdout, "notebook %s: intact: %d journal entries, %d legs' samples re-hashed (%d rows); head entry %d %s\n",
+		path, rep.Entries, rep.LegsChecked, rep.SamplesChecked, rep.HeadSeq, rep.Head)
+	return 0
+}
+
+// openNotebook opens the notebook, reporting refusals (not a notebook, too new, missing) as
+// bad input (exit 2) and other failures as exit 1.
+func openNotebook(cmd, path string, readOnly bool, stderr io.Writer) (*store.Notebook, int) {
+	nb, err := store.OpenWith(path, store.Options{ReadOnly: readOnly})
+	if err == nil {
+		return nb, 0
+	}
+	fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
+	if errors.Is(err, store.ErrNotNotebook) || errors.Is(err, store.ErrTooNew) || readOnly && errors.Is(err, os.ErrNotExist) {
+		return nil, 2
+	}
+	if _, statErr := os.Stat(path); readOnly && errors.Is(statErr, os.ErrNotExist) {
+		return nil, 2
+	}
+	return nil, 1
+}
+
+// cmdImport: sparkbench import [--study NAME] [--notebook P] FILE...
+func cmdImport(args []string, stdout, stderr io.Writer) int {
+	flags := newFlagSet("import", stderr)
+	nbFlag := flags.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	study := flags.String("study", store.DefaultImportStudy, "throughput study to import into (created if missing)")
+	flags.Usage = func() {
+		fprintf(stderr, "usage: sparkbench import [--study NAME] [--notebook PATH] FILE...\n"+
+			"Imports llama-bench output (-o jsonl, json, csv or md, including hand-made md tables with\n"+
+			"\"pp512 @ d8192\" tests and \"mean ± sd\" cells) as imported legs. Nothing is imported if any file is refused.\n")
+		flags.PrintDefaults()
+	}
+	files, err := parseInterspersed(flags, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(files) == 0 {
+		fprintf(stderr, "sparkbench import: no files given; pass one or more files of llama-bench output (e.g. sparkbench import bench.jsonl)\n")
+		return 2
+	}
+	var in []store.ImportFile
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			fprintf(stderr, "sparkbench import: cannot read %s: %v; nothing was imported: check the file name\n", f, err)
+			return 2
+		}
+		in = append(in, store.ImportFile{Name: f, Data: data})
+	}
+	// Refuse bad input before the notebook is created or touched.
+	for _, f := range in {
+		if _, _, err := benchfmt.ParseFile(f.Name, f.Data); err != nil {
+			fprintf(stderr, "sparkbench import: %v; nothing was imported: fix that file or leave it out, and run again\n", err)
+			return 2
+		}
+	}
+	path, err := notebookPath(*nbFlag)
+	if err != nil {
+		fprintf(stderr, "sparkbench import: %v\n", err)
+		return 2
+	}
+	nb, code := openNotebook("import", path, false, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := nb.ImportBenchOutput(ctx, store.ImportRequest{Study: *study, Files: in})
+	if err != nil {
+		var pe *benchfmt.ParseError
+		if errors.As(err, &pe) {
+			fprintf(stderr, "sparkbench import: %v; nothing was imported: fix that file or leave it out, and run again\n", err)
+			return 2
+		}
+		fprintf(stderr, "sparkbench import: %v; nothing was imported\n", err)
+		if strings.Contains(err.Error(), "throughput study") {
+			return 2
+		}
+		return 1
+	}
+	for _, r := range res {
+		if r.Duplicate {
+			fprintf(stdout, "skipped %s: the same bytes (sha256 %s) are already leg %d of study %q\n", r.File, r.SHA256[:16], r.LegID, *study)
+			continue
+		}
+		fprintf(stdout, "imported %s: %s, %d %s (%s) as leg %d of study %q, sha256 %s\n",
+			r.File, r.Format, r.Rows, plural(r.Rows, "row", "rows"), strings.Join(r.Tests, ", "), r.LegID, *study, r.SHA256)
+		if r.Partial > 0 {
+			fprintf(stdout, "  note: %d of its rows lack fields that -o jsonl carries (%s output); those fields are recorded as unknown\n", r.Partial, r.Format)
+		}
+	}
+	return 0
+}
+
+// cmdExport: sparkbench export STUDY [--format csv|json] [--rows bench|requests] [--out FILE] [--notebook P]
+func cmdExport(args []string, stdout, stderr io.Writer) int {
+	flags := newFlagSet("export", stderr)
+	nbFlag := flags.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	format := flags.String("format", "csv", "csv or json")
+	rows := flags.String("rows", "bench", "bench (llama-bench rows) or requests (llama-server request records)")
+	out := flags.String("out", "", "write to this file instead of standard output")
+	flags.Usage = func() {
+		fprintf(stderr, "usage: sparkbench export STUDY [--format csv|json] [--rows bench|requests] [--out FILE] [--notebook PATH]\n"+
+			"Writes a study's rows; the columns are documented in docs/notebook.md.\n")
+		flags.PrintDefaults()
+	}
+	pos, err := parseInterspersed(flags, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench export: give exactly one study (name or id), e.g. sparkbench export imported --format json\n")
+		return 2
+	}
+	if *format != store.ExportCSV && *format != store.ExportJSON {
+		fprintf(stderr, "sparkbench export: --format %q: use csv or json\n", *format)
+		return 2
+	}
+	if *rows != store.ExportBench && *rows != store.ExportRequests {
+		fprintf(stderr, "sparkbench export: --rows %q: use bench or requests\n", *rows)
+		return 2
+	}
+	path, err := notebookPath(*nbFlag)
+	if err != nil {
+		fprintf(stderr, "sparkbench export: %v\n", err)
+		return 2
+	}
+	nb, code := openNotebook("export", path, true, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	st, err := nb.FindStudy(ctx, pos[0])
+	if err != nil {
+		var names []string
+		if all, lerr := nb.Studies(ctx); lerr == nil {
+			for i, s := range all {
+				if i == 8 {
+					names = append(names, "…")
+					break
+				}
+				names = append(names, fmt.Sprintf("%q", s.Name))
+			}
+		}
+		hint := "the notebook has no studies yet"
+		if len(names) > 0 {
+			hint = "studies: " + strings.Join(names, ", ")
+		}
+		fprintf(stderr, "sparkbench export: %v (%s)\n", err, hint)
+		return 2
+	}
+	w := stdout
+	var file *os.File
+	if *out != "" {
+		if file, err = os.Create(*out); err != nil {
+			fprintf(stderr, "sparkbench export: %v\n", err)
+			return 2
+		}
+		w = file
+	}
+	n, err := nb.ExportStudy(ctx, w, st.ID, store.ExportOptions{Format: *format, Rows: *rows})
+	if file != nil {
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(*out)
+		}
+	}
+	if err != nil {
+		fprintf(stderr, "sparkbench export: %v\n", err)
+		return 1
+	}
+	if file != nil {
+		fprintf(stderr, "exported %d %s rows of study %q to %s (%s)\n", n, *rows, st.Name, filepath.Clean(*out), *format)
+	}
+	return 0
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

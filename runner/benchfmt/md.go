@@ -1,0 +1,484 @@
+package benchfmt
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Markdown tables: llama-bench's own (-o md: model, size, params, backend, the columns of
+// every non-default parameter, test, t/s) and hand-written ones in a lab log's style, either
+// long (a test column: "pp512 @ d8192", and a t/s column: "561.10 ± 6.78") or wide (one column
+// per test, header "pp512 @ d8192", cells "561.10 ± 6.78"). Tables without any test column are
+// someone else's table and are skipped; text outside tables is ignored.
+
+// mdAliases maps md column headers (lower case) to fields: llama-bench's display names
+// (ngl, sm, fa, …) and the plain field names.
+var mdAliases = func() map[string]Field {
+	m := map[string]Field{
+		"model":   FModelType,
+		"size":    FModelSize,
+		"params":  FModelNParams,
+		"backend": FBackends,
+		"be":      FBackends,
+		"ngl":     FNGPULayers,
+		"ncmoe":   FNCPUMoE,
+		"threads": FNThreads,
+		"th":      FNThreads,
+		"mg":      FMainGPU,
+		"sm":      FSplitMode,
+		"nkvo":    FNoKVOffload,
+		"fa":      FFlashAttn,
+		"dev":     FDevices,
+		"ts":      FTensorSplit,
+		"ot":      FTensorBuftOverrides,
+		"embd":    FEmbeddings,
+		"nopo":    FNoOpOffload,
+		"noh":     FNoHost,
+		"lm":      FLoadMode,
+		"lzm":     FLazyMode,
+		"fitt":    FFitTarget,
+		"fitc":    FFitMinCtx,
+		"ctk":     FTypeK,
+		"ctv":     FTypeV,
+		"b":       FNBatch,
+		"ub":      FNUbatch,
+	}
+	for f := Field(0); f < NumFields; f++ {
+		if _, ok := m[fields[f].name]; !ok {
+			m[fields[f].name] = f
+		}
+	}
+	return m
+}()
+
+func isRateHeader(h string) bool {
+	switch h {
+	case "t/s", "tok/s", "tokens/s", "t/s (mean ± sd)", "avg_ts":
+		return true
+	}
+	return false
+}
+
+type mdLine struct {
+	no   int
+	text string // without the line end, trimmed
+}
+
+func parseMDFile(name string, data []byte) ([]Result, error) {
+	var lines []mdLine
+	no := 0
+	for rest := data; len(rest) > 0; {
+		var l []byte
+		l, rest = nextLine(rest)
+		no++
+		lines = append(lines, mdLine{no, string(bytes.TrimSpace(l))})
+	}
+	intern := map[string]string{}
+	var rows []Result
+	for i := 0; i < len(lines); {
+		if !strings.HasPrefix(lines[i].text, "|") {
+			i++
+			continue
+		}
+		end := i
+		for end < len(lines) && strings.HasPrefix(lines[end].text, "|") {
+			end++
+		}
+		got, err := parseMDTable(name, lines[i:end], intern)
+		if err != nil {
+			return nil, err
+		}
+		// llama-bench prints "build: <commit> (<number>)" after a blank line.
+		for j := end; j < len(lines) && j <= end+2; j++ {
+			t := lines[j].text
+			if t == "" {
+				continue
+			}
+			if commit, number, ok := parseBuildFooter(t); ok {
+				for k := range got {
+					got[k].BuildCommit = commit
+					got[k].Known = got[k].Known.With(FBuildCommit)
+					if number >= 0 {
+						got[k].BuildNumber = number
+						got[k].Known = got[k].Known.With(FBuildNumber)
+					}
+				}
+			}
+			break
+		}
+		rows = append(rows, got...)
+		i = end
+	}
+	return rows, nil
+}
+
+// parseBuildFooter reads llama-bench's "build: 067de937 (6789)" line.
+func parseBuildFooter(t string) (commit string, number int64, ok bool) {
+	rest, found := strings.CutPrefix(t, "build:")
+	if !found {
+		return "", 0, false
+	}
+	rest = strings.TrimSpace(rest)
+	number = -1
+	if open := strings.LastIndexByte(rest, '('); open >= 0 && strings.HasSuffix(rest, ")") {
+		if n, err := strconv.ParseInt(strings.TrimSpace(rest[open+1:len(rest)-1]), 10, 64); err == nil {
+			number = n
+			rest = strings.TrimSpace(rest[:open])
+		}
+	}
+	if rest == "" {
+		return "", 0, false
+	}
+	return rest, number, true
+}
+
+// splitRow splits "| a | b |" into trimmed cells; "\|" is a literal pipe.
+func splitRow(t string) []string {
+	t = strings.TrimSpace(t)
+	t = strings.TrimPrefix(t, "|")
+	if strings.HasSuffix(t, "|") && !strings.HasSuffix(t, `\|`) {
+		t = t[:len(t)-1]
+	}
+	var cells []string
+	var cur strings.Builder
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if c == '\\' && i+1 < len(t) && t[i+1] == '|' {
+			cur.WriteByte('|')
+			i++
+			continue
+		}
+		if c == '|' {
+			cells = append(cells, strings.TrimSpace(cur.String()))
+			cur.Reset()
+			continue
+		}
+		cur.WriteByte(c)
+	}
+	return append(cells, strings.TrimSpace(cur.String()))
+}
+
+func isSeparatorRow(cells []string) bool {
+	if len(cells) == 0 {
+		return false
+	}
+	for _, c := range cells {
+		c = strings.TrimSpace(c)
+		c = strings.TrimPrefix(c, ":")
+		c = strings.TrimSuffix(c, ":")
+		if c == "" || strings.Trim(c, "-") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanCell removes markdown emphasis and code marks around a cell's text.
+func cleanCell(c string) string {
+	c = strings.TrimSpace(c)
+	for _, m := range []string{"**", "__", "`", "*", "_"} {
+		if len(c) > 2*len(m) && strings.HasPrefix(c, m) && strings.HasSuffix(c, m) {
+			c = strings.TrimSpace(c[len(m) : len(c)-len(m)])
+		}
+	}
+	return c
+}
+
+type mdColumn struct {
+	header string
+	field  Field
+	known  bool
+	test   bool  // the "test" column (long form)
+	rate   bool  // the "t/s" column (long form)
+	wide   bool  // a column whose header is a test name (wide form)
+	nP, nG int64 // wide form: the test of this column
+	nD     int64
+}
+
+func parseMDTable(name string, tl []mdLine, intern map[string]string) ([]Result, error) {
+	header := splitRow(tl[0].text)
+	cols := make([]mdColumn, len(header))
+	hasTest, hasRate, hasWide := false, false, false
+	for i, h := range header {
+		h = cleanCell(h)
+		lh := strings.ToLower(h)
+		c := mdColumn{header: h}
+		switch {
+		case lh == "test":
+			c.test, hasTest = true, true
+		case isRateHeader(lh):
+			c.rate, hasRate = true, true
+		default:
+			if f, ok := mdAliases[lh]; ok {
+				c.field, c.known = f, true
+			} else if p, g, d, err := ParseTestName(wideHeader(h)); err == nil {
+				c.wide, hasWide = true, true
+				c.nP, c.nG, c.nD = p, g, d
+			}
+		}
+		cols[i] = c
+	}
+	if !hasTest && !hasRate && !hasWide {
+		return nil, nil // not a benchmark table
+	}
+	if hasTest && !hasRate {
+		return nil, &ParseError{File: name, Line: tl[0].no, Msg: "table has a test column but no t/s column: no rates to import"}
+	}
+	if hasRate && !hasTest {
+		return nil, &ParseError{File: name, Line: tl[0].no, Msg: "table has a t/s column but no test column: cannot tell which test each rate belongs to"}
+	}
+	if len(tl) < 2 || !isSeparatorRow(splitRow(tl[1].text)) {
+		line := tl[0].no + 1
+		return nil, &ParseError{File: name, Line: line, Msg: "a table header must be followed by a separator row like | --- | --: |"}
+	}
+	if len(splitRow(tl[1].text)) != len(header) {
+		return nil, &ParseError{File: name, Line: tl[1].no, Msg: fmt.Sprintf("separator row has %d cells, header has %d", len(splitRow(tl[1].text)), len(header))}
+	}
+	var out []Result
+	for _, l := range tl[2:] {
+		cells := splitRow(l.text)
+		if len(cells) != len(header) {
+			return nil, &ParseError{File: name, Line: l.no, Msg: fmt.Sprintf("row has %d cells, the table header has %d", len(cells), len(header))}
+		}
+		var base Result
+		base.Line = l.no
+		for i, c := range cols {
+			if !c.known {
+				continue
+			}
+			if err := setMDCell(&base, c, cleanCell(cells[i]), intern); err != nil {
+				return nil, &ParseError{File: name, Line: l.no, Col: cellCol(l.text, i), Msg: err.Error()}
+			}
+		}
+		for i, c := range cols {
+			if c.known || c.test || c.rate || c.wide {
+				continue
+			}
+			if base.Extra == nil {
+				base.Extra = map[string]json.RawMessage{}
+			}
+			base.Extra[c.header] = json.RawMessage(appendJSONString(nil, cleanCell(cells[i])))
+		}
+		if hasTest {
+			r := base
+			for i, c := range cols {
+				cell := cleanCell(cells[i])
+				switch {
+				case c.test:
+					p, g, d, err := ParseTestName(cell)
+					if err != nil {
+						return nil, &ParseError{File: name, Line: l.no, Col: cellCol(l.text, i), Msg: err.Error()}
+					}
+					r.setInt(FNPrompt, p)
+					r.setInt(FNGen, g)
+					r.setInt(FNDepth, d)
+				case c.rate:
+					if err := setRate(&r, cell); err != nil {
+						return nil, &ParseError{File: name, Line: l.no, Col: cellCol(l.text, i), Msg: err.Error()}
+					}
+				}
+			}
+			if !r.Known.Has(FAvgTs) {
+				continue // "-" or "n/a": no measurement in this row
+			}
+			out = append(out, r)
+			continue
+		}
+		for i, c := range cols {
+			if !c.wide {
+				continue
+			}
+			r := base
+			if r.Extra != nil { // each row owns its map
+				r.Extra = make(map[string]json.RawMessage, len(base.Extra))
+				for k, v := range base.Extra {
+					r.Extra[k] = v
+				}
+			}
+			r.setInt(FNPrompt, c.nP)
+			r.setInt(FNGen, c.nG)
+			r.setInt(FNDepth, c.nD)
+			if err := setRate(&r, cleanCell(cells[i])); err != nil {
+				return nil, &ParseError{File: name, Line: l.no, Col: cellCol(l.text, i), Msg: fmt.Sprintf("%s: %v", c.header, err)}
+			}
+			if r.Known.Has(FAvgTs) {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// cellCol is the 1-based column where cell i of a row starts.
+func cellCol(row string, i int) int {
+	n := -1
+	for j := 0; j < len(row); j++ {
+		if row[j] == '|' && (j == 0 || row[j-1] != '\\') {
+			n++
+			if n == i {
+				return j + 2
+			}
+		}
+	}
+	return 0
+}
+
+func isEmptyCell(c string) bool {
+	switch strings.ToLower(c) {
+	case "", "-", "—", "–", "n/a", "na", "?":
+		return true
+	}
+	return false
+}
+
+// setRate reads "561.10 ± 6.78", "561.10 +/- 6.78" or "561.10".
+func setRate(r *Result, cell string) error {
+	if isEmptyCell(cell) {
+		return nil
+	}
+	mean, sd, hasSD := cell, "", false
+	for _, sep := range []string{"±", "+/-", "+-"} {
+		if a, b, ok := strings.Cut(cell, sep); ok {
+			mean, sd, hasSD = a, b, true
+			break
+		}
+	}
+	m, err := parseLooseFloat(mean)
+	if err != nil {
+		return fmt.Errorf("t/s %q: expected \"mean ± sd\" or a number", cell)
+	}
+	r.setFloat(FAvgTs, m)
+	if hasSD {
+		s, err := parseLooseFloat(sd)
+		if err != nil || s < 0 {
+			return fmt.Errorf("t/s %q: the part after ± is not a standard deviation", cell)
+		}
+		r.setFloat(FStddevTs, s)
+	}
+	return nil
+}
+
+// parseLooseFloat reads a number from a hand table: thousands separators and a trailing
+// unit ("t/s") are allowed.
+func parseLooseFloat(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(strings.TrimSuffix(s, "t/s"))
+	s = strings.ReplaceAll(s, ",", "")
+	if s == "" {
+		return 0, fmt.Errorf("empty")
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return v, nil
+}
+
+func setMDCell(r *Result, c mdColumn, cell string, intern map[string]string) error {
+	switch c.field {
+	case FModelSize:
+		if isEmptyCell(cell) {
+			return nil
+		}
+		v, err := parseSize(cell)
+		if err != nil {
+			return err
+		}
+		r.setInt(FModelSize, v)
+		r.addExtraText("md_size", cell) // the table's rounded text; the bytes are approximate
+		return nil
+	case FModelNParams:
+		if isEmptyCell(cell) {
+			return nil
+		}
+		v, err := parseCount(cell)
+		if err != nil {
+			return err
+		}
+		r.setInt(FModelNParams, v)
+		r.addExtraText("md_params", cell)
+		return nil
+	}
+	if fields[c.field].typ != tString && isEmptyCell(cell) {
+		return nil
+	}
+	return setFromText(r, c.field, cell, intern)
+}
+
+func (r *Result) addExtraText(k, v string) {
+	if r.Extra == nil {
+		r.Extra = map[string]json.RawMessage{}
+	}
+	r.Extra[k] = json.RawMessage(appendJSONString(nil, v))
+}
+
+var sizeUnits = map[string]float64{
+	"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+}
+
+// parseSize reads llama-bench's "0.63 MiB" / "17.28 GiB" (or plain bytes).
+func parseSize(cell string) (int64, error) {
+	num, unit := splitUnit(cell)
+	v, err := parseLooseFloat(num)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("size %q: expected e.g. 17.28 GiB", cell)
+	}
+	mul := 1.0
+	if unit != "" {
+		m, ok := sizeUnits[strings.ToLower(unit)]
+		if !ok {
+			return 0, fmt.Errorf("size %q: unknown unit %q", cell, unit)
+		}
+		mul = m
+	}
+	if v*mul >= 9e18 {
+		return 0, fmt.Errorf("size %q is too large", cell)
+	}
+	return int64(math.Round(v * mul)), nil
+}
+
+var countUnits = map[string]float64{"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+// parseCount reads llama-bench's "0.16 M" / "30.53 B" parameter counts.
+func parseCount(cell string) (int64, error) {
+	num, unit := splitUnit(cell)
+	v, err := parseLooseFloat(num)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("params %q: expected e.g. 30.53 B", cell)
+	}
+	m, ok := countUnits[strings.ToLower(unit)]
+	if !ok {
+		return 0, fmt.Errorf("params %q: unknown unit %q", cell, unit)
+	}
+	if v*m >= 9e18 {
+		return 0, fmt.Errorf("params %q is too large", cell)
+	}
+	return int64(math.Round(v * m)), nil
+}
+
+func splitUnit(cell string) (num, unit string) {
+	cell = strings.TrimSpace(cell)
+	i := len(cell)
+	for i > 0 {
+		c := cell[i-1]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			i--
+			continue
+		}
+		break
+	}
+	return strings.TrimSpace(cell[:i]), cell[i:]
+}
+
+// wideHeader drops a unit suffix from a wide table's test header: "tg128 (t/s)" -> "tg128".
+func wideHeader(h string) string {
+	if i := strings.IndexByte(h, '('); i > 0 {
+		h = h[:i]
+	}
+	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(h), "t/s"))
+}

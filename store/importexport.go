@@ -1,0 +1,447 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"sparkbench/runner/benchfmt"
+)
+
+// DefaultImportStudy receives imports when no study is named.
+const DefaultImportStudy = "imported"
+
+// ImportFile is one file of llama-bench output.
+type ImportFile struct {
+	Name string // as the user gave it; recorded in the provenance
+	Data []byte
+}
+
+// ImportRequest imports files into a throughput study (created with status imported if it
+// does not exist).
+type ImportRequest struct {
+	Study string // name; "" = DefaultImportStudy
+	Files []ImportFile
+}
+
+// ImportResult says what happened to one file.
+type ImportResult struct {
+	File      string
+	Format    benchfmt.Format
+	SHA256    string
+	Rows      int
+	Partial   int // rows that lack fields (md and csv carry fewer than jsonl)
+	Tests     []string
+	StudyID   int64
+	LegID     int64
+	Duplicate bool // the same bytes were already imported into this study (as LegID)
+}
+
+// ImportBenchOutput parses every file first (-o jsonl, json, csv or md, see benchfmt) and
+// imports nothing if any file is refused: the error is a *benchfmt.ParseError naming the file
+// and line. Each file becomes one leg of kind and state "imported" whose provenance is the file
+// name and SHA-256; all files go in one transaction.
+func (n *Notebook) ImportBenchOutput(ctx context.Context, req ImportRequest) ([]ImportResult, error) {
+	if n.readOnly {
+		return nil, ErrReadOnly
+	}
+	if req.Study == "" {
+		req.Study = DefaultImportStudy
+	}
+	if len(req.Files) == 0 {
+		return nil, errors.New("import: no files")
+	}
+	type parsed struct {
+		rows   []benchfmt.Result
+		format benchfmt.Format
+		sum    string
+	}
+	files := make([]parsed, len(req.Files))
+	results := make([]ImportResult, len(req.Files))
+	for i, f := range req.Files {
+		rows, format, err := benchfmt.ParseFile(f.Name, f.Data)
+		if err != nil {
+			return nil, err
+		}
+		files[i] = parsed{rows, format, SHA256Hex(f.Data)}
+		res := ImportResult{File: f.Name, Format: format, SHA256: files[i].sum, Rows: len(rows)}
+		seen := map[string]bool{}
+		for _, r := range rows {
+			if !r.Complete() {
+				res.Partial++
+			}
+			if t := r.TestName(); !seen[t] {
+				seen[t] = true
+				res.Tests = append(res.Tests, t)
+			}
+		}
+		results[i] = res
+	}
+	err := n.write(ctx, func(tx *sql.Tx) error {
+		var studyID int64
+		var kind string
+		err := tx.QueryRow("SELECT id, kind FROM studies WHERE name = ?", req.Study).Scan(&studyID, &kind)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if studyID, err = n.createStudyTx(tx, Study{Name: req.Study, Kind: StudyThroughput, Status: StatusImported,
+				Description: "llama-bench output imported from files"}); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case kind != StudyThroughput:
+			return fmt.Errorf("study %q is a %s study: llama-bench rows go into a throughput study (pass another --study)", req.Study, kind)
+		}
+		for i := range files {
+			res := &results[i]
+			res.StudyID = studyID
+			var existing int64
+			err := tx.QueryRow("SELECT id FROM legs WHERE study_id = ? AND kind = 'imported' AND json_extract(provenance_json, '$.sha256') = ?", studyID, res.SHA256).Scan(&existing)
+			if err == nil {
+				res.LegID, res.Duplicate = existing, true
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			for j := 0; j < i; j++ { // the same bytes twice on one command line
+				if results[j].SHA256 == res.SHA256 && !results[j].Duplicate {
+					res.LegID, res.Duplicate = results[j].LegID, true
+				}
+			}
+			if res.Duplicate {
+				continue
+			}
+			if res.LegID, err = n.importLegTx(ctx, tx, studyID, req.Files[i], files[i].rows, files[i].format, res.SHA256); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+func (n *Notebook) importLegTx(ctx context.Context, tx *sql.Tx, studyID int64, f ImportFile, rows []benchfmt.Result, format benchfmt.Format, sum string) (int64, error) {
+	now := n.nowText()
+	started := now
+	for _, r := range rows { // the earliest test_time is when the leg ran
+		if t, err := time.Parse(time.RFC3339, r.TestTime); err == nil && FormatTime(t) < started {
+			started = FormatTime(t)
+		}
+	}
+	prov, err := CanonicalJSON(map[string]any{"file": f.Name, "name": filepath.Base(f.Name), "sha256": sum, "bytes": len(f.Data),
+		"format": string(format), "rows": len(rows), "imported_at": now})
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.Exec(`INSERT INTO legs (study_id, label, kind, state, started_at, provenance_json, fingerprint)
+		VALUES (?, ?, 'imported', 'running', ?, ?, ?)`, studyID, filepath.Base(f.Name), started, string(prov), sum)
+	if err != nil {
+		return 0, fmt.Errorf("import %s: %w", f.Name, err)
+	}
+	legID, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	pend := make([]pendingBench, len(rows))
+	var buf []byte
+	for i := range rows {
+		if pend[i], buf, err = newPendingBench(legID, studyID, int64(i), &rows[i], buf); err != nil {
+			return 0, fmt.Errorf("import %s: %w", f.Name, err)
+		}
+	}
+	if err := insertBench(tx, n.w.cfgCache, pend); err != nil {
+		return 0, fmt.Errorf("import %s: %w", f.Name, err)
+	}
+	if _, err := n.finishLegTx(ctx, tx, legID, LegImported, LegOutcome{Class: ClassOK, Reason: "imported from " + f.Name}); err != nil {
+		return 0, err
+	}
+	return legID, nil
+}
+
+// Export formats and row kinds.
+const (
+	ExportCSV      = "csv"
+	ExportJSON     = "json"
+	ExportBench    = "bench"
+	ExportRequests = "requests"
+)
+
+// ExportOptions choose the format (csv or json) and the rows (bench: llama-bench rows;
+// requests: server request records).
+type ExportOptions struct {
+	Format string
+	Rows   string
+}
+
+// BenchExportColumns are the columns of a bench export, in order (see docs/notebook.md):
+// the leg columns, then every llama-bench field under its jsonl name, then missing and extra.
+var BenchExportColumns = func() []string {
+	cols := []string{"study", "leg_id", "leg_label", "leg_state", "leg_class", "seq", "test", "kind"}
+	for f := benchfmt.Field(0); f < benchfmt.NumFields; f++ {
+		cols = append(cols, f.Name())
+	}
+	return append(cols, "missing", "extra")
+}()
+
+// RequestExportColumns are the columns of a requests export, in order.
+var RequestExportColumns = []string{"study", "leg_id", "leg_label", "leg_state", "leg_class", "seq", "candidate", "arm", "slots",
+	"clients", "pass", "phase", "req_index", "client_index", "t_send_ns", "t_first_ns", "t_last_ns", "t_end_ns", "ttft_ms",
+	"e2e_ms", "itl_ms", "http_status", "n_predict", "tokens_predicted", "tokens_evaluated", "stop_type", "prompt_ms",
+	"predicted_ms", "predicted_per_second", "error", "extra"}
+
+// ExportStudy writes a study's rows (every leg, with its state and class) and returns how many.
+func (n *Notebook) ExportStudy(ctx context.Context, w io.Writer, studyID int64, o ExportOptions) (int, error) {
+	if o.Format == "" {
+		o.Format = ExportCSV
+	}
+	if o.Rows == "" {
+		o.Rows = ExportBench
+	}
+	if o.Format != ExportCSV && o.Format != ExportJSON {
+		return 0, fmt.Errorf("export format %q: use csv or json", o.Format)
+	}
+	study, err := n.Study(ctx, studyID)
+	if err != nil {
+		return 0, err
+	}
+	var cols []string
+	var next func() ([]any, error)
+	var closeRows func()
+	switch o.Rows {
+	case ExportBench:
+		cols = BenchExportColumns
+		next, closeRows, err = n.benchExportRows(ctx, study)
+	case ExportRequests:
+		cols = RequestExportColumns
+		next, closeRows, err = n.requestExportRows(ctx, study)
+	default:
+		return 0, fmt.Errorf("export rows %q: use bench or requests", o.Rows)
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer closeRows()
+	bw := bufio.NewWriter(w)
+	count := 0
+	if o.Format == ExportCSV {
+		cw := csv.NewWriter(bw)
+		if err := cw.Write(cols); err != nil {
+			return 0, err
+		}
+		rec := make([]string, len(cols))
+		for {
+			vals, err := next()
+			if err != nil {
+				return count, err
+			}
+			if vals == nil {
+				break
+			}
+			for i, v := range vals {
+				rec[i] = csvCell(v)
+			}
+			if err := cw.Write(rec); err != nil {
+				return count, err
+			}
+			count++
+		}
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return count, err
+		}
+		return count, bw.Flush()
+	}
+	bw.WriteString("[")
+	var line []byte
+	for {
+		vals, err := next()
+		if err != nil {
+			return count, err
+		}
+		if vals == nil {
+			break
+		}
+		if count > 0 {
+			bw.WriteString(",")
+		}
+		line = append(line[:0], "\n{"...)
+		for i, v := range vals {
+			if i > 0 {
+				line = append(line, ',')
+			}
+			line = appendCanonicalString(line, cols[i])
+			line = append(line, ':')
+			line = appendJSONValue(line, v)
+		}
+		line = append(line, '}')
+		bw.Write(line)
+		count++
+	}
+	bw.WriteString("\n]\n")
+	return count, bw.Flush()
+}
+
+// jsonText marks a value that is already JSON (sample arrays, extra).
+type jsonText string
+
+func csvCell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case jsonText:
+		return string(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return string(appendFloat(nil, x))
+	case bool:
+		if x {
+			return "1"
+		}
+		return "0"
+	}
+	return fmt.Sprint(v)
+}
+
+func appendJSONValue(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case string:
+		return appendCanonicalString(b, x)
+	case jsonText:
+		return append(b, x...)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case float64:
+		return appendFloat(b, x)
+	case bool:
+		return strconv.AppendBool(b, x)
+	}
+	return appendCanonicalString(b, fmt.Sprint(v))
+}
+
+func (n *Notebook) benchExportRows(ctx context.Context, study Study) (func() ([]any, error), func(), error) {
+	var fieldCols []string
+	for f := benchfmt.Field(0); f < benchfmt.NumFields; f++ {
+		fieldCols = append(fieldCols, "b."+f.Name())
+	}
+	rows, err := n.rdb.QueryContext(ctx, `SELECT b.leg_id, l.label, l.state, l.class, b.seq, `+strings.Join(fieldCols, ", ")+`,
+		b.extra_json, b.known_mask, b.source_line FROM bench_rows b JOIN legs l ON l.id = b.leg_id
+		WHERE b.leg_id IN (SELECT id FROM legs WHERE study_id = ?) ORDER BY b.leg_id, b.seq`, study.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	nf := int(benchfmt.NumFields)
+	scan := make([]any, 5+nf+3)
+	ptrs := make([]any, len(scan))
+	for i := range scan {
+		ptrs[i] = &scan[i]
+	}
+	out := make([]any, len(BenchExportColumns))
+	next := func() ([]any, error) {
+		if !rows.Next() {
+			return nil, rows.Err()
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		r, err := resultFromRow(scan[5:])
+		if err != nil {
+			return nil, err
+		}
+		out[0], out[1], out[2], out[3], out[4], out[5] = study.Name, scan[0], scan[1], scan[2], scan[3], scan[4]
+		out[6], out[7] = r.TestName(), string(r.Kind())
+		for f := benchfmt.Field(0); f < benchfmt.NumFields; f++ {
+			v, known := r.Value(f)
+			switch {
+			case !known:
+				out[8+int(f)] = nil
+			case f == benchfmt.FSamplesNs:
+				out[8+int(f)] = jsonText(appendInts(nil, r.SamplesNs))
+			case f == benchfmt.FSamplesTs:
+				out[8+int(f)] = jsonText(appendFloats(nil, r.SamplesTs))
+			default:
+				out[8+int(f)] = v
+			}
+		}
+		var missing []string
+		for _, f := range r.Missing() {
+			missing = append(missing, f.Name())
+		}
+		out[8+nf] = strings.Join(missing, " ")
+		if x, ok := scan[5+nf].(string); ok && x != "" {
+			out[9+nf] = jsonText(x)
+		} else {
+			out[9+nf] = nil
+		}
+		return out, nil
+	}
+	return next, func() { rows.Close() }, nil
+}
+
+func (n *Notebook) requestExportRows(ctx context.Context, study Study) (func() ([]any, error), func(), error) {
+	rows, err := n.rdb.QueryContext(ctx, `SELECT r.leg_id, l.label, l.state, l.class, r.seq, r.candidate, r.arm, r.slots, r.clients,
+		r.pass, r.phase, r.req_index, r.client_index, r.t_send_ns, r.t_first_ns, r.t_last_ns, r.t_end_ns,
+		(r.t_first_ns - r.t_send_ns) / 1e6, (r.t_end_ns - r.t_send_ns) / 1e6,
+		CASE WHEN r.tokens_predicted > 1 AND r.t_last_ns > r.t_first_ns THEN (r.t_last_ns - r.t_first_ns) / 1e6 / (r.tokens_predicted - 1) END,
+		r.http_status, r.n_predict, r.tokens_predicted, r.tokens_evaluated, r.stop_type, r.prompt_ms, r.predicted_ms,
+		r.predicted_per_second, r.error, r.extra_json
+		FROM request_samples r JOIN legs l ON l.id = r.leg_id
+		WHERE r.leg_id IN (SELECT id FROM legs WHERE study_id = ?) ORDER BY r.leg_id, r.seq`, study.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	scan := make([]any, len(RequestExportColumns)-1)
+	ptrs := make([]any, len(scan))
+	for i := range scan {
+		ptrs[i] = &scan[i]
+	}
+	out := make([]any, len(RequestExportColumns))
+	next := func() ([]any, error) {
+		if !rows.Next() {
+			return nil, rows.Err()
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out[0] = study.Name
+		copy(out[1:], scan)
+		if x, ok := out[len(out)-1].(string); ok && x != "" {
+			out[len(out)-1] = jsonText(x)
+		}
+		return out, nil
+	}
+	return next, func() { rows.Close() }, nil
+}
+
+// StudyBenchRows reads every bench row of a study (all legs, in timeline order) as Results.
+func (n *Notebook) StudyBenchRows(ctx context.Context, studyID int64) ([]benchfmt.Result, error) {
+	legs, err := n.LegTimeline(ctx, studyID)
+	if err != nil {
+		return nil, err
+	}
+	var out []benchfmt.Result
+	for _, l := range legs {
+		rows, err := n.BenchRows(ctx, l.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}

@@ -1,0 +1,258 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// The writer goroutine owns the writer connection. Everything that writes goes through it,
+// in order: samples are buffered and committed in batches (at most FlushInterval after the
+// first pending one, or when MaxBatch rows are pending); any other write first commits the
+// pending batch, then runs in its own transaction. So a leg's FinishLeg always sees all of
+// its samples, and an app crash loses at most the last uncommitted batch.
+
+type writeReq struct {
+	bench  []pendingBench
+	reqs   []pendingRequest
+	chunk  *pendingChunk
+	fn     func(tx *sql.Tx) error
+	flush  bool
+	legErr int64 // ask for a leg's sticky error (with flush)
+	reply  chan error
+}
+
+type writer struct {
+	n        *Notebook
+	db       *sql.DB
+	reqs     chan writeReq
+	done     chan struct{}
+	interval time.Duration
+	maxBatch int
+
+	mu      sync.Mutex // guards closed
+	closed  bool
+	closeWG sync.WaitGroup
+
+	// owned by the goroutine
+	bench    []pendingBench
+	requests []pendingRequest
+	chunks   []pendingChunk
+	timer    *time.Timer
+	armed    bool
+	cfgCache map[benchConfig]int64
+	legRows  map[int64]int64
+	finalErr error
+
+	errMu   sync.Mutex
+	legErrs map[int64]error // sticky commit failures, read by SampleWriters
+}
+
+func newWriter(n *Notebook) *writer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &writer{
+		n:        n,
+		db:       n.wdb,
+		reqs:     make(chan writeReq, 256),
+		done:     make(chan struct{}),
+		interval: n.opts.FlushInterval,
+		maxBatch: n.opts.MaxBatch,
+		timer:    t,
+		cfgCache: map[benchConfig]int64{},
+		legErrs:  map[int64]error{},
+		legRows:  map[int64]int64{},
+	}
+}
+
+func (w *writer) run() {
+	defer close(w.done)
+	for {
+		select {
+		case r, ok := <-w.reqs:
+			if !ok {
+				w.finalErr = w.flush()
+				return
+			}
+			w.handle(r)
+		case <-w.timer.C:
+			w.armed = false
+			w.flush()
+		}
+	}
+}
+
+func (w *writer) pending() int { return len(w.bench) + len(w.requests) + len(w.chunks) }
+
+func (w *writer) handle(r writeReq) {
+	if len(r.bench) > 0 || len(r.reqs) > 0 || r.chunk != nil {
+		w.bench = append(w.bench, r.bench...)
+		w.requests = append(w.requests, r.reqs...)
+		if r.chunk != nil {
+			w.chunks = append(w.chunks, *r.chunk)
+		}
+		if w.pending() >= w.maxBatch {
+			w.flush()
+		} else if !w.armed {
+			w.timer.Reset(w.interval)
+			w.armed = true
+		}
+	}
+	if r.fn == nil && !r.flush {
+		return
+	}
+	err := w.flush()
+	if r.legErr != 0 {
+		err = w.legErr(r.legErr)
+	}
+	if r.fn != nil && err == nil {
+		err = w.runTx(r.fn)
+	}
+	r.reply <- err
+}
+
+func (w *writer) runTx(fn func(tx *sql.Tx) error) error {
+	tx, err := w.db.Begin() // BEGIN IMMEDIATE
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		w.cfgCache = map[benchConfig]int64{} // ids cached inside the failed tx are gone
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		w.cfgCache = map[benchConfig]int64{}
+		return err
+	}
+	return nil
+}
+
+// flush commits pending samples in one transaction. A failure is remembered per leg and
+// reported by that leg's SampleWriter.
+func (w *writer) flush() error {
+	if w.armed {
+		if !w.timer.Stop() {
+			select {
+			case <-w.timer.C:
+			default:
+			}
+		}
+		w.armed = false
+	}
+	if w.pending() == 0 {
+		return nil
+	}
+	start := time.Now()
+	bench, requests, chunks := w.bench, w.requests, w.chunks
+	w.bench, w.requests, w.chunks = nil, nil, nil
+	err := w.runTx(func(tx *sql.Tx) error {
+		if err := insertBench(tx, w.cfgCache, bench); err != nil {
+			return err
+		}
+		if err := insertRequests(tx, requests); err != nil {
+			return err
+		}
+		return insertChunks(tx, chunks)
+	})
+	legs := map[int64]int64{}
+	for _, b := range bench {
+		legs[b.legID]++
+	}
+	for _, r := range requests {
+		legs[r.legID]++
+	}
+	for _, c := range chunks {
+		if _, ok := legs[c.legID]; !ok {
+			legs[c.legID] = 0
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("commit %d samples: %w", len(bench)+len(requests), err)
+		w.errMu.Lock()
+		for leg := range legs {
+			if w.legErrs[leg] == nil {
+				w.legErrs[leg] = err
+			}
+		}
+		w.errMu.Unlock()
+		return err
+	}
+	for leg, c := range legs {
+		w.legRows[leg] += c
+		legs[leg] = w.legRows[leg]
+	}
+	if w.n.opts.OnCommit != nil {
+		w.n.opts.OnCommit(CommitInfo{BenchRows: len(bench), RequestRows: len(requests), TranscriptChunks: len(chunks), Legs: legs, Took: time.Since(start)})
+	}
+	return nil
+}
+
+func (w *writer) send(ctx context.Context, r writeReq) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	w.closeWG.Add(1)
+	w.mu.Unlock()
+	defer w.closeWG.Done()
+	select {
+	case w.reqs <- r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// do runs fn in a writer transaction and waits for it.
+func (w *writer) do(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	reply := make(chan error, 1)
+	if err := w.send(ctx, writeReq{fn: fn, reply: reply}); err != nil {
+		return err
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		// The request is queued and will still run; the caller stops waiting.
+		return ctx.Err()
+	}
+}
+
+// flushLeg commits everything pending and returns the leg's sticky error, if any.
+func (w *writer) flushLeg(ctx context.Context, leg int64) error {
+	reply := make(chan error, 1)
+	if err := w.send(ctx, writeReq{flush: true, legErr: leg, reply: reply}); err != nil {
+		return err
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *writer) close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	w.mu.Unlock()
+	w.closeWG.Wait() // no sender is mid-send
+	close(w.reqs)
+	<-w.done
+	return w.finalErr
+}
+
+// legErr is the first commit failure of a leg's samples, if any.
+func (w *writer) legErr(leg int64) error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.legErrs[leg]
+}
