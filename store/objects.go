@@ -124,6 +124,7 @@ type Artefact struct {
 	Path           string
 	Size           int64
 	MTime          time.Time
+	Dev, Inode     uint64 // with path, size and mtime: the hash cache key
 	SHA256         string // computed; "" until hashed
 	ExpectedSHA256 string // entered by the user
 	Status         string
@@ -161,9 +162,9 @@ func (n *Notebook) UpsertArtefact(ctx context.Context, a Artefact) (Artefact, er
 		now := n.nowText()
 		err := tx.QueryRow("SELECT id FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ?", a.Path, a.Size, a.MTime.UnixNano()).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
-			res, err := tx.Exec(`INSERT INTO artefacts (path, size_bytes, mtime_ns, sha256, expected_sha256, name, architecture, quant,
-				n_params, metadata_json, source, revision, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				a.Path, a.Size, a.MTime.UnixNano(), nullStr(strings.ToLower(a.SHA256)), nullStr(strings.ToLower(a.ExpectedSHA256)),
+			res, err := tx.Exec(`INSERT INTO artefacts (path, size_bytes, mtime_ns, dev, inode, sha256, expected_sha256, name, architecture, quant,
+				n_params, metadata_json, source, revision, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				a.Path, a.Size, a.MTime.UnixNano(), int64(a.Dev), int64(a.Inode), nullStr(strings.ToLower(a.SHA256)), nullStr(strings.ToLower(a.ExpectedSHA256)),
 				a.Name, a.Architecture, a.Quant, np, meta, a.Source, a.Revision, now, now)
 			if err != nil {
 				return fmt.Errorf("store artefact: %w", err)
@@ -176,9 +177,11 @@ func (n *Notebook) UpsertArtefact(ctx context.Context, a Artefact) (Artefact, er
 		}
 		_, err = tx.Exec(`UPDATE artefacts SET name = ?, architecture = ?, quant = ?, n_params = ?, metadata_json = ?,
 			source = CASE WHEN ? = '' THEN source ELSE ? END, revision = CASE WHEN ? = '' THEN revision ELSE ? END,
-			sha256 = COALESCE(?, sha256), expected_sha256 = COALESCE(?, expected_sha256), updated_at = ? WHERE id = ?`,
+			sha256 = CASE WHEN dev = ? AND inode = ? THEN COALESCE(?, sha256) ELSE ? END,
+			expected_sha256 = COALESCE(?, expected_sha256), dev = ?, inode = ?, updated_at = ? WHERE id = ?`,
 			a.Name, a.Architecture, a.Quant, np, meta, a.Source, a.Source, a.Revision, a.Revision,
-			nullStr(strings.ToLower(a.SHA256)), nullStr(strings.ToLower(a.ExpectedSHA256)), now, id)
+			int64(a.Dev), int64(a.Inode), nullStr(strings.ToLower(a.SHA256)), nullStr(strings.ToLower(a.SHA256)),
+			nullStr(strings.ToLower(a.ExpectedSHA256)), int64(a.Dev), int64(a.Inode), now, id)
 		return err
 	})
 	if err != nil {
@@ -216,16 +219,17 @@ func (n *Notebook) setArtefactField(ctx context.Context, id int64, col, v string
 	return status, err
 }
 
-const artefactCols = `id, path, size_bytes, mtime_ns, COALESCE(sha256, ''), COALESCE(expected_sha256, ''), status, name, architecture,
+const artefactCols = `id, path, size_bytes, mtime_ns, dev, inode, COALESCE(sha256, ''), COALESCE(expected_sha256, ''), status, name, architecture,
 	quant, COALESCE(n_params, 0), metadata_json, source, revision, created_at, updated_at`
 
 func scanArtefact(sc interface{ Scan(...any) error }) (Artefact, error) {
 	var a Artefact
-	var mtime int64
+	var mtime, dev, inode int64
 	var meta, created, updated string
-	err := sc.Scan(&a.ID, &a.Path, &a.Size, &mtime, &a.SHA256, &a.ExpectedSHA256, &a.Status, &a.Name, &a.Architecture,
+	err := sc.Scan(&a.ID, &a.Path, &a.Size, &mtime, &dev, &inode, &a.SHA256, &a.ExpectedSHA256, &a.Status, &a.Name, &a.Architecture,
 		&a.Quant, &a.NParams, &meta, &a.Source, &a.Revision, &created, &updated)
 	a.MTime = time.Unix(0, mtime)
+	a.Dev, a.Inode = uint64(dev), uint64(inode)
 	a.Metadata = json.RawMessage(meta)
 	a.CreatedAt, a.UpdatedAt = mustParseTime(created), mustParseTime(updated)
 	return a, err
@@ -244,6 +248,17 @@ func (n *Notebook) Artefact(ctx context.Context, id int64) (Artefact, error) {
 // false when the file changed or was never seen.
 func (n *Notebook) CachedArtefact(ctx context.Context, path string, size int64, mtime time.Time) (Artefact, bool, error) {
 	a, err := scanArtefact(n.rdb.QueryRowContext(ctx, "SELECT "+artefactCols+" FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ?", path, size, mtime.UnixNano()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Artefact{}, false, nil
+	}
+	return a, err == nil, err
+}
+
+// CachedArtefactFile is CachedArtefact with the file's device and inode also matching: the
+// key the model hash cache uses (a file replaced in place gets a new inode).
+func (n *Notebook) CachedArtefactFile(ctx context.Context, path string, size int64, mtime time.Time, dev, inode uint64) (Artefact, bool, error) {
+	a, err := scanArtefact(n.rdb.QueryRowContext(ctx, "SELECT "+artefactCols+" FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ? AND dev = ? AND inode = ?",
+		path, size, mtime.UnixNano(), int64(dev), int64(inode)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Artefact{}, false, nil
 	}

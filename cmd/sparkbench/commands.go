@@ -20,7 +20,7 @@ func commands() []command {
 		{"gui", "gui [--llama-dir D] [--notebook P]", "open the window (the default with no command)", cmdGUI},
 		{"version", "version", "print sparkbench's version", cmdVersion},
 		{"doctor", "doctor [--llama-dir D] [--models DIR]... [--notebook P]", "check llama.cpp, models, notebook and display; print each fix", cmdDoctor},
-		{"model", "model inspect FILE [--json]", "print a GGUF file's metadata and tensor table", cmdModel},
+		{"model", "model inspect FILE [--json] | model verify FILE [--expect SHA256]", "GGUF metadata and tensor table; streamed SHA-256 (cached in the notebook) against the published hash", cmdModel},
 		{"notebook", "notebook verify|path|stats [--notebook P]", "check the lab notebook's hash chain; where it is; what it holds", cmdNotebook},
 		{"import", "import [--study S] FILE…", "import llama-bench output (jsonl, json, csv, md) as imported legs", cmdImport},
 		{"export", "export STUDY [--format csv|json] [--rows bench|requests]", "export a study's rows", cmdExport},

@@ -8,8 +8,11 @@ import (
 )
 
 func cmdModel(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "verify" {
+		return modelVerify(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "inspect" {
-		fprintf(stderr, "sparkbench model: want `sparkbench model inspect FILE [--json]`\n")
+		fprintf(stderr, "sparkbench model: want `sparkbench model inspect FILE [--json]` or `sparkbench model verify FILE [--expect SHA256]`\n")
 		return 2
 	}
 	fs := newFlagSet("model inspect", stderr)

@@ -36,3 +36,31 @@ func TestStudyValidateCLI(t *testing.T) {
 		t.Fatalf("absent: %d %s", code, errOut)
 	}
 }
+
+func TestModelVerifyUsesTheNotebookCache(t *testing.T) {
+	nb := filepath.Join(t.TempDir(), "notebook.db")
+	model := filepath.Join("..", "..", "testdata", "models", "tiny-llama-f32.gguf")
+	const sum = "faa0f1046d1ead481eab9917015e7c91fb7890651e51c0ed9b995ff609131dda"
+	code, out, errOut := runCLI("model", "verify", model, "--notebook", nb, "--json")
+	var r modelVerifyReport
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.SHA256 != sum || r.FromCache || r.Status != "PENDING" {
+		t.Fatalf("first verify: %d %s %s", code, out, errOut)
+	}
+	code, out, _ = runCLI("model", "verify", model, "--notebook", nb, "--json", "--expect", sum)
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || !r.FromCache || r.Status != "VERIFIED" {
+		t.Fatalf("second verify: %d %s", code, out)
+	}
+	code, out, _ = runCLI("model", "verify", model, "--notebook", nb, "--expect", strings.Repeat("ab", 32))
+	if code != 1 || !strings.Contains(out, "MISMATCH") || !strings.Contains(out, "download it again") {
+		t.Fatalf("mismatch: %d %s", code, out)
+	}
+	for _, bad := range [][]string{
+		{"model", "verify", model, "--notebook", nb, "--expect", "xyz"},
+		{"model", "verify", filepath.Join(t.TempDir(), "absent.gguf"), "--notebook", nb},
+		{"model", "verify", "--notebook", nb},
+	} {
+		if code, _, errOut := runCLI(bad...); code != 2 || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: %d %q", bad, code, errOut)
+		}
+	}
+}
