@@ -41,11 +41,16 @@ test-short:
 ## bench: every benchmark, as a table
 bench: setup
 	@bash scripts/bench.sh
+	@bash scripts/bench-transparency.sh
 
 ## fuzz: each fuzz target for FUZZTIME (default 2m)
 FUZZTIME ?= 2m
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzRead -fuzztime $(FUZZTIME) ./runner/gguf
+	$(GO) test -run XXX -fuzz FuzzClassifyLog -fuzztime $(FUZZTIME) ./runner
+	$(GO) test -run XXX -fuzz FuzzLineSplitter -fuzztime $(FUZZTIME) ./runner
+	for f in $$($(GO) test -list 'Fuzz.*' ./runner/benchfmt | grep ^Fuzz); do \
+	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 ./runner/benchfmt || exit 1; done
 
 install-test:
 	bash scripts/test-install-llama.sh

@@ -21,6 +21,7 @@ func commands() []command {
 		{"version", "version", "print sparkbench's version", cmdVersion},
 		{"doctor", "doctor [--llama-dir D] [--models DIR]... [--notebook P]", "check llama.cpp, models, notebook and display; print each fix", cmdDoctor},
 		{"model", "model inspect FILE [--json] | model verify FILE [--expect SHA256]", "GGUF metadata and tensor table; streamed SHA-256 (cached in the notebook) against the published hash", cmdModel},
+		{"leg", "leg run [--llama-dir D] [--idle-timeout DUR] [--timeout DUR] [--json] -- <llama-bench args>", "run one llama-bench leg through the runner, results as they arrive", cmdLeg},
 		{"notebook", "notebook verify|path|stats [--notebook P]", "check the lab notebook's hash chain; where it is; what it holds", cmdNotebook},
 		{"import", "import [--study S] FILE…", "import llama-bench output (jsonl, json, csv, md) as imported legs", cmdImport},
 		{"export", "export STUDY [--format csv|json] [--rows bench|requests]", "export a study's rows", cmdExport},

@@ -1,0 +1,269 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"sparkbench/runner/llamacpp"
+)
+
+// Fingerprint is what a leg ran on: the llama.cpp build (version line, build number, commit,
+// the binary's SHA-256, devices and backends from --list-devices), the machine, and hwmon
+// temperatures before and after the leg. What could not be read is listed in Errors; no
+// temperature sensor is recorded as an empty list, not as an error.
+type Fingerprint struct {
+	VersionLine string            `json:"version_line"`
+	Version     string            `json:"version"`
+	BuildNumber int               `json:"build_number"`
+	Commit      string            `json:"commit"`
+	Binary      llamacpp.Binary   `json:"binary"`
+	Devices     []llamacpp.Device `json:"devices"`
+	Backends    []string          `json:"backends"`
+	Machine     Machine           `json:"machine"`
+	TempsBefore []Temp            `json:"temps_before"`
+	TempsAfter  []Temp            `json:"temps_after"`
+	Errors      []string          `json:"errors,omitempty"`
+	TakenAt     time.Time         `json:"taken_at"`
+}
+
+// Machine is the host as /proc and uname describe it.
+type Machine struct {
+	CPUModel    string `json:"cpu_model"`
+	LogicalCPUs int    `json:"logical_cpus"`
+	Cores       int    `json:"cores"` // physical cores, when /proc/cpuinfo says
+	MemBytes    int64  `json:"mem_bytes"`
+	OS          string `json:"os"`
+	Kernel      string `json:"kernel"` // uname -r
+	KernelBuild string `json:"kernel_build,omitempty"`
+	Arch        string `json:"arch"`
+	Hostname    string `json:"hostname"`
+}
+
+// Temp is one hwmon temperature sensor.
+type Temp struct {
+	Chip    string  `json:"chip"`            // hwmon name, e.g. k10temp, coretemp, amdgpu
+	Sensor  string  `json:"sensor"`          // temp1
+	Label   string  `json:"label,omitempty"` // e.g. Tctl, Package id 0
+	Celsius float64 `json:"celsius"`
+}
+
+// Fingerprinter takes fingerprints and caches the build part per binary (path, size, mtime),
+// so a queue runs --version and --list-devices once per build, not once per leg.
+type Fingerprinter struct {
+	mu    sync.Mutex
+	cache map[string]Fingerprint
+	// HwmonRoot is where hwmon lives (default /sys/class/hwmon); tests point it elsewhere.
+	HwmonRoot string
+	// ProcRoot is where /proc lives (default /proc).
+	ProcRoot string
+}
+
+// Take fingerprints the llama-bench binary at bench and the machine, with TempsBefore read now.
+// It runs the binary twice through the pty driver, with the leg's environment extras (device
+// visibility variables change --list-devices), each bounded by llamacpp.MetaTimeout, unless
+// cached.
+func (f *Fingerprinter) Take(ctx context.Context, bench string, env []string) *Fingerprint {
+	fp := &Fingerprint{TakenAt: time.Now()}
+	key := binKey(bench)
+	if key != "" {
+		key += "|" + strings.Join(env, "\x00")
+	}
+	f.mu.Lock()
+	cached, ok := f.cache[key]
+	f.mu.Unlock()
+	if ok && key != "" {
+		*fp = cached
+		fp.Errors = append([]string(nil), cached.Errors...)
+		fp.TakenAt = time.Now()
+	} else {
+		f.build(ctx, bench, env, fp)
+		if key != "" && len(fp.Errors) == 0 {
+			f.mu.Lock()
+			if f.cache == nil {
+				f.cache = map[string]Fingerprint{}
+			}
+			f.cache[key] = *fp
+			f.mu.Unlock()
+		}
+	}
+	fp.Machine = f.machine(fp)
+	fp.TempsBefore = f.Temps()
+	return fp
+}
+
+// After records the temperatures after the leg.
+func (f *Fingerprinter) After(fp *Fingerprint) {
+	if fp != nil {
+		fp.TempsAfter = f.Temps()
+	}
+}
+
+func binKey(p string) string {
+	st, err := os.Stat(p)
+	if err != nil {
+		return ""
+	}
+	return p + "|" + strconv.FormatInt(st.Size(), 10) + "|" + strconv.FormatInt(st.ModTime().UnixNano(), 10)
+}
+
+// runMeta runs a short metadata command of bench through the pty driver and returns its
+// normalised output.
+func runMeta(ctx context.Context, bench string, env []string, arg string) (string, error) {
+	lim := Limits{Start: llamacpp.MetaTimeout, Idle: llamacpp.MetaTimeout, Total: llamacpp.MetaTimeout, Grace: time.Second}
+	p := StartProc(ctx, ProcSpec{Argv: []string{bench, arg}, Env: env, Limits: lim})
+	var b strings.Builder
+	for ev := range p.Events() {
+		if ev.Type == EventLine {
+			b.WriteString(ev.Line.Text)
+			b.WriteByte('\n')
+		}
+	}
+	if x := p.ExitStatus(); x.Class != ClassOK {
+		return b.String(), fmt.Errorf("%s: %s", x.Class, x.Reason)
+	}
+	return b.String(), nil
+}
+
+func (f *Fingerprinter) build(ctx context.Context, bench string, env []string, fp *Fingerprint) {
+	out, err := runMeta(ctx, bench, env, "--version")
+	if err != nil {
+		fp.Errors = append(fp.Errors, "--version: "+err.Error())
+	} else if line, v, n, c, err := llamacpp.ParseVersion(out); err != nil {
+		fp.Errors = append(fp.Errors, "--version: "+err.Error())
+	} else {
+		fp.VersionLine, fp.Version, fp.BuildNumber, fp.Commit = line, v, n, c
+	}
+	devOut, err := runMeta(ctx, bench, env, "--list-devices")
+	if err != nil {
+		fp.Errors = append(fp.Errors, "--list-devices: "+err.Error())
+	} else {
+		fp.Devices = llamacpp.ParseDevices(devOut)
+		fp.Backends = llamacpp.ParseBackends(devOut)
+	}
+	if fp.Devices == nil {
+		fp.Devices = []llamacpp.Device{}
+	}
+	bin, err := llamacpp.HashBinary(bench)
+	if err != nil {
+		fp.Errors = append(fp.Errors, err.Error())
+	}
+	fp.Binary = bin
+}
+
+func (f *Fingerprinter) proc() string {
+	if f.ProcRoot != "" {
+		return f.ProcRoot
+	}
+	return "/proc"
+}
+
+func (f *Fingerprinter) machine(fp *Fingerprint) Machine {
+	m := Machine{LogicalCPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	m.Hostname, _ = os.Hostname()
+	if b, err := os.ReadFile(filepath.Join(f.proc(), "cpuinfo")); err == nil {
+		m.CPUModel, m.LogicalCPUs, m.Cores = parseCPUInfo(string(b), m.LogicalCPUs)
+	} else {
+		fp.Errors = append(fp.Errors, "cpuinfo: "+err.Error())
+	}
+	if b, err := os.ReadFile(filepath.Join(f.proc(), "meminfo")); err == nil {
+		m.MemBytes = parseMemTotal(string(b))
+	} else {
+		fp.Errors = append(fp.Errors, "meminfo: "+err.Error())
+	}
+	uname(&m)
+	return m
+}
+
+// parseCPUInfo reads the model name, the number of processors and of physical cores.
+func parseCPUInfo(s string, fallback int) (model string, logical, cores int) {
+	type core struct{ phys, id string }
+	seen := map[core]bool{}
+	var phys, id string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch k {
+		case "processor":
+			logical++
+		case "model name", "Model", "cpu model", "Hardware":
+			if model == "" {
+				model = v
+			}
+		case "physical id":
+			phys = v
+		case "core id":
+			id = v
+			seen[core{phys, id}] = true
+		}
+	}
+	if logical == 0 {
+		logical = fallback
+	}
+	cores = len(seen)
+	return model, logical, cores
+}
+
+func parseMemTotal(s string) int64 {
+	for _, l := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+			f := strings.Fields(v)
+			if len(f) >= 1 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				if len(f) >= 2 && strings.EqualFold(f[1], "kB") {
+					n *= 1024
+				}
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// Temps reads every named hwmon temperature (temp*_input, millidegrees). None is an empty
+// list.
+func (f *Fingerprinter) Temps() []Temp {
+	root := f.HwmonRoot
+	if root == "" {
+		root = "/sys/class/hwmon"
+	}
+	temps := []Temp{}
+	chips, _ := filepath.Glob(filepath.Join(root, "hwmon*"))
+	sort.Strings(chips)
+	for _, dir := range chips {
+		name := readTrim(filepath.Join(dir, "name"))
+		inputs, _ := filepath.Glob(filepath.Join(dir, "temp*_input"))
+		sort.Strings(inputs)
+		for _, in := range inputs {
+			raw := readTrim(in)
+			v, err := strconv.ParseFloat(raw, 64)
+			if err != nil {
+				continue
+			}
+			sensor := strings.TrimSuffix(filepath.Base(in), "_input")
+			temps = append(temps, Temp{Chip: name, Sensor: sensor,
+				Label: readTrim(filepath.Join(dir, sensor+"_label")), Celsius: v / 1000})
+		}
+	}
+	return temps
+}
+
+func readTrim(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,340 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"sparkbench/runner/benchfmt"
+)
+
+// Defaults for LegSpec fields left zero.
+const (
+	DefaultMaxRows      = 10000 // result rows kept per leg
+	DefaultMaxMalformed = 100   // malformed lines reported one by one
+)
+
+// LegSpec is one llama-bench invocation. It is a plain struct (JSON in plans and the notebook).
+type LegSpec struct {
+	ID    string   `json:"id,omitempty"`
+	Bench string   `json:"bench"` // path of llama-bench
+	Args  []string `json:"args"`  // llama-bench arguments, e.g. BenchConfig.Args(); never a shell string
+	// Env holds KEY=VALUE extras for the child (after NO_COLOR=1 and TERM=dumb).
+	Env    []string `json:"env,omitempty"`
+	Dir    string   `json:"dir,omitempty"`
+	Limits Limits   `json:"limits"`
+	CVGate CVGate   `json:"cv_gate"`
+	// Progress adds --progress: llama-bench's own test total and phase lines. Off by default
+	// because llama-bench prints them inside its timed region (see RunnerArgs); without them
+	// the total comes from the arguments and the ETA from the rows' arrival times.
+	Progress      bool   `json:"progress,omitempty"`
+	NoFingerprint bool   `json:"no_fingerprint,omitempty"`
+	TranscriptCap int    `json:"transcript_cap,omitempty"`
+	MaxRows       int    `json:"max_rows,omitempty"`
+	Cols          uint16 `json:"cols,omitempty"`
+	Rows          uint16 `json:"rows,omitempty"`
+}
+
+// Argv is the exact command line the leg runs: the binary, the arguments, and -o jsonl (and
+// --progress when asked for) where they were missing.
+func (s LegSpec) Argv() []string {
+	return append([]string{s.Bench}, RunnerArgs(s.Args, s.Progress)...)
+}
+
+// RowStatus says whether a row counts as a result.
+type RowStatus string
+
+// Row statuses.
+const (
+	RowResult    RowStatus = "result"    // the leg ended ok (or the row came before a gate's flag)
+	RowFlagged   RowStatus = "flagged"   // a gate flagged this row; not a result
+	RowDiscarded RowStatus = "discarded" // the leg failed; kept for the record, never a result
+)
+
+// Row is a Sample with its final status.
+type Row struct {
+	Sample Sample    `json:"sample"`
+	Status RowStatus `json:"status"`
+}
+
+// LegResult is everything a leg leaves behind: what ran, how it ended, every row (marked),
+// the malformed lines, the fingerprint and the verbatim transcript.
+type LegResult struct {
+	ID           string       `json:"id,omitempty"`
+	Argv         []string     `json:"argv"`
+	Env          []string     `json:"env"` // the overrides given to the child
+	Start        time.Time    `json:"start"`
+	End          time.Time    `json:"end"`
+	Exit         Exit         `json:"exit"`
+	Rows         []Row        `json:"rows"`
+	Malformed    []Malformed  `json:"malformed,omitempty"`
+	Fingerprint  *Fingerprint `json:"fingerprint,omitempty"`
+	Transcript   *Transcript  `json:"transcript"`
+	DroppedLines int          `json:"dropped_lines,omitempty"` // Line events a slow consumer missed
+}
+
+// Results are the rows that count as results.
+func (r *LegResult) Results() []Sample {
+	var out []Sample
+	for _, row := range r.Rows {
+		if row.Status == RowResult {
+			out = append(out, row.Sample)
+		}
+	}
+	return out
+}
+
+// Leg is one running llama-bench invocation: a producer of events (vegeta style). Read Events
+// until it is closed; Stop is idempotent.
+type Leg struct {
+	spec LegSpec
+	proc *Proc
+	h    *benchHandler
+}
+
+// LegOption configures StartLeg.
+type LegOption func(*legOptions)
+
+type legOptions struct {
+	fp *Fingerprinter
+}
+
+// WithFingerprinter shares a Fingerprinter (and its cache) between legs.
+func WithFingerprinter(f *Fingerprinter) LegOption { return func(o *legOptions) { o.fp = f } }
+
+var defaultFingerprinter = &Fingerprinter{}
+
+// StartLeg fingerprints the build and machine (unless NoFingerprint), starts llama-bench in a
+// pty and returns. Refused arguments and start failures arrive as the Exit event (bad_args,
+// failed). Cancelling ctx is the same as Stop.
+func StartLeg(ctx context.Context, spec LegSpec, opts ...LegOption) *Leg {
+	o := legOptions{fp: defaultFingerprinter}
+	for _, f := range opts {
+		f(&o)
+	}
+	h := &benchHandler{spec: spec, fper: o.fp, gate: spec.CVGate, maxRows: spec.MaxRows}
+	if h.maxRows <= 0 {
+		h.maxRows = DefaultMaxRows
+	}
+	argv := spec.Argv()
+	var refuse error
+	if spec.Bench == "" {
+		refuse = &BenchArgError{"no llama-bench binary given"}
+	} else if err := ValidateBenchArgs(spec.Args); err != nil {
+		refuse = err
+	}
+	if n, ok := ExpectedTests(argv[1:]); ok {
+		h.expectedArgs = n
+	}
+	if refuse == nil && !spec.NoFingerprint {
+		h.fp = o.fp.Take(ctx, spec.Bench, spec.Env)
+	}
+	ps := ProcSpec{Argv: argv, Env: spec.Env, Dir: spec.Dir, Cols: spec.Cols, Rows: spec.Rows,
+		TranscriptCap: spec.TranscriptCap, Limits: spec.Limits}
+	l := &Leg{spec: spec, h: h}
+	l.proc = startProc(ctx, ps, h, refuse)
+	return l
+}
+
+// Events is the leg's channel: line, sample, progress, malformed, flagged … exit, then closed.
+func (l *Leg) Events() <-chan Event { return l.proc.Events() }
+
+// Stop ends the leg (class stopped_by_user); see Proc.Stop.
+func (l *Leg) Stop(ctx context.Context) error { return l.proc.Stop(ctx) }
+
+// Done is closed when the leg has ended and its result is ready.
+func (l *Leg) Done() <-chan struct{} { return l.proc.Done() }
+
+// Pid is llama-bench's process (and group) ID; 0 if it never started.
+func (l *Leg) Pid() int { return l.proc.Pid() }
+
+// Result is the leg's record; it waits for Done.
+func (l *Leg) Result() *LegResult {
+	<-l.proc.Done()
+	return l.h.result
+}
+
+// progressRE reads llama-bench --progress lines: "llama-bench: benchmark 2/4: generation run 1/3".
+var progressRE = regexp.MustCompile(`^llama-bench: benchmark (\d+)/(\d+): (.*)$`)
+
+// benchHandler parses a llama-bench leg's lines. onLine runs on the reader goroutine; the rest
+// after it has finished.
+type benchHandler struct {
+	spec    LegSpec
+	fper    *Fingerprinter
+	fp      *Fingerprint
+	gate    CVGate
+	maxRows int
+	parser  benchfmt.Parser
+
+	rows       []Row
+	extraRows  int
+	malformed  []Malformed
+	nMalformed int
+	flagRow    int // row the gate flagged (0: none)
+
+	expectedArgs int
+	total        int // from --progress
+	test         int
+	phase        string
+	testStart    time.Duration
+	lastRowT     time.Duration
+	sumDur       time.Duration
+	nDur         int
+
+	result *LegResult
+}
+
+func (h *benchHandler) onLine(p *Proc, ln Line, t time.Duration) {
+	p.emit(Event{Type: EventLine, T: t, Line: &ln})
+	trim := strings.TrimSpace(ln.Text)
+	if strings.HasPrefix(trim, "{") {
+		h.row(p, ln, trim, t)
+		return
+	}
+	if m := progressRE.FindStringSubmatch(trim); m != nil {
+		test, _ := strconv.Atoi(m[1])
+		total, _ := strconv.Atoi(m[2])
+		if total > 0 {
+			h.total = total
+		}
+		if test != h.test || m[3] == "starting" {
+			h.test, h.testStart = test, t
+		}
+		h.phase = m[3]
+		p.emit(Event{Type: EventProgress, T: t, Progress: h.progress(t)})
+	}
+}
+
+// requiredFields are what makes a jsonl object a llama-bench result row.
+var requiredFields = []benchfmt.Field{benchfmt.FNPrompt, benchfmt.FNGen, benchfmt.FAvgTs}
+
+func (h *benchHandler) row(p *Proc, ln Line, text string, t time.Duration) {
+	r, err := h.parser.ParseLine([]byte(text))
+	if err == nil {
+		var missing []string
+		for _, f := range requiredFields {
+			if !r.Known.Has(f) {
+				missing = append(missing, f.Name())
+			}
+		}
+		if missing != nil {
+			err = fmt.Errorf("not a llama-bench result: no %s", strings.Join(missing, ", "))
+		}
+	}
+	if err != nil {
+		h.nMalformed++
+		if len(h.malformed) < DefaultMaxMalformed {
+			msg := err.Error()
+			var pe *benchfmt.ParseError
+			if errors.As(err, &pe) {
+				msg = pe.Msg
+				if pe.Col > 0 {
+					msg = fmt.Sprintf("column %d: %s", pe.Col, pe.Msg)
+				}
+			}
+			m := Malformed{Line: ln.N, Text: clip(text, 200), Err: msg}
+			h.malformed = append(h.malformed, m)
+			p.emit(Event{Type: EventMalformed, T: t, Malformed: &m})
+		}
+		return
+	}
+	// time of this test: from its "starting" line, else from the previous row
+	from := h.lastRowT
+	if h.test > 0 && h.testStart >= h.lastRowT {
+		from = h.testStart
+	}
+	h.sumDur += t - from
+	h.nDur++
+	h.lastRowT = t
+	if len(h.rows) >= h.maxRows {
+		h.extraRows++
+		return
+	}
+	s := Sample{Row: len(h.rows) + 1, Line: ln.N, Test: r.TestName(), Kind: r.Kind(), Depth: r.NDepth,
+		Model: r.ModelFilename, AvgTs: r.AvgTs, CV: CV(&r), Result: r}
+	cv, limit, ok := h.gate.Check(&r)
+	flag := !ok && h.flagRow == 0
+	if flag {
+		s.Flag = "cv"
+		h.flagRow = s.Row
+	}
+	h.rows = append(h.rows, Row{Sample: s})
+	p.emit(Event{Type: EventSample, T: t, Sample: &s})
+	p.emit(Event{Type: EventProgress, T: t, Progress: h.progress(t)})
+	if flag {
+		reason := fmt.Sprintf("%s: CV %.1f%% above the %.1f%% gate (avg %.2f ± %.2f t/s over %d repetitions)",
+			s.Test, 100*cv, 100*limit, r.AvgTs, r.StddevTs, len(r.SamplesTs))
+		p.emit(Event{Type: EventFlagged, T: t, Flagged: &Flagged{Row: s.Row, Test: s.Test, Gate: "cv",
+			Value: cv, Limit: limit, Reason: reason}})
+		p.halt(ClassFlagged, reason)
+	}
+}
+
+func (h *benchHandler) done() int { return len(h.rows) + h.extraRows }
+
+func (h *benchHandler) expected() int {
+	if h.total > 0 {
+		return h.total
+	}
+	return h.expectedArgs
+}
+
+func (h *benchHandler) progress(t time.Duration) *Progress {
+	pr := &Progress{Done: h.done(), Total: h.expected(), Test: h.test, Phase: h.phase, Elapsed: t, ETA: -1}
+	if h.test == 0 && (pr.Total == 0 || pr.Done < pr.Total) {
+		pr.Test = pr.Done + 1 // no --progress lines: the next test is the one under way
+	}
+	if h.nDur > 0 && pr.Total > 0 {
+		avg := h.sumDur / time.Duration(h.nDur)
+		left := time.Duration(max(pr.Total-pr.Done, 0)) * avg
+		if pr.Done < pr.Total { // a test is under way since its start (or the last row)
+			from := h.lastRowT
+			if h.test > pr.Done && h.testStart > h.lastRowT {
+				from = h.testStart
+			}
+			left -= min(t-from, avg)
+		}
+		pr.ETA = max(left, 0)
+	}
+	return pr
+}
+
+func (h *benchHandler) classifyInput(p *Proc, in *ClassifyInput) {
+	in.Bench = true
+	in.Rows = h.done()
+	in.Expected = h.expected()
+	in.Malformed = h.nMalformed
+}
+
+func (h *benchHandler) finish(p *Proc, x *Exit) {
+	x.Rows, x.Expected, x.Malformed = h.done(), h.expected(), h.nMalformed
+	if h.fp != nil {
+		h.fper.After(h.fp)
+	}
+	for i := range h.rows {
+		r := &h.rows[i]
+		switch {
+		case x.Class == ClassOK:
+			r.Status = RowResult
+		case x.Class == ClassFlagged && h.flagRow > 0 && r.Sample.Row < h.flagRow:
+			r.Status = RowResult
+		case r.Sample.Row == h.flagRow:
+			r.Status = RowFlagged
+		default:
+			r.Status = RowDiscarded
+		}
+	}
+	h.result = &LegResult{
+		ID: h.spec.ID, Argv: p.spec.Argv, Env: append([]string{"NO_COLOR=1", "TERM=dumb"}, h.spec.Env...),
+		Start: p.start, End: p.endTime, Exit: *x, Rows: h.rows, Malformed: h.malformed,
+		Fingerprint: h.fp, Transcript: p.transcript, DroppedLines: p.DroppedLines(),
+	}
+	if h.result.Rows == nil {
+		h.result.Rows = []Row{}
+	}
+}
