@@ -115,7 +115,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 	}
 	for _, d := range dirs {
 		md := ModelDir{Path: d}
-		models, err := scanModels(d)
+		models, err := ScanModels(d)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 		case err != nil:
@@ -159,7 +159,8 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 	return r
 }
 
-func scanModels(dir string) ([]ModelEntry, error) {
+// ScanModels reads the header of every .gguf file in dir and its direct sub-folders.
+func ScanModels(dir string) ([]ModelEntry, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, err

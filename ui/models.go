@@ -1,56 +1,89 @@
 package ui
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app"
+	"sparkbench/runner/hashing"
 )
 
-// ModelsView lists the GGUF files the doctor found, with their header metadata.
+// prefModelPaths remembers files and folders the user added to the Models section.
+const prefModelPaths = "models.paths"
+
+// ModelsView lists GGUF files (found by the doctor, or added by the user) with their header
+// metadata and their SHA-256 status; it hashes the selected file with a cancellable progress
+// bar and takes the SHA-256 the source publishes.
 type ModelsView struct {
-	Object fyne.CanvasObject
-	Table  *widget.Table
-	Count  *widget.Label
-	rows   []app.ModelEntry
+	Object      fyne.CanvasObject
+	Table       *widget.Table
+	Count       *widget.Label
+	Progress    *widget.ProgressBar
+	ProgressMsg *widget.Label
+	AddFiles    *widget.Button
+	AddFolder   *widget.Button
+	HashButton  *widget.Button
+	CancelHash  *widget.Button
+	ExpectedBtn *widget.Button
+
+	win   fyne.Window
+	prefs fyne.Preferences
+	lib   app.ModelLibrary
+
+	found    []app.ModelEntry // from the doctor
+	added    []app.ModelEntry // from the user's files and folders
+	rows     []app.ModelEntry
+	status   map[string]app.ModelStatus
+	selected int
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	hashing string // path being hashed
+	// Done receives after each finished background job (tests wait on it).
+	Done chan struct{}
 }
 
 var modelColumns = []struct {
 	title string
 	width float32
-	cell  func(m app.ModelEntry) string
+	cell  func(v *ModelsView, m app.ModelEntry) string
 }{
-	{"File", 220, func(m app.ModelEntry) string { return filepath.Base(m.Path) }},
-	{"Architecture", 110, func(m app.ModelEntry) string { return m.Architecture }},
-	{"Params", 80, func(m app.ModelEntry) string { return app.HumanCount(m.Params) }},
-	{"Type", 90, func(m app.ModelEntry) string { return m.FileType }},
-	{"Context", 70, func(m app.ModelEntry) string { return fmt.Sprint(m.Context) }},
-	{"Experts", 80, func(m app.ModelEntry) string {
+	{"File", 220, func(_ *ModelsView, m app.ModelEntry) string { return filepath.Base(m.Path) }},
+	{"Architecture", 100, func(_ *ModelsView, m app.ModelEntry) string { return m.Architecture }},
+	{"Params", 70, func(_ *ModelsView, m app.ModelEntry) string { return app.HumanCount(m.Params) }},
+	{"Type", 110, func(_ *ModelsView, m app.ModelEntry) string { return m.FileType }},
+	{"Context", 70, func(_ *ModelsView, m app.ModelEntry) string { return fmt.Sprint(m.Context) }},
+	{"Experts", 90, func(_ *ModelsView, m app.ModelEntry) string {
 		if m.Experts == 0 {
 			return "—"
 		}
 		return fmt.Sprintf("%d (%d used)", m.Experts, m.ExpertsUsed)
 	}},
-	{"Size", 90, func(m app.ModelEntry) string { return app.HumanBytes(m.Size) }},
-	{"Status", 260, func(m app.ModelEntry) string {
-		if m.Err != "" {
-			return "UNREADABLE: " + m.Err
-		}
-		return "header read"
-	}},
+	{"Size", 90, func(_ *ModelsView, m app.ModelEntry) string { return app.HumanBytes(m.Size) }},
+	{"SHA-256", 330, func(v *ModelsView, m app.ModelEntry) string { return v.statusText(m) }},
 }
 
-func newModelsView() *ModelsView {
-	v := &ModelsView{Count: widget.NewLabel("no models yet")}
+func newModelsView(win fyne.Window, prefs fyne.Preferences, lib app.ModelLibrary) *ModelsView {
+	v := &ModelsView{win: win, prefs: prefs, lib: lib, status: map[string]app.ModelStatus{}, selected: -1,
+		Count: widget.NewLabel("no models yet"), Progress: widget.NewProgressBar(), ProgressMsg: widget.NewLabel(""),
+		Done: make(chan struct{}, 16)}
 	v.Table = widget.NewTableWithHeaders(
 		func() (int, int) { return len(v.rows), len(modelColumns) },
 		func() fyne.CanvasObject { return widget.NewLabel("") },
 		func(id widget.TableCellID, o fyne.CanvasObject) {
-			o.(*widget.Label).SetText(modelColumns[id.Col].cell(v.rows[id.Row]))
+			o.(*widget.Label).SetText(modelColumns[id.Col].cell(v, v.rows[id.Row]))
 		})
 	v.Table.CreateHeader = func() fyne.CanvasObject { return widget.NewLabel("") }
 	v.Table.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
@@ -65,13 +98,363 @@ func newModelsView() *ModelsView {
 	for i, c := range modelColumns {
 		v.Table.SetColumnWidth(i, c.width)
 	}
-	v.Object = container.NewBorder(container.NewHBox(heading("Models"), v.Count), nil, nil, nil, v.Table)
+	v.Table.OnSelected = func(id widget.TableCellID) { v.Select(id.Row) }
+
+	v.AddFiles = widget.NewButton("Add files…", v.addFilesDialog)
+	v.AddFolder = widget.NewButton("Add folder…", v.addFolderDialog)
+	v.HashButton = widget.NewButton("Hash selected", v.HashSelected)
+	v.CancelHash = widget.NewButton("Cancel", v.Cancel)
+	v.ExpectedBtn = widget.NewButton("Expected SHA-256…", v.expectedDialog)
+	v.HashButton.Disable()
+	v.CancelHash.Disable()
+	v.ExpectedBtn.Disable()
+	v.Progress.Hide()
+
+	top := container.NewVBox(
+		container.NewHBox(heading("Models"), v.Count, v.AddFiles, v.AddFolder, v.HashButton, v.ExpectedBtn, v.CancelHash),
+		v.Progress,
+		v.ProgressMsg,
+		widget.NewLabel("Drop .gguf files or folders on the window to add them. A model is VERIFIED only when its SHA-256 equals the one its source publishes."),
+	)
+	v.Object = container.NewBorder(top, nil, nil, nil, v.Table)
+	if win != nil {
+		win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) {
+			var paths []string
+			for _, u := range uris {
+				paths = append(paths, u.Path())
+			}
+			v.Add(paths)
+		})
+	}
+	v.Add(v.prefs.StringList(prefModelPaths))
 	return v
 }
 
-// show replaces the rows. It runs on the UI goroutine.
+// statusText is the SHA-256 column: plain words for what is known.
+func (v *ModelsView) statusText(m app.ModelEntry) string {
+	if m.Err != "" {
+		return "UNREADABLE: " + m.Err
+	}
+	v.mu.Lock()
+	busy := v.hashing == m.Path
+	v.mu.Unlock()
+	if busy {
+		return "hashing…"
+	}
+	st, ok := v.status[m.Path]
+	switch {
+	case !ok || st.SHA256 == "":
+		if ok && st.Expected != "" {
+			return "PENDING — not hashed yet (expected " + short(st.Expected) + ")"
+		}
+		return "PENDING — not hashed yet"
+	case st.Status == hashing.Verified:
+		return "VERIFIED " + short(st.SHA256)
+	case st.Status == hashing.Mismatch:
+		return "MISMATCH " + short(st.SHA256) + " ≠ expected " + short(st.Expected)
+	default:
+		return "PENDING — " + short(st.SHA256) + ", no expected SHA-256"
+	}
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12] + "…"
+	}
+	return s
+}
+
+// show replaces the doctor's models. It runs on the UI goroutine.
 func (v *ModelsView) show(models []app.ModelEntry) {
-	v.rows = models
-	v.Count.SetText(fmt.Sprintf("%d GGUF file(s)", len(models)))
+	v.found = models
+	v.refreshRows()
+	v.loadStatuses()
+}
+
+func (v *ModelsView) refreshRows() {
+	seen := map[string]bool{}
+	v.rows = v.rows[:0]
+	for _, list := range [][]app.ModelEntry{v.found, v.added} {
+		for _, m := range list {
+			if !seen[m.Path] {
+				seen[m.Path] = true
+				v.rows = append(v.rows, m)
+			}
+		}
+	}
+	sort.SliceStable(v.rows, func(i, j int) bool { return v.rows[i].Path < v.rows[j].Path })
+	v.Count.SetText(fmt.Sprintf("%d GGUF file(s)", len(v.rows)))
+	if v.selected >= len(v.rows) {
+		v.selected = -1
+	}
+	v.updateButtons()
 	v.Table.Refresh()
+}
+
+// loadStatuses reads every row's cached hash state in the background.
+func (v *ModelsView) loadStatuses() {
+	if v.lib == nil {
+		return
+	}
+	paths := make([]string, 0, len(v.rows))
+	for _, m := range v.rows {
+		if m.Err == "" {
+			paths = append(paths, m.Path)
+		}
+	}
+	go func() {
+		got := map[string]app.ModelStatus{}
+		for _, p := range paths {
+			if st, err := v.lib.Status(context.Background(), p); err == nil {
+				got[p] = st
+			}
+		}
+		onUI(func() {
+			for p, st := range got {
+				v.status[p] = st
+			}
+			v.Table.Refresh()
+			v.signal()
+		})
+	}()
+}
+
+// Add inspects files and folders (folders: their .gguf files) and remembers them.
+func (v *ModelsView) Add(paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	remembered := v.prefs.StringList(prefModelPaths)
+	for _, p := range paths {
+		if !contains(remembered, p) {
+			remembered = append(remembered, p)
+		}
+	}
+	v.prefs.SetStringList(prefModelPaths, remembered)
+	go func() {
+		var entries []app.ModelEntry
+		for _, p := range paths {
+			st, err := os.Stat(p)
+			switch {
+			case err != nil:
+				entries = append(entries, app.ModelEntry{Path: p, Err: err.Error()})
+			case st.IsDir():
+				ms, err := app.ScanModels(p)
+				if err != nil {
+					entries = append(entries, app.ModelEntry{Path: p, Err: err.Error()})
+				}
+				entries = append(entries, ms...)
+			default:
+				entries = append(entries, app.InspectModel(p))
+			}
+		}
+		onUI(func() {
+			for _, e := range entries {
+				if !containsEntry(v.added, e.Path) {
+					v.added = append(v.added, e)
+				}
+			}
+			v.refreshRows()
+			v.loadStatuses()
+			v.signal()
+		})
+	}()
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func containsEntry(es []app.ModelEntry, path string) bool {
+	for _, e := range es {
+		if e.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// Select makes row i the subject of the buttons.
+func (v *ModelsView) Select(i int) {
+	v.selected = i
+	v.updateButtons()
+}
+
+func (v *ModelsView) selectedPath() string {
+	if v.selected < 0 || v.selected >= len(v.rows) || v.rows[v.selected].Err != "" {
+		return ""
+	}
+	return v.rows[v.selected].Path
+}
+
+func (v *ModelsView) updateButtons() {
+	v.mu.Lock()
+	busy := v.hashing != ""
+	v.mu.Unlock()
+	ok := v.lib != nil && v.selectedPath() != ""
+	setEnabled(v.HashButton, ok && !busy)
+	setEnabled(v.ExpectedBtn, ok && !busy)
+	setEnabled(v.CancelHash, busy)
+}
+
+func setEnabled(b *widget.Button, on bool) {
+	if on {
+		b.Enable()
+	} else {
+		b.Disable()
+	}
+}
+
+// HashSelected hashes the selected model in the background, with progress (at most 10
+// updates a second) and Cancel.
+func (v *ModelsView) HashSelected() {
+	path := v.selectedPath()
+	if path == "" || v.lib == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	v.mu.Lock()
+	if v.hashing != "" {
+		v.mu.Unlock()
+		cancel()
+		return
+	}
+	v.hashing, v.cancel = path, cancel
+	v.mu.Unlock()
+	v.Progress.SetValue(0)
+	v.Progress.Show()
+	v.ProgressMsg.SetText("hashing " + filepath.Base(path))
+	v.updateButtons()
+	v.Table.Refresh()
+	go func() {
+		var last time.Time
+		st, err := v.lib.Hash(ctx, path, func(p hashing.Progress) {
+			if now := time.Now(); now.Sub(last) >= 100*time.Millisecond || p.Done == p.Total {
+				last = now
+				frac, done, total := p.Fraction(), p.Done, p.Total
+				onUI(func() {
+					v.Progress.SetValue(frac)
+					v.ProgressMsg.SetText(fmt.Sprintf("hashing %s: %s of %s", filepath.Base(path), app.HumanBytes(done), app.HumanBytes(total)))
+				})
+			}
+		})
+		cancel()
+		onUI(func() {
+			v.mu.Lock()
+			v.hashing, v.cancel = "", nil
+			v.mu.Unlock()
+			v.Progress.Hide()
+			switch {
+			case errors.Is(err, context.Canceled):
+				v.ProgressMsg.SetText("hashing cancelled: " + filepath.Base(path) + " stays PENDING")
+			case err != nil:
+				v.ProgressMsg.SetText("hashing failed: " + err.Error())
+			default:
+				v.status[path] = st
+				how := "hashed"
+				if st.FromCache {
+					how = "unchanged since it was hashed"
+				}
+				v.ProgressMsg.SetText(fmt.Sprintf("%s: %s (%s)", filepath.Base(path), st.Status, how))
+			}
+			v.updateButtons()
+			v.Table.Refresh()
+			v.signal()
+		})
+	}()
+}
+
+// Cancel stops the running hash.
+func (v *ModelsView) Cancel() {
+	v.mu.Lock()
+	c := v.cancel
+	v.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+// SetExpected records the SHA-256 the source publishes for the selected model.
+func (v *ModelsView) SetExpected(sha string) error {
+	path := v.selectedPath()
+	if path == "" || v.lib == nil {
+		return errors.New("select a model first")
+	}
+	sha = strings.ToLower(strings.TrimSpace(sha))
+	if len(sha) != 64 || strings.Trim(sha, "0123456789abcdef") != "" {
+		return fmt.Errorf("%q is not a SHA-256: paste the 64 hex digits the model's source publishes", sha)
+	}
+	go func() {
+		st, err := v.lib.SetExpected(context.Background(), path, sha)
+		onUI(func() {
+			if err != nil {
+				v.ProgressMsg.SetText("could not record the expected SHA-256: " + err.Error())
+			} else {
+				v.status[path] = st
+				v.ProgressMsg.SetText(fmt.Sprintf("%s: %s", filepath.Base(path), st.Status))
+			}
+			v.Table.Refresh()
+			v.signal()
+		})
+	}()
+	return nil
+}
+
+func (v *ModelsView) signal() {
+	select {
+	case v.Done <- struct{}{}:
+	default:
+	}
+}
+
+func (v *ModelsView) expectedDialog() {
+	entry := widget.NewEntry()
+	entry.SetPlaceHolder("64 hex digits, as the source publishes them")
+	entry.Validator = func(s string) error {
+		s = strings.ToLower(strings.TrimSpace(s))
+		if len(s) != 64 || strings.Trim(s, "0123456789abcdef") != "" {
+			return errors.New("want 64 hex digits")
+		}
+		return nil
+	}
+	dialog.ShowForm("Expected SHA-256", "Record", "Cancel",
+		[]*widget.FormItem{widget.NewFormItem("SHA-256", entry)}, func(ok bool) {
+			if ok {
+				if err := v.SetExpected(entry.Text); err != nil {
+					dialog.ShowError(err, v.win)
+				}
+			}
+		}, v.win)
+}
+
+func (v *ModelsView) addFilesDialog() {
+	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+		if err != nil {
+			dialog.ShowError(err, v.win)
+			return
+		}
+		if r == nil {
+			return
+		}
+		path := r.URI().Path()
+		r.Close()
+		v.Add([]string{path})
+	}, v.win)
+}
+
+func (v *ModelsView) addFolderDialog() {
+	dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
+		if err != nil {
+			dialog.ShowError(err, v.win)
+			return
+		}
+		if u != nil {
+			v.Add([]string{u.Path()})
+		}
+	}, v.win)
 }

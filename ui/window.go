@@ -16,6 +16,8 @@ type Deps struct {
 	// Doctor inspects llama.cpp, models, notebook and display for a given llama.cpp folder
 	// ("" = the default search order). It runs off the UI goroutine.
 	Doctor func(ctx context.Context, llamaDir string) app.DoctorReport
+	// Library hashes models and keeps their expected hashes (nil: hashing is unavailable).
+	Library app.ModelLibrary
 }
 
 // prefLlamaDir is the preference key of the llama.cpp folder the user chose.
@@ -35,7 +37,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	w := a.NewWindow("sparkbench")
 	w.SetIcon(assets.Icon)
 	wb := &Workbench{App: a, Window: w}
-	wb.Models = newModelsView()
+	wb.Models = newModelsView(w, a.Preferences(), deps.Library)
 	wb.Bench = newBenchView(w, a.Preferences(), deps.Doctor, wb.Models.show)
 	wb.nav = container.NewAppTabs(
 		container.NewTabItem("Bench", wb.Bench.Object),

@@ -73,10 +73,10 @@ func TestBenchViewShowsReport(t *testing.T) {
 	if rows != 3 || cols != len(modelColumns) {
 		t.Fatalf("table is %dx%d", rows, cols)
 	}
-	if got := modelColumns[5].cell(rep.Models[1]); got != "4 (2 used)" {
+	if got := modelColumns[5].cell(wb.Models, rep.Models[1]); got != "4 (2 used)" {
 		t.Errorf("experts cell = %q", got)
 	}
-	if got := modelColumns[7].cell(rep.Models[2]); got != "UNREADABLE: invalid magic" {
+	if got := modelColumns[7].cell(wb.Models, rep.Models[2]); got != "UNREADABLE: invalid magic" {
 		t.Errorf("status cell = %q", got)
 	}
 

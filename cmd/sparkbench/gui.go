@@ -9,6 +9,7 @@ import (
 
 	"sparkbench/app"
 	"sparkbench/assets"
+	"sparkbench/store"
 	"sparkbench/ui"
 )
 
@@ -24,6 +25,16 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	nbPath, nbErr := notebookPath(*notebook)
+	var lib app.ModelLibrary
+	if nbErr == nil {
+		nb, err := store.Open(nbPath)
+		if err != nil {
+			nbErr = err // shown in the Bench section with its fix; the rest of the window works
+		} else {
+			defer nb.Close()
+			lib = notebookLibrary{nb}
+		}
+	}
 	a := fyneapp.NewWithID(app.AppID)
 	a.SetIcon(assets.Icon)
 	wb := ui.NewWorkbench(a, ui.Deps{
@@ -33,6 +44,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 			}
 			return app.Doctor(ctx, app.DoctorOptions{LlamaDir: dir, NotebookPath: nbPath, NotebookErr: nbErr})
 		},
+		Library: lib,
 	})
 	wb.Window.ShowAndRun()
 	return 0

@@ -71,8 +71,7 @@ func modelVerify(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench model verify: %v\n", err)
 		return 2
 	}
-	h, err := gguf.ReadFile(path)
-	if err != nil {
+	if _, err := gguf.ReadFile(path); err != nil {
 		fprintf(stderr, "sparkbench model verify: %v\n", err)
 		return 2
 	}
@@ -97,9 +96,15 @@ func modelVerify(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	start := time.Now()
-	sum, cached, err := hashing.Cached(ctx, notebookHashCache{nb}, path, progress)
-	if progress != nil && !cached {
+	lib := notebookLibrary{nb}
+	st, err := lib.Hash(ctx, path, progress)
+	if progress != nil && !st.FromCache {
 		fprintf(stderr, "\n")
+	}
+	if err == nil && want != "" {
+		cached := st.FromCache
+		st, err = lib.SetExpected(ctx, path, want)
+		st.FromCache = cached
 	}
 	if err != nil {
 		fprintf(stderr, "sparkbench model verify: %v\n", err)
@@ -109,24 +114,18 @@ func modelVerify(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	k, _ := hashing.KeyOf(path)
-	a, err := nb.UpsertArtefact(ctx, store.Artefact{Path: path, Size: k.Size, MTime: k.MTime, Dev: k.Dev, Inode: k.Inode,
-		SHA256: sum, ExpectedSHA256: want, Name: h.Name, Architecture: h.Architecture, Quant: h.FileTypeName, NParams: int64(h.ParamCount)})
-	if err != nil {
-		fprintf(stderr, "sparkbench model verify: record in the notebook: %v\n", err)
-		return 1
-	}
-	rep := modelVerifyReport{Path: path, Size: k.Size, SHA256: sum, Expected: a.ExpectedSHA256, Status: a.Status,
-		FromCache: cached, Seconds: time.Since(start).Seconds()}
+	rep := modelVerifyReport{Path: path, Size: k.Size, SHA256: st.SHA256, Expected: st.Expected, Status: string(st.Status),
+		FromCache: st.FromCache, Seconds: time.Since(start).Seconds()}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)
 	} else {
 		how := "hashed"
-		if cached {
+		if rep.FromCache {
 			how = "from the notebook's cache (file unchanged)"
 		}
-		fprintf(stdout, "%s  %s\n%s  %s\n", sum, path, rep.Status, how)
+		fprintf(stdout, "%s  %s\n%s  %s\n", rep.SHA256, path, rep.Status, how)
 		if rep.Status == string(hashing.Mismatch) {
 			fprintf(stdout, "expected %s: the file differs from the published one; download it again\n", rep.Expected)
 		}

@@ -1,0 +1,158 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+
+	"sparkbench/app"
+	"sparkbench/runner/hashing"
+)
+
+// fakeLibrary is an in-memory app.ModelLibrary; block makes Hash wait for cancel.
+type fakeLibrary struct {
+	mu       sync.Mutex
+	sums     map[string]string
+	expected map[string]string
+	block    bool
+	hashed   int
+}
+
+func (f *fakeLibrary) st(path string, cached bool) app.ModelStatus {
+	return app.ModelStatus{Path: path, SHA256: f.sums[path], Expected: f.expected[path],
+		Status: hashing.Compare(f.sums[path], f.expected[path]), FromCache: cached}
+}
+
+func (f *fakeLibrary) Status(_ context.Context, path string) (app.ModelStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st(path, true), nil
+}
+
+func (f *fakeLibrary) Hash(ctx context.Context, path string, progress func(hashing.Progress)) (app.ModelStatus, error) {
+	progress(hashing.Progress{Path: path, Done: 50, Total: 100})
+	if f.block {
+		<-ctx.Done()
+		return app.ModelStatus{}, ctx.Err()
+	}
+	progress(hashing.Progress{Path: path, Done: 100, Total: 100})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hashed++
+	f.sums[path] = strings.Repeat("ab", 32)
+	return f.st(path, false), nil
+}
+
+func (f *fakeLibrary) SetExpected(_ context.Context, path, sha string) (app.ModelStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.expected[path] = sha
+	return f.st(path, false), nil
+}
+
+func modelsDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "models")
+}
+
+func waitDone(t *testing.T, v *ModelsView) {
+	t.Helper()
+	select {
+	case <-v.Done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("background job never finished")
+	}
+}
+
+func rowOf(v *ModelsView, name string) int {
+	for i, m := range v.rows {
+		if filepath.Base(m.Path) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestModelsAddHashVerify(t *testing.T) {
+	a := test.NewTempApp(t)
+	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{}}
+	w := a.NewWindow("t")
+	v := newModelsView(w, a.Preferences(), lib)
+	v.Add([]string{modelsDir()})
+	waitDone(t, v) // inspected
+	waitDone(t, v) // statuses loaded
+	i := rowOf(v, "tiny-moe-f32.gguf")
+	files, _ := filepath.Glob(filepath.Join(modelsDir(), "*.gguf"))
+	if i < 0 || len(files) < 3 || v.Count.Text != fmt.Sprintf("%d GGUF file(s)", len(files)) {
+		t.Fatalf("rows %d, count %q", len(v.rows), v.Count.Text)
+	}
+	if got := v.statusText(v.rows[i]); got != "PENDING — not hashed yet" {
+		t.Errorf("before hashing: %q", got)
+	}
+	if !v.HashButton.Disabled() {
+		t.Error("Hash must wait for a selection")
+	}
+	v.Select(i)
+	test.Tap(v.HashButton)
+	waitDone(t, v)
+	if got := v.statusText(v.rows[i]); got != "PENDING — abababababab…, no expected SHA-256" {
+		t.Errorf("after hashing: %q", got)
+	}
+	if err := v.SetExpected("not-a-hash"); err == nil || !strings.Contains(err.Error(), "64 hex digits") {
+		t.Errorf("bad expected hash: %v", err)
+	}
+	if err := v.SetExpected(strings.Repeat("AB", 32)); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, v)
+	if got := v.statusText(v.rows[i]); got != "VERIFIED abababababab…" {
+		t.Errorf("verified: %q", got)
+	}
+	if err := v.SetExpected(strings.Repeat("cd", 32)); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, v)
+	if got := v.statusText(v.rows[i]); !strings.HasPrefix(got, "MISMATCH") {
+		t.Errorf("mismatch: %q", got)
+	}
+	// The folder is remembered for the next start.
+	if got := a.Preferences().StringList(prefModelPaths); len(got) != 1 || got[0] != modelsDir() {
+		t.Errorf("remembered paths %q", got)
+	}
+}
+
+func TestModelsHashCancel(t *testing.T) {
+	a := test.NewTempApp(t)
+	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{}, block: true}
+	v := newModelsView(a.NewWindow("t"), a.Preferences(), lib)
+	v.Add([]string{filepath.Join(modelsDir(), "tiny-llama-f32.gguf"), filepath.Join(modelsDir(), "absent.gguf")})
+	waitDone(t, v)
+	waitDone(t, v)
+	if len(v.rows) != 2 || !strings.HasPrefix(v.statusText(v.rows[0]), "UNREADABLE") {
+		t.Fatalf("rows: %+v", v.rows)
+	}
+	v.Select(rowOf(v, "tiny-llama-f32.gguf"))
+	test.Tap(v.HashButton)
+	deadline := time.Now().Add(5 * time.Second)
+	for v.CancelHash.Disabled() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !v.HashButton.Disabled() || v.statusText(v.rows[v.selected]) != "hashing…" {
+		t.Fatal("while hashing: Hash must be disabled and the row say so")
+	}
+	test.Tap(v.CancelHash)
+	waitDone(t, v)
+	if !strings.Contains(v.ProgressMsg.Text, "hashing cancelled") || lib.hashed != 0 {
+		t.Errorf("after cancel: %q", v.ProgressMsg.Text)
+	}
+	if v.HashButton.Disabled() || !v.CancelHash.Disabled() {
+		t.Error("buttons not restored after cancel")
+	}
+}
