@@ -19,18 +19,18 @@ import (
 type BenchView struct {
 	Object fyne.CanvasObject
 
-	Status   *widget.Label // "checking…", "all good", "N problem(s)"
-	Folder   *widget.Label
-	Version  *widget.Label
-	Build    *widget.Label
-	Backends *widget.Label
-	Devices  *widget.Label
-	Hashes   *widget.Label
-	Notebook *widget.Label
-	Display  *widget.Label
-	Problems *widget.Label
+	Status        *widget.Label // "checking…", "all good", "N problem(s)"
+	Folder        *widget.Label
+	Version       *widget.Label
+	Build         *widget.Label
+	Backends      *widget.Label
+	Devices       *widget.Label
+	Hashes        *widget.Label
+	Notebook      *widget.Label
+	Display       *widget.Label
+	Problems      *widget.Label
 	RecheckButton *widget.Button
-	Choose   *widget.Button
+	Choose        *widget.Button
 
 	win      fyne.Window
 	prefs    fyne.Preferences
