@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sparkbench/plots"
+)
+
+// plotUsage is the line for `sparkbench help`.
+const plotUsage = "plot [STUDY] --kind K --data FILE.json --out FILE.png|svg|pdf [--width PX --height PX --dpi N]"
+
+// cmdPlot draws one chart to a PNG, SVG or PDF file. The chart's input comes from --data, a
+// JSON file of the kind's input type (docs/plots.md). Reading a STUDY from the notebook
+// arrives with the studies issue; until then naming one is a usage error (exit 2).
+func cmdPlot(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("plot", stderr)
+	var kinds []string
+	for _, k := range plots.Kinds() {
+		kinds = append(kinds, string(k))
+	}
+	kind := fs.String("kind", "", "chart kind: "+strings.Join(kinds, "|"))
+	data := fs.String("data", "", "JSON file with the chart's input (see docs/plots.md)")
+	out := fs.String("out", "", "output file; the extension picks the format: .png, .svg or .pdf")
+	width := fs.Int("width", 800, "width in pixels (1/96 inch for SVG and PDF)")
+	height := fs.Int("height", 500, "height in pixels (1/96 inch for SVG and PDF)")
+	dpi := fs.Int("dpi", plots.ScreenDPI, "PNG resolution: 192 draws twice as many pixels at the same size")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	fail := func(code int, format string, a ...any) int {
+		fprintf(stderr, "sparkbench plot: "+format+"\n", a...)
+		return code
+	}
+	switch {
+	case len(pos) > 1:
+		return fail(2, "takes at most one STUDY (got %q)", strings.Join(pos, " "))
+	case len(pos) == 1:
+		return fail(2, "reading study %q is not available yet: study lookup arrives with the studies issue; pass the chart's data with --data FILE.json instead", pos[0])
+	case *kind == "":
+		return fail(2, "--kind is required: one of %s", strings.Join(kinds, ", "))
+	case *data == "":
+		return fail(2, "--data FILE.json is required (charts from a STUDY arrive with the studies issue)")
+	case *out == "":
+		return fail(2, "--out FILE.png|svg|pdf is required")
+	case *width < plots.MinWidthPx || *height < plots.MinHeightPx:
+		return fail(2, "--width %d --height %d is too small: at least %d×%d pixels", *width, *height, plots.MinWidthPx, plots.MinHeightPx)
+	case *width > 20000 || *height > 20000:
+		return fail(2, "--width %d --height %d is too large: at most 20000 pixels a side", *width, *height)
+	case *dpi < 24 || *dpi > 1200:
+		return fail(2, "--dpi %d is out of range: give 24 to 1200", *dpi)
+	}
+	format, err := plots.FormatOf(*out)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	if _, err := plots.New(plots.Kind(*kind)); err != nil {
+		return fail(2, "%v", err)
+	}
+
+	f, err := os.Open(*data)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	chart, err := plots.Decode(plots.Kind(*kind), f)
+	f.Close()
+	if err != nil {
+		return fail(2, "%s: %v; see docs/plots.md for the %s input", *data, err, *kind)
+	}
+	p, err := chart.Plot()
+	if err != nil {
+		return fail(2, "%s: %v", *data, err)
+	}
+	for _, n := range plots.Notes(p) {
+		fprintf(stderr, "sparkbench plot: note: %s\n", n)
+	}
+
+	// Write beside the target and rename, so a failed export leaves no half-written file.
+	dir := filepath.Dir(*out)
+	tmp, err := os.CreateTemp(dir, ".sparkbench-plot-*")
+	if err != nil {
+		return fail(1, "create %s: %v", *out, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	err = plots.ExportDPI(p, format, plots.Pixels(*width), plots.Pixels(*height), *dpi, tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), *out)
+	}
+	if err != nil {
+		return fail(1, "write %s: %v", *out, err)
+	}
+	size := fmt.Sprintf("%d×%d px", *width, *height)
+	if format == plots.PNG && *dpi != plots.ScreenDPI {
+		size = fmt.Sprintf("%d×%d px at %d dpi", *width**dpi/plots.ScreenDPI, *height**dpi/plots.ScreenDPI, *dpi)
+	}
+	fprintf(stdout, "wrote %s (%s chart, %s, %s)\n", *out, *kind, format, size)
+	return 0
+}

@@ -1,0 +1,67 @@
+package ui
+
+import (
+	"sync"
+	"time"
+)
+
+// Throttle coalesces UI updates from background goroutines: at most one update per interval
+// reaches the UI goroutine, always the latest one submitted ("latest wins"), and the last one
+// is never lost. Text views use 100 ms (10 Hz), charts 250 ms (4 Hz).
+type Throttle struct {
+	interval time.Duration
+	run      func(func()) // hops onto the UI goroutine (onUI in the app, inline in tests)
+
+	mu      sync.Mutex
+	pending func()
+	timer   *time.Timer
+	last    time.Time
+	stopped bool
+}
+
+// NewThrottle returns a throttle delivering through onUI.
+func NewThrottle(interval time.Duration) *Throttle {
+	return &Throttle{interval: interval, run: onUI}
+}
+
+// Submit replaces the pending update with f and schedules delivery.
+func (t *Throttle) Submit(f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	t.pending = f
+	if t.timer != nil {
+		return // a delivery is already scheduled; it will take the latest f
+	}
+	wait := t.interval - time.Since(t.last)
+	if wait < 0 {
+		wait = 0
+	}
+	t.timer = time.AfterFunc(wait, t.fire)
+}
+
+func (t *Throttle) fire() {
+	t.mu.Lock()
+	f := t.pending
+	t.pending, t.timer = nil, nil
+	t.last = time.Now()
+	stopped := t.stopped
+	t.mu.Unlock()
+	if f != nil && !stopped {
+		t.run(f)
+	}
+}
+
+// Stop drops any pending update and refuses new ones (the view is gone).
+func (t *Throttle) Stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopped = true
+	t.pending = nil
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timer = nil
+	}
+}
