@@ -1,0 +1,65 @@
+package ui
+
+import (
+	"image"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/plots"
+)
+
+// ChartView shows a live chart: snapshots go to a plots.LiveRenderer (its own goroutine, at
+// most 4 renders a second, latest wins, rendered at the displayed pixel size) and finished
+// frames hop onto the UI goroutine here. Nothing is drawn inside a canvas.Raster generator.
+type ChartView struct {
+	Object fyne.CanvasObject
+	Image  *canvas.Image
+	Notes  *widget.Label
+	// Frames receives the sequence number of each frame shown (tests wait on it).
+	Frames chan uint64
+
+	r *plots.LiveRenderer
+}
+
+// NewChartView renders at w x h device pixels.
+func NewChartView(w, h int) *ChartView {
+	c := &ChartView{Notes: widget.NewLabel(""), Frames: make(chan uint64, 16)}
+	c.Notes.Wrapping = fyne.TextWrapWord
+	c.Image = canvas.NewImageFromImage(image.NewRGBA(image.Rect(0, 0, 1, 1)))
+	c.Image.FillMode = canvas.ImageFillContain
+	c.Image.ScaleMode = canvas.ImageScaleFastest
+	c.Image.SetMinSize(fyne.NewSize(float32(w), float32(h)))
+	c.r = plots.NewLiveRenderer(plots.LiveOptions{WidthPx: w, HeightPx: h}, func(f plots.Frame) {
+		onUI(func() { c.show(f) })
+	})
+	c.Object = container.NewBorder(nil, c.Notes, nil, nil, c.Image)
+	return c
+}
+
+func (c *ChartView) show(f plots.Frame) {
+	switch {
+	case f.Err != nil:
+		c.Notes.SetText("chart: " + f.Err.Error())
+	default:
+		c.Image.Image = f.Image
+		c.Image.Refresh()
+		c.Notes.SetText(strings.Join(f.Notes, "\n"))
+	}
+	select {
+	case c.Frames <- f.Seq:
+	default:
+	}
+}
+
+// Show submits a new snapshot; it must not be changed afterwards.
+func (c *ChartView) Show(ch plots.Chart) uint64 { return c.r.Submit(ch) }
+
+// Resize renders at a new pixel size.
+func (c *ChartView) Resize(w, h int) { c.r.Resize(w, h, 0) }
+
+// Close stops the renderer (idempotent).
+func (c *ChartView) Close() { c.r.Close() }
