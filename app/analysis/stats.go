@@ -59,7 +59,10 @@ func Percentile(xs []float64, p float64) (float64, error) {
 	lo := int(math.Floor(rank))
 	hi := int(math.Ceil(rank))
 	frac := rank - float64(lo)
-	return s[lo] + (s[hi]-s[lo])*frac, nil
+	// The explicit conversion rounds the product before the addition: without it Go may fuse
+	// them into one FMA on some processors (arm64), changing the last bit, and so the bytes of
+	// a receipt assembled on another machine.
+	return s[lo] + float64((s[hi]-s[lo])*frac), nil
 }
 
 // Median is Percentile(xs, 50).

@@ -26,6 +26,7 @@ func commands() []command {
 		{"import", "import [--study S] FILE…", "import llama-bench output (jsonl, json, csv, md) as imported legs", cmdImport},
 		{"export", "export STUDY [--format csv|json] [--rows bench|requests]", "export a study's rows", cmdExport},
 		{"study", "study validate FILE [--json]", "check a study plan (models read and hashed) and list its legs", cmdStudy},
+		{"capacity", "capacity validate PLAN | capacity assemble --plan PLAN --requests K=FILE … --output study.json", "capacity studies: check a plan; assemble raw request/RSS/log files into study.json", cmdCapacity},
 		{"plot", plotUsage, "draw a chart to PNG, SVG or PDF", cmdPlot},
 		{"analyze", "analyze crossing|slope|ceiling …", "derived figures from numbers: crossing depth, depth slope, bandwidth ceiling", cmdAnalyze},
 		{"help", "help", "print this list", cmdHelp},

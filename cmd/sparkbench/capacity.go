@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"sparkbench/app/canon"
+	"sparkbench/app/capacity"
+	"sparkbench/app/study"
+	"sparkbench/runner/hashing"
+)
+
+const capacityUsage = "capacity validate PLAN [--json] [--no-hash] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] --output study.json"
+
+// cmdCapacity is `sparkbench capacity validate|assemble`: capacity and concurrency studies
+// (docs/capacity.md). Exit 0 ok, 2 bad input (one line naming the file or flag and the fix),
+// 1 failure (the output could not be written).
+func cmdCapacity(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fprintf(stderr, "sparkbench capacity: want a verb: `sparkbench %s`\n", capacityUsage)
+		return 2
+	}
+	switch args[0] {
+	case "validate":
+		return capacityValidate(args[1:], stdout, stderr)
+	case "assemble":
+		return capacityAssemble(args[1:], stdout, stderr)
+	}
+	fprintf(stderr, "sparkbench capacity: unknown verb %q; want validate or assemble\n", args[0])
+	return 2
+}
+
+// capacityValidateReport is `capacity validate --json`.
+type capacityValidateReport struct {
+	File      string              `json:"file"`
+	Valid     bool                `json:"valid"`
+	Kind      string              `json:"kind,omitempty"`
+	SHA256    string              `json:"plan_sha256,omitempty"`
+	Problems  []study.Problem     `json:"problems"`
+	Lifetimes []capacity.Lifetime `json:"lifetimes,omitempty"`
+}
+
+// capacityValidate checks a capacity or concurrency plan: strict JSON, every rule of
+// docs/capacity.md, model and prompt-plan files hashed against the plan (unless --no-hash).
+func capacityValidate(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("capacity validate", stderr)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	noHash := fs.Bool("no-hash", false, "skip opening and hashing the model and prompt-plan files")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench capacity validate: want exactly one plan file\n")
+		return 2
+	}
+	file := pos[0]
+	p, err := capacity.Load(file)
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity validate: %v\n", err)
+		return 2
+	}
+	p.Defaults()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	opts := capacity.ValidateOptions{PlanDir: filepath.Dir(file)}
+	if !*noHash {
+		opts.Hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
+	}
+	probs := capacity.Validate(p, opts)
+	rep := capacityValidateReport{File: file, Valid: len(study.Errors(probs)) == 0, Problems: probs}
+	if rep.Problems == nil {
+		rep.Problems = []study.Problem{}
+	}
+	if rep.Valid {
+		rep.Kind = "capacity"
+		if p.Concurrency() {
+			rep.Kind = "concurrency"
+		}
+		rep.SHA256, _, _ = p.SHA256()
+		rep.Lifetimes = capacity.Schedule(p, opts.PlanDir)
+	}
+	if *asJSON {
+		if code := printJSON(stdout, stderr, "capacity validate", rep); code != 0 {
+			return code
+		}
+	} else {
+		for _, pr := range probs {
+			w := stdout
+			if pr.Severity == study.SevError {
+				w = stderr
+			}
+			fprintf(w, "%s: %s\n", file, pr)
+		}
+		if rep.Valid {
+			cells := 0
+			for _, s := range p.Slots {
+				cells += len(p.ClientLevels(s))
+			}
+			fprintf(stdout, "%s: valid %s plan %q, sha256 %s: %d candidates x %d cells x %d passes, %d server lifetimes in run order:\n",
+				file, rep.Kind, p.Name, rep.SHA256, len(p.Candidates), cells, len(p.Passes), len(rep.Lifetimes))
+			for _, l := range rep.Lifetimes {
+				fprintf(stdout, "  %-32s clients %-10s llama-server %s\n", l.Key, capacityJoinInts(l.Clients), joinArgs(l.Args))
+			}
+		}
+	}
+	if !rep.Valid {
+		return 2
+	}
+	return 0
+}
+
+func capacityJoinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// capacityAssemble turns a study's raw files into study.json (canonical JSON, byte-identical
+// for the same inputs whatever the flag order or the folder it runs from).
+func capacityAssemble(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("capacity assemble", stderr)
+	planFile := fs.String("plan", "", "the capacity or concurrency plan (JSON)")
+	output := fs.String("output", "", "where to write study.json")
+	var requests, rss, logs, quality, benchTG multiFlag
+	fs.Var(&requests, "requests", "PASS/CANDIDATE/pP=FILE: request records of one server lifetime (repeat)")
+	fs.Var(&rss, "rss", "PASS/CANDIDATE/pP=FILE: GNU time -v output or {\"vmhwm_kib\": N} (repeat)")
+	fs.Var(&logs, "server-log", "PASS/CANDIDATE/pP=FILE: llama-server's log (repeat)")
+	fs.Var(&quality, "quality", "CANDIDATE/pP=FILE: quality-guard evidence (repeat)")
+	fs.Var(&benchTG, "bench-tg", "CANDIDATE=T: llama-bench tg (t/s) for the serving tax (repeat)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	bad := func(format string, a ...any) int {
+		fprintf(stderr, "sparkbench capacity assemble: "+format+"\n", a...)
+		return 2
+	}
+	switch {
+	case len(pos) > 0:
+		return bad("unexpected argument %q; every input is a flag (see `sparkbench help`)", pos[0])
+	case *planFile == "":
+		return bad("--plan is required: give the plan the study ran")
+	case *output == "":
+		return bad("--output is required, e.g. --output study.json")
+	}
+	plan, err := capacity.Load(*planFile)
+	if err != nil {
+		return bad("--plan: %v", err)
+	}
+	in := capacity.Inputs{Requests: map[capacity.LifetimeKey]capacity.InputFile{}, RSS: map[capacity.LifetimeKey]capacity.InputFile{},
+		ServerLogs: map[capacity.LifetimeKey]capacity.InputFile{}, Quality: map[capacity.QualityKey]capacity.InputFile{},
+		BenchTG: map[string]float64{}}
+	for _, role := range []struct {
+		flag  string
+		vals  multiFlag
+		files map[capacity.LifetimeKey]capacity.InputFile
+	}{{capacity.FlagRequests, requests, in.Requests}, {capacity.FlagRSS, rss, in.RSS}, {capacity.FlagServerLog, logs, in.ServerLogs}} {
+		for _, v := range role.vals {
+			ks, path, err := capacityKeyFile(role.flag, v)
+			if err != nil {
+				return bad("%v", err)
+			}
+			k, err := capacity.ParseLifetimeKey(ks)
+			if err != nil {
+				return bad("%s %v", role.flag, err)
+			}
+			if _, dup := role.files[k]; dup {
+				return bad("%s %s is given twice; give one file per server lifetime", role.flag, k)
+			}
+			f, err := capacityReadInput(role.flag, ks, path)
+			if err != nil {
+				return bad("%v", err)
+			}
+			role.files[k] = f
+		}
+	}
+	for _, v := range quality {
+		ks, path, err := capacityKeyFile(capacity.FlagQuality, v)
+		if err != nil {
+			return bad("%v", err)
+		}
+		k, err := capacity.ParseQualityKey(ks)
+		if err != nil {
+			return bad("%s %v", capacity.FlagQuality, err)
+		}
+		if _, dup := in.Quality[k]; dup {
+			return bad("%s %s is given twice; give one evidence file per candidate and slot count", capacity.FlagQuality, k)
+		}
+		f, err := capacityReadInput(capacity.FlagQuality, ks, path)
+		if err != nil {
+			return bad("%v", err)
+		}
+		in.Quality[k] = f
+	}
+	for _, v := range benchTG {
+		id, num, ok := strings.Cut(v, "=")
+		x, err := strconv.ParseFloat(num, 64)
+		if !ok || id == "" || err != nil {
+			return bad("%s %q: want CANDIDATE=T with T llama-bench's tg in t/s, e.g. q8-generic=41.2", capacity.FlagBenchTG, v)
+		}
+		if _, dup := in.BenchTG[id]; dup {
+			return bad("%s %s is given twice", capacity.FlagBenchTG, id)
+		}
+		in.BenchTG[id] = x
+	}
+	res, err := capacity.Assemble(plan, in)
+	if err != nil {
+		var ie *capacity.InputError
+		if errors.As(err, &ie) {
+			return bad("%v", err)
+		}
+		fprintf(stderr, "sparkbench capacity assemble: %v\n", err)
+		return 1
+	}
+	data, err := res.Marshal()
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity assemble: %v\n", err)
+		return 1
+	}
+	if err := capacityWriteFile(*output, data); err != nil {
+		fprintf(stderr, "sparkbench capacity assemble: write %s: %v; check the folder exists and is writable\n", *output, err)
+		return 1
+	}
+	fprintf(stdout, "%s: %s study %q, sha256 %s (plan %s)\n", *output, res.Kind, res.Plan.Name, canon.SHA256Hex(data), res.PlanSHA256)
+	for _, c := range res.Candidates {
+		rejected := 0
+		for _, cell := range c.Cells {
+			if !cell.Passed {
+				rejected++
+			}
+		}
+		if s := c.Selected; s != nil {
+			gain := "gain n/a"
+			if s.Gain != nil {
+				gain = fmt.Sprintf("%+.1f%% vs P%d/C%d", *s.Gain*100, c.Base.Slots, c.Base.Clients)
+			}
+			fprintf(stdout, "  %-24s selected P%d/C%d  %.2f tok/s  %s  (%d of %d cells rejected)\n", c.ID, s.Slots, s.Clients, s.GenerationRate, gain, rejected, len(c.Cells))
+		} else {
+			fprintf(stdout, "  %-24s no point selected: %s (%d of %d cells rejected)\n", c.ID, c.SelectionNote, rejected, len(c.Cells))
+		}
+	}
+	for _, v := range res.Verdicts {
+		fprintf(stdout, "  %-8s %-12s %s\n", v.Prediction, v.Outcome, v.Detail)
+	}
+	return 0
+}
+
+func capacityKeyFile(flag, v string) (key, path string, err error) {
+	key, path, ok := strings.Cut(v, "=")
+	if !ok || key == "" || path == "" {
+		return "", "", fmt.Errorf("%s %q: want KEY=FILE, e.g. %s forward/q8-generic/p4=runs/forward/q8-generic/p4/requests.jsonl", flag, v, flag)
+	}
+	return key, path, nil
+}
+
+func capacityReadInput(flag, key, path string) (capacity.InputFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return capacity.InputFile{}, fmt.Errorf("%s %s: %v", flag, key, err)
+	}
+	return capacity.InputFile{Name: path, Data: data}, nil
+}
+
+// writeFileAtomic writes through a temporary file in the same folder and renames it, so a
+// failed run never leaves a half-written study.json.
+func capacityWriteFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(name)
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(name)
+		return err
+	}
+	if err := os.Chmod(name, 0o644); err != nil {
+		os.Remove(name)
+		return err
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return err
+	}
+	return nil
+}
