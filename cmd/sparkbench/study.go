@@ -2,27 +2,47 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
 
 	"sparkbench/app/study"
 	"sparkbench/runner/hashing"
+	"sparkbench/runner/llamacpp"
+	"sparkbench/store"
 )
+
+const studyUsage = "study validate FILE [--json] | study register FILE | study run ID|FILE [--llama-dir D] | study show ID [--json]"
 
 func cmdStudy(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fprintf(stderr, "sparkbench study: want a verb: validate FILE\n")
+		fprintf(stderr, "sparkbench study: want a verb: validate FILE, register FILE, run ID|FILE, show ID\n")
 		return 2
 	}
 	switch args[0] {
 	case "validate":
 		return studyValidate(args[1:], stdout, stderr)
+	case "register":
+		return studyRegister(args[1:], stdout, stderr)
+	case "run":
+		return studyRun(args[1:], stdout, stderr)
+	case "show":
+		return studyShow(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fprintf(stdout, "usage: sparkbench %s\n", studyUsage)
+		return 0
 	}
-	fprintf(stderr, "sparkbench study: unknown verb %q; want validate\n", args[0])
+	fprintf(stderr, "sparkbench study: unknown verb %q; want validate, register, run or show\n", args[0])
 	return 2
 }
 
@@ -106,4 +126,508 @@ func joinArgs(a []string) string {
 		out[i] = s
 	}
 	return strings.Join(out, " ")
+}
+
+// studyCtx is a command's context: Ctrl-C (or SIGTERM) cancels it.
+func studyCtx() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// openStudyNotebook opens the notebook named by --notebook (or the default).
+func openStudyNotebook(cmd, flagValue string, stderr io.Writer) (*store.Notebook, int) {
+	path, err := notebookPath(flagValue)
+	if err != nil {
+		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
+		return nil, 2
+	}
+	return openNotebook(cmd, path, false, stderr)
+}
+
+// findStudy resolves a study by id or name; it must be a registered throughput study.
+func findStudy(ctx context.Context, nb *store.Notebook, ref string) (int64, error) {
+	s, err := nb.FindStudy(ctx, ref)
+	if err != nil {
+		return 0, fmt.Errorf("%w; `sparkbench study register FILE` prints a new study's id", err)
+	}
+	if s.Kind != store.StudyThroughput {
+		return 0, fmt.Errorf("study %d (%s) is a %s study; this command works on throughput studies", s.ID, s.Name, s.Kind)
+	}
+	if _, err := nb.Plan(ctx, s.ID); err != nil {
+		return 0, fmt.Errorf("study %d (%s) has no registered plan (an imported study?); register a plan file with `sparkbench study register FILE`", s.ID, s.Name)
+	}
+	return s.ID, nil
+}
+
+// cachedHash hashes model files through the notebook's cache (path, size, mtime, device,
+// inode), with progress on a terminal.
+func cachedHash(ctx context.Context, nb *store.Notebook, stderr io.Writer) study.HashFunc {
+	return func(path string) (string, error) {
+		var progress func(hashing.Progress)
+		if isTerminal(stderr) {
+			progress = func(p hashing.Progress) {
+				fprintf(stderr, "\rhashing %s: %5.1f%%", filepath.Base(p.Path), p.Fraction()*100)
+			}
+		}
+		sum, cached, err := hashing.Cached(ctx, notebookHashCache{nb}, path, progress)
+		if progress != nil && !cached {
+			fprintf(stderr, "\r\033[K")
+		}
+		return sum, err
+	}
+}
+
+// reportRefusal prints a refused plan (one line per problem) and returns exit status 2.
+func reportRefusal(cmd string, err error, stderr io.Writer) int {
+	var ref *study.RefusedError
+	if errors.As(err, &ref) {
+		for _, p := range study.Errors(ref.Problems) {
+			fprintf(stderr, "sparkbench %s: refused: %s: %s\n", cmd, p.Path, p.Msg)
+		}
+		return 2
+	}
+	fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
+	return 1
+}
+
+// registerFile registers a plan file (idempotently) and prints what happened.
+func registerFile(ctx context.Context, nb *store.Notebook, file string, stdout, stderr io.Writer) (study.Registration, int) {
+	p, err := study.Load(file)
+	if err != nil {
+		fprintf(stderr, "sparkbench study register: %v\n", err)
+		return study.Registration{}, 2
+	}
+	reg, err := study.Register(ctx, store.StudyRecorder{N: nb}, p, file, cachedHash(ctx, nb, stderr))
+	if err != nil {
+		return reg, reportRefusal("study register", err, stderr)
+	}
+	for _, w := range reg.Warnings {
+		fprintf(stderr, "%s: %s\n", file, w)
+	}
+	if reg.Existing {
+		fprintf(stdout, "study %d %q: already registered with this plan (sha256 %s)\n", reg.StudyID, reg.Name, reg.PlanSHA256)
+	} else {
+		fprintf(stdout, "study %d %q registered: plan sha256 %s, %d predictions, %d legs\n", reg.StudyID, reg.Name, reg.PlanSHA256, len(p.Predictions), reg.Legs)
+	}
+	return reg, 0
+}
+
+// studyRegister: sparkbench study register FILE [--notebook P] [--json].
+func studyRegister(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("study register", stderr)
+	nbFlag := fs.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	asJSON := fs.Bool("json", false, "print the registration as JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench study register: want exactly one plan file\n")
+		return 2
+	}
+	nb, code := openStudyNotebook("study register", *nbFlag, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	ctx, stop := studyCtx()
+	defer stop()
+	out := stdout
+	if *asJSON {
+		out = io.Discard
+	}
+	reg, code := registerFile(ctx, nb, pos[0], out, stderr)
+	if code != 0 {
+		return code
+	}
+	if *asJSON {
+		return printJSON(stdout, stderr, "study register", reg)
+	}
+	return 0
+}
+
+// studyRun: sparkbench study run ID|FILE [--llama-dir D] [--notebook P].
+func studyRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("study run", stderr)
+	nbFlag := fs.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	llamaDir := fs.String("llama-dir", "", "folder holding llama-bench (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench study run: want one study id (or name) or one plan file\n")
+		return 2
+	}
+	nb, code := openStudyNotebook("study run", *nbFlag, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	ctx, stop := studyCtx()
+	defer stop()
+	var id int64
+	if st, err := os.Stat(pos[0]); err == nil && !st.IsDir() {
+		reg, code := registerFile(ctx, nb, pos[0], stdout, stderr)
+		if code != 0 {
+			return code
+		}
+		id = reg.StudyID
+	} else if id, err = findStudy(ctx, nb, pos[0]); err != nil {
+		fprintf(stderr, "sparkbench study run: %v\n", err)
+		return 2
+	}
+	return runStudy(ctx, nb, id, *llamaDir, stdout, stderr)
+}
+
+// runStudy runs (or resumes) a registered study with progress on stdout.
+func runStudy(ctx context.Context, nb *store.Notebook, id int64, llamaDir string, stdout, stderr io.Writer) int {
+	rec := store.StudyRecorder{N: nb}
+	st, err := rec.Study(ctx, id)
+	if err != nil {
+		fprintf(stderr, "sparkbench study run: %v\n", err)
+		return 1
+	}
+	if llamaDir == "" {
+		if p, err := study.Decode("plan", st.PlanJSON); err == nil {
+			llamaDir = p.Build.Dir
+		}
+	}
+	loc, err := llamacpp.Locate(llamaDir)
+	if err != nil {
+		fprintf(stderr, "sparkbench study run: %v\n", err)
+		return 2
+	}
+	pr := newRunPrinter(stdout)
+	e := &study.Engine{Rec: rec, Bench: loc.Bench, Hash: cachedHash(ctx, nb, stderr), OnEvent: pr.event}
+	sum, err := e.Run(ctx, id)
+	pr.close()
+	switch {
+	case errors.Is(err, study.ErrStopped):
+		fprintf(stderr, "sparkbench study run: %v; run `sparkbench study run %d` to resume at the first unfinished leg\n", err, id)
+		return 1
+	case err != nil:
+		return reportRefusal("study run", err, stderr)
+	}
+	if sum.Halted {
+		fprintf(stdout, "study %d halted after %d/%d legs: %s\n", id, sum.LegsDone, sum.LegsTotal, sum.Reason)
+		fprintf(stdout, "fix the cause, then `sparkbench study run %d` resumes at the first unfinished leg\n", id)
+		return 1
+	}
+	fprintf(stdout, "study %d %s: %d/%d legs (%d run now, %d before), %d verdict(s) journaled, %s; see `sparkbench study show %d`\n",
+		id, sum.Status, sum.LegsDone, sum.LegsTotal, sum.LegsRun, sum.LegsSkipped, len(sum.Verdicts), sum.Elapsed.Round(10*time.Millisecond), id)
+	return 0
+}
+
+// runPrinter shows a run: on a terminal a progress bar redrawn in place (legs done/total, the
+// current leg and its tests, ETA) with finished legs and verdicts scrolling above it; else one
+// plain line per event.
+type runPrinter struct {
+	w      io.Writer
+	tty    bool
+	last   time.Time
+	barLen int
+}
+
+func newRunPrinter(w io.Writer) *runPrinter { return &runPrinter{w: w, tty: isTerminal(w)} }
+
+func (p *runPrinter) line(format string, a ...any) {
+	if p.tty && p.barLen > 0 {
+		fprintf(p.w, "\r\033[K")
+		p.barLen = 0
+	}
+	fprintf(p.w, format+"\n", a...)
+}
+
+func (p *runPrinter) bar(pr study.Progress, force bool) {
+	if !p.tty || (!force && time.Since(p.last) < 100*time.Millisecond) {
+		return
+	}
+	p.last = time.Now()
+	const width = 24
+	filled := 0
+	if pr.LegsTotal > 0 {
+		filled = width * pr.LegsDone / pr.LegsTotal
+	}
+	s := fmt.Sprintf("[%s%s] %d/%d legs", strings.Repeat("#", filled), strings.Repeat(".", width-filled), pr.LegsDone, pr.LegsTotal)
+	if pr.Current != "" {
+		s += " · " + pr.Current
+		if pr.LegTests > 0 {
+			s += fmt.Sprintf(" (test %d/%d)", min(pr.LegTest+1, pr.LegTests), pr.LegTests)
+		}
+	}
+	s += " · " + pr.Elapsed.Round(time.Second).String()
+	if pr.ETA >= 0 {
+		s += " · ETA " + pr.ETA.Round(time.Second).String()
+	}
+	fprintf(p.w, "\r\033[K%s", s)
+	p.barLen = len(s)
+}
+
+func (p *runPrinter) event(e study.Event) {
+	pr := e.Progress
+	switch e.Kind {
+	case study.EventRunStarted:
+		if pr.LegsDone > 0 {
+			p.line("resuming: %d/%d legs finished before", pr.LegsDone, pr.LegsTotal)
+		}
+	case study.EventBandwidth:
+		p.line("memory bandwidth measured: %.1f GB/s (triad)", e.BandwidthGBs)
+	case study.EventLegStarted:
+		if !p.tty && e.Role != study.RoleLeg {
+			p.line("%s started: %s", e.Leg, joinArgs(e.Argv))
+		} else if !p.tty {
+			label := e.Leg
+			if e.Attempt > 1 {
+				label += fmt.Sprintf(" (attempt %d)", e.Attempt)
+			}
+			p.line("leg %d/%d %s started: %s", pr.LegsDone+1, pr.LegsTotal, label, joinArgs(e.Argv))
+		}
+	case study.EventSample:
+		if !p.tty {
+			s := e.Sample
+			p.line("  %s %-16s %10.2f t/s  cv %5.1f%%", e.Leg, s.Test, s.AvgTs, s.CV*100)
+		}
+	case study.EventFlagged:
+		p.line("  %s flagged: %s; the leg halts, the study continues", e.Leg, e.Flagged.Reason)
+	case study.EventLegFinished:
+		o := e.Outcome
+		msg := fmt.Sprintf("leg %s %s: %d/%d results", e.Leg, o.Class, o.Results, o.Expected)
+		if o.Flagged+o.Discarded > 0 {
+			msg += fmt.Sprintf(" (%d flagged, %d discarded)", o.Flagged, o.Discarded)
+		}
+		msg += " in " + o.Duration.Round(time.Millisecond).String()
+		if o.Reason != "" {
+			msg += ": " + o.Reason
+		}
+		p.line("%s", msg)
+	case study.EventCanary:
+		if c := e.Canary; c != nil {
+			word := "passed"
+			if !c.Pass {
+				word = "FAILED"
+			}
+			p.line("canary after %s %s: %s", c.After, word, c.Reason)
+		}
+	case study.EventVerdict:
+		v := e.Verdict
+		msg := fmt.Sprintf("verdict %s: %s", v.Prediction, v.Word())
+		if v.Detail != "" {
+			msg += " (" + v.Detail + ")"
+		}
+		if v.Problem != "" {
+			msg += ": " + v.Problem
+		}
+		p.line("%s", msg)
+	case study.EventHalted:
+		p.line("halted: %s", e.Reason)
+		return
+	case study.EventDone:
+		if p.tty {
+			p.bar(pr, true)
+			fprintf(p.w, "\n")
+			p.barLen = 0
+		}
+		return
+	}
+	p.bar(pr, e.Kind != study.EventSample && e.Kind != study.EventLegProgress)
+}
+
+func (p *runPrinter) close() {
+	if p.tty && p.barLen > 0 {
+		fprintf(p.w, "\n")
+	}
+}
+
+// studyShow: sparkbench study show ID [--json] [--notebook P].
+func studyShow(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("study show", stderr)
+	nbFlag := fs.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	asJSON := fs.Bool("json", false, "print the report as JSON (every figure with the stored rows it came from)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench study show: want one study id or name\n")
+		return 2
+	}
+	path, err := notebookPath(*nbFlag)
+	if err != nil {
+		fprintf(stderr, "sparkbench study show: %v\n", err)
+		return 2
+	}
+	nb, code := openNotebook("study show", path, true, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	ctx, stop := studyCtx()
+	defer stop()
+	id, err := findStudy(ctx, nb, pos[0])
+	if err != nil {
+		fprintf(stderr, "sparkbench study show: %v\n", err)
+		return 2
+	}
+	rep, err := study.Show(ctx, store.StudyRecorder{N: nb}, id)
+	if err != nil {
+		fprintf(stderr, "sparkbench study show: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		return printJSON(stdout, stderr, "study show", rep)
+	}
+	printReport(stdout, rep)
+	return 0
+}
+
+func printReport(w io.Writer, r *study.Report) {
+	s := r.Study
+	fprintf(w, "study %d %q: %s, %d/%d legs finished\nplan sha256 %s, registered %s\n", s.ID, s.Name, s.Status, s.LegsDone, s.LegsTotal,
+		s.PlanSHA256, s.RegisteredAt.Local().Format("2006-01-02 15:04:05"))
+	if s.Halted != "" {
+		fprintf(w, "halted: %s\n", s.Halted)
+	}
+	if r.BandwidthGBs != nil {
+		fprintf(w, "memory bandwidth %.1f GB/s (%s)\n", *r.BandwidthGBs, r.Bandwidth)
+	}
+
+	fprintf(w, "\nlegs\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fprintf(tw, "  id\tlabel\tstate\tclass\trows\tresults\tflagged\tdiscarded\tduration\tconditions\n")
+	for _, l := range r.Legs {
+		id, dur := "-", "-"
+		if l.ID != 0 {
+			id = strconv.FormatInt(l.ID, 10)
+		}
+		if l.Duration > 0 {
+			dur = l.Duration.Round(time.Millisecond).String()
+		}
+		label := l.Label
+		if l.Role != study.RoleLeg {
+			label += " [" + l.Role + "]"
+		}
+		fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", id, label, l.State, l.Class, l.Rows, l.Results, l.Flagged,
+			l.Discarded+l.Unmarked, dur, strings.Join(l.Conditions, "; "))
+	}
+	tw.Flush()
+
+	if len(r.Results) > 0 {
+		fprintf(w, "\nresults by depth (t/s, mean ± sd over the repetitions)\n")
+		var depths []int64
+		type key struct{ model, leg, test, config string }
+		cells := map[key]map[int64]study.ReportCell{}
+		var order []key
+		for _, c := range r.Results {
+			if !slices.Contains(depths, c.Depth) {
+				depths = append(depths, c.Depth)
+			}
+			leg := ""
+			if _, rep, ok := strings.Cut(c.Leg, "#"); ok {
+				leg = "#" + rep
+			}
+			k := key{c.Model, leg, c.Test, c.Config}
+			if cells[k] == nil {
+				cells[k] = map[int64]study.ReportCell{}
+				order = append(order, k)
+			}
+			cells[k][c.Depth] = c
+		}
+		slices.Sort(depths)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fprintf(tw, "  model\ttest")
+		for _, d := range depths {
+			fprintf(tw, "\td%d", d)
+		}
+		fprintf(tw, "\n")
+		for _, k := range order {
+			fprintf(tw, "  %s%s\t%s", k.model, k.leg, k.test)
+			for _, d := range depths {
+				if c, ok := cells[k][d]; ok {
+					fprintf(tw, "\t%.2f ± %.2f", c.Mean, c.SD)
+				} else {
+					fprintf(tw, "\t-")
+				}
+			}
+			fprintf(tw, "\n")
+		}
+		tw.Flush()
+	}
+
+	if len(r.Figures) > 0 {
+		fprintf(w, "\nderived figures\n")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, f := range r.Figures {
+			val := "-"
+			switch {
+			case f.Problem != "":
+				val = "(" + f.Problem + ")"
+			case f.Value == nil:
+				val = f.Detail
+			case f.Figure == study.FigureSlope || f.Figure == study.FigureEfficiency || f.Figure == study.FigureRepeatabilityCV:
+				val = fmt.Sprintf("%+.1f%%", *f.Value*100)
+			default:
+				val = fmt.Sprintf("%.4g", *f.Value)
+			}
+			fprintf(tw, "  %s\t%s\t%s\n", f.Label, val, strings.Join(f.Sources, ", "))
+		}
+		tw.Flush()
+	}
+
+	fprintf(w, "\nprediction scoreboard\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fprintf(tw, "  id\tkind\tabout\texpected\tobserved\tverdict\thuman\n")
+	for _, sc := range r.Scoreboard {
+		obs := "-"
+		if v := sc.Verdict.Value; v != nil {
+			obs = fmt.Sprintf("%.4g", *v)
+		}
+		human := "-"
+		if h := sc.Human; h != nil {
+			human = h.Outcome + ": " + h.Rationale
+		}
+		word := sc.Word
+		if sc.Amended {
+			word += " (amended)"
+		}
+		fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", sc.Prediction, sc.Kind, sc.About, sc.Expected, obs, word, human)
+		for _, d := range sc.Deviations {
+			fprintf(tw, "  \t\tdeviation: %s\t\t\t%s\t(%s)\n", d.Change, d.Word, d.Reason)
+		}
+		if sc.Verdict.Problem != "" && sc.Verdict.Outcome != study.Pending {
+			fprintf(tw, "  \t\t%s\t\t\t\t\n", sc.Verdict.Problem)
+		}
+	}
+	tw.Flush()
+
+	if len(r.Amendments) > 0 {
+		fprintf(w, "\namendments (accepted before the legs they touch ran)\n")
+		for _, a := range r.Amendments {
+			var ch study.AmendmentChange
+			_ = json.Unmarshal(a.Change, &ch)
+			fprintf(w, "  %s %s: %s → %s; reason: %s\n", a.At.Local().Format("2006-01-02 15:04"), a.Target, ch.Before.Expectation(), ch.After.Expectation(), a.Reason)
+		}
+	}
+	if len(r.Deviations) > 0 {
+		fprintf(w, "\ndeviations (recorded after legs ran; never the verdict of record)\n")
+		for _, d := range r.Deviations {
+			fprintf(w, "  %s DEVIATION: %s\n", d.At.Local().Format("2006-01-02 15:04"), d.Description)
+		}
+	}
+	if len(r.Findings) > 0 {
+		fprintf(w, "\nfindings\n")
+		for _, f := range r.Findings {
+			var ev []string
+			if len(f.Legs) > 0 {
+				ev = append(ev, "legs "+strings.Join(f.Legs, ", "))
+			}
+			if len(f.Predictions) > 0 {
+				ev = append(ev, "predictions "+strings.Join(f.Predictions, ", "))
+			}
+			suffix := ""
+			if len(ev) > 0 {
+				suffix = " (" + strings.Join(ev, "; ") + ")"
+			}
+			fprintf(w, "  %s %s%s\n", f.Label, f.Text, suffix)
+		}
+	}
 }

@@ -1,0 +1,408 @@
+package study
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"sparkbench/runner/benchfmt"
+)
+
+// Report is everything `study show` prints: legs, results by depth, derived figures, the
+// prediction scoreboard, amendments, deviations and findings. Every number names the stored
+// rows it came from (RowRef), so it can be checked against the notebook.
+type Report struct {
+	Study        ReportStudy       `json:"study"`
+	Legs         []ReportLeg       `json:"legs"`
+	Results      []ReportCell      `json:"results"`
+	Figures      []ReportFigure    `json:"figures"`
+	Scoreboard   []ReportScore     `json:"scoreboard"`
+	Amendments   []StoredAmendment `json:"amendments"`
+	Deviations   []ReportDeviation `json:"deviations"`
+	Findings     []ReportFinding   `json:"findings"`
+	BandwidthGBs *float64          `json:"bandwidth_gbs"`
+	Bandwidth    string            `json:"bandwidth"` // "entered", "measured", "none"
+}
+
+// ReportStudy heads the report.
+type ReportStudy struct {
+	ID           int64     `json:"id"`
+	Name         string    `json:"name"`
+	Status       string    `json:"status"`
+	PlanSHA256   string    `json:"plan_sha256"`
+	RegisteredAt time.Time `json:"registered_at"`
+	PlanDir      string    `json:"plan_dir"`
+	LegsDone     int       `json:"legs_done"`
+	LegsTotal    int       `json:"legs_total"`
+	Halted       string    `json:"halted,omitempty"` // the last halt's reason while halted
+}
+
+// ReportLeg is one recorded leg, or a plan leg that has not run (ID 0, State "pending").
+type ReportLeg struct {
+	ID         int64         `json:"id,omitempty"`
+	Label      string        `json:"label"`
+	PlanLeg    string        `json:"plan_leg"`
+	Role       string        `json:"role"`
+	Attempt    int           `json:"attempt,omitempty"`
+	State      string        `json:"state"`
+	Class      string        `json:"class,omitempty"`
+	Reason     string        `json:"reason,omitempty"`
+	Rows       int           `json:"rows"`
+	Results    int           `json:"results"`
+	Flagged    int           `json:"flagged"`
+	Discarded  int           `json:"discarded"`
+	Unmarked   int           `json:"unmarked"`
+	Counts     bool          `json:"counts"` // its result rows are the study's results for its plan leg
+	Conditions []string      `json:"conditions"`
+	Started    *time.Time    `json:"started,omitempty"`
+	Duration   time.Duration `json:"duration,omitempty"`
+}
+
+// ReportCell is one result row: a test at a depth.
+type ReportCell struct {
+	Model  string  `json:"model"`
+	Leg    string  `json:"leg"`
+	Test   string  `json:"test"` // pp64, tg32
+	Depth  int64   `json:"depth"`
+	Config string  `json:"config,omitempty"`
+	Mean   float64 `json:"mean_ts"`
+	SD     float64 `json:"sd_ts"`
+	CV     float64 `json:"cv"`
+	Reps   int     `json:"reps"`
+	Source string  `json:"source"`
+}
+
+// ReportFigure is a derived figure with its selector and evidence.
+type ReportFigure struct {
+	Figure   Figure   `json:"figure"`
+	Label    string   `json:"label"`
+	Selector Selector `json:"selector"`
+	Value    *float64 `json:"value"` // null: beyond the measured range (a crossing) or not computable
+	Detail   string   `json:"detail,omitempty"`
+	Sources  []string `json:"sources"`
+	Problem  string   `json:"problem,omitempty"`
+}
+
+// ReportScore is one line of the prediction scoreboard.
+type ReportScore struct {
+	Prediction string         `json:"prediction"`
+	Text       string         `json:"text"`
+	Kind       PredictionKind `json:"kind"`
+	About      string         `json:"about"`
+	Expected   string         `json:"expected"`
+	Verdict    Verdict        `json:"verdict"`
+	Word       string         `json:"word"` // HIT, MISS -3.2%, arm "steep", ANSWERED 192, PENDING …
+	// Recorded is the computed verdict journaled for it (absent while PENDING).
+	Recorded *StoredVerdict `json:"recorded,omitempty"`
+	Human    *StoredVerdict `json:"human,omitempty"`
+	Amended  bool           `json:"amended"`
+	// Deviations are changes recorded after legs ran, each with the verdict the changed
+	// prediction would get: shown, never the verdict of record.
+	Deviations []DeviationVerdict `json:"deviations"`
+}
+
+// DeviationVerdict is a deviated prediction's would-be verdict.
+type DeviationVerdict struct {
+	Change  string  `json:"change"`
+	Reason  string  `json:"reason"`
+	Verdict Verdict `json:"verdict"`
+	Word    string  `json:"word"`
+}
+
+// ReportDeviation is a recorded deviation.
+type ReportDeviation struct {
+	StoredDeviation
+	Prediction string `json:"prediction,omitempty"`
+}
+
+// ReportFinding is a finding with its evidence named.
+type ReportFinding struct {
+	Label       string   `json:"label"`
+	Text        string   `json:"text"`
+	Legs        []string `json:"legs"`
+	LegIDs      []int64  `json:"leg_ids"`
+	Predictions []string `json:"predictions"`
+}
+
+// Word is a verdict in one short phrase.
+func (v Verdict) Word() string {
+	switch {
+	case v.Outcome == Hit && v.Arm != "":
+		return fmt.Sprintf("arm %q", v.Arm)
+	case (v.Outcome == Miss || v.Outcome == MissEdge) && v.Distance != nil:
+		return fmt.Sprintf("%s %+.1f%%", v.Outcome, *v.Distance*100)
+	case v.Outcome == Answered && v.Value != nil:
+		return fmt.Sprintf("ANSWERED %.4g", *v.Value)
+	case v.Outcome == Answered:
+		return "ANSWERED (beyond the measured range)"
+	}
+	return string(v.Outcome)
+}
+
+// Show assembles a study's report from the notebook. Model files are read (not hashed) for
+// the ceilings; a missing one leaves those figures unresolvable.
+func Show(ctx context.Context, rec Recorder, studyID int64) (*Report, error) {
+	l, err := loadStudy(ctx, rec, studyID)
+	if err != nil {
+		return nil, err
+	}
+	_, models := Validate(l.plan, ValidateOptions{PlanDir: l.st.PlanDir})
+	bw := l.bandwidth()
+	res := buildResults(l, models, bw)
+	rep := &Report{Study: ReportStudy{ID: l.st.ID, Name: l.st.Name, Status: l.st.Status, PlanSHA256: l.st.PlanSHA256,
+		RegisteredAt: l.st.RegisteredAt, PlanDir: l.st.PlanDir, LegsTotal: len(l.legs), LegsDone: len(res.Finished)},
+		Amendments: l.st.Amendments, Bandwidth: "none"}
+	if rep.Amendments == nil {
+		rep.Amendments = []StoredAmendment{}
+	}
+	if bw > 0 {
+		rep.BandwidthGBs = fptr(bw)
+		rep.Bandwidth = "entered"
+		if b := l.plan.Bandwidth; b != nil && b.Measure {
+			rep.Bandwidth = "measured"
+		}
+	}
+	if l.st.Status == StatusHalted {
+		for _, n := range l.st.Notes {
+			if n.Kind == NoteHalted {
+				var h struct {
+					Reason string `json:"reason"`
+				}
+				_ = json.Unmarshal(n.Payload, &h)
+				rep.Study.Halted = h.Reason
+			}
+		}
+	}
+	rep.Legs = reportLegs(l)
+	rep.Results = reportCells(l.plan, res)
+	rep.Figures = reportFigures(l, res)
+	rep.Scoreboard, rep.Deviations = reportScores(l, res)
+	rep.Findings = reportFindings(l)
+	return rep, nil
+}
+
+func reportLegs(l *loadedStudy) []ReportLeg {
+	final := finalLegs(l.stored)
+	out := []ReportLeg{}
+	seen := map[string]bool{}
+	for _, s := range l.stored {
+		started := s.StartedAt
+		rl := ReportLeg{ID: s.ID, Label: s.Label, PlanLeg: s.PlanLeg, Role: s.Role, Attempt: s.Attempt, State: s.State,
+			Class: s.Class, Reason: s.Reason, Rows: s.Rows, Results: s.Results, Flagged: s.Flagged, Discarded: s.Discarded,
+			Unmarked: s.Unmarked, Conditions: s.Conditions, Started: &started}
+		if !s.EndedAt.IsZero() {
+			rl.Duration = s.EndedAt.Sub(s.StartedAt)
+		}
+		if f, ok := final[s.PlanLeg]; ok && f.ID == s.ID && s.Role == RoleLeg {
+			rl.Counts = true
+		}
+		if rl.Conditions == nil {
+			rl.Conditions = []string{}
+		}
+		if s.Role == RoleLeg {
+			seen[s.PlanLeg] = true
+		}
+		out = append(out, rl)
+	}
+	for _, lp := range l.legs {
+		if !seen[lp.ID] {
+			c := lp.Conditions
+			if c == nil {
+				c = []string{}
+			}
+			out = append(out, ReportLeg{Label: lp.ID, PlanLeg: lp.ID, Role: RoleLeg, State: "pending", Conditions: c})
+		}
+	}
+	return out
+}
+
+func configLabel(r *benchfmt.Result) string {
+	fa := map[int64]string{-1: "auto", 0: "off", 1: "on"}[r.FlashAttn]
+	return fmt.Sprintf("ub%d b%d fa-%s kv-%s/%s t%d ngl%d", r.NUbatch, r.NBatch, fa, r.TypeK, r.TypeV, r.NThreads, r.NGPULayers)
+}
+
+func testOf(r *benchfmt.Result) string { return benchfmt.TestName(r.NPrompt, r.NGen, 0) }
+
+func reportCells(p *Plan, res *Results) []ReportCell {
+	order := map[string]int{}
+	for i, m := range p.Models {
+		order[m.ID] = i
+	}
+	out := []ReportCell{}
+	for _, row := range res.Rows {
+		r := &row.Result
+		c := ReportCell{Model: row.Model, Leg: row.Leg, Test: testOf(r), Depth: r.NDepth, Config: configLabel(r),
+			Mean: r.AvgTs, SD: r.StddevTs, Reps: len(r.SamplesTs), Source: row.Ref}
+		if r.AvgTs != 0 {
+			c.CV = r.StddevTs / r.AvgTs
+		}
+		out = append(out, c)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Model != b.Model {
+			return order[a.Model] < order[b.Model]
+		}
+		if a.Test != b.Test {
+			return a.Test < b.Test
+		}
+		if a.Config != b.Config {
+			return a.Config < b.Config
+		}
+		if a.Depth != b.Depth {
+			return a.Depth < b.Depth
+		}
+		return a.Leg < b.Leg
+	})
+	return out
+}
+
+// reportFigures derives, per model: the depth slope of every test at every depth after the
+// first, the crossings the predictions ask about, both ceiling conventions and the tg
+// efficiency at every depth (when a bandwidth is known), and the repeatability CV.
+func reportFigures(l *loadedStudy, res *Results) []ReportFigure {
+	out := []ReportFigure{}
+	add := func(s Selector) {
+		v, err := res.Resolve(s)
+		f := ReportFigure{Figure: s.Figure, Label: s.String(), Selector: s, Sources: v.Sources, Detail: v.Detail}
+		if f.Sources == nil {
+			f.Sources = []string{}
+		}
+		if err != nil {
+			f.Problem = err.Error()
+		} else if !math.IsInf(v.X, 0) && !math.IsNaN(v.X) {
+			f.Value = fptr(v.X)
+		}
+		out = append(out, f)
+	}
+	depths := slices.Clone(l.plan.Axes.Depths)
+	sort.Ints(depths)
+	tests := map[string][]string{} // model -> exact test names measured
+	for _, r := range res.Rows {
+		t := testOf(&r.Result)
+		if !slices.Contains(tests[r.Model], t) {
+			tests[r.Model] = append(tests[r.Model], t)
+		}
+	}
+	for _, m := range l.plan.Models {
+		ts := tests[m.ID]
+		sort.Strings(ts)
+		for _, t := range ts {
+			for _, d := range depths[min(1, len(depths)):] {
+				d := d
+				add(Selector{Figure: FigureSlope, Model: m.ID, Test: t, Depth: &d})
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range l.preds {
+		for _, s := range []*Selector{&p.About, p.Than} {
+			if s != nil && s.Figure == FigureCrossing && !seen[s.String()] {
+				seen[s.String()] = true
+				add(*s)
+			}
+		}
+	}
+	if res.BandwidthGBs > 0 {
+		for _, m := range l.plan.Models {
+			for _, conv := range []string{"house", "tensor_exact"} {
+				add(Selector{Figure: FigureCeiling, Model: m.ID, Conv: conv})
+			}
+			for _, t := range tests[m.ID] {
+				if !strings.HasPrefix(t, "tg") {
+					continue
+				}
+				for _, d := range depths {
+					d := d
+					add(Selector{Figure: FigureEfficiency, Model: m.ID, Test: t, Conv: "tensor_exact", Depth: &d})
+				}
+			}
+		}
+	}
+	if l.plan.Repeatability != nil {
+		var base *LegPlan
+		for i := range l.legs {
+			if l.legs[i].ID == l.plan.Repeatability.Leg {
+				base = &l.legs[i]
+			}
+		}
+		if base != nil && len(base.Models) == 1 {
+			ts := tests[base.Models[0]]
+			sort.Strings(ts)
+			for _, t := range ts {
+				add(Selector{Figure: FigureRepeatabilityCV, Test: t})
+			}
+		}
+	}
+	return out
+}
+
+func reportScores(l *loadedStudy, res *Results) ([]ReportScore, []ReportDeviation) {
+	amended := map[string]bool{}
+	for _, a := range l.st.Amendments {
+		if k, ok := strings.CutPrefix(a.Target, "prediction:"); ok {
+			amended[k] = true
+		}
+	}
+	devs := []ReportDeviation{}
+	byPred := map[string][]DeviationVerdict{}
+	for _, d := range l.st.Deviations {
+		rd := ReportDeviation{StoredDeviation: d}
+		var det struct {
+			Kind   string          `json:"kind"`
+			Reason string          `json:"reason"`
+			Change AmendmentChange `json:"change"`
+		}
+		if json.Unmarshal(d.Detail, &det) == nil && det.Kind == "prediction_change" {
+			rd.Prediction = det.Change.Prediction
+			v := res.Evaluate(det.Change.After)
+			byPred[rd.Prediction] = append(byPred[rd.Prediction], DeviationVerdict{
+				Change: det.Change.Set.describe(det.Change.Before), Reason: det.Reason, Verdict: v, Word: "DEVIATION: " + v.Word()})
+		}
+		devs = append(devs, rd)
+	}
+	out := []ReportScore{}
+	for _, p := range l.preds {
+		v := res.Evaluate(p)
+		if v.Sources == nil {
+			v.Sources = []string{}
+		}
+		sc := ReportScore{Prediction: p.ID, Text: p.Text, Kind: p.Kind, About: p.About.String(), Expected: p.Expectation(),
+			Verdict: v, Word: v.Word(), Amended: amended[p.ID], Deviations: byPred[p.ID]}
+		if sc.Deviations == nil {
+			sc.Deviations = []DeviationVerdict{}
+		}
+		if sv, ok := l.st.Verdicts[p.ID]; ok {
+			sc.Recorded, sc.Human = sv.Computed, sv.Human
+		}
+		out = append(out, sc)
+	}
+	return out, devs
+}
+
+func reportFindings(l *loadedStudy) []ReportFinding {
+	labels := map[int64]string{}
+	for _, s := range l.stored {
+		labels[s.ID] = s.Label
+	}
+	out := []ReportFinding{}
+	for _, f := range l.st.Findings {
+		rf := ReportFinding{Label: f.Label, Text: f.Text, Legs: []string{}, LegIDs: f.LegIDs, Predictions: f.Predictions}
+		if rf.LegIDs == nil {
+			rf.LegIDs = []int64{}
+		}
+		if rf.Predictions == nil {
+			rf.Predictions = []string{}
+		}
+		for _, id := range f.LegIDs {
+			rf.Legs = append(rf.Legs, labels[id])
+		}
+		out = append(out, rf)
+	}
+	return out
+}
