@@ -81,7 +81,11 @@ func newModelsView(win fyne.Window, prefs fyne.Preferences, lib app.ModelLibrary
 		Done: make(chan struct{}, 16)}
 	v.Table = widget.NewTableWithHeaders(
 		func() (int, int) { return len(v.rows), len(modelColumns) },
-		func() fyne.CanvasObject { return widget.NewLabel("") },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
 		func(id widget.TableCellID, o fyne.CanvasObject) {
 			o.(*widget.Label).SetText(modelColumns[id.Col].cell(v, v.rows[id.Row]))
 		})

@@ -18,6 +18,8 @@ type Deps struct {
 	Doctor func(ctx context.Context, llamaDir string) app.DoctorReport
 	// Library hashes models and keeps their expected hashes (nil: hashing is unavailable).
 	Library app.ModelLibrary
+	// Studies lists, shows and runs studies (nil: the notebook is not open).
+	Studies StudyService
 }
 
 // prefLlamaDir is the preference key of the llama.cpp folder the user chose.
@@ -28,8 +30,9 @@ type Workbench struct {
 	App    fyne.App
 	Window fyne.Window
 	Bench  *BenchView
-	Models *ModelsView
-	nav    *container.AppTabs
+	Models  *ModelsView
+	Studies *StudiesView
+	nav     *container.AppTabs
 }
 
 // NewWorkbench builds the main window and starts the first doctor check in the background.
@@ -39,13 +42,19 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb := &Workbench{App: a, Window: w}
 	wb.Models = newModelsView(w, a.Preferences(), deps.Library)
 	wb.Bench = newBenchView(w, a.Preferences(), deps.Doctor, wb.Models.show)
+	wb.Studies = newStudiesView(a, w, deps.Studies)
 	wb.nav = container.NewAppTabs(
+		container.NewTabItem("Studies", wb.Studies.Object),
 		container.NewTabItem("Bench", wb.Bench.Object),
 		container.NewTabItem("Models", wb.Models.Object),
 	)
 	wb.nav.SetTabLocation(container.TabLocationLeading)
 	w.SetContent(wb.nav)
-	w.Resize(fyne.NewSize(1100, 720))
+	w.Resize(fyne.NewSize(1280, 800))
+	w.SetOnClosed(wb.Studies.close)
+	// Background work starts last, once every widget exists (Fyne's test driver runs fyne.Do
+	// inline, so a job started earlier could update widgets still being built).
+	wb.Studies.Start()
 	wb.Bench.Recheck()
 	return wb
 }

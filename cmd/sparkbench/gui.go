@@ -26,6 +26,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	}
 	nbPath, nbErr := notebookPath(*notebook)
 	var lib app.ModelLibrary
+	var studies ui.StudyService
 	if nbErr == nil {
 		nb, err := store.Open(nbPath)
 		if err != nil {
@@ -33,6 +34,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		} else {
 			defer nb.Close()
 			lib = notebookLibrary{nb}
+			studies = studyService{nb: nb, llamaDir: *llamaDir}
 		}
 	}
 	a := fyneapp.NewWithID(app.AppID)
@@ -45,6 +47,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 			return app.Doctor(ctx, app.DoctorOptions{LlamaDir: dir, NotebookPath: nbPath, NotebookErr: nbErr})
 		},
 		Library: lib,
+		Studies: studies,
 	})
 	wb.Window.ShowAndRun()
 	return 0

@@ -29,7 +29,7 @@ func TestWindowOpensUnderXvfb(t *testing.T) {
 	tmp := t.TempDir()
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "DISPLAY="+display,
-		"XDG_CONFIG_HOME="+filepath.Join(tmp, "config"), "SPARKBENCH_NOTEBOOK="+filepath.Join(tmp, "notebook.db"))
+		"XDG_CONFIG_HOME="+filepath.Join(tmp, "config"), "XDG_DATA_HOME="+filepath.Join(tmp, "data"), "SPARKBENCH_NOTEBOOK="+filepath.Join(tmp, "notebook.db"))
 	cmd.Dir = filepath.Join("..", "..") // the repo root, so doctor finds testdata/models
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log

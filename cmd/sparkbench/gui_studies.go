@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"sparkbench/app/demo"
+	"sparkbench/app/study"
+	"sparkbench/runner/llamacpp"
+	"sparkbench/store"
+	"sparkbench/ui"
+)
+
+// studyService is ui.StudyService over the notebook and the runner: the same calls the
+// study and demo commands make.
+type studyService struct {
+	nb       *store.Notebook
+	llamaDir string // --llama-dir, or "" for the plan's build.dir / default search
+	dataDir  string // where the demo's models and plan go
+}
+
+var _ ui.StudyService = studyService{}
+
+func (s studyService) List(ctx context.Context) ([]ui.StudySummary, error) {
+	list, err := s.nb.Studies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.StudySummary, 0, len(list))
+	for _, st := range list {
+		out = append(out, ui.StudySummary{ID: st.ID, Name: st.Name, Kind: st.Kind, Status: st.Status, Legs: st.Legs, Predictions: st.Predictions})
+	}
+	return out, nil
+}
+
+func (s studyService) Show(ctx context.Context, id int64) (*study.Report, error) {
+	return study.Show(ctx, store.StudyRecorder{N: s.nb}, id)
+}
+
+func (s studyService) Run(ctx context.Context, id int64, onEvent func(study.Event)) (study.RunSummary, error) {
+	rec := store.StudyRecorder{N: s.nb}
+	dir := s.llamaDir
+	if dir == "" {
+		if st, err := rec.Study(ctx, id); err == nil {
+			if p, err := study.Decode("plan", st.PlanJSON); err == nil {
+				dir = p.Build.Dir
+			}
+		}
+	}
+	loc, err := llamacpp.Locate(dir)
+	if err != nil {
+		return study.RunSummary{}, err
+	}
+	e := &study.Engine{Rec: rec, Bench: loc.Bench, Hash: cachedHash(ctx, s.nb, io.Discard), OnEvent: onEvent}
+	return e.Run(ctx, id)
+}
+
+func (s studyService) EnsureDemo(ctx context.Context) (int64, error) {
+	dir := s.dataDir
+	if dir == "" {
+		var err error
+		if dir, err = demo.DataDir(); err != nil {
+			return 0, err
+		}
+	}
+	return demo.Ensure(ctx, store.StudyRecorder{N: s.nb}, dir)
+}

@@ -1,0 +1,593 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/app/study"
+	"sparkbench/plots"
+)
+
+// StudySummary is one line of the studies list.
+type StudySummary struct {
+	ID          int64
+	Name        string
+	Kind        string
+	Status      string
+	Legs        int
+	Predictions int
+}
+
+// StudyService is the study core the window drives; cmd wires it to the notebook and the
+// runner, tests to fakes. Run blocks until the study ends, is halted or ctx is cancelled, and
+// calls onEvent synchronously from its own goroutine.
+type StudyService interface {
+	List(ctx context.Context) ([]StudySummary, error)
+	Show(ctx context.Context, id int64) (*study.Report, error)
+	Run(ctx context.Context, id int64, onEvent func(study.Event)) (study.RunSummary, error)
+	// EnsureDemo registers the embedded demo study once and returns its id.
+	EnsureDemo(ctx context.Context) (int64, error)
+}
+
+// StudiesView lists the notebook's studies and shows one: its predictions and verdicts, its
+// results by depth with a chart, its legs, and — while it runs — progress, a live console and
+// the chart filling in.
+type StudiesView struct {
+	Object fyne.CanvasObject
+
+	List        *widget.List
+	Title       *widget.Label
+	Status      *widget.Label
+	RunButton   *widget.Button
+	AbortButton *widget.Button
+	Progress    *widget.ProgressBar
+	ProgressMsg *widget.Label
+	Scoreboard  *widget.Table
+	Results     *widget.Table
+	Legs        *widget.Table
+	Console     *widget.List
+	Chart       *ChartView
+	Tabs        *container.AppTabs
+
+	app fyne.App
+	win fyne.Window
+	svc StudyService
+
+	studies  []StudySummary
+	selected int64
+	report   *study.Report
+
+	mu       sync.Mutex
+	console  []string
+	cancel   context.CancelFunc
+	running  int64
+	text     *Throttle
+	liveRows map[string][]plots.DepthPoint // model|test -> points, while running
+
+	// Updated receives after each background load or run has been shown (tests wait on it).
+	Updated chan struct{}
+}
+
+const maxConsoleLines = 2000
+
+func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView {
+	v := &StudiesView{app: a, win: win, svc: svc, Updated: make(chan struct{}, 32),
+		Title: widget.NewLabelWithStyle("no study selected", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		Status: widget.NewLabel(""), Progress: widget.NewProgressBar(), ProgressMsg: widget.NewLabel(""),
+		text: NewThrottle(100 * time.Millisecond)}
+	v.Status.Wrapping = fyne.TextWrapWord
+	v.ProgressMsg.Wrapping = fyne.TextWrapWord
+	v.List = widget.NewList(func() int { return len(v.studies) },
+		func() fyne.CanvasObject { return widget.NewLabel("") },
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			s := v.studies[i]
+			o.(*widget.Label).SetText(fmt.Sprintf("%d · %s (%s, %s)", s.ID, s.Name, s.Kind, s.Status))
+		})
+	v.List.OnSelected = func(i widget.ListItemID) { v.Select(v.studies[i].ID) }
+
+	v.RunButton = widget.NewButton("Run", v.RunSelected)
+	v.AbortButton = widget.NewButton("Abort", v.confirmAbort)
+	v.RunButton.Disable()
+	v.AbortButton.Disable()
+
+	v.Scoreboard = newTable([]column{
+		{"Prediction", 80}, {"Claim", 300}, {"Expected", 200}, {"Verdict", 200}, {"Human", 120},
+	}, func() int { return v.scoreRows() }, func(r, c int) string { return v.scoreCell(r, c) })
+	v.Results = newTable([]column{
+		{"Model", 110}, {"Test", 80}, {"Depth", 70}, {"Mean t/s", 110}, {"± sd", 90}, {"CV", 70}, {"Reps", 50}, {"Leg", 140}, {"Source", 150},
+	}, func() int { return v.resultRows() }, func(r, c int) string { return v.resultCell(r, c) })
+	v.Legs = newTable([]column{
+		{"Leg", 170}, {"State", 90}, {"Class", 90}, {"Rows", 60}, {"Results", 70}, {"Duration", 90}, {"Reason", 360},
+	}, func() int { return v.legRows() }, func(r, c int) string { return v.legCell(r, c) })
+	v.Console = widget.NewList(func() int {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return len(v.console)
+	}, func() fyne.CanvasObject {
+		l := widget.NewLabel("")
+		l.TextStyle = fyne.TextStyle{Monospace: true}
+		return l
+	}, func(i widget.ListItemID, o fyne.CanvasObject) {
+		v.mu.Lock()
+		line := ""
+		if i < len(v.console) {
+			line = v.console[i]
+		}
+		v.mu.Unlock()
+		o.(*widget.Label).SetText(line)
+	})
+	v.Chart = NewChartView(760, 420)
+	v.Tabs = container.NewAppTabs(
+		container.NewTabItem("Predictions", v.Scoreboard),
+		container.NewTabItem("Chart", v.Chart.Object),
+		container.NewTabItem("Results", v.Results),
+		container.NewTabItem("Legs", v.Legs),
+		container.NewTabItem("Console", v.Console),
+	)
+	v.Progress.Hide()
+	head := container.NewVBox(
+		container.NewHBox(v.Title, v.RunButton, v.AbortButton),
+		v.Status, v.Progress, v.ProgressMsg,
+	)
+	detail := container.NewBorder(head, nil, nil, nil, v.Tabs)
+	left := container.NewBorder(heading("Studies"), widget.NewButton("Refresh", func() { v.Reload(0) }), nil, nil, v.List)
+	split := container.NewHSplit(left, detail)
+	split.Offset = 0.22
+	v.Object = split
+	return v
+}
+
+// Start registers the demo study if needed and selects it (or the newest study).
+func (v *StudiesView) Start() {
+	if v.svc == nil {
+		v.Status.SetText("the notebook is not open: studies are unavailable (see the Bench section)")
+		return
+	}
+	go func() {
+		id, err := v.svc.EnsureDemo(context.Background())
+		onUI(func() {
+			if err != nil {
+				v.Status.SetText("could not prepare the demo study: " + err.Error())
+			}
+			v.Reload(id)
+		})
+	}()
+}
+
+// Reload refreshes the list and selects id (0: keep the selection).
+func (v *StudiesView) Reload(id int64) {
+	if v.svc == nil {
+		return
+	}
+	if id == 0 {
+		id = v.selected
+	}
+	go func() {
+		list, err := v.svc.List(context.Background())
+		onUI(func() {
+			if err != nil {
+				v.Status.SetText("could not list studies: " + err.Error())
+				v.signal()
+				return
+			}
+			v.studies = list
+			v.List.Refresh()
+			for i, s := range list {
+				if s.ID == id {
+					v.List.Select(i) // loads it through OnSelected
+					return
+				}
+			}
+			if id == 0 && len(list) > 0 {
+				v.List.Select(0)
+				return
+			}
+			v.signal()
+		})
+	}()
+}
+
+// Select shows study id.
+func (v *StudiesView) Select(id int64) {
+	if v.selected != id {
+		v.mu.Lock()
+		if v.running != id {
+			v.console = nil
+		}
+		v.mu.Unlock()
+		v.Console.Refresh()
+	}
+	v.selected = id
+	v.updateButtons()
+	go func() {
+		rep, err := v.svc.Show(context.Background(), id)
+		onUI(func() {
+			if err != nil {
+				v.Status.SetText(fmt.Sprintf("study %d: %v", id, err))
+			} else if v.selected == id {
+				v.showReport(rep)
+			}
+			v.signal()
+		})
+	}()
+}
+
+func (v *StudiesView) showReport(r *study.Report) {
+	v.report = r
+	s := r.Study
+	v.Title.SetText(fmt.Sprintf("%s (study %d)", s.Name, s.ID))
+	status := fmt.Sprintf("%s · %d/%d legs · plan sha256 %s", s.Status, s.LegsDone, s.LegsTotal, short(s.PlanSHA256))
+	if s.Halted != "" {
+		status += " · halted: " + s.Halted
+	}
+	v.Status.SetText(status)
+	if s.LegsDone < s.LegsTotal {
+		v.RunButton.SetText("Run (resumes at the first unfinished leg)")
+		if s.LegsDone == 0 {
+			v.RunButton.SetText("Run")
+		}
+	} else {
+		v.RunButton.SetText("Run again (nothing left to run)")
+	}
+	v.updateButtons()
+	v.Scoreboard.Refresh()
+	v.Results.Refresh()
+	v.Legs.Refresh()
+	v.Chart.Show(depthChart(r.Study.Name, r.Results, nil))
+}
+
+func (v *StudiesView) updateButtons() {
+	v.mu.Lock()
+	running := v.running != 0
+	v.mu.Unlock()
+	setEnabled(v.RunButton, v.selected != 0 && !running && v.report != nil && v.report.Study.LegsDone < v.report.Study.LegsTotal)
+	setEnabled(v.AbortButton, running)
+}
+
+// RunSelected runs (or resumes) the selected study in the background.
+func (v *StudiesView) RunSelected() {
+	id := v.selected
+	if id == 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	v.mu.Lock()
+	if v.running != 0 {
+		v.mu.Unlock()
+		cancel()
+		return
+	}
+	v.running, v.cancel = id, cancel
+	v.console = nil
+	v.liveRows = map[string][]plots.DepthPoint{}
+	v.mu.Unlock()
+	v.Progress.SetValue(0)
+	v.Progress.Show()
+	v.ProgressMsg.SetText("starting…")
+	v.Tabs.SelectIndex(1) // the chart fills in while it runs
+	v.updateButtons()
+	name := v.Title.Text
+	go func() {
+		sum, err := v.svc.Run(ctx, id, v.onEvent)
+		cancel()
+		onUI(func() {
+			v.mu.Lock()
+			v.running, v.cancel = 0, nil
+			v.mu.Unlock()
+			v.Progress.Hide()
+			msg := fmt.Sprintf("finished: %d/%d legs, %d verdict(s) in %s", sum.LegsDone, sum.LegsTotal, len(sum.Verdicts), sum.Elapsed.Round(10*time.Millisecond))
+			switch {
+			case errors.Is(err, study.ErrStopped) || errors.Is(err, context.Canceled):
+				msg = "stopped by you; the running leg is recorded as stopped_by_user. Run resumes at the first unfinished leg."
+			case err != nil:
+				msg = "could not run: " + err.Error()
+			case sum.Halted:
+				msg = fmt.Sprintf("halted after %d/%d legs: %s", sum.LegsDone, sum.LegsTotal, sum.Reason)
+			}
+			v.ProgressMsg.SetText(msg)
+			v.app.SendNotification(fyne.NewNotification("sparkbench: "+name, msg))
+			v.Select(id)
+		})
+	}()
+}
+
+// onEvent runs on the engine's goroutine: it only records and schedules a throttled update.
+func (v *StudiesView) onEvent(e study.Event) {
+	line := eventLine(e)
+	var chart plots.Chart
+	v.mu.Lock()
+	if line != "" {
+		v.console = append(v.console, line)
+		if over := len(v.console) - maxConsoleLines; over > 0 {
+			v.console = append([]string(nil), v.console[over:]...)
+		}
+	}
+	if e.Kind == study.EventSample && e.Sample != nil && e.Sample.Kind == "tg" {
+		key := e.Sample.Model + "|" + e.Sample.Test
+		key = strings.Split(key, " @ ")[0]
+		v.liveRows[key] = append(v.liveRows[key], plots.DepthPoint{Depth: int(e.Sample.Depth), Mean: e.Sample.AvgTs,
+			SD: e.Sample.Result.StddevTs, N: len(e.Sample.Result.SamplesTs)})
+		chart = liveDepthChart(v.liveRows)
+	}
+	v.mu.Unlock()
+	if chart != nil {
+		v.Chart.Show(chart)
+	}
+	p := e.Progress
+	v.text.Submit(func() {
+		v.mu.Lock()
+		live := v.running != 0
+		v.mu.Unlock()
+		if !live { // the run has ended: its final message stands
+			return
+		}
+		if p.LegsTotal > 0 {
+			v.Progress.SetValue(float64(p.LegsDone) / float64(p.LegsTotal))
+		}
+		eta := "ETA unknown"
+		if p.ETA >= 0 {
+			eta = "ETA " + p.ETA.Round(time.Second).String()
+		}
+		cur := p.Current
+		if p.LegTests > 0 {
+			cur += fmt.Sprintf(" (test %d/%d)", p.LegTest, p.LegTests)
+		}
+		v.ProgressMsg.SetText(fmt.Sprintf("%d/%d legs · %s · %s", p.LegsDone, p.LegsTotal, cur, eta))
+		v.Console.Refresh()
+		v.Console.ScrollToBottom()
+	})
+}
+
+func eventLine(e study.Event) string {
+	t := e.At.Format("15:04:05")
+	switch e.Kind {
+	case study.EventLegStarted:
+		return fmt.Sprintf("%s leg %s started: %s", t, e.Leg, strings.Join(e.Argv, " "))
+	case study.EventLegSkipped:
+		return fmt.Sprintf("%s leg %s finished in an earlier run", t, e.Leg)
+	case study.EventSample:
+		if s := e.Sample; s != nil {
+			return fmt.Sprintf("%s   %-16s %10.2f t/s  cv %4.1f%%", t, s.Test, s.AvgTs, s.CV*100)
+		}
+	case study.EventFlagged:
+		if f := e.Flagged; f != nil {
+			return fmt.Sprintf("%s   FLAGGED %s: %s", t, f.Test, f.Reason)
+		}
+	case study.EventLegFinished:
+		if o := e.Outcome; o != nil {
+			return fmt.Sprintf("%s leg %s: %s, %d/%d rows %s", t, e.Leg, o.Class, o.Results, o.Expected, o.Reason)
+		}
+	case study.EventCanary:
+		if c := e.Canary; c != nil {
+			return fmt.Sprintf("%s canary after %s: pass=%v %s", t, c.After, c.Pass, c.Reason)
+		}
+	case study.EventVerdict:
+		if vd := e.Verdict; vd != nil {
+			return fmt.Sprintf("%s verdict %s: %s — %s", t, vd.Prediction, vd.Word(), vd.Detail)
+		}
+	case study.EventHalted:
+		return fmt.Sprintf("%s HALTED: %s", t, e.Reason)
+	case study.EventDone:
+		return fmt.Sprintf("%s done", t)
+	}
+	return ""
+}
+
+// liveDepthChart is the tg-by-depth chart from the rows seen so far in this run.
+func liveDepthChart(rows map[string][]plots.DepthPoint) plots.Chart {
+	keys := make([]string, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	c := &plots.DepthChart{Metric: "tg", Meta: plots.Meta{Model: "live, this run"}}
+	for _, k := range keys {
+		pts := append([]plots.DepthPoint(nil), rows[k]...)
+		sort.Slice(pts, func(i, j int) bool { return pts[i].Depth < pts[j].Depth })
+		c.Series = append(c.Series, plots.DepthSeries{Label: k, Points: dedupeDepths(pts)})
+	}
+	return c
+}
+
+// dedupeDepths keeps the last point per depth (a repeated leg measures a depth again).
+func dedupeDepths(pts []plots.DepthPoint) []plots.DepthPoint {
+	var out []plots.DepthPoint
+	for _, p := range pts {
+		if n := len(out); n > 0 && out[n-1].Depth == p.Depth {
+			out[n-1] = p
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// depthChart is the study's tg results by depth, one series per model (and configuration).
+func depthChart(name string, cells []study.ReportCell, _ []string) plots.Chart {
+	rows := map[string][]plots.DepthPoint{}
+	metric := "tg"
+	for _, c := range cells {
+		if !strings.HasPrefix(c.Test, "tg") {
+			continue
+		}
+		metric = c.Test
+		key := c.Model
+		if c.Config != "" {
+			key += " " + c.Config
+		}
+		rows[key] = append(rows[key], plots.DepthPoint{Depth: int(c.Depth), Mean: c.Mean, SD: c.SD, N: c.Reps})
+	}
+	ch := liveDepthChart(rows).(*plots.DepthChart)
+	ch.Metric = metric
+	ch.Meta = plots.Meta{Model: name}
+	return ch
+}
+
+func (v *StudiesView) confirmAbort() {
+	dialog.ShowConfirm("Abort the study?", "The running leg is stopped and recorded as stopped_by_user; its rows never count. Run resumes at the first unfinished leg.",
+		func(ok bool) {
+			if ok {
+				v.Abort()
+			}
+		}, v.win)
+}
+
+// Abort stops the running study.
+func (v *StudiesView) Abort() {
+	v.mu.Lock()
+	c := v.cancel
+	v.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+func (v *StudiesView) signal() {
+	select {
+	case v.Updated <- struct{}{}:
+	default:
+	}
+}
+
+// ---- tables ----
+
+type column struct {
+	title string
+	width float32
+}
+
+func newTable(cols []column, rows func() int, cell func(r, c int) string) *widget.Table {
+	t := widget.NewTableWithHeaders(
+		func() (int, int) { return rows(), len(cols) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
+		func(id widget.TableCellID, o fyne.CanvasObject) { o.(*widget.Label).SetText(cell(id.Row, id.Col)) })
+	t.CreateHeader = func() fyne.CanvasObject { return widget.NewLabel("") }
+	t.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
+		l := o.(*widget.Label)
+		if id.Row < 0 {
+			l.SetText(cols[id.Col].title)
+			l.TextStyle.Bold = true
+		} else {
+			l.SetText(fmt.Sprint(id.Row + 1))
+		}
+	}
+	for i, c := range cols {
+		t.SetColumnWidth(i, c.width)
+	}
+	return t
+}
+
+func (v *StudiesView) scoreRows() int {
+	if v.report == nil {
+		return 0
+	}
+	return len(v.report.Scoreboard)
+}
+
+func (v *StudiesView) scoreCell(r, c int) string {
+	s := v.report.Scoreboard[r]
+	switch c {
+	case 0:
+		return s.Prediction
+	case 1:
+		return s.Text
+	case 2:
+		return s.Expected
+	case 3:
+		w := s.Word
+		if len(s.Deviations) > 0 {
+			w += " (DEVIATION recorded)"
+		}
+		return w
+	case 4:
+		if s.Human != nil {
+			return s.Human.Outcome
+		}
+		return ""
+	}
+	return ""
+}
+
+func (v *StudiesView) resultRows() int {
+	if v.report == nil {
+		return 0
+	}
+	return len(v.report.Results)
+}
+
+func (v *StudiesView) resultCell(r, c int) string {
+	x := v.report.Results[r]
+	switch c {
+	case 0:
+		return x.Model
+	case 1:
+		return x.Test
+	case 2:
+		return fmt.Sprint(x.Depth)
+	case 3:
+		return fmt.Sprintf("%.2f", x.Mean)
+	case 4:
+		return fmt.Sprintf("%.2f", x.SD)
+	case 5:
+		return fmt.Sprintf("%.1f%%", x.CV*100)
+	case 6:
+		return fmt.Sprint(x.Reps)
+	case 7:
+		return x.Leg
+	case 8:
+		return x.Source
+	}
+	return ""
+}
+
+func (v *StudiesView) legRows() int {
+	if v.report == nil {
+		return 0
+	}
+	return len(v.report.Legs)
+}
+
+func (v *StudiesView) legCell(r, c int) string {
+	l := v.report.Legs[r]
+	switch c {
+	case 0:
+		return l.Label
+	case 1:
+		return l.State
+	case 2:
+		return l.Class
+	case 3:
+		return fmt.Sprint(l.Rows)
+	case 4:
+		return fmt.Sprint(l.Results)
+	case 5:
+		if l.Duration > 0 {
+			return l.Duration.Round(time.Millisecond).String()
+		}
+		return ""
+	case 6:
+		return l.Reason
+	}
+	return ""
+}
+
+// close stops a running study and the chart worker when the window closes.
+func (v *StudiesView) close() {
+	v.Abort()
+	v.text.Stop()
+	v.Chart.Close()
+}

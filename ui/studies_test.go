@@ -1,0 +1,159 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+
+	"sparkbench/app/study"
+	"sparkbench/runner"
+	"sparkbench/runner/benchfmt"
+)
+
+type fakeStudies struct {
+	mu      sync.Mutex
+	done    int
+	block   bool // Run waits for cancel after the first leg
+	ran     int
+	demoErr error
+}
+
+func (f *fakeStudies) List(context.Context) ([]StudySummary, error) {
+	return []StudySummary{{ID: 7, Name: "demo", Kind: "throughput", Status: "registered", Legs: 0, Predictions: 3}}, nil
+}
+
+func (f *fakeStudies) Show(_ context.Context, id int64) (*study.Report, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := &study.Report{Study: study.ReportStudy{ID: id, Name: "demo", Status: "registered", PlanSHA256: strings.Repeat("c", 64), LegsDone: f.done, LegsTotal: 2}}
+	r.Scoreboard = []study.ReportScore{{Prediction: "P1", Text: "tg above 1000", Expected: ">= 1000", Word: "PENDING"}}
+	if f.done == 2 {
+		r.Study.Status = "complete"
+		r.Scoreboard[0].Word = "HIT"
+		r.Results = []study.ReportCell{{Model: "tiny", Test: "tg32", Depth: 0, Mean: 9000, SD: 90, Reps: 3}, {Model: "tiny", Test: "tg32", Depth: 128, Mean: 7000, SD: 70, Reps: 3}}
+	}
+	return r, nil
+}
+
+func (f *fakeStudies) Run(ctx context.Context, id int64, on func(study.Event)) (study.RunSummary, error) {
+	f.mu.Lock()
+	f.ran++
+	f.mu.Unlock()
+	on(study.Event{Kind: study.EventLegStarted, Leg: "tiny/d0", Argv: []string{"llama-bench", "-m", "tiny"}, Progress: study.Progress{LegsTotal: 2, Current: "tiny/d0", ETA: -1}})
+	on(study.Event{Kind: study.EventSample, Leg: "tiny/d0", Sample: &runner.Sample{Test: "tg32", Kind: benchfmt.KindTG, Model: "tiny", AvgTs: 9000, CV: 0.01,
+		Result: benchfmt.Result{StddevTs: 90, SamplesTs: []float64{1, 2, 3}}}, Progress: study.Progress{LegsTotal: 2, Current: "tiny/d0", ETA: -1}})
+	on(study.Event{Kind: study.EventLegFinished, Leg: "tiny/d0", Outcome: &study.LegOutcome{Class: "ok", Results: 1, Expected: 1}, Progress: study.Progress{LegsDone: 1, LegsTotal: 2, ETA: time.Second}})
+	if f.block {
+		<-ctx.Done()
+		return study.RunSummary{LegsDone: 1, LegsTotal: 2}, study.ErrStopped
+	}
+	on(study.Event{Kind: study.EventVerdict, Verdict: &study.Verdict{Prediction: "P1", Outcome: study.Hit, Detail: "9000 inside >= 1000"}, Progress: study.Progress{LegsDone: 2, LegsTotal: 2}})
+	f.mu.Lock()
+	f.done = 2
+	f.mu.Unlock()
+	return study.RunSummary{LegsDone: 2, LegsTotal: 2, Verdicts: []study.Verdict{{Prediction: "P1"}}}, nil
+}
+
+func (f *fakeStudies) EnsureDemo(context.Context) (int64, error) { return 7, f.demoErr }
+
+// ui runs f under the UI lock, as a UI callback would: tests read widget state only so.
+func ui(f func()) {
+	uiMu.Lock()
+	defer uiMu.Unlock()
+	f()
+}
+
+func waitUpdated(t *testing.T, v *StudiesView, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		var ok bool
+		ui(func() { ok = cond() })
+		if ok {
+			return
+		}
+		select {
+		case <-v.Updated:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("condition never met")
+		}
+	}
+}
+
+func TestStudiesOpensOnTheDemoAndRunsIt(t *testing.T) {
+	a := test.NewTempApp(t)
+	svc := &fakeStudies{}
+	v := newStudiesView(a, a.NewWindow("t"), svc)
+	defer v.close()
+	ui(v.Start)
+	waitUpdated(t, v, func() bool { return v.report != nil })
+	ui(func() {
+		if v.selected != 7 || v.Title.Text != "demo (study 7)" || !strings.Contains(v.Status.Text, "0/2 legs") {
+			t.Fatalf("opened on %d: %q %q", v.selected, v.Title.Text, v.Status.Text)
+		}
+		if v.RunButton.Disabled() || !v.AbortButton.Disabled() {
+			t.Fatal("a registered study must be runnable and not abortable")
+		}
+		if got := v.scoreCell(0, 3); got != "PENDING" {
+			t.Errorf("before the run the verdict is %q", got)
+		}
+		test.Tap(v.RunButton)
+	})
+	waitUpdated(t, v, func() bool {
+		return v.report != nil && v.report.Study.LegsDone == 2 && strings.HasPrefix(v.ProgressMsg.Text, "finished")
+	})
+	ui(func() {
+		if got := v.scoreCell(0, 3); got != "HIT" {
+			t.Errorf("after the run the verdict is %q", got)
+		}
+		v.mu.Lock()
+		console := strings.Join(v.console, "\n")
+		v.mu.Unlock()
+		for _, want := range []string{"leg tiny/d0 started: llama-bench -m tiny", "tg32", "verdict P1: HIT"} {
+			if !strings.Contains(console, want) {
+				t.Errorf("console lacks %q:\n%s", want, console)
+			}
+		}
+		if !strings.HasPrefix(v.ProgressMsg.Text, "finished: 2/2 legs, 1 verdict(s)") {
+			t.Errorf("progress message %q", v.ProgressMsg.Text)
+		}
+		if !v.RunButton.Disabled() {
+			t.Error("a complete study has nothing left to run")
+		}
+		if v.resultCell(1, 3) != "7000.00" {
+			t.Errorf("results table: %q", v.resultCell(1, 3))
+		}
+	})
+}
+
+func TestStudiesAbort(t *testing.T) {
+	a := test.NewTempApp(t)
+	svc := &fakeStudies{block: true}
+	v := newStudiesView(a, a.NewWindow("t"), svc)
+	defer v.close()
+	ui(v.Start)
+	waitUpdated(t, v, func() bool { return v.report != nil })
+	ui(func() { test.Tap(v.RunButton) })
+	waitUpdated(t, v, func() bool { return !v.AbortButton.Disabled() })
+	ui(func() {
+		if !v.RunButton.Disabled() {
+			t.Fatal("Run must be disabled while running")
+		}
+	})
+	v.Abort()
+	waitUpdated(t, v, func() bool { return strings.HasPrefix(v.ProgressMsg.Text, "stopped by you") && v.AbortButton.Disabled() })
+}
+
+func TestStudiesDemoFailureStillListsStudies(t *testing.T) {
+	a := test.NewTempApp(t)
+	v := newStudiesView(a, a.NewWindow("t"), &fakeStudies{demoErr: errors.New("disk full")})
+	defer v.close()
+	ui(v.Start)
+	waitUpdated(t, v, func() bool { return v.report != nil && v.selected == 7 })
+}
