@@ -82,7 +82,7 @@ const maxConsoleLines = 2000
 
 func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView {
 	v := &StudiesView{app: a, win: win, svc: svc, Updated: make(chan struct{}, 32),
-		Title: widget.NewLabelWithStyle("no study selected", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		Title:  widget.NewLabelWithStyle("no study selected", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		Status: widget.NewLabel(""), Progress: widget.NewProgressBar(), ProgressMsg: widget.NewLabel(""),
 		text: NewThrottle(100 * time.Millisecond)}
 	v.Status.Wrapping = fyne.TextWrapWord

@@ -147,7 +147,9 @@ func TestStudiesAbort(t *testing.T) {
 		}
 	})
 	v.Abort()
-	waitUpdated(t, v, func() bool { return strings.HasPrefix(v.ProgressMsg.Text, "stopped by you") && v.AbortButton.Disabled() })
+	waitUpdated(t, v, func() bool {
+		return strings.HasPrefix(v.ProgressMsg.Text, "stopped by you") && v.AbortButton.Disabled()
+	})
 }
 
 func TestStudiesDemoFailureStillListsStudies(t *testing.T) {

@@ -27,9 +27,9 @@ const prefLlamaDir = "llama.dir"
 
 // Workbench is the main window and its sections.
 type Workbench struct {
-	App    fyne.App
-	Window fyne.Window
-	Bench  *BenchView
+	App     fyne.App
+	Window  fyne.Window
+	Bench   *BenchView
 	Models  *ModelsView
 	Studies *StudiesView
 	nav     *container.AppTabs
