@@ -136,7 +136,8 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	)
 	v.Progress.Hide()
 	head := container.NewVBox(
-		container.NewHBox(v.Title, v.RunButton, v.AbortButton),
+		v.Title,
+		container.NewHBox(v.RunButton, v.AbortButton),
 		v.Status, v.Progress, v.ProgressMsg,
 	)
 	detail := container.NewBorder(head, nil, nil, nil, v.Tabs)
