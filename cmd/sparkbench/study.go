@@ -563,8 +563,10 @@ func printReport(w io.Writer, r *study.Report) {
 				val = "(" + f.Problem + ")"
 			case f.Value == nil:
 				val = f.Detail
-			case f.Figure == study.FigureSlope || f.Figure == study.FigureEfficiency || f.Figure == study.FigureRepeatabilityCV:
-				val = fmt.Sprintf("%+.1f%%", *f.Value*100)
+			case f.Figure == study.FigureSlope || f.Figure == study.FigureContamination:
+				val = fmt.Sprintf("%+.1f%%", *f.Value*100) // a change: signed
+			case f.Figure == study.FigureEfficiency || f.Figure == study.FigureRepeatabilityCV || f.Figure == study.FigureCV:
+				val = fmt.Sprintf("%.1f%%", *f.Value*100) // a fraction of something: unsigned
 			default:
 				val = fmt.Sprintf("%.4g", *f.Value)
 			}
