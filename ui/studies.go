@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
+	"sparkbench/app/charts"
 	"sparkbench/app/study"
 	"sparkbench/plots"
 )
@@ -244,7 +245,11 @@ func (v *StudiesView) showReport(r *study.Report) {
 	v.Scoreboard.Refresh()
 	v.Results.Refresh()
 	v.Legs.Refresh()
-	v.Chart.Show(depthChart(r.Study.Name, r.Results, nil))
+	if ch, err := charts.Depth(r, "tg", 0); err == nil {
+		v.Chart.Show(ch)
+	} else {
+		v.Chart.Notes.SetText(err.Error())
+	}
 }
 
 func (v *StudiesView) updateButtons() {
@@ -411,27 +416,6 @@ func dedupeDepths(pts []plots.DepthPoint) []plots.DepthPoint {
 		out = append(out, p)
 	}
 	return out
-}
-
-// depthChart is the study's tg results by depth, one series per model (and configuration).
-func depthChart(name string, cells []study.ReportCell, _ []string) plots.Chart {
-	rows := map[string][]plots.DepthPoint{}
-	metric := "tg"
-	for _, c := range cells {
-		if !strings.HasPrefix(c.Test, "tg") {
-			continue
-		}
-		metric = c.Test
-		key := c.Model
-		if c.Config != "" {
-			key += " " + c.Config
-		}
-		rows[key] = append(rows[key], plots.DepthPoint{Depth: int(c.Depth), Mean: c.Mean, SD: c.SD, N: c.Reps})
-	}
-	ch := liveDepthChart(rows).(*plots.DepthChart)
-	ch.Metric = metric
-	ch.Meta = plots.Meta{Model: name}
-	return ch
 }
 
 func (v *StudiesView) confirmAbort() {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,5 +59,49 @@ func TestStudyServiceRunsTheDemoForReal(t *testing.T) {
 	}
 	if len(rep.Results) == 0 {
 		t.Fatal("no results shown")
+	}
+}
+
+// TestPlotFromAStudy charts the demo study's results from the notebook, as PNG and SVG.
+func TestPlotFromAStudy(t *testing.T) {
+	llamatest.Binaries(t)
+	tmp := t.TempDir()
+	nbPath := filepath.Join(tmp, "notebook.db")
+	nb, err := store.Open(nbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data")}
+	id, err := svc.EnsureDemo(context.Background())
+	if err == nil {
+		_, err = svc.Run(context.Background(), id, func(study.Event) {})
+	}
+	nb.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := strconv.FormatInt(id, 10)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plot", ref, "--kind", "depth", "--line", "10000", "--out", filepath.Join(tmp, "depth.png")}, "wrote"},
+		{[]string{"plot", ref, "--kind", "depth", "--metric", "pp", "--out", filepath.Join(tmp, "depth-pp.svg")}, "wrote"},
+		{[]string{"plot", ref, "--kind", "repeatability", "--out", filepath.Join(tmp, "rep.png")}, ""},
+	} {
+		code, out, errOut := runCLI(append(c.args, "--notebook", nbPath)...)
+		if c.want != "" && (code != 0 || !strings.Contains(out, c.want)) {
+			t.Errorf("%v: %d %s %s", c.args, code, out, errOut)
+		}
+		if c.want == "" && code == 2 && !strings.Contains(errOut, "no repeated leg") {
+			t.Errorf("%v: %d %s", c.args, code, errOut)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(tmp, "depth.png")); err != nil || st.Size() < 10000 {
+		t.Fatalf("depth.png: %v", err)
+	}
+	code, _, errOut := runCLI("plot", ref, "--kind", "envelope", "--out", filepath.Join(tmp, "e.png"), "--notebook", nbPath)
+	if code != 2 || !strings.Contains(errOut, "charts a capacity study") {
+		t.Fatalf("envelope from a throughput study: %d %s", code, errOut)
 	}
 }

@@ -1,21 +1,25 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"sparkbench/app/charts"
+	"sparkbench/app/study"
 	"sparkbench/plots"
+	"sparkbench/store"
 )
 
 // plotUsage is the line for `sparkbench help`.
-const plotUsage = "plot [STUDY] --kind K --data FILE.json --out FILE.png|svg|pdf [--width PX --height PX --dpi N]"
+const plotUsage = "plot STUDY|--data FILE.json --kind K --out FILE.png|svg|pdf [--metric tg|pp|tg128] [--line 70] [--width PX --height PX --dpi N]"
 
-// cmdPlot draws one chart to a PNG, SVG or PDF file. The chart's input comes from --data, a
-// JSON file of the kind's input type (docs/plots.md). Reading a STUDY from the notebook
-// arrives with the studies issue; until then naming one is a usage error (exit 2).
+// cmdPlot draws one chart to a PNG, SVG or PDF file. The chart's input comes from a throughput
+// STUDY in the notebook (kinds depth, repeatability, ubatch) or from --data, a JSON file of the
+// kind's input type (docs/plots.md; every kind).
 func cmdPlot(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("plot", stderr)
 	var kinds []string
@@ -28,6 +32,9 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 	width := fs.Int("width", 800, "width in pixels (1/96 inch for SVG and PDF)")
 	height := fs.Int("height", 500, "height in pixels (1/96 inch for SVG and PDF)")
 	dpi := fs.Int("dpi", plots.ScreenDPI, "PNG resolution: 192 draws twice as many pixels at the same size")
+	metric := fs.String("metric", "", "with STUDY: the test to chart, tg, pp or exact (tg128); default tg (pp for ubatch)")
+	line := fs.Float64("line", 0, "with STUDY and --kind depth: a reference line in t/s (e.g. 70), its crossings marked")
+	nbFlag := fs.String("notebook", "", "with STUDY: notebook file")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -39,12 +46,12 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(pos) > 1:
 		return fail(2, "takes at most one STUDY (got %q)", strings.Join(pos, " "))
-	case len(pos) == 1:
-		return fail(2, "reading study %q is not available yet: study lookup arrives with the studies issue; pass the chart's data with --data FILE.json instead", pos[0])
+	case len(pos) == 1 && *data != "":
+		return fail(2, "give a STUDY or --data FILE.json, not both")
 	case *kind == "":
 		return fail(2, "--kind is required: one of %s", strings.Join(kinds, ", "))
-	case *data == "":
-		return fail(2, "--data FILE.json is required (charts from a STUDY arrive with the studies issue)")
+	case len(pos) == 0 && *data == "":
+		return fail(2, "give a STUDY (id or name) or --data FILE.json with the chart's input")
 	case *out == "":
 		return fail(2, "--out FILE.png|svg|pdf is required")
 	case *width < plots.MinWidthPx || *height < plots.MinHeightPx:
@@ -62,18 +69,27 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 		return fail(2, "%v", err)
 	}
 
-	f, err := os.Open(*data)
-	if err != nil {
-		return fail(2, "%v", err)
-	}
-	chart, err := plots.Decode(plots.Kind(*kind), f)
-	f.Close()
-	if err != nil {
-		return fail(2, "%s: %v; see docs/plots.md for the %s input", *data, err, *kind)
+	var chart plots.Chart
+	source := *data
+	if len(pos) == 1 {
+		source = "study " + pos[0]
+		if chart, err = studyChart(pos[0], plots.Kind(*kind), *metric, *line, *nbFlag); err != nil {
+			return fail(2, "%v", err)
+		}
+	} else {
+		f, err := os.Open(*data)
+		if err != nil {
+			return fail(2, "%v", err)
+		}
+		chart, err = plots.Decode(plots.Kind(*kind), f)
+		f.Close()
+		if err != nil {
+			return fail(2, "%s: %v; see docs/plots.md for the %s input", *data, err, *kind)
+		}
 	}
 	p, err := chart.Plot()
 	if err != nil {
-		return fail(2, "%s: %v", *data, err)
+		return fail(2, "%s: %v", source, err)
 	}
 	for _, n := range plots.Notes(p) {
 		fprintf(stderr, "sparkbench plot: note: %s\n", n)
@@ -105,4 +121,41 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 	}
 	fprintf(stdout, "wrote %s (%s chart, %s, %s)\n", *out, *kind, format, size)
 	return 0
+}
+
+// studyChart builds a chart from a throughput study in the notebook.
+func studyChart(ref string, kind plots.Kind, metric string, line float64, nbFlag string) (plots.Chart, error) {
+	path, err := notebookPath(nbFlag)
+	if err != nil {
+		return nil, err
+	}
+	nb, err := store.OpenWith(path, store.Options{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer nb.Close()
+	ctx := context.Background()
+	id, err := findStudy(ctx, nb, ref)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := study.Show(ctx, store.StudyRecorder{N: nb}, id)
+	if err != nil {
+		return nil, err
+	}
+	if metric == "" {
+		metric = "tg"
+		if kind == plots.KindUbatch {
+			metric = "pp"
+		}
+	}
+	switch kind {
+	case plots.KindDepth:
+		return charts.Depth(rep, metric, line)
+	case plots.KindRepeatability:
+		return charts.Repeatability(rep, metric)
+	case plots.KindUbatch:
+		return charts.Ubatch(rep, metric)
+	}
+	return nil, fmt.Errorf("--kind %s charts a capacity study: assemble it with `sparkbench capacity assemble` and pass the chart input with --data (docs/plots.md); from a throughput STUDY: depth, repeatability or ubatch", kind)
 }

@@ -113,12 +113,12 @@ func TestPlotBadInputExitsTwo(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"study", []string{"my-study", "--kind", "depth", "--out", out}, []string{`reading study "my-study" is not available yet`, "studies issue", "--data FILE.json"}},
-		{"study with data", []string{"my-study", "--kind", "depth", "--data", depth, "--out", out}, []string{"studies issue"}},
+		{"study without a notebook", []string{"my-study", "--kind", "depth", "--out", out, "--notebook", filepath.Join(dir, "absent.db")}, []string{"absent.db", "no such file"}},
+		{"study with data", []string{"my-study", "--kind", "depth", "--data", depth, "--out", out}, []string{"give a STUDY or --data FILE.json, not both"}},
 		{"two studies", []string{"a", "b", "--kind", "depth"}, []string{"at most one STUDY"}},
 		{"no kind", []string{"--data", depth, "--out", out}, []string{"--kind is required", "depth, slots, latency, envelope, ubatch, repeatability"}},
 		{"unknown kind", []string{"--kind", "pie", "--data", depth, "--out", out}, []string{`unknown chart kind "pie"`}},
-		{"no data", []string{"--kind", "depth", "--out", out}, []string{"--data FILE.json is required"}},
+		{"no data", []string{"--kind", "depth", "--out", out}, []string{"give a STUDY (id or name) or --data FILE.json"}},
 		{"no out", []string{"--kind", "depth", "--data", depth}, []string{"--out FILE.png|svg|pdf is required"}},
 		{"bad extension", []string{"--kind", "depth", "--data", depth, "--out", filepath.Join(dir, "x.jpg")}, []string{`unknown image format ".jpg"`, ".png, .svg or .pdf"}},
 		{"too small", []string{"--kind", "depth", "--data", depth, "--out", out, "--width", "100"}, []string{"too small", "400×260"}},

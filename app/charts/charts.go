@@ -1,0 +1,178 @@
+// Package charts turns a study's report into chart inputs for plots: the same charts in the
+// window, on the command line and in receipts.
+package charts
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sparkbench/app/study"
+	"sparkbench/plots"
+)
+
+// matches reports whether test (e.g. "tg32") is the metric asked for ("tg", "pp", "tg32").
+func matches(metric, test string) bool {
+	if metric == test {
+		return true
+	}
+	return (metric == "tg" || metric == "pp" || metric == "pg") && strings.HasPrefix(test, metric) &&
+		(metric != "pp" || !strings.Contains(test, "+")) // pp512+tg128 is a pg test
+}
+
+func isRepeat(leg string) bool { return strings.Contains(leg, "#") }
+
+// seriesKey names a series: the model, plus its configuration when the model ran several.
+func seriesKeys(cells []study.ReportCell) func(c study.ReportCell) string {
+	configs := map[string]map[string]bool{}
+	for _, c := range cells {
+		if configs[c.Model] == nil {
+			configs[c.Model] = map[string]bool{}
+		}
+		configs[c.Model][c.Config] = true
+	}
+	return func(c study.ReportCell) string {
+		if len(configs[c.Model]) > 1 {
+			return c.Model + " " + c.Config
+		}
+		return c.Model
+	}
+}
+
+// Depth is the metric against KV depth, one series per model (and configuration), from the
+// study's result rows (repeatability copies left out). refLine 0 draws no line.
+func Depth(r *study.Report, metric string, refLine float64) (*plots.DepthChart, error) {
+	var cells []study.ReportCell
+	exact := metric
+	for _, c := range r.Results {
+		if matches(metric, c.Test) && !isRepeat(c.Leg) {
+			cells = append(cells, c)
+			exact = c.Test
+		}
+	}
+	if len(cells) == 0 {
+		return nil, fmt.Errorf("study %d has no %s results yet", r.Study.ID, metric)
+	}
+	key := seriesKeys(cells)
+	byKey := map[string][]plots.DepthPoint{}
+	var order []string
+	for _, c := range cells {
+		k := key(c)
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], plots.DepthPoint{Depth: int(c.Depth), Mean: c.Mean, SD: c.SD, N: c.Reps})
+	}
+	ch := &plots.DepthChart{Metric: exact, RefLine: refLine, Meta: meta(r)}
+	for _, k := range order {
+		pts := byKey[k]
+		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Depth < pts[j].Depth })
+		ch.Series = append(ch.Series, plots.DepthSeries{Label: k, Points: pts})
+	}
+	return ch, nil
+}
+
+// Repeatability is each repeated leg's metric run after run (the canonical leg and its
+// #start/#middle/#end copies, in the order they ran), with declared conditions.
+func Repeatability(r *study.Report, metric string) (*plots.RepeatChart, error) {
+	legs := map[string]study.ReportLeg{}
+	for _, l := range r.Legs {
+		if l.Counts {
+			legs[l.PlanLeg] = l
+		}
+	}
+	type run struct {
+		leg  study.ReportLeg
+		cell study.ReportCell
+	}
+	groups := map[string][]run{}
+	repeated := map[string]bool{}
+	exact := metric
+	for _, c := range r.Results {
+		if !matches(metric, c.Test) {
+			continue
+		}
+		base, _, copied := strings.Cut(c.Leg, "#")
+		if copied {
+			repeated[base] = true
+		}
+		groups[base+"|"+c.Test+"|"+c.Config+fmt.Sprint(c.Depth)] = append(groups[base+"|"+c.Test+"|"+c.Config+fmt.Sprint(c.Depth)], run{legs[c.Leg], c})
+		exact = c.Test
+	}
+	ch := &plots.RepeatChart{Metric: exact, Meta: meta(r)}
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		if repeated[strings.SplitN(k, "|", 2)[0]] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		runs := groups[k]
+		sort.SliceStable(runs, func(i, j int) bool {
+			a, b := runs[i].leg.Started, runs[j].leg.Started
+			return a != nil && b != nil && a.Before(*b)
+		})
+		s := plots.RepeatSeries{Label: strings.SplitN(k, "|", 2)[0] + " " + runs[0].cell.Test}
+		for _, x := range runs {
+			p := plots.RepeatPoint{Value: x.cell.Mean, SD: x.cell.SD, N: x.cell.Reps, Condition: strings.Join(x.leg.Conditions, "; ")}
+			if x.leg.Started != nil {
+				p.At = *x.leg.Started
+			}
+			s.Points = append(s.Points, p)
+		}
+		ch.Series = append(ch.Series, s)
+	}
+	if len(ch.Series) == 0 {
+		return nil, fmt.Errorf("study %d has no repeated leg with %s results (the plan's repeatability block repeats one)", r.Study.ID, metric)
+	}
+	return ch, nil
+}
+
+var ubRE = regexp.MustCompile(`\bub(\d+)\b`)
+
+// Ubatch is the metric (normally pp) against ubatch at depth 0, one series per model and
+// prompt length.
+func Ubatch(r *study.Report, metric string) (*plots.UbatchChart, error) {
+	if metric == "" {
+		metric = "pp"
+	}
+	type key struct{ label, test string }
+	byKey := map[key][]plots.UbatchPoint{}
+	var order []key
+	for _, c := range r.Results {
+		if !matches(metric, c.Test) || c.Depth != 0 || isRepeat(c.Leg) {
+			continue
+		}
+		m := ubRE.FindStringSubmatch(c.Config)
+		if m == nil {
+			continue
+		}
+		ub, _ := strconv.Atoi(m[1])
+		k := key{c.Model, c.Test}
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], plots.UbatchPoint{Ubatch: ub, Mean: c.Mean, SD: c.SD, N: c.Reps})
+	}
+	ch := &plots.UbatchChart{Metric: metric, Meta: meta(r)}
+	for _, k := range order {
+		pts := byKey[k]
+		if len(pts) < 2 {
+			continue
+		}
+		sort.Slice(pts, func(i, j int) bool { return pts[i].Ubatch < pts[j].Ubatch })
+		n, _ := strconv.Atoi(strings.TrimLeft(k.test, "ptg"))
+		ch.Series = append(ch.Series, plots.UbatchSeries{Label: k.label + " " + k.test, PromptTokens: n, Points: pts})
+	}
+	if len(ch.Series) == 0 {
+		return nil, fmt.Errorf("study %d has no ubatch sweep (at least two ubatch values of %s at depth 0)", r.Study.ID, metric)
+	}
+	return ch, nil
+}
+
+func meta(r *study.Report) plots.Meta {
+	return plots.Meta{Model: fmt.Sprintf("%s (study %d)", r.Study.Name, r.Study.ID)}
+}
