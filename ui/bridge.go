@@ -24,3 +24,11 @@ func onUI(f func()) {
 		f()
 	})
 }
+
+// Locked runs f under the same lock as the functions handed to onUI: tests outside this
+// package read and drive widgets through it while background work updates them.
+func Locked(f func()) {
+	uiMu.Lock()
+	defer uiMu.Unlock()
+	f()
+}

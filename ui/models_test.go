@@ -37,6 +37,9 @@ func (f *fakeLibrary) Status(_ context.Context, path string) (app.ModelStatus, e
 }
 
 func (f *fakeLibrary) Hash(ctx context.Context, path string, progress func(hashing.Progress)) (app.ModelStatus, error) {
+	if progress == nil {
+		progress = func(hashing.Progress) {}
+	}
 	progress(hashing.Progress{Path: path, Done: 50, Total: 100})
 	if f.block {
 		<-ctx.Done()

@@ -161,6 +161,9 @@ func (v *StudiesView) Start() {
 			if err != nil {
 				v.Status.SetText("could not prepare the demo study: " + err.Error())
 			}
+			if v.selected != 0 {
+				id = 0 // the user chose a study meanwhile: keep it
+			}
 			v.Reload(id)
 		})
 	}()
@@ -186,12 +189,16 @@ func (v *StudiesView) Reload(id int64) {
 			v.List.Refresh()
 			for i, s := range list {
 				if s.ID == id {
-					v.List.Select(i) // loads it through OnSelected
+					// The list may have reordered with the same index selected, in which case
+					// OnSelected does not fire: show the study explicitly.
+					v.List.Select(i)
+					v.Select(id)
 					return
 				}
 			}
 			if id == 0 && len(list) > 0 {
 				v.List.Select(0)
+				v.Select(list[0].ID)
 				return
 			}
 			v.signal()
@@ -575,4 +582,14 @@ func (v *StudiesView) close() {
 	v.Abort()
 	v.text.Stop()
 	v.Chart.Close()
+}
+
+// Report is the study shown (nil before the first load).
+func (v *StudiesView) Report() *study.Report { return v.report }
+
+// ConsoleLines is a copy of the console.
+func (v *StudiesView) ConsoleLines() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.console...)
 }

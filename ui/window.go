@@ -20,6 +20,8 @@ type Deps struct {
 	Library app.ModelLibrary
 	// Studies lists, shows and runs studies (nil: the notebook is not open).
 	Studies StudyService
+	// Registrar freezes plans built in the New study section (nil: registering is unavailable).
+	Registrar Registrar
 }
 
 // prefLlamaDir is the preference key of the llama.cpp folder the user chose.
@@ -32,6 +34,7 @@ type Workbench struct {
 	Bench   *BenchView
 	Models  *ModelsView
 	Studies *StudiesView
+	Wizard  *WizardView
 	nav     *container.AppTabs
 }
 
@@ -43,11 +46,21 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb.Models = newModelsView(w, a.Preferences(), deps.Library)
 	wb.Bench = newBenchView(w, a.Preferences(), deps.Doctor, wb.Models.show)
 	wb.Studies = newStudiesView(a, w, deps.Studies)
+	wb.Wizard = newWizardView(w, deps.Registrar, deps.Library, func() []app.ModelEntry { return wb.Models.rows }, func(id int64) {
+		wb.nav.SelectIndex(0)
+		wb.Studies.Reload(id)
+	})
 	wb.nav = container.NewAppTabs(
 		container.NewTabItem("Studies", wb.Studies.Object),
+		container.NewTabItem("New study", wb.Wizard.Object),
 		container.NewTabItem("Bench", wb.Bench.Object),
 		container.NewTabItem("Models", wb.Models.Object),
 	)
+	wb.nav.OnSelected = func(t *container.TabItem) {
+		if t.Text == "New study" {
+			wb.Wizard.RefreshModels()
+		}
+	}
 	wb.nav.SetTabLocation(container.TabLocationLeading)
 	w.SetContent(wb.nav)
 	w.Resize(fyne.NewSize(1280, 800))

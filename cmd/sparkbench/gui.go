@@ -27,6 +27,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	nbPath, nbErr := notebookPath(*notebook)
 	var lib app.ModelLibrary
 	var studies ui.StudyService
+	var registrar ui.Registrar
 	if nbErr == nil {
 		nb, err := store.Open(nbPath)
 		if err != nil {
@@ -34,7 +35,8 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		} else {
 			defer nb.Close()
 			lib = notebookLibrary{nb}
-			studies = studyService{nb: nb, llamaDir: *llamaDir}
+			svc := studyService{nb: nb, llamaDir: *llamaDir}
+			studies, registrar = svc, svc
 		}
 	}
 	a := fyneapp.NewWithID(app.AppID)
@@ -46,8 +48,9 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 			}
 			return app.Doctor(ctx, app.DoctorOptions{LlamaDir: dir, NotebookPath: nbPath, NotebookErr: nbErr})
 		},
-		Library: lib,
-		Studies: studies,
+		Library:   lib,
+		Studies:   studies,
+		Registrar: registrar,
 	})
 	wb.Window.ShowAndRun()
 	return 0

@@ -2,7 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 
 	"sparkbench/app/demo"
 	"sparkbench/app/study"
@@ -65,3 +71,36 @@ func (s studyService) EnsureDemo(ctx context.Context) (int64, error) {
 	}
 	return demo.Ensure(ctx, store.StudyRecorder{N: s.nb}, dir)
 }
+
+// Register writes the plan beside the notebook (data folder/plans/NAME-SHA.json) and registers
+// it as `study register` does, hashing the models through the notebook's cache.
+func (s studyService) Register(ctx context.Context, p *study.Plan) (study.Registration, error) {
+	dir := s.dataDir
+	if dir == "" {
+		var err error
+		if dir, err = demo.DataDir(); err != nil {
+			return study.Registration{}, err
+		}
+	}
+	p.Defaults()
+	sum, _, err := p.SHA256()
+	if err != nil {
+		return study.Registration{}, err
+	}
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return study.Registration{}, err
+	}
+	plans := filepath.Join(dir, "plans")
+	if err := os.MkdirAll(plans, 0o755); err != nil {
+		return study.Registration{}, err
+	}
+	name := strings.Trim(planSlug.ReplaceAllString(strings.ToLower(p.Name), "-"), "-")
+	file := filepath.Join(plans, fmt.Sprintf("%s-%s.json", name, sum[:12]))
+	if err := os.WriteFile(file, append(data, '\n'), 0o644); err != nil {
+		return study.Registration{}, err
+	}
+	return study.Register(ctx, store.StudyRecorder{N: s.nb}, p, file, cachedHash(ctx, s.nb, io.Discard))
+}
+
+var planSlug = regexp.MustCompile(`[^a-z0-9]+`)

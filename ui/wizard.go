@@ -1,0 +1,588 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/app"
+	"sparkbench/app/study"
+)
+
+// Registrar freezes a plan in the notebook (cmd wires study.Register with the notebook's hash
+// cache; the plan is also written as a file beside the notebook).
+type Registrar interface {
+	Register(ctx context.Context, p *study.Plan) (study.Registration, error)
+}
+
+// WizardView builds a throughput study by point and click: models, axes, limits and
+// predictions, validated by app/study as you type, then frozen by Register after showing the
+// plan SHA-256 that will be registered.
+type WizardView struct {
+	Object fyne.CanvasObject
+
+	Name        *widget.Entry
+	Models      *widget.CheckGroup
+	Depths      *widget.Entry
+	NPrompt     *widget.Entry
+	NGen        *widget.Entry
+	Reps        *widget.Entry
+	Threads     *widget.Entry
+	Ubatch      *widget.CheckGroup
+	FlashAttn   *widget.CheckGroup
+	KV          *widget.CheckGroup
+	Split       *widget.Select
+	CVTG        *widget.Entry
+	CVPPDepth   *widget.Entry
+	CVPPD0      *widget.Entry
+	Bandwidth   *widget.Entry
+	Predictions *widget.List
+	Problems    *widget.Label
+	Estimate    *widget.Label
+	RegisterBtn *widget.Button
+	AddPred     *widget.Button
+	RemovePred  *widget.Button
+
+	win       fyne.Window
+	reg       Registrar
+	lib       app.ModelLibrary
+	models    func() []app.ModelEntry // the Models section's rows
+	onDone    func(id int64)
+	preds     []study.Prediction
+	predSel   int
+	validated chan struct{}
+
+	mu  sync.Mutex
+	gen int // validation generation: only the newest result is shown
+}
+
+var kvChoices = map[string]study.KVType{"f16/f16": {K: "f16", V: "f16"}, "q8_0/q8_0": {K: "q8_0", V: "q8_0"}, "q4_0/q4_0": {K: "q4_0", V: "q4_0"}}
+
+func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models func() []app.ModelEntry, onDone func(int64)) *WizardView {
+	v := &WizardView{win: win, reg: reg, lib: lib, models: models, onDone: onDone, predSel: -1, validated: make(chan struct{}, 16)}
+	entry := func(text, hint string) *widget.Entry {
+		e := widget.NewEntry()
+		e.SetText(text)
+		e.SetPlaceHolder(hint)
+		e.OnChanged = func(string) { v.Validate() }
+		return e
+	}
+	v.Name = entry("", "e.g. tg depth curve, Qwen3 vs Llama")
+	v.Models = widget.NewCheckGroup(nil, func([]string) { v.Validate() })
+	v.Depths = entry("0,2048,4096,8192", "comma list of KV depths, e.g. 0,2048,4096")
+	v.NPrompt = entry("512", "prompt tokens (-p), comma list")
+	v.NGen = entry("128", "generated tokens (-n), comma list")
+	v.Reps = entry("5", "repetitions (-r)")
+	v.Threads = entry("", "threads (-t), comma list; empty: llama-bench's default")
+	v.Ubatch = widget.NewCheckGroup([]string{"128", "256", "512", "1024", "2048"}, func([]string) { v.Validate() })
+	v.Ubatch.SetSelected([]string{"512"})
+	v.Ubatch.Horizontal = true
+	v.FlashAttn = widget.NewCheckGroup([]string{"auto", "on", "off"}, func([]string) { v.Validate() })
+	v.FlashAttn.SetSelected([]string{"auto"})
+	v.FlashAttn.Horizontal = true
+	v.KV = widget.NewCheckGroup([]string{"f16/f16", "q8_0/q8_0", "q4_0/q4_0"}, func([]string) { v.Validate() })
+	v.KV.SetSelected([]string{"f16/f16"})
+	v.KV.Horizontal = true
+	v.Split = widget.NewSelect([]string{string(study.SplitPerDepth), string(study.SplitCombined), string(study.SplitCombinedModel)}, func(string) { v.Validate() })
+	v.Split.SetSelected(string(study.SplitPerDepth))
+	v.CVTG = entry("5", "%")
+	v.CVPPDepth = entry("10", "%")
+	v.CVPPD0 = entry("5", "%")
+	v.Bandwidth = entry("", "GB/s for ceilings, \"measure\", or empty")
+	v.Problems = widget.NewLabel("")
+	v.Problems.Wrapping = fyne.TextWrapWord
+	v.Estimate = widget.NewLabel("")
+	v.Predictions = widget.NewList(func() int { return len(v.preds) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			p := v.preds[i]
+			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s  [%s] %s — %s", p.ID, p.Kind, p.About.String(), p.Expectation(), p.Text))
+		})
+	v.Predictions.OnSelected = func(i widget.ListItemID) { v.predSel = i; v.RemovePred.Enable() }
+	v.AddPred = widget.NewButton("Add prediction…", v.predictionDialog)
+	v.RemovePred = widget.NewButton("Remove", func() {
+		if v.predSel >= 0 && v.predSel < len(v.preds) {
+			v.preds = append(v.preds[:v.predSel], v.preds[v.predSel+1:]...)
+			v.predSel = -1
+			v.Predictions.UnselectAll()
+			v.Predictions.Refresh()
+			v.RemovePred.Disable()
+			v.Validate()
+		}
+	})
+	v.RemovePred.Disable()
+	v.RegisterBtn = widget.NewButton("Register…", v.confirmRegister)
+	v.RegisterBtn.Disable()
+	refresh := widget.NewButton("Refresh model list", v.RefreshModels)
+
+	form := widget.NewForm(
+		widget.NewFormItem("Name", v.Name),
+		widget.NewFormItem("Models", container.NewVBox(v.Models, refresh)),
+		widget.NewFormItem("Depths", v.Depths),
+		widget.NewFormItem("Prompt tokens", v.NPrompt),
+		widget.NewFormItem("Generated tokens", v.NGen),
+		widget.NewFormItem("Repetitions", v.Reps),
+		widget.NewFormItem("Threads", v.Threads),
+		widget.NewFormItem("ubatch", v.Ubatch),
+		widget.NewFormItem("Flash attention", v.FlashAttn),
+		widget.NewFormItem("KV cache (K/V)", v.KV),
+		widget.NewFormItem("Legs", v.Split),
+		widget.NewFormItem("CV gate tg %", v.CVTG),
+		widget.NewFormItem("CV gate pp at depth %", v.CVPPDepth),
+		widget.NewFormItem("CV gate pp at d0 %", v.CVPPD0),
+		widget.NewFormItem("Bandwidth", v.Bandwidth),
+	)
+	preds := container.NewBorder(container.NewHBox(heading("Predictions (registered before anything runs)"), v.AddPred, v.RemovePred), nil, nil, nil, v.Predictions)
+	preds.Resize(fyne.NewSize(600, 160))
+	v.Object = container.NewVScroll(container.NewVBox(
+		container.NewHBox(heading("New throughput study"), v.RegisterBtn),
+		widget.NewLabel("Capacity and concurrency studies are declared as plan files for now: sparkbench capacity validate PLAN (docs/capacity.md)."),
+		form,
+		container.NewGridWrap(fyne.NewSize(900, 180), preds),
+		heading("Checks"), v.Estimate, v.Problems,
+	))
+	v.RefreshModels()
+	return v
+}
+
+// RefreshModels lists the readable GGUF files of the Models section as choices.
+func (v *WizardView) RefreshModels() {
+	var opts []string
+	if v.models != nil {
+		for _, m := range v.models() {
+			if m.Err == "" {
+				opts = append(opts, m.Path)
+			}
+		}
+	}
+	sel := v.Models.Selected
+	v.Models.Options = opts
+	var keep []string
+	for _, s := range sel {
+		if contains(opts, s) {
+			keep = append(keep, s)
+		}
+	}
+	v.Models.Selected = keep
+	v.Models.Refresh()
+	v.Validate()
+}
+
+var slugRE = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// modelID is a short, unique ID for a model path: its file name without .gguf.
+func modelID(path string, used map[string]bool) string {
+	id := slugRE.ReplaceAllString(strings.TrimSuffix(filepath.Base(path), ".gguf"), "-")
+	if len(id) > 48 {
+		id = id[:48]
+	}
+	base, n := id, 2
+	for used[id] || id == "" {
+		id = fmt.Sprintf("%s-%d", base, n)
+		n++
+	}
+	used[id] = true
+	return id
+}
+
+func parseInts(field, s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a whole number", field, part)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parsePercent(field, s string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a number (percent)", field, s)
+	}
+	return f / 100, nil
+}
+
+// Plan builds the plan the form describes. Errors are the fields that do not parse; the
+// plan's own rules are app/study's Validate.
+func (v *WizardView) Plan() (*study.Plan, []string) {
+	var errs []string
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	p := &study.Plan{Schema: study.SchemaThroughput, Name: strings.TrimSpace(v.Name.Text)}
+	used := map[string]bool{}
+	for _, path := range v.Models.Selected {
+		p.Models = append(p.Models, study.Model{ID: modelID(path, used), Path: path})
+	}
+	var err error
+	p.Axes.Depths, err = parseInts("depths", v.Depths.Text)
+	add(err)
+	p.Axes.NPrompt, err = parseInts("prompt tokens", v.NPrompt.Text)
+	add(err)
+	p.Axes.NGen, err = parseInts("generated tokens", v.NGen.Text)
+	add(err)
+	reps, err := parseInts("repetitions", v.Reps.Text)
+	add(err)
+	if len(reps) == 1 {
+		p.Axes.Reps = reps[0]
+	} else if err == nil {
+		errs = append(errs, "repetitions: give one number")
+	}
+	p.Axes.Threads, err = parseInts("threads", v.Threads.Text)
+	add(err)
+	for _, s := range v.Ubatch.Selected {
+		n, _ := strconv.Atoi(s)
+		p.Axes.Ubatch = append(p.Axes.Ubatch, n)
+	}
+	p.Axes.FlashAttn = append([]string(nil), v.FlashAttn.Selected...)
+	for _, s := range v.KV.Selected {
+		p.Axes.KV = append(p.Axes.KV, kvChoices[s])
+	}
+	if len(p.Axes.Ubatch) == 0 {
+		errs = append(errs, "ubatch: tick at least one value")
+	}
+	if len(p.Axes.FlashAttn) == 0 {
+		errs = append(errs, "flash attention: tick at least one of auto, on, off")
+	}
+	if len(p.Axes.KV) == 0 {
+		errs = append(errs, "KV cache: tick at least one type")
+	}
+	p.Split = study.Split(v.Split.Selected)
+	p.Gates.CVTG, err = parsePercent("CV gate tg", v.CVTG.Text)
+	add(err)
+	p.Gates.CVPPDepth, err = parsePercent("CV gate pp at depth", v.CVPPDepth.Text)
+	add(err)
+	p.Gates.CVPPD0, err = parsePercent("CV gate pp at d0", v.CVPPD0.Text)
+	add(err)
+	switch bw := strings.TrimSpace(v.Bandwidth.Text); {
+	case bw == "":
+	case strings.EqualFold(bw, "measure"):
+		p.Bandwidth = &study.Bandwidth{Measure: true}
+	default:
+		f, err := strconv.ParseFloat(bw, 64)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("bandwidth: %q is not a number of GB/s (or \"measure\")", bw))
+		} else {
+			p.Bandwidth = &study.Bandwidth{GBs: f}
+		}
+	}
+	p.Predictions = append([]study.Prediction(nil), v.preds...)
+	return p, errs
+}
+
+// Validate re-checks the form in the background (no hashing: that happens at Register) and
+// shows every problem, the newest check winning.
+func (v *WizardView) Validate() {
+	if v.Problems == nil || v.RegisterBtn == nil {
+		return // still being built
+	}
+	p, errs := v.Plan()
+	v.mu.Lock()
+	v.gen++
+	gen := v.gen
+	v.mu.Unlock()
+	go func() {
+		var lines []string
+		lines = append(lines, errs...)
+		legs, tests := 0, 0
+		ok := len(errs) == 0
+		if len(errs) == 0 {
+			p.Defaults()
+			probs, _ := study.Validate(p, study.ValidateOptions{})
+			for _, pr := range probs {
+				if strings.HasSuffix(pr.Path, ".sha256") && strings.Contains(pr.Msg, "unhashed") {
+					continue // Register hashes the models (cached) and fills these in
+				}
+				lines = append(lines, pr.String())
+				if pr.Severity == study.SevError {
+					ok = false
+				}
+			}
+			if ok {
+				if ls, err := study.Expand(p, ""); err == nil {
+					legs = len(ls)
+					for _, l := range ls {
+						tests += l.ExpectedRows
+					}
+				}
+			}
+		}
+		onUI(func() {
+			v.mu.Lock()
+			latest := gen == v.gen
+			v.mu.Unlock()
+			if !latest {
+				return
+			}
+			if len(lines) == 0 {
+				v.Problems.SetText("no problems: ready to register")
+			} else {
+				v.Problems.SetText(strings.Join(lines, "\n"))
+			}
+			if ok {
+				reps := max(p.Axes.Reps, 1)
+				v.Estimate.SetText(fmt.Sprintf("%d legs, %d llama-bench tests of %d repetitions each (the ETA is shown while it runs)", legs, tests, reps))
+			} else {
+				v.Estimate.SetText("")
+			}
+			setEnabled(v.RegisterBtn, ok && v.reg != nil)
+			select {
+			case v.validated <- struct{}{}:
+			default:
+			}
+		})
+	}()
+}
+
+// AddPrediction appends a prediction (its ID is assigned: P1, P2, …).
+func (v *WizardView) AddPrediction(p study.Prediction) {
+	p.ID = fmt.Sprintf("P%d", len(v.preds)+1)
+	for _, q := range v.preds {
+		if q.ID == p.ID {
+			p.ID = fmt.Sprintf("P%d", time.Now().UnixNano()%100000)
+		}
+	}
+	v.preds = append(v.preds, p)
+	v.Predictions.Refresh()
+	v.Validate()
+}
+
+// Register hashes the chosen models (cached in the notebook), fills their SHA-256 in, and
+// registers the plan. It runs in the background; done reports on the UI goroutine.
+func (v *WizardView) Register(done func(study.Registration, error)) {
+	p, errs := v.Plan()
+	if len(errs) > 0 {
+		done(study.Registration{}, fmt.Errorf("%s", strings.Join(errs, "; ")))
+		return
+	}
+	go func() {
+		ctx := context.Background()
+		for i := range p.Models {
+			m := &p.Models[i]
+			if v.lib == nil {
+				break
+			}
+			st, err := v.lib.Hash(ctx, m.Path, nil)
+			if err != nil {
+				onUI(func() { done(study.Registration{}, fmt.Errorf("hash %s: %w", m.Path, err)) })
+				return
+			}
+			if st.Status == "MISMATCH" {
+				onUI(func() {
+					done(study.Registration{}, fmt.Errorf("%s is MISMATCH: its SHA-256 %s differs from the expected %s; download it again, or fix the expected hash in Models", m.Path, st.SHA256, st.Expected))
+				})
+				return
+			}
+			m.SHA256 = st.SHA256
+		}
+		reg, err := v.reg.Register(ctx, p)
+		onUI(func() { done(reg, err) })
+	}()
+}
+
+func (v *WizardView) confirmRegister() {
+	p, errs := v.Plan()
+	if len(errs) > 0 {
+		dialog.ShowError(fmt.Errorf("%s", strings.Join(errs, "\n")), v.win)
+		return
+	}
+	p.Defaults()
+	preview, _ := json.MarshalIndent(p, "", "  ")
+	msg := widget.NewLabel(fmt.Sprintf("This freezes the plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards (changes are amendments, or deviations once legs ran).\nThe models are hashed first (cached); the plan SHA-256 is shown when it is registered.", len(p.Predictions)))
+	msg.Wrapping = fyne.TextWrapWord
+	text := widget.NewMultiLineEntry()
+	text.SetText(string(preview))
+	text.Disable()
+	content := container.NewBorder(msg, nil, nil, nil, container.NewGridWrap(fyne.NewSize(640, 320), text))
+	dialog.ShowCustomConfirm("Register this study?", "Register", "Cancel", content, func(ok bool) {
+		if !ok {
+			return
+		}
+		v.RegisterBtn.Disable()
+		v.Register(func(reg study.Registration, err error) {
+			v.RegisterBtn.Enable()
+			if err != nil {
+				dialog.ShowError(err, v.win)
+				return
+			}
+			how := "registered"
+			if reg.Existing {
+				how = "was already registered (same plan SHA-256)"
+			}
+			dialog.ShowInformation("Study "+how, fmt.Sprintf("%s: study %d\nplan sha256 %s\n%d legs", reg.Name, reg.StudyID, reg.PlanSHA256, reg.Legs), v.win)
+			if v.onDone != nil {
+				v.onDone(reg.StudyID)
+			}
+		})
+	}, v.win)
+}
+
+// predictionDialog adds a prediction with a form per kind and a selector picker.
+func (v *WizardView) predictionDialog() {
+	p, _ := v.Plan()
+	var ids []string
+	for _, m := range p.Models {
+		ids = append(ids, m.ID)
+	}
+	kind := widget.NewSelect([]string{"band", "fork", "comparison", "question"}, nil)
+	kind.SetSelected("band")
+	text := widget.NewEntry()
+	text.SetPlaceHolder("the claim in words")
+	figure := widget.NewSelect([]string{string(study.FigureCell), string(study.FigureCrossing), string(study.FigureSlope),
+		string(study.FigureCV), string(study.FigureEfficiency), string(study.FigureCeiling)}, nil)
+	figure.SetSelected(string(study.FigureCell))
+	model := widget.NewSelect(ids, nil)
+	if len(ids) > 0 {
+		model.SetSelected(ids[0])
+	}
+	test := widget.NewEntry()
+	test.SetText("tg")
+	depth := widget.NewEntry()
+	depth.SetPlaceHolder("depth, e.g. 0")
+	line := widget.NewEntry()
+	line.SetPlaceHolder("crossing line in t/s, e.g. 70")
+	lo, hi := widget.NewEntry(), widget.NewEntry()
+	lo.SetPlaceHolder("lower bound (empty: open)")
+	hi.SetPlaceHolder("upper bound (empty: open)")
+	arms := widget.NewEntry()
+	arms.SetPlaceHolder("fork arms: name:lo:hi; name:lo:hi (empty bound = open)")
+	op := widget.NewSelect([]string{">=", "<=", "within"}, nil)
+	op.SetSelected(">=")
+	thanModel := widget.NewSelect(ids, nil)
+	thanDepth := widget.NewEntry()
+	thanDepth.SetPlaceHolder("right-hand depth")
+	tol := widget.NewEntry()
+	tol.SetText("0")
+	items := []*widget.FormItem{
+		widget.NewFormItem("Kind", kind), widget.NewFormItem("Claim", text),
+		widget.NewFormItem("About: figure", figure), widget.NewFormItem("model", model),
+		widget.NewFormItem("test", test), widget.NewFormItem("depth", depth), widget.NewFormItem("line", line),
+		widget.NewFormItem("Band lo", lo), widget.NewFormItem("Band hi", hi), widget.NewFormItem("Fork arms", arms),
+		widget.NewFormItem("Comparison", op), widget.NewFormItem("than model", thanModel),
+		widget.NewFormItem("than depth", thanDepth), widget.NewFormItem("tolerance %", tol),
+	}
+	dialog.ShowForm("Add a prediction", "Add", "Cancel", items, func(ok bool) {
+		if !ok {
+			return
+		}
+		pr, err := buildPrediction(kind.Selected, text.Text, figure.Selected, model.Selected, test.Text, depth.Text, line.Text,
+			lo.Text, hi.Text, arms.Text, op.Selected, thanModel.Selected, thanDepth.Text, tol.Text)
+		if err != nil {
+			dialog.ShowError(err, v.win)
+			return
+		}
+		v.AddPrediction(pr)
+	}, v.win)
+}
+
+func optFloat(field, s string) (*float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q is not a number", field, s)
+	}
+	return &f, nil
+}
+
+func optInt(field, s string) (*int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q is not a whole number", field, s)
+	}
+	return &n, nil
+}
+
+// buildPrediction turns the dialog's fields into a prediction (its rules are checked by
+// app/study's Validate with the rest of the plan).
+func buildPrediction(kind, text, figure, model, test, depth, line, lo, hi, arms, op, thanModel, thanDepth, tol string) (study.Prediction, error) {
+	p := study.Prediction{Kind: study.PredictionKind(kind), Text: strings.TrimSpace(text),
+		About: study.Selector{Figure: study.Figure(figure), Model: model, Test: strings.TrimSpace(test)}}
+	var err error
+	if p.About.Depth, err = optInt("depth", depth); err != nil {
+		return p, err
+	}
+	if l, err := optFloat("line", line); err != nil {
+		return p, err
+	} else if l != nil {
+		p.About.Line = *l
+	}
+	if p.About.Figure == study.FigureCeiling || p.About.Figure == study.FigureEfficiency {
+		p.About.Conv = "tensor_exact"
+	}
+	switch p.Kind {
+	case study.KindBand:
+		if p.Lo, err = optFloat("lo", lo); err != nil {
+			return p, err
+		}
+		if p.Hi, err = optFloat("hi", hi); err != nil {
+			return p, err
+		}
+	case study.KindFork:
+		for _, a := range strings.Split(arms, ";") {
+			if strings.TrimSpace(a) == "" {
+				continue
+			}
+			f := strings.Split(a, ":")
+			if len(f) != 3 {
+				return p, fmt.Errorf("fork arm %q: want name:lo:hi", strings.TrimSpace(a))
+			}
+			arm := study.Arm{Name: strings.TrimSpace(f[0])}
+			if arm.Lo, err = optFloat("arm lo", f[1]); err != nil {
+				return p, err
+			}
+			if arm.Hi, err = optFloat("arm hi", f[2]); err != nil {
+				return p, err
+			}
+			p.Arms = append(p.Arms, arm)
+		}
+	case study.KindComparison:
+		p.Op = op
+		than := p.About
+		than.Model = thanModel
+		if d, err := optInt("than depth", thanDepth); err != nil {
+			return p, err
+		} else if d != nil {
+			than.Depth = d
+		}
+		p.Than = &than
+		t, err := optFloat("tolerance", tol)
+		if err != nil {
+			return p, err
+		}
+		if t != nil {
+			p.Tolerance = *t / 100
+		}
+	}
+	return p, nil
+}

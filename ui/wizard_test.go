@@ -1,0 +1,110 @@
+package ui
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+
+	"sparkbench/app"
+	"sparkbench/app/study"
+)
+
+type fakeRegistrar struct{ got *study.Plan }
+
+func (f *fakeRegistrar) Register(_ context.Context, p *study.Plan) (study.Registration, error) {
+	f.got = p
+	sum, _, _ := p.SHA256()
+	return study.Registration{StudyID: 42, Name: p.Name, PlanSHA256: sum, Legs: 4}, nil
+}
+
+func waitValidated(t *testing.T, v *WizardView, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		var ok bool
+		Locked(func() { ok = cond() })
+		if ok {
+			return
+		}
+		select {
+		case <-v.validated:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			var p string
+			Locked(func() { p = v.Problems.Text })
+			t.Fatalf("condition never met; problems:\n%s", p)
+		}
+	}
+}
+
+func TestWizardBuildsValidatesAndRegisters(t *testing.T) {
+	a := test.NewTempApp(t)
+	tiny := filepath.Join(modelsDir(), "tiny-llama-f32.gguf")
+	moe := filepath.Join(modelsDir(), "tiny-moe-f32.gguf")
+	models := []app.ModelEntry{app.InspectModel(tiny), app.InspectModel(moe), {Path: "/x/broken.gguf", Err: "invalid magic"}}
+	reg := &fakeRegistrar{}
+	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{}}
+	var done int64
+	v := newWizardView(a.NewWindow("t"), reg, lib, func() []app.ModelEntry { return models }, func(id int64) { done = id })
+
+	Locked(func() {
+		if len(v.Models.Options) != 2 {
+			t.Fatalf("model choices %v: the unreadable file must not be offered", v.Models.Options)
+		}
+		test.Type(v.Name, "tiny depth curve")
+		v.Models.SetSelected([]string{tiny, moe})
+		v.Depths.SetText("0,128,8192") // 8192 + 512 exceeds the tiny models' 4096 context
+		v.Threads.SetText("1")
+	})
+	waitValidated(t, v, func() bool { return strings.Contains(v.Problems.Text, "exceeds model") })
+	Locked(func() {
+		if !v.RegisterBtn.Disabled() {
+			t.Fatal("Register must stay disabled while the plan is invalid")
+		}
+		v.Depths.SetText("0,128")
+		v.NPrompt.SetText("32")
+		v.NGen.SetText("16")
+		v.Reps.SetText("x")
+	})
+	waitValidated(t, v, func() bool { return strings.Contains(v.Problems.Text, `repetitions: "x" is not a whole number`) })
+	Locked(func() { v.Reps.SetText("3") })
+	waitValidated(t, v, func() bool { return !v.RegisterBtn.Disabled() })
+	Locked(func() {
+		if !strings.HasPrefix(v.Estimate.Text, "4 legs, 8 llama-bench tests") {
+			t.Errorf("estimate %q", v.Estimate.Text)
+		}
+	})
+	p, err := buildPrediction("band", "tiny tg fast at d0", "cell", "tiny-llama-f32", "tg", "0", "", "1000", "", "", "", "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	Locked(func() { v.AddPrediction(p) })
+	bad, err := buildPrediction("fork", "arms", "depth_slope", "tiny-llama-f32", "tg", "128", "", "", "", "steep::-0.2; broken", "", "", "", "")
+	if err == nil || !strings.Contains(err.Error(), `fork arm "broken": want name:lo:hi`) {
+		t.Fatalf("bad fork arms: %v", err)
+	}
+	_ = bad
+	waitValidated(t, v, func() bool { return v.Problems.Text == "no problems: ready to register" })
+
+	result := make(chan error, 1)
+	Locked(func() {
+		v.Register(func(r study.Registration, err error) {
+			if err == nil && r.StudyID == 42 {
+				v.onDone(r.StudyID)
+			}
+			result <- err
+		})
+	})
+	if err := <-result; err != nil {
+		t.Fatal(err)
+	}
+	g := reg.got
+	if g == nil || len(g.Models) != 2 || g.Models[0].ID != "tiny-llama-f32" || g.Models[0].SHA256 != strings.Repeat("ab", 32) ||
+		len(g.Predictions) != 1 || g.Predictions[0].ID != "P1" || g.Axes.Threads[0] != 1 || done != 42 {
+		t.Fatalf("registered plan: %+v (done %d)", g, done)
+	}
+}
