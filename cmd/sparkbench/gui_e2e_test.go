@@ -59,7 +59,9 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 	tiny := filepath.Join(llamatest.ModelsDir(), "tiny-llama-f32.gguf")
 	moe := filepath.Join(llamatest.ModelsDir(), "tiny-moe-f32.gguf")
 	ui.Locked(func() { wb.Models.Add([]string{llamatest.ModelsDir()}) })
-	waitFor(t, "the models to be listed", func() bool { return strings.Contains(wb.Models.Count.Text, "GGUF file") && wb.Models.Count.Text != "0 GGUF file(s)" })
+	waitFor(t, "the models to be listed", func() bool {
+		return strings.Contains(wb.Models.Count.Text, "GGUF file") && wb.Models.Count.Text != "0 GGUF file(s)"
+	})
 
 	w := wb.Wizard
 	ui.Locked(func() {
