@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"sparkbench/runner"
 	"sparkbench/runner/gguf"
 	"sparkbench/runner/llamacpp"
 )
@@ -84,6 +85,7 @@ type DoctorReport struct {
 	NotebookPath   string
 	NotebookExists bool
 	Display        string // $DISPLAY or $WAYLAND_DISPLAY; "" when there is none
+	Machine        string // CPU, cores, memory, kernel
 	Problems       []Problem
 }
 
@@ -148,6 +150,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 		r.NotebookExists = err == nil
 	}
 
+	r.Machine = (&runner.Fingerprinter{}).Machine().String()
 	r.Display = os.Getenv("DISPLAY")
 	if r.Display == "" {
 		r.Display = os.Getenv("WAYLAND_DISPLAY")
@@ -249,6 +252,7 @@ func (r *DoctorReport) WriteText(w io.Writer) error {
 		p("  %-11s %s: %s, %s params, %s, ctx %d%s, %s\n", "gguf", filepath.Base(m.Path), m.Architecture,
 			HumanCount(m.Params), m.FileType, m.Context, moe, HumanBytes(m.Size))
 	}
+	p("machine\n  %s\n", r.Machine)
 	p("notebook\n")
 	if r.NotebookPath != "" {
 		state := "will be created on first use"

@@ -267,3 +267,25 @@ func readTrim(p string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// Machine describes the host from /proc and uname alone (no binary is run).
+func (f *Fingerprinter) Machine() Machine {
+	var fp Fingerprint
+	return f.machine(&fp)
+}
+
+// String is a one-line description: "Intel(R) Xeon(R), 2 CPUs, 23.5 GiB, Linux 6.1 x86_64".
+func (m Machine) String() string {
+	s := m.CPUModel
+	if s == "" {
+		s = "unknown CPU"
+	}
+	s += fmt.Sprintf(", %d CPUs", m.LogicalCPUs)
+	if m.MemBytes > 0 {
+		s += fmt.Sprintf(", %.1f GiB", float64(m.MemBytes)/(1<<30))
+	}
+	if m.Kernel != "" {
+		s += ", Linux " + m.Kernel
+	}
+	return s
+}

@@ -27,6 +27,7 @@ type BenchView struct {
 	Devices       *widget.Label
 	Hashes        *widget.Label
 	Notebook      *widget.Label
+	Machine       *widget.Label
 	Display       *widget.Label
 	Problems      *widget.Label
 	RecheckButton *widget.Button
@@ -36,6 +37,7 @@ type BenchView struct {
 	prefs    fyne.Preferences
 	doctor   func(ctx context.Context, llamaDir string) app.DoctorReport
 	onModels func([]app.ModelEntry)
+	onReport func(app.DoctorReport)
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -55,6 +57,7 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 	v.Backends, v.Devices, v.Hashes = wrap(), wrap(), wrap()
 	v.Hashes.TextStyle = fyne.TextStyle{Monospace: true}
 	v.Notebook, v.Display, v.Problems = wrap(), wrap(), wrap()
+	v.Machine = wrap()
 	v.RecheckButton = widget.NewButton("Re-check", v.Recheck)
 	v.Choose = widget.NewButton("Choose llama.cpp folder…", v.chooseFolder)
 
@@ -69,6 +72,7 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 	v.Object = container.NewVScroll(container.NewVBox(
 		container.NewHBox(heading("Bench"), v.Status, v.Choose, v.RecheckButton),
 		widget.NewCard("llama.cpp build", "the binaries sparkbench drives", form),
+		widget.NewCard("Machine", "", v.Machine),
 		widget.NewCard("Notebook", "", v.Notebook),
 		widget.NewCard("Display", "", v.Display),
 		widget.NewCard("What is missing", "each problem with the one command that fixes it", v.Problems),
@@ -153,6 +157,7 @@ func (v *BenchView) show(r app.DoctorReport) {
 			l.SetText("—")
 		}
 	}
+	v.Machine.SetText(r.Machine)
 	switch {
 	case r.NotebookPath == "":
 		v.Notebook.SetText("no notebook path")
@@ -173,6 +178,9 @@ func (v *BenchView) show(r app.DoctorReport) {
 	v.Problems.SetText(joinOr(ps, "nothing: ready to bench"))
 	if v.onModels != nil {
 		v.onModels(r.Models)
+	}
+	if v.onReport != nil {
+		v.onReport(r)
 	}
 }
 

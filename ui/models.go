@@ -53,6 +53,8 @@ type ModelsView struct {
 	hashing string // path being hashed
 	// Done receives after each finished background job (tests wait on it).
 	Done chan struct{}
+	// OnChanged runs (on the UI goroutine) after the list of models changed.
+	OnChanged func()
 }
 
 var modelColumns = []struct {
@@ -193,6 +195,9 @@ func (v *ModelsView) refreshRows() {
 	}
 	v.updateButtons()
 	v.Table.Refresh()
+	if v.OnChanged != nil {
+		v.OnChanged()
+	}
 }
 
 // loadStatuses reads every row's cached hash state in the background.

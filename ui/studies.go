@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -77,7 +78,20 @@ type StudiesView struct {
 
 	// Updated receives after each background load or run has been shown (tests wait on it).
 	Updated chan struct{}
+
+	runOnLoad int64 // RunOnLoad: start this study as soon as it is shown (-1: the demo)
+	meta      plots.Meta
 }
+
+// SetMeta names the build and machine in chart titles (from the doctor's report).
+func (v *StudiesView) SetMeta(m plots.Meta) {
+	v.mu.Lock()
+	v.meta = m
+	v.mu.Unlock()
+}
+
+// RunOnLoad starts study id (-1: the demo study) as soon as it has been shown.
+func (v *StudiesView) RunOnLoad(id int64) { v.runOnLoad = id }
 
 const maxConsoleLines = 2000
 
@@ -161,7 +175,12 @@ func (v *StudiesView) Start() {
 			if err != nil {
 				v.Status.SetText("could not prepare the demo study: " + err.Error())
 			}
-			if v.selected != 0 {
+			if v.runOnLoad == -1 {
+				v.runOnLoad = id
+			}
+			if v.runOnLoad > 0 {
+				id = v.runOnLoad
+			} else if v.selected != 0 {
 				id = 0 // the user chose a study meanwhile: keep it
 			}
 			v.Reload(id)
@@ -225,6 +244,12 @@ func (v *StudiesView) Select(id int64) {
 				v.Status.SetText(fmt.Sprintf("study %d: %v", id, err))
 			} else if v.selected == id {
 				v.showReport(rep)
+				if v.runOnLoad == id {
+					v.runOnLoad = 0
+					if !v.RunButton.Disabled() {
+						v.RunSelected()
+					}
+				}
 			}
 			v.signal()
 		})
@@ -253,6 +278,9 @@ func (v *StudiesView) showReport(r *study.Report) {
 	v.Results.Refresh()
 	v.Legs.Refresh()
 	if ch, err := charts.Depth(r, "tg", 0); err == nil {
+		v.mu.Lock()
+		ch.Meta.Build, ch.Meta.Machine = v.meta.Build, v.meta.Machine
+		v.mu.Unlock()
 		v.Chart.Show(ch)
 	} else {
 		v.Chart.Notes.SetText(err.Error())
@@ -326,11 +354,11 @@ func (v *StudiesView) onEvent(e study.Event) {
 		}
 	}
 	if e.Kind == study.EventSample && e.Sample != nil && e.Sample.Kind == "tg" {
-		key := e.Sample.Model + "|" + e.Sample.Test
-		key = strings.Split(key, " @ ")[0]
+		test, _, _ := strings.Cut(e.Sample.Test, " @ ")
+		key := strings.TrimSuffix(filepath.Base(e.Sample.Model), ".gguf") + " " + test
 		v.liveRows[key] = append(v.liveRows[key], plots.DepthPoint{Depth: int(e.Sample.Depth), Mean: e.Sample.AvgTs,
 			SD: e.Sample.Result.StddevTs, N: len(e.Sample.Result.SamplesTs)})
-		chart = liveDepthChart(v.liveRows)
+		chart = liveDepthChart(v.liveRows, v.meta)
 	}
 	v.mu.Unlock()
 	if chart != nil {
@@ -397,13 +425,14 @@ func eventLine(e study.Event) string {
 }
 
 // liveDepthChart is the tg-by-depth chart from the rows seen so far in this run.
-func liveDepthChart(rows map[string][]plots.DepthPoint) plots.Chart {
+func liveDepthChart(rows map[string][]plots.DepthPoint, meta plots.Meta) plots.Chart {
 	keys := make([]string, 0, len(rows))
 	for k := range rows {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	c := &plots.DepthChart{Metric: "tg", Meta: plots.Meta{Model: "live, this run"}}
+	meta.Model = "live, this run"
+	c := &plots.DepthChart{Metric: "tg", Meta: meta}
 	for _, k := range keys {
 		pts := append([]plots.DepthPoint(nil), rows[k]...)
 		sort.Slice(pts, func(i, j int) bool { return pts[i].Depth < pts[j].Depth })

@@ -159,3 +159,20 @@ func TestStudiesDemoFailureStillListsStudies(t *testing.T) {
 	ui(v.Start)
 	waitUpdated(t, v, func() bool { return v.report != nil && v.selected == 7 })
 }
+
+func TestStudiesRunOnLoadRunsTheDemo(t *testing.T) {
+	a := test.NewTempApp(t)
+	svc := &fakeStudies{}
+	v := newStudiesView(a, a.NewWindow("t"), svc)
+	defer v.close()
+	ui(func() {
+		v.RunOnLoad(-1)
+		v.Start()
+	})
+	waitUpdated(t, v, func() bool { return strings.HasPrefix(v.ProgressMsg.Text, "finished: 2/2 legs") })
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if svc.ran != 1 {
+		t.Fatalf("ran %d times", svc.ran)
+	}
+}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -9,6 +10,7 @@ import (
 
 	"sparkbench/app"
 	"sparkbench/assets"
+	"sparkbench/plots"
 )
 
 // Deps are the core functions the window calls; cmd wires the real ones, tests fakes.
@@ -50,6 +52,8 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		wb.nav.SelectIndex(0)
 		wb.Studies.Reload(id)
 	})
+	wb.Models.OnChanged = wb.Wizard.RefreshModels
+	wb.Bench.onReport = func(r app.DoctorReport) { wb.Studies.SetMeta(chartMeta(r)) }
 	wb.nav = container.NewAppTabs(
 		container.NewTabItem("Studies", wb.Studies.Object),
 		container.NewTabItem("New study", wb.Wizard.Object),
@@ -74,4 +78,30 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 
 func heading(text string) *widget.Label {
 	return widget.NewLabelWithStyle(text, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+}
+
+// Sections are the names ShowSection takes (the CLI's --section).
+var Sections = []string{"studies", "new", "bench", "models"}
+
+// ShowSection brings a section to the front: studies, new, bench or models.
+func (wb *Workbench) ShowSection(name string) bool {
+	for i, s := range Sections {
+		if s == name {
+			wb.nav.SelectIndex(i)
+			return true
+		}
+	}
+	return false
+}
+
+// chartMeta names the build and the machine in chart titles.
+func chartMeta(r app.DoctorReport) plots.Meta {
+	var m plots.Meta
+	if r.Llama != nil {
+		m.Build = "llama.cpp " + strings.TrimPrefix(r.Llama.VersionLine, "version: ")
+	}
+	if r.Machine != "" {
+		m.Machine = r.Machine
+	}
+	return m
 }

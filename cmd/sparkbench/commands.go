@@ -17,7 +17,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"gui", "gui [--llama-dir D] [--notebook P]", "open the window (the default with no command)", cmdGUI},
+		{"gui", "gui [--llama-dir D] [--notebook P] [--section S] [--run-demo] [--run ID]", "open the window (the default with no command)", cmdGUI},
 		{"version", "version", "print sparkbench's version", cmdVersion},
 		{"doctor", "doctor [--llama-dir D] [--models DIR]... [--notebook P]", "check llama.cpp, models, notebook and display; print each fix", cmdDoctor},
 		{"model", "model inspect FILE [--json] | model verify FILE [--expect SHA256]", "GGUF metadata and tensor table; streamed SHA-256 (cached in the notebook) against the published hash", cmdModel},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	fyneapp "fyne.io/fyne/v2/app"
 
@@ -17,8 +19,15 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("gui", stderr)
 	llamaDir := fs.String("llama-dir", "", "folder holding llama-bench and llama-server")
 	notebook := fs.String("notebook", "", "notebook file")
+	section := fs.String("section", "studies", "section to open: "+strings.Join(ui.Sections, ", "))
+	runDemo := fs.Bool("run-demo", false, "run the demo study as soon as the window opens")
+	runID := fs.Int64("run", 0, "run (or resume) this study as soon as the window opens")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
+	}
+	if !slices.Contains(ui.Sections, *section) {
+		fprintf(stderr, "sparkbench: --section %q: want one of %s\n", *section, strings.Join(ui.Sections, ", "))
+		return 2
 	}
 	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
 		fprintf(stderr, "sparkbench: no display ($DISPLAY and $WAYLAND_DISPLAY are unset); run it on a desktop, or under Xvfb: xvfb-run -a sparkbench (every feature is also a sub-command: sparkbench help)\n")
@@ -52,6 +61,13 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		Studies:   studies,
 		Registrar: registrar,
 	})
+	wb.ShowSection(*section)
+	switch {
+	case *runID > 0:
+		wb.Studies.RunOnLoad(*runID)
+	case *runDemo:
+		wb.Studies.RunOnLoad(-1)
+	}
 	wb.Window.ShowAndRun()
 	return 0
 }
