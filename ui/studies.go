@@ -39,6 +39,10 @@ type StudyService interface {
 	Run(ctx context.Context, id int64, onEvent func(study.Event)) (study.RunSummary, error)
 	// EnsureDemo registers the embedded demo study once and returns its id.
 	EnsureDemo(ctx context.Context) (int64, error)
+	// HumanVerdict records a PASS / FAIL / NOTE with its rationale for a prediction.
+	HumanVerdict(ctx context.Context, id int64, h study.HumanVerdict) error
+	// AddFinding numbers (F1, F2, …) and records a finding linked to legs and predictions.
+	AddFinding(ctx context.Context, id int64, f study.FindingRequest) (string, error)
 }
 
 // StudiesView lists the notebook's studies and shows one: its predictions and verdicts, its
@@ -47,19 +51,21 @@ type StudyService interface {
 type StudiesView struct {
 	Object fyne.CanvasObject
 
-	List        *widget.List
-	Title       *widget.Label
-	Status      *widget.Label
-	RunButton   *widget.Button
-	AbortButton *widget.Button
-	Progress    *widget.ProgressBar
-	ProgressMsg *widget.Label
-	Scoreboard  *widget.Table
-	Results     *widget.Table
-	Legs        *widget.Table
-	Console     *widget.List
-	Chart       *ChartView
-	Tabs        *container.AppTabs
+	List          *widget.List
+	Title         *widget.Label
+	Status        *widget.Label
+	RunButton     *widget.Button
+	AbortButton   *widget.Button
+	HumanButton   *widget.Button
+	FindingButton *widget.Button
+	Progress      *widget.ProgressBar
+	ProgressMsg   *widget.Label
+	Scoreboard    *widget.Table
+	Results       *widget.Table
+	Legs          *widget.Table
+	Console       *widget.List
+	Chart         *ChartView
+	Tabs          *container.AppTabs
 
 	app fyne.App
 	win fyne.Window
@@ -111,6 +117,8 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.List.OnSelected = func(i widget.ListItemID) { v.Select(v.studies[i].ID) }
 
 	v.RunButton = widget.NewButton("Run", v.RunSelected)
+	v.HumanButton = widget.NewButton("Human verdict…", v.humanDialog)
+	v.FindingButton = widget.NewButton("Add finding…", v.findingDialog)
 	v.AbortButton = widget.NewButton("Abort", v.confirmAbort)
 	v.RunButton.Disable()
 	v.AbortButton.Disable()
@@ -152,7 +160,7 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.Progress.Hide()
 	head := container.NewVBox(
 		v.Title,
-		container.NewHBox(v.RunButton, v.AbortButton),
+		container.NewHBox(v.RunButton, v.AbortButton, v.HumanButton, v.FindingButton),
 		v.Status, v.Progress, v.ProgressMsg,
 	)
 	detail := container.NewBorder(head, nil, nil, nil, v.Tabs)
@@ -621,4 +629,94 @@ func (v *StudiesView) ConsoleLines() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return append([]string(nil), v.console...)
+}
+
+// RecordHuman records a human verdict for the shown study and reloads it.
+func (v *StudiesView) RecordHuman(h study.HumanVerdict, done func(error)) {
+	id := v.selected
+	go func() {
+		err := v.svc.HumanVerdict(context.Background(), id, h)
+		onUI(func() {
+			done(err)
+			if err == nil {
+				v.Select(id)
+			}
+		})
+	}()
+}
+
+// RecordFinding adds a finding to the shown study and reloads it.
+func (v *StudiesView) RecordFinding(f study.FindingRequest, done func(string, error)) {
+	id := v.selected
+	go func() {
+		label, err := v.svc.AddFinding(context.Background(), id, f)
+		onUI(func() {
+			done(label, err)
+			if err == nil {
+				v.Select(id)
+			}
+		})
+	}()
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (v *StudiesView) humanDialog() {
+	if v.report == nil || len(v.report.Scoreboard) == 0 {
+		dialog.ShowInformation("Human verdict", "This study has no prediction to judge.", v.win)
+		return
+	}
+	var ids []string
+	for _, s := range v.report.Scoreboard {
+		ids = append(ids, s.Prediction)
+	}
+	pred := widget.NewSelect(ids, nil)
+	pred.SetSelected(ids[0])
+	outcome := widget.NewRadioGroup([]string{"PASS", "FAIL", "NOTE"}, nil)
+	outcome.SetSelected("PASS")
+	why := widget.NewMultiLineEntry()
+	why.SetPlaceHolder("the rationale: what the evidence shows and why this verdict")
+	dialog.ShowForm("Human verdict", "Record", "Cancel", []*widget.FormItem{
+		widget.NewFormItem("Prediction", pred), widget.NewFormItem("Verdict", outcome), widget.NewFormItem("Rationale", why),
+	}, func(ok bool) {
+		if !ok {
+			return
+		}
+		v.RecordHuman(study.HumanVerdict{Prediction: pred.Selected, Outcome: outcome.Selected, Rationale: why.Text}, func(err error) {
+			if err != nil {
+				dialog.ShowError(err, v.win)
+			}
+		})
+	}, v.win)
+}
+
+func (v *StudiesView) findingDialog() {
+	text := widget.NewMultiLineEntry()
+	text.SetPlaceHolder("what was found")
+	legs := widget.NewEntry()
+	legs.SetPlaceHolder("legs it rests on, e.g. tiny/d128, moe/d0")
+	preds := widget.NewEntry()
+	preds.SetPlaceHolder("predictions it bears on, e.g. P1, P3")
+	dialog.ShowForm("Add a finding", "Record", "Cancel", []*widget.FormItem{
+		widget.NewFormItem("Finding", text), widget.NewFormItem("Legs", legs), widget.NewFormItem("Predictions", preds),
+	}, func(ok bool) {
+		if !ok {
+			return
+		}
+		v.RecordFinding(study.FindingRequest{Text: text.Text, Legs: splitList(legs.Text), Predictions: splitList(preds.Text)}, func(label string, err error) {
+			if err != nil {
+				dialog.ShowError(err, v.win)
+				return
+			}
+			dialog.ShowInformation("Finding recorded", label+" is in the notebook's journal.", v.win)
+		})
+	}, v.win)
 }

@@ -61,6 +61,12 @@ func (f *fakeStudies) Run(ctx context.Context, id int64, on func(study.Event)) (
 
 func (f *fakeStudies) EnsureDemo(context.Context) (int64, error) { return 7, f.demoErr }
 
+func (f *fakeStudies) HumanVerdict(context.Context, int64, study.HumanVerdict) error { return nil }
+
+func (f *fakeStudies) AddFinding(context.Context, int64, study.FindingRequest) (string, error) {
+	return "F1", nil
+}
+
 // ui runs f under the UI lock, as a UI callback would: tests read widget state only so.
 func ui(f func()) {
 	uiMu.Lock()

@@ -24,6 +24,8 @@ type Deps struct {
 	Studies StudyService
 	// Registrar freezes plans built in the New study section (nil: registering is unavailable).
 	Registrar Registrar
+	// Notebook is the journal, its chain check and imports (nil: the notebook is not open).
+	Notebook NotebookService
 }
 
 // prefLlamaDir is the preference key of the llama.cpp folder the user chose.
@@ -31,13 +33,14 @@ const prefLlamaDir = "llama.dir"
 
 // Workbench is the main window and its sections.
 type Workbench struct {
-	App     fyne.App
-	Window  fyne.Window
-	Bench   *BenchView
-	Models  *ModelsView
-	Studies *StudiesView
-	Wizard  *WizardView
-	nav     *container.AppTabs
+	App      fyne.App
+	Window   fyne.Window
+	Bench    *BenchView
+	Models   *ModelsView
+	Studies  *StudiesView
+	Wizard   *WizardView
+	Notebook *NotebookView
+	nav      *container.AppTabs
 }
 
 // NewWorkbench builds the main window and starts the first doctor check in the background.
@@ -52,6 +55,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		wb.nav.SelectIndex(0)
 		wb.Studies.Reload(id)
 	})
+	wb.Notebook = newNotebookView(w, deps.Notebook)
 	wb.Models.OnChanged = wb.Wizard.RefreshModels
 	wb.Bench.onReport = func(r app.DoctorReport) { wb.Studies.SetMeta(chartMeta(r)) }
 	wb.nav = container.NewAppTabs(
@@ -59,10 +63,14 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		container.NewTabItem("New study", wb.Wizard.Object),
 		container.NewTabItem("Bench", wb.Bench.Object),
 		container.NewTabItem("Models", wb.Models.Object),
+		container.NewTabItem("Notebook", wb.Notebook.Object),
 	)
 	wb.nav.OnSelected = func(t *container.TabItem) {
-		if t.Text == "New study" {
+		switch t.Text {
+		case "New study":
 			wb.Wizard.RefreshModels()
+		case "Notebook":
+			wb.Notebook.Reload()
 		}
 	}
 	wb.nav.SetTabLocation(container.TabLocationLeading)
@@ -81,7 +89,7 @@ func heading(text string) *widget.Label {
 }
 
 // Sections are the names ShowSection takes (the CLI's --section).
-var Sections = []string{"studies", "new", "bench", "models"}
+var Sections = []string{"studies", "new", "bench", "models", "notebook"}
 
 // ShowSection brings a section to the front: studies, new, bench or models.
 func (wb *Workbench) ShowSection(name string) bool {

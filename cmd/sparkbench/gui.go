@@ -37,6 +37,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	var lib app.ModelLibrary
 	var studies ui.StudyService
 	var registrar ui.Registrar
+	var notebookSvc ui.NotebookService
 	if nbErr == nil {
 		nb, err := store.Open(nbPath)
 		if err != nil {
@@ -46,6 +47,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 			lib = notebookLibrary{nb}
 			svc := studyService{nb: nb, llamaDir: *llamaDir}
 			studies, registrar = svc, svc
+			notebookSvc = notebookService{nb}
 		}
 	}
 	a := fyneapp.NewWithID(app.AppID)
@@ -60,6 +62,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		Library:   lib,
 		Studies:   studies,
 		Registrar: registrar,
+		Notebook:  notebookSvc,
 	})
 	wb.ShowSection(*section)
 	switch {

@@ -53,6 +53,7 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 			Library:   notebookLibrary{nb},
 			Studies:   svc,
 			Registrar: svc,
+			Notebook:  notebookService{nb},
 		})
 	})
 	defer ui.Locked(func() { wb.Window.Close() })
@@ -115,6 +116,42 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 			t.Errorf("console: %v", lines)
 		}
 	})
+
+	// A human verdict and a finding, through the same calls the dialogs make.
+	humanDone := make(chan error, 1)
+	ui.Locked(func() {
+		st.RecordHuman(study.HumanVerdict{Prediction: "P1", Outcome: "PASS", Rationale: "the tiny model is far above the line"}, func(err error) { humanDone <- err })
+	})
+	if err := <-humanDone; err != nil {
+		t.Fatal(err)
+	}
+	findingDone := make(chan string, 1)
+	ui.Locked(func() {
+		st.RecordFinding(study.FindingRequest{Text: "tg falls with depth on both models", Legs: []string{"tiny-llama-f32/d128"}, Predictions: []string{"P1"}},
+			func(label string, err error) {
+				if err != nil {
+					t.Errorf("finding: %v", err)
+				}
+				findingDone <- label
+			})
+	})
+	if label := <-findingDone; label != "F1" {
+		t.Fatalf("finding label %q", label)
+	}
+	waitFor(t, "the human verdict in the scoreboard", func() bool {
+		r := st.Report()
+		return r != nil && r.Scoreboard[0].Human != nil && r.Scoreboard[0].Human.Outcome == "PASS" && len(r.Findings) == 1
+	})
+
+	// The notebook section: the timeline lists the new entries and the chain verifies.
+	ui.Locked(func() {
+		wb.Notebook.Reload()
+		wb.Notebook.Verify()
+	})
+	waitFor(t, "the chain check", func() bool { return strings.HasPrefix(wb.Notebook.Chain.Text, "chain intact") })
+	waitFor(t, "the journal timeline", func() bool { return wb.Notebook.List.Length() > 5 })
+	ui.Locked(func() { wb.Notebook.Filter.SetText("F1") })
+	waitFor(t, "the filtered timeline", func() bool { return wb.Notebook.List.Length() >= 1 })
 }
 
 func buildPredictionForTest() (study.Prediction, error) {

@@ -104,3 +104,14 @@ func (s studyService) Register(ctx context.Context, p *study.Plan) (study.Regist
 }
 
 var planSlug = regexp.MustCompile(`[^a-z0-9]+`)
+
+func (s studyService) HumanVerdict(ctx context.Context, id int64, h study.HumanVerdict) error {
+	if h.Author == "" {
+		h.Author = currentUser()
+	}
+	return study.RecordHumanVerdict(ctx, store.StudyRecorder{N: s.nb}, id, h)
+}
+
+func (s studyService) AddFinding(ctx context.Context, id int64, f study.FindingRequest) (string, error) {
+	return study.AddFinding(ctx, store.StudyRecorder{N: s.nb}, id, f)
+}

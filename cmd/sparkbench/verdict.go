@@ -43,9 +43,7 @@ func cmdVerdict(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if h.Author == "" {
-		if u, err := user.Current(); err == nil {
-			h.Author = u.Username
-		}
+		h.Author = currentUser()
 	}
 	nb, code := openStudyNotebook("verdict", *nbFlag, stderr)
 	if nb == nil {
@@ -65,4 +63,12 @@ func cmdVerdict(args []string, stdout, stderr io.Writer) int {
 	}
 	fprintf(stdout, "study %d %s: human verdict %s recorded (%s)\n", id, h.Prediction, h.Outcome, h.Rationale)
 	return 0
+}
+
+// currentUser is the login name recorded as a human verdict's author ("" when unknown).
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
 }

@@ -1,0 +1,200 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+)
+
+// JournalRow is one notebook journal entry as the timeline shows it.
+type JournalRow struct {
+	Seq     int64
+	At      time.Time
+	Kind    string
+	StudyID int64
+	Summary string // the payload, shortened
+}
+
+// ChainStatus is the result of walking the journal's hash chain.
+type ChainStatus struct {
+	OK      bool
+	Entries int
+	Head    string
+	Broken  string // the first broken entry and why
+}
+
+// NotebookService is the notebook as the Notebook section sees it.
+type NotebookService interface {
+	Journal(ctx context.Context) ([]JournalRow, error)
+	Verify(ctx context.Context) (ChainStatus, error)
+	// Import reads llama-bench output files (jsonl, json, csv, md) into imported legs and
+	// says what it imported, one line per file.
+	Import(ctx context.Context, paths []string) ([]string, error)
+}
+
+// NotebookView is the journal timeline with filters, the chain's verification status and the
+// import of llama-bench output files.
+type NotebookView struct {
+	Object   fyne.CanvasObject
+	List     *widget.List
+	Filter   *widget.Entry
+	Kind     *widget.Select
+	Chain    *widget.Label
+	VerifyBt *widget.Button
+	ImportBt *widget.Button
+
+	win  fyne.Window
+	svc  NotebookService
+	all  []JournalRow
+	rows []JournalRow
+	// Updated receives after each background job has been shown (tests wait on it).
+	Updated chan struct{}
+}
+
+func newNotebookView(win fyne.Window, svc NotebookService) *NotebookView {
+	v := &NotebookView{win: win, svc: svc, Updated: make(chan struct{}, 16), Chain: widget.NewLabel("not verified yet")}
+	v.Chain.Wrapping = fyne.TextWrapWord
+	v.Filter = widget.NewEntry()
+	v.Filter.SetPlaceHolder("filter: text in the entry, e.g. P1, tiny/d128, verdict")
+	v.Filter.OnChanged = func(string) { v.apply() }
+	v.Kind = widget.NewSelect([]string{"all kinds"}, func(string) { v.apply() })
+	v.Kind.SetSelected("all kinds")
+	v.List = widget.NewList(func() int { return len(v.rows) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			r := v.rows[i]
+			study := "—"
+			if r.StudyID != 0 {
+				study = fmt.Sprintf("study %d", r.StudyID)
+			}
+			o.(*widget.Label).SetText(fmt.Sprintf("#%d  %s  %-20s %-9s %s", r.Seq, r.At.Local().Format("2006-01-02 15:04:05"), r.Kind, study, r.Summary))
+		})
+	v.VerifyBt = widget.NewButton("Verify the chain", v.Verify)
+	v.ImportBt = widget.NewButton("Import llama-bench output…", v.importDialog)
+	if svc == nil {
+		v.VerifyBt.Disable()
+		v.ImportBt.Disable()
+		v.Chain.SetText("the notebook is not open (see the Bench section)")
+	}
+	top := container.NewVBox(
+		container.NewHBox(heading("Notebook"), v.VerifyBt, v.ImportBt, widget.NewButton("Refresh", v.Reload)),
+		v.Chain,
+		container.NewBorder(nil, nil, nil, v.Kind, v.Filter),
+	)
+	v.Object = container.NewBorder(top, nil, nil, nil, v.List)
+	return v
+}
+
+// Reload reads the journal (newest first).
+func (v *NotebookView) Reload() {
+	if v.svc == nil {
+		return
+	}
+	go func() {
+		rows, err := v.svc.Journal(context.Background())
+		onUI(func() {
+			if err != nil {
+				v.Chain.SetText("could not read the journal: " + err.Error())
+			} else {
+				v.all = rows
+				kinds := []string{"all kinds"}
+				seen := map[string]bool{}
+				for _, r := range rows {
+					if !seen[r.Kind] {
+						seen[r.Kind] = true
+						kinds = append(kinds, r.Kind)
+					}
+				}
+				v.Kind.Options = kinds
+				v.apply()
+			}
+			v.signal()
+		})
+	}()
+}
+
+func (v *NotebookView) apply() {
+	if v.List == nil {
+		return // still being built
+	}
+	text := strings.ToLower(strings.TrimSpace(v.Filter.Text))
+	kind := v.Kind.Selected
+	v.rows = v.rows[:0]
+	for _, r := range v.all {
+		if kind != "" && kind != "all kinds" && r.Kind != kind {
+			continue
+		}
+		if text != "" && !strings.Contains(strings.ToLower(fmt.Sprintf("%d %s study %d %s", r.Seq, r.Kind, r.StudyID, r.Summary)), text) {
+			continue
+		}
+		v.rows = append(v.rows, r)
+	}
+	v.List.Refresh()
+}
+
+// Verify walks the hash chain in the background and shows the result.
+func (v *NotebookView) Verify() {
+	v.Chain.SetText("verifying…")
+	go func() {
+		st, err := v.svc.Verify(context.Background())
+		onUI(func() {
+			switch {
+			case err != nil:
+				v.Chain.SetText("could not verify: " + err.Error())
+			case st.OK:
+				v.Chain.SetText(fmt.Sprintf("chain intact: %d entries, head %s (write it down: a truncated journal would end on another head)", st.Entries, st.Head))
+			default:
+				v.Chain.SetText("CHAIN BROKEN at " + st.Broken)
+			}
+			v.signal()
+		})
+	}()
+}
+
+// Import imports files and shows what happened.
+func (v *NotebookView) Import(paths []string) {
+	go func() {
+		lines, err := v.svc.Import(context.Background(), paths)
+		onUI(func() {
+			if err != nil {
+				dialog.ShowError(err, v.win)
+			} else {
+				dialog.ShowInformation("Imported", strings.Join(lines, "\n"), v.win)
+			}
+			v.signal()
+			v.Reload()
+		})
+	}()
+}
+
+func (v *NotebookView) importDialog() {
+	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+		if err != nil {
+			dialog.ShowError(err, v.win)
+			return
+		}
+		if r == nil {
+			return
+		}
+		path := r.URI().Path()
+		r.Close()
+		v.Import([]string{path})
+	}, v.win)
+}
+
+func (v *NotebookView) signal() {
+	select {
+	case v.Updated <- struct{}{}:
+	default:
+	}
+}
