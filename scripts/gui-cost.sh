@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-60}
 work=$(mktemp -d)
-trap 'kill ${app_pid:-0} ${xvfb_pid:-0} 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${app_pid:-0} ${xvfb_pid:-0} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 export SPARKBENCH_NOTEBOOK="$work/notebook.db" XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"
 make -s build models >/dev/null
 bin=./bin/sparkbench

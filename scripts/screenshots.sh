@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-screenshots}
 mkdir -p "$OUT"
 work=$(mktemp -d)
-trap 'kill ${app_pid:-0} ${xvfb_pid:-0} 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${app_pid:-0} ${xvfb_pid:-0} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 export SPARKBENCH_NOTEBOOK="$work/notebook.db" XDG_DATA_HOME="$work/data" XDG_CONFIG_HOME="$work/config"
 make -s build models >/dev/null
 bin=./bin/sparkbench
