@@ -6,6 +6,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app"
@@ -28,8 +29,12 @@ type Deps struct {
 	Notebook NotebookService
 }
 
-// prefLlamaDir is the preference key of the llama.cpp folder the user chose.
-const prefLlamaDir = "llama.dir"
+// Preference keys: the llama.cpp folder the user chose, the window's size.
+const (
+	prefLlamaDir = "llama.dir"
+	prefWidth    = "window.width"
+	prefHeight   = "window.height"
+)
 
 // Workbench is the main window and its sections.
 type Workbench struct {
@@ -75,8 +80,16 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	}
 	wb.nav.SetTabLocation(container.TabLocationLeading)
 	w.SetContent(wb.nav)
-	w.Resize(fyne.NewSize(1280, 800))
-	w.SetOnClosed(wb.Studies.close)
+	w.Resize(fyne.NewSize(float32(a.Preferences().FloatWithFallback(prefWidth, 1280)), float32(a.Preferences().FloatWithFallback(prefHeight, 800))))
+	wb.addShortcuts()
+	w.SetOnClosed(func() {
+		sz := w.Canvas().Size()
+		if sz.Width >= 400 && sz.Height >= 300 {
+			a.Preferences().SetFloat(prefWidth, float64(sz.Width))
+			a.Preferences().SetFloat(prefHeight, float64(sz.Height))
+		}
+		wb.Studies.close()
+	})
 	// Background work starts last, once every widget exists (Fyne's test driver runs fyne.Do
 	// inline, so a job started earlier could update widgets still being built).
 	wb.Studies.Start()
@@ -112,4 +125,26 @@ func chartMeta(r app.DoctorReport) plots.Meta {
 		m.Machine = r.Machine
 	}
 	return m
+}
+
+// addShortcuts: Ctrl+N new study, Ctrl+R run the shown study, Ctrl+F find in the notebook,
+// Ctrl+M models, Ctrl+B bench.
+func (wb *Workbench) addShortcuts() {
+	c := wb.Window.Canvas()
+	add := func(key fyne.KeyName, f func()) {
+		c.AddShortcut(&desktop.CustomShortcut{KeyName: key, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) { f() })
+	}
+	add(fyne.KeyN, func() { wb.ShowSection("new") })
+	add(fyne.KeyR, func() {
+		wb.ShowSection("studies")
+		if !wb.Studies.RunButton.Disabled() {
+			wb.Studies.RunSelected()
+		}
+	})
+	add(fyne.KeyF, func() {
+		wb.ShowSection("notebook")
+		c.Focus(wb.Notebook.Filter)
+	})
+	add(fyne.KeyM, func() { wb.ShowSection("models") })
+	add(fyne.KeyB, func() { wb.ShowSection("bench") })
 }

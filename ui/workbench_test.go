@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 
 	"sparkbench/app"
@@ -104,4 +106,31 @@ func TestBenchViewMissingLlama(t *testing.T) {
 	if got := wb.Bench.Problems.Text; !strings.Contains(got, "fix: make llama") {
 		t.Errorf("problems = %q", got)
 	}
+}
+
+func TestShortcutsAndSections(t *testing.T) {
+	a := test.NewTempApp(t)
+	var wb *Workbench
+	Locked(func() {
+		wb = NewWorkbench(a, Deps{Doctor: func(context.Context, string) app.DoctorReport { return app.DoctorReport{} }})
+	})
+	waitChecked(t, wb.Bench)
+	Locked(func() {
+		for i, name := range Sections {
+			if !wb.ShowSection(name) || wb.nav.SelectedIndex() != i {
+				t.Errorf("section %s: index %d", name, wb.nav.SelectedIndex())
+			}
+		}
+		if wb.ShowSection("nope") {
+			t.Error("an unknown section must be refused")
+		}
+		wb.Window.Canvas().(interface{ TypedShortcut(fyne.Shortcut) }).TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault})
+		if wb.nav.Selected().Text != "New study" {
+			t.Errorf("Ctrl+N opened %q", wb.nav.Selected().Text)
+		}
+		wb.Window.Canvas().(interface{ TypedShortcut(fyne.Shortcut) }).TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyF, Modifier: fyne.KeyModifierShortcutDefault})
+		if wb.nav.Selected().Text != "Notebook" {
+			t.Errorf("Ctrl+F opened %q", wb.nav.Selected().Text)
+		}
+	})
 }
