@@ -11,7 +11,7 @@ import (
 
 func TestChartViewShowsLatestFrame(t *testing.T) {
 	test.NewTempApp(t)
-	c := NewChartView(640, 400)
+	c := build(func() *ChartView { return NewChartView(640, 400) })
 	defer c.Close()
 	mk := func(tg float64) plots.Chart {
 		return &plots.DepthChart{Metric: "tg32", RefLine: 5000, Series: []plots.DepthSeries{{Label: "tiny",

@@ -87,7 +87,7 @@ func TestModelsAddHashVerify(t *testing.T) {
 	a := test.NewTempApp(t)
 	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{}}
 	w := a.NewWindow("t")
-	v := newModelsView(w, a.Preferences(), lib)
+	v := build(func() *ModelsView { return newModelsView(w, a.Preferences(), lib) })
 	v.Add([]string{modelsDir()})
 	waitDone(t, v) // inspected
 	waitDone(t, v) // statuses loaded
@@ -103,7 +103,7 @@ func TestModelsAddHashVerify(t *testing.T) {
 		t.Error("Hash must wait for a selection")
 	}
 	v.Select(i)
-	test.Tap(v.HashButton)
+	Locked(func() { test.Tap(v.HashButton) })
 	waitDone(t, v)
 	if got := v.statusText(v.rows[i]); got != "PENDING — abababababab…, no expected SHA-256" {
 		t.Errorf("after hashing: %q", got)
@@ -134,7 +134,7 @@ func TestModelsAddHashVerify(t *testing.T) {
 func TestModelsHashCancel(t *testing.T) {
 	a := test.NewTempApp(t)
 	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{}, block: true}
-	v := newModelsView(a.NewWindow("t"), a.Preferences(), lib)
+	v := build(func() *ModelsView { return newModelsView(a.NewWindow("t"), a.Preferences(), lib) })
 	v.Add([]string{filepath.Join(modelsDir(), "tiny-llama-f32.gguf"), filepath.Join(modelsDir(), "absent.gguf")})
 	waitDone(t, v)
 	waitDone(t, v)
@@ -142,7 +142,7 @@ func TestModelsHashCancel(t *testing.T) {
 		t.Fatalf("rows: %+v", v.rows)
 	}
 	v.Select(rowOf(v, "tiny-llama-f32.gguf"))
-	test.Tap(v.HashButton)
+	Locked(func() { test.Tap(v.HashButton) })
 	deadline := time.Now().Add(5 * time.Second)
 	for v.CancelHash.Disabled() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -150,7 +150,7 @@ func TestModelsHashCancel(t *testing.T) {
 	if !v.HashButton.Disabled() || v.statusText(v.rows[v.selected]) != "hashing…" {
 		t.Fatal("while hashing: Hash must be disabled and the row say so")
 	}
-	test.Tap(v.CancelHash)
+	Locked(func() { test.Tap(v.CancelHash) })
 	waitDone(t, v)
 	if !strings.Contains(v.ProgressMsg.Text, "hashing cancelled") || lib.hashed != 0 {
 		t.Errorf("after cancel: %q", v.ProgressMsg.Text)

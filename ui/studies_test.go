@@ -95,7 +95,7 @@ func waitUpdated(t *testing.T, v *StudiesView, cond func() bool) {
 func TestStudiesOpensOnTheDemoAndRunsIt(t *testing.T) {
 	a := test.NewTempApp(t)
 	svc := &fakeStudies{}
-	v := newStudiesView(a, a.NewWindow("t"), svc)
+	v := build(func() *StudiesView { return newStudiesView(a, a.NewWindow("t"), svc) })
 	defer v.close()
 	ui(v.Start)
 	waitUpdated(t, v, func() bool { return v.report != nil })
@@ -141,7 +141,7 @@ func TestStudiesOpensOnTheDemoAndRunsIt(t *testing.T) {
 func TestStudiesAbort(t *testing.T) {
 	a := test.NewTempApp(t)
 	svc := &fakeStudies{block: true}
-	v := newStudiesView(a, a.NewWindow("t"), svc)
+	v := build(func() *StudiesView { return newStudiesView(a, a.NewWindow("t"), svc) })
 	defer v.close()
 	ui(v.Start)
 	waitUpdated(t, v, func() bool { return v.report != nil })
@@ -160,7 +160,9 @@ func TestStudiesAbort(t *testing.T) {
 
 func TestStudiesDemoFailureStillListsStudies(t *testing.T) {
 	a := test.NewTempApp(t)
-	v := newStudiesView(a, a.NewWindow("t"), &fakeStudies{demoErr: errors.New("disk full")})
+	v := build(func() *StudiesView {
+		return newStudiesView(a, a.NewWindow("t"), &fakeStudies{demoErr: errors.New("disk full")})
+	})
 	defer v.close()
 	ui(v.Start)
 	waitUpdated(t, v, func() bool { return v.report != nil && v.selected == 7 })
@@ -169,7 +171,7 @@ func TestStudiesDemoFailureStillListsStudies(t *testing.T) {
 func TestStudiesRunOnLoadRunsTheDemo(t *testing.T) {
 	a := test.NewTempApp(t)
 	svc := &fakeStudies{}
-	v := newStudiesView(a, a.NewWindow("t"), svc)
+	v := build(func() *StudiesView { return newStudiesView(a, a.NewWindow("t"), svc) })
 	defer v.close()
 	ui(func() {
 		v.RunOnLoad(-1)

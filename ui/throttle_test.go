@@ -57,3 +57,11 @@ func TestThrottleStop(t *testing.T) {
 		t.Fatalf("%d deliveries, want only the one before Stop", n)
 	}
 }
+
+// build runs a constructor under the UI lock: background jobs of earlier tests may still be
+// updating widgets (Fyne's caches are shared), and the lock keeps them one at a time.
+func build[T any](f func() T) T {
+	var v T
+	Locked(func() { v = f() })
+	return v
+}

@@ -49,7 +49,9 @@ func TestWizardBuildsValidatesAndRegisters(t *testing.T) {
 	reg := &fakeRegistrar{}
 	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{}}
 	var done int64
-	v := newWizardView(a.NewWindow("t"), reg, lib, func() []app.ModelEntry { return models }, func(id int64) { done = id })
+	v := build(func() *WizardView {
+		return newWizardView(a.NewWindow("t"), reg, lib, func() []app.ModelEntry { return models }, func(id int64) { done = id })
+	})
 
 	Locked(func() {
 		if len(v.Models.Options) != 2 {

@@ -43,11 +43,13 @@ func TestBenchViewShowsReport(t *testing.T) {
 	}
 	var calls atomic.Int32
 	var gotDir atomic.Value
-	wb := NewWorkbench(a, Deps{Doctor: func(_ context.Context, dir string) app.DoctorReport {
-		calls.Add(1)
-		gotDir.Store(dir)
-		return rep
-	}})
+	wb := build(func() *Workbench {
+		return NewWorkbench(a, Deps{Doctor: func(_ context.Context, dir string) app.DoctorReport {
+			calls.Add(1)
+			gotDir.Store(dir)
+			return rep
+		}})
+	})
 	waitChecked(t, wb.Bench)
 
 	if got := wb.Bench.Version.Text; got != rep.Llama.VersionLine {
@@ -84,7 +86,7 @@ func TestBenchViewShowsReport(t *testing.T) {
 
 	// The chosen folder is remembered and used by the next check.
 	a.Preferences().SetString(prefLlamaDir, "/my/build/bin")
-	test.Tap(wb.Bench.RecheckButton)
+	Locked(func() { test.Tap(wb.Bench.RecheckButton) })
 	waitChecked(t, wb.Bench)
 	if calls.Load() != 2 || gotDir.Load().(string) != "/my/build/bin" {
 		t.Fatalf("re-check: calls=%d dir=%v", calls.Load(), gotDir.Load())
@@ -93,9 +95,11 @@ func TestBenchViewShowsReport(t *testing.T) {
 
 func TestBenchViewMissingLlama(t *testing.T) {
 	a := test.NewTempApp(t)
-	wb := NewWorkbench(a, Deps{Doctor: func(context.Context, string) app.DoctorReport {
-		return app.DoctorReport{LlamaErr: "no llama.cpp binaries found", Problems: []app.Problem{{What: "llama.cpp: missing", Fix: "make llama"}}}
-	}})
+	wb := build(func() *Workbench {
+		return NewWorkbench(a, Deps{Doctor: func(context.Context, string) app.DoctorReport {
+			return app.DoctorReport{LlamaErr: "no llama.cpp binaries found", Problems: []app.Problem{{What: "llama.cpp: missing", Fix: "make llama"}}}
+		}})
+	})
 	waitChecked(t, wb.Bench)
 	if got := wb.Bench.Folder.Text; got != "not found: no llama.cpp binaries found" {
 		t.Errorf("folder = %q", got)
