@@ -51,7 +51,19 @@ func TestBenchViewShowsReport(t *testing.T) {
 		}})
 	})
 	waitChecked(t, wb.Bench)
+	Locked(func() { checkShown(t, wb, rep) })
 
+	// The chosen folder is remembered and used by the next check.
+	a.Preferences().SetString(prefLlamaDir, "/my/build/bin")
+	Locked(func() { test.Tap(wb.Bench.RecheckButton) })
+	waitChecked(t, wb.Bench)
+	if calls.Load() != 2 || gotDir.Load().(string) != "/my/build/bin" {
+		t.Fatalf("re-check: calls=%d dir=%v", calls.Load(), gotDir.Load())
+	}
+}
+
+func checkShown(t *testing.T, wb *Workbench, rep app.DoctorReport) {
+	t.Helper()
 	if got := wb.Bench.Version.Text; got != rep.Llama.VersionLine {
 		t.Errorf("version label = %q", got)
 	}
@@ -83,14 +95,6 @@ func TestBenchViewShowsReport(t *testing.T) {
 	if got := modelColumns[7].cell(wb.Models, rep.Models[2]); got != "UNREADABLE: invalid magic" {
 		t.Errorf("status cell = %q", got)
 	}
-
-	// The chosen folder is remembered and used by the next check.
-	a.Preferences().SetString(prefLlamaDir, "/my/build/bin")
-	Locked(func() { test.Tap(wb.Bench.RecheckButton) })
-	waitChecked(t, wb.Bench)
-	if calls.Load() != 2 || gotDir.Load().(string) != "/my/build/bin" {
-		t.Fatalf("re-check: calls=%d dir=%v", calls.Load(), gotDir.Load())
-	}
 }
 
 func TestBenchViewMissingLlama(t *testing.T) {
@@ -101,15 +105,17 @@ func TestBenchViewMissingLlama(t *testing.T) {
 		}})
 	})
 	waitChecked(t, wb.Bench)
-	if got := wb.Bench.Folder.Text; got != "not found: no llama.cpp binaries found" {
-		t.Errorf("folder = %q", got)
-	}
-	if wb.Bench.Version.Text != "—" {
-		t.Errorf("version = %q", wb.Bench.Version.Text)
-	}
-	if got := wb.Bench.Problems.Text; !strings.Contains(got, "fix: make llama") {
-		t.Errorf("problems = %q", got)
-	}
+	Locked(func() {
+		if got := wb.Bench.Folder.Text; got != "not found: no llama.cpp binaries found" {
+			t.Errorf("folder = %q", got)
+		}
+		if wb.Bench.Version.Text != "—" {
+			t.Errorf("version = %q", wb.Bench.Version.Text)
+		}
+		if got := wb.Bench.Problems.Text; !strings.Contains(got, "fix: make llama") {
+			t.Errorf("problems = %q", got)
+		}
+	})
 }
 
 func TestShortcutsAndSections(t *testing.T) {
