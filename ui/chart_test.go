@@ -4,13 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"fyne.io/fyne/v2/test"
-
 	"sparkbench/plots"
 )
 
 func TestChartViewShowsLatestFrame(t *testing.T) {
-	test.NewTempApp(t)
+	newTestApp(t)
 	c := build(func() *ChartView { return NewChartView(640, 400) })
 	defer c.Close()
 	mk := func(tg float64) plots.Chart {

@@ -84,7 +84,7 @@ func rowOf(v *ModelsView, name string) int {
 }
 
 func TestModelsAddHashVerify(t *testing.T) {
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{}}
 	w := a.NewWindow("t")
 	v := build(func() *ModelsView { return newModelsView(w, a.Preferences(), lib) })
@@ -132,7 +132,7 @@ func TestModelsAddHashVerify(t *testing.T) {
 }
 
 func TestModelsHashCancel(t *testing.T) {
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{}, block: true}
 	v := build(func() *ModelsView { return newModelsView(a.NewWindow("t"), a.Preferences(), lib) })
 	v.Add([]string{filepath.Join(modelsDir(), "tiny-llama-f32.gguf"), filepath.Join(modelsDir(), "absent.gguf")})

@@ -93,7 +93,7 @@ func waitUpdated(t *testing.T, v *StudiesView, cond func() bool) {
 }
 
 func TestStudiesOpensOnTheDemoAndRunsIt(t *testing.T) {
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	svc := &fakeStudies{}
 	v := build(func() *StudiesView { return newStudiesView(a, a.NewWindow("t"), svc) })
 	defer v.close()
@@ -139,7 +139,7 @@ func TestStudiesOpensOnTheDemoAndRunsIt(t *testing.T) {
 }
 
 func TestStudiesAbort(t *testing.T) {
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	svc := &fakeStudies{block: true}
 	v := build(func() *StudiesView { return newStudiesView(a, a.NewWindow("t"), svc) })
 	defer v.close()
@@ -159,7 +159,7 @@ func TestStudiesAbort(t *testing.T) {
 }
 
 func TestStudiesDemoFailureStillListsStudies(t *testing.T) {
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	v := build(func() *StudiesView {
 		return newStudiesView(a, a.NewWindow("t"), &fakeStudies{demoErr: errors.New("disk full")})
 	})
@@ -169,7 +169,7 @@ func TestStudiesDemoFailureStillListsStudies(t *testing.T) {
 }
 
 func TestStudiesRunOnLoadRunsTheDemo(t *testing.T) {
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	svc := &fakeStudies{}
 	v := build(func() *StudiesView { return newStudiesView(a, a.NewWindow("t"), svc) })
 	defer v.close()

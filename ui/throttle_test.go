@@ -2,9 +2,13 @@ package ui
 
 import (
 	"sync"
+
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
 )
 
 func TestThrottleCoalescesAndKeepsTheLatest(t *testing.T) {
@@ -64,4 +68,14 @@ func build[T any](f func() T) T {
 	var v T
 	Locked(func() { v = f() })
 	return v
+}
+
+// newTestApp is test.NewTempApp under the UI lock: creating (and, at cleanup, replacing) the
+// test app resets Fyne's shared font and theme caches, which an earlier test's background job
+// may still be using.
+func newTestApp(t *testing.T) fyne.App {
+	var a fyne.App
+	Locked(func() { a = test.NewApp() })
+	t.Cleanup(func() { Locked(func() { test.NewApp() }) })
+	return a
 }

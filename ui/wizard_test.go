@@ -42,7 +42,7 @@ func waitValidated(t *testing.T, v *WizardView, cond func() bool) {
 }
 
 func TestWizardBuildsValidatesAndRegisters(t *testing.T) {
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	tiny := filepath.Join(modelsDir(), "tiny-llama-f32.gguf")
 	moe := filepath.Join(modelsDir(), "tiny-moe-f32.gguf")
 	models := []app.ModelEntry{app.InspectModel(tiny), app.InspectModel(moe), {Path: "/x/broken.gguf", Err: "invalid magic"}}

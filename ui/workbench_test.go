@@ -25,7 +25,7 @@ func waitChecked(t *testing.T, v *BenchView) {
 }
 
 func TestBenchViewShowsReport(t *testing.T) {
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	rep := app.DoctorReport{
 		Llama: &llamacpp.Build{
 			Location:    llamacpp.Location{Dir: "/opt/llama/bin", Source: llamacpp.SourcePrefix},
@@ -98,7 +98,7 @@ func checkShown(t *testing.T, wb *Workbench, rep app.DoctorReport) {
 }
 
 func TestBenchViewMissingLlama(t *testing.T) {
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	wb := build(func() *Workbench {
 		return NewWorkbench(a, Deps{Doctor: func(context.Context, string) app.DoctorReport {
 			return app.DoctorReport{LlamaErr: "no llama.cpp binaries found", Problems: []app.Problem{{What: "llama.cpp: missing", Fix: "make llama"}}}
@@ -119,7 +119,7 @@ func TestBenchViewMissingLlama(t *testing.T) {
 }
 
 func TestShortcutsAndSections(t *testing.T) {
-	a := test.NewTempApp(t)
+	a := newTestApp(t)
 	var wb *Workbench
 	Locked(func() {
 		wb = NewWorkbench(a, Deps{Doctor: func(context.Context, string) app.DoctorReport { return app.DoctorReport{} }})

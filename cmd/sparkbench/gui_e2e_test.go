@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
@@ -44,7 +45,9 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nb.Close()
-	a := test.NewTempApp(t)
+	var a fyne.App
+	ui.Locked(func() { a = test.NewApp() })
+	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
 	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data")}
 	var wb *ui.Workbench
 	ui.Locked(func() {
