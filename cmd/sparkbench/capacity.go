@@ -32,6 +32,8 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) int {
 		return capacityValidate(args[1:], stdout, stderr)
 	case "assemble":
 		return capacityAssemble(args[1:], stdout, stderr)
+	case "run":
+		return capacityRun(args[1:], stdout, stderr)
 	}
 	fprintf(stderr, "sparkbench capacity: unknown verb %q; want validate or assemble\n", args[0])
 	return 2

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"sparkbench/app/capacity"
+	"sparkbench/app/study"
+	"sparkbench/runner/hashing"
+	"sparkbench/runner/llamacpp"
+)
+
+const capacityRunUsage = "capacity run PLAN [--llama-dir D] [--out DIR] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json]"
+
+// capacityRun is `sparkbench capacity run PLAN`: every server lifetime of the plan's schedule
+// (forward and reverse passes, llama-server restarted per candidate and slot count), the raw
+// files written into a run folder laid out for `capacity assemble`, then study.json. Progress
+// goes to stderr; the selected points (or, with --json, every event as a JSON line) to stdout.
+// Exit 0 when study.json was assembled, 1 when the run or the assembly failed (the raw files
+// stay), 2 for bad input.
+func capacityRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("capacity run", stderr)
+	llamaDir := fs.String("llama-dir", "", "folder holding llama-server (default: the plan's build.dir, then the usual search)")
+	out := fs.String("out", "", "run folder to create (default capacity-run-YYYYMMDD-HHMMSS here)")
+	startTimeout := fs.Duration("start-timeout", 0, "per server start, until /health answers 200 (default 5m)")
+	reqTimeout := fs.Duration("request-timeout", 0, "per request, send to final event (default 5m)")
+	grace := fs.Duration("grace", 0, "SIGTERM to SIGKILL when a server is stopped (default 5s)")
+	asJSON := fs.Bool("json", false, "print every run event as a JSON line on stdout")
+	qualityCases := fs.String("quality-cases", "", "the quality guard's case list (sparkbench.quality-cases/v1); required when the plan has a quality gate")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	bad := func(format string, a ...any) int {
+		fprintf(stderr, "sparkbench capacity run: "+format+"\n", a...)
+		return 2
+	}
+	if len(pos) != 1 {
+		return bad("want exactly one plan file: `sparkbench %s`", capacityRunUsage)
+	}
+	if *startTimeout < 0 || *reqTimeout < 0 || *grace < 0 {
+		return bad("timeouts must be positive")
+	}
+	planFile := pos[0]
+	plan, err := capacity.Load(planFile)
+	if err != nil {
+		return bad("%v", err)
+	}
+	dir := *llamaDir
+	if dir == "" && plan.Build.Dir != "" {
+		dir = study.ResolvePath(filepath.Dir(planFile), plan.Build.Dir)
+	}
+	loc, err := llamacpp.Locate(dir)
+	if err != nil {
+		return bad("%v", err)
+	}
+	if *out == "" {
+		*out = "capacity-run-" + time.Now().UTC().Format("20060102-150405")
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	build, err := llamacpp.Inspect(ctx, loc)
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity run: warning: %v (the build is not fingerprinted in run.json)\n", err)
+		build = nil
+	}
+	run := capacity.StartRun(context.Background(), capacity.RunSpec{PlanFile: planFile, Plan: plan, Server: loc.Server,
+		OutDir: *out, Build: build, StartTimeout: *startTimeout, RequestTimeout: *reqTimeout, Grace: *grace, QualityCases: *qualityCases,
+		Hash: func(path string) (string, error) { return hashing.File(ctx, path, nil) }})
+	go func() {
+		<-ctx.Done()
+		run.Stop()
+	}()
+	enc := json.NewEncoder(stdout)
+	for ev := range run.Events() {
+		if *asJSON {
+			_ = enc.Encode(ev)
+		}
+		capacityRunProgress(stderr, ev)
+	}
+	rep, err := run.Wait()
+	if err != nil {
+		if capacity.IsRefusal(err) {
+			return bad("%v", err)
+		}
+		fprintf(stderr, "sparkbench capacity run: %v\n", err)
+		if rep != nil {
+			fprintf(stderr, "sparkbench capacity run: the raw files are in %s (run.json says what happened)\n", rep.OutDir)
+		}
+		return 1
+	}
+	if !*asJSON {
+		capacityRunSummary(stdout, rep)
+	}
+	return 0
+}
+
+// capacityRunProgress prints one progress line per event worth a line.
+func capacityRunProgress(w io.Writer, ev capacity.RunEvent) {
+	p := ev.Progress
+	head := func() string {
+		eta := "ETA ?"
+		if p.ETA >= 0 && p.CellsDone > 0 {
+			eta = "ETA " + p.ETA.Round(time.Second).String()
+		}
+		return fmt.Sprintf("[configurations %d/%d, cells %d/%d, %s, %s]", p.LifetimesDone, p.LifetimesTotal,
+			p.CellsDone, p.CellsTotal, p.Elapsed.Round(100*time.Millisecond), eta)
+	}
+	switch ev.Type {
+	case capacity.RunStarted:
+		fprintf(w, "%s %d server lifetimes, %d cells\n", head(), p.LifetimesTotal, p.CellsTotal)
+	case capacity.ServerReady:
+		fprintf(w, "%s %s: llama-server ready on 127.0.0.1:%d in %s (pid %d)\n", head(), ev.Lifetime, ev.Server.Port,
+			ev.Server.ReadyIn.Round(time.Millisecond), ev.Server.Pid)
+	case capacity.ServerFailed:
+		fprintf(w, "%s %s: llama-server failed: %s; its cells are recorded as not sent\n", head(), ev.Lifetime, ev.Error)
+	case capacity.CellStarted:
+		fprintf(w, "%s %s C=%d\n", head(), ev.Lifetime, ev.Clients)
+	case capacity.CellDone:
+		c := ev.Cell
+		line := fmt.Sprintf("%s %s C=%d: %d/%d completed, %.1f tok/s", head(), ev.Lifetime, ev.Clients, c.Completed, c.Attempted, c.Rate)
+		if c.FirstErr != "" {
+			line += "; first failure: " + c.FirstErr
+		}
+		fprintf(w, "%s\n", line)
+	case capacity.GuardStarted:
+		fprintf(w, "%s quality guard %s\n", head(), ev.Lifetime)
+	case capacity.GuardDone:
+		fprintf(w, "%s quality guard %s: %d/%d cases passed\n", head(), ev.Lifetime, ev.Guard.Score, ev.Guard.Cases)
+	case capacity.LifetimeDone:
+		if s := ev.Server; s != nil && s.Unexpect {
+			fprintf(w, "%s %s: llama-server ended on its own: %s %s\n", head(), ev.Lifetime, s.Class, s.Reason)
+		}
+	case capacity.AssemblyFailed:
+		fprintf(w, "%s assembly failed: %s\n", head(), ev.Error)
+	case capacity.RunDone:
+		if ev.Error != "" {
+			fprintf(w, "%s run ended: %s\n", head(), ev.Error)
+		} else {
+			fprintf(w, "%s done\n", head())
+		}
+	}
+}
+
+// capacityRunSummary prints the selected points and how to reproduce study.json.
+func capacityRunSummary(w io.Writer, rep *capacity.RunReport) {
+	res := rep.Result
+	fprintf(w, "%s: %s study %q, sha256 %s (plan %s), %d server lifetimes in %s\n", filepath.Join(rep.OutDir, rep.Study),
+		res.Kind, res.Plan.Name, rep.StudySHA, res.PlanSHA256, len(rep.Lifetimes), rep.Duration.Round(time.Millisecond))
+	for _, c := range res.Candidates {
+		rejected := 0
+		for _, cell := range c.Cells {
+			if !cell.Passed {
+				rejected++
+			}
+		}
+		if s := c.Selected; s != nil {
+			gain := "gain n/a"
+			if s.Gain != nil {
+				gain = fmt.Sprintf("%+.1f%% vs P%d/C%d", *s.Gain*100, c.Base.Slots, c.Base.Clients)
+			}
+			fprintf(w, "  %-24s selected P%d/C%d  %.2f tok/s  %s  (%d of %d cells rejected)\n", c.ID, s.Slots, s.Clients, s.GenerationRate, gain, rejected, len(c.Cells))
+		} else {
+			fprintf(w, "  %-24s no point selected: %s (%d of %d cells rejected)\n", c.ID, c.SelectionNote, rejected, len(c.Cells))
+		}
+	}
+	for _, v := range res.Verdicts {
+		fprintf(w, "  %-8s %-12s %s\n", v.Prediction, v.Outcome, v.Detail)
+	}
+	fprintf(w, "reproduce: sparkbench capacity assemble %s\n", strings.Join(rep.AssembleArgs, " "))
+}

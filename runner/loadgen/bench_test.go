@@ -1,0 +1,216 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Headroom schedule: the fake answers every request with its first token after headroomTTFT
+// and one token every headroomITL after that, headroomTokens in all (the default n_predict).
+const (
+	headroomTTFT   = 20 * time.Millisecond
+	headroomITL    = 10 * time.Millisecond
+	headroomTokens = 64
+)
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() (user, sys time.Duration) {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
+
+// quantile is numpy's default (linear between closest ranks) of sorted xs.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	pos := q * float64(len(xs)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(xs)-1)
+	return xs[lo] + (xs[hi]-xs[lo])*(pos-float64(lo))
+}
+
+// headroom is what one client level measured against the fake.
+type headroom struct {
+	tokens  int
+	wall    time.Duration
+	cpu     time.Duration // user + system
+	ttftErr []float64     // µs: client first token - the fake's flush of it
+	itlErr  []float64     // µs: client ITL - the fake's ITL (both from first token to final event)
+	tokErr  []float64     // µs: every token's client arrival - the fake's flush of it
+	lag     []float64     // µs: the fake's first flush - its schedule (the source's own jitter)
+	failed  int
+}
+
+// runHeadroom runs rounds x c requests through c clients against a fresh fake: in this process
+// (child false: the CPU time counts client and fake together, an upper bound on the client's)
+// or in a child process (the CPU time is the client's alone).
+func runHeadroom(tb testing.TB, c, rounds int, child bool) headroom {
+	var (
+		url   string
+		inner *FakeServer
+		proc  *fakeProc
+	)
+	if child {
+		proc = startFakeChild(tb, "sse")
+		url = proc.URL
+	} else {
+		f, err := StartFake(FakeConfig{TTFT: headroomTTFT, ITL: headroomITL, Tokens: headroomTokens, Record: true})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer f.Close()
+		inner, url = f, f.URL
+	}
+	n := rounds * c
+	clk := newClockPair()
+	origin := clk.t
+	u0, s0 := cpuTime()
+	a := Start(context.Background(), Config{URL: url, Clients: c, Measured: n, NPredict: headroomTokens,
+		Prompt: prompt, Origin: origin, TokenTimes: true})
+	var rs []Result
+	for r := range a.Results() {
+		rs = append(rs, r)
+	}
+	u1, s1 := cpuTime()
+	h := headroom{wall: time.Since(origin), cpu: u1 - u0 + s1 - s0}
+	// Everything on CLOCK_MONOTONIC nanoseconds.
+	byPrompt := map[string]childServed{}
+	if child {
+		for _, s := range proc.served(tb) {
+			byPrompt[s.Prompt] = s
+		}
+	} else {
+		for _, s := range served(tb, inner, n) {
+			cs := childServed{Prompt: s.Prompt, Received: clk.at(s.Received), Final: clk.at(s.Final)}
+			for _, e := range s.Emitted {
+				cs.Emitted = append(cs.Emitted, clk.at(e))
+			}
+			byPrompt[s.Prompt] = cs
+		}
+	}
+	us := func(ns int64) float64 { return float64(ns) / 1e3 }
+	at := func(d time.Duration) int64 { return clk.mono + int64(d) }
+	for _, r := range rs {
+		s, ok := byPrompt[prompt(r.Index)]
+		if !r.OK() || !ok || len(s.Emitted) != len(r.TokenTimes) || r.Tokens < 2 {
+			h.failed++
+			continue
+		}
+		h.tokens += r.Tokens
+		h.ttftErr = append(h.ttftErr, us(at(r.FirstToken)-s.Emitted[0]))
+		clientITL := int64(r.End-r.FirstToken) / int64(r.Tokens-1)
+		serverITL := (s.Final - s.Emitted[0]) / int64(r.Tokens-1)
+		h.itlErr = append(h.itlErr, us(clientITL-serverITL))
+		for k, t := range r.TokenTimes {
+			h.tokErr = append(h.tokErr, us(at(t)-s.Emitted[k]))
+		}
+		h.lag = append(h.lag, us(s.Emitted[0]-s.Received-int64(headroomTTFT)))
+	}
+	for _, xs := range [][]float64{h.ttftErr, h.itlErr, h.tokErr, h.lag} {
+		slices.Sort(xs)
+	}
+	return h
+}
+
+func absQ(xs []float64, q float64) float64 {
+	a := make([]float64, len(xs))
+	for i, x := range xs {
+		a[i] = math.Abs(x)
+	}
+	slices.Sort(a)
+	return quantile(a, q)
+}
+
+// BenchmarkLoadgenHeadroom drives the in-process fake SSE server (first token after 20 ms, then
+// one every 10 ms, 32 tokens) with C = 1, 16, 64, 256 clients, two rounds of C requests each.
+// Metrics: CPU time per token of the whole process (client and fake together, so an upper
+// bound on the client's; syscall.Getrusage around the run), sustained tokens/s, and the
+// client's timing error against what the fake actually did on the same monotonic clock:
+// TTFT error (client's first token - fake's flush of it), ITL error (client ITL - fake ITL)
+// and per-token arrival error, p50 and p99 of |error| in µs; sched-lag is the fake's own
+// lateness against its nominal schedule (not the client's error).
+func BenchmarkLoadgenHeadroom(b *testing.B) {
+	for _, mode := range []string{"inproc", "child"} {
+		for _, c := range []int{1, 16, 64, 256} {
+			b.Run(fmt.Sprintf("fake=%s/C=%d", mode, c), func(b *testing.B) {
+				var all headroom
+				for range b.N {
+					h := runHeadroom(b, c, 2, mode == "child")
+					all.tokens += h.tokens
+					all.wall += h.wall
+					all.cpu += h.cpu
+					all.failed += h.failed
+					all.ttftErr = append(all.ttftErr, h.ttftErr...)
+					all.itlErr = append(all.itlErr, h.itlErr...)
+					all.tokErr = append(all.tokErr, h.tokErr...)
+					all.lag = append(all.lag, h.lag...)
+				}
+				if all.failed > 0 {
+					b.Fatalf("%d requests failed", all.failed)
+				}
+				b.ReportMetric(float64(all.cpu)/1e3/float64(all.tokens), "cpu-us/token")
+				b.ReportMetric(float64(all.tokens)/all.wall.Seconds(), "tokens/s")
+				b.ReportMetric(absQ(all.ttftErr, 0.5), "ttft-err-p50-us")
+				b.ReportMetric(absQ(all.ttftErr, 0.99), "ttft-err-p99-us")
+				b.ReportMetric(absQ(all.itlErr, 0.99), "itl-err-p99-us")
+				b.ReportMetric(absQ(all.tokErr, 0.99), "token-err-p99-us")
+				b.ReportMetric(absQ(all.lag, 0.99), "sched-lag-p99-us")
+			})
+		}
+	}
+}
+
+// TestHeadroomTargets checks the load generator at C = 64 against the fake in a child process:
+// p99 |TTFT error| and p99 |ITL error| at most 1 ms (the target), and client CPU per
+// token at most 3 x the raw-TCP floor measured alongside, a regression guard (1.5-2.4 x was
+// measured). The 5 µs target lies at or below that floor on this 2-core VM (5-7 µs per
+// message at C = 64..256): the log quotes both. Skipped with -short.
+func TestHeadroomTargets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing test")
+	}
+	h := runHeadroom(t, 64, 2, true)
+	if h.failed > 0 {
+		t.Fatalf("%d requests failed", h.failed)
+	}
+	floor := float64(tcpFloor(t, 64, 2)) / 1e3
+	check := t.Errorf
+	if raceEnabled {
+		check = t.Logf // timing is not held under the race detector
+	}
+	cpu := float64(h.cpu) / 1e3 / float64(h.tokens)
+	t.Logf("C=64: %d tokens in %v, %.0f tokens/s; client cpu %.2f µs/token (raw TCP floor %.2f µs/msg); |TTFT err| p50 %.0f p99 %.0f µs; |ITL err| p99 %.0f µs; |token err| p99 %.0f µs; fake lag p99 %.0f µs",
+		h.tokens, h.wall.Round(time.Millisecond), float64(h.tokens)/h.wall.Seconds(), cpu, floor,
+		absQ(h.ttftErr, 0.5), absQ(h.ttftErr, 0.99), absQ(h.itlErr, 0.99), absQ(h.tokErr, 0.99), absQ(h.lag, 0.99))
+	if cpu > 3*floor {
+		check("client CPU per token %.2f µs > 3 x the raw TCP floor %.2f µs", cpu, floor)
+	}
+	if p := absQ(h.ttftErr, 0.99); p > 1000 {
+		check("p99 |TTFT error| %.0f µs > 1 ms", p)
+	}
+	if p := absQ(h.itlErr, 0.99); p > 1000 {
+		check("p99 |ITL error| %.0f µs > 1 ms", p)
+	}
+}
+
+// BenchmarkTCPReadFloor is the reference for cpu-us/token: C goroutines reading 120-byte
+// messages on the headroom schedule from raw loopback TCP connections (a child process
+// writes them), no HTTP, no SSE. The load generator cannot go below this on the machine.
+func BenchmarkTCPReadFloor(b *testing.B) {
+	for _, c := range []int{1, 16, 64, 256} {
+		b.Run(fmt.Sprintf("C=%d", c), func(b *testing.B) {
+			var sum time.Duration
+			for range b.N {
+				sum += tcpFloor(b, c, 2)
+			}
+			b.ReportMetric(float64(sum)/1e3/float64(b.N), "cpu-us/msg")
+		})
+	}
+}

@@ -1,0 +1,207 @@
+package loadgen
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// The headroom benchmark can run the fake in a child process (this test binary, re-executed),
+// so that Getrusage around the run counts the client alone. Both processes stamp times on
+// CLOCK_MONOTONIC, the clock Go's monotonic readings use, so the timing errors stay exact.
+const fakeChildEnv = "SPARKBENCH_LOADGEN_FAKE_CHILD"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(fakeChildEnv) {
+	case "sse":
+		os.Exit(fakeChild())
+	case "tcp":
+		os.Exit(tcpChild())
+	}
+	os.Exit(m.Run())
+}
+
+// tcpChild is the floor's source: on every connection, headroomTokens messages of 120 bytes
+// (about one llama-server token event) on the headroom schedule, then close.
+func tcpChild() int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(ln.Addr().String())
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); os.Exit(0) }()
+	msg := append(bytes.Repeat([]byte("x"), 119), '\n')
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return 1
+		}
+		go func() {
+			defer c.Close()
+			t0 := time.Now()
+			for k := range headroomTokens {
+				time.Sleep(time.Until(t0.Add(headroomTTFT + time.Duration(k)*headroomITL)))
+				if _, err := c.Write(msg); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// monoNow reads CLOCK_MONOTONIC in nanoseconds.
+func monoNow() int64 {
+	var ts syscall.Timespec
+	_, _, _ = syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 1 /* CLOCK_MONOTONIC */, uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
+}
+
+// clockPair ties a time.Time to CLOCK_MONOTONIC.
+type clockPair struct {
+	t    time.Time
+	mono int64
+}
+
+func newClockPair() clockPair {
+	a := monoNow()
+	t := time.Now()
+	b := monoNow()
+	return clockPair{t, (a + b) / 2}
+}
+
+func (c clockPair) at(t time.Time) int64 { return c.mono + int64(t.Sub(c.t)) }
+
+// childServed is Served on CLOCK_MONOTONIC, as the child reports it.
+type childServed struct {
+	Prompt   string  `json:"prompt"`
+	Received int64   `json:"received"`
+	Emitted  []int64 `json:"emitted"`
+	Final    int64   `json:"final"`
+}
+
+// fakeChild serves the headroom schedule, prints its URL, and on a line on stdin prints what
+// it served (JSON) and exits.
+func fakeChild() int {
+	clk := newClockPair()
+	f, err := StartFake(FakeConfig{TTFT: headroomTTFT, ITL: headroomITL, Tokens: headroomTokens, Record: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(f.URL)
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	var out []childServed
+	for _, s := range f.Served() {
+		c := childServed{Prompt: s.Prompt, Received: clk.at(s.Received), Final: clk.at(s.Final)}
+		for _, e := range s.Emitted {
+			c.Emitted = append(c.Emitted, clk.at(e))
+		}
+		out = append(out, c)
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(out)
+	_ = f.Close()
+	return 0
+}
+
+// fakeProc is a running child fake.
+type fakeProc struct {
+	URL   string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+func startFakeChild(tb testing.TB, mode string) *fakeProc {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fakeChildEnv+"="+mode)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	p := &fakeProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	tb.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		tb.Fatalf("fake child: %v", err)
+	}
+	p.URL = strings.TrimSpace(line)
+	return p
+}
+
+// served asks the child for what it served and waits for it to exit.
+func (p *fakeProc) served(tb testing.TB) []childServed {
+	tb.Helper()
+	if _, err := io.WriteString(p.stdin, "dump\n"); err != nil {
+		tb.Fatal(err)
+	}
+	var out []childServed
+	if err := json.NewDecoder(p.out).Decode(&out); err != nil {
+		tb.Fatalf("fake child: %v", err)
+	}
+	_ = p.cmd.Wait()
+	return out
+}
+
+// tcpFloor reads rounds x c connections of the raw TCP child with c goroutines (bufio, one
+// ReadSlice per message): the CPU per message that Go's netpoller and the kernel's loopback
+// TCP cost on this machine before any HTTP or SSE work.
+func tcpFloor(tb testing.TB, c, rounds int) (perMsg time.Duration) {
+	p := startFakeChild(tb, "tcp")
+	u0, s0 := cpuTime()
+	msgs := 0
+	var mu sync.Mutex
+	for range rounds {
+		var wg sync.WaitGroup
+		for range c {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				conn, err := net.Dial("tcp", p.URL)
+				if err != nil {
+					tb.Error(err)
+					return
+				}
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				n := 0
+				for {
+					if _, err := br.ReadSlice('\n'); err != nil {
+						break
+					}
+					n++
+				}
+				mu.Lock()
+				msgs += n
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	u1, s1 := cpuTime()
+	if msgs == 0 {
+		tb.Fatal("no messages")
+	}
+	return (u1 - u0 + s1 - s0) / time.Duration(msgs)
+}
