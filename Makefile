@@ -49,6 +49,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzRead -fuzztime $(FUZZTIME) ./runner/gguf
 	$(GO) test -run XXX -fuzz FuzzClassifyLog -fuzztime $(FUZZTIME) ./runner
 	$(GO) test -run XXX -fuzz FuzzLineSplitter -fuzztime $(FUZZTIME) ./runner
+	$(GO) test -run XXX -fuzz FuzzSSEReader -fuzztime $(FUZZTIME) ./runner/loadgen
 	for f in $$($(GO) test -list 'Fuzz.*' ./runner/benchfmt | grep ^Fuzz); do \
 	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 ./runner/benchfmt || exit 1; done
 
