@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -100,33 +101,23 @@ func cmdAmend(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench amend: nothing to change: give --set-lo, --set-hi, --clear-lo, --clear-hi, --set-noise-floor, --set-tolerance, --set-text or --set-arm\n")
 		return 2
 	}
-	nb, code := openStudyNotebook("amend", *nbFlag, stderr)
-	if nb == nil {
-		return code
-	}
-	defer nb.Close()
-	ctx, stop := studyCtx()
-	defer stop()
-	id, err := findStudy(ctx, nb, pos[0])
-	if err != nil {
-		fprintf(stderr, "sparkbench amend: %v\n", err)
-		return 2
-	}
-	res, err := study.Amend(ctx, store.StudyRecorder{N: nb}, id, study.AmendRequest{Prediction: *pred, Set: ch, Reason: *reason, AsDeviation: *asDev})
-	if errors.Is(err, study.ErrAmendmentRefused) {
-		fprintf(stderr, "sparkbench amend: %v\n", err)
-		return 1
-	}
-	if err != nil {
-		fprintf(stderr, "sparkbench amend: %v\n", err)
-		return 2
-	}
-	if *asJSON {
-		return printJSON(stdout, stderr, "amend", res)
-	}
-	fprintf(stdout, "study %d: %s recorded: %s\n", id, res.Kind, res.Summary)
-	if res.Kind == "deviation" {
-		fprintf(stdout, "the registered %s (%s) still decides the verdict; the changed one is shown beside it as a deviation\n", *pred, res.Before.Expectation())
-	}
-	return 0
+	return withStudy("amend", *nbFlag, pos[0], stderr, func(ctx context.Context, nb *store.Notebook, id int64) int {
+		res, err := study.Amend(ctx, store.StudyRecorder{N: nb}, id, study.AmendRequest{Prediction: *pred, Set: ch, Reason: *reason, AsDeviation: *asDev})
+		if errors.Is(err, study.ErrAmendmentRefused) {
+			fprintf(stderr, "sparkbench amend: %v\n", err)
+			return 1
+		}
+		if err != nil {
+			fprintf(stderr, "sparkbench amend: %v\n", err)
+			return 2
+		}
+		if *asJSON {
+			return printJSON(stdout, stderr, "amend", res)
+		}
+		fprintf(stdout, "study %d: %s recorded: %s\n", id, res.Kind, res.Summary)
+		if res.Kind == "deviation" {
+			fprintf(stdout, "the registered %s (%s) still decides the verdict; the changed one is shown beside it as a deviation\n", *pred, res.Before.Expectation())
+		}
+		return 0
+	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"strings"
 
@@ -32,23 +33,13 @@ func cmdFinding(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench finding add: --text is required\n")
 		return 2
 	}
-	nb, code := openStudyNotebook("finding add", *nbFlag, stderr)
-	if nb == nil {
-		return code
-	}
-	defer nb.Close()
-	ctx, stop := studyCtx()
-	defer stop()
-	id, err := findStudy(ctx, nb, pos[0])
-	if err != nil {
-		fprintf(stderr, "sparkbench finding add: %v\n", err)
-		return 2
-	}
-	label, err := study.AddFinding(ctx, store.StudyRecorder{N: nb}, id, study.FindingRequest{Text: *text, Legs: legs, Predictions: preds})
-	if err != nil {
-		fprintf(stderr, "sparkbench finding add: %v\n", err)
-		return 2
-	}
-	fprintf(stdout, "study %d: %s recorded\n", id, label)
-	return 0
+	return withStudy("finding add", *nbFlag, pos[0], stderr, func(ctx context.Context, nb *store.Notebook, id int64) int {
+		label, err := study.AddFinding(ctx, store.StudyRecorder{N: nb}, id, study.FindingRequest{Text: *text, Legs: legs, Predictions: preds})
+		if err != nil {
+			fprintf(stderr, "sparkbench finding add: %v\n", err)
+			return 2
+		}
+		fprintf(stdout, "study %d: %s recorded\n", id, label)
+		return 0
+	})
 }

@@ -143,6 +143,25 @@ func openStudyNotebook(cmd, flagValue string, stderr io.Writer) (*store.Notebook
 	return openNotebook(cmd, path, false, stderr)
 }
 
+// withStudy opens the notebook for writing, resolves ref to a registered throughput study and
+// runs f with them (the notebook is closed afterwards). It returns f's exit status, or 2 when
+// the notebook or the study cannot be had, naming why.
+func withStudy(cmd, nbFlag, ref string, stderr io.Writer, f func(ctx context.Context, nb *store.Notebook, id int64) int) int {
+	nb, code := openStudyNotebook(cmd, nbFlag, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	ctx, stop := studyCtx()
+	defer stop()
+	id, err := findStudy(ctx, nb, ref)
+	if err != nil {
+		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
+		return 2
+	}
+	return f(ctx, nb, id)
+}
+
 // findStudy resolves a study by id or name; it must be a registered throughput study.
 func findStudy(ctx context.Context, nb *store.Notebook, ref string) (int64, error) {
 	s, err := nb.FindStudy(ctx, ref)

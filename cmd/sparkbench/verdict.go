@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os/user"
 	"strings"
@@ -45,24 +46,14 @@ func cmdVerdict(args []string, stdout, stderr io.Writer) int {
 	if h.Author == "" {
 		h.Author = currentUser()
 	}
-	nb, code := openStudyNotebook("verdict", *nbFlag, stderr)
-	if nb == nil {
-		return code
-	}
-	defer nb.Close()
-	ctx, stop := studyCtx()
-	defer stop()
-	id, err := findStudy(ctx, nb, pos[0])
-	if err != nil {
-		fprintf(stderr, "sparkbench verdict: %v\n", err)
-		return 2
-	}
-	if err := study.RecordHumanVerdict(ctx, store.StudyRecorder{N: nb}, id, h); err != nil {
-		fprintf(stderr, "sparkbench verdict: %v\n", err)
-		return 2
-	}
-	fprintf(stdout, "study %d %s: human verdict %s recorded (%s)\n", id, h.Prediction, h.Outcome, h.Rationale)
-	return 0
+	return withStudy("verdict", *nbFlag, pos[0], stderr, func(ctx context.Context, nb *store.Notebook, id int64) int {
+		if err := study.RecordHumanVerdict(ctx, store.StudyRecorder{N: nb}, id, h); err != nil {
+			fprintf(stderr, "sparkbench verdict: %v\n", err)
+			return 2
+		}
+		fprintf(stdout, "study %d %s: human verdict %s recorded (%s)\n", id, h.Prediction, h.Outcome, h.Rationale)
+		return 0
+	})
 }
 
 // currentUser is the login name recorded as a human verdict's author ("" when unknown).
