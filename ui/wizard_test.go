@@ -110,3 +110,32 @@ func TestWizardBuildsValidatesAndRegisters(t *testing.T) {
 		t.Fatalf("registered plan: %+v (done %d)", g, done)
 	}
 }
+
+// A model whose SHA-256 differs from the expected one is refused before anything is
+// registered: the notebook is left unchanged.
+func TestWizardRefusesAMismatchedModel(t *testing.T) {
+	a := newTestApp(t)
+	tiny := filepath.Join(modelsDir(), "tiny-llama-f32.gguf")
+	reg := &fakeRegistrar{}
+	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{tiny: strings.Repeat("cd", 32)}}
+	v := build(func() *WizardView {
+		return newWizardView(a.NewWindow("t"), reg, lib, func() []app.ModelEntry { return []app.ModelEntry{app.InspectModel(tiny)} }, nil)
+	})
+	Locked(func() {
+		test.Type(v.Name, "mismatch")
+		v.Models.SetSelected([]string{tiny})
+		v.Depths.SetText("0")
+		v.NPrompt.SetText("32")
+		v.NGen.SetText("16")
+	})
+	waitValidated(t, v, func() bool { return !v.RegisterBtn.Disabled() })
+	result := make(chan error, 1)
+	Locked(func() { v.Register(func(_ study.Registration, err error) { result <- err }) })
+	err := <-result
+	if err == nil || !strings.Contains(err.Error(), "MISMATCH") || !strings.Contains(err.Error(), "download it again") {
+		t.Fatalf("want a MISMATCH refusal, got %v", err)
+	}
+	if reg.got != nil {
+		t.Fatal("a refused plan reached the notebook")
+	}
+}
