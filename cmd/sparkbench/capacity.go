@@ -33,9 +33,16 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) int {
 	case "assemble":
 		return capacityAssemble(args[1:], stdout, stderr)
 	case "run":
+		if capacityRunsInNotebook(args[1:]) {
+			return capacityStudyRun(args[1:], stdout, stderr)
+		}
 		return capacityRun(args[1:], stdout, stderr)
+	case "register":
+		return capacityRegister(args[1:], stdout, stderr)
+	case "show":
+		return capacityShow(args[1:], stdout, stderr)
 	}
-	fprintf(stderr, "sparkbench capacity: unknown verb %q; want validate or assemble\n", args[0])
+	fprintf(stderr, "sparkbench capacity: unknown verb %q; want validate, assemble, register, run or show\n", args[0])
 	return 2
 }
 

@@ -1,0 +1,131 @@
+package capacity
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Report is `capacity show`: a registered study as the notebook records it.
+type Report struct {
+	Study    ReportStudy      `json:"study"`
+	Legs     []StoredLeg      `json:"legs"`
+	Run      *AssembledStudy  `json:"assembled"`  // nil: no assembled result journaled
+	Trusted  bool             `json:"trusted"`    // study.json was read and matches the journal
+	Problem  string           `json:"problem"`    // why it is not trusted (Run.Problem)
+	Selected []SelectedPoint  `json:"selected"`   // from the journal (always)
+	Envelope []EnvelopeReport `json:"envelope"`   // from a trusted study.json only
+	Verdicts []ReportVerdict  `json:"verdicts"`   // journaled computed verdicts, plan order
+	Pending  []string         `json:"unanswered"` // predictions without a journaled verdict
+}
+
+// ReportStudy is the study's header.
+type ReportStudy struct {
+	ID         int64  `json:"id"`
+	Name       string `json:"name"`
+	Kind       string `json:"kind"`
+	Status     string `json:"status"`
+	PlanSHA256 string `json:"plan_sha256"`
+	LastHalt   string `json:"last_halt,omitempty"`
+}
+
+// EnvelopeReport is one candidate's cells with their gate outcome.
+type EnvelopeReport struct {
+	Candidate string         `json:"candidate"`
+	Label     string         `json:"label"`
+	Arm       string         `json:"arm,omitempty"`
+	Base      PointRef       `json:"base"`
+	Selected  *Selection     `json:"selected"`
+	Note      string         `json:"selection_note,omitempty"`
+	Cells     []EnvelopeCell `json:"cells"`
+}
+
+// EnvelopeCell is one (P, C) cell: reported figures, PASS/FAIL and the failure codes.
+type EnvelopeCell struct {
+	Slots          int      `json:"slots"`
+	Clients        int      `json:"clients"`
+	GenerationRate *float64 `json:"generation_rate"`
+	TTFTMsP95      *float64 `json:"ttft_ms_p95"`
+	E2EMsP95       *float64 `json:"e2e_ms_p95"`
+	PeakRSSMiB     float64  `json:"peak_rss_mib"`
+	Passed         bool     `json:"passed"`
+	Failures       []string `json:"failures"`
+}
+
+// ReportVerdict is a journaled computed verdict.
+type ReportVerdict struct {
+	Prediction string    `json:"prediction"`
+	Outcome    string    `json:"outcome"`
+	Observed   *float64  `json:"observed"`
+	Detail     string    `json:"detail"`
+	At         time.Time `json:"at"`
+}
+
+// Show reads study id back: legs, the journaled assembled result (study.json checked against
+// its journaled SHA-256; a mismatch is reported in Problem, never trusted), the envelope per
+// candidate and the journaled verdicts.
+func Show(ctx context.Context, rec Recorder, id int64) (*Report, error) {
+	st, err := rec.Study(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Study: ReportStudy{ID: st.ID, Name: st.Name, Kind: st.Kind, Status: st.Status, PlanSHA256: st.PlanSHA256},
+		Selected: []SelectedPoint{}, Envelope: []EnvelopeReport{}, Verdicts: []ReportVerdict{}, Pending: []string{}}
+	if n, ok := latestNote(st.Notes, NoteHalted); ok {
+		var h struct {
+			Reason string `json:"reason"`
+		}
+		_ = json.Unmarshal(n.Payload, &h)
+		rep.Study.LastHalt = h.Reason
+	}
+	if rep.Legs, err = rec.Legs(ctx, id); err != nil {
+		return nil, err
+	}
+	if rep.Legs == nil {
+		rep.Legs = []StoredLeg{}
+	}
+	a, err := loadAssembled(st)
+	switch {
+	case errors.Is(err, ErrNotAssembled):
+	case err != nil:
+		return nil, err
+	default:
+		rep.Run, rep.Problem, rep.Trusted = a, a.Problem, a.Result != nil
+		rep.Selected = a.Note.Selected
+		if a.Result != nil {
+			for _, c := range a.Result.Candidates {
+				er := EnvelopeReport{Candidate: c.ID, Label: c.Label, Arm: c.Arm, Base: c.Base, Selected: c.Selected,
+					Note: c.SelectionNote, Cells: []EnvelopeCell{}}
+				for _, cell := range c.Cells {
+					f := cell.Failures
+					if f == nil {
+						f = []string{}
+					}
+					er.Cells = append(er.Cells, EnvelopeCell{Slots: cell.Slots, Clients: cell.Clients, GenerationRate: cell.GenerationRate,
+						TTFTMsP95: cell.TTFTMsP95, E2EMsP95: cell.E2EMsP95, PeakRSSMiB: cell.PeakRSSMiB, Passed: cell.Passed, Failures: f})
+				}
+				rep.Envelope = append(rep.Envelope, er)
+			}
+		}
+	}
+	p, err := Decode("registered plan", st.PlanJSON)
+	if err != nil {
+		return nil, err
+	}
+	for _, pr := range p.Predictions {
+		v, ok := st.Verdicts[pr.ID]
+		if !ok {
+			rep.Pending = append(rep.Pending, pr.ID)
+			continue
+		}
+		rv := ReportVerdict{Prediction: pr.ID, Outcome: v.Outcome, Observed: v.Observed, At: v.At}
+		var d struct {
+			Detail string `json:"detail"`
+		}
+		_ = json.Unmarshal(v.Detail, &d)
+		rv.Detail = d.Detail
+		rep.Verdicts = append(rep.Verdicts, rv)
+	}
+	return rep, nil
+}

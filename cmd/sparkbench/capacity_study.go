@@ -1,0 +1,389 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"sparkbench/app/capacity"
+	"sparkbench/app/demo"
+	"sparkbench/app/study"
+	"sparkbench/runner/llamacpp"
+	"sparkbench/store"
+)
+
+// Capacity and concurrency studies in the notebook (docs/capacity.md):
+//
+//	sparkbench capacity register PLAN [--notebook P] [--json]
+//	sparkbench capacity run ID|PLAN --notebook P … | capacity run ID [--out DIR] …
+//	sparkbench capacity show ID [--json] [--notebook P]
+//
+// `capacity run PLAN` without --notebook stays the notebook-free run (capacity_run.go).
+
+const nbFlagHelp = "notebook file (default: $" + store.EnvNotebook + ", then the user's data folder)"
+
+// capacityRunsInNotebook says whether `capacity run ARGS` goes through the notebook: when
+// --notebook is given, or when the one argument names no file and does not look like a path
+// (no separator, no .json suffix): a study id or name.
+func capacityRunsInNotebook(args []string) bool {
+	valued := map[string]bool{"llama-dir": true, "out": true, "start-timeout": true, "request-timeout": true, "grace": true,
+		"quality-cases": true, "notebook": true}
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			name, _, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if name == "notebook" {
+				return true
+			}
+			if valued[name] && !hasVal {
+				i++
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	if len(pos) != 1 {
+		return false
+	}
+	if st, err := os.Stat(pos[0]); err == nil {
+		return st.IsDir()
+	}
+	// Not there: a path (a missing plan file) stays with the plain run, which says so.
+	return !strings.ContainsRune(pos[0], os.PathSeparator) && !strings.HasSuffix(strings.ToLower(pos[0]), ".json")
+}
+
+// capacityFindStudy resolves a capacity or concurrency study by id or name.
+func capacityFindStudy(ctx context.Context, nb *store.Notebook, ref string) (int64, error) {
+	s, err := nb.FindStudy(ctx, ref)
+	if err != nil {
+		return 0, fmt.Errorf("%w; `sparkbench capacity register PLAN` prints a new study's id", err)
+	}
+	if s.Kind != store.StudyCapacity && s.Kind != store.StudyConcurrency {
+		return 0, fmt.Errorf("study %d (%s) is a %s study; this command works on capacity and concurrency studies (`sparkbench study …` for throughput)", s.ID, s.Name, s.Kind)
+	}
+	return s.ID, nil
+}
+
+// capacityRegisterFile registers a plan file (idempotently) and prints what happened.
+func capacityRegisterFile(ctx context.Context, nb *store.Notebook, file string, stdout, stderr io.Writer) (capacity.Registration, int) {
+	p, err := capacity.Load(file)
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity register: %v\n", err)
+		return capacity.Registration{}, 2
+	}
+	reg, err := capacity.Register(ctx, store.CapacityRecorder{N: nb}, p, file, cachedHash(ctx, nb, stderr))
+	if err != nil {
+		return reg, reportRefusal("capacity register", err, stderr)
+	}
+	for _, w := range reg.Warnings {
+		fprintf(stderr, "%s: %s\n", file, w)
+	}
+	if reg.Existing {
+		fprintf(stdout, "study %d %q: already registered with this plan (sha256 %s)\n", reg.StudyID, reg.Name, reg.PlanSHA256)
+	} else {
+		fprintf(stdout, "study %d %q registered (%s): plan sha256 %s, %d predictions\n", reg.StudyID, reg.Name, reg.Kind, reg.PlanSHA256, len(p.Predictions))
+	}
+	return reg, 0
+}
+
+// capacityRegister: sparkbench capacity register PLAN [--notebook P] [--json].
+func capacityRegister(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("capacity register", stderr)
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
+	asJSON := fs.Bool("json", false, "print the registration as JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench capacity register: want exactly one plan file\n")
+		return 2
+	}
+	nb, code := openStudyNotebook("capacity register", *nbFlag, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	ctx, stop := studyCtx()
+	defer stop()
+	out := stdout
+	if *asJSON {
+		out = io.Discard
+	}
+	reg, code := capacityRegisterFile(ctx, nb, pos[0], out, stderr)
+	if code != 0 {
+		return code
+	}
+	if *asJSON {
+		return printJSON(stdout, stderr, "capacity register", reg)
+	}
+	return 0
+}
+
+// capacityStudyRun: sparkbench capacity run ID|PLAN [--notebook P] [--out DIR] …: the run is
+// recorded in the notebook (one leg per server lifetime), the run folder kept (default
+// DATA/runs/ID), study.json's SHA-256 and the verdicts journaled. Exit 0 complete, 1 halted or
+// failed, 2 bad input or a refused plan.
+func capacityStudyRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("capacity run", stderr)
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
+	llamaDir := fs.String("llama-dir", "", "folder holding llama-server (default: the plan's build.dir, then the usual search)")
+	out := fs.String("out", "", "run folder to create (default: ${XDG_DATA_HOME:-~/.local/share}/sparkbench/runs/ID)")
+	startTimeout := fs.Duration("start-timeout", 0, "per server start, until /health answers 200 (default 5m)")
+	reqTimeout := fs.Duration("request-timeout", 0, "per request, send to final event (default 5m)")
+	grace := fs.Duration("grace", 0, "SIGTERM to SIGKILL when a server is stopped (default 5s)")
+	asJSON := fs.Bool("json", false, "print every run event as a JSON line on stdout")
+	qualityCases := fs.String("quality-cases", "", "the quality guard's case list; required when the plan has a quality gate")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench capacity run: want one study id (or name) or one plan file\n")
+		return 2
+	}
+	if *startTimeout < 0 || *reqTimeout < 0 || *grace < 0 {
+		fprintf(stderr, "sparkbench capacity run: timeouts must be positive\n")
+		return 2
+	}
+	nb, code := openStudyNotebook("capacity run", *nbFlag, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	ctx, stop := studyCtx()
+	defer stop()
+	info := stdout
+	if *asJSON {
+		info = stderr
+	}
+	var id int64
+	if st, err := os.Stat(pos[0]); err == nil && !st.IsDir() {
+		reg, code := capacityRegisterFile(ctx, nb, pos[0], info, stderr)
+		if code != 0 {
+			return code
+		}
+		id = reg.StudyID
+	} else if id, err = capacityFindStudy(ctx, nb, pos[0]); err != nil {
+		fprintf(stderr, "sparkbench capacity run: %v\n", err)
+		return 2
+	}
+	rec := store.CapacityRecorder{N: nb}
+	st, err := rec.Study(ctx, id)
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity run: %v\n", err)
+		return 1
+	}
+	plan, err := capacity.Decode("registered plan", st.PlanJSON)
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity run: %v\n", err)
+		return 1
+	}
+	dir := *llamaDir
+	if dir == "" && plan.Build.Dir != "" {
+		dir = study.ResolvePath(st.PlanDir, plan.Build.Dir)
+	}
+	loc, err := llamacpp.Locate(dir)
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity run: %v\n", err)
+		return 2
+	}
+	build, err := llamacpp.Inspect(ctx, loc)
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity run: warning: %v (the build is not fingerprinted in run.json)\n", err)
+		build = nil
+	}
+	dataDir, err := demo.DataDir()
+	if err != nil && *out == "" {
+		fprintf(stderr, "sparkbench capacity run: %v; give --out DIR\n", err)
+		return 2
+	}
+	enc := json.NewEncoder(stdout)
+	e := &capacity.Engine{Rec: rec, Server: loc.Server, Build: build, Hash: cachedHash(ctx, nb, stderr), DataDir: dataDir,
+		StartTimeout: *startTimeout, RequestTimeout: *reqTimeout, Grace: *grace, QualityCases: *qualityCases,
+		OnEvent: func(ev capacity.RunEvent) {
+			if *asJSON {
+				_ = enc.Encode(ev)
+			}
+			capacityRunProgress(stderr, ev)
+		}}
+	sum, err := e.Run(ctx, id, *out)
+	if err != nil {
+		switch {
+		case capacity.IsRefusal(err):
+			fprintf(stderr, "sparkbench capacity run: %v\n", err)
+			return 2
+		case errors.Is(err, capacity.ErrAlreadyAssembled):
+			fprintf(stderr, "sparkbench capacity run: %v\n", err)
+			return 1
+		}
+		fprintf(stderr, "sparkbench capacity run: study %d halted: %v\n", id, err)
+		if sum != nil && sum.RunDir != "" {
+			fprintf(stderr, "sparkbench capacity run: the raw files are in %s (run.json says what happened); %d server lifetimes recorded\n", sum.RunDir, sum.Legs)
+		}
+		return 1
+	}
+	fprintf(info, "study %d %q: %s, %d server lifetimes recorded, run folder %s, study.json sha256 %s\n",
+		id, st.Name, sum.Status, sum.Legs, sum.RunDir, sum.StudySHA256)
+	if sum.Report != nil && sum.Report.Result != nil {
+		for _, sp := range capacityShowSelected(sum.Report.Result) {
+			fprintf(info, "  %s\n", sp)
+		}
+	}
+	for _, v := range sum.Verdicts {
+		fprintf(info, "  %-8s %-12s %s (journaled)\n", v.Prediction, v.Outcome, v.Detail)
+	}
+	return 0
+}
+
+// capacityShowSelected is one line per candidate: the selected point and its gain.
+func capacityShowSelected(res *capacity.Result) []string {
+	var out []string
+	for _, c := range res.Candidates {
+		out = append(out, capacitySelectedLine(c.ID, c.Selected, c.Base, c.SelectionNote))
+	}
+	return out
+}
+
+func capacitySelectedLine(id string, s *capacity.Selection, base capacity.PointRef, note string) string {
+	if s == nil {
+		return fmt.Sprintf("%-24s no point selected: %s", id, note)
+	}
+	gain := "gain n/a"
+	if s.Gain != nil {
+		gain = fmt.Sprintf("%+.1f%% vs P%d/C%d", *s.Gain*100, base.Slots, base.Clients)
+	}
+	return fmt.Sprintf("%-24s selected P%d/C%d  %.2f tok/s  %s", id, s.Slots, s.Clients, s.GenerationRate, gain)
+}
+
+// capacityShow: sparkbench capacity show ID [--json] [--notebook P]. Exit 0; 1 when the
+// journaled study.json is missing or no longer matches its journaled SHA-256 (reported, not
+// trusted); 2 bad input.
+func capacityShow(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("capacity show", stderr)
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench capacity show: want one study id or name\n")
+		return 2
+	}
+	path, err := notebookPath(*nbFlag)
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity show: %v\n", err)
+		return 2
+	}
+	nb, code := openNotebook("capacity show", path, true, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	ctx, stop := studyCtx()
+	defer stop()
+	id, err := capacityFindStudy(ctx, nb, pos[0])
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity show: %v\n", err)
+		return 2
+	}
+	rep, err := capacity.Show(ctx, store.CapacityRecorder{N: nb}, id)
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity show: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		if code := printJSON(stdout, stderr, "capacity show", rep); code != 0 {
+			return code
+		}
+	} else {
+		capacityPrintReport(stdout, rep)
+	}
+	if rep.Problem != "" {
+		fprintf(stderr, "sparkbench capacity show: %s\n", rep.Problem)
+		return 1
+	}
+	return 0
+}
+
+func capacityPrintReport(w io.Writer, r *capacity.Report) {
+	s := r.Study
+	fprintf(w, "study %d %q (%s, %s), plan sha256 %s\n", s.ID, s.Name, s.Kind, s.Status, s.PlanSHA256)
+	if s.LastHalt != "" {
+		fprintf(w, "last halt: %s\n", s.LastHalt)
+	}
+	if a := r.Run; a != nil {
+		fprintf(w, "run folder %s\n", a.Note.RunDir)
+		if r.Trusted {
+			fprintf(w, "study.json sha256 %s (matches the journal)\n", a.FileSHA256)
+		} else {
+			fprintf(w, "study.json NOT TRUSTED: %s\n", r.Problem)
+		}
+	} else {
+		fprintf(w, "not assembled yet\n")
+	}
+	fprintf(w, "server lifetimes (%d):\n", len(r.Legs))
+	for _, l := range r.Legs {
+		dur := "running"
+		if !l.EndedAt.IsZero() {
+			dur = l.EndedAt.Sub(l.StartedAt).Round(time.Millisecond).String()
+		}
+		fprintf(w, "  leg %-4d %-28s %-9s %-10s %4d requests  peak RSS %7.1f MiB  log %s  %s\n", l.ID, l.Label, l.State, l.Class,
+			l.RequestRows, float64(l.PeakRSSBytes)/(1<<20), humanBytes(l.TranscriptBytes), dur)
+	}
+	if len(r.Envelope) > 0 {
+		fprintf(w, "selected points:\n")
+		for _, c := range r.Envelope {
+			fprintf(w, "  %s\n", capacitySelectedLine(c.Candidate, c.Selected, c.Base, c.Note))
+		}
+		fprintf(w, "envelope:\n")
+		for _, c := range r.Envelope {
+			fprintf(w, "  %s (%s)\n", c.Candidate, c.Label)
+			for _, cell := range c.Cells {
+				verdict := "PASS"
+				if !cell.Passed {
+					verdict = "FAIL " + strings.Join(cell.Failures, ", ")
+				}
+				fprintf(w, "    P%d/C%-3d %9s tok/s  TTFT p95 %9s ms  E2E p95 %9s ms  RSS %7.1f MiB  %s\n", cell.Slots, cell.Clients,
+					capacityNum(cell.GenerationRate, 2), capacityNum(cell.TTFTMsP95, 1), capacityNum(cell.E2EMsP95, 1), cell.PeakRSSMiB, verdict)
+			}
+		}
+	} else if len(r.Selected) > 0 {
+		fprintf(w, "selected points (from the journal):\n")
+		for _, sp := range r.Selected {
+			if sp.Slots == nil {
+				fprintf(w, "  %-24s no point selected: %s\n", sp.Candidate, sp.Note)
+				continue
+			}
+			sel := &capacity.Selection{Slots: *sp.Slots, Clients: *sp.Clients, GenerationRate: *sp.GenerationRate, Gain: sp.Gain}
+			fprintf(w, "  %s\n", capacitySelectedLine(sp.Candidate, sel, capacity.PointRef{Slots: sp.BaseSlots, Clients: sp.BaseClients}, ""))
+		}
+	}
+	if len(r.Verdicts) > 0 || len(r.Pending) > 0 {
+		fprintf(w, "verdicts:\n")
+		for _, v := range r.Verdicts {
+			fprintf(w, "  %-8s %-12s %s\n", v.Prediction, v.Outcome, v.Detail)
+		}
+		for _, p := range r.Pending {
+			fprintf(w, "  %-8s %-12s\n", p, "PENDING")
+		}
+	}
+}
+
+func capacityNum(v *float64, prec int) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.*f", prec, *v)
+}

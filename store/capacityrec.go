@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"sparkbench/app/capacity"
+	"sparkbench/app/study"
+)
+
+// CapacityRecorder is the capacity engine's notebook (capacity.Recorder) over a Notebook:
+// capacity and concurrency studies registered in one step, one leg of kind "server" per
+// server lifetime with its request records and server log, the engine's journal notes and
+// computed verdicts.
+type CapacityRecorder struct{ N *Notebook }
+
+var _ capacity.Recorder = CapacityRecorder{}
+
+// StudyByPlan finds the capacity or concurrency study whose registered plan has this SHA-256.
+func (r CapacityRecorder) StudyByPlan(ctx context.Context, planSHA256 string) (int64, bool, error) {
+	var id int64
+	err := r.N.rdb.QueryRowContext(ctx, `SELECT p.study_id FROM plans p JOIN studies s ON s.id = p.study_id
+		WHERE p.sha256 = ? AND s.kind IN ('capacity', 'concurrency') ORDER BY p.study_id LIMIT 1`, planSHA256).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
+}
+
+// Register creates the study, freezes its plan (journal plan.registered), journals where the
+// plan came from and registers each prediction, in one transaction. A name already taken gets
+// the plan's short hash appended.
+func (r CapacityRecorder) Register(ctx context.Context, s capacity.NewStudy) (int64, error) {
+	if s.Kind != StudyCapacity && s.Kind != StudyConcurrency {
+		return 0, fmt.Errorf("register plan: kind %q is not capacity or concurrency", s.Kind)
+	}
+	canon, err := CanonicalJSON(json.RawMessage(s.PlanJSON))
+	if err != nil {
+		return 0, fmt.Errorf("register plan: %w", err)
+	}
+	sum := SHA256Hex(canon)
+	if sum != s.PlanSHA256 {
+		return 0, fmt.Errorf("register plan: the notebook's canonical form hashes to %s, the plan's to %s", sum, s.PlanSHA256)
+	}
+	n := r.N
+	var id int64
+	err = n.write(ctx, func(tx *sql.Tx) error {
+		name := s.Name
+		var taken int
+		if err := tx.QueryRow("SELECT COUNT(*) FROM studies WHERE name = ?", name).Scan(&taken); err != nil {
+			return err
+		}
+		if taken > 0 {
+			name = fmt.Sprintf("%s [%s]", s.Name, sum[:12])
+		}
+		var err error
+		if id, err = n.createStudyTx(tx, Study{Name: name, Kind: s.Kind, Status: StatusDraft, Description: s.Description}); err != nil {
+			return err
+		}
+		je, err := n.appendJournalTx(tx, KindPlanRegistered, id, map[string]any{"study": id, "plan_sha256": sum, "plan": json.RawMessage(canon)})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec("INSERT INTO plans (study_id, sha256, canonical_json, registered_at, journal_seq) VALUES (?, ?, ?, ?, ?)",
+			id, sum, string(canon), FormatTime(je.At), je.Seq); err != nil {
+			return fmt.Errorf("register plan: %w", err)
+		}
+		if _, err := tx.Exec("UPDATE studies SET status = 'registered', updated_at = ? WHERE id = ?", FormatTime(je.At), id); err != nil {
+			return err
+		}
+		if _, err := n.appendJournalTx(tx, capacity.NotePlanSource, id, map[string]any{"study": id, "plan_dir": s.PlanDir, "plan_file": s.PlanFile}); err != nil {
+			return err
+		}
+		for _, p := range s.Predictions {
+			sel, err := CanonicalJSON(p.About)
+			if err != nil {
+				return err
+			}
+			spec, err := CanonicalJSON(p)
+			if err != nil {
+				return err
+			}
+			je, err := n.appendJournalTx(tx, KindPredictionRegistered, id, map[string]any{
+				"study": id, "key": p.ID, "kind": string(p.Kind), "text": p.Text,
+				"selector": json.RawMessage(sel), "spec": json.RawMessage(spec)})
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`INSERT INTO predictions (study_id, key, kind, text, selector_json, spec_json, registered_at, journal_seq)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, p.ID, string(p.Kind), p.Text, string(sel), string(spec), FormatTime(je.At), je.Seq); err != nil {
+				return fmt.Errorf("register prediction %s: %w", p.ID, err)
+			}
+		}
+		return nil
+	})
+	return id, err
+}
+
+// Study reads a registered capacity or concurrency study: plan, source folder, latest
+// computed verdicts and the "study.*" / "capacity.*" journal notes.
+func (r CapacityRecorder) Study(ctx context.Context, id int64) (capacity.StoredStudy, error) {
+	n := r.N
+	s, err := n.Study(ctx, id)
+	if err != nil {
+		return capacity.StoredStudy{}, err
+	}
+	if s.Kind != StudyCapacity && s.Kind != StudyConcurrency {
+		return capacity.StoredStudy{}, fmt.Errorf("study %d (%s) is a %s study, not a capacity or concurrency study", id, s.Name, s.Kind)
+	}
+	p, err := n.Plan(ctx, id)
+	if err != nil {
+		return capacity.StoredStudy{}, fmt.Errorf("study %d (%s) has no registered plan: %w", id, s.Name, err)
+	}
+	out := capacity.StoredStudy{ID: s.ID, Name: s.Name, Kind: s.Kind, Status: s.Status, PlanSHA256: p.SHA256, PlanJSON: p.JSON,
+		Verdicts: map[string]study.StoredVerdict{}}
+	board, err := n.Scoreboard(ctx, id)
+	if err != nil {
+		return out, err
+	}
+	for _, row := range board {
+		if v := storedVerdict(row.Computed); v != nil {
+			out.Verdicts[row.Prediction.Key] = *v
+		}
+	}
+	rows, err := n.rdb.QueryContext(ctx, `SELECT kind, payload, at FROM journal WHERE study_id = ?
+		AND (kind LIKE 'study.%' OR kind LIKE 'capacity.%') ORDER BY seq`, id)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind, payload, at string
+		if err := rows.Scan(&kind, &payload, &at); err != nil {
+			return out, err
+		}
+		out.Notes = append(out.Notes, study.StoredNote{Kind: kind, Payload: json.RawMessage(payload), At: mustParseTime(at)})
+		if kind == capacity.NotePlanSource {
+			var src struct {
+				Dir  string `json:"plan_dir"`
+				File string `json:"plan_file"`
+			}
+			_ = json.Unmarshal([]byte(payload), &src)
+			out.PlanDir, out.PlanFile = src.Dir, src.File
+		}
+	}
+	return out, rows.Err()
+}
+
+// SetStatus sets the study's status.
+func (r CapacityRecorder) SetStatus(ctx context.Context, id int64, status string) error {
+	return r.N.SetStudyStatus(ctx, id, status)
+}
+
+// Note journals one of the engine's entries under the study.
+func (r CapacityRecorder) Note(ctx context.Context, id int64, kind string, payload any) error {
+	_, err := r.N.AppendJournal(ctx, kind, payload, ForStudy(id))
+	return err
+}
+
+// StartLeg records a server lifetime as a running leg of kind "server".
+func (r CapacityRecorder) StartLeg(ctx context.Context, l capacity.LegStart) (int64, capacity.LegSink, error) {
+	detail, err := CanonicalJSON(l.Detail)
+	if err != nil {
+		return 0, nil, err
+	}
+	leg, sw, err := r.N.StartLeg(ctx, LegSpec{StudyID: l.StudyID, Label: l.Label, Kind: LegKindServer, Argv: l.Argv, Detail: detail})
+	if err != nil {
+		return 0, nil, err
+	}
+	return leg.ID, capacitySink{sw}, nil
+}
+
+type capacitySink struct{ sw *SampleWriter }
+
+// AddRequests stores a lifetime's request records as request_samples rows (RequestRows).
+func (s capacitySink) AddRequests(l capacity.LegRequests) error {
+	recs := make([]RequestRecord, 0, len(l.Records))
+	for _, rec := range l.Records {
+		r, err := CapacityRequest(l, rec)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, r)
+	}
+	return s.sw.AddRequests(recs...)
+}
+
+// CapacityRequest is a capacity request record as a notebook row. The record's times are
+// milliseconds on its pass's clock; the row's are wall-clock: l.Origin + ms. The last-token
+// time is the end event (as the capacity ITL defines it). Extra keeps the record's own
+// numbers exactly: seq, send_ms, first_token_ms, end_ms, prompt_n, predicted_n.
+func CapacityRequest(l capacity.LegRequests, rec capacity.RequestRecord) (RequestRecord, error) {
+	at := func(ms float64) time.Time { return l.Origin.Add(time.Duration(ms * 1e6)) }
+	r := RequestRecord{Candidate: l.Key.Candidate, Arm: l.Arm, Slots: l.Key.Slots, Clients: rec.Clients, Pass: l.Key.Pass,
+		Phase: rec.Phase, Index: rec.Seq, TSend: at(rec.SendMs), TEnd: at(rec.EndMs), HTTPStatus: rec.HTTPStatus,
+		NPredict: l.NPredict, TokensPredicted: rec.Tokens, Error: rec.Error}
+	extra := map[string]any{"seq": rec.Seq, "send_ms": rec.SendMs, "end_ms": rec.EndMs, "first_token_ms": rec.FirstTokenMs,
+		"clock": "per-pass monotonic ms; wall times = pass origin + ms"}
+	if rec.FirstTokenMs != nil {
+		r.TFirst, r.TLast = at(*rec.FirstTokenMs), r.TEnd
+	}
+	if t := rec.Timings; t != nil {
+		r.TokensEvaluated, r.PromptMs, r.PredictedMs = t.PromptN, t.PromptMs, t.PredictedMs
+		if t.PredictedMs > 0 {
+			r.PredictedPerSecond = float64(t.PredictedN) / t.PredictedMs * 1000
+		}
+		extra["prompt_n"], extra["predicted_n"] = t.PromptN, t.PredictedN
+	}
+	b, err := CanonicalJSON(extra)
+	if err != nil {
+		return r, err
+	}
+	r.Extra = b
+	return r, nil
+}
+
+// FinishLeg commits the leg's rows and its server log (the transcript) and finishes it.
+func (r CapacityRecorder) FinishLeg(ctx context.Context, legID int64, end capacity.LegEnd) error {
+	_, _, err := r.N.FinishLeg(ctx, legID, LegOutcome{Class: end.Class, Reason: end.Reason, PeakRSSBytes: end.PeakRSSBytes, Transcript: end.Transcript})
+	return err
+}
+
+// RecordVerdict journals a computed verdict; its detail is the whole study.Verdict.
+func (r CapacityRecorder) RecordVerdict(ctx context.Context, id int64, v study.Verdict) error {
+	return StudyRecorder(r).RecordVerdict(ctx, id, v)
+}
+
+// Legs lists the study's server lifetimes as recorded.
+func (r CapacityRecorder) Legs(ctx context.Context, id int64) ([]capacity.StoredLeg, error) {
+	legs, err := r.N.LegTimeline(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]capacity.StoredLeg, 0, len(legs))
+	for _, l := range legs {
+		out = append(out, capacity.StoredLeg{ID: l.ID, Label: l.Label, State: l.State, Class: l.Class, Reason: l.Reason,
+			Argv: l.Argv, PeakRSSBytes: l.PeakRSSBytes, RequestRows: l.RequestRows, TranscriptBytes: l.TranscriptBytes,
+			StartedAt: l.StartedAt, EndedAt: l.EndedAt})
+	}
+	return out, nil
+}
