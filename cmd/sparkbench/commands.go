@@ -32,6 +32,8 @@ func commands() []command {
 		{"demo", "demo [--run] [--llama-dir D]", "write the demo models, register the demo study (once), run it with --run", cmdDemo},
 		{"capacity", "capacity validate PLAN | capacity assemble --plan PLAN --requests K=FILE … --output study.json", "capacity studies: check a plan; assemble raw request/RSS/log files into study.json", cmdCapacity},
 		{"plot", plotUsage, "draw a chart to PNG, SVG or PDF", cmdPlot},
+		{"receipt", receiptUsage, "write a study's receipt bundle: raw files, receipt.md, study.json, plots, SHA256SUMS", cmdReceipt},
+		{"verify", verifyUsage, "check a receipt bundle: SHA256SUMS, the journal chain, derived files re-assembled byte for byte", cmdVerify},
 		{"analyze", "analyze crossing|slope|ceiling …", "derived figures from numbers: crossing depth, depth slope, bandwidth ceiling", cmdAnalyze},
 		{"help", "help", "print this list", cmdHelp},
 	}

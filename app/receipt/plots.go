@@ -1,0 +1,202 @@
+package receipt
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"sparkbench/app/capacity"
+	"sparkbench/app/charts"
+	"sparkbench/app/study"
+	"sparkbench/plots"
+)
+
+// Plot size in CSS pixels (PNG at 96 dpi; SVG 600 × 375 pt).
+const plotW, plotH = 800, 500
+
+type namedChart struct {
+	name  string // plots/depth-tg (no extension)
+	chart plots.Chart
+}
+
+// throughputCharts are the charts of a throughput study: tg and pp by depth, the repeated leg
+// run after run and the ubatch sweep, each when the study has the data.
+func throughputCharts(d *ThroughputStudy) []namedChart {
+	rep := d.Report
+	meta := func(m plots.Meta) plots.Meta {
+		if len(d.Provenance.Builds) > 0 {
+			b := d.Provenance.Builds[0]
+			m.Build = fmt.Sprintf("llama.cpp %s (build %d) %s", b.Commit, b.Number, b.Backends)
+		}
+		if len(d.Provenance.Machines) > 0 {
+			m.Machine = d.Provenance.Machines[0].CPU
+			if g := d.Provenance.Machines[0].GPU; g != "" {
+				m.Machine += ", " + g
+			}
+		}
+		return m
+	}
+	var out []namedChart
+	for _, metric := range []string{"tg", "pp"} {
+		line := 0.0
+		for _, f := range rep.Figures {
+			if f.Figure == study.FigureCrossing && strings.HasPrefix(f.Selector.Test, metric) {
+				line = f.Selector.Line
+				break
+			}
+		}
+		if ch, err := charts.Depth(rep, metric, line); err == nil {
+			ch.Meta = meta(ch.Meta)
+			out = append(out, namedChart{DirPlots + "depth-" + metric, *ch})
+		}
+	}
+	if ch, err := charts.Repeatability(rep, "tg"); err == nil {
+		ch.Meta = meta(ch.Meta)
+		out = append(out, namedChart{DirPlots + "repeatability-tg", *ch})
+	}
+	if ch, err := charts.Ubatch(rep, "pp"); err == nil {
+		ch.Meta = meta(ch.Meta)
+		out = append(out, namedChart{DirPlots + "ubatch-pp", *ch})
+	}
+	return out
+}
+
+func throughputPlotNames(d *ThroughputStudy) []string {
+	var names []string
+	for _, c := range throughputCharts(d) {
+		names = append(names, c.name+".png", c.name+".svg")
+	}
+	sort.Strings(names)
+	if names == nil {
+		names = []string{}
+	}
+	return names
+}
+
+// capacityCharts are, per candidate, its envelope and its latency against clients, and one
+// chart of the aggregate and per-stream rate along the diagonal (clients = slots).
+func capacityCharts(r *capacity.Result) []namedChart {
+	var out []namedChart
+	meta := plots.Meta{Model: r.Plan.Name}
+	slots := plots.SlotsChart{Meta: meta, Knee: r.Plan.KneeThreshold}
+	for _, c := range r.Candidates {
+		m := meta
+		m.Model = c.Label
+		grid := plots.EnvelopeGrid{Candidate: c.Label, Slots: r.Plan.Slots}
+		clients := map[int]bool{}
+		for _, cell := range c.Cells {
+			clients[cell.Clients] = true
+		}
+		for k := range clients {
+			grid.Clients = append(grid.Clients, k)
+		}
+		sort.Ints(grid.Clients)
+		lat := plots.LatencyChart{Meta: m, Candidate: c.Label, TTFTLimitMs: r.Plan.Limits.TTFTMsP95Max, E2ELimitMs: r.Plan.Limits.E2EMsP95Max}
+		var diag []plots.SlotsPoint
+		for _, s := range r.Plan.Slots {
+			row := make([]plots.EnvelopeCell, len(grid.Clients))
+			series := plots.LatencySeries{Slots: s, Label: fmt.Sprintf("P%d", s)}
+			for j, k := range grid.Clients {
+				row[j] = plots.EnvelopeCell{Missing: true}
+				for _, cell := range c.Cells {
+					if cell.Slots != s || cell.Clients != k {
+						continue
+					}
+					if cell.GenerationRate == nil || cell.E2EMsP95 == nil || cell.TTFTMsP95 == nil {
+						break
+					}
+					row[j] = plots.EnvelopeCell{Pass: cell.Passed, Rate: *cell.GenerationRate, E2EP95: *cell.E2EMsP95,
+						TTFTP95: *cell.TTFTMsP95, Failures: cell.Failures}
+					series.Points = append(series.Points, plots.LatencyPoint{Clients: k, TTFTP95Ms: *cell.TTFTMsP95, E2EP95Ms: *cell.E2EMsP95})
+					if k == s && cell.PerStreamRate != nil {
+						diag = append(diag, plots.SlotsPoint{Slots: s, Aggregate: *cell.GenerationRate, PerStream: *cell.PerStreamRate})
+					}
+				}
+			}
+			grid.Cells = append(grid.Cells, row)
+			if len(series.Points) > 0 {
+				lat.Series = append(lat.Series, series)
+			}
+		}
+		if sel := c.Selected; sel != nil {
+			grid.Selected = &[2]int{sel.Slots, sel.Clients}
+		}
+		out = append(out, namedChart{DirPlots + "envelope-" + c.ID, plots.EnvelopeChart{Meta: m, Grid: grid}})
+		out = append(out, namedChart{DirPlots + "latency-" + c.ID, lat})
+		if len(diag) > 0 {
+			slots.Series = append(slots.Series, plots.SlotsSeries{Label: c.Label, Points: diag})
+		}
+	}
+	if len(slots.Series) > 0 {
+		out = append(out, namedChart{DirPlots + "slots", slots})
+	}
+	return out
+}
+
+func capacityPlotNames(r *capacity.Result) []string {
+	var names []string
+	for _, c := range capacityCharts(r) {
+		names = append(names, c.name+".png", c.name+".svg")
+	}
+	sort.Strings(names)
+	return names
+}
+
+// RenderPlots draws the plots of a bundle from its study.json (PNG and SVG with the
+// deterministic exporters): the same study.json gives the same bytes.
+func RenderPlots(kind string, studyJSON []byte) (Files, error) {
+	var cs []namedChart
+	switch kind {
+	case KindThroughput:
+		d, err := DecodeThroughputStudy(studyJSON)
+		if err != nil {
+			return nil, err
+		}
+		cs = throughputCharts(d)
+	case KindCapacity:
+		var r capacity.Result
+		if err := json.Unmarshal(studyJSON, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", FileStudy, err)
+		}
+		if r.Plan == nil {
+			return nil, fmt.Errorf("%s: no plan", FileStudy)
+		}
+		cs = capacityCharts(&r)
+	default:
+		return nil, fmt.Errorf("no plots for a %q bundle", kind)
+	}
+	out := Files{}
+	for _, c := range cs {
+		for _, f := range []plots.Format{plots.PNG, plots.SVG} {
+			p, err := c.chart.Plot() // a plot is drawn once: build it for each format
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.name, err)
+			}
+			var b bytes.Buffer
+			if err := plots.Export(p, f, plots.Pixels(plotW), plots.Pixels(plotH), &b); err != nil {
+				return nil, fmt.Errorf("%s.%s: %w", c.name, f, err)
+			}
+			out[c.name+"."+string(f)] = b.Bytes()
+		}
+	}
+	return out, nil
+}
+
+// DecodeThroughputStudy reads a throughput study.json back.
+func DecodeThroughputStudy(studyJSON []byte) (*ThroughputStudy, error) {
+	d := &ThroughputStudy{Report: &study.Report{}}
+	if err := json.Unmarshal(studyJSON, d); err != nil {
+		return nil, fmt.Errorf("%s: %w", FileStudy, err)
+	}
+	// The report's legs are the receipt legs without their extra fields.
+	var legs struct {
+		Legs []study.ReportLeg `json:"legs"`
+	}
+	if err := json.Unmarshal(studyJSON, &legs); err != nil {
+		return nil, fmt.Errorf("%s: %w", FileStudy, err)
+	}
+	d.Report.Legs = legs.Legs
+	return d, nil
+}
