@@ -200,3 +200,38 @@ func DecodeThroughputStudy(studyJSON []byte) (*ThroughputStudy, error) {
 	d.Report.Legs = legs.Legs
 	return d, nil
 }
+
+// CapacityChart is one chart of an assembled capacity study, as the receipt draws it: kind
+// envelope or latency for one candidate (its id; "" = the first), or slots (every candidate).
+func CapacityChart(r *capacity.Result, kind plots.Kind, candidate string) (plots.Chart, error) {
+	if len(r.Candidates) == 0 {
+		return nil, fmt.Errorf("the study has no candidate")
+	}
+	if candidate == "" {
+		candidate = r.Candidates[0].ID
+	}
+	var name string
+	switch kind {
+	case plots.KindEnvelope:
+		name = DirPlots + "envelope-" + candidate
+	case plots.KindLatency:
+		name = DirPlots + "latency-" + candidate
+	case plots.KindSlots:
+		name = DirPlots + "slots"
+	default:
+		return nil, fmt.Errorf("a capacity study draws envelope, latency or slots charts, not %s", kind)
+	}
+	var ids []string
+	for _, c := range r.Candidates {
+		ids = append(ids, c.ID)
+	}
+	for _, c := range capacityCharts(r) {
+		if c.name == name {
+			return c.chart, nil
+		}
+	}
+	if kind == plots.KindSlots {
+		return nil, fmt.Errorf("no diagonal cell (clients = slots) has a per-stream rate: nothing to draw")
+	}
+	return nil, fmt.Errorf("no candidate %q (candidates: %s)", candidate, strings.Join(ids, ", "))
+}

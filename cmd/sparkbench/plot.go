@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"sparkbench/app/capacity"
 	"sparkbench/app/charts"
+	"sparkbench/app/receipt"
 	"sparkbench/app/study"
 	"sparkbench/plots"
 	"sparkbench/store"
@@ -35,6 +37,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 	metric := fs.String("metric", "", "with STUDY: the test to chart, tg, pp or exact (tg128); default tg (pp for ubatch)")
 	line := fs.Float64("line", 0, "with STUDY and --kind depth: a reference line in t/s (e.g. 70), its crossings marked")
 	nbFlag := fs.String("notebook", "", "with STUDY: notebook file")
+	candidate := fs.String("candidate", "", "with a capacity STUDY: the candidate of an envelope or latency chart (default: the first)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -73,7 +76,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 	source := *data
 	if len(pos) == 1 {
 		source = "study " + pos[0]
-		if chart, err = studyChart(pos[0], plots.Kind(*kind), *metric, *line, *nbFlag); err != nil {
+		if chart, err = studyChart(pos[0], plots.Kind(*kind), *metric, *line, *candidate, *nbFlag); err != nil {
 			return fail(2, "%v", err)
 		}
 	} else {
@@ -123,8 +126,9 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// studyChart builds a chart from a throughput study in the notebook.
-func studyChart(ref string, kind plots.Kind, metric string, line float64, nbFlag string) (plots.Chart, error) {
+// studyChart builds a chart from a study in the notebook: a throughput study's depth,
+// repeatability or ubatch chart, or an assembled capacity study's envelope, latency or slots.
+func studyChart(ref string, kind plots.Kind, metric string, line float64, candidate, nbFlag string) (plots.Chart, error) {
 	path, err := notebookPath(nbFlag)
 	if err != nil {
 		return nil, err
@@ -135,6 +139,20 @@ func studyChart(ref string, kind plots.Kind, metric string, line float64, nbFlag
 	}
 	defer nb.Close()
 	ctx := context.Background()
+	s, err := nb.FindStudy(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if s.Kind == store.StudyCapacity || s.Kind == store.StudyConcurrency {
+		a, err := capacity.LoadAssembled(ctx, store.CapacityRecorder{N: nb}, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		if a.Result == nil {
+			return nil, fmt.Errorf("study %d: %s", s.ID, a.Problem)
+		}
+		return receipt.CapacityChart(a.Result, kind, candidate)
+	}
 	id, err := findStudy(ctx, nb, ref)
 	if err != nil {
 		return nil, err
@@ -157,5 +175,5 @@ func studyChart(ref string, kind plots.Kind, metric string, line float64, nbFlag
 	case plots.KindUbatch:
 		return charts.Ubatch(rep, metric)
 	}
-	return nil, fmt.Errorf("--kind %s charts a capacity study: assemble it with `sparkbench capacity assemble` and pass the chart input with --data (docs/plots.md); from a throughput STUDY: depth, repeatability or ubatch", kind)
+	return nil, fmt.Errorf("--kind %s charts a capacity study; study %d is a throughput study: depth, repeatability or ubatch", kind, id)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"sparkbench/app"
 	"sparkbench/app/bundle"
 	"sparkbench/app/canon"
+	"sparkbench/app/capacity"
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
 	"sparkbench/store"
@@ -91,8 +93,37 @@ func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return bad("%v", err)
 		}
+		if s.Kind == store.StudyCapacity || s.Kind == store.StudyConcurrency {
+			// A capacity study's receipt is built from its run folder, which the notebook
+			// journaled with the SHA-256 of the study.json assembled there.
+			a, err := capacity.LoadAssembled(ctx, store.CapacityRecorder{N: nb}, s.ID)
+			if err != nil {
+				return bad("study %d (%s): %v", s.ID, s.Name, err)
+			}
+			if a.Result == nil {
+				return bad("study %d (%s): %s", s.ID, s.Name, a.Problem)
+			}
+			if files, err = bundle.Capacity(a.Note.RunDir, bundle.CapacityOptions{Options: opt}); err != nil {
+				return bad("%v", err)
+			}
+			// The bundle re-assembles study.json from its own (redacted) raw files, so its input
+			// hashes may differ from the run's; every figure must still equal the journaled one.
+			var got capacity.Result
+			if err := json.Unmarshal(files[receipt.FileStudy], &got); err != nil {
+				fprintf(stderr, "sparkbench receipt: %v\n", err)
+				return 1
+			}
+			want, _ := canon.Marshal(a.Result.Candidates)
+			have, _ := canon.Marshal(got.Candidates)
+			if !bytes.Equal(want, have) || got.PlanSHA256 != a.Result.PlanSHA256 {
+				fprintf(stderr, "sparkbench receipt: the bundle's figures differ from the study.json the notebook journaled (sha256 %s); the run folder changed since it ran\n", a.Note.StudySHA256)
+				return 1
+			}
+			studyID = s.ID
+			goto write
+		}
 		if s.Kind != store.StudyThroughput {
-			return bad("study %d (%s) is a %s study: capacity studies do not live in the notebook yet; write their receipt from the run folder with --capacity-run DIR", s.ID, s.Name, s.Kind)
+			return bad("study %d (%s) is a %s study: receipts cover throughput and capacity studies", s.ID, s.Name, s.Kind)
 		}
 		if _, err := nb.Plan(ctx, s.ID); err != nil {
 			return bad("study %d (%s) has no registered plan (an imported study?): a receipt re-assembles a registered study", s.ID, s.Name)
@@ -108,6 +139,7 @@ func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 		}
 		studyID = s.ID
 	}
+write:
 	if err := bundle.Write(*out, files); err != nil {
 		fprintf(stderr, "sparkbench receipt: %v\n", err)
 		return 1
