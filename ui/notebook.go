@@ -36,6 +36,8 @@ type NotebookService interface {
 	// Import reads llama-bench output files (jsonl, json, csv, md) into imported legs and
 	// says what it imported, one line per file.
 	Import(ctx context.Context, paths []string) ([]string, error)
+	// VerifyBundle checks a receipt bundle (folder or .tar.gz): ok, and one line per check.
+	VerifyBundle(ctx context.Context, path string) (bool, []string, error)
 }
 
 // NotebookView is the journal timeline with filters, the chain's verification status and the
@@ -48,6 +50,7 @@ type NotebookView struct {
 	Chain    *widget.Label
 	VerifyBt *widget.Button
 	ImportBt *widget.Button
+	BundleBt *widget.Button
 
 	win  fyne.Window
 	svc  NotebookService
@@ -81,13 +84,15 @@ func newNotebookView(win fyne.Window, svc NotebookService) *NotebookView {
 		})
 	v.VerifyBt = widget.NewButton("Verify the chain", v.Verify)
 	v.ImportBt = widget.NewButton("Import llama-bench output…", v.importDialog)
+	v.BundleBt = widget.NewButton("Verify a bundle…", v.bundleDialog)
 	if svc == nil {
 		v.VerifyBt.Disable()
 		v.ImportBt.Disable()
+		v.BundleBt.Disable()
 		v.Chain.SetText("the notebook is not open (see the Bench section)")
 	}
 	top := container.NewVBox(
-		container.NewHBox(heading("Notebook"), v.VerifyBt, v.ImportBt, widget.NewButton("Refresh", v.Reload)),
+		container.NewHBox(heading("Notebook"), v.VerifyBt, v.ImportBt, v.BundleBt, widget.NewButton("Refresh", v.Reload)),
 		v.Chain,
 		container.NewBorder(nil, nil, nil, v.Kind, v.Filter),
 	)
@@ -197,4 +202,34 @@ func (v *NotebookView) signal() {
 	case v.Updated <- struct{}{}:
 	default:
 	}
+}
+
+// VerifyBundle checks a bundle in the background; done runs on the UI goroutine.
+func (v *NotebookView) VerifyBundle(path string, done func(ok bool, lines []string, err error)) {
+	go func() {
+		ok, lines, err := v.svc.VerifyBundle(context.Background(), path)
+		onUI(func() { done(ok, lines, err) })
+	}()
+}
+
+func (v *NotebookView) bundleDialog() {
+	dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
+		if err != nil {
+			dialog.ShowError(err, v.win)
+			return
+		}
+		if u == nil {
+			return
+		}
+		v.VerifyBundle(u.Path(), func(ok bool, lines []string, err error) {
+			switch {
+			case err != nil:
+				dialog.ShowError(err, v.win)
+			case ok:
+				dialog.ShowInformation("Bundle verified", strings.Join(lines, "\n"), v.win)
+			default:
+				dialog.ShowError(fmt.Errorf("the bundle does not verify:\n%s", strings.Join(lines, "\n")), v.win)
+			}
+		})
+	}, v.win)
 }

@@ -43,6 +43,8 @@ type StudyService interface {
 	HumanVerdict(ctx context.Context, id int64, h study.HumanVerdict) error
 	// AddFinding numbers (F1, F2, …) and records a finding linked to legs and predictions.
 	AddFinding(ctx context.Context, id int64, f study.FindingRequest) (string, error)
+	// Receipt writes the study's receipt bundle into the folder out and says what it wrote.
+	Receipt(ctx context.Context, id int64, out string) (string, error)
 }
 
 // StudiesView lists the notebook's studies and shows one: its predictions and verdicts, its
@@ -58,6 +60,7 @@ type StudiesView struct {
 	AbortButton   *widget.Button
 	HumanButton   *widget.Button
 	FindingButton *widget.Button
+	ReceiptButton *widget.Button
 	Progress      *widget.ProgressBar
 	ProgressMsg   *widget.Label
 	Scoreboard    *widget.Table
@@ -119,6 +122,7 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.RunButton = widget.NewButton("Run", v.RunSelected)
 	v.HumanButton = widget.NewButton("Human verdict…", v.humanDialog)
 	v.FindingButton = widget.NewButton("Add finding…", v.findingDialog)
+	v.ReceiptButton = widget.NewButton("Export receipt…", v.receiptDialog)
 	v.AbortButton = widget.NewButton("Abort", v.confirmAbort)
 	v.RunButton.Disable()
 	v.AbortButton.Disable()
@@ -160,7 +164,7 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.Progress.Hide()
 	head := container.NewVBox(
 		v.Title,
-		container.NewHBox(v.RunButton, v.AbortButton, v.HumanButton, v.FindingButton),
+		container.NewHBox(v.RunButton, v.AbortButton, v.HumanButton, v.FindingButton, v.ReceiptButton),
 		v.Status, v.Progress, v.ProgressMsg,
 	)
 	detail := container.NewBorder(head, nil, nil, nil, v.Tabs)
@@ -717,6 +721,63 @@ func (v *StudiesView) findingDialog() {
 				return
 			}
 			dialog.ShowInformation("Finding recorded", label+" is in the notebook's journal.", v.win)
+		})
+	}, v.win)
+}
+
+// ExportReceipt writes the shown study's receipt bundle into a new folder under parent.
+func (v *StudiesView) ExportReceipt(parent string, done func(string, error)) {
+	id := v.selected
+	name := fmt.Sprintf("study-%d-receipt", id)
+	if v.report != nil {
+		name = fmt.Sprintf("%s-%d-receipt", slugify(v.report.Study.Name), id)
+	}
+	out := filepath.Join(parent, name)
+	v.ProgressMsg.SetText("writing the receipt to " + out + "…")
+	go func() {
+		summary, err := v.svc.Receipt(context.Background(), id, out)
+		onUI(func() {
+			if err == nil {
+				v.ProgressMsg.SetText(summary)
+			}
+			done(summary, err)
+		})
+	}()
+}
+
+func slugify(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	return strings.Trim(b.String(), "-")
+}
+
+func (v *StudiesView) receiptDialog() {
+	if v.selected == 0 {
+		return
+	}
+	dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
+		if err != nil {
+			dialog.ShowError(err, v.win)
+			return
+		}
+		if u == nil {
+			return
+		}
+		v.ExportReceipt(u.Path(), func(summary string, err error) {
+			if err != nil {
+				dialog.ShowError(err, v.win)
+				return
+			}
+			dialog.ShowInformation("Receipt written", summary, v.win)
 		})
 	}, v.win)
 }

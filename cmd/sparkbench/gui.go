@@ -45,7 +45,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		} else {
 			defer nb.Close()
 			lib = notebookLibrary{nb}
-			svc := studyService{nb: nb, llamaDir: *llamaDir}
+			svc := studyService{nb: nb, llamaDir: *llamaDir, nbPath: nbPath}
 			studies, registrar = svc, svc
 			notebookSvc = notebookService{nb}
 		}

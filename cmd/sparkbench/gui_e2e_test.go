@@ -40,7 +40,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 	llamatest.Binaries(t)
 	tmp := t.TempDir()
-	nb, err := store.Open(filepath.Join(tmp, "notebook.db"))
+	nbPath := filepath.Join(tmp, "notebook.db")
+	nb, err := store.Open(nbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 	var a fyne.App
 	ui.Locked(func() { a = test.NewApp() })
 	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
-	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data")}
+	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data"), nbPath: nbPath}
 	var wb *ui.Workbench
 	ui.Locked(func() {
 		wb = ui.NewWorkbench(a, ui.Deps{
@@ -155,6 +156,30 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 	waitFor(t, "the journal timeline", func() bool { return wb.Notebook.List.Length() > 5 })
 	ui.Locked(func() { wb.Notebook.Filter.SetText("F1") })
 	waitFor(t, "the filtered timeline", func() bool { return wb.Notebook.List.Length() >= 1 })
+
+	// Export the receipt bundle and verify it, as the Export receipt… and Verify a bundle…
+	// dialogs do.
+	receipts := make(chan error, 1)
+	ui.Locked(func() { st.ExportReceipt(tmp, func(_ string, err error) { receipts <- err }) })
+	if err := <-receipts; err != nil {
+		t.Fatalf("export receipt: %v", err)
+	}
+	bundles, _ := filepath.Glob(filepath.Join(tmp, "*-receipt"))
+	if len(bundles) != 1 {
+		t.Fatalf("receipt folders: %v", bundles)
+	}
+	verified := make(chan bool, 1)
+	ui.Locked(func() {
+		wb.Notebook.VerifyBundle(bundles[0], func(ok bool, lines []string, err error) {
+			if err != nil || !ok {
+				t.Errorf("verify: %v %v", err, lines)
+			}
+			verified <- ok
+		})
+	})
+	if !<-verified {
+		t.Fatal("the exported bundle does not verify")
+	}
 }
 
 func buildPredictionForTest() (study.Prediction, error) {

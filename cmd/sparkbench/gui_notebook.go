@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"sparkbench/store"
 	"sparkbench/ui"
@@ -71,4 +74,16 @@ func (s notebookService) Import(ctx context.Context, paths []string) ([]string, 
 		lines = append(lines, fmt.Sprintf("%s: %d rows (%s) into study %d, leg %d", r.File, r.Rows, r.Format, r.StudyID, r.LegID))
 	}
 	return lines, nil
+}
+
+// VerifyBundle runs `sparkbench verify` on the bundle: the window shows exactly what the
+// command prints.
+func (s notebookService) VerifyBundle(_ context.Context, path string) (bool, []string, error) {
+	var out, errOut bytes.Buffer
+	code := cmdVerify([]string{path}, &out, &errOut)
+	lines := strings.Split(strings.TrimSpace(out.String()+errOut.String()), "\n")
+	if code == 2 {
+		return false, nil, errors.New(strings.Join(lines, "\n"))
+	}
+	return code == 0, lines, nil
 }

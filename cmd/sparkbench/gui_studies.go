@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"sparkbench/app/demo"
@@ -23,6 +26,7 @@ type studyService struct {
 	nb       *store.Notebook
 	llamaDir string // --llama-dir, or "" for the plan's build.dir / default search
 	dataDir  string // where the demo's models and plan go
+	nbPath   string // the notebook's file, for the commands the window runs in-process
 }
 
 var _ ui.StudyService = studyService{}
@@ -114,4 +118,18 @@ func (s studyService) HumanVerdict(ctx context.Context, id int64, h study.HumanV
 
 func (s studyService) AddFinding(ctx context.Context, id int64, f study.FindingRequest) (string, error) {
 	return study.AddFinding(ctx, store.StudyRecorder{N: s.nb}, id, f)
+}
+
+// Receipt runs `sparkbench receipt ID --out DIR` on the window's notebook: the same bundle the
+// command writes.
+func (s studyService) Receipt(_ context.Context, id int64, out string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	args := []string{strconv.FormatInt(id, 10), "--out", out}
+	if s.nbPath != "" {
+		args = append(args, "--notebook", s.nbPath)
+	}
+	if code := cmdReceipt(args, &stdout, &stderr); code != 0 {
+		return "", errors.New(strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(stdout.String()), nil
 }
