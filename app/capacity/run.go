@@ -13,6 +13,7 @@ import (
 
 	"sparkbench/app/canon"
 	"sparkbench/app/study"
+	"sparkbench/runner"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/loadgen"
 	"sparkbench/runner/quality"
@@ -168,6 +169,7 @@ type RunReport struct {
 	PlanSHA256 string          `json:"plan_sha256"`
 	PromptPlan string          `json:"prompt_plan_sha256"`
 	Build      *llamacpp.Build `json:"build,omitempty"`
+	Machine    *runner.Machine `json:"machine,omitempty"` // CPU, cores, memory, kernel (from /proc)
 	Started    time.Time       `json:"started"`
 	Duration   time.Duration   `json:"duration"`
 	Lifetimes  []RunLifetime   `json:"lifetimes"`
@@ -324,7 +326,9 @@ func (r *Run) run() (*RunReport, error) {
 	if err := makeRunDir(spec.OutDir); err != nil {
 		return nil, refuse("%v", err)
 	}
-	rep := &RunReport{Schema: SchemaRun, Plan: RunPlanFile, PlanSHA256: sha, PromptPlan: promptSHA, Build: spec.Build,
+	machine := (&runner.Fingerprinter{}).Machine()
+	machine.Hostname = "" // run.json travels in receipt bundles
+	rep := &RunReport{Schema: SchemaRun, Plan: RunPlanFile, PlanSHA256: sha, PromptPlan: promptSHA, Build: spec.Build, Machine: &machine,
 		Started: r.start.UTC(), OutDir: spec.OutDir, Lifetimes: []RunLifetime{}, QualityCases: casesSHA}
 	if err := os.WriteFile(filepath.Join(spec.OutDir, RunPlanFile), planBytes, 0o644); err != nil {
 		return rep, err

@@ -13,6 +13,7 @@ import (
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
+	"sparkbench/runner"
 )
 
 // capacityBundle is a capacity bundle's raw files, read through bundle.json's input map.
@@ -31,10 +32,11 @@ type capacityBundle struct {
 // runManifest is what the receipt reads of a capacity run's run.json (app/capacity.RunReport;
 // read leniently: the run folder's format may gain fields).
 type runManifest struct {
-	Schema     string `json:"schema"`
-	PlanSHA256 string `json:"plan_sha256"`
-	PromptPlan string `json:"prompt_plan_sha256"`
-	Started    string `json:"started"`
+	Schema     string          `json:"schema"`
+	Machine    *runner.Machine `json:"machine"`
+	PlanSHA256 string          `json:"plan_sha256"`
+	PromptPlan string          `json:"prompt_plan_sha256"`
+	Started    string          `json:"started"`
 	Build      *struct {
 		VersionLine string
 		BuildNumber int
@@ -458,7 +460,7 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 		prov = append(prov, []string{"Model " + code(c.ID), code(path.Base(filepath.ToSlash(c.Model.Path))) + " · SHA-256 " + code(c.Model.SHA256) + " (as the plan declares it)"})
 	}
 	prov = append(prov,
-		[]string{"Machine fingerprint", "not recorded: capacity runs do not fingerprint the machine yet"},
+		machineRow(cb.manifest),
 		[]string{"Capacity source artefacts", code(fmt.Sprintf("%d", len(r.Inputs))) + " files (fingerprinted in " + code(FileStudy) + ")"},
 		[]string{"Raw files in the bundle", code(fmt.Sprintf("%d files, %d bytes", cb.rawFiles, cb.rawBytes))},
 		[]string{"Notebook chain head", "not applicable: capacity studies are not in the notebook yet"},
@@ -703,4 +705,12 @@ func gateTable(w *mdWriter, p *capacity.Plan, cell capacity.CellResult) {
 		rows = append(rows, []string{"Forbidden backend markers absent", yes(g.Passed), res(g.Passed)})
 	}
 	w.table([]string{"Gate", "Observed", "Result"}, "lrl", rows)
+}
+
+func machineRow(m *runManifest) []string {
+	if m == nil || m.Machine == nil {
+		return []string{"Machine fingerprint", "not recorded in the run manifest"}
+	}
+	mc := m.Machine
+	return []string{"Machine fingerprint", code(mc.String()) + " · " + code(mc.OS+"/"+mc.Arch)} // no host name: receipts are shared
 }
