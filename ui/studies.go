@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
@@ -68,6 +70,8 @@ type StudiesView struct {
 	Legs          *widget.Table
 	Console       *widget.List
 	Chart         *ChartView
+	Receipt       *widget.RichText // the last exported receipt.md, rendered
+	ReceiptImgs   *fyne.Container  // its charts
 	Tabs          *container.AppTabs
 
 	app fyne.App
@@ -154,12 +158,16 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 		o.(*widget.Label).SetText(line)
 	})
 	v.Chart = NewChartView(760, 420)
+	v.Receipt = widget.NewRichTextFromMarkdown("Export the study's receipt (Export receipt…) to preview it here.")
+	v.Receipt.Wrapping = fyne.TextWrapWord
+	v.ReceiptImgs = container.NewVBox()
 	v.Tabs = container.NewAppTabs(
 		container.NewTabItem("Predictions", v.Scoreboard),
 		container.NewTabItem("Chart", v.Chart.Object),
 		container.NewTabItem("Results", v.Results),
 		container.NewTabItem("Legs", v.Legs),
 		container.NewTabItem("Console", v.Console),
+		container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(v.ReceiptImgs, v.Receipt))),
 	)
 	v.Progress.Hide()
 	head := container.NewVBox(
@@ -736,9 +744,16 @@ func (v *StudiesView) ExportReceipt(parent string, done func(string, error)) {
 	v.ProgressMsg.SetText("writing the receipt to " + out + "…")
 	go func() {
 		summary, err := v.svc.Receipt(context.Background(), id, out)
+		var md []byte
+		var pngs []string
+		if err == nil {
+			md, _ = os.ReadFile(filepath.Join(out, "receipt.md"))
+			pngs, _ = filepath.Glob(filepath.Join(out, "plots", "*.png"))
+		}
 		onUI(func() {
 			if err == nil {
 				v.ProgressMsg.SetText(summary)
+				v.showReceipt(md, pngs)
 			}
 			done(summary, err)
 		})
@@ -780,4 +795,18 @@ func (v *StudiesView) receiptDialog() {
 			dialog.ShowInformation("Receipt written", summary, v.win)
 		})
 	}, v.win)
+}
+
+// showReceipt previews an exported receipt: its charts, then receipt.md rendered.
+func (v *StudiesView) showReceipt(md []byte, pngs []string) {
+	v.ReceiptImgs.RemoveAll()
+	for _, p := range pngs {
+		img := canvas.NewImageFromFile(p)
+		img.FillMode = canvas.ImageFillContain
+		img.ScaleMode = canvas.ImageScaleFastest
+		img.SetMinSize(fyne.NewSize(760, 475))
+		v.ReceiptImgs.Add(img)
+	}
+	v.Receipt.ParseMarkdown(string(md))
+	v.Tabs.SelectIndex(len(v.Tabs.Items) - 1)
 }
