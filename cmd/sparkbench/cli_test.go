@@ -244,6 +244,15 @@ var (
 	binErr  error
 )
 
+// TestMain removes the binary builtBinary made.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // builtBinary builds cmd/sparkbench once per test run.
 func builtBinary(t *testing.T) string {
 	t.Helper()
