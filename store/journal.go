@@ -3,13 +3,12 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"sparkbench/app/canon"
 	"strconv"
 	"time"
 )
@@ -46,35 +45,11 @@ type JournalEntry struct {
 // EntryBytes is the canonical JSON that is hashed for an entry:
 // {"at":…,"kind":…,"payload":…,"seq":…,"study":…|null}.
 func EntryBytes(seq int64, kind string, studyID int64, at string, payload []byte) []byte {
-	b := make([]byte, 0, len(payload)+len(kind)+96)
-	b = append(b, `{"at":`...)
-	b = appendCanonicalString(b, at)
-	b = append(b, `,"kind":`...)
-	b = appendCanonicalString(b, kind)
-	b = append(b, `,"payload":`...)
-	b = append(b, payload...)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, seq, 10)
-	b = append(b, `,"study":`...)
-	if studyID == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = strconv.AppendInt(b, studyID, 10)
-	}
-	return append(b, '}')
+	return canon.JournalEntryBytes(seq, kind, studyID, at, payload)
 }
 
-// ChainHash computes hash = SHA-256(prev_hash bytes || entry bytes), in hex.
-func ChainHash(prevHex string, entry []byte) (string, error) {
-	prev, err := hex.DecodeString(prevHex)
-	if err != nil || len(prev) != sha256.Size {
-		return "", fmt.Errorf("prev_hash %q is not a hex SHA-256", prevHex)
-	}
-	h := sha256.New()
-	h.Write(prev)
-	h.Write(entry)
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+// ChainHash is hex(SHA-256(prev || entry)): see app/canon.
+func ChainHash(prevHex string, entry []byte) (string, error) { return canon.ChainHash(prevHex, entry) }
 
 // JournalOpt qualifies an AppendJournal call.
 type JournalOpt func(*journalOpts)

@@ -2,10 +2,7 @@ package receipt
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"strconv"
 
 	"sparkbench/app/canon"
 )
@@ -17,35 +14,11 @@ import (
 
 // EntryBytes are the bytes hashed for one journal entry.
 func EntryBytes(seq int64, kind string, studyID int64, at string, payload []byte) []byte {
-	b := make([]byte, 0, len(payload)+len(kind)+96)
-	b = append(b, `{"at":`...)
-	b = canon.AppendString(b, at)
-	b = append(b, `,"kind":`...)
-	b = canon.AppendString(b, kind)
-	b = append(b, `,"payload":`...)
-	b = append(b, payload...)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, seq, 10)
-	b = append(b, `,"study":`...)
-	if studyID == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = strconv.AppendInt(b, studyID, 10)
-	}
-	return append(b, '}')
+	return canon.JournalEntryBytes(seq, kind, studyID, at, payload)
 }
 
-// ChainHash is hex(SHA-256(prev || entry)).
-func ChainHash(prevHex string, entry []byte) (string, error) {
-	prev, err := hex.DecodeString(prevHex)
-	if err != nil || len(prev) != sha256.Size {
-		return "", fmt.Errorf("prev_hash %q is not a hex SHA-256", prevHex)
-	}
-	h := sha256.New()
-	h.Write(prev)
-	h.Write(entry)
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+// ChainHash is hex(SHA-256(prev || entry)): see app/canon.
+func ChainHash(prevHex string, entry []byte) (string, error) { return canon.ChainHash(prevHex, entry) }
 
 // ParseJournal reads journal.jsonl: one canonical JSON entry per line, newline-terminated.
 func ParseJournal(data []byte) ([]JournalLine, error) {
