@@ -70,6 +70,9 @@ type StudiesView struct {
 	Legs          *widget.Table
 	Console       *widget.List
 	Chart         *ChartView
+	Gates         *widget.Label // gate lights of the running (or last) run: CV gate, canary, crashes
+	Follow        *widget.Check // console follows new lines (untick to read back)
+	CopyConsole   *widget.Button
 	Receipt       *widget.RichText // the last exported receipt.md, rendered
 	ReceiptImgs   *fyne.Container  // its charts
 	Tabs          *container.AppTabs
@@ -93,6 +96,7 @@ type StudiesView struct {
 	Updated chan struct{}
 
 	runOnLoad int64 // RunOnLoad: start this study as soon as it is shown (-1: the demo)
+	gates     gateCounts
 	meta      plots.Meta
 }
 
@@ -161,19 +165,26 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.Receipt = widget.NewRichTextFromMarkdown("Export the study's receipt (Export receipt…) to preview it here.")
 	v.Receipt.Wrapping = fyne.TextWrapWord
 	v.ReceiptImgs = container.NewVBox()
+	v.Gates = widget.NewLabel("gates: no run yet")
+	v.Follow = widget.NewCheck("follow", nil)
+	v.Follow.SetChecked(true)
+	v.CopyConsole = widget.NewButton("Copy", func() {
+		v.app.Clipboard().SetContent(strings.Join(v.ConsoleLines(), "\n"))
+	})
+	consoleTab := container.NewBorder(container.NewHBox(v.Follow, v.CopyConsole), nil, nil, nil, v.Console)
 	v.Tabs = container.NewAppTabs(
 		container.NewTabItem("Predictions", v.Scoreboard),
 		container.NewTabItem("Chart", v.Chart.Object),
 		container.NewTabItem("Results", v.Results),
 		container.NewTabItem("Legs", v.Legs),
-		container.NewTabItem("Console", v.Console),
+		container.NewTabItem("Console", consoleTab),
 		container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(v.ReceiptImgs, v.Receipt))),
 	)
 	v.Progress.Hide()
 	head := container.NewVBox(
 		v.Title,
 		container.NewHBox(v.RunButton, v.AbortButton, v.HumanButton, v.FindingButton, v.ReceiptButton),
-		v.Status, v.Progress, v.ProgressMsg,
+		v.Status, v.Progress, v.ProgressMsg, v.Gates,
 	)
 	detail := container.NewBorder(head, nil, nil, nil, v.Tabs)
 	left := container.NewBorder(heading("Studies"), widget.NewButton("Refresh", func() { v.Reload(0) }), nil, nil, v.List)
@@ -331,6 +342,7 @@ func (v *StudiesView) RunSelected() {
 	v.running, v.cancel = id, cancel
 	v.console = nil
 	v.liveRows = map[string][]plots.DepthPoint{}
+	v.gates = gateCounts{}
 	v.mu.Unlock()
 	v.Progress.SetValue(0)
 	v.Progress.Show()
@@ -356,6 +368,9 @@ func (v *StudiesView) RunSelected() {
 				msg = fmt.Sprintf("halted after %d/%d legs: %s", sum.LegsDone, sum.LegsTotal, sum.Reason)
 			}
 			v.ProgressMsg.SetText(msg)
+			v.mu.Lock()
+			v.Gates.SetText(v.gates.String())
+			v.mu.Unlock()
 			v.app.SendNotification(fyne.NewNotification("sparkbench: "+name, msg))
 			v.Select(id)
 		})
@@ -373,6 +388,8 @@ func (v *StudiesView) onEvent(e study.Event) {
 			v.console = append([]string(nil), v.console[over:]...)
 		}
 	}
+	v.gates.observe(e)
+	gates := v.gates.String()
 	if e.Kind == study.EventSample && e.Sample != nil && e.Sample.Kind == "tg" {
 		test, _, _ := strings.Cut(e.Sample.Test, " @ ")
 		key := strings.TrimSuffix(filepath.Base(e.Sample.Model), ".gguf") + " " + test
@@ -404,8 +421,11 @@ func (v *StudiesView) onEvent(e study.Event) {
 			cur += fmt.Sprintf(" (test %d/%d)", p.LegTest, p.LegTests)
 		}
 		v.ProgressMsg.SetText(fmt.Sprintf("%d/%d legs · %s · %s", p.LegsDone, p.LegsTotal, cur, eta))
+		v.Gates.SetText(gates)
 		v.Console.Refresh()
-		v.Console.ScrollToBottom()
+		if v.Follow.Checked {
+			v.Console.ScrollToBottom()
+		}
 	})
 }
 
@@ -809,4 +829,56 @@ func (v *StudiesView) showReceipt(md []byte, pngs []string) {
 	}
 	v.Receipt.ParseMarkdown(string(md))
 	v.Tabs.SelectIndex(len(v.Tabs.Items) - 1)
+}
+
+// gateCounts are the run's gate lights: rows measured, rows a CV gate flagged, legs that
+// crashed (with the canary's verdict), legs that ended otherwise than ok.
+type gateCounts struct {
+	rows, flagged, legsOK, legsBad int
+	crashes                        []string
+	canary                         string
+}
+
+func (g *gateCounts) observe(e study.Event) {
+	switch e.Kind {
+	case study.EventSample:
+		g.rows++
+	case study.EventFlagged:
+		g.flagged++
+	case study.EventLegFinished:
+		if o := e.Outcome; o != nil {
+			if o.Class == "ok" {
+				g.legsOK++
+			} else {
+				g.legsBad++
+				if o.Class == "crashed" || o.Class == "device_lost" || o.Class == "oom" {
+					g.crashes = append(g.crashes, e.Leg+" "+o.Class)
+				}
+			}
+		}
+	case study.EventCanary:
+		if c := e.Canary; c != nil {
+			g.canary = "PASS"
+			if !c.Pass {
+				g.canary = "FAIL: " + c.Reason
+			}
+		}
+	}
+}
+
+func (g gateCounts) String() string {
+	light := func(ok bool) string {
+		if ok {
+			return "●ok"
+		}
+		return "●STOP"
+	}
+	s := fmt.Sprintf("gates: CV %s (%d of %d rows flagged) · legs %d ok, %d not ok", light(g.flagged == 0), g.flagged, g.rows, g.legsOK, g.legsBad)
+	if len(g.crashes) > 0 {
+		s += " · crashes: " + strings.Join(g.crashes, ", ")
+	}
+	if g.canary != "" {
+		s += " · canary " + g.canary
+	}
+	return s
 }

@@ -139,6 +139,9 @@ func TestStudiesOpensOnTheDemoAndRunsIt(t *testing.T) {
 		if v.resultCell(1, 3) != "7000.00" {
 			t.Errorf("results table: %q", v.resultCell(1, 3))
 		}
+		if !strings.HasPrefix(v.Gates.Text, "gates: CV ●ok (0 of 1 rows flagged) · legs 1 ok") {
+			t.Errorf("gate lights %q", v.Gates.Text)
+		}
 	})
 }
 
@@ -186,5 +189,24 @@ func TestStudiesRunOnLoadRunsTheDemo(t *testing.T) {
 	defer svc.mu.Unlock()
 	if svc.ran != 1 {
 		t.Fatalf("ran %d times", svc.ran)
+	}
+}
+
+func TestGateLights(t *testing.T) {
+	var g gateCounts
+	for _, e := range []study.Event{
+		{Kind: study.EventSample}, {Kind: study.EventSample}, {Kind: study.EventFlagged},
+		{Kind: study.EventLegFinished, Leg: "tiny/d0", Outcome: &study.LegOutcome{Class: "ok"}},
+		{Kind: study.EventLegFinished, Leg: "moe/d0", Outcome: &study.LegOutcome{Class: "crashed"}},
+		{Kind: study.EventCanary, Canary: &runner.Canary{Pass: false, Reason: "30% below its baseline"}},
+	} {
+		g.observe(e)
+	}
+	want := "gates: CV ●STOP (1 of 2 rows flagged) · legs 1 ok, 1 not ok · crashes: moe/d0 crashed · canary FAIL: 30% below its baseline"
+	if got := g.String(); got != want {
+		t.Fatalf("gates:\n got %s\nwant %s", got, want)
+	}
+	if got := (gateCounts{rows: 4, legsOK: 2}).String(); !strings.HasPrefix(got, "gates: CV ●ok (0 of 4 rows flagged)") {
+		t.Fatalf("all ok: %s", got)
 	}
 }
