@@ -51,6 +51,8 @@ type WizardView struct {
 	Problems    *widget.Label
 	Estimate    *widget.Label
 	RegisterBtn *widget.Button
+	SaveBtn     *widget.Button
+	OpenBtn     *widget.Button
 	AddPred     *widget.Button
 	RemovePred  *widget.Button
 
@@ -61,6 +63,9 @@ type WizardView struct {
 	onDone    func(id int64)
 	preds     []study.Prediction
 	predSel   int
+	ids       map[string]string // model path -> ID, kept from an opened plan (its predictions name them)
+	base      *study.Plan       // the opened plan: what the form has no control for is kept from it
+	baseModel map[string]study.Model
 	validated chan struct{}
 
 	mu  sync.Mutex
@@ -127,6 +132,8 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 	})
 	v.RemovePred.Disable()
 	v.RegisterBtn = widget.NewButton("Register…", v.confirmRegister)
+	v.SaveBtn = widget.NewButton("Save plan…", v.saveDialog)
+	v.OpenBtn = widget.NewButton("Open plan…", v.openDialog)
 	v.RegisterBtn.Disable()
 	refresh := widget.NewButton("Refresh model list", v.RefreshModels)
 
@@ -150,7 +157,7 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 	preds := container.NewBorder(container.NewHBox(heading("Predictions (registered before anything runs)"), v.AddPred, v.RemovePred), nil, nil, nil, v.Predictions)
 	preds.Resize(fyne.NewSize(600, 160))
 	v.Object = container.NewVScroll(container.NewVBox(
-		container.NewHBox(heading("New throughput study"), v.RegisterBtn),
+		container.NewHBox(heading("New throughput study"), v.RegisterBtn, v.SaveBtn, v.OpenBtn),
 		widget.NewLabel("Capacity and concurrency studies are declared as plan files for now: sparkbench capacity validate PLAN (docs/capacity.md)."),
 		form,
 		container.NewGridWrap(fyne.NewSize(900, 180), preds),
@@ -235,8 +242,24 @@ func (v *WizardView) Plan() (*study.Plan, []string) {
 	}
 	p := &study.Plan{Schema: study.SchemaThroughput, Name: strings.TrimSpace(v.Name.Text)}
 	used := map[string]bool{}
+	for _, id := range v.ids {
+		used[id] = true
+	}
 	for _, path := range v.Models.Selected {
-		p.Models = append(p.Models, study.Model{ID: modelID(path, used), Path: path})
+		id, ok := v.ids[path]
+		if !ok {
+			id = modelID(path, used)
+		}
+		m := study.Model{ID: id, Path: path}
+		if bm, ok := v.baseModel[path]; ok { // keep what the plan said of this file
+			m.SHA256, m.Source, m.Revision = bm.SHA256, bm.Source, bm.Revision
+		}
+		p.Models = append(p.Models, m)
+	}
+	if b := v.base; b != nil {
+		p.Description, p.Build = b.Description, b.Build
+		p.Repeatability, p.Canary, p.Conditions = b.Repeatability, b.Canary, b.Conditions
+		p.Axes.ExtraArgs, p.Axes.NGL, p.Axes.Batch = b.Axes.ExtraArgs, b.Axes.NGL, b.Axes.Batch
 	}
 	var err error
 	p.Axes.Depths, err = parseInts("depths", v.Depths.Text)
@@ -585,4 +608,123 @@ func buildPrediction(kind, text, figure, model, test, depth, line, lo, hi, arms,
 		}
 	}
 	return p, nil
+}
+
+func joinIntList(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func percentText(f float64) string { return strconv.FormatFloat(f*100, 'f', -1, 64) }
+
+// LoadPlan fills the form from a plan (planDir resolves its relative model paths). What the
+// form has no control for (description, build folder, batch, ngl, extra args, repeatability,
+// canary, conditions, the models' SHA-256, source and revision) is kept from the plan, so a
+// plan opened and saved again is the same plan.
+func (v *WizardView) LoadPlan(p *study.Plan, planDir string) {
+	p.Defaults()
+	v.base = p
+	v.baseModel = map[string]study.Model{}
+	v.ids = map[string]string{}
+	var paths []string
+	for _, m := range p.Models {
+		path := study.ResolvePath(planDir, m.Path)
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		v.ids[path] = m.ID
+		v.baseModel[path] = m
+		paths = append(paths, path)
+		if !contains(v.Models.Options, path) {
+			v.Models.Options = append(v.Models.Options, path)
+		}
+	}
+	v.Name.SetText(p.Name)
+	v.Models.SetSelected(paths)
+	v.Depths.SetText(joinIntList(p.Axes.Depths))
+	v.NPrompt.SetText(joinIntList(p.Axes.NPrompt))
+	v.NGen.SetText(joinIntList(p.Axes.NGen))
+	v.Reps.SetText(strconv.Itoa(p.Axes.Reps))
+	v.Threads.SetText(joinIntList(p.Axes.Threads))
+	var ubs []string
+	for _, u := range p.Axes.Ubatch {
+		ubs = append(ubs, strconv.Itoa(u))
+	}
+	v.Ubatch.SetSelected(ubs)
+	v.FlashAttn.SetSelected(p.Axes.FlashAttn)
+	var kvs []string
+	for _, kv := range p.Axes.KV {
+		kvs = append(kvs, kv.K+"/"+kv.V)
+	}
+	v.KV.SetSelected(kvs)
+	v.Split.SetSelected(string(p.Split))
+	v.CVTG.SetText(percentText(p.Gates.CVTG))
+	v.CVPPDepth.SetText(percentText(p.Gates.CVPPDepth))
+	v.CVPPD0.SetText(percentText(p.Gates.CVPPD0))
+	switch b := p.Bandwidth; {
+	case b == nil:
+		v.Bandwidth.SetText("")
+	case b.Measure:
+		v.Bandwidth.SetText("measure")
+	default:
+		v.Bandwidth.SetText(strconv.FormatFloat(b.GBs, 'f', -1, 64))
+	}
+	v.preds = append([]study.Prediction(nil), p.Predictions...)
+	v.Predictions.Refresh()
+	v.Validate()
+}
+
+// PlanJSON is the form's plan as a plan file (indented JSON, defaults filled in).
+func (v *WizardView) PlanJSON() ([]byte, error) {
+	p, errs := v.Plan()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	p.Defaults()
+	b, err := json.MarshalIndent(p, "", "  ")
+	return append(b, '\n'), err
+}
+
+func (v *WizardView) saveDialog() {
+	data, err := v.PlanJSON()
+	if err != nil {
+		dialog.ShowError(err, v.win)
+		return
+	}
+	dialog.ShowFileSave(func(w fyne.URIWriteCloser, err error) {
+		if err != nil {
+			dialog.ShowError(err, v.win)
+			return
+		}
+		if w == nil {
+			return
+		}
+		defer w.Close()
+		if _, err := w.Write(data); err != nil {
+			dialog.ShowError(err, v.win)
+		}
+	}, v.win)
+}
+
+func (v *WizardView) openDialog() {
+	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+		if err != nil {
+			dialog.ShowError(err, v.win)
+			return
+		}
+		if r == nil {
+			return
+		}
+		path := r.URI().Path()
+		r.Close()
+		p, err := study.Load(path)
+		if err != nil {
+			dialog.ShowError(err, v.win)
+			return
+		}
+		v.LoadPlan(p, filepath.Dir(path))
+	}, v.win)
 }

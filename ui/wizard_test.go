@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,5 +138,50 @@ func TestWizardRefusesAMismatchedModel(t *testing.T) {
 	}
 	if reg.got != nil {
 		t.Fatal("a refused plan reached the notebook")
+	}
+}
+
+// A plan file opens into the form and saves back to the same plan (same SHA-256).
+func TestWizardOpensAndSavesPlans(t *testing.T) {
+	a := newTestApp(t)
+	v := build(func() *WizardView {
+		return newWizardView(a.NewWindow("t"), &fakeRegistrar{}, nil, func() []app.ModelEntry { return nil }, nil)
+	})
+	planFile := filepath.Join(modelsDir(), "..", "..", "app", "study", "testdata", "valid.json")
+	orig, err := study.Load(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig.Defaults()
+	var saved []byte
+	Locked(func() {
+		p, _ := study.Load(planFile)
+		v.LoadPlan(p, filepath.Dir(planFile))
+		if v.Name.Text != "tiny depth curve" || len(v.Models.Selected) != 2 || v.Depths.Text != "0,128,256" || len(v.preds) != 4 {
+			t.Fatalf("form: %q %v %q %d", v.Name.Text, v.Models.Selected, v.Depths.Text, len(v.preds))
+		}
+		saved, err = v.PlanJSON()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := study.Decode("saved.json", saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same plan, its relative model paths made absolute.
+	if got.Models[0].ID != "tiny" || got.Models[1].ID != "moe" || len(got.Predictions) != 4 || got.Axes.Reps != 3 || got.Repeatability == nil {
+		t.Fatalf("saved plan: %+v", got)
+	}
+	want := *orig
+	for i := range want.Models {
+		want.Models[i].Path = got.Models[i].Path
+	}
+	ws, _, _ := want.SHA256()
+	gs, _, _ := got.SHA256()
+	if ws != gs {
+		a, _ := json.Marshal(want)
+		b, _ := json.Marshal(got)
+		t.Fatalf("round trip changed the plan:\nwant %s\n got %s", a, b)
 	}
 }
