@@ -14,6 +14,8 @@ type ModelStatus struct {
 	Expected  string         `json:"expected_sha256"`
 	Status    hashing.Status `json:"status"` // PENDING, VERIFIED or MISMATCH
 	FromCache bool           `json:"from_cache"`
+	Source    string         `json:"source,omitempty"`   // where it came from, e.g. "unsloth/Qwen3-30B-A3B-GGUF"
+	Revision  string         `json:"revision,omitempty"` // the source's revision
 }
 
 // ModelLibrary hashes model files and remembers hashes and expected hashes (the CLI and the
@@ -25,4 +27,6 @@ type ModelLibrary interface {
 	Hash(ctx context.Context, path string, progress func(hashing.Progress)) (ModelStatus, error)
 	// SetExpected records the SHA-256 the source publishes and returns the new status.
 	SetExpected(ctx context.Context, path, sha256 string) (ModelStatus, error)
+	// SetSource records where the file came from and at which revision.
+	SetSource(ctx context.Context, path, source, revision string) (ModelStatus, error)
 }

@@ -37,6 +37,7 @@ type ModelsView struct {
 	HashButton  *widget.Button
 	CancelHash  *widget.Button
 	ExpectedBtn *widget.Button
+	SourceBtn   *widget.Button
 
 	win   fyne.Window
 	prefs fyne.Preferences
@@ -75,6 +76,16 @@ var modelColumns = []struct {
 	}},
 	{"Size", 90, func(_ *ModelsView, m app.ModelEntry) string { return app.HumanBytes(m.Size) }},
 	{"SHA-256", 330, func(v *ModelsView, m app.ModelEntry) string { return v.statusText(m) }},
+	{"Source", 260, func(v *ModelsView, m app.ModelEntry) string {
+		st := v.status[m.Path]
+		if st.Source == "" {
+			return "—"
+		}
+		if st.Revision != "" {
+			return st.Source + " @ " + st.Revision
+		}
+		return st.Source
+	}},
 }
 
 func newModelsView(win fyne.Window, prefs fyne.Preferences, lib app.ModelLibrary) *ModelsView {
@@ -111,13 +122,15 @@ func newModelsView(win fyne.Window, prefs fyne.Preferences, lib app.ModelLibrary
 	v.HashButton = widget.NewButton("Hash selected", v.HashSelected)
 	v.CancelHash = widget.NewButton("Cancel", v.Cancel)
 	v.ExpectedBtn = widget.NewButton("Expected SHA-256…", v.expectedDialog)
+	v.SourceBtn = widget.NewButton("Source…", v.sourceDialog)
 	v.HashButton.Disable()
 	v.CancelHash.Disable()
 	v.ExpectedBtn.Disable()
+	v.SourceBtn.Disable()
 	v.Progress.Hide()
 
 	top := container.NewVBox(
-		container.NewHBox(heading("Models"), v.Count, v.AddFiles, v.AddFolder, v.HashButton, v.ExpectedBtn, v.CancelHash),
+		container.NewHBox(heading("Models"), v.Count, v.AddFiles, v.AddFolder, v.HashButton, v.ExpectedBtn, v.SourceBtn, v.CancelHash),
 		v.Progress,
 		v.ProgressMsg,
 		widget.NewLabel("Drop .gguf files or folders on the window to add them. A model is VERIFIED only when its SHA-256 equals the one its source publishes."),
@@ -308,6 +321,7 @@ func (v *ModelsView) updateButtons() {
 	ok := v.lib != nil && v.selectedPath() != ""
 	setEnabled(v.HashButton, ok && !busy)
 	setEnabled(v.ExpectedBtn, ok && !busy)
+	setEnabled(v.SourceBtn, ok && !busy)
 	setEnabled(v.CancelHash, busy)
 }
 
@@ -466,4 +480,47 @@ func (v *ModelsView) addFolderDialog() {
 			v.Add([]string{u.Path()})
 		}
 	}, v.win)
+}
+
+// SetSource records where the selected model came from and at which revision.
+func (v *ModelsView) SetSource(source, revision string) error {
+	path := v.selectedPath()
+	if path == "" || v.lib == nil {
+		return errors.New("select a model first")
+	}
+	if strings.TrimSpace(source) == "" {
+		return errors.New("the source is empty: name where the file came from, e.g. a repository")
+	}
+	go func() {
+		st, err := v.lib.SetSource(context.Background(), path, source, revision)
+		onUI(func() {
+			if err != nil {
+				v.ProgressMsg.SetText("could not record the source: " + err.Error())
+			} else {
+				v.status[path] = st
+				v.ProgressMsg.SetText(fmt.Sprintf("%s: source %s", filepath.Base(path), st.Source))
+			}
+			v.Table.Refresh()
+			v.signal()
+		})
+	}()
+	return nil
+}
+
+func (v *ModelsView) sourceDialog() {
+	src, rev := widget.NewEntry(), widget.NewEntry()
+	src.SetPlaceHolder("e.g. unsloth/Qwen3-30B-A3B-Instruct-2507-GGUF")
+	rev.SetPlaceHolder("e.g. the repository's commit, eea7b2be")
+	if st, ok := v.status[v.selectedPath()]; ok {
+		src.SetText(st.Source)
+		rev.SetText(st.Revision)
+	}
+	dialog.ShowForm("Where the model came from", "Record", "Cancel",
+		[]*widget.FormItem{widget.NewFormItem("Source", src), widget.NewFormItem("Revision", rev)}, func(ok bool) {
+			if ok {
+				if err := v.SetSource(src.Text, rev.Text); err != nil {
+					dialog.ShowError(err, v.win)
+				}
+			}
+		}, v.win)
 }

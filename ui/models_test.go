@@ -53,6 +53,14 @@ func (f *fakeLibrary) Hash(ctx context.Context, path string, progress func(hashi
 	return f.st(path, false), nil
 }
 
+func (f *fakeLibrary) SetSource(_ context.Context, path, source, revision string) (app.ModelStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := f.st(path, false)
+	st.Source, st.Revision = source, revision
+	return st, nil
+}
+
 func (f *fakeLibrary) SetExpected(_ context.Context, path, sha string) (app.ModelStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -124,6 +132,16 @@ func TestModelsAddHashVerify(t *testing.T) {
 	waitDone(t, v)
 	if got := v.statusText(v.rows[i]); !strings.HasPrefix(got, "MISMATCH") {
 		t.Errorf("mismatch: %q", got)
+	}
+	if err := v.SetSource("", ""); err == nil {
+		t.Error("an empty source must be refused")
+	}
+	if err := v.SetSource("org/tiny-gguf", "abc123"); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, v)
+	if got := modelColumns[8].cell(v, v.rows[i]); got != "org/tiny-gguf @ abc123" {
+		t.Errorf("source column %q", got)
 	}
 	// The folder is remembered for the next start.
 	if got := a.Preferences().StringList(prefModelPaths); len(got) != 1 || got[0] != modelsDir() {

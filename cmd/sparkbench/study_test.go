@@ -689,3 +689,29 @@ func TestStudyRunPrinterTerminal(t *testing.T) {
 		t.Errorf("a terminal gets the bar, not a line per start: %q", out)
 	}
 }
+
+func TestNotebookLibrarySourceAndHashesSurviveEachOther(t *testing.T) {
+	nb, err := store.Open(filepath.Join(t.TempDir(), "notebook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	lib := notebookLibrary{nb}
+	ctx := context.Background()
+	model, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "models", "tiny-llama-f32.gguf"))
+	const sum = "faa0f1046d1ead481eab9917015e7c91fb7890651e51c0ed9b995ff609131dda"
+	if _, err := lib.SetSource(ctx, model, "sparkbench/cmd/mkmodel", "seed 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lib.SetExpected(ctx, model, sum); err != nil {
+		t.Fatal(err)
+	}
+	st, err := lib.Hash(ctx, model, nil)
+	if err != nil || st.Status != "VERIFIED" || st.Source != "sparkbench/cmd/mkmodel" || st.Revision != "seed 1" {
+		t.Fatalf("after hashing: %+v %v", st, err)
+	}
+	st, err = lib.Status(ctx, model)
+	if err != nil || !st.FromCache || st.SHA256 != sum || st.Source != "sparkbench/cmd/mkmodel" {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+}
