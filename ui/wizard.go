@@ -688,12 +688,47 @@ func (v *WizardView) PlanJSON() ([]byte, error) {
 	return append(b, '\n'), err
 }
 
+// PlanJSONWithHashes is PlanJSON with each model's SHA-256 filled in from the library when
+// the file was hashed before (and is unchanged), so the saved plan registers as it is.
+func (v *WizardView) PlanJSONWithHashes(ctx context.Context) ([]byte, error) {
+	p, errs := v.Plan()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	if v.lib != nil {
+		for i := range p.Models {
+			if p.Models[i].SHA256 != "" {
+				continue
+			}
+			if st, err := v.lib.Status(ctx, p.Models[i].Path); err == nil && st.SHA256 != "" {
+				p.Models[i].SHA256 = st.SHA256
+			}
+		}
+	}
+	p.Defaults()
+	b, err := json.MarshalIndent(p, "", "  ")
+	return append(b, '\n'), err
+}
+
 func (v *WizardView) saveDialog() {
-	data, err := v.PlanJSON()
-	if err != nil {
-		dialog.ShowError(err, v.win)
+	if _, errs := v.Plan(); len(errs) > 0 {
+		dialog.ShowError(fmt.Errorf("%s", strings.Join(errs, "\n")), v.win)
 		return
 	}
+	// The library lookups touch the notebook: off the UI goroutine.
+	go func() {
+		data, err := v.PlanJSONWithHashes(context.Background())
+		onUI(func() {
+			if err != nil {
+				dialog.ShowError(err, v.win)
+				return
+			}
+			v.showSave(data)
+		})
+	}()
+}
+
+func (v *WizardView) showSave(data []byte) {
 	dialog.ShowFileSave(func(w fyne.URIWriteCloser, err error) {
 		if err != nil {
 			dialog.ShowError(err, v.win)

@@ -185,3 +185,24 @@ func TestWizardOpensAndSavesPlans(t *testing.T) {
 		t.Fatalf("round trip changed the plan:\nwant %s\n got %s", a, b)
 	}
 }
+
+func TestWizardSavedPlanCarriesKnownHashes(t *testing.T) {
+	a := newTestApp(t)
+	tiny := filepath.Join(modelsDir(), "tiny-llama-f32.gguf")
+	lib := &fakeLibrary{sums: map[string]string{tiny: strings.Repeat("ab", 32)}, expected: map[string]string{}}
+	v := build(func() *WizardView {
+		return newWizardView(a.NewWindow("t"), &fakeRegistrar{}, lib, func() []app.ModelEntry { return []app.ModelEntry{app.InspectModel(tiny)} }, nil)
+	})
+	Locked(func() {
+		v.Name.SetText("saved")
+		v.Models.SetSelected([]string{tiny})
+	})
+	data, err := v.PlanJSONWithHashes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := study.Decode("saved.json", data)
+	if err != nil || p.Models[0].SHA256 != strings.Repeat("ab", 32) {
+		t.Fatalf("saved plan: %+v %v", p, err)
+	}
+}
