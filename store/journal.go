@@ -288,6 +288,15 @@ func (n *Notebook) checkLeg(ctx context.Context, rep *VerifyReport, seq int64, k
 	case d.TranscriptSHA256 != p.TranscriptSHA256:
 		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d's transcript no longer hashes to the recorded digest", p.Leg)}, nil
 	}
+	if p.RowsSHA256 != "" {
+		rs, err := legRowsSHA256(ctx, n.rdb, p.Leg)
+		if err != nil {
+			return nil, err
+		}
+		if rs != p.RowsSHA256 {
+			return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d's rows (with their statuses) no longer hash to the recorded rows_sha256", p.Leg)}, nil
+		}
+	}
 	ok, err := seriesMatch(ctx, n.rdb, p.Study, p.Leg)
 	if err != nil {
 		return nil, err

@@ -125,6 +125,10 @@ type legFinishedPayload struct {
 	RequestRows      int64             `json:"request_rows"`
 	SamplesSHA256    string            `json:"samples_sha256"`
 	TranscriptSHA256 string            `json:"transcript_sha256"`
+	// RowsSHA256 is the SHA-256 of the leg's rows in their canonical serialization
+	// (canon.AppendRowLine), the bytes of a bundle's rows.jsonl; entries journaled before it
+	// existed lack it.
+	RowsSHA256 string `json:"rows_sha256,omitempty"`
 }
 
 func nullID(id int64) any {
@@ -274,6 +278,9 @@ func (n *Notebook) finishLegTx(ctx context.Context, tx *sql.Tx, legID int64, sta
 	p.Leg, p.State, p.Class, p.Reason, p.ExitCode, p.Signal = legID, state, out.Class, out.Reason, out.ExitCode, out.Signal
 	p.EndedAt = n.nowText()
 	p.BenchRows, p.RequestRows, p.SamplesSHA256, p.TranscriptSHA256 = d.BenchRows, d.RequestRows, d.SamplesSHA256, d.TranscriptSHA256
+	if p.RowsSHA256, err = legRowsSHA256(ctx, tx, legID); err != nil {
+		return JournalEntry{}, err
+	}
 	if prov.Valid {
 		p.Provenance = json.RawMessage(prov.String)
 	}

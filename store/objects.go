@@ -67,6 +67,50 @@ func (n *Notebook) UpsertMachine(ctx context.Context, m Machine) (int64, error) 
 	return id, err
 }
 
+// Machine reads one machine record.
+func (n *Notebook) Machine(ctx context.Context, id int64) (Machine, error) {
+	var m Machine
+	var cores, ram sql.NullInt64
+	var bw sql.NullFloat64
+	var info, created string
+	err := n.rdb.QueryRowContext(ctx, `SELECT id, fingerprint, hostname, cpu_model, cores, ram_bytes, os, kernel, gpu, driver,
+		mem_bandwidth_gbs, info_json, created_at FROM machines WHERE id = ?`, id).
+		Scan(&m.ID, &m.Fingerprint, &m.Hostname, &m.CPUModel, &cores, &ram, &m.OS, &m.Kernel, &m.GPU, &m.Driver, &bw, &info, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, fmt.Errorf("machine %d does not exist", id)
+	}
+	if err != nil {
+		return m, err
+	}
+	m.Cores, m.RAMBytes, m.MemBandwidthGBs = int(cores.Int64), ram.Int64, bw.Float64
+	m.Info = json.RawMessage(info)
+	m.CreatedAt = mustParseTime(created)
+	return m, nil
+}
+
+// Build reads one build record.
+func (n *Notebook) Build(ctx context.Context, id int64) (Build, error) {
+	var b Build
+	var number sql.NullInt64
+	var bins, created string
+	err := n.rdb.QueryRowContext(ctx, `SELECT id, fingerprint, dir, version_line, build_number, commit_id, backends, binaries_json,
+		created_at FROM builds WHERE id = ?`, id).
+		Scan(&b.ID, &b.Fingerprint, &b.Dir, &b.VersionLine, &number, &b.Commit, &b.Backends, &bins, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return b, fmt.Errorf("build %d does not exist", id)
+	}
+	if err != nil {
+		return b, err
+	}
+	b.BuildNumber = number.Int64
+	b.Binaries = map[string]string{}
+	if err := json.Unmarshal([]byte(bins), &b.Binaries); err != nil {
+		return b, fmt.Errorf("build %d: binaries: %w", id, err)
+	}
+	b.CreatedAt = mustParseTime(created)
+	return b, nil
+}
+
 // Build is a folder of llama.cpp binaries.
 type Build struct {
 	ID          int64

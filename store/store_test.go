@@ -232,6 +232,18 @@ func TestMachinesBuildsArtefacts(t *testing.T) {
 	if m1 != m2 || b1 == 0 {
 		t.Fatalf("machine ids %d %d build %d", m1, m2, b1)
 	}
+	if m := must[Machine](t)(n.Machine(ctx, m1)); m.ID != m1 || m.Hostname != "spark" || m.CPUModel != "AMD EPYC" || m.Cores != 2 || len(m.Fingerprint) != 64 || m.CreatedAt.IsZero() {
+		t.Errorf("machine %+v", m)
+	}
+	if b := must[Build](t)(n.Build(ctx, b1)); b.ID != b1 || b.BuildNumber != 11669 || b.Dir != "/opt/llama.cpp/bin" || b.Binaries["llama-bench"] != strings.Repeat("a", 64) || len(b.Fingerprint) != 64 {
+		t.Errorf("build %+v", b)
+	}
+	if _, err := n.Machine(ctx, 999); err == nil {
+		t.Error("machine 999 read")
+	}
+	if _, err := n.Build(ctx, 999); err == nil {
+		t.Error("build 999 read")
+	}
 	mt := time.Unix(1700000000, 5)
 	a := must[Artefact](t)(n.UpsertArtefact(ctx, Artefact{Path: "/srv/models/qwen.gguf", Size: 18556686752, MTime: mt, Name: "Qwen3-30B-A3B", Quant: "Q4_K_M"}))
 	if a.Status != ArtefactPending {

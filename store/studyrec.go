@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"sparkbench/app/canon"
 	"sparkbench/app/study"
 	"sparkbench/runner/hashing"
 )
@@ -245,12 +246,18 @@ func (r StudyRecorder) Legs(ctx context.Context, studyID int64) ([]study.StoredL
 
 // Rows lists every llama-bench row of the study with its leg, seq and status.
 func (r StudyRecorder) Rows(ctx context.Context, studyID int64) ([]study.StoredRow, error) {
+	return benchRows(ctx, r.N.rdb, "b.study_id = ?", studyID)
+}
+
+// benchRows reads llama-bench rows (where: a condition on bench_rows b) with their leg, seq
+// and status, ordered by leg and seq.
+func benchRows(ctx context.Context, q querier, where string, arg any) ([]study.StoredRow, error) {
 	cols := append(append([]string{}, configColumns...), "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns",
 		"avg_ts", "stddev_ts", "samples_ns", "samples_ts", "extra_json", "known_mask", "source_line")
-	q := "SELECT b." + strings.Join(cols, ", b.") + `, b.leg_id, b.seq, COALESCE(st.status, '')
+	qs := "SELECT b." + strings.Join(cols, ", b.") + `, b.leg_id, b.seq, COALESCE(st.status, '')
 		FROM bench_rows b LEFT JOIN bench_row_status st ON st.leg_id = b.leg_id AND st.seq = b.seq
-		WHERE b.study_id = ? ORDER BY b.leg_id, b.seq`
-	rows, err := r.N.rdb.QueryContext(ctx, q, studyID)
+		WHERE ` + where + ` ORDER BY b.leg_id, b.seq`
+	rows, err := q.QueryContext(ctx, qs, arg)
 	if err != nil {
 		return nil, err
 	}
@@ -281,6 +288,34 @@ func (r StudyRecorder) Rows(ctx context.Context, studyID int64) ([]study.StoredR
 		out = append(out, sr)
 	}
 	return out, rows.Err()
+}
+
+// legRowsSHA256 is the SHA-256 of a leg's result rows in their canonical serialization
+// (canon.AppendRowLine: one line per llama-bench row, in seq order, with its status): the
+// bytes a bundle writes as the leg's rows.jsonl, so a bundle can recompute it.
+// It is "" (not recorded) in a notebook whose schema predates row statuses (version < 4:
+// only tests open one without migrating it).
+func legRowsSHA256(ctx context.Context, q querier, legID int64) (string, error) {
+	var have int
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'bench_row_status'").Scan(&have); err != nil {
+		return "", err
+	}
+	if have == 0 {
+		return "", nil
+	}
+	rows, err := benchRows(ctx, q, "b.leg_id = ?", legID)
+	if err != nil {
+		return "", err
+	}
+	var b []byte
+	for _, r := range rows {
+		js, err := r.Result.MarshalJSON()
+		if err != nil {
+			return "", fmt.Errorf("leg %d row %d: %w", legID, r.Seq, err)
+		}
+		b = canon.AppendRowLine(b, r.Seq, r.Status, js)
+	}
+	return SHA256Hex(b), nil
 }
 
 // SetStatus sets the study's status.

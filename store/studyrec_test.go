@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"sparkbench/app/canon"
 	"sparkbench/app/study"
 )
 
@@ -139,6 +141,34 @@ func TestStudyRecorderRowStatuses(t *testing.T) {
 	}
 	if rep, err := n.Verify(ctx); err != nil || !rep.OK() {
 		t.Fatalf("verify: %+v %v", rep.Broken, err)
+	}
+	// leg.finished journals the SHA-256 of the rows in their canonical serialization (the
+	// bytes of a bundle's rows.jsonl), statuses included.
+	var lines []byte
+	for _, r := range got {
+		js, err := r.Result.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = canon.AppendRowLine(lines, r.Seq, r.Status, js)
+	}
+	es, err := n.Journal(ctx, id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fin legFinishedPayload
+	for _, e := range es {
+		if e.Kind == KindLegFinished {
+			if err := json.Unmarshal(e.Payload, &fin); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if fin.RowsSHA256 == "" || fin.RowsSHA256 != SHA256Hex(lines) {
+		t.Fatalf("rows_sha256 %q, the canonical rows hash to %s", fin.RowsSHA256, SHA256Hex(lines))
+	}
+	if !bytes.Contains(lines, []byte(`{"seq":0,"status":"result","row":{`)) || !bytes.HasSuffix(lines, []byte("}}\n")) {
+		t.Errorf("canonical rows %.200q", lines)
 	}
 	// Statuses are append-only and only written while the leg runs.
 	db := rawDB(t, path)

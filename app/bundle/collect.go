@@ -36,6 +36,10 @@ type ThroughputSource struct {
 	PlanJSON []byte // the registered canonical plan
 	Legs     []SourceLeg
 	Models   []SourceModel
+	// Builds and Machines are the notebook's records the legs name (build.json,
+	// machines.json), as recorded when the study ran; machines without their host name.
+	Builds   []receipt.NotebookBuild
+	Machines []receipt.NotebookMachine
 }
 
 // SourceLeg is one leg with its rows and transcript.
@@ -142,16 +146,17 @@ func Throughput(src ThroughputSource, opt Options) (receipt.Files, error) {
 			return nil, err
 		}
 		put(dir+"/"+receipt.LegFile, lb, true)
+		// rows.jsonl is the rows' canonical serialization, verbatim (never redacted): its
+		// SHA-256 is the rows_sha256 the notebook journaled in leg.finished.
 		var rows []byte
 		for _, r := range l.Rows {
-			st, err := canon.Marshal(r.Status)
-			if err != nil {
-				return nil, err
-			}
-			rows = fmt.Appendf(rows, `{"seq":%d,"status":%s,"row":`, r.Seq, st)
-			rows = append(append(rows, r.JSON...), "}\n"...)
+			rows = canon.AppendRowLine(rows, r.Seq, r.Status, r.JSON)
 		}
-		put(dir+"/"+receipt.LegRowsFile, rows, true)
+		if rows == nil {
+			rows = []byte{}
+		}
+		files[dir+"/"+receipt.LegRowsFile] = rows
+		verbatim = append(verbatim, dir+"/"+receipt.LegRowsFile)
 		put(dir+"/"+receipt.LegTranscript, l.Transcript, true)
 	}
 	var models []receipt.ModelRecord
@@ -178,8 +183,25 @@ func Throughput(src ThroughputSource, opt Options) (receipt.Files, error) {
 		return nil, err
 	}
 	put(receipt.FileModels, b, true)
-	br := receipt.BuildRecord{Note: "hashed when the bundle was written, from the binary paths the legs ran; the notebook's own build record (hashed when the study ran) is not exported yet",
-		Binaries: []receipt.BinaryRecord{}, Missing: []receipt.MissingBinary{}}
+	br := receipt.BuildRecord{Note: "binaries: hashed when the bundle was written, from the binary paths the legs ran; notebook_builds: the notebook's build records, hashed when the study ran",
+		Binaries: []receipt.BinaryRecord{}, Missing: []receipt.MissingBinary{}, NotebookBuilds: []receipt.NotebookBuild{}}
+	for _, b := range src.Builds {
+		if builds[b.ID] {
+			br.NotebookBuilds = append(br.NotebookBuilds, b)
+		}
+	}
+	sort.Slice(br.NotebookBuilds, func(i, j int) bool { return br.NotebookBuilds[i].ID < br.NotebookBuilds[j].ID })
+	ms := []receipt.NotebookMachine{}
+	for _, m := range src.Machines {
+		if machines[m.ID] {
+			ms = append(ms, m)
+		}
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
+	if b, err = canonLine(ms); err != nil {
+		return nil, err
+	}
+	put(receipt.FileMachines, b, true)
 	for _, p := range sortedKeys(binaries) {
 		sum, size, err := hashFile(p)
 		if err != nil {

@@ -59,7 +59,8 @@ const (
 	FilePlan      = "plan.json"      // the plan: throughput canonical as registered; capacity verbatim
 	FileJournal   = "journal.jsonl"  // throughput: the journal excerpt, one entry per line
 	FileModels    = "models.json"    // throughput: model artefacts as recorded
-	FileBuild     = "build.json"     // throughput: binaries hashed when the bundle was written
+	FileBuild     = "build.json"     // throughput: the notebook's build records, and the binaries hashed when the bundle was written
+	FileMachines  = "machines.json"  // throughput: the notebook's machine records (no host names)
 	FileRedaction = "redaction.json" // what was redacted
 	DirLegs       = "legs/"          // throughput: legs/NNN-label/{leg.json,rows.jsonl,transcript.txt}
 	DirModels     = "models/"        // throughput: models/ID.gguf-header
@@ -211,12 +212,46 @@ type ModelRecord struct {
 	HeaderNote string `json:"header_note,omitempty"`
 }
 
-// BuildRecord is build.json: the binaries the legs ran, hashed when the bundle was written
-// (the notebook's build record is not exported by the store yet).
+// BuildRecord is build.json: the notebook's build records of the legs (as recorded when the
+// study ran; bundles written before they were exported lack them) and the binaries the legs
+// ran, hashed when the bundle was written.
 type BuildRecord struct {
-	Note     string          `json:"note"`
-	Binaries []BinaryRecord  `json:"binaries"`
-	Missing  []MissingBinary `json:"missing"`
+	Note           string          `json:"note"`
+	Binaries       []BinaryRecord  `json:"binaries"`
+	Missing        []MissingBinary `json:"missing"`
+	NotebookBuilds []NotebookBuild `json:"notebook_builds,omitempty"`
+}
+
+// NotebookBuild is the notebook's record of a llama.cpp build, as the study recorded it: its
+// version line, build number, commit, backends and each binary's SHA-256, hashed when the
+// study ran.
+type NotebookBuild struct {
+	ID          int64             `json:"id"`
+	Fingerprint string            `json:"fingerprint"`
+	Dir         string            `json:"dir"`
+	VersionLine string            `json:"version_line"`
+	BuildNumber int64             `json:"build_number"`
+	Commit      string            `json:"commit"`
+	Backends    string            `json:"backends"`
+	Binaries    map[string]string `json:"binaries"` // binary name → SHA-256
+	RecordedAt  string            `json:"recorded_at"`
+}
+
+// NotebookMachine is machines.json's record of a machine the legs ran on, as the notebook
+// recorded it. The host name (and the free-form info, which holds it) is left out; the
+// fingerprint is the notebook's, a SHA-256 that covers it.
+type NotebookMachine struct {
+	ID              int64   `json:"id"`
+	Fingerprint     string  `json:"fingerprint"`
+	CPUModel        string  `json:"cpu_model"`
+	Cores           int     `json:"cores"`
+	RAMBytes        int64   `json:"ram_bytes"`
+	OS              string  `json:"os"`
+	Kernel          string  `json:"kernel"`
+	GPU             string  `json:"gpu"`
+	Driver          string  `json:"driver"`
+	MemBandwidthGBs float64 `json:"mem_bandwidth_gbs"`
+	RecordedAt      string  `json:"recorded_at"`
 }
 
 // BinaryRecord is one binary file.

@@ -37,7 +37,10 @@ type throughputBundle struct {
 	models    []ModelRecord
 	headers   map[string]*gguf.File // plan model ID → GGUF header
 	build     *BuildRecord
+	machines  []NotebookMachine
 	redaction Redaction
+	rowsTied  int // legs whose rows.jsonl matched the rows_sha256 of their leg.finished
+	rowsOld   int // finished legs journaled before rows_sha256 existed
 	st        study.StoredStudy
 	rawFiles  int
 	rawBytes  int64
@@ -49,6 +52,7 @@ type legFolder struct {
 	rows       []study.StoredRow
 	statuses   []string
 	transcript []byte
+	rowsJSONL  []byte
 	results    []benchfmt.Result
 }
 
@@ -104,6 +108,14 @@ func readThroughput(files Files, ix *Index) (*throughputBundle, error) {
 		if err := decodeStrict(FileBuild, b, tb.build); err != nil {
 			return nil, err
 		}
+	}
+	if b, ok := files[FileMachines]; ok {
+		if err := decodeStrict(FileMachines, b, &tb.machines); err != nil {
+			return nil, err
+		}
+	}
+	if err := tb.checkRecords(); err != nil {
+		return nil, err
 	}
 	if err := tb.readModels(files); err != nil {
 		return nil, err
@@ -182,6 +194,7 @@ func (tb *throughputBundle) readLegs(files Files) error {
 		if b, err = need(files, rowsName); err != nil {
 			return err
 		}
+		lf.rowsJSONL = b
 		var parser benchfmt.Parser
 		lines := bytes.Split(b, []byte("\n"))
 		if len(lines[len(lines)-1]) == 0 {
@@ -211,6 +224,24 @@ func (tb *throughputBundle) readLegs(files Files) error {
 			lf.statuses = append(lf.statuses, rr.Status)
 		}
 		tb.legs = append(tb.legs, lf)
+	}
+	return nil
+}
+
+// checkRecords holds the notebook's build and machine records to the record ids notebook.json
+// lists (the ids the legs name; each leg.started journals its own).
+func (tb *throughputBundle) checkRecords() error {
+	if tb.build != nil {
+		for _, b := range tb.build.NotebookBuilds {
+			if !slices.Contains(tb.nb.BuildIDs, b.ID) {
+				return fmt.Errorf("%s: build record %d is not one the legs name (%s lists %v)", FileBuild, b.ID, FileNotebook, tb.nb.BuildIDs)
+			}
+		}
+	}
+	for _, m := range tb.machines {
+		if !slices.Contains(tb.nb.MachineIDs, m.ID) {
+			return fmt.Errorf("%s: machine record %d is not one the legs name (%s lists %v)", FileMachines, m.ID, FileNotebook, tb.nb.MachineIDs)
+		}
 	}
 	return nil
 }
@@ -490,6 +521,7 @@ func (tb *throughputBundle) checkLegs() error {
 			EndedAt    string `json:"ended_at"`
 			BenchRows  int    `json:"bench_rows"`
 			Transcript string `json:"transcript_sha256"`
+			Rows       string `json:"rows_sha256"`
 		}
 		if err := payloadOf(*e.finished, &f); err != nil {
 			return err
@@ -509,6 +541,18 @@ func (tb *throughputBundle) checkLegs() error {
 			return mismatch("ended_at", r.EndedAt, f.EndedAt, e.finished.Seq)
 		case f.BenchRows != len(lf.rows):
 			return fmt.Errorf("%s/%s: %d rows, the journal (entry %d) recorded %d", lf.dir, LegRowsFile, len(lf.rows), e.finished.Seq, f.BenchRows)
+		}
+		// The row values: rows.jsonl is written verbatim in the canonical serialization the
+		// notebook hashed into rows_sha256 (canon.AppendRowLine). Entries journaled before
+		// rows_sha256 existed tie the rows by count and status only.
+		if f.Rows == "" {
+			tb.rowsOld++
+		} else {
+			sum := sha256.Sum256(lf.rowsJSONL)
+			if got := hex.EncodeToString(sum[:]); got != f.Rows {
+				return fmt.Errorf("%s/%s: hashes to %s, the rows_sha256 the journal (entry %d) recorded is %s: a row's values or status differ from the notebook's", lf.dir, LegRowsFile, got, e.finished.Seq, f.Rows)
+			}
+			tb.rowsTied++
 		}
 		if !tb.redaction.Redacted {
 			sum := sha256.Sum256(lf.transcript)
@@ -834,10 +878,17 @@ type Provenance struct {
 	Models       []ModelRecord   `json:"models"`
 	MachineIDs   []int64         `json:"notebook_machine_ids"`
 	BuildIDs     []int64         `json:"notebook_build_ids"`
-	NotebookHead ChainPoint      `json:"notebook_head"`
-	RawFiles     int             `json:"raw_files"`
-	RawBytes     int64           `json:"raw_bytes"`
-	Transcripts  string          `json:"transcripts"` // how the transcripts relate to the journal's digests
+	// The notebook's build and machine records (build.json, machines.json), as recorded when
+	// the study ran; empty in bundles written before they were exported.
+	NotebookBuilds   []NotebookBuild   `json:"notebook_builds"`
+	NotebookMachines []NotebookMachine `json:"notebook_machines"`
+	Rows             string            `json:"rows"`             // how the rows relate to the journal's digests
+	RowsTied         int               `json:"rows_tied_legs"`   // finished legs whose rows.jsonl matched rows_sha256
+	RowsUntied       int               `json:"rows_untied_legs"` // finished legs journaled without rows_sha256
+	NotebookHead     ChainPoint        `json:"notebook_head"`
+	RawFiles         int               `json:"raw_files"`
+	RawBytes         int64             `json:"raw_bytes"`
+	Transcripts      string            `json:"transcripts"` // how the transcripts relate to the journal's digests
 }
 
 // BuildSeen is one build identity found in the rows.
@@ -916,7 +967,9 @@ func (tb *throughputBundle) doc(rep *study.Report) *ThroughputStudy {
 	if pv.BuildIDs == nil {
 		pv.BuildIDs = []int64{}
 	}
+	pv.NotebookBuilds, pv.NotebookMachines = []NotebookBuild{}, append([]NotebookMachine{}, tb.machines...)
 	if tb.build != nil {
+		pv.NotebookBuilds = append(pv.NotebookBuilds, tb.build.NotebookBuilds...)
 		pv.BinariesNote = tb.build.Note
 		pv.Binaries = append(pv.Binaries, tb.build.Binaries...)
 		pv.Missing = append(pv.Missing, tb.build.Missing...)
@@ -948,6 +1001,15 @@ func (tb *throughputBundle) doc(rep *study.Report) *ThroughputStudy {
 		pv.Transcripts = "redacted: their SHA-256 differs from the digest the notebook journaled; a bundle written with --no-redact is checked against it"
 	} else {
 		pv.Transcripts = "verbatim: each matches the transcript_sha256 its leg.finished entry journaled"
+	}
+	pv.RowsTied, pv.RowsUntied = tb.rowsTied, tb.rowsOld
+	switch {
+	case tb.rowsOld == 0:
+		pv.Rows = "verbatim: each finished leg's rows.jsonl matches the rows_sha256 its leg.finished entry journaled"
+	case tb.rowsTied == 0:
+		pv.Rows = "tied by row count and statuses only: the legs were journaled before leg.finished recorded rows_sha256; sparkbench notebook verify on the notebook proves the values"
+	default:
+		pv.Rows = "partly: the legs journaled before leg.finished recorded rows_sha256 are tied by row count and statuses only"
 	}
 	d.Provenance = pv
 	return d

@@ -423,6 +423,32 @@ func provenanceTable(w *mdWriter, d *ThroughputStudy) {
 	if pv.BinariesNote != "" {
 		rows = append(rows, []string{"Binary hashes", cell(pv.BinariesNote)})
 	}
+	for _, b := range pv.NotebookBuilds {
+		v := code(b.VersionLine) + " · " + code(fmt.Sprintf("build %d · commit %s · %s", b.BuildNumber, b.Commit, b.Backends)) + " · recorded " + code(b.RecordedAt)
+		names := make([]string, 0, len(b.Binaries))
+		for n := range b.Binaries {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			v += " · " + code(n) + " SHA-256 " + code(b.Binaries[n])
+		}
+		rows = append(rows, []string{"Build record " + code(fmt.Sprint(b.ID)) + " (notebook, hashed when the study ran)", v})
+	}
+	for _, m := range pv.NotebookMachines {
+		v := "CPU " + code(m.CPUModel) + " · " + code(fmt.Sprintf("%d cores · %d bytes RAM", m.Cores, m.RAMBytes)) + " · OS " + code(m.OS) + " · kernel " + code(m.Kernel)
+		if m.GPU != "" {
+			v += " · GPU " + code(m.GPU)
+		}
+		if m.Driver != "" {
+			v += " · driver " + code(m.Driver)
+		}
+		if m.MemBandwidthGBs > 0 {
+			v += " · bandwidth " + code(fmt.Sprintf("%g GB/s", m.MemBandwidthGBs))
+		}
+		v += " · fingerprint " + code(m.Fingerprint) + " · recorded " + code(m.RecordedAt)
+		rows = append(rows, []string{"Machine record " + code(fmt.Sprint(m.ID)) + " (notebook)", v})
+	}
 	for _, m := range pv.Machines {
 		gpu := m.GPU
 		if gpu == "" {
@@ -455,6 +481,7 @@ func provenanceTable(w *mdWriter, d *ThroughputStudy) {
 		[]string{"Journal excerpt", code(fmt.Sprintf("entries %d–%d", j.FirstSeq, j.LastSeq)) + " · " + code(fmt.Sprintf("%d entries, %d of this study", j.Entries, j.StudyEntries)) + " · chain re-walked, intact"},
 		[]string{"Journal excerpt anchors", "first prev_hash " + code(j.FirstPrevHash) + " · last hash " + code(j.LastHash)},
 		[]string{"Notebook chain head when written", code(fmt.Sprintf("seq %d", pv.NotebookHead.Seq)) + " · " + code(pv.NotebookHead.Hash)},
+		[]string{"Row values", cell(pv.Rows) + " · " + code(fmt.Sprintf("%d legs tied by rows_sha256, %d by count and statuses only", pv.RowsTied, pv.RowsUntied))},
 		[]string{"Transcripts", cell(pv.Transcripts)},
 		[]string{"Raw files", code(fmt.Sprintf("%d files, %d bytes", pv.RawFiles, pv.RawBytes))},
 		[]string{"Written by", code(pv.Sparkbench)},

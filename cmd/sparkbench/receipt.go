@@ -261,6 +261,37 @@ func throughputSource(ctx context.Context, nb *store.Notebook, s store.Study) (b
 			artefacts[l.ArtefactID] = true
 		}
 	}
+	// The notebook's build and machine records the legs name (never the machine's host name).
+	builds, machines := map[int64]bool{}, map[int64]bool{}
+	for _, l := range legs {
+		if l.BuildID != 0 {
+			builds[l.BuildID] = true
+		}
+		if l.MachineID != 0 {
+			machines[l.MachineID] = true
+		}
+	}
+	for _, id := range sortedInt64(builds) {
+		b, err := nb.Build(ctx, id)
+		if err != nil {
+			return src, err
+		}
+		bins := b.Binaries
+		if bins == nil {
+			bins = map[string]string{}
+		}
+		src.Builds = append(src.Builds, receipt.NotebookBuild{ID: b.ID, Fingerprint: b.Fingerprint, Dir: b.Dir, VersionLine: b.VersionLine,
+			BuildNumber: b.BuildNumber, Commit: b.Commit, Backends: b.Backends, Binaries: bins, RecordedAt: store.FormatTime(b.CreatedAt)})
+	}
+	for _, id := range sortedInt64(machines) {
+		m, err := nb.Machine(ctx, id)
+		if err != nil {
+			return src, err
+		}
+		src.Machines = append(src.Machines, receipt.NotebookMachine{ID: m.ID, Fingerprint: m.Fingerprint, CPUModel: m.CPUModel, Cores: m.Cores,
+			RAMBytes: m.RAMBytes, OS: m.OS, Kernel: m.Kernel, GPU: m.GPU, Driver: m.Driver, MemBandwidthGBs: m.MemBandwidthGBs,
+			RecordedAt: store.FormatTime(m.CreatedAt)})
+	}
 	p, err := study.Decode("registered plan", plan.JSON)
 	if err != nil {
 		return src, err

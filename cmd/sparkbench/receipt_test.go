@@ -69,9 +69,10 @@ func TestReceiptRoundTripAndVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Redacted: the home folder appears only in the verbatim, hash-chained files.
+	// Redacted: the home folder appears only in the verbatim, hash-chained files (the rows are
+	// verbatim: their bytes are the rows_sha256 the journal recorded).
 	for name, b := range files {
-		if bytes.Contains(b, []byte(home)) && name != receipt.FileJournal && name != receipt.FilePlan {
+		if bytes.Contains(b, []byte(home)) && name != receipt.FileJournal && name != receipt.FilePlan && !strings.HasSuffix(name, "/"+receipt.LegRowsFile) {
 			t.Errorf("%s still names %s", name, home)
 		}
 	}
@@ -79,6 +80,25 @@ func TestReceiptRoundTripAndVerify(t *testing.T) {
 		t.Errorf("leg.json argv not redacted: %s", files["legs/002-tiny-d0/leg.json"])
 	}
 	md, js := files[receipt.FileReceipt], files[receipt.FileStudy]
+	// The rows are tied to the journal by rows_sha256; the notebook's build and machine
+	// records are in build.json and machines.json, without the host name.
+	if !bytes.Contains(md, []byte("each finished leg's rows.jsonl matches the rows\\_sha256")) || !bytes.Contains(md, []byte("by rows_sha256, 0 by count and statuses only")) {
+		t.Errorf("receipt.md does not tie every leg's rows to the journal")
+	}
+	if !bytes.Contains(files[receipt.FileBuild], []byte(`"notebook_builds":[{`)) || !bytes.Contains(files[receipt.FileBuild], []byte(`"version_line":`)) ||
+		!bytes.Contains(md, []byte("| Build record `")) {
+		t.Errorf("no notebook build record: %s", files[receipt.FileBuild])
+	}
+	if !bytes.HasPrefix(files[receipt.FileMachines], []byte(`[{`)) || !bytes.Contains(md, []byte("| Machine record `")) {
+		t.Errorf("no notebook machine record: %s", files[receipt.FileMachines])
+	}
+	if host, _ := os.Hostname(); host != "" {
+		for _, name := range []string{receipt.FileBuild, receipt.FileMachines, receipt.FileReceipt, receipt.FileStudy} {
+			if bytes.Contains(files[name], []byte(`"`+host+`"`)) || bytes.Contains(files[name], []byte("`"+host+"`")) || bytes.Contains(files[name], []byte("hostname")) {
+				t.Errorf("%s names the host %q", name, host)
+			}
+		}
+	}
 	if _, probs := receipttest.Tables(md); len(probs) > 0 {
 		t.Errorf("tables: %v", probs)
 	}
@@ -143,6 +163,29 @@ func TestReceiptRoundTripAndVerify(t *testing.T) {
 	code, stdout, _ = runCLI("verify", dir, "--hash-plots")
 	if code != 1 || !strings.Contains(stdout, "DIFFERS journal.jsonl: line 8: entry 9") {
 		t.Errorf("swapped journal entries: %d\n%s", code, stdout)
+	}
+
+	// One value of a rows.jsonl edited: the assembly refuses to re-make the derived files (the
+	// rows no longer hash to the journal's rows_sha256), and with SHA256SUMS rebuilt verify
+	// fails naming that rows.jsonl.
+	dir = filepath.Join(base, "edited-row")
+	copyTree(t, out, dir)
+	ed, _ := bundle.ReadDir(dir, bundle.DefaultLimits)
+	rowsName := "legs/003-tiny-d128/rows.jsonl"
+	avg := regexp.MustCompile(`"avg_ts":[0-9.]+`)
+	if !avg.Match(ed[rowsName]) {
+		t.Fatalf("no avg_ts in %s", ed[rowsName])
+	}
+	ed[rowsName] = avg.ReplaceAll(ed[rowsName], []byte(`"avg_ts":99999.5`))
+	if err := receipt.Finish(ed); err == nil || !strings.Contains(err.Error(), rowsName) {
+		t.Errorf("re-making the derived files of an edited row: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, rowsName), ed[rowsName], 0o644)
+	ed, _ = bundle.ReadDir(dir, bundle.DefaultLimits)
+	os.WriteFile(filepath.Join(dir, receipt.FileSums), receipt.Sums(ed), 0o644)
+	code, stdout, _ = runCLI("verify", dir, "--hash-plots")
+	if code != 1 || !strings.Contains(stdout, "DIFFERS "+rowsName) || !strings.Contains(stdout, "rows_sha256") {
+		t.Errorf("an edited row with fresh sums: %d\n%s", code, stdout)
 	}
 
 	// A .tar.gz verifies as it is and extracted; the journal excerpt leaves out the receipt
