@@ -463,7 +463,7 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 		machineRow(cb.manifest),
 		[]string{"Capacity source artefacts", code(fmt.Sprintf("%d", len(r.Inputs))) + " files (fingerprinted in " + code(FileStudy) + ")"},
 		[]string{"Raw files in the bundle", code(fmt.Sprintf("%d files, %d bytes", cb.rawFiles, cb.rawBytes))},
-		[]string{"Notebook chain head", "not applicable: capacity studies are not in the notebook yet"},
+		[]string{"Notebook chain head", "not in this bundle: a capacity bundle carries the run folder, not a journal excerpt; the notebook journals study.json's SHA-256 in its capacity.assembled entry (check with sparkbench capacity show ID)"},
 		[]string{"Written by", code(cb.ix.Sparkbench)},
 	)
 	w.table([]string{"Field", "Value"}, "ll", prov)
