@@ -64,7 +64,11 @@ type Plan struct {
 	CtxPerSlot int         `json:"ctx_per_slot"`      // --ctx-size = ctx_per_slot x P; default 2048
 	Seed       int64       `json:"seed"`              // sampling seed of every request (temperature 0)
 	PromptPlan FileRef     `json:"prompt_plan"`
-	Limits     Limits      `json:"limits"`
+	// QualityCases is the quality guard's case list (runner/quality, sparkbench.quality-cases/v1):
+	// part of the plan's identity, so the cases a study was judged by are frozen with it.
+	// Required with a quality gate unless given to `capacity run --quality-cases`.
+	QualityCases *FileRef `json:"quality_cases,omitempty"`
+	Limits       Limits   `json:"limits"`
 	// KneeThreshold is the gain per doubling below which the knee is declared (default 0.2).
 	KneeThreshold float64      `json:"knee_threshold"`
 	Predictions   []Prediction `json:"predictions,omitempty"`

@@ -305,6 +305,9 @@ func (r *Run) run() (*RunReport, error) {
 	}
 	var cases *quality.Cases
 	var casesSHA string
+	if q := p.QualityCases; q != nil && spec.QualityCases == "" {
+		spec.QualityCases = study.ResolvePath(planDir, q.Path)
+	}
 	switch {
 	case p.Limits.QualityGated() && spec.QualityCases == "":
 		return nil, refuse("the plan has a quality gate (limits.quality_floor / quality_retention_min): give the guard's case list (--quality-cases FILE, format sparkbench.quality-cases/v1, docs/server.md)")
@@ -313,6 +316,9 @@ func (r *Run) run() (*RunReport, error) {
 	case spec.QualityCases != "":
 		if cases, casesSHA, err = quality.Load(spec.QualityCases); err != nil {
 			return nil, refuse("%v", err)
+		}
+		if q := p.QualityCases; q != nil && casesSHA != q.SHA256 {
+			return nil, refuse("the quality case list %s hashes to %s, the plan freezes %s: it changed since the plan was written; restore it or write a new plan", spec.QualityCases, casesSHA, q.SHA256)
 		}
 	}
 	prompts, promptSHA, err := loadgen.LoadPromptPlan(study.ResolvePath(planDir, p.PromptPlan.Path), p.PromptPlan.SHA256)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"sparkbench/app/study"
 	"sparkbench/runner/llamatest"
 	"sparkbench/runner/loadgen"
 	"sparkbench/runner/server"
@@ -591,5 +592,49 @@ func TestRunStop(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(out, RunManifestFile))
 	if err != nil || !strings.Contains(string(b), ErrRunStopped.Error()) {
 		t.Errorf("run.json: %v %s", err, b)
+	}
+}
+
+// The case list can be part of the plan (quality_cases, frozen by its SHA-256): the run uses
+// it without --quality-cases and refuses a list that changed since.
+func TestRunQualityCasesFromThePlan(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "model.gguf")
+	_ = os.WriteFile(model, []byte("GGUF stand-in"), 0o644)
+	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, Markers{}}}, []int{1}, []int{1}, 0, 2, 4)
+	casesPath := filepath.Join(dir, "cases.json")
+	cases := []byte(`{"schema":"sparkbench.quality-cases/v1","cases":[{"id":"right","prompt":"ab","n_predict":3,"matcher":"exact","expect":"cde"}]}`)
+	_ = os.WriteFile(casesPath, cases, 0o644)
+	sum := sha256.Sum256(cases)
+	p := mustLoad(t, plan)
+	floor := 0.5
+	p.Limits.QualityFloor = &floor
+	p.Passes = []string{PassForward}
+	p.QualityCases = &FileRef{Path: "cases.json", SHA256: hex.EncodeToString(sum[:])}
+	b, _ := json.Marshal(p)
+	_ = os.WriteFile(plan, b, 0o644)
+	env := []string{tag(t), fakeServerEnv + "=1"}
+
+	r := StartRun(context.Background(), RunSpec{PlanFile: plan, Plan: mustLoad(t, plan), Server: os.Args[0], OutDir: filepath.Join(dir, "run"), Env: env,
+		StartTimeout: time.Minute, Grace: 2 * time.Second})
+	for range r.Events() {
+	}
+	rep, err := r.Wait()
+	if err != nil || len(rep.Guards) != 1 || rep.QualityCases != hex.EncodeToString(sum[:]) {
+		t.Fatalf("run with the plan's cases: %v %+v", err, rep)
+	}
+
+	_ = os.WriteFile(casesPath, append(cases, ' '), 0o644)
+	r = StartRun(context.Background(), RunSpec{PlanFile: plan, Plan: mustLoad(t, plan), Server: os.Args[0], OutDir: filepath.Join(dir, "run2"), Env: env})
+	for range r.Events() {
+	}
+	if _, err := r.Wait(); !IsRefusal(err) {
+		t.Fatalf("a changed case list must be refused, got %v", err)
+	}
+
+	p.Limits.QualityFloor = nil
+	probs := Validate(p, ValidateOptions{PlanDir: dir})
+	if errs := study.Errors(probs); len(errs) == 0 || !strings.Contains(errs[0].Msg, "no quality gate") {
+		t.Fatalf("cases without a gate: %v", probs)
 	}
 }

@@ -72,6 +72,13 @@ func (v *validator) run() {
 	v.checkGrid()
 	v.checkRequests()
 	v.checkFile("prompt_plan", p.PromptPlan, "the prompt plan")
+	if q := p.QualityCases; q != nil {
+		if !p.Limits.QualityGated() {
+			v.errf("quality_cases", "given, but the plan has no quality gate (limits.quality_floor / quality_retention_min): add the gate or drop the case list")
+		} else {
+			v.checkFile("quality_cases", *q, "the quality guard's case list")
+		}
+	}
 	v.checkLimits()
 	if !(p.KneeThreshold > 0 && p.KneeThreshold <= 10) {
 		v.errf("knee_threshold", "%g: want a positive gain per doubling, e.g. 0.2 for 20%%", p.KneeThreshold)
