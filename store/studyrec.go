@@ -39,66 +39,12 @@ func (r StudyRecorder) StudyByPlan(ctx context.Context, planSHA256 string) (int6
 // a crash leaves either the whole registration or none of it. A name already taken gets the
 // plan's short hash appended.
 func (r StudyRecorder) Register(ctx context.Context, s study.NewStudy) (int64, error) {
-	canon, err := CanonicalJSON(json.RawMessage(s.PlanJSON))
-	if err != nil {
-		return 0, fmt.Errorf("register plan: %w", err)
+	reg := registration{Kind: StudyThroughput, Name: s.Name, Description: s.Description, PlanJSON: s.PlanJSON, PlanSHA256: s.PlanSHA256,
+		PlanDir: s.PlanDir, PlanFile: s.PlanFile, SourceNote: study.NotePlanSource}
+	for _, p := range s.Predictions {
+		reg.Predictions = append(reg.Predictions, registeredPrediction{ID: p.ID, Kind: string(p.Kind), Text: p.Text, About: p.About, Spec: p})
 	}
-	sum := SHA256Hex(canon)
-	if sum != s.PlanSHA256 {
-		return 0, fmt.Errorf("register plan: the notebook's canonical form hashes to %s, the plan's to %s", sum, s.PlanSHA256)
-	}
-	n := r.N
-	var id int64
-	err = n.write(ctx, func(tx *sql.Tx) error {
-		name := s.Name
-		var taken int
-		if err := tx.QueryRow("SELECT COUNT(*) FROM studies WHERE name = ?", name).Scan(&taken); err != nil {
-			return err
-		}
-		if taken > 0 {
-			name = fmt.Sprintf("%s [%s]", s.Name, sum[:12])
-		}
-		var err error
-		if id, err = n.createStudyTx(tx, Study{Name: name, Kind: StudyThroughput, Status: StatusDraft, Description: s.Description}); err != nil {
-			return err
-		}
-		je, err := n.appendJournalTx(tx, KindPlanRegistered, id, map[string]any{"study": id, "plan_sha256": sum, "plan": json.RawMessage(canon)})
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec("INSERT INTO plans (study_id, sha256, canonical_json, registered_at, journal_seq) VALUES (?, ?, ?, ?, ?)",
-			id, sum, string(canon), FormatTime(je.At), je.Seq); err != nil {
-			return fmt.Errorf("register plan: %w", err)
-		}
-		if _, err := tx.Exec("UPDATE studies SET status = 'registered', updated_at = ? WHERE id = ?", FormatTime(je.At), id); err != nil {
-			return err
-		}
-		if _, err := n.appendJournalTx(tx, study.NotePlanSource, id, map[string]any{"study": id, "plan_dir": s.PlanDir, "plan_file": s.PlanFile}); err != nil {
-			return err
-		}
-		for _, p := range s.Predictions {
-			sel, err := CanonicalJSON(p.About)
-			if err != nil {
-				return err
-			}
-			spec, err := CanonicalJSON(p)
-			if err != nil {
-				return err
-			}
-			je, err := n.appendJournalTx(tx, KindPredictionRegistered, id, map[string]any{
-				"study": id, "key": p.ID, "kind": string(p.Kind), "text": p.Text,
-				"selector": json.RawMessage(sel), "spec": json.RawMessage(spec)})
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(`INSERT INTO predictions (study_id, key, kind, text, selector_json, spec_json, registered_at, journal_seq)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, p.ID, string(p.Kind), p.Text, string(sel), string(spec), FormatTime(je.At), je.Seq); err != nil {
-				return fmt.Errorf("register prediction %s: %w", p.ID, err)
-			}
-		}
-		return nil
-	})
-	return id, err
+	return r.N.register(ctx, reg)
 }
 
 // Study reads a registered throughput study for the engine.

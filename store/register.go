@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+)
+
+// registration is what registering a study freezes, whatever its kind.
+type registration struct {
+	Kind, Name, Description string
+	PlanJSON                []byte
+	PlanSHA256              string
+	PlanDir, PlanFile       string
+	SourceNote              string // the journal kind of the plan-source note
+	Predictions             []registeredPrediction
+}
+
+// registeredPrediction is one prediction as the notebook stores it: its selector and its
+// whole specification as canonical JSON.
+type registeredPrediction struct {
+	ID, Kind, Text string
+	About, Spec    any
+}
+
+// register creates the study, freezes its plan (journal plan.registered), journals where the
+// plan came from and registers each prediction, in one transaction. A name already taken gets
+// the plan's short hash appended.
+func (n *Notebook) register(ctx context.Context, s registration) (int64, error) {
+	canon, err := CanonicalJSON(json.RawMessage(s.PlanJSON))
+	if err != nil {
+		return 0, fmt.Errorf("register plan: %w", err)
+	}
+	sum := SHA256Hex(canon)
+	if sum != s.PlanSHA256 {
+		return 0, fmt.Errorf("register plan: the notebook's canonical form hashes to %s, the plan's to %s", sum, s.PlanSHA256)
+	}
+	var id int64
+	err = n.write(ctx, func(tx *sql.Tx) error {
+		name := s.Name
+		var taken int
+		if err := tx.QueryRow("SELECT COUNT(*) FROM studies WHERE name = ?", name).Scan(&taken); err != nil {
+			return err
+		}
+		if taken > 0 {
+			name = fmt.Sprintf("%s [%s]", s.Name, sum[:12])
+		}
+		var err error
+		if id, err = n.createStudyTx(tx, Study{Name: name, Kind: s.Kind, Status: StatusDraft, Description: s.Description}); err != nil {
+			return err
+		}
+		je, err := n.appendJournalTx(tx, KindPlanRegistered, id, map[string]any{"study": id, "plan_sha256": sum, "plan": json.RawMessage(canon)})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec("INSERT INTO plans (study_id, sha256, canonical_json, registered_at, journal_seq) VALUES (?, ?, ?, ?, ?)",
+			id, sum, string(canon), FormatTime(je.At), je.Seq); err != nil {
+			return fmt.Errorf("register plan: %w", err)
+		}
+		if _, err := tx.Exec("UPDATE studies SET status = 'registered', updated_at = ? WHERE id = ?", FormatTime(je.At), id); err != nil {
+			return err
+		}
+		if _, err := n.appendJournalTx(tx, s.SourceNote, id, map[string]any{"study": id, "plan_dir": s.PlanDir, "plan_file": s.PlanFile}); err != nil {
+			return err
+		}
+		for _, p := range s.Predictions {
+			sel, err := CanonicalJSON(p.About)
+			if err != nil {
+				return err
+			}
+			spec, err := CanonicalJSON(p.Spec)
+			if err != nil {
+				return err
+			}
+			je, err := n.appendJournalTx(tx, KindPredictionRegistered, id, map[string]any{
+				"study": id, "key": p.ID, "kind": p.Kind, "text": p.Text,
+				"selector": json.RawMessage(sel), "spec": json.RawMessage(spec)})
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`INSERT INTO predictions (study_id, key, kind, text, selector_json, spec_json, registered_at, journal_seq)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, p.ID, p.Kind, p.Text, string(sel), string(spec), FormatTime(je.At), je.Seq); err != nil {
+				return fmt.Errorf("register prediction %s: %w", p.ID, err)
+			}
+		}
+		return nil
+	})
+	return id, err
+}
