@@ -63,7 +63,7 @@ func (a *armFlag) Set(s string) error {
 // cmdAmend: sparkbench amend ID --prediction P --set-lo X --set-hi Y … --reason TEXT [--as-deviation].
 func cmdAmend(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("amend", stderr)
-	nbFlag := fs.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	pred := fs.String("prediction", "", "the prediction to change, e.g. P1")
 	reason := fs.String("reason", "", "why (required)")
 	asDev := fs.Bool("as-deviation", false, "record the change as a deviation (the way to record it once a leg it touches has run)")

@@ -98,36 +98,7 @@ func capacityRegisterFile(ctx context.Context, nb *store.Notebook, file string, 
 
 // capacityRegister: sparkbench capacity register PLAN [--notebook P] [--json].
 func capacityRegister(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("capacity register", stderr)
-	nbFlag := fs.String("notebook", "", nbFlagHelp)
-	asJSON := fs.Bool("json", false, "print the registration as JSON")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return usageError(err)
-	}
-	if len(pos) != 1 {
-		fprintf(stderr, "sparkbench capacity register: want exactly one plan file\n")
-		return 2
-	}
-	nb, code := openStudyNotebook("capacity register", *nbFlag, stderr)
-	if nb == nil {
-		return code
-	}
-	defer nb.Close()
-	ctx, stop := studyCtx()
-	defer stop()
-	out := stdout
-	if *asJSON {
-		out = io.Discard
-	}
-	reg, code := capacityRegisterFile(ctx, nb, pos[0], out, stderr)
-	if code != 0 {
-		return code
-	}
-	if *asJSON {
-		return printJSON(stdout, stderr, "capacity register", reg)
-	}
-	return 0
+	return registerCommand("capacity register", args, stdout, stderr, capacityRegisterFile)
 }
 
 // capacityStudyRun: sparkbench capacity run ID|PLAN [--notebook P] [--out DIR] …: the run is

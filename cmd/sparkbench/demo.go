@@ -11,7 +11,7 @@ import (
 // cmdDemo: sparkbench demo [--run] [--llama-dir D] [--data-dir D] [--notebook P].
 func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("demo", stderr)
-	nbFlag := fs.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	runIt := fs.Bool("run", false, "run the demo study after registering it (seconds; resumes if it ran before)")
 	llamaDir := fs.String("llama-dir", "", "folder holding llama-bench")
 	dataDir := fs.String("data-dir", "", "sparkbench's data folder (default: ${XDG_DATA_HOME:-~/.local/share}/sparkbench); the demo goes in its demo/ folder")

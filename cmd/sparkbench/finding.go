@@ -16,7 +16,7 @@ func cmdFinding(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fs := newFlagSet("finding add", stderr)
-	nbFlag := fs.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	text := fs.String("text", "", "the finding, in words")
 	var legs, preds multiFlag
 	fs.Var(&legs, "leg", "a leg that evidences it: plan leg id (tiny/d128), label or notebook leg id (repeatable)")

@@ -34,7 +34,7 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	flags := newFlagSet("notebook "+sub, stderr)
-	nbFlag := flags.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	nbFlag := flags.String("notebook", "", nbFlagHelp)
 	pos, err := parseInterspersed(flags, rest)
 	if err != nil {
 		return usageError(err)
@@ -120,7 +120,7 @@ func openNotebook(cmd, path string, readOnly bool, stderr io.Writer) (*store.Not
 // cmdImport: sparkbench import [--study NAME] [--notebook P] FILE...
 func cmdImport(args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("import", stderr)
-	nbFlag := flags.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	nbFlag := flags.String("notebook", "", nbFlagHelp)
 	study := flags.String("study", store.DefaultImportStudy, "throughput study to import into (created if missing)")
 	flags.Usage = func() {
 		fprintf(stderr, "usage: sparkbench import [--study NAME] [--notebook PATH] FILE...\n"+
@@ -198,7 +198,7 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 // cmdExport: sparkbench export STUDY [--format csv|json] [--rows bench|requests] [--out FILE] [--notebook P]
 func cmdExport(args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("export", stderr)
-	nbFlag := flags.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	nbFlag := flags.String("notebook", "", nbFlagHelp)
 	format := flags.String("format", "csv", "csv or json")
 	rows := flags.String("rows", "bench", "bench (llama-bench rows) or requests (llama-server request records)")
 	out := flags.String("out", "", "write to this file instead of standard output")

@@ -28,7 +28,7 @@ const receiptUsage = "receipt STUDY --out DIR|FILE.tar.gz [--no-redact] | receip
 // input (an unknown study, an incomplete run folder), 1 failure.
 func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("receipt", stderr)
-	nbFlag := fs.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	out := fs.String("out", "", "a new or empty folder, or a FILE.tar.gz")
 	noRedact := fs.Bool("no-redact", false, "keep home-folder paths as recorded (default: written as ~)")
 	capRun := fs.String("capacity-run", "", "a capacity run folder (plan.json, runs/PASS/CANDIDATE/pP/…) instead of a notebook study")

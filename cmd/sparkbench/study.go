@@ -232,18 +232,26 @@ func registerFile(ctx context.Context, nb *store.Notebook, file string, stdout, 
 
 // studyRegister: sparkbench study register FILE [--notebook P] [--json].
 func studyRegister(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("study register", stderr)
-	nbFlag := fs.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	return registerCommand("study register", args, stdout, stderr, registerFile)
+}
+
+// registerCommand is a `… register PLAN [--notebook P] [--json]` verb: it opens the notebook,
+// registers the plan file with register (which prints its own lines to out) and, with --json,
+// prints the registration.
+func registerCommand[R any](cmd string, args []string, stdout, stderr io.Writer,
+	register func(ctx context.Context, nb *store.Notebook, file string, out, stderr io.Writer) (R, int)) int {
+	fs := newFlagSet(cmd, stderr)
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	asJSON := fs.Bool("json", false, "print the registration as JSON")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
 	}
 	if len(pos) != 1 {
-		fprintf(stderr, "sparkbench study register: want exactly one plan file\n")
+		fprintf(stderr, "sparkbench %s: want exactly one plan file\n", cmd)
 		return 2
 	}
-	nb, code := openStudyNotebook("study register", *nbFlag, stderr)
+	nb, code := openStudyNotebook(cmd, *nbFlag, stderr)
 	if nb == nil {
 		return code
 	}
@@ -254,12 +262,12 @@ func studyRegister(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		out = io.Discard
 	}
-	reg, code := registerFile(ctx, nb, pos[0], out, stderr)
+	reg, code := register(ctx, nb, pos[0], out, stderr)
 	if code != 0 {
 		return code
 	}
 	if *asJSON {
-		return printJSON(stdout, stderr, "study register", reg)
+		return printJSON(stdout, stderr, cmd, reg)
 	}
 	return 0
 }
@@ -267,7 +275,7 @@ func studyRegister(args []string, stdout, stderr io.Writer) int {
 // studyRun: sparkbench study run ID|FILE [--llama-dir D] [--notebook P].
 func studyRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("study run", stderr)
-	nbFlag := fs.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	llamaDir := fs.String("llama-dir", "", "folder holding llama-bench (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -460,7 +468,7 @@ func (p *runPrinter) close() {
 // studyShow: sparkbench study show ID [--json] [--notebook P].
 func studyShow(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("study show", stderr)
-	nbFlag := fs.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	asJSON := fs.Bool("json", false, "print the report as JSON (every figure with the stored rows it came from)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // cmdVerdict: sparkbench verdict ID --prediction P --human PASS|FAIL|NOTE --why TEXT.
 func cmdVerdict(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verdict", stderr)
-	nbFlag := fs.String("notebook", "", "notebook file (default: $"+store.EnvNotebook+", then the user's data folder)")
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	pred := fs.String("prediction", "", "the prediction's id, e.g. P1")
 	human := fs.String("human", "", "PASS, FAIL or NOTE")
 	why := fs.String("why", "", "the rationale (required)")
