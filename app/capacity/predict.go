@@ -70,62 +70,16 @@ func (s Selector) String() string {
 }
 
 func (v *validator) checkPredictions() {
-	seen := map[string]bool{}
-	for i, pr := range v.p.Predictions {
+	ps := v.p.Predictions
+	v.problems = append(v.problems, study.CheckPredictionIDs(len(ps), func(i int) (string, string) { return ps[i].ID, ps[i].Text })...)
+	for i, pr := range ps {
 		at := fmt.Sprintf("predictions[%d]", i)
-		if !idRE.MatchString(pr.ID) {
-			v.errf(at+".id", "%q: want a short ID such as P1", pr.ID)
-		} else if seen[pr.ID] {
-			v.errf(at+".id", "%q is used twice", pr.ID)
-		}
-		seen[pr.ID] = true
-		if strings.TrimSpace(pr.Text) == "" {
-			v.errf(at+".text", "empty; write the claim in words")
-		}
 		v.checkSelector(at+".about", pr.About)
-		switch pr.Kind {
-		case study.KindBand:
-			if pr.Lo == nil && pr.Hi == nil {
-				v.errf(at, "a band needs lo and/or hi")
-			} else if pr.Lo != nil && pr.Hi != nil && *pr.Lo > *pr.Hi {
-				v.errf(at, "lo %g is above hi %g", *pr.Lo, *pr.Hi)
-			}
-			if pr.NoiseFloor < 0 || pr.NoiseFloor >= 1 {
-				v.errf(at+".noise_floor", "%g: want a fraction in [0, 1)", pr.NoiseFloor)
-			}
-		case study.KindFork:
-			if len(pr.Arms) < 2 {
-				v.errf(at+".arms", "a fork needs at least two arms")
-			}
-			for j, a := range pr.Arms {
-				if strings.TrimSpace(a.Name) == "" {
-					v.errf(fmt.Sprintf("%s.arms[%d].name", at, j), "empty; name the arm")
-				}
-				if a.Lo == nil && a.Hi == nil {
-					v.errf(fmt.Sprintf("%s.arms[%d]", at, j), "an arm needs lo and/or hi")
-				} else if a.Lo != nil && a.Hi != nil && *a.Lo > *a.Hi {
-					v.errf(fmt.Sprintf("%s.arms[%d]", at, j), "lo %g is above hi %g", *a.Lo, *a.Hi)
-				}
-			}
-		case study.KindComparison:
-			if pr.Op != ">=" && pr.Op != "<=" && pr.Op != "within" {
-				v.errf(at+".op", "%q: want >=, <= or within", pr.Op)
-			}
-			if pr.Than == nil {
-				v.errf(at+".than", "a comparison needs the right-hand side (than)")
-			} else {
-				v.checkSelector(at+".than", *pr.Than)
-			}
-			if pr.Tolerance < 0 || pr.Tolerance >= 1 {
-				v.errf(at+".tolerance", "%g: want a fraction in [0, 1)", pr.Tolerance)
-			}
-		case study.KindQuestion:
-			if pr.Lo != nil || pr.Hi != nil || len(pr.Arms) > 0 {
-				v.errf(at, "a question has no expectation; use a band or a fork to predict a value")
-			}
-		default:
-			v.errf(at+".kind", "%q: want band, fork, comparison or question", pr.Kind)
+		if pr.Kind == study.KindComparison && pr.Than != nil {
+			v.checkSelector(at+".than", *pr.Than)
 		}
+		v.problems = append(v.problems, study.CheckExpectation(at, study.Expectation{Kind: pr.Kind, Lo: pr.Lo, Hi: pr.Hi,
+			NoiseFloor: pr.NoiseFloor, Arms: pr.Arms, Op: pr.Op, Tolerance: pr.Tolerance, HasThan: pr.Than != nil})...)
 	}
 }
 

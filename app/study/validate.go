@@ -376,68 +376,111 @@ func (v *validator) checkBandwidth() {
 }
 
 func (v *validator) checkPredictions() {
-	seen := map[string]bool{}
+	heads := CheckPredictionIDs(len(v.p.Predictions), func(i int) (string, string) {
+		return v.p.Predictions[i].ID, v.p.Predictions[i].Text
+	})
+	v.problems = append(v.problems, heads...)
 	for i, pr := range v.p.Predictions {
 		at := fmt.Sprintf("predictions[%d]", i)
-		if !idRE.MatchString(pr.ID) {
-			v.errf(at+".id", "%q: want a short ID such as P1", pr.ID)
-		} else if seen[pr.ID] {
-			v.errf(at+".id", "%q is used twice", pr.ID)
-		}
-		seen[pr.ID] = true
-		if strings.TrimSpace(pr.Text) == "" {
-			v.errf(at+".text", "empty; write the claim in words")
-		}
 		v.checkSelector(at+".about", pr.About)
-		switch pr.Kind {
-		case KindBand:
-			if pr.Lo == nil && pr.Hi == nil {
-				v.errf(at, "a band needs lo and/or hi")
-			} else if pr.Lo != nil && pr.Hi != nil && *pr.Lo > *pr.Hi {
-				v.errf(at, "lo %g is above hi %g", *pr.Lo, *pr.Hi)
-			}
-			if pr.NoiseFloor < 0 || pr.NoiseFloor >= 1 {
-				v.errf(at+".noise_floor", "%g: want a fraction in [0, 1)", pr.NoiseFloor)
-			}
-		case KindFork:
-			if len(pr.Arms) < 2 {
-				v.errf(at+".arms", "a fork needs at least two arms")
-			}
-			for j, a := range pr.Arms {
-				if strings.TrimSpace(a.Name) == "" {
-					v.errf(fmt.Sprintf("%s.arms[%d].name", at, j), "empty; name the arm")
-				}
-				if a.Lo == nil && a.Hi == nil {
-					v.errf(fmt.Sprintf("%s.arms[%d]", at, j), "an arm needs lo and/or hi")
-				} else if a.Lo != nil && a.Hi != nil && *a.Lo > *a.Hi {
-					v.errf(fmt.Sprintf("%s.arms[%d]", at, j), "lo %g is above hi %g", *a.Lo, *a.Hi)
-				}
-				for k := 0; k < j; k++ {
-					if overlap(a, pr.Arms[k]) {
-						v.errf(fmt.Sprintf("%s.arms[%d]", at, j), "overlaps arm %q: a value must fire at most one arm", pr.Arms[k].Name)
-					}
-				}
-			}
-		case KindComparison:
-			if pr.Op != ">=" && pr.Op != "<=" && pr.Op != "within" {
-				v.errf(at+".op", "%q: want >=, <= or within", pr.Op)
-			}
-			if pr.Than == nil {
-				v.errf(at+".than", "a comparison needs the right-hand side (than)")
-			} else {
-				v.checkSelector(at+".than", *pr.Than)
-			}
-			if pr.Tolerance < 0 || pr.Tolerance >= 1 {
-				v.errf(at+".tolerance", "%g: want a fraction in [0, 1)", pr.Tolerance)
-			}
-		case KindQuestion:
-			if pr.Lo != nil || pr.Hi != nil || len(pr.Arms) > 0 {
-				v.errf(at, "a question has no expectation; use a band or a fork to predict a value")
-			}
-		default:
-			v.errf(at+".kind", "%q: want band, fork, comparison or question", pr.Kind)
+		if pr.Kind == KindComparison && pr.Than != nil {
+			v.checkSelector(at+".than", *pr.Than)
+		}
+		v.problems = append(v.problems, CheckExpectation(at, Expectation{Kind: pr.Kind, Lo: pr.Lo, Hi: pr.Hi,
+			NoiseFloor: pr.NoiseFloor, Arms: pr.Arms, Op: pr.Op, Tolerance: pr.Tolerance, HasThan: pr.Than != nil})...)
+	}
+}
+
+// CheckPredictionIDs checks n predictions' IDs (short, unique) and texts (not empty); get
+// returns the i-th's ID and text. Capacity plans share it.
+func CheckPredictionIDs(n int, get func(i int) (id, text string)) []Problem {
+	var out []Problem
+	errf := func(path, format string, a ...any) {
+		out = append(out, Problem{path, SevError, fmt.Sprintf(format, a...)})
+	}
+	seen := map[string]bool{}
+	for i := 0; i < n; i++ {
+		id, text := get(i)
+		at := fmt.Sprintf("predictions[%d]", i)
+		if !idRE.MatchString(id) {
+			errf(at+".id", "%q: want a short ID such as P1", id)
+		} else if seen[id] {
+			errf(at+".id", "%q is used twice", id)
+		}
+		seen[id] = true
+		if strings.TrimSpace(text) == "" {
+			errf(at+".text", "empty; write the claim in words")
 		}
 	}
+	return out
+}
+
+// Expectation is what a prediction expects, whatever it is about.
+type Expectation struct {
+	Kind       PredictionKind
+	Lo, Hi     *float64
+	NoiseFloor float64
+	Arms       []Arm
+	Op         string
+	Tolerance  float64
+	HasThan    bool // a comparison's right-hand side is given (its selector is checked by the caller)
+}
+
+// CheckExpectation checks a prediction's expectation at JSON path at: a band's bounds, a
+// fork's arms (named, bounded, not overlapping), a comparison's operator and tolerance, a
+// question's lack of any. Capacity plans share it.
+func CheckExpectation(at string, e Expectation) []Problem {
+	var out []Problem
+	errf := func(path, format string, a ...any) {
+		out = append(out, Problem{path, SevError, fmt.Sprintf(format, a...)})
+	}
+	switch e.Kind {
+	case KindBand:
+		if e.Lo == nil && e.Hi == nil {
+			errf(at, "a band needs lo and/or hi")
+		} else if e.Lo != nil && e.Hi != nil && *e.Lo > *e.Hi {
+			errf(at, "lo %g is above hi %g", *e.Lo, *e.Hi)
+		}
+		if e.NoiseFloor < 0 || e.NoiseFloor >= 1 {
+			errf(at+".noise_floor", "%g: want a fraction in [0, 1)", e.NoiseFloor)
+		}
+	case KindFork:
+		if len(e.Arms) < 2 {
+			errf(at+".arms", "a fork needs at least two arms")
+		}
+		for j, a := range e.Arms {
+			if strings.TrimSpace(a.Name) == "" {
+				errf(fmt.Sprintf("%s.arms[%d].name", at, j), "empty; name the arm")
+			}
+			if a.Lo == nil && a.Hi == nil {
+				errf(fmt.Sprintf("%s.arms[%d]", at, j), "an arm needs lo and/or hi")
+			} else if a.Lo != nil && a.Hi != nil && *a.Lo > *a.Hi {
+				errf(fmt.Sprintf("%s.arms[%d]", at, j), "lo %g is above hi %g", *a.Lo, *a.Hi)
+			}
+			for k := 0; k < j; k++ {
+				if overlap(a, e.Arms[k]) {
+					errf(fmt.Sprintf("%s.arms[%d]", at, j), "overlaps arm %q: a value must fire at most one arm", e.Arms[k].Name)
+				}
+			}
+		}
+	case KindComparison:
+		if e.Op != ">=" && e.Op != "<=" && e.Op != "within" {
+			errf(at+".op", "%q: want >=, <= or within", e.Op)
+		}
+		if !e.HasThan {
+			errf(at+".than", "a comparison needs the right-hand side (than)")
+		}
+		if e.Tolerance < 0 || e.Tolerance >= 1 {
+			errf(at+".tolerance", "%g: want a fraction in [0, 1)", e.Tolerance)
+		}
+	case KindQuestion:
+		if e.Lo != nil || e.Hi != nil || len(e.Arms) > 0 {
+			errf(at, "a question has no expectation; use a band or a fork to predict a value")
+		}
+	default:
+		errf(at+".kind", "%q: want band, fork, comparison or question", e.Kind)
+	}
+	return out
 }
 
 func overlap(a, b Arm) bool {
