@@ -55,6 +55,7 @@ type NotebookView struct {
 	win  fyne.Window
 	svc  NotebookService
 	all  []JournalRow
+	gen  uint64 // counts Reload calls: a journal read that finishes after a later one is dropped
 	rows []JournalRow
 	// Updated receives after each background job has been shown (tests wait on it).
 	Updated chan struct{}
@@ -105,9 +106,15 @@ func (v *NotebookView) Reload() {
 	if v.svc == nil {
 		return
 	}
+	v.gen++
+	gen := v.gen
 	go func() {
 		rows, err := v.svc.Journal(context.Background())
 		onUI(func() {
+			if gen != v.gen {
+				v.signal() // stale: the later Reload shows a journal at least as long
+				return
+			}
 			if err != nil {
 				v.Chain.SetText("could not read the journal: " + err.Error())
 			} else {

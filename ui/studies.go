@@ -84,6 +84,9 @@ type StudiesView struct {
 	studies  []StudySummary
 	selected int64
 	report   *study.Report
+	showGen  uint64 // counts Select calls: only the latest load is shown (loads may finish out of order)
+	listGen  uint64 // the same for Reload's list
+	listWant int64  // the study the pending Reload will select (a later Reload(0) keeps it)
 
 	mu       sync.Mutex
 	console  []string
@@ -225,11 +228,22 @@ func (v *StudiesView) Reload(id int64) {
 		return
 	}
 	if id == 0 {
+		id = v.listWant
+	}
+	if id == 0 {
 		id = v.selected
 	}
+	v.listWant = id
+	v.listGen++
+	gen := v.listGen
 	go func() {
 		list, err := v.svc.List(context.Background())
 		onUI(func() {
+			if gen != v.listGen {
+				v.signal() // a later Reload will show its own, newer list
+				return
+			}
+			v.listWant = 0
 			if err != nil {
 				v.Status.SetText("could not list studies: " + err.Error())
 				v.signal()
@@ -267,10 +281,18 @@ func (v *StudiesView) Select(id int64) {
 		v.Console.Refresh()
 	}
 	v.selected = id
+	v.showGen++
+	gen := v.showGen
 	v.updateButtons()
 	go func() {
 		rep, err := v.svc.Show(context.Background(), id)
 		onUI(func() {
+			if gen != v.showGen {
+				// A later Select (another study, or a reload after a new verdict or
+				// finding) is under way: this load may predate the latest write.
+				v.signal()
+				return
+			}
 			if err != nil {
 				v.Status.SetText(fmt.Sprintf("study %d: %v", id, err))
 			} else if v.selected == id {

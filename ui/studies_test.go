@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -208,5 +209,58 @@ func TestGateLights(t *testing.T) {
 	}
 	if got := (gateCounts{rows: 4, legsOK: 2}).String(); !strings.HasPrefix(got, "gates: CV ●ok (0 of 4 rows flagged)") {
 		t.Fatalf("all ok: %s", got)
+	}
+}
+
+// orderedShows is a study service whose Show calls wait for the test to release them, so
+// that two loads can finish in the opposite order to the one they started in.
+type orderedShows struct {
+	*fakeStudies
+	mu    sync.Mutex
+	calls int
+	gates map[int]chan struct{}
+}
+
+func (o *orderedShows) Show(ctx context.Context, id int64) (*study.Report, error) {
+	o.mu.Lock()
+	o.calls++
+	n := o.calls
+	g := o.gates[n]
+	o.mu.Unlock()
+	if g != nil {
+		<-g
+	}
+	r, err := o.fakeStudies.Show(ctx, id)
+	if r != nil {
+		r.Study.Name = fmt.Sprintf("load %d", n)
+	}
+	return r, err
+}
+
+// A reload after a human verdict and another after a finding may finish out of order: the
+// view must end on the later load, never on the earlier (stale) one.
+func TestStudiesShowsTheLatestLoadWhenLoadsFinishOutOfOrder(t *testing.T) {
+	a := newTestApp(t)
+	first, second := make(chan struct{}), make(chan struct{})
+	svc := &orderedShows{fakeStudies: &fakeStudies{}, gates: map[int]chan struct{}{1: first, 2: second}}
+	v := build(func() *StudiesView { return newStudiesView(a, a.NewWindow("t"), svc) })
+	defer v.close()
+	ui(func() { v.Select(7) })
+	ui(func() { v.Select(7) })
+	close(second)
+	waitUpdated(t, v, func() bool { return v.report != nil })
+	close(first)
+	// The first load's result arrives now; give it every chance to be (wrongly) shown.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-v.Updated:
+		case <-time.After(50 * time.Millisecond):
+		}
+		ui(func() {
+			if v.report.Study.Name != "load 2" {
+				t.Fatalf("the view shows %q after a later load was shown", v.report.Study.Name)
+			}
+		})
 	}
 }
