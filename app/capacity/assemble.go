@@ -467,12 +467,9 @@ func (a *assembler) cell(c Candidate, slots, clients int, q QualityResult, quali
 	var failedPasses []string
 	for _, m := range cell.Passes {
 		n := len(cell.Failures)
-		none := "no completed measured request: the observed p95 is undefined"
-		above(m.Pass+":ttft_ms_p95", m.TTFTMsP95, l.TTFTMsP95Max, m.Pass+":"+CodeTTFTAbove, none)
-		above(m.Pass+":e2e_latency_ms_p95", m.E2EMsP95, l.E2EMsP95Max, m.Pass+":"+CodeE2EAbove, none)
-		check(GateCheck{Gate: m.Pass + ":completion_rate", Observed: fptr(m.CompletionRate), Limit: fptr(l.CompletionRateMin),
-			Passed: m.CompletionRate >= l.CompletionRateMin, Detail: fmt.Sprintf("%d of %d", m.Completed, m.Attempted)},
-			m.Pass+":"+CodeCompletionBelow)
+		for _, g := range PassLoadGates(m, l) {
+			check(g, g.Failure)
+		}
 		if len(cell.Failures) > n {
 			anyPassFailed = true
 			failedPasses = append(failedPasses, m.Pass)
@@ -525,6 +522,33 @@ func (a *assembler) cell(c Candidate, slots, clients int, q QualityResult, quali
 	}
 	cell.Passed = len(cell.Failures) == 0
 	return cell
+}
+
+// PassLoadGates are one pass's load-SLO gates of a cell, in order: observed-p95 TTFT, observed-p95
+// E2E, completion rate, each named and coded with the pass prefix (forward:ttft_p95_above_slo …).
+// Failure is set on the ones that failed. The assembly applies them to every pass of a cell; the
+// window applies them to a pass as soon as its cell is measured (the live envelope).
+func PassLoadGates(m PassMetrics, l Limits) []GateCheck {
+	var out []GateCheck
+	gate := func(g GateCheck, code string) {
+		if !g.Passed {
+			g.Failure = code
+		}
+		out = append(out, g)
+	}
+	above := func(name string, obs *float64, limit float64, code string) {
+		g := GateCheck{Gate: name, Observed: obs, Limit: fptr(limit), Passed: obs != nil && *obs <= limit}
+		if obs == nil {
+			g.Detail = "no completed measured request: the observed p95 is undefined"
+		}
+		gate(g, code)
+	}
+	above(m.Pass+":ttft_ms_p95", m.TTFTMsP95, l.TTFTMsP95Max, m.Pass+":"+CodeTTFTAbove)
+	above(m.Pass+":e2e_latency_ms_p95", m.E2EMsP95, l.E2EMsP95Max, m.Pass+":"+CodeE2EAbove)
+	gate(GateCheck{Gate: m.Pass + ":completion_rate", Observed: fptr(m.CompletionRate), Limit: fptr(l.CompletionRateMin),
+		Passed: m.CompletionRate >= l.CompletionRateMin, Detail: fmt.Sprintf("%d of %d", m.Completed, m.Attempted)},
+		m.Pass+":"+CodeCompletionBelow)
+	return out
 }
 
 // selectPoint applies the selection rule: maximise the generation rate among cells passing
