@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -601,6 +602,15 @@ func (r *Run) cell(rw *RequestWriter, key string, srv *server.Server, cfg loadge
 		retries += res.Retries
 		r.emit(RunEvent{Type: RequestDone, Lifetime: key, Clients: cfg.Clients, Request: &rec})
 	}
+	// A request cut by a lost connection usually means the server died; its exit may not have
+	// been observed yet on a loaded machine (the pty drains, then the wait returns): give it a
+	// bounded moment before deciding the server is alive.
+	if srv.Alive() && slices.ContainsFunc(recs, func(r RequestRecord) bool { return connectionLost(r.Error) }) {
+		select {
+		case <-srv.Done():
+		case <-time.After(3 * time.Second):
+		}
+	}
 	// A dead server explains every failure of the cell: say so in each failed record.
 	if !srv.Alive() {
 		why := serverGone(srv)
@@ -618,6 +628,17 @@ func (r *Run) cell(rw *RequestWriter, key string, srv *server.Server, cfg loadge
 	}
 	summarise(&cell, recs, nPredict)
 	return cell, werr
+}
+
+// connectionLost says whether a request error is the connection failing under it (refused,
+// reset, closed mid-stream) rather than an HTTP or protocol error.
+func connectionLost(e string) bool {
+	for _, s := range []string{"connection refused", "connection reset", "broken pipe", "EOF"} {
+		if strings.Contains(e, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // notSent writes the records of a client level the server was not there to serve.
