@@ -82,6 +82,7 @@ type StudiesView struct {
 	svc StudyService
 
 	studies  []StudySummary
+	stack    *fyne.Container
 	selected int64
 	report   *study.Report
 	showGen  uint64 // counts Select calls: only the latest load is shown (loads may finish out of order)
@@ -98,6 +99,11 @@ type StudiesView struct {
 	// Updated receives after each background load or run has been shown (tests wait on it).
 	Updated chan struct{}
 
+	// Cap shows capacity and concurrency studies in place of the throughput detail (nil until
+	// SetCapacity).
+	Cap       *CapacityPanel
+	detail    fyne.CanvasObject // the throughput study's detail
+	capShown  bool
 	runOnLoad int64 // RunOnLoad: start this study as soon as it is shown (-1: the demo)
 	gates     gateCounts
 	meta      plots.Meta
@@ -189,12 +195,55 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 		container.NewHBox(v.RunButton, v.AbortButton, v.HumanButton, v.FindingButton, v.ReceiptButton),
 		v.Status, v.Progress, v.ProgressMsg, v.Gates,
 	)
-	detail := container.NewBorder(head, nil, nil, nil, v.Tabs)
+	v.detail = container.NewBorder(head, nil, nil, nil, v.Tabs)
+	v.stack = container.NewStack(v.detail)
 	left := container.NewBorder(heading("Studies"), widget.NewButton("Refresh", func() { v.Reload(0) }), nil, nil, v.List)
-	split := container.NewHSplit(left, detail)
+	split := container.NewHSplit(left, v.stack)
 	split.Offset = 0.22
 	v.Object = split
 	return v
+}
+
+// SetCapacity lets the section show and run capacity and concurrency studies through svc.
+func (v *StudiesView) SetCapacity(svc CapacityService) {
+	v.Cap = newCapacityPanel(v.app, v.win, svc, func(int64) { v.receiptDialog() }, v.busy)
+	v.Cap.Object.Hide()
+	v.stack.Add(v.Cap.Object)
+}
+
+// busy says whether a study of either kind is running in the window.
+func (v *StudiesView) busy() bool {
+	v.mu.Lock()
+	running := v.running != 0
+	v.mu.Unlock()
+	return running || (v.Cap != nil && v.Cap.Running())
+}
+
+// kindOf is the listed kind of study id ("" when not listed).
+func (v *StudiesView) kindOf(id int64) string {
+	for _, s := range v.studies {
+		if s.ID == id {
+			return s.Kind
+		}
+	}
+	return ""
+}
+
+func isCapacityKind(kind string) bool { return kind == "capacity" || kind == "concurrency" }
+
+// showCapacity swaps the detail between the throughput view and the capacity panel.
+func (v *StudiesView) showCapacity(on bool) {
+	if v.Cap == nil || on == v.capShown {
+		return
+	}
+	v.capShown = on
+	if on {
+		v.detail.Hide()
+		v.Cap.Object.Show()
+	} else {
+		v.Cap.Object.Hide()
+		v.detail.Show()
+	}
 }
 
 // Start registers the demo study if needed and selects it (or the newest study).
@@ -272,6 +321,17 @@ func (v *StudiesView) Reload(id int64) {
 
 // Select shows study id.
 func (v *StudiesView) Select(id int64) {
+	if v.Cap != nil && isCapacityKind(v.kindOf(id)) {
+		v.selected = id
+		v.showGen++ // a throughput load still under way is stale now
+		v.report = nil
+		v.updateButtons()
+		v.showCapacity(true)
+		v.Cap.Show(id)
+		v.signal()
+		return
+	}
+	v.showCapacity(false)
 	if v.selected != id {
 		v.mu.Lock()
 		if v.running != id {
@@ -352,6 +412,14 @@ func (v *StudiesView) updateButtons() {
 func (v *StudiesView) RunSelected() {
 	id := v.selected
 	if id == 0 {
+		return
+	}
+	if v.capShown {
+		v.Cap.Run()
+		return
+	}
+	if v.Cap != nil && v.Cap.Running() {
+		dialog.ShowInformation("Another study is running", "One study runs at a time (they would compete for the machine). Abort it or wait for it to finish, then run this one.", v.win)
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -670,6 +738,9 @@ func (v *StudiesView) legCell(r, c int) string {
 
 // close stops a running study and the chart worker when the window closes.
 func (v *StudiesView) close() {
+	if v.Cap != nil {
+		v.Cap.close()
+	}
 	v.Abort()
 	v.text.Stop()
 	v.Chart.Close()
@@ -779,11 +850,16 @@ func (v *StudiesView) findingDialog() {
 func (v *StudiesView) ExportReceipt(parent string, done func(string, error)) {
 	id := v.selected
 	name := fmt.Sprintf("study-%d-receipt", id)
-	if v.report != nil {
+	msg := v.ProgressMsg
+	switch {
+	case v.capShown && v.Cap.study != nil:
+		name = fmt.Sprintf("%s-%d-receipt", slugify(v.Cap.study.Report.Study.Name), id)
+		msg = v.Cap.ProgressMsg
+	case v.report != nil:
 		name = fmt.Sprintf("%s-%d-receipt", slugify(v.report.Study.Name), id)
 	}
 	out := filepath.Join(parent, name)
-	v.ProgressMsg.SetText("writing the receipt to " + out + "…")
+	msg.SetText("writing the receipt to " + out + "…")
 	go func() {
 		summary, err := v.svc.Receipt(context.Background(), id, out)
 		var md []byte
@@ -793,7 +869,10 @@ func (v *StudiesView) ExportReceipt(parent string, done func(string, error)) {
 			pngs, _ = filepath.Glob(filepath.Join(out, "plots", "*.png"))
 		}
 		onUI(func() {
-			if err == nil {
+			if err == nil && v.capShown {
+				v.Cap.ProgressMsg.SetText(summary)
+				v.Cap.showReceipt(md, pngs)
+			} else if err == nil {
 				v.ProgressMsg.SetText(summary)
 				v.showReceipt(md, pngs)
 			}
@@ -841,16 +920,21 @@ func (v *StudiesView) receiptDialog() {
 
 // showReceipt previews an exported receipt: its charts, then receipt.md rendered.
 func (v *StudiesView) showReceipt(md []byte, pngs []string) {
-	v.ReceiptImgs.RemoveAll()
+	fillReceipt(v.ReceiptImgs, v.Receipt, md, pngs)
+	v.Tabs.SelectIndex(len(v.Tabs.Items) - 1)
+}
+
+// fillReceipt shows a receipt's charts, then its receipt.md rendered.
+func fillReceipt(imgs *fyne.Container, text *widget.RichText, md []byte, pngs []string) {
+	imgs.RemoveAll()
 	for _, p := range pngs {
 		img := canvas.NewImageFromFile(p)
 		img.FillMode = canvas.ImageFillContain
 		img.ScaleMode = canvas.ImageScaleFastest
 		img.SetMinSize(fyne.NewSize(760, 475))
-		v.ReceiptImgs.Add(img)
+		imgs.Add(img)
 	}
-	v.Receipt.ParseMarkdown(string(md))
-	v.Tabs.SelectIndex(len(v.Tabs.Items) - 1)
+	text.ParseMarkdown(string(md))
 }
 
 // gateCounts are the run's gate lights: rows measured, rows a CV gate flagged, legs that

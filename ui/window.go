@@ -27,6 +27,9 @@ type Deps struct {
 	Registrar Registrar
 	// Notebook is the journal, its chain check and imports (nil: the notebook is not open).
 	Notebook NotebookService
+	// Capacity registers, shows and runs capacity and concurrency studies (nil: they are
+	// listed, with a note that says where to see them).
+	Capacity CapacityService
 }
 
 // Preference keys: the llama.cpp folder the user chose, the window's size.
@@ -44,6 +47,8 @@ type Workbench struct {
 	Models   *ModelsView
 	Studies  *StudiesView
 	Wizard   *WizardView
+	CapWiz   *CapacityWizard
+	Kind     *widget.RadioGroup // New study: throughput, capacity or concurrency
 	Notebook *NotebookView
 	nav      *container.AppTabs
 }
@@ -56,16 +61,40 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb.Models = newModelsView(w, a.Preferences(), deps.Library)
 	wb.Bench = newBenchView(w, a.Preferences(), deps.Doctor, wb.Models.show)
 	wb.Studies = newStudiesView(a, w, deps.Studies)
+	wb.Studies.SetCapacity(deps.Capacity) // nil: capacity studies are listed, with a note
 	wb.Wizard = newWizardView(w, deps.Registrar, deps.Library, func() []app.ModelEntry { return wb.Models.rows }, func(id int64) {
 		wb.nav.SelectIndex(0)
 		wb.Studies.Reload(id)
 	})
+	wb.CapWiz = newCapacityWizard(w, deps.Capacity, deps.Library, func() []app.ModelEntry { return wb.Models.rows }, func(id int64) {
+		wb.nav.SelectIndex(0)
+		wb.Studies.Reload(id)
+	})
 	wb.Notebook = newNotebookView(w, deps.Notebook)
-	wb.Models.OnChanged = wb.Wizard.RefreshModels
+	wb.Models.OnChanged = func() {
+		wb.Wizard.RefreshModels()
+		wb.CapWiz.RefreshModels()
+	}
+	wb.CapWiz.Object.Hide()
+	wb.Kind = widget.NewRadioGroup([]string{"throughput", KindCapacity, KindConcurrency}, func(k string) {
+		if k == "throughput" || k == "" {
+			wb.CapWiz.Object.Hide()
+			wb.Wizard.Object.Show()
+			return
+		}
+		wb.CapWiz.SetKind(k)
+		wb.Wizard.Object.Hide()
+		wb.CapWiz.Object.Show()
+	})
+	wb.Kind.Horizontal = true
+	wb.Kind.Required = true
+	wb.Kind.SetSelected("throughput")
+	newStudy := container.NewBorder(container.NewHBox(heading("Kind of study"), wb.Kind), nil, nil, nil,
+		container.NewStack(wb.Wizard.Object, wb.CapWiz.Object))
 	wb.Bench.onReport = func(r app.DoctorReport) { wb.Studies.SetMeta(chartMeta(r)) }
 	wb.nav = container.NewAppTabs(
 		container.NewTabItem("Studies", wb.Studies.Object),
-		container.NewTabItem("New study", wb.Wizard.Object),
+		container.NewTabItem("New study", newStudy),
 		container.NewTabItem("Bench", wb.Bench.Object),
 		container.NewTabItem("Models", wb.Models.Object),
 		container.NewTabItem("Notebook", wb.Notebook.Object),
@@ -74,6 +103,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		switch t.Text {
 		case "New study":
 			wb.Wizard.RefreshModels()
+			wb.CapWiz.RefreshModels()
 		case "Notebook":
 			wb.Notebook.Reload()
 		}
@@ -137,7 +167,11 @@ func (wb *Workbench) addShortcuts() {
 	add(fyne.KeyN, func() { wb.ShowSection("new") })
 	add(fyne.KeyR, func() {
 		wb.ShowSection("studies")
-		if !wb.Studies.RunButton.Disabled() {
+		run := wb.Studies.RunButton
+		if wb.Studies.capShown {
+			run = wb.Studies.Cap.RunButton
+		}
+		if !run.Disabled() {
 			wb.Studies.RunSelected()
 		}
 	})

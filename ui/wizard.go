@@ -158,7 +158,6 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 	preds.Resize(fyne.NewSize(600, 160))
 	v.Object = container.NewVScroll(container.NewVBox(
 		container.NewHBox(heading("New throughput study"), v.RegisterBtn, v.SaveBtn, v.OpenBtn),
-		widget.NewLabel("Capacity and concurrency studies are declared as plan files for now: sparkbench capacity validate PLAN (docs/capacity.md)."),
 		form,
 		container.NewGridWrap(fyne.NewSize(900, 180), preds),
 		heading("Checks"), v.Estimate, v.Problems,

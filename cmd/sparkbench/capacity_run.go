@@ -106,48 +106,8 @@ func capacityRun(args []string, stdout, stderr io.Writer) int {
 
 // capacityRunProgress prints one progress line per event worth a line.
 func capacityRunProgress(w io.Writer, ev capacity.RunEvent) {
-	p := ev.Progress
-	head := func() string {
-		eta := "ETA ?"
-		if p.ETA >= 0 && p.CellsDone > 0 {
-			eta = "ETA " + p.ETA.Round(time.Second).String()
-		}
-		return fmt.Sprintf("[configurations %d/%d, cells %d/%d, %s, %s]", p.LifetimesDone, p.LifetimesTotal,
-			p.CellsDone, p.CellsTotal, p.Elapsed.Round(100*time.Millisecond), eta)
-	}
-	switch ev.Type {
-	case capacity.RunStarted:
-		fprintf(w, "%s %d server lifetimes, %d cells\n", head(), p.LifetimesTotal, p.CellsTotal)
-	case capacity.ServerReady:
-		fprintf(w, "%s %s: llama-server ready on 127.0.0.1:%d in %s (pid %d)\n", head(), ev.Lifetime, ev.Server.Port,
-			ev.Server.ReadyIn.Round(time.Millisecond), ev.Server.Pid)
-	case capacity.ServerFailed:
-		fprintf(w, "%s %s: llama-server failed: %s; its cells are recorded as not sent\n", head(), ev.Lifetime, ev.Error)
-	case capacity.CellStarted:
-		fprintf(w, "%s %s C=%d\n", head(), ev.Lifetime, ev.Clients)
-	case capacity.CellDone:
-		c := ev.Cell
-		line := fmt.Sprintf("%s %s C=%d: %d/%d completed, %.1f tok/s", head(), ev.Lifetime, ev.Clients, c.Completed, c.Attempted, c.Rate)
-		if c.FirstErr != "" {
-			line += "; first failure: " + c.FirstErr
-		}
+	if line := capacity.ProgressLine(ev); line != "" {
 		fprintf(w, "%s\n", line)
-	case capacity.GuardStarted:
-		fprintf(w, "%s quality guard %s\n", head(), ev.Lifetime)
-	case capacity.GuardDone:
-		fprintf(w, "%s quality guard %s: %d/%d cases passed\n", head(), ev.Lifetime, ev.Guard.Score, ev.Guard.Cases)
-	case capacity.LifetimeDone:
-		if s := ev.Server; s != nil && s.Unexpect {
-			fprintf(w, "%s %s: llama-server ended on its own: %s %s\n", head(), ev.Lifetime, s.Class, s.Reason)
-		}
-	case capacity.AssemblyFailed:
-		fprintf(w, "%s assembly failed: %s\n", head(), ev.Error)
-	case capacity.RunDone:
-		if ev.Error != "" {
-			fprintf(w, "%s run ended: %s\n", head(), ev.Error)
-		} else {
-			fprintf(w, "%s done\n", head())
-		}
 	}
 }
 

@@ -149,45 +149,19 @@ func capacityStudyRun(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench capacity run: %v\n", err)
 		return 2
 	}
-	rec := store.CapacityRecorder{N: nb}
-	st, err := rec.Study(ctx, id)
+	e, st, code, err := capacityEngine(ctx, nb, id, *llamaDir, *out == "", stderr)
 	if err != nil {
 		fprintf(stderr, "sparkbench capacity run: %v\n", err)
-		return 1
-	}
-	plan, err := capacity.Decode("registered plan", st.PlanJSON)
-	if err != nil {
-		fprintf(stderr, "sparkbench capacity run: %v\n", err)
-		return 1
-	}
-	dir := *llamaDir
-	if dir == "" && plan.Build.Dir != "" {
-		dir = study.ResolvePath(st.PlanDir, plan.Build.Dir)
-	}
-	loc, err := llamacpp.Locate(dir)
-	if err != nil {
-		fprintf(stderr, "sparkbench capacity run: %v\n", err)
-		return 2
-	}
-	build, err := llamacpp.Inspect(ctx, loc)
-	if err != nil {
-		fprintf(stderr, "sparkbench capacity run: warning: %v (the build is not fingerprinted in run.json)\n", err)
-		build = nil
-	}
-	dataDir, err := demo.DataDir()
-	if err != nil && *out == "" {
-		fprintf(stderr, "sparkbench capacity run: %v; give --out DIR\n", err)
-		return 2
+		return code
 	}
 	enc := json.NewEncoder(stdout)
-	e := &capacity.Engine{Rec: rec, Server: loc.Server, Build: build, Hash: cachedHash(ctx, nb, stderr), DataDir: dataDir,
-		StartTimeout: *startTimeout, RequestTimeout: *reqTimeout, Grace: *grace, QualityCases: *qualityCases,
-		OnEvent: func(ev capacity.RunEvent) {
-			if *asJSON {
-				_ = enc.Encode(ev)
-			}
-			capacityRunProgress(stderr, ev)
-		}}
+	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases = *startTimeout, *reqTimeout, *grace, *qualityCases
+	e.OnEvent = func(ev capacity.RunEvent) {
+		if *asJSON {
+			_ = enc.Encode(ev)
+		}
+		capacityRunProgress(stderr, ev)
+	}
 	sum, err := e.Run(ctx, id, *out)
 	if err != nil {
 		switch {
@@ -215,6 +189,41 @@ func capacityStudyRun(args []string, stdout, stderr io.Writer) int {
 		fprintf(info, "  %-8s %-12s %s (journaled)\n", v.Prediction, v.Outcome, v.Detail)
 	}
 	return 0
+}
+
+// capacityEngine is the engine that runs study id, as `capacity run` and the window use it:
+// llama-server from llamaDir, else the plan's build.dir, else the usual search; the build
+// fingerprinted (a warning on warn when it cannot be); model and prompt-plan files hashed
+// through the notebook's cache. needDataDir: no --out was given, so runs go under the data
+// folder. code is the exit status for the error (2: bad input, 1: the notebook).
+func capacityEngine(ctx context.Context, nb *store.Notebook, id int64, llamaDir string, needDataDir bool, warn io.Writer) (*capacity.Engine, capacity.StoredStudy, int, error) {
+	rec := store.CapacityRecorder{N: nb}
+	st, err := rec.Study(ctx, id)
+	if err != nil {
+		return nil, st, 1, err
+	}
+	plan, err := capacity.Decode("registered plan", st.PlanJSON)
+	if err != nil {
+		return nil, st, 1, err
+	}
+	dir := llamaDir
+	if dir == "" && plan.Build.Dir != "" {
+		dir = study.ResolvePath(st.PlanDir, plan.Build.Dir)
+	}
+	loc, err := llamacpp.Locate(dir)
+	if err != nil {
+		return nil, st, 2, err
+	}
+	build, err := llamacpp.Inspect(ctx, loc)
+	if err != nil {
+		fprintf(warn, "sparkbench capacity run: warning: %v (the build is not fingerprinted in run.json)\n", err)
+		build = nil
+	}
+	dataDir, err := demo.DataDir()
+	if err != nil && needDataDir {
+		return nil, st, 2, fmt.Errorf("%v; give --out DIR", err)
+	}
+	return &capacity.Engine{Rec: rec, Server: loc.Server, Build: build, Hash: cachedHash(ctx, nb, warn), DataDir: dataDir}, st, 0, nil
 }
 
 // capacityShowSelected is one line per candidate: the selected point and its gain.

@@ -38,6 +38,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	var studies ui.StudyService
 	var registrar ui.Registrar
 	var notebookSvc ui.NotebookService
+	var capacitySvc ui.CapacityService
 	if nbErr == nil {
 		nb, err := store.Open(nbPath)
 		if err != nil {
@@ -48,6 +49,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 			svc := studyService{nb: nb, llamaDir: *llamaDir, nbPath: nbPath}
 			studies, registrar = svc, svc
 			notebookSvc = notebookService{nb}
+			capacitySvc = capacityService{nb: nb, llamaDir: *llamaDir}
 		}
 	}
 	a := fyneapp.NewWithID(app.AppID)
@@ -63,6 +65,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		Studies:   studies,
 		Registrar: registrar,
 		Notebook:  notebookSvc,
+		Capacity:  capacitySvc,
 	})
 	wb.ShowSection(*section)
 	switch {

@@ -1,0 +1,57 @@
+package capacity
+
+import (
+	"fmt"
+	"time"
+)
+
+// ProgressLine is the one-line account of a run event that the CLI prints and the window's
+// console shows; "" for events not worth a line (requests, lifetime starts).
+func ProgressLine(ev RunEvent) string {
+	p := ev.Progress
+	eta := "ETA ?"
+	if p.ETA >= 0 && p.CellsDone > 0 {
+		eta = "ETA " + p.ETA.Round(time.Second).String()
+	}
+	head := fmt.Sprintf("[configurations %d/%d, cells %d/%d, %s, %s]", p.LifetimesDone, p.LifetimesTotal,
+		p.CellsDone, p.CellsTotal, p.Elapsed.Round(100*time.Millisecond), eta)
+	switch ev.Type {
+	case RunStarted:
+		return fmt.Sprintf("%s %d server lifetimes, %d cells", head, p.LifetimesTotal, p.CellsTotal)
+	case ServerReady:
+		if s := ev.Server; s != nil {
+			return fmt.Sprintf("%s %s: llama-server ready on 127.0.0.1:%d in %s (pid %d)", head, ev.Lifetime, s.Port,
+				s.ReadyIn.Round(time.Millisecond), s.Pid)
+		}
+	case ServerFailed:
+		return fmt.Sprintf("%s %s: llama-server failed: %s; its cells are recorded as not sent", head, ev.Lifetime, ev.Error)
+	case CellStarted:
+		return fmt.Sprintf("%s %s C=%d", head, ev.Lifetime, ev.Clients)
+	case CellDone:
+		if c := ev.Cell; c != nil {
+			line := fmt.Sprintf("%s %s C=%d: %d/%d completed, %.1f tok/s", head, ev.Lifetime, ev.Clients, c.Completed, c.Attempted, c.Rate)
+			if c.FirstErr != "" {
+				line += "; first failure: " + c.FirstErr
+			}
+			return line
+		}
+	case GuardStarted:
+		return fmt.Sprintf("%s quality guard %s", head, ev.Lifetime)
+	case GuardDone:
+		if g := ev.Guard; g != nil {
+			return fmt.Sprintf("%s quality guard %s: %d/%d cases passed", head, ev.Lifetime, g.Score, g.Cases)
+		}
+	case LifetimeDone:
+		if s := ev.Server; s != nil && s.Unexpect {
+			return fmt.Sprintf("%s %s: llama-server ended on its own: %s %s", head, ev.Lifetime, s.Class, s.Reason)
+		}
+	case AssemblyFailed:
+		return fmt.Sprintf("%s assembly failed: %s", head, ev.Error)
+	case RunDone:
+		if ev.Error != "" {
+			return fmt.Sprintf("%s run ended: %s", head, ev.Error)
+		}
+		return head + " done"
+	}
+	return ""
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sparkbench/app/capacity"
+	"sparkbench/app/demo"
+	"sparkbench/app/receipt"
+	"sparkbench/plots"
+	"sparkbench/runner/hashing"
+	"sparkbench/store"
+	"sparkbench/ui"
+)
+
+// capacityService is ui.CapacityService over the notebook and llama-server: the same calls the
+// capacity register, show and run commands make.
+type capacityService struct {
+	nb       *store.Notebook
+	llamaDir string // --llama-dir, or "" for the plan's build.dir / default search
+	dataDir  string // where plans and run folders go ("" = the user's data folder)
+}
+
+var _ ui.CapacityService = capacityService{}
+
+func (s capacityService) data() (string, error) {
+	if s.dataDir != "" {
+		return s.dataDir, nil
+	}
+	return demo.DataDir()
+}
+
+// RegisterCapacity writes the plan beside the notebook (data folder/plans/NAME-SHA.json), with
+// the built-in prompt plan there when the plan names it, fills in the quality case list's
+// SHA-256, and registers it as `capacity register` does.
+func (s capacityService) RegisterCapacity(ctx context.Context, p *capacity.Plan) (capacity.Registration, error) {
+	dir, err := s.data()
+	if err != nil {
+		return capacity.Registration{}, err
+	}
+	plans := filepath.Join(dir, "plans")
+	if err := os.MkdirAll(plans, 0o755); err != nil {
+		return capacity.Registration{}, err
+	}
+	if p.PromptPlan == capacity.DefaultPromptPlanRef() {
+		if _, err := capacity.WriteDefaultPromptPlan(plans); err != nil {
+			return capacity.Registration{}, err
+		}
+	}
+	if q := p.QualityCases; q != nil && q.SHA256 == "" {
+		path := q.Path
+		if !filepath.IsAbs(path) {
+			return capacity.Registration{}, fmt.Errorf("quality cases %q: give the file's full path (the plan is written to %s)", path, plans)
+		}
+		sum, err := hashing.File(ctx, path, nil)
+		if err != nil {
+			return capacity.Registration{}, fmt.Errorf("quality cases: %w", err)
+		}
+		p.QualityCases = &capacity.FileRef{Path: path, SHA256: sum}
+	}
+	p.Defaults()
+	sum, _, err := p.SHA256()
+	if err != nil {
+		return capacity.Registration{}, err
+	}
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return capacity.Registration{}, err
+	}
+	name := strings.Trim(planSlug.ReplaceAllString(strings.ToLower(p.Name), "-"), "-")
+	file := filepath.Join(plans, fmt.Sprintf("%s-%s.json", name, sum[:12]))
+	if err := os.WriteFile(file, append(data, '\n'), 0o644); err != nil {
+		return capacity.Registration{}, err
+	}
+	return capacity.Register(ctx, store.CapacityRecorder{N: s.nb}, p, file, cachedHash(ctx, s.nb, io.Discard))
+}
+
+// ShowCapacity is `capacity show`, the registered plan, and the assembled result's charts.
+func (s capacityService) ShowCapacity(ctx context.Context, id int64) (*ui.CapacityStudy, error) {
+	rec := store.CapacityRecorder{N: s.nb}
+	rep, err := capacity.Show(ctx, rec, id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := rec.Study(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := capacity.Decode(fmt.Sprintf("study %d plan", id), st.PlanJSON)
+	if err != nil {
+		return nil, err
+	}
+	plan.Defaults()
+	cs := &ui.CapacityStudy{Report: rep, Plan: plan}
+	if rep.Run != nil && rep.Trusted && rep.Run.Result != nil {
+		if c, err := receipt.CapacityChart(rep.Run.Result, plots.KindSlots, ""); err == nil {
+			cs.Charts = append(cs.Charts, c)
+		}
+		for _, cand := range rep.Run.Result.Candidates {
+			if c, err := receipt.CapacityChart(rep.Run.Result, plots.KindEnvelope, cand.ID); err == nil {
+				cs.Charts = append(cs.Charts, c)
+			}
+		}
+	}
+	return cs, nil
+}
+
+// RunCapacity is `capacity run ID`: the run folder under the data folder, every lifetime a leg
+// of the notebook, study.json and the verdicts journaled.
+func (s capacityService) RunCapacity(ctx context.Context, id int64, onEvent func(capacity.RunEvent)) (*capacity.RunSummary, error) {
+	var warn strings.Builder
+	e, _, _, err := capacityEngine(ctx, s.nb, id, s.llamaDir, true, &warn)
+	if err != nil {
+		return nil, err
+	}
+	if s.dataDir != "" {
+		e.DataDir = s.dataDir
+	}
+	e.OnEvent = onEvent
+	sum, err := e.Run(ctx, id, "")
+	if err != nil && errors.Is(err, capacity.ErrAlreadyAssembled) {
+		return sum, fmt.Errorf("%w: nothing to run", err)
+	}
+	return sum, err
+}

@@ -1,0 +1,682 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/app/capacity"
+	"sparkbench/plots"
+)
+
+// CapacityService registers, shows and runs capacity and concurrency studies: cmd wires it to
+// the notebook and llama-server (the same calls as `sparkbench capacity register|show|run`),
+// tests to fakes. RunCapacity blocks until the run ends and calls onEvent synchronously from
+// its own goroutine.
+type CapacityService interface {
+	RegisterCapacity(ctx context.Context, p *capacity.Plan) (capacity.Registration, error)
+	ShowCapacity(ctx context.Context, id int64) (*CapacityStudy, error)
+	RunCapacity(ctx context.Context, id int64, onEvent func(capacity.RunEvent)) (*capacity.RunSummary, error)
+}
+
+// CapacityStudy is a capacity or concurrency study as the notebook records it: the report of
+// `capacity show`, its registered plan, and the assembled result's charts (slots first, then
+// one envelope per candidate; none before a trusted assembled result).
+type CapacityStudy struct {
+	Report *capacity.Report
+	Plan   *capacity.Plan
+	Charts []plots.Chart
+}
+
+// capRow is one row of the envelope table: an assembled cell, or — while a run goes on — one
+// pass of a cell under that pass's load-SLO gates.
+type capRow struct {
+	Candidate, Pass string
+	Slots, Clients  int
+	Rate            *float64
+	TTFT, E2E       *float64
+	RSS             float64
+	Verdict         string
+	Failures        []string
+}
+
+// CapacityPanel shows one capacity or concurrency study in the Studies section: its envelope
+// (every cell with PASS/FAIL and the failure codes), the selected points, the verdicts, and —
+// while it runs — progress, a live console, the slots chart and the envelope grid filling in.
+type CapacityPanel struct {
+	Object fyne.CanvasObject
+
+	Title, Status, Selected *widget.Label
+	RunButton, AbortButton  *widget.Button
+	ReceiptButton           *widget.Button
+	Progress                *widget.ProgressBar
+	ProgressMsg, Gates      *widget.Label
+	Envelope                *widget.Table
+	Verdicts                *widget.Table
+	Chart, Grid             *ChartView
+	Console                 *widget.List
+	Follow                  *widget.Check
+	Receipt                 *widget.RichText // the last exported receipt.md, rendered
+	ReceiptImgs             *fyne.Container  // its charts
+	Tabs                    *container.AppTabs
+
+	// Updated receives after each background load or run has been shown (tests wait on it).
+	Updated chan struct{}
+
+	app     fyne.App
+	win     fyne.Window
+	svc     CapacityService
+	receipt func(id int64) // Export receipt… (the Studies section's)
+	busy    func() bool    // another run is going on in the window
+
+	id    int64
+	study *CapacityStudy
+	rows  []capRow
+	gen   uint64
+
+	mu      sync.Mutex
+	running int64
+	cancel  context.CancelFunc
+	console []string
+	live    *liveCapacity
+	text    *Throttle
+}
+
+func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt func(int64), busy func() bool) *CapacityPanel {
+	v := &CapacityPanel{app: a, win: win, svc: svc, receipt: receipt, busy: busy, Updated: make(chan struct{}, 32),
+		Title:       widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		Status:      widget.NewLabel(""),
+		Selected:    widget.NewLabel(""),
+		Progress:    widget.NewProgressBar(),
+		ProgressMsg: widget.NewLabel(""),
+		Gates:       widget.NewLabel("gates: no run yet"),
+		text:        NewThrottle(100 * time.Millisecond)}
+	for _, l := range []*widget.Label{v.Status, v.Selected, v.ProgressMsg, v.Gates} {
+		l.Wrapping = fyne.TextWrapWord
+	}
+	v.RunButton = widget.NewButton("Run", v.Run)
+	v.AbortButton = widget.NewButton("Abort", v.confirmAbort)
+	v.ReceiptButton = widget.NewButton("Export receipt…", func() {
+		if v.receipt != nil && v.id != 0 {
+			v.receipt(v.id)
+		}
+	})
+	v.RunButton.Disable()
+	v.AbortButton.Disable()
+	v.Envelope = newTable([]column{
+		{"Candidate", 130}, {"Pass", 80}, {"P", 40}, {"C", 40}, {"tok/s", 90}, {"TTFT p95 ms", 100}, {"E2E p95 ms", 100},
+		{"Peak RSS MiB", 100}, {"Verdict", 90}, {"Failures", 420},
+	}, func() int { return len(v.rows) }, func(r, c int) string { return v.envelopeCell(r, c) })
+	v.Verdicts = newTable([]column{{"Prediction", 90}, {"Outcome", 110}, {"Observed", 110}, {"Detail", 520}},
+		func() int { return v.verdictRows() }, func(r, c int) string { return v.verdictCell(r, c) })
+	v.Console = widget.NewList(func() int {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return len(v.console)
+	}, func() fyne.CanvasObject {
+		l := widget.NewLabel("")
+		l.TextStyle = fyne.TextStyle{Monospace: true}
+		return l
+	}, func(i widget.ListItemID, o fyne.CanvasObject) {
+		v.mu.Lock()
+		line := ""
+		if i < len(v.console) {
+			line = v.console[i]
+		}
+		v.mu.Unlock()
+		o.(*widget.Label).SetText(line)
+	})
+	v.Follow = widget.NewCheck("follow", nil)
+	v.Follow.SetChecked(true)
+	v.Chart = NewChartView(760, 420)
+	v.Grid = NewChartView(760, 420)
+	v.Receipt = widget.NewRichTextFromMarkdown("Export the study's receipt (Export receipt…) to preview it here.")
+	v.Receipt.Wrapping = fyne.TextWrapWord
+	v.ReceiptImgs = container.NewVBox()
+	v.Tabs = container.NewAppTabs(
+		container.NewTabItem("Envelope", v.Envelope),
+		container.NewTabItem("Grid", v.Grid.Object),
+		container.NewTabItem("Slots", v.Chart.Object),
+		container.NewTabItem("Verdicts", v.Verdicts),
+		container.NewTabItem("Console", container.NewBorder(container.NewHBox(v.Follow), nil, nil, nil, v.Console)),
+		container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(v.ReceiptImgs, v.Receipt))),
+	)
+	v.Progress.Hide()
+	head := container.NewVBox(v.Title, container.NewHBox(v.RunButton, v.AbortButton, v.ReceiptButton),
+		v.Status, v.Selected, v.Progress, v.ProgressMsg, v.Gates)
+	v.Object = container.NewBorder(head, nil, nil, nil, v.Tabs)
+	return v
+}
+
+func (v *CapacityPanel) signal() {
+	select {
+	case v.Updated <- struct{}{}:
+	default:
+	}
+}
+
+// Study is the study shown (nil before the first load).
+func (v *CapacityPanel) Study() *CapacityStudy { return v.study }
+
+// Rows is a copy of the envelope table's rows.
+func (v *CapacityPanel) Rows() []capRow { return append([]capRow(nil), v.rows...) }
+
+// ConsoleLines is a copy of the console.
+func (v *CapacityPanel) ConsoleLines() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.console...)
+}
+
+// Running says whether a capacity run is going on.
+func (v *CapacityPanel) Running() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.running != 0
+}
+
+// Show loads study id (the latest call wins when loads finish out of order).
+func (v *CapacityPanel) Show(id int64) {
+	if v.id != id {
+		v.mu.Lock()
+		if v.running != id {
+			v.console = nil
+		}
+		v.mu.Unlock()
+		v.Console.Refresh()
+		v.study, v.rows = nil, nil
+		v.Envelope.Refresh()
+		v.Verdicts.Refresh()
+	}
+	v.id = id
+	v.gen++
+	gen := v.gen
+	v.updateButtons()
+	if v.svc == nil {
+		v.Status.SetText("capacity studies are unavailable here (no llama-server service): use `sparkbench capacity show " + fmt.Sprint(id) + "`")
+		v.signal()
+		return
+	}
+	go func() {
+		cs, err := v.svc.ShowCapacity(context.Background(), id)
+		onUI(func() {
+			if gen != v.gen {
+				v.signal()
+				return
+			}
+			if err != nil {
+				v.Status.SetText(fmt.Sprintf("study %d: %v", id, err))
+			} else {
+				v.show(cs)
+			}
+			v.signal()
+		})
+	}()
+}
+
+func (v *CapacityPanel) show(cs *CapacityStudy) {
+	v.study = cs
+	r := cs.Report
+	s := r.Study
+	v.Title.SetText(fmt.Sprintf("%s (study %d, %s)", s.Name, s.ID, s.Kind))
+	status := fmt.Sprintf("%s · %d server lifetime(s) recorded · plan sha256 %s", s.Status, len(r.Legs), short(s.PlanSHA256))
+	if s.LastHalt != "" {
+		status += " · last halt: " + s.LastHalt
+	}
+	if r.Run != nil && !r.Trusted {
+		status += " · NOT TRUSTED: " + r.Problem
+	}
+	v.Status.SetText(status)
+	var sel []string
+	for _, p := range r.Selected {
+		if p.Slots == nil || p.Clients == nil {
+			sel = append(sel, fmt.Sprintf("%s: nothing selected (%s)", p.Candidate, p.Note))
+			continue
+		}
+		line := fmt.Sprintf("%s: selected P%d/C%d", p.Candidate, *p.Slots, *p.Clients)
+		if p.GenerationRate != nil {
+			line += fmt.Sprintf(" at %.2f tok/s", *p.GenerationRate)
+		}
+		if p.Gain != nil {
+			line += fmt.Sprintf(" (%+.1f%% vs P%d/C%d)", *p.Gain*100, p.BaseSlots, p.BaseClients)
+		}
+		sel = append(sel, line)
+	}
+	if len(sel) == 0 {
+		sel = append(sel, "no assembled result yet: Run measures every cell, then assembles and selects")
+	}
+	v.Selected.SetText(strings.Join(sel, "\n"))
+	if !v.Running() {
+		v.rows = assembledRows(r)
+		v.Envelope.Refresh()
+		if len(cs.Charts) > 0 {
+			v.Chart.Show(cs.Charts[0])
+		}
+		if len(cs.Charts) > 1 {
+			v.Grid.Show(cs.Charts[1])
+		}
+	}
+	if s.Status == capacity.StatusComplete {
+		v.RunButton.SetText("Run again (nothing left to run)")
+	} else {
+		v.RunButton.SetText("Run")
+	}
+	v.Verdicts.Refresh()
+	v.updateButtons()
+}
+
+func assembledRows(r *capacity.Report) []capRow {
+	var rows []capRow
+	for _, e := range r.Envelope {
+		for _, c := range e.Cells {
+			verdict := "FAIL"
+			if c.Passed {
+				verdict = "PASS"
+			}
+			if e.Selected != nil && e.Selected.Slots == c.Slots && e.Selected.Clients == c.Clients {
+				verdict += " ★"
+			}
+			rows = append(rows, capRow{Candidate: e.Candidate, Pass: "both", Slots: c.Slots, Clients: c.Clients,
+				Rate: c.GenerationRate, TTFT: c.TTFTMsP95, E2E: c.E2EMsP95, RSS: c.PeakRSSMiB, Verdict: verdict, Failures: c.Failures})
+		}
+	}
+	return rows
+}
+
+func fmtPtr(f *float64, prec int) string {
+	if f == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.*f", prec, *f)
+}
+
+func (v *CapacityPanel) envelopeCell(r, c int) string {
+	if r >= len(v.rows) {
+		return ""
+	}
+	x := v.rows[r]
+	switch c {
+	case 0:
+		return x.Candidate
+	case 1:
+		return x.Pass
+	case 2:
+		return fmt.Sprint(x.Slots)
+	case 3:
+		return fmt.Sprint(x.Clients)
+	case 4:
+		return fmtPtr(x.Rate, 2)
+	case 5:
+		return fmtPtr(x.TTFT, 1)
+	case 6:
+		return fmtPtr(x.E2E, 1)
+	case 7:
+		if x.RSS == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.1f", x.RSS)
+	case 8:
+		return x.Verdict
+	case 9:
+		return strings.Join(x.Failures, ", ")
+	}
+	return ""
+}
+
+func (v *CapacityPanel) verdictRows() int {
+	if v.study == nil {
+		return 0
+	}
+	return len(v.study.Report.Verdicts) + len(v.study.Report.Pending)
+}
+
+func (v *CapacityPanel) verdictCell(r, c int) string {
+	if v.study == nil {
+		return ""
+	}
+	rep := v.study.Report
+	if r < len(rep.Verdicts) {
+		x := rep.Verdicts[r]
+		return [...]string{x.Prediction, x.Outcome, fmtPtr(x.Observed, 3), x.Detail}[c]
+	}
+	if r -= len(rep.Verdicts); r < len(rep.Pending) {
+		return [...]string{rep.Pending[r], "PENDING", "—", "no verdict journaled yet: the run assembles and judges it"}[c]
+	}
+	return ""
+}
+
+func (v *CapacityPanel) updateButtons() {
+	v.mu.Lock()
+	running := v.running != 0
+	v.mu.Unlock()
+	complete := v.study != nil && v.study.Report.Study.Status == capacity.StatusComplete
+	setEnabled(v.RunButton, v.id != 0 && v.svc != nil && !running && v.study != nil && !complete)
+	setEnabled(v.AbortButton, running)
+	setEnabled(v.ReceiptButton, complete && v.receipt != nil)
+}
+
+// Run runs (or re-runs, when the last run halted) the shown study in the background.
+func (v *CapacityPanel) Run() {
+	id := v.id
+	if id == 0 || v.svc == nil || v.study == nil {
+		return
+	}
+	if v.busy != nil && v.busy() {
+		dialog.ShowInformation("Another study is running", "One study runs at a time (they would compete for the machine). Abort it or wait for it to finish, then run this one.", v.win)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	v.mu.Lock()
+	if v.running != 0 {
+		v.mu.Unlock()
+		cancel()
+		return
+	}
+	v.running, v.cancel = id, cancel
+	v.console = nil
+	v.live = newLiveCapacity(v.study.Plan)
+	v.mu.Unlock()
+	v.rows = nil
+	v.Envelope.Refresh()
+	v.Progress.SetValue(0)
+	v.Progress.Show()
+	v.ProgressMsg.SetText("starting: verifying the model and prompt-plan files…")
+	v.Gates.SetText("gates: nothing measured yet")
+	v.Tabs.SelectIndex(1) // the grid fills in while it runs
+	v.updateButtons()
+	name := v.study.Report.Study.Name
+	go func() {
+		sum, err := v.svc.RunCapacity(ctx, id, v.onEvent)
+		cancel()
+		onUI(func() {
+			v.mu.Lock()
+			v.running, v.cancel = 0, nil
+			gates := ""
+			if v.live != nil {
+				gates = v.live.gates()
+			}
+			v.mu.Unlock()
+			v.Progress.Hide()
+			var msg string
+			switch {
+			case errors.Is(err, capacity.ErrRunStopped) || errors.Is(err, context.Canceled):
+				msg = "stopped by you: the running server lifetime is recorded as halted; Run starts the study again."
+			case err != nil && (sum == nil || capacity.IsRefusal(err)):
+				// Refused before anything ran (no llama-server, a changed model file, a bad
+				// folder): the notebook is as it was.
+				msg = "not run: " + err.Error()
+				dialog.ShowError(fmt.Errorf("the study was not run: %w. Nothing was recorded; fix it and run again", err), v.win)
+			case err != nil:
+				msg = "halted: " + err.Error()
+				if sum != nil && sum.RunDir != "" {
+					msg += " (raw files in " + sum.RunDir + ")"
+				}
+			default:
+				msg = fmt.Sprintf("finished: %s, %d server lifetime(s), %d verdict(s); run folder %s", sum.Status, sum.Legs, len(sum.Verdicts), sum.RunDir)
+			}
+			v.ProgressMsg.SetText(msg)
+			if gates != "" {
+				v.Gates.SetText(gates)
+			}
+			v.app.SendNotification(fyne.NewNotification("sparkbench: "+name, msg))
+			v.Show(id)
+		})
+	}()
+}
+
+// showReceipt previews an exported receipt: its charts, then receipt.md rendered.
+func (v *CapacityPanel) showReceipt(md []byte, pngs []string) {
+	fillReceipt(v.ReceiptImgs, v.Receipt, md, pngs)
+	v.Tabs.SelectIndex(len(v.Tabs.Items) - 1)
+}
+
+func (v *CapacityPanel) confirmAbort() {
+	dialog.ShowConfirm("Abort the study?", "Requests in flight are cancelled and the server is stopped; the server lifetime is recorded and the study halted. Nothing is assembled.",
+		func(ok bool) {
+			if ok {
+				v.Abort()
+			}
+		}, v.win)
+}
+
+// Abort stops the running study (no confirmation).
+func (v *CapacityPanel) Abort() {
+	v.mu.Lock()
+	if v.cancel != nil {
+		v.cancel()
+	}
+	v.mu.Unlock()
+}
+
+func (v *CapacityPanel) close() {
+	v.Abort()
+	v.text.Stop()
+	v.Chart.Close()
+	v.Grid.Close()
+}
+
+// onEvent runs on the run's goroutine: it records and schedules a throttled update.
+func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
+	line := capacity.ProgressLine(ev)
+	var slots, grid plots.Chart
+	v.mu.Lock()
+	if line != "" {
+		v.console = append(v.console, line)
+		if over := len(v.console) - maxConsoleLines; over > 0 {
+			v.console = append([]string(nil), v.console[over:]...)
+		}
+	}
+	lv := v.live
+	changed := lv != nil && lv.observe(ev)
+	var rows []capRow
+	gates := ""
+	if lv != nil {
+		gates = lv.gates()
+		if changed {
+			rows = append([]capRow(nil), lv.rows...)
+			slots, grid = lv.slotsChart(), lv.gridChart()
+		}
+	}
+	v.mu.Unlock()
+	if slots != nil {
+		v.Chart.Show(slots)
+	}
+	if grid != nil {
+		v.Grid.Show(grid)
+	}
+	p := ev.Progress
+	v.text.Submit(func() {
+		if !v.Running() {
+			return // the run has ended: its final message stands
+		}
+		if p.CellsTotal > 0 {
+			v.Progress.SetValue(float64(p.CellsDone) / float64(p.CellsTotal))
+		}
+		eta := "ETA unknown"
+		if p.ETA >= 0 && p.CellsDone > 0 {
+			eta = "ETA " + p.ETA.Round(time.Second).String()
+		}
+		cur := ev.Lifetime
+		if ev.Clients > 0 {
+			cur += fmt.Sprintf(" C=%d", ev.Clients)
+		}
+		v.ProgressMsg.SetText(fmt.Sprintf("configurations %d/%d · cells %d/%d · %s · %s", p.LifetimesDone, p.LifetimesTotal, p.CellsDone, p.CellsTotal, cur, eta))
+		v.Gates.SetText(gates)
+		if rows != nil {
+			v.rows = rows
+			v.Envelope.Refresh()
+		}
+		v.Console.Refresh()
+		if v.Follow.Checked {
+			v.Console.ScrollToBottom()
+		}
+	})
+}
+
+// liveCapacity gathers a run's events into per-pass cells judged by the load-SLO gates of
+// app/capacity (the other gates — spreads across passes, RSS, markers, quality — need the whole
+// run and are applied by the assembly).
+type liveCapacity struct {
+	plan     *capacity.Plan
+	reqs     map[string][]capacity.RequestRecord // lifetime|clients -> measured requests
+	rows     []capRow
+	current  string // candidate being measured
+	servers  int
+	failed   int
+	crashed  int
+	passed   int
+	failures map[string]int
+}
+
+func newLiveCapacity(p *capacity.Plan) *liveCapacity {
+	return &liveCapacity{plan: p, reqs: map[string][]capacity.RequestRecord{}, failures: map[string]int{}}
+}
+
+// observe takes one event; true when the envelope changed.
+func (l *liveCapacity) observe(ev capacity.RunEvent) bool {
+	if l.plan == nil {
+		return false
+	}
+	key := fmt.Sprintf("%s|%d", ev.Lifetime, ev.Clients)
+	switch ev.Type {
+	case capacity.ServerReady:
+		l.servers++
+	case capacity.ServerFailed:
+		l.failed++
+	case capacity.LifetimeDone:
+		if s := ev.Server; s != nil && s.Unexpect {
+			l.crashed++
+		}
+	case capacity.RequestDone:
+		if r := ev.Request; r != nil && r.Phase == capacity.PhaseMeasured {
+			l.reqs[key] = append(l.reqs[key], *r)
+		}
+	case capacity.CellDone:
+		lk, err := capacity.ParseLifetimeKey(ev.Lifetime)
+		if err != nil {
+			return false
+		}
+		m := capacity.CellMetrics(lk.Pass, l.reqs[key], l.plan.NPredict)
+		delete(l.reqs, key)
+		row := capRow{Candidate: lk.Candidate, Pass: lk.Pass, Slots: lk.Slots, Clients: ev.Clients, Rate: m.GenerationRate,
+			TTFT: m.TTFTMsP95, E2E: m.E2EMsP95, Verdict: "PASS", Failures: []string{}}
+		for _, g := range capacity.PassLoadGates(m, l.plan.Limits) {
+			if !g.Passed {
+				row.Failures = append(row.Failures, g.Failure)
+				l.failures[g.Failure]++
+			}
+		}
+		if len(row.Failures) > 0 {
+			row.Verdict = "FAIL"
+		} else {
+			l.passed++
+		}
+		l.rows = append(l.rows, row)
+		l.current = lk.Candidate
+		return true
+	}
+	return false
+}
+
+// gates is the gate lights line: cells measured, load SLO pass/fail with the codes, servers.
+func (l *liveCapacity) gates() string {
+	n := len(l.rows)
+	s := fmt.Sprintf("load SLO per pass: %d/%d cell-passes PASS", l.passed, n)
+	if n > l.passed {
+		codes := make([]string, 0, len(l.failures))
+		for c, k := range l.failures {
+			codes = append(codes, fmt.Sprintf("%s ×%d", c, k))
+		}
+		sort.Strings(codes)
+		s += " · FAIL: " + strings.Join(codes, ", ")
+	}
+	s += fmt.Sprintf(" · servers started %d", l.servers)
+	if l.failed > 0 {
+		s += fmt.Sprintf(" · SERVER FAILED %d", l.failed)
+	}
+	if l.crashed > 0 {
+		s += fmt.Sprintf(" · SERVER ENDED ON ITS OWN %d", l.crashed)
+	}
+	return s + " · spreads, RSS, markers and quality are judged at assembly"
+}
+
+// slotsChart is aggregate generation rate against slots: per candidate, the best rate measured
+// so far at each slot count (its diagonal for concurrency plans).
+func (l *liveCapacity) slotsChart() plots.Chart {
+	best := map[string]map[int]float64{}
+	var order []string
+	for _, r := range l.rows {
+		if r.Rate == nil {
+			continue
+		}
+		if best[r.Candidate] == nil {
+			best[r.Candidate] = map[int]float64{}
+			order = append(order, r.Candidate)
+		}
+		best[r.Candidate][r.Slots] = max(best[r.Candidate][r.Slots], *r.Rate)
+	}
+	c := plots.SlotsChart{Show: "aggregate", Meta: plots.Meta{Model: "live, this run: best measured rate per P"}}
+	for _, cand := range order {
+		s := plots.SlotsSeries{Label: cand}
+		for p, rate := range best[cand] {
+			s.Points = append(s.Points, plots.SlotsPoint{Slots: p, Aggregate: rate})
+		}
+		sort.Slice(s.Points, func(i, j int) bool { return s.Points[i].Slots < s.Points[j].Slots })
+		c.Series = append(c.Series, s)
+	}
+	return c
+}
+
+// gridChart is the envelope grid of the candidate being measured: cells measured so far under
+// the load-SLO gates of every pass seen, the others greyed out.
+func (l *liveCapacity) gridChart() plots.Chart {
+	p := l.plan
+	g := plots.EnvelopeGrid{Candidate: l.current + " (live: load SLO per pass)", Slots: p.Slots}
+	clients := map[int]bool{}
+	for _, s := range p.Slots {
+		for _, c := range p.ClientLevels(s) {
+			clients[c] = true
+		}
+	}
+	for c := range clients {
+		g.Clients = append(g.Clients, c)
+	}
+	sort.Ints(g.Clients)
+	g.Cells = make([][]plots.EnvelopeCell, len(g.Slots))
+	for i, s := range g.Slots {
+		g.Cells[i] = make([]plots.EnvelopeCell, len(g.Clients))
+		for j, c := range g.Clients {
+			cell := plots.EnvelopeCell{Missing: true}
+			for _, r := range l.rows {
+				if r.Candidate != l.current || r.Slots != s || r.Clients != c {
+					continue
+				}
+				if cell.Missing {
+					cell = plots.EnvelopeCell{Pass: true}
+				}
+				cell.Pass = cell.Pass && r.Verdict == "PASS"
+				cell.Failures = append(cell.Failures, r.Failures...)
+				if r.Rate != nil {
+					cell.Rate = *r.Rate
+				}
+				if r.E2E != nil {
+					cell.E2EP95 = *r.E2E
+				}
+				if r.TTFT != nil {
+					cell.TTFTP95 = *r.TTFT
+				}
+			}
+			g.Cells[i][j] = cell
+		}
+	}
+	return plots.EnvelopeChart{Meta: plots.Meta{Model: "live, this run"}, Grid: g}
+}

@@ -1,0 +1,412 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/app"
+	"sparkbench/app/capacity"
+)
+
+// fakeCapacity is an in-memory CapacityService: Register keeps the plan, Run replays events.
+type fakeCapacity struct {
+	mu      sync.Mutex
+	got     *capacity.Plan
+	regErr  error
+	runs    int
+	status  string
+	events  func(on func(capacity.RunEvent))
+	runErr  error
+	runNil  bool // RunCapacity fails before a run starts (no summary)
+	assembl bool // Show returns an assembled envelope once a run finished
+}
+
+func (f *fakeCapacity) RegisterCapacity(_ context.Context, p *capacity.Plan) (capacity.Registration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.regErr != nil {
+		return capacity.Registration{}, f.regErr
+	}
+	f.got = p
+	sum, _, _ := p.SHA256()
+	return capacity.Registration{StudyID: 9, Name: p.Name, Kind: "capacity", PlanSHA256: sum}, nil
+}
+
+func capPlan() *capacity.Plan {
+	w := 1
+	p := &capacity.Plan{Schema: capacity.SchemaCapacity, Name: "grid", Slots: []int{1, 2}, Clients: []int{1, 2}, Warmups: &w, Measured: 2, NPredict: 8,
+		Candidates: []capacity.Candidate{{ID: "tiny", Label: "tiny"}},
+		Limits:     capacity.Limits{TTFTMsP95Max: 100, E2EMsP95Max: 1000, PeakRSSMiBMax: 4096}}
+	p.Defaults()
+	return p
+}
+
+func (f *fakeCapacity) ShowCapacity(_ context.Context, id int64) (*CapacityStudy, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	status := f.status
+	if status == "" {
+		status = "registered"
+	}
+	r := &capacity.Report{Study: capacity.ReportStudy{ID: id, Name: "grid", Kind: "capacity", Status: status, PlanSHA256: strings.Repeat("d", 64)},
+		Pending: []string{"P1"}}
+	if f.assembl {
+		rate, ttft, e2e := 900.0, 50.0, 400.0
+		r.Envelope = []capacity.EnvelopeReport{{Candidate: "tiny", Label: "tiny", Selected: &capacity.Selection{Slots: 2, Clients: 2},
+			Cells: []capacity.EnvelopeCell{
+				{Slots: 1, Clients: 1, GenerationRate: &rate, TTFTMsP95: &ttft, E2EMsP95: &e2e, Passed: true, Failures: []string{}},
+				{Slots: 2, Clients: 2, GenerationRate: &rate, TTFTMsP95: &ttft, E2EMsP95: &e2e, Passed: true, Failures: []string{}},
+				{Slots: 2, Clients: 1, Passed: false, Failures: []string{"generation_rate_spread_above_max"}},
+			}}}
+		two := 2
+		r.Selected = []capacity.SelectedPoint{{Candidate: "tiny", Slots: &two, Clients: &two, GenerationRate: &rate}}
+		obs := 0.4
+		r.Verdicts = []capacity.ReportVerdict{{Prediction: "P1", Outcome: "HIT", Observed: &obs, Detail: "0.4 inside >= 0"}}
+		r.Pending = nil
+	}
+	return &CapacityStudy{Report: r, Plan: capPlan()}, nil
+}
+
+func (f *fakeCapacity) RunCapacity(ctx context.Context, id int64, on func(capacity.RunEvent)) (*capacity.RunSummary, error) {
+	f.mu.Lock()
+	f.runs++
+	events, runErr := f.events, f.runErr
+	f.mu.Unlock()
+	if events != nil {
+		events(on)
+	}
+	if runErr != nil && f.runNil {
+		return nil, runErr
+	}
+	if runErr != nil {
+		return &capacity.RunSummary{StudyID: id, Status: "halted"}, runErr
+	}
+	if ctx.Err() != nil {
+		return &capacity.RunSummary{StudyID: id, Status: "halted"}, capacity.ErrRunStopped
+	}
+	f.mu.Lock()
+	f.status, f.assembl = capacity.StatusComplete, true
+	f.mu.Unlock()
+	return &capacity.RunSummary{StudyID: id, Status: capacity.StatusComplete, RunDir: "/runs/9", Legs: 2}, nil
+}
+
+func waitCapValidated(t *testing.T, v *CapacityWizard, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		var ok bool
+		Locked(func() { ok = cond() })
+		if ok {
+			return
+		}
+		select {
+		case <-v.validated:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			var p string
+			Locked(func() { p = v.Problems.Text })
+			t.Fatalf("condition never met; problems:\n%s", p)
+		}
+	}
+}
+
+func TestCapacityWizardBuildsValidatesAndRegisters(t *testing.T) {
+	a := newTestApp(t)
+	tiny := filepath.Join(modelsDir(), "tiny-llama-f32.gguf")
+	moe := filepath.Join(modelsDir(), "tiny-moe-f32.gguf")
+	models := []app.ModelEntry{app.InspectModel(tiny), app.InspectModel(moe), {Path: "/x/broken.gguf", Err: "invalid magic"}}
+	svc := &fakeCapacity{}
+	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{}}
+	var done int64
+	v := build(func() *CapacityWizard {
+		return newCapacityWizard(a.NewWindow("t"), svc, lib, func() []app.ModelEntry { return models }, func(id int64) { done = id })
+	})
+	Locked(func() {
+		if len(v.Models.Options) != 2 {
+			t.Fatalf("model choices %v: the unreadable file must not be offered", v.Models.Options)
+		}
+		test.Type(v.Name, "tiny grid")
+		v.Models.SetSelected([]string{tiny, moe})
+		v.Configs.SetText("f16: -ctk f16 -ctv f16\nq8: -ctk q8_0 -ctv q8_0")
+		v.Flags.SetText("-t 1 --port 8080") // the harness picks the port: refused
+		v.Slots.SetText("1,2")
+		v.Clients.SetText("1,x")
+	})
+	waitCapValidated(t, v, func() bool {
+		return strings.Contains(v.Problems.Text, `clients: "x" is not a whole number`) && v.RegisterBtn.Disabled()
+	})
+	Locked(func() { v.Clients.SetText("1,2") })
+	waitCapValidated(t, v, func() bool {
+		return strings.Contains(v.Problems.Text, "--port") && strings.Contains(v.Problems.Text, "harness") && v.RegisterBtn.Disabled()
+	})
+	Locked(func() { v.Flags.SetText("-t 1") })
+	waitCapValidated(t, v, func() bool { return !v.RegisterBtn.Disabled() })
+	Locked(func() {
+		// 4 candidates x 2 P x 2 passes = 16 lifetimes, 2 client levels each, 4 + 8 requests a level.
+		if !strings.HasPrefix(v.Estimate.Text, "16 server lifetimes, 32 cells, 384 requests of 64 tokens") {
+			t.Errorf("estimate %q", v.Estimate.Text)
+		}
+	})
+	pr, err := buildCapacityPrediction("band", "the grid gains", "selected_gain", "tiny-llama-f32-f16", "", "", "0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	Locked(func() { v.AddPrediction(pr) })
+	if _, err := buildCapacityPrediction("band", "x", "cell_rate", "tiny", "two", "", "", ""); err == nil || !strings.Contains(err.Error(), `slots: "two" is not a whole number`) {
+		t.Fatalf("bad slots: %v", err)
+	}
+	waitCapValidated(t, v, func() bool { return v.Problems.Text == "no problems: ready to register" })
+
+	result := make(chan error, 1)
+	Locked(func() {
+		v.Register(func(r capacity.Registration, err error) {
+			if err == nil {
+				v.onDone(r.StudyID)
+			}
+			result <- err
+		})
+	})
+	if err := <-result; err != nil {
+		t.Fatal(err)
+	}
+	g := svc.got
+	if g == nil || len(g.Candidates) != 4 || g.Candidates[0].ID != "tiny-llama-f32-f16" || g.Candidates[0].Model.SHA256 != strings.Repeat("ab", 32) ||
+		strings.Join(g.Candidates[1].ServerFlags, " ") != "-t 1 -ctk q8_0 -ctv q8_0" || g.PromptPlan != capacity.DefaultPromptPlanRef() ||
+		len(g.Predictions) != 1 || g.Predictions[0].ID != "P1" || done != 9 {
+		t.Fatalf("registered plan: %+v (done %d)", g, done)
+	}
+
+	// Concurrency: the diagonal, every candidate an arm.
+	Locked(func() { v.SetKind(KindConcurrency) })
+	waitCapValidated(t, v, func() bool { return v.Clients.Disabled() && v.Problems.Text == "no problems: ready to register" })
+	Locked(func() {
+		p, errs := v.Plan()
+		if len(errs) > 0 || p.Schema != capacity.SchemaConcurrency || p.Clients != nil || p.Candidates[0].Arm != "tiny-llama-f32/f16" || p.ArmAxis != "server_flags" {
+			t.Fatalf("concurrency plan: %v %+v", errs, p)
+		}
+	})
+}
+
+// A model whose SHA-256 differs from the expected one is refused before anything is registered.
+func TestCapacityWizardRefusesAMismatchedModel(t *testing.T) {
+	a := newTestApp(t)
+	tiny := filepath.Join(modelsDir(), "tiny-llama-f32.gguf")
+	svc := &fakeCapacity{}
+	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{tiny: strings.Repeat("0", 64)}}
+	v := build(func() *CapacityWizard {
+		return newCapacityWizard(a.NewWindow("t"), svc, lib, func() []app.ModelEntry { return []app.ModelEntry{app.InspectModel(tiny)} }, nil)
+	})
+	Locked(func() {
+		test.Type(v.Name, "mismatch")
+		v.Models.SetSelected([]string{tiny})
+	})
+	waitCapValidated(t, v, func() bool { return !v.RegisterBtn.Disabled() })
+	result := make(chan error, 1)
+	Locked(func() { v.Register(func(_ capacity.Registration, err error) { result <- err }) })
+	err := <-result
+	if err == nil || !strings.Contains(err.Error(), "is MISMATCH") || !strings.Contains(err.Error(), "download it again") {
+		t.Fatalf("register of a mismatched model: %v", err)
+	}
+	if svc.got != nil {
+		t.Fatal("a plan was registered")
+	}
+}
+
+func capEvents(on func(capacity.RunEvent)) {
+	life := "forward/tiny/p1"
+	on(capacity.RunEvent{Type: capacity.RunStarted, Progress: capacity.RunProgress{LifetimesTotal: 2, CellsTotal: 4, ETA: -1}})
+	on(capacity.RunEvent{Type: capacity.ServerReady, Lifetime: life, Server: &capacity.RunServer{Port: 4242, Pid: 7}})
+	for i, slow := range []float64{40, 400} { // C=1 passes, C=2 breaks the 100 ms TTFT SLO
+		c := i + 1
+		on(capacity.RunEvent{Type: capacity.CellStarted, Lifetime: life, Clients: c})
+		for seq := 0; seq < 2; seq++ {
+			r := capacity.RequestRecord{Clients: c, Phase: capacity.PhaseMeasured, Seq: seq, SendMs: float64(seq * 100),
+				EndMs: float64(seq*100) + 300, Tokens: 8, HTTPStatus: 200}
+			ft := r.SendMs + slow
+			r.FirstTokenMs = &ft
+			on(capacity.RunEvent{Type: capacity.RequestDone, Lifetime: life, Clients: c, Request: &r})
+		}
+		on(capacity.RunEvent{Type: capacity.CellDone, Lifetime: life, Clients: c, Cell: &capacity.RunCell{Clients: c, Attempted: 2, Completed: 2, Rate: 40},
+			Progress: capacity.RunProgress{CellsDone: c, CellsTotal: 4, LifetimesTotal: 2}})
+	}
+}
+
+func waitCap(t *testing.T, v *CapacityPanel, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		var ok bool
+		Locked(func() { ok = cond() })
+		if ok {
+			return
+		}
+		select {
+		case <-v.Updated:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("condition never met")
+		}
+	}
+}
+
+func TestCapacityPanelRunsAndShowsTheEnvelope(t *testing.T) {
+	a := newTestApp(t)
+	svc := &fakeCapacity{events: capEvents}
+	var live []capRow
+	var gates string
+	svc.events = func(on func(capacity.RunEvent)) {
+		capEvents(on)
+		time.Sleep(250 * time.Millisecond) // the throttled update shows the live rows
+		Locked(func() {})
+	}
+	v := build(func() *CapacityPanel { return newCapacityPanel(a, a.NewWindow("t"), svc, nil, nil) })
+	defer Locked(v.close)
+	Locked(func() { v.Show(9) })
+	waitCap(t, v, func() bool { return v.study != nil && !v.RunButton.Disabled() })
+	Locked(func() {
+		if v.verdictRows() != 1 || v.verdictCell(0, 1) != "PENDING" || !strings.Contains(v.Selected.Text, "no assembled result yet") {
+			t.Fatalf("before the run: %d verdict rows, %q, %q", v.verdictRows(), v.verdictCell(0, 1), v.Selected.Text)
+		}
+		test.Tap(v.RunButton)
+	})
+	waitCap(t, v, func() bool {
+		if len(v.rows) == 2 && v.Running() {
+			live, gates = v.Rows(), v.Gates.Text
+		}
+		return !v.Running() && v.study != nil && v.study.Report.Study.Status == capacity.StatusComplete
+	})
+	if len(live) != 2 || live[0].Verdict != "PASS" || live[1].Verdict != "FAIL" || strings.Join(live[1].Failures, ",") != "forward:"+capacity.CodeTTFTAbove {
+		t.Fatalf("live rows: %+v", live)
+	}
+	if !strings.Contains(gates, "1/2 cell-passes PASS") || !strings.Contains(gates, "forward:"+capacity.CodeTTFTAbove+" ×1") {
+		t.Fatalf("gate lights while running: %q", gates)
+	}
+	Locked(func() {
+		if len(v.rows) != 3 || v.envelopeCell(1, 8) != "PASS ★" || v.envelopeCell(2, 9) != "generation_rate_spread_above_max" {
+			t.Fatalf("assembled rows: %+v", v.rows)
+		}
+		if !strings.Contains(v.Selected.Text, "tiny: selected P2/C2 at 900.00 tok/s") || v.verdictCell(0, 1) != "HIT" {
+			t.Fatalf("selected %q, verdict %q", v.Selected.Text, v.verdictCell(0, 1))
+		}
+		if !strings.HasPrefix(v.ProgressMsg.Text, "finished: complete") || !v.RunButton.Disabled() {
+			t.Fatalf("after the run: %q (run enabled: %v)", v.ProgressMsg.Text, !v.RunButton.Disabled())
+		}
+		lines := strings.Join(v.ConsoleLines(), "\n")
+		if !strings.Contains(lines, "forward/tiny/p1: llama-server ready on 127.0.0.1:4242") || !strings.Contains(lines, "forward/tiny/p1 C=2: 2/2 completed") {
+			t.Fatalf("console:\n%s", lines)
+		}
+	})
+}
+
+// overlayText is the text of the window's top dialog ("" when none is shown).
+func overlayText(c fyne.Canvas) string {
+	top := c.Overlays().Top()
+	if top == nil {
+		return ""
+	}
+	var b strings.Builder
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *widget.Label:
+			b.WriteString(x.Text + "\n")
+		case *widget.RichText:
+			b.WriteString(x.String() + "\n")
+		case *canvas.Text:
+			b.WriteString(x.Text + "\n")
+		}
+		if c, ok := o.(*fyne.Container); ok {
+			for _, ch := range c.Objects {
+				walk(ch)
+			}
+		}
+		if w, ok := o.(fyne.Widget); ok {
+			for _, ch := range test.WidgetRenderer(w).Objects() {
+				walk(ch)
+			}
+		}
+	}
+	walk(top)
+	return b.String()
+}
+
+// A run refused before it starts (the llama.cpp folder is gone) says so in a dialog that names
+// the fix, and the study stays as registered.
+func TestCapacityPanelMissingBuildFolder(t *testing.T) {
+	a := newTestApp(t)
+	svc := &fakeCapacity{runNil: true, runErr: errors.New("llama.cpp folder /nowhere: no llama-server there; choose the folder in Bench or pass --llama-dir")}
+	w := build(func() fyne.Window { return a.NewWindow("t") })
+	v := build(func() *CapacityPanel { return newCapacityPanel(a, w, svc, nil, nil) })
+	defer Locked(v.close)
+	Locked(func() { v.Show(9) })
+	waitCap(t, v, func() bool { return v.study != nil && !v.RunButton.Disabled() })
+	Locked(func() { test.Tap(v.RunButton) })
+	waitCap(t, v, func() bool {
+		return !v.Running() && strings.HasPrefix(v.ProgressMsg.Text, "not run: llama.cpp folder /nowhere")
+	})
+	waitCap(t, v, func() bool { return v.study != nil && v.study.Report.Study.Status == "registered" })
+	Locked(func() {
+		txt := strings.ToLower(overlayText(w.Canvas()))
+		if !strings.Contains(txt, "the study was not run: llama.cpp folder /nowhere") || !strings.Contains(txt, "choose the folder in bench") {
+			t.Fatalf("dialog: %q", txt)
+		}
+	})
+}
+
+// A run that halts part-way reports where the raw files are and keeps the study runnable.
+func TestCapacityPanelHaltedRun(t *testing.T) {
+	a := newTestApp(t)
+	svc := &fakeCapacity{events: capEvents, runErr: errors.New("llama-server exited: crashed (signal: killed)")}
+	v := build(func() *CapacityPanel { return newCapacityPanel(a, a.NewWindow("t"), svc, nil, nil) })
+	defer Locked(v.close)
+	Locked(func() { v.Show(9) })
+	waitCap(t, v, func() bool { return v.study != nil && !v.RunButton.Disabled() })
+	Locked(func() { test.Tap(v.RunButton) })
+	waitCap(t, v, func() bool {
+		return !v.Running() && strings.HasPrefix(v.ProgressMsg.Text, "halted: llama-server exited: crashed")
+	})
+	waitCap(t, v, func() bool { return !v.RunButton.Disabled() })
+}
+
+// mixedStudies lists a throughput study (7) and a capacity study (9).
+type mixedStudies struct{ *fakeStudies }
+
+func (m mixedStudies) List(context.Context) ([]StudySummary, error) {
+	return []StudySummary{{ID: 9, Name: "grid", Kind: "capacity", Status: "registered"}, {ID: 7, Name: "demo", Kind: "throughput", Status: "registered"}}, nil
+}
+
+// The Studies section shows a capacity study in the capacity panel and a throughput study in
+// its own view, whichever is selected.
+func TestStudiesSwitchesBetweenThroughputAndCapacity(t *testing.T) {
+	a := newTestApp(t)
+	v := build(func() *StudiesView {
+		v := newStudiesView(a, a.NewWindow("t"), mixedStudies{&fakeStudies{}})
+		v.SetCapacity(&fakeCapacity{})
+		return v
+	})
+	defer Locked(v.close)
+	Locked(func() { v.Reload(9) })
+	waitCap(t, v.Cap, func() bool { return v.capShown && v.Cap.study != nil })
+	Locked(func() {
+		if !v.Cap.Object.Visible() || v.detail.Visible() || v.Cap.Title.Text != "grid (study 9, capacity)" {
+			t.Fatalf("capacity study: panel visible %v, throughput visible %v, title %q", v.Cap.Object.Visible(), v.detail.Visible(), v.Cap.Title.Text)
+		}
+		v.List.Select(1)
+	})
+	waitUpdated(t, v, func() bool { return !v.capShown && v.report != nil && v.report.Study.ID == 7 })
+	Locked(func() {
+		if v.Cap.Object.Visible() || !v.detail.Visible() {
+			t.Fatal("the throughput study is not the one shown")
+		}
+	})
+}

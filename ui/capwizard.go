@@ -1,0 +1,553 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/app"
+	"sparkbench/app/capacity"
+	"sparkbench/app/study"
+)
+
+// Capacity study kinds the New study section offers besides throughput.
+const (
+	KindCapacity    = "capacity"
+	KindConcurrency = "concurrency"
+)
+
+// CapacityWizard builds a capacity (slots × clients grid) or concurrency (the diagonal
+// clients = slots, with arms) study by point and click: candidates from the Models section and
+// server configurations, the P and C axes, request counts, the SLO, RSS and quality limits and
+// the predictions, validated by app/capacity as you type, then frozen by Register.
+type CapacityWizard struct {
+	Object fyne.CanvasObject
+
+	Name        *widget.Entry
+	Models      *widget.CheckGroup
+	Configs     *widget.Entry // one server configuration per line: "name: flags"
+	Flags       *widget.Entry // flags every configuration gets
+	ArmAxis     *widget.Entry // concurrency: what the arms vary
+	Slots       *widget.Entry
+	Clients     *widget.Entry
+	Passes      *widget.Select
+	Warmups     *widget.Entry
+	Measured    *widget.Entry
+	NPredict    *widget.Entry
+	CtxPerSlot  *widget.Entry
+	TTFT        *widget.Entry
+	E2E         *widget.Entry
+	Completion  *widget.Entry
+	RSS         *widget.Entry
+	PromptPlan  *widget.Entry
+	Quality     *widget.Entry // the quality guard's case list (empty: no quality gate)
+	QFloor      *widget.Entry
+	Predictions *widget.List
+	AddPred     *widget.Button
+	RemovePred  *widget.Button
+	Problems    *widget.Label
+	Estimate    *widget.Label
+	RegisterBtn *widget.Button
+	heading     *widget.Label
+	clientsItem *widget.FormItem
+	form        *widget.Form
+
+	win    fyne.Window
+	svc    CapacityService
+	lib    app.ModelLibrary
+	models func() []app.ModelEntry
+	onDone func(id int64)
+	kind   string
+	preds  []capacity.Prediction
+	sel    int
+
+	validated chan struct{}
+	mu        sync.Mutex
+	gen       int
+}
+
+const passesBoth, passesForward = "forward, then reverse (counterbalanced)", "forward only"
+
+func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrary, models func() []app.ModelEntry, onDone func(int64)) *CapacityWizard {
+	v := &CapacityWizard{win: win, svc: svc, lib: lib, models: models, onDone: onDone, kind: KindCapacity, sel: -1,
+		validated: make(chan struct{}, 16)}
+	entry := func(text, hint string) *widget.Entry {
+		e := widget.NewEntry()
+		e.SetText(text)
+		e.SetPlaceHolder(hint)
+		e.OnChanged = func(string) { v.Validate() }
+		return e
+	}
+	v.Name = entry("", "e.g. slots x clients, Q8 vs Q4")
+	v.Models = widget.NewCheckGroup(nil, func([]string) { v.Validate() })
+	v.Configs = widget.NewMultiLineEntry()
+	v.Configs.SetPlaceHolder("one server configuration per line, name: flags, e.g.\nf16: -ctk f16 -ctv f16\nq8: -ctk q8_0 -ctv q8_0\n(empty: one configuration, \"default\")")
+	v.Configs.SetMinRowsVisible(3)
+	v.Configs.OnChanged = func(string) { v.Validate() }
+	v.Flags = entry("", "llama-server flags of every configuration, e.g. -t 8 -ngl 99")
+	v.ArmAxis = entry("server_flags", "what the arms vary, e.g. kv_cache_type")
+	v.Slots = entry("1,2,4", "server slots P (--parallel), increasing comma list")
+	v.Clients = entry("1,2,4", "client concurrency C, increasing comma list")
+	v.Passes = widget.NewSelect([]string{passesBoth, passesForward}, func(string) { v.Validate() })
+	v.Passes.SetSelected(passesBoth)
+	v.Warmups = entry("4", "warmup requests per client level (discarded)")
+	v.Measured = entry("8", "measured requests per client level")
+	v.NPredict = entry("64", "tokens per request (ignore_eos)")
+	v.CtxPerSlot = entry("2048", "context per slot (--ctx-size = this x P)")
+	v.TTFT = entry("2000", "ms")
+	v.E2E = entry("10000", "ms")
+	v.Completion = entry("1", "fraction, 1 = every request")
+	v.RSS = entry("8192", "MiB")
+	v.PromptPlan = entry("", "prompt plan file (empty: the built-in plan)")
+	v.Quality = entry("", "quality cases file (empty: no quality gate)")
+	v.QFloor = entry("", "quality floor, fraction of cases, e.g. 0.9")
+	v.Problems = widget.NewLabel("")
+	v.Problems.Wrapping = fyne.TextWrapWord
+	v.Estimate = widget.NewLabel("")
+	v.Estimate.Wrapping = fyne.TextWrapWord
+	v.Predictions = widget.NewList(func() int { return len(v.preds) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			p := v.preds[i]
+			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s  [%s] %s", p.ID, p.Kind, p.About.String(), p.Text))
+		})
+	v.Predictions.OnSelected = func(i widget.ListItemID) { v.sel = i; v.RemovePred.Enable() }
+	v.AddPred = widget.NewButton("Add prediction…", v.predictionDialog)
+	v.RemovePred = widget.NewButton("Remove", func() {
+		if v.sel >= 0 && v.sel < len(v.preds) {
+			v.preds = append(v.preds[:v.sel], v.preds[v.sel+1:]...)
+			v.sel = -1
+			v.Predictions.UnselectAll()
+			v.Predictions.Refresh()
+			v.RemovePred.Disable()
+			v.Validate()
+		}
+	})
+	v.RemovePred.Disable()
+	v.RegisterBtn = widget.NewButton("Register…", v.confirmRegister)
+	v.RegisterBtn.Disable()
+	v.heading = heading("New capacity study")
+	v.clientsItem = widget.NewFormItem("Clients C", v.Clients)
+	v.form = widget.NewForm(
+		widget.NewFormItem("Name", v.Name),
+		widget.NewFormItem("Models", container.NewVBox(v.Models, widget.NewButton("Refresh model list", v.RefreshModels))),
+		widget.NewFormItem("Server configurations", v.Configs),
+		widget.NewFormItem("Flags of every configuration", v.Flags),
+		widget.NewFormItem("Arm axis (concurrency)", v.ArmAxis),
+		widget.NewFormItem("Slots P", v.Slots),
+		v.clientsItem,
+		widget.NewFormItem("Passes", v.Passes),
+		widget.NewFormItem("Warmups", v.Warmups),
+		widget.NewFormItem("Measured", v.Measured),
+		widget.NewFormItem("Tokens per request", v.NPredict),
+		widget.NewFormItem("Context per slot", v.CtxPerSlot),
+		widget.NewFormItem("SLO: TTFT p95 max (ms)", v.TTFT),
+		widget.NewFormItem("SLO: E2E p95 max (ms)", v.E2E),
+		widget.NewFormItem("Completion rate min", v.Completion),
+		widget.NewFormItem("Peak RSS max (MiB)", v.RSS),
+		widget.NewFormItem("Prompt plan", v.PromptPlan),
+		widget.NewFormItem("Quality cases", v.Quality),
+		widget.NewFormItem("Quality floor", v.QFloor),
+	)
+	preds := container.NewBorder(container.NewHBox(heading("Predictions (registered before anything runs)"), v.AddPred, v.RemovePred), nil, nil, nil, v.Predictions)
+	v.Object = container.NewVScroll(container.NewVBox(
+		container.NewHBox(v.heading, v.RegisterBtn),
+		v.form,
+		container.NewGridWrap(fyne.NewSize(900, 160), preds),
+		heading("Checks"), v.Estimate, v.Problems,
+	))
+	v.RefreshModels()
+	return v
+}
+
+// SetKind switches between a capacity grid and a concurrency diagonal.
+func (v *CapacityWizard) SetKind(kind string) {
+	v.kind = kind
+	if kind == KindConcurrency {
+		v.heading.SetText("New concurrency study (clients = slots, arms)")
+		v.Clients.Disable()
+	} else {
+		v.heading.SetText("New capacity study (slots × clients)")
+		v.Clients.Enable()
+	}
+	v.Validate()
+}
+
+// RefreshModels lists the readable GGUF files of the Models section as choices.
+func (v *CapacityWizard) RefreshModels() {
+	var opts []string
+	if v.models != nil {
+		for _, m := range v.models() {
+			if m.Err == "" {
+				opts = append(opts, m.Path)
+			}
+		}
+	}
+	var keep []string
+	for _, s := range v.Models.Selected {
+		if contains(opts, s) {
+			keep = append(keep, s)
+		}
+	}
+	v.Models.Options = opts
+	v.Models.Selected = keep
+	v.Models.Refresh()
+	v.Validate()
+}
+
+type serverConfig struct{ name, flags string }
+
+func parseConfigs(text string) ([]serverConfig, []string) {
+	var out []serverConfig
+	var errs []string
+	seen := map[string]bool{}
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		name, flags, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Sprintf("server configurations, line %d: %q has no name; write name: flags (e.g. q8: -ctk q8_0 -ctv q8_0)", i+1, line))
+			continue
+		case name == "":
+			errs = append(errs, fmt.Sprintf("server configurations, line %d: empty name before the colon", i+1))
+			continue
+		case seen[name]:
+			errs = append(errs, fmt.Sprintf("server configurations, line %d: %q is named twice", i+1, name))
+			continue
+		}
+		seen[name] = true
+		out = append(out, serverConfig{name, strings.TrimSpace(flags)})
+	}
+	if len(out) == 0 && len(errs) == 0 {
+		out = []serverConfig{{name: "default"}}
+	}
+	return out, errs
+}
+
+// Plan builds the plan the form describes: candidates are models × server configurations.
+// Errors are the fields that do not parse; the plan's own rules are app/capacity's Validate.
+func (v *CapacityWizard) Plan() (*capacity.Plan, []string) {
+	var errs []string
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	p := &capacity.Plan{Schema: capacity.SchemaCapacity, Name: strings.TrimSpace(v.Name.Text)}
+	if v.kind == KindConcurrency {
+		p.Schema, p.ArmAxis = capacity.SchemaConcurrency, strings.TrimSpace(v.ArmAxis.Text)
+	}
+	cfgs, cerrs := parseConfigs(v.Configs.Text)
+	errs = append(errs, cerrs...)
+	common := strings.Fields(v.Flags.Text)
+	used := map[string]bool{}
+	for _, path := range v.Models.Selected {
+		mid := modelID(path, used)
+		for _, c := range cfgs {
+			id, label, arm := mid, mid, c.name
+			if len(cfgs) > 1 {
+				id = slugRE.ReplaceAllString(mid+"-"+c.name, "-")
+				label = mid + " " + c.name
+			}
+			if len(v.Models.Selected) > 1 {
+				arm = mid + "/" + c.name
+			}
+			cand := capacity.Candidate{ID: id, Label: label, Model: capacity.FileRef{Path: path},
+				ServerFlags: append(append([]string{}, common...), strings.Fields(c.flags)...)}
+			if v.kind == KindConcurrency {
+				cand.Arm = arm
+			}
+			p.Candidates = append(p.Candidates, cand)
+		}
+	}
+	var err error
+	p.Slots, err = parseInts("slots", v.Slots.Text)
+	add(err)
+	if v.kind != KindConcurrency {
+		p.Clients, err = parseInts("clients", v.Clients.Text)
+		add(err)
+	}
+	p.Passes = []string{capacity.PassForward, capacity.PassReverse}
+	if v.Passes.Selected == passesForward {
+		p.Passes = []string{capacity.PassForward}
+	}
+	one := func(field, s string) int {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %q is not a whole number", field, s))
+		}
+		return n
+	}
+	w := one("warmups", v.Warmups.Text)
+	p.Warmups = &w
+	p.Measured = one("measured", v.Measured.Text)
+	p.NPredict = one("tokens per request", v.NPredict.Text)
+	p.CtxPerSlot = one("context per slot", v.CtxPerSlot.Text)
+	num := func(field, s string) float64 {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %q is not a number", field, s))
+		}
+		return f
+	}
+	p.Limits.TTFTMsP95Max = num("TTFT p95 max", v.TTFT.Text)
+	p.Limits.E2EMsP95Max = num("E2E p95 max", v.E2E.Text)
+	p.Limits.CompletionRateMin = num("completion rate min", v.Completion.Text)
+	p.Limits.PeakRSSMiBMax = num("peak RSS max", v.RSS.Text)
+	if pp := strings.TrimSpace(v.PromptPlan.Text); pp == "" {
+		p.PromptPlan = capacity.DefaultPromptPlanRef()
+	} else {
+		p.PromptPlan = capacity.FileRef{Path: pp}
+	}
+	if q := strings.TrimSpace(v.Quality.Text); q != "" {
+		p.QualityCases = &capacity.FileRef{Path: q}
+	}
+	p.Limits.QualityFloor, err = optFloat("quality floor", v.QFloor.Text)
+	add(err)
+	p.Predictions = append([]capacity.Prediction(nil), v.preds...)
+	return p, errs
+}
+
+// Validate re-checks the form in the background (files are hashed at Register) and shows every
+// problem, the newest check winning.
+func (v *CapacityWizard) Validate() {
+	if v.Problems == nil || v.RegisterBtn == nil || v.Estimate == nil {
+		return // still being built
+	}
+	p, errs := v.Plan()
+	v.mu.Lock()
+	v.gen++
+	gen := v.gen
+	v.mu.Unlock()
+	go func() {
+		lines := append([]string(nil), errs...)
+		ok := len(errs) == 0
+		estimate := ""
+		if ok {
+			p.Defaults()
+			for _, pr := range capacity.Validate(p, capacity.ValidateOptions{}) {
+				if strings.HasSuffix(pr.Path, ".sha256") && strings.HasPrefix(pr.Msg, "missing") {
+					continue // Register hashes the files and fills these in
+				}
+				lines = append(lines, pr.String())
+				if pr.Severity == study.SevError {
+					ok = false
+				}
+			}
+			if ok {
+				lives := capacity.Schedule(p, "")
+				cells := 0
+				for _, lt := range lives {
+					cells += len(lt.Clients)
+				}
+				per := p.WarmupCount() + p.Measured
+				estimate = fmt.Sprintf("%d server lifetimes, %d cells, %d requests of %d tokens (%d measured per cell)",
+					len(lives), cells, cells*per, p.NPredict, p.Measured)
+				if p.Limits.QualityGated() {
+					estimate += fmt.Sprintf(", plus a quality guard per candidate and P (%d)", len(p.Candidates)*len(p.Slots))
+				}
+			}
+		}
+		onUI(func() {
+			v.mu.Lock()
+			latest := gen == v.gen
+			v.mu.Unlock()
+			if !latest {
+				return
+			}
+			if len(lines) == 0 {
+				v.Problems.SetText("no problems: ready to register")
+			} else {
+				v.Problems.SetText(strings.Join(lines, "\n"))
+			}
+			v.Estimate.SetText(estimate)
+			setEnabled(v.RegisterBtn, ok && v.svc != nil)
+			select {
+			case v.validated <- struct{}{}:
+			default:
+			}
+		})
+	}()
+}
+
+// AddPrediction appends a prediction (its ID is assigned: P1, P2, …).
+func (v *CapacityWizard) AddPrediction(p capacity.Prediction) {
+	taken := map[string]bool{}
+	for _, q := range v.preds {
+		taken[q.ID] = true
+	}
+	for n := len(v.preds) + 1; ; n++ {
+		if id := fmt.Sprintf("P%d", n); !taken[id] {
+			p.ID = id
+			break
+		}
+	}
+	v.preds = append(v.preds, p)
+	v.Predictions.Refresh()
+	v.Validate()
+}
+
+// Register hashes the chosen models (cached in the notebook), fills their SHA-256 in, and
+// registers the plan. It runs in the background; done reports on the UI goroutine.
+func (v *CapacityWizard) Register(done func(capacity.Registration, error)) {
+	p, errs := v.Plan()
+	if len(errs) > 0 {
+		done(capacity.Registration{}, fmt.Errorf("%s", strings.Join(errs, "; ")))
+		return
+	}
+	if v.svc == nil {
+		done(capacity.Registration{}, fmt.Errorf("registering is unavailable: the notebook is not open (see the Bench section)"))
+		return
+	}
+	go func() {
+		ctx := context.Background()
+		hashes := map[string]string{}
+		for i := range p.Candidates {
+			m := &p.Candidates[i].Model
+			if v.lib == nil {
+				break
+			}
+			if h, ok := hashes[m.Path]; ok {
+				m.SHA256 = h
+				continue
+			}
+			st, err := v.lib.Hash(ctx, m.Path, nil)
+			if err != nil {
+				onUI(func() { done(capacity.Registration{}, fmt.Errorf("hash %s: %w", m.Path, err)) })
+				return
+			}
+			if st.Status == "MISMATCH" {
+				onUI(func() {
+					done(capacity.Registration{}, fmt.Errorf("%s is MISMATCH: its SHA-256 %s differs from the expected %s; download it again, or fix the expected hash in Models", m.Path, st.SHA256, st.Expected))
+				})
+				return
+			}
+			m.SHA256, hashes[m.Path] = st.SHA256, st.SHA256
+		}
+		reg, err := v.svc.RegisterCapacity(ctx, p)
+		onUI(func() { done(reg, err) })
+	}()
+}
+
+func (v *CapacityWizard) confirmRegister() {
+	p, errs := v.Plan()
+	if len(errs) > 0 {
+		dialog.ShowError(fmt.Errorf("%s", strings.Join(errs, "\n")), v.win)
+		return
+	}
+	p.Defaults()
+	preview, _ := json.MarshalIndent(p, "", "  ")
+	msg := widget.NewLabel(fmt.Sprintf("This freezes the plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards.\nThe models, the prompt plan and the quality cases are hashed first; the plan SHA-256 is shown when it is registered.", len(p.Predictions)))
+	msg.Wrapping = fyne.TextWrapWord
+	text := widget.NewMultiLineEntry()
+	text.SetText(string(preview))
+	text.Disable()
+	content := container.NewBorder(msg, nil, nil, nil, container.NewGridWrap(fyne.NewSize(640, 320), text))
+	dialog.ShowCustomConfirm("Register this study?", "Register", "Cancel", content, func(ok bool) {
+		if !ok {
+			return
+		}
+		v.RegisterBtn.Disable()
+		v.Register(func(reg capacity.Registration, err error) {
+			v.RegisterBtn.Enable()
+			if err != nil {
+				dialog.ShowError(err, v.win)
+				return
+			}
+			how := "registered"
+			if reg.Existing {
+				how = "was already registered (same plan SHA-256)"
+			}
+			dialog.ShowInformation("Study "+how, fmt.Sprintf("%s: study %d (%s)\nplan sha256 %s", reg.Name, reg.StudyID, reg.Kind, reg.PlanSHA256), v.win)
+			if v.onDone != nil {
+				v.onDone(reg.StudyID)
+			}
+		})
+	}, v.win)
+}
+
+var capFigures = []string{
+	string(capacity.FigureCellRate), string(capacity.FigurePerStreamRate), string(capacity.FigureTTFTP95), string(capacity.FigureE2EP95),
+	string(capacity.FigureSelectedRate), string(capacity.FigureSelectedSlots), string(capacity.FigureSelectedClients),
+	string(capacity.FigureSelectedGain), string(capacity.FigureSpeedup), string(capacity.FigureGainPerDoubling),
+	string(capacity.FigureKnee), string(capacity.FigureTTFTGrowth),
+}
+
+// predictionDialog adds a band or question prediction about one figure of one candidate.
+func (v *CapacityWizard) predictionDialog() {
+	p, _ := v.Plan()
+	var ids []string
+	for _, c := range p.Candidates {
+		ids = append(ids, c.ID)
+	}
+	kind := widget.NewSelect([]string{"band", "question"}, nil)
+	kind.SetSelected("band")
+	text := widget.NewEntry()
+	text.SetPlaceHolder("the claim in words")
+	figure := widget.NewSelect(capFigures, nil)
+	figure.SetSelected(string(capacity.FigureSelectedGain))
+	cand := widget.NewSelect(ids, nil)
+	if len(ids) > 0 {
+		cand.SetSelected(ids[0])
+	}
+	slots, clients := widget.NewEntry(), widget.NewEntry()
+	slots.SetPlaceHolder("P (cell figures)")
+	clients.SetPlaceHolder("C (cell figures of capacity plans)")
+	lo, hi := widget.NewEntry(), widget.NewEntry()
+	lo.SetPlaceHolder("lower bound (empty: open)")
+	hi.SetPlaceHolder("upper bound (empty: open)")
+	items := []*widget.FormItem{
+		widget.NewFormItem("Kind", kind), widget.NewFormItem("Claim", text),
+		widget.NewFormItem("About: figure", figure), widget.NewFormItem("candidate", cand),
+		widget.NewFormItem("slots", slots), widget.NewFormItem("clients", clients),
+		widget.NewFormItem("Band lo", lo), widget.NewFormItem("Band hi", hi),
+	}
+	dialog.ShowForm("Add a prediction", "Add", "Cancel", items, func(ok bool) {
+		if !ok {
+			return
+		}
+		pr, err := buildCapacityPrediction(kind.Selected, text.Text, figure.Selected, cand.Selected, slots.Text, clients.Text, lo.Text, hi.Text)
+		if err != nil {
+			dialog.ShowError(err, v.win)
+			return
+		}
+		v.AddPrediction(pr)
+	}, v.win)
+}
+
+// buildCapacityPrediction turns the dialog's fields into a prediction (its rules are checked by
+// app/capacity's Validate with the rest of the plan).
+func buildCapacityPrediction(kind, text, figure, cand, slots, clients, lo, hi string) (capacity.Prediction, error) {
+	p := capacity.Prediction{Kind: study.PredictionKind(kind), Text: strings.TrimSpace(text),
+		About: capacity.Selector{Figure: capacity.Figure(figure), Candidate: cand}}
+	var err error
+	if p.About.Slots, err = optInt("slots", slots); err != nil {
+		return p, err
+	}
+	if p.About.Clients, err = optInt("clients", clients); err != nil {
+		return p, err
+	}
+	if p.Lo, err = optFloat("lower bound", lo); err != nil {
+		return p, err
+	}
+	if p.Hi, err = optFloat("upper bound", hi); err != nil {
+		return p, err
+	}
+	return p, nil
+}
