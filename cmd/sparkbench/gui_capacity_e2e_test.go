@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"sparkbench/app"
+	"sparkbench/app/capacity"
+	"sparkbench/runner/llamatest"
+	"sparkbench/store"
+	"sparkbench/ui"
+)
+
+// TestWindowBuildsRegistersAndRunsACapacityStudy clicks through a capacity study in the window
+// (Fyne's test driver): choose the capacity kind, fill the form on a generated model, register,
+// run it against the real llama-server (P {1,2} x C {1,2} x forward and reverse), watch the
+// live envelope fill in, and read the assembled envelope, the selected point and the verdict.
+func TestWindowBuildsRegistersAndRunsACapacityStudy(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	capacityTag(t)
+	tmp := t.TempDir()
+	nbPath := filepath.Join(tmp, "notebook.db")
+	nb, err := store.Open(nbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	var a fyne.App
+	ui.Locked(func() { a = test.NewApp() })
+	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
+	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data"), nbPath: nbPath}
+	capSvc := capacityService{nb: nb, llamaDir: filepath.Dir(loc.Server), dataDir: filepath.Join(tmp, "data")}
+	var wb *ui.Workbench
+	ui.Locked(func() {
+		wb = ui.NewWorkbench(a, ui.Deps{
+			Doctor:    func(context.Context, string) app.DoctorReport { return app.DoctorReport{} },
+			Library:   notebookLibrary{nb},
+			Studies:   svc,
+			Registrar: svc,
+			Notebook:  notebookService{nb},
+			Capacity:  capSvc,
+		})
+	})
+	defer ui.Locked(func() { wb.Window.Close() })
+	tiny := filepath.Join(llamatest.ModelsDir(), "tiny-llama-f32.gguf")
+	ui.Locked(func() { wb.Models.Add([]string{tiny}) })
+	waitFor(t, "the model to be listed", func() bool { return wb.Models.Count.Text == "1 GGUF file(s)" })
+
+	w := wb.CapWiz
+	ui.Locked(func() {
+		wb.ShowSection("new")
+		wb.Kind.SetSelected(ui.KindCapacity)
+		w.RefreshModels()
+		test.Type(w.Name, "e2e capacity grid")
+		w.Models.SetSelected([]string{tiny})
+		w.Flags.SetText("-t 1")
+		w.Slots.SetText("1,2")
+		w.Clients.SetText("1,2")
+		w.Warmups.SetText("1")
+		w.Measured.SetText("2")
+		w.NPredict.SetText("8")
+		w.CtxPerSlot.SetText("512")
+		w.TTFT.SetText("60000") // generous: the gates are exercised by unit tests
+		w.E2E.SetText("60000")
+		w.RSS.SetText("4096")
+		lo := -1.0
+		w.AddPrediction(capacity.Prediction{Kind: "band", Text: "the selected point gains at least -100%", Lo: &lo,
+			About: capacity.Selector{Figure: capacity.FigureSelectedGain, Candidate: "tiny-llama-f32"}})
+	})
+	waitFor(t, "a clean validation", func() bool { return w.Problems.Text == "no problems: ready to register" && !w.RegisterBtn.Disabled() })
+	ui.Locked(func() {
+		if !strings.HasPrefix(w.Estimate.Text, "4 server lifetimes, 8 cells, 24 requests of 8 tokens") {
+			t.Errorf("estimate %q", w.Estimate.Text)
+		}
+	})
+	regs := make(chan capacity.Registration, 1)
+	ui.Locked(func() {
+		w.Register(func(r capacity.Registration, err error) {
+			if err != nil {
+				t.Errorf("register: %v", err)
+			}
+			regs <- r
+		})
+	})
+	reg := <-regs
+	if reg.StudyID == 0 || reg.Kind != "capacity" || len(reg.PlanSHA256) != 64 {
+		t.Fatalf("registration: %+v", reg)
+	}
+
+	st := wb.Studies
+	ui.Locked(func() { st.Reload(reg.StudyID) })
+	waitFor(t, "the capacity study to be shown", func() bool {
+		return st.Cap.Study() != nil && strings.HasPrefix(st.Cap.Title.Text, "e2e capacity grid") && !st.Cap.RunButton.Disabled()
+	})
+	ui.Locked(func() { test.Tap(st.Cap.RunButton) })
+	sawLive := false
+	waitFor(t, "the run to finish", func() bool {
+		if st.Cap.Running() && len(st.Cap.Rows()) > 0 {
+			sawLive = true
+		}
+		return strings.HasPrefix(st.Cap.ProgressMsg.Text, "finished: complete")
+	})
+	waitFor(t, "the assembled study", func() bool {
+		s := st.Cap.Study()
+		return s != nil && s.Report.Study.Status == capacity.StatusComplete && len(st.Cap.Rows()) == 4
+	})
+	ui.Locked(func() {
+		if !sawLive {
+			t.Error("no live envelope row was shown while the study ran")
+		}
+		s := st.Cap.Study()
+		if len(s.Report.Verdicts) != 1 || s.Report.Verdicts[0].Outcome != "HIT" {
+			t.Errorf("verdicts %+v", s.Report.Verdicts)
+		}
+		if !strings.Contains(st.Cap.Selected.Text, "tiny-llama-f32: selected P") {
+			t.Errorf("selected: %q", st.Cap.Selected.Text)
+		}
+		if len(s.Charts) < 2 {
+			t.Errorf("charts of the assembled study: %d", len(s.Charts))
+		}
+		lines := strings.Join(st.Cap.ConsoleLines(), "\n")
+		if !strings.Contains(lines, "reverse/tiny-llama-f32/p1 C=1: 2/2 completed") {
+			t.Errorf("console:\n%s", lines)
+		}
+	})
+	// The notebook: one leg per server lifetime, and the chain verifies.
+	ui.Locked(func() { wb.Notebook.Verify() })
+	waitFor(t, "the chain check", func() bool { return strings.HasPrefix(wb.Notebook.Chain.Text, "chain intact") })
+	if n := countJournal(t, nb, reg.StudyID, "capacity.assembled"); n != 1 {
+		t.Fatalf("%d capacity.assembled entries", n)
+	}
+}
