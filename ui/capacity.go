@@ -58,6 +58,8 @@ type CapacityPanel struct {
 	Title, Status, Selected *widget.Label
 	RunButton, AbortButton  *widget.Button
 	ReceiptButton           *widget.Button
+	ExportTarGz             *widget.Check
+	ExportBar               *widget.ProgressBarInfinite
 	Progress                *widget.ProgressBar
 	ProgressMsg, Gates      *widget.Label
 	Envelope                *widget.Table
@@ -110,6 +112,10 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 			v.receipt(v.id)
 		}
 	})
+	v.ExportTarGz = widget.NewCheck("as .tar.gz", nil)
+	v.ExportBar = widget.NewProgressBarInfinite()
+	v.ExportBar.Stop()
+	v.ExportBar.Hide()
 	v.RunButton.Disable()
 	v.AbortButton.Disable()
 	v.Envelope = newTable([]column{
@@ -151,8 +157,8 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 		container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(v.ReceiptImgs, v.Receipt))),
 	)
 	v.Progress.Hide()
-	head := container.NewVBox(v.Title, container.NewHBox(v.RunButton, v.AbortButton, v.ReceiptButton),
-		v.Status, v.Selected, v.Progress, v.ProgressMsg, v.Gates)
+	head := container.NewVBox(v.Title, container.NewHBox(v.RunButton, v.AbortButton, v.ReceiptButton, v.ExportTarGz),
+		v.Status, v.Selected, v.Progress, v.ExportBar, v.ProgressMsg, v.Gates)
 	v.Object = container.NewBorder(head, nil, nil, nil, v.Tabs)
 	return v
 }
@@ -434,8 +440,8 @@ func (v *CapacityPanel) Run() {
 }
 
 // showReceipt previews an exported receipt: its charts, then receipt.md rendered.
-func (v *CapacityPanel) showReceipt(md []byte, pngs []string) {
-	fillReceipt(v.ReceiptImgs, v.Receipt, md, pngs)
+func (v *CapacityPanel) showReceipt(md []byte, imgs []fyne.Resource) {
+	fillReceipt(v.ReceiptImgs, v.Receipt, md, imgs)
 	v.Tabs.SelectIndex(len(v.Tabs.Items) - 1)
 }
 

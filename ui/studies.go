@@ -1,9 +1,12 @@
 package ui
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -63,6 +66,8 @@ type StudiesView struct {
 	HumanButton   *widget.Button
 	FindingButton *widget.Button
 	ReceiptButton *widget.Button
+	ExportTarGz   *widget.Check               // Export receipt… writes a .tar.gz instead of a folder
+	ExportBar     *widget.ProgressBarInfinite // shown while a receipt is written
 	Progress      *widget.ProgressBar
 	ProgressMsg   *widget.Label
 	Scoreboard    *widget.Table
@@ -140,6 +145,10 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.HumanButton = widget.NewButton("Human verdict…", v.humanDialog)
 	v.FindingButton = widget.NewButton("Add finding…", v.findingDialog)
 	v.ReceiptButton = widget.NewButton("Export receipt…", v.receiptDialog)
+	v.ExportTarGz = widget.NewCheck("as .tar.gz", nil)
+	v.ExportBar = widget.NewProgressBarInfinite()
+	v.ExportBar.Stop()
+	v.ExportBar.Hide()
 	v.AbortButton = widget.NewButton("Abort", v.confirmAbort)
 	v.RunButton.Disable()
 	v.AbortButton.Disable()
@@ -192,8 +201,8 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.Progress.Hide()
 	head := container.NewVBox(
 		v.Title,
-		container.NewHBox(v.RunButton, v.AbortButton, v.HumanButton, v.FindingButton, v.ReceiptButton),
-		v.Status, v.Progress, v.ProgressMsg, v.Gates,
+		container.NewHBox(v.RunButton, v.AbortButton, v.HumanButton, v.FindingButton, v.ReceiptButton, v.ExportTarGz),
+		v.Status, v.Progress, v.ExportBar, v.ProgressMsg, v.Gates,
 	)
 	v.detail = container.NewBorder(head, nil, nil, nil, v.Tabs)
 	v.stack = container.NewStack(v.detail)
@@ -850,35 +859,91 @@ func (v *StudiesView) findingDialog() {
 func (v *StudiesView) ExportReceipt(parent string, done func(string, error)) {
 	id := v.selected
 	name := fmt.Sprintf("study-%d-receipt", id)
-	msg := v.ProgressMsg
+	msg, bar, tgz := v.ProgressMsg, v.ExportBar, v.ExportTarGz.Checked
 	switch {
 	case v.capShown && v.Cap.study != nil:
 		name = fmt.Sprintf("%s-%d-receipt", slugify(v.Cap.study.Report.Study.Name), id)
-		msg = v.Cap.ProgressMsg
+		msg, bar, tgz = v.Cap.ProgressMsg, v.Cap.ExportBar, v.Cap.ExportTarGz.Checked
 	case v.report != nil:
 		name = fmt.Sprintf("%s-%d-receipt", slugify(v.report.Study.Name), id)
 	}
 	out := filepath.Join(parent, name)
+	if tgz {
+		out += ".tar.gz"
+	}
 	msg.SetText("writing the receipt to " + out + "…")
+	bar.Show()
+	bar.Start()
 	go func() {
 		summary, err := v.svc.Receipt(context.Background(), id, out)
 		var md []byte
-		var pngs []string
+		var imgs []fyne.Resource
 		if err == nil {
-			md, _ = os.ReadFile(filepath.Join(out, "receipt.md"))
-			pngs, _ = filepath.Glob(filepath.Join(out, "plots", "*.png"))
+			md, imgs = readReceipt(out)
 		}
 		onUI(func() {
+			bar.Stop()
+			bar.Hide()
 			if err == nil && v.capShown {
 				v.Cap.ProgressMsg.SetText(summary)
-				v.Cap.showReceipt(md, pngs)
+				v.Cap.showReceipt(md, imgs)
 			} else if err == nil {
 				v.ProgressMsg.SetText(summary)
-				v.showReceipt(md, pngs)
+				v.showReceipt(md, imgs)
+			} else {
+				msg.SetText("the receipt was not written: " + err.Error())
 			}
 			done(summary, err)
 		})
 	}()
+}
+
+// readReceipt reads an exported receipt's receipt.md and chart PNGs for the preview, from its
+// folder or its .tar.gz (nothing when it cannot be read: the export itself said what it wrote).
+func readReceipt(out string) ([]byte, []fyne.Resource) {
+	var md []byte
+	var imgs []fyne.Resource
+	if !strings.HasSuffix(out, ".tar.gz") {
+		md, _ = os.ReadFile(filepath.Join(out, "receipt.md"))
+		pngs, _ := filepath.Glob(filepath.Join(out, "plots", "*.png"))
+		for _, p := range pngs {
+			if b, err := os.ReadFile(p); err == nil {
+				imgs = append(imgs, fyne.NewStaticResource(filepath.Base(p), b))
+			}
+		}
+		return md, imgs
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, nil
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		if h.Typeflag != tar.TypeReg || h.Size > 32<<20 {
+			continue
+		}
+		// Members are BUNDLE/receipt.md and BUNDLE/plots/NAME.png.
+		_, rel, _ := strings.Cut(h.Name, "/")
+		switch {
+		case rel == "receipt.md":
+			md, _ = io.ReadAll(tr)
+		case strings.HasPrefix(rel, "plots/") && strings.HasSuffix(rel, ".png"):
+			if b, err := io.ReadAll(tr); err == nil {
+				imgs = append(imgs, fyne.NewStaticResource(filepath.Base(rel), b))
+			}
+		}
+	}
+	sort.Slice(imgs, func(i, j int) bool { return imgs[i].Name() < imgs[j].Name() })
+	return md, imgs
 }
 
 func slugify(s string) string {
@@ -919,20 +984,20 @@ func (v *StudiesView) receiptDialog() {
 }
 
 // showReceipt previews an exported receipt: its charts, then receipt.md rendered.
-func (v *StudiesView) showReceipt(md []byte, pngs []string) {
-	fillReceipt(v.ReceiptImgs, v.Receipt, md, pngs)
+func (v *StudiesView) showReceipt(md []byte, imgs []fyne.Resource) {
+	fillReceipt(v.ReceiptImgs, v.Receipt, md, imgs)
 	v.Tabs.SelectIndex(len(v.Tabs.Items) - 1)
 }
 
 // fillReceipt shows a receipt's charts, then its receipt.md rendered.
-func fillReceipt(imgs *fyne.Container, text *widget.RichText, md []byte, pngs []string) {
-	imgs.RemoveAll()
-	for _, p := range pngs {
-		img := canvas.NewImageFromFile(p)
+func fillReceipt(box *fyne.Container, text *widget.RichText, md []byte, imgs []fyne.Resource) {
+	box.RemoveAll()
+	for _, r := range imgs {
+		img := canvas.NewImageFromResource(r)
 		img.FillMode = canvas.ImageFillContain
 		img.ScaleMode = canvas.ImageScaleFastest
 		img.SetMinSize(fyne.NewSize(760, 475))
-		imgs.Add(img)
+		box.Add(img)
 	}
 	text.ParseMarkdown(string(md))
 }

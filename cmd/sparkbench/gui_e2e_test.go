@@ -180,6 +180,37 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 	if !<-verified {
 		t.Fatal("the exported bundle does not verify")
 	}
+
+	// The same as a .tar.gz: the preview is read from the archive, and the archive verifies.
+	ui.Locked(func() {
+		st.ExportTarGz.SetChecked(true)
+		st.Receipt.ParseMarkdown("")
+		st.ReceiptImgs.RemoveAll()
+		st.ExportReceipt(tmp, func(_ string, err error) { receipts <- err })
+	})
+	if err := <-receipts; err != nil {
+		t.Fatalf("export receipt as .tar.gz: %v", err)
+	}
+	archives, _ := filepath.Glob(filepath.Join(tmp, "*-receipt.tar.gz"))
+	if len(archives) != 1 {
+		t.Fatalf("receipt archives: %v", archives)
+	}
+	ui.Locked(func() {
+		if !strings.Contains(st.Receipt.String(), "e2e tiny vs moe") || len(st.ReceiptImgs.Objects) == 0 || st.ExportBar.Visible() {
+			t.Errorf("preview from the archive: %d chart(s), text %.80q, progress bar visible %v", len(st.ReceiptImgs.Objects), st.Receipt.String(), st.ExportBar.Visible())
+		}
+	})
+	ui.Locked(func() {
+		wb.Notebook.VerifyBundle(archives[0], func(ok bool, lines []string, err error) {
+			if err != nil || !ok {
+				t.Errorf("verify the archive: %v %v", err, lines)
+			}
+			verified <- ok
+		})
+	})
+	if !<-verified {
+		t.Fatal("the exported archive does not verify")
+	}
 }
 
 func buildPredictionForTest() (study.Prediction, error) {
