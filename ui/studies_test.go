@@ -245,8 +245,23 @@ func TestStudiesShowsTheLatestLoadWhenLoadsFinishOutOfOrder(t *testing.T) {
 	svc := &orderedShows{fakeStudies: &fakeStudies{}, gates: map[int]chan struct{}{1: first, 2: second}}
 	v := build(func() *StudiesView { return newStudiesView(a, a.NewWindow("t"), svc) })
 	defer v.close()
+	calls := func(n int) {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			svc.mu.Lock()
+			c := svc.calls
+			svc.mu.Unlock()
+			if c >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Show was called %d times, want %d", c, n)
+			}
+		}
+	}
 	ui(func() { v.Select(7) })
+	calls(1) // the first load is under way (and waits) before the second starts
 	ui(func() { v.Select(7) })
+	calls(2)
 	close(second)
 	waitUpdated(t, v, func() bool { return v.report != nil })
 	close(first)
