@@ -7,6 +7,10 @@
 #   new-study.png    the New study section
 #   bench.png        the Bench section (doctor)
 #   models.png       the Models section
+#   capacity-live.png  a capacity study (medium model, P x C grid) while it runs: the envelope
+#                      grid filling in
+#   capacity-done.png  the same study assembled: envelope table, selected point
+#   new-capacity.png   the New study section with the capacity kind chosen (empty form)
 # Needs: Xvfb, ImageMagick's import, xwininfo (make setup installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +42,21 @@ JSON
 id=$("$bin" study register "$work/medium.json" | sed -n 's/^study \([0-9]*\).*/\1/p' | head -1)
 [ -n "$id" ] || { echo "screenshots: could not register the medium study" >&2; exit 1; }
 
+# A capacity study on the medium model: 2 passes x P {1,2,4} x C {1,2,4}.
+printf '%s\n' '{"schema": "sparkbench.prompts/v1", "prefix": "Request {n}. ", "body": "Write a short story about a lighthouse keeper."}' > "$work/prompts.json"
+cat > "$work/capacity.json" <<JSON
+{"schema": "sparkbench.capacity/v1", "name": "medium model slots x clients (screenshots)",
+ "candidates": [{"id": "medium", "label": "medium f16", "model": {"path": "$PWD/testdata/models/medium-llama-f16.gguf",
+   "sha256": "$(sha256sum testdata/models/medium-llama-f16.gguf | cut -d' ' -f1)"}, "server_flags": ["-t", "1"]}],
+ "slots": [1, 2, 4], "clients": [1, 2, 4], "warmups": 1, "measured": 4, "n_predict": 32, "ctx_per_slot": 512,
+ "prompt_plan": {"path": "prompts.json", "sha256": "$(sha256sum "$work/prompts.json" | cut -d' ' -f1)"},
+ "limits": {"ttft_ms_p95_max": 1500, "e2e_ms_p95_max": 8000, "peak_rss_mib_max": 2048},
+ "predictions": [{"id": "P1", "text": "more slots gain at least 20%", "kind": "band",
+   "about": {"figure": "selected_gain", "candidate": "medium"}, "lo": 0.2}]}
+JSON
+capid=$("$bin" capacity register "$work/capacity.json" | sed -n 's/^study \([0-9]*\).*/\1/p' | head -1)
+[ -n "$capid" ] || { echo "screenshots: could not register the capacity study" >&2; exit 1; }
+
 shot() { # shot NAME SECONDS ARGS...: open the window with ARGS, wait, capture
   local name=$1 wait=$2; shift 2
   "$bin" "$@" >"$work/$name.log" 2>&1 &
@@ -59,3 +78,6 @@ shot run-done 25 --section studies --run "$id"
 shot new-study 3 --section new
 shot bench 4 --section bench
 shot models 4 --section models
+shot capacity-live 8 --section studies --run "$capid"
+shot capacity-done 60 --section studies --run "$capid"
+shot new-capacity 3 --section new --new-kind capacity

@@ -77,13 +77,15 @@ type CapacityPanel struct {
 	app     fyne.App
 	win     fyne.Window
 	svc     CapacityService
-	receipt func(id int64) // Export receipt… (the Studies section's)
-	busy    func() bool    // another run is going on in the window
+	receipt func(id int64)    // Export receipt… (the Studies section's)
+	busy    func() bool       // another run is going on in the window
+	meta    func() plots.Meta // the build and machine for chart titles (from the doctor)
 
-	id    int64
-	study *CapacityStudy
-	rows  []capRow
-	gen   uint64
+	id        int64
+	runOnLoad int64 // run this study as soon as it has been shown (the window's --run)
+	study     *CapacityStudy
+	rows      []capRow
+	gen       uint64
 
 	mu      sync.Mutex
 	running int64
@@ -223,6 +225,12 @@ func (v *CapacityPanel) Show(id int64) {
 				v.Status.SetText(fmt.Sprintf("study %d: %v", id, err))
 			} else {
 				v.show(cs)
+				if v.runOnLoad == id {
+					v.runOnLoad = 0
+					if !v.RunButton.Disabled() {
+						v.Run()
+					}
+				}
 			}
 			v.signal()
 		})
@@ -265,10 +273,10 @@ func (v *CapacityPanel) show(cs *CapacityStudy) {
 		v.rows = assembledRows(r)
 		v.Envelope.Refresh()
 		if len(cs.Charts) > 0 {
-			v.Chart.Show(cs.Charts[0])
+			v.Chart.Show(withMeta(cs.Charts[0], v.chartMeta()))
 		}
 		if len(cs.Charts) > 1 {
-			v.Grid.Show(cs.Charts[1])
+			v.Grid.Show(withMeta(cs.Charts[1], v.chartMeta()))
 		}
 	}
 	if s.Status == capacity.StatusComplete {
@@ -439,6 +447,37 @@ func (v *CapacityPanel) Run() {
 	}()
 }
 
+func (v *CapacityPanel) chartMeta() plots.Meta {
+	if v.meta == nil {
+		return plots.Meta{}
+	}
+	return v.meta()
+}
+
+// withMeta names the build and machine in a capacity chart's title where it names none.
+func withMeta(c plots.Chart, m plots.Meta) plots.Chart {
+	set := func(x *plots.Meta) {
+		if x.Build == "" {
+			x.Build = m.Build
+		}
+		if x.Machine == "" {
+			x.Machine = m.Machine
+		}
+	}
+	switch x := c.(type) {
+	case plots.EnvelopeChart:
+		set(&x.Meta)
+		return x
+	case plots.SlotsChart:
+		set(&x.Meta)
+		return x
+	case plots.LatencyChart:
+		set(&x.Meta)
+		return x
+	}
+	return c
+}
+
 // showReceipt previews an exported receipt: its charts, then receipt.md rendered.
 func (v *CapacityPanel) showReceipt(md []byte, imgs []fyne.Resource) {
 	fillReceipt(v.ReceiptImgs, v.Receipt, md, imgs)
@@ -494,10 +533,10 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 	}
 	v.mu.Unlock()
 	if slots != nil {
-		v.Chart.Show(slots)
+		v.Chart.Show(withMeta(slots, v.chartMeta()))
 	}
 	if grid != nil {
-		v.Grid.Show(grid)
+		v.Grid.Show(withMeta(grid, v.chartMeta()))
 	}
 	p := ev.Progress
 	v.text.Submit(func() {

@@ -410,3 +410,24 @@ func TestStudiesSwitchesBetweenThroughputAndCapacity(t *testing.T) {
 		}
 	})
 }
+
+// The window's --run ID starts a capacity study as soon as it is shown.
+func TestStudiesRunOnLoadRunsACapacityStudy(t *testing.T) {
+	a := newTestApp(t)
+	capSvc := &fakeCapacity{events: capEvents}
+	v := build(func() *StudiesView {
+		v := newStudiesView(a, a.NewWindow("t"), mixedStudies{&fakeStudies{}})
+		v.SetCapacity(capSvc)
+		return v
+	})
+	defer Locked(v.close)
+	Locked(func() {
+		v.RunOnLoad(9)
+		v.Start()
+	})
+	waitCap(t, v.Cap, func() bool {
+		capSvc.mu.Lock()
+		defer capSvc.mu.Unlock()
+		return capSvc.runs == 1 && capSvc.status == capacity.StatusComplete && !v.Cap.Running()
+	})
+}

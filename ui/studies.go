@@ -216,6 +216,11 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 // SetCapacity lets the section show and run capacity and concurrency studies through svc.
 func (v *StudiesView) SetCapacity(svc CapacityService) {
 	v.Cap = newCapacityPanel(v.app, v.win, svc, func(int64) { v.receiptDialog() }, v.busy)
+	v.Cap.meta = func() plots.Meta {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.meta
+	}
 	v.Cap.Object.Hide()
 	v.stack.Add(v.Cap.Object)
 }
@@ -336,6 +341,10 @@ func (v *StudiesView) Select(id int64) {
 		v.report = nil
 		v.updateButtons()
 		v.showCapacity(true)
+		if v.runOnLoad == id {
+			v.runOnLoad = 0
+			v.Cap.runOnLoad = id
+		}
 		v.Cap.Show(id)
 		v.signal()
 		return

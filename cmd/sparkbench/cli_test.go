@@ -58,6 +58,7 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 		{"inspect two files", []string{"model", "inspect", empty, empty}, []string{"exactly one GGUF file"}},
 		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "sparkbench help"}},
 		{"unknown flag", []string{"doctor", "--bogus"}, []string{"flag provided but not defined: -bogus"}},
+		{"gui unknown study kind", []string{"gui", "--new-kind", "latency"}, []string{`--new-kind "latency"`, "throughput, capacity or concurrency"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -22,8 +22,13 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	section := fs.String("section", "studies", "section to open: "+strings.Join(ui.Sections, ", "))
 	runDemo := fs.Bool("run-demo", false, "run the demo study as soon as the window opens")
 	runID := fs.Int64("run", 0, "run (or resume) this study as soon as the window opens")
+	newKind := fs.String("new-kind", "throughput", "kind of study the New study section starts with: throughput, capacity or concurrency")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
+	}
+	if !slices.Contains([]string{"throughput", ui.KindCapacity, ui.KindConcurrency}, *newKind) {
+		fprintf(stderr, "sparkbench: --new-kind %q: want throughput, capacity or concurrency\n", *newKind)
+		return 2
 	}
 	if !slices.Contains(ui.Sections, *section) {
 		fprintf(stderr, "sparkbench: --section %q: want one of %s\n", *section, strings.Join(ui.Sections, ", "))
@@ -68,6 +73,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		Capacity:  capacitySvc,
 	})
 	wb.ShowSection(*section)
+	wb.Kind.SetSelected(*newKind)
 	switch {
 	case *runID > 0:
 		wb.Studies.RunOnLoad(*runID)
