@@ -472,6 +472,7 @@ func (v *StudiesView) RunSelected() {
 				msg = "stopped by you; the running leg is recorded as stopped_by_user. Run resumes at the first unfinished leg."
 			case err != nil:
 				msg = "could not run: " + err.Error()
+				dialog.ShowError(fmt.Errorf("the study could not run: %w. Legs that finished are kept; fix it and press Run to resume", err), v.win)
 			case sum.Halted:
 				msg = fmt.Sprintf("halted after %d/%d legs: %s", sum.LegsDone, sum.LegsTotal, sum.Reason)
 			}

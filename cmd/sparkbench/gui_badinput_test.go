@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/app"
+	"sparkbench/app/capacity"
+	"sparkbench/runner/llamatest"
+	"sparkbench/store"
+	"sparkbench/ui"
+)
+
+// dialogText is the text of the window's top dialog ("" when none is shown).
+func dialogText(c fyne.Canvas) string {
+	top := c.Overlays().Top()
+	if top == nil {
+		return ""
+	}
+	var b strings.Builder
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch x := o.(type) {
+		case *widget.Label:
+			b.WriteString(x.Text + "\n")
+		case *canvas.Text:
+			b.WriteString(x.Text + "\n")
+		}
+		if c, ok := o.(*fyne.Container); ok {
+			for _, ch := range c.Objects {
+				walk(ch)
+			}
+		}
+		if w, ok := o.(fyne.Widget); ok {
+			for _, ch := range test.WidgetRenderer(w).Objects() {
+				walk(ch)
+			}
+		}
+	}
+	walk(top)
+	return b.String()
+}
+
+// With the llama.cpp folder gone, Run in the window (a throughput and a capacity study) shows a
+// dialog naming the folder and the fix, and the notebook's journal is unchanged.
+func TestWindowRunWithAMissingBuildFolder(t *testing.T) {
+	llamatest.Binaries(t) // the models exist; the folder given to the window does not
+	tmp := t.TempDir()
+	missing := filepath.Join(tmp, "llama.cpp-was-here")
+	nb, err := store.Open(filepath.Join(tmp, "notebook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	data := filepath.Join(tmp, "data")
+	svc := studyService{nb: nb, dataDir: data, llamaDir: missing}
+	capSvc := capacityService{nb: nb, dataDir: data, llamaDir: missing}
+	ctx := context.Background()
+	demoID, err := svc.EnsureDemo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiny := filepath.Join(llamatest.ModelsDir(), "tiny-llama-f32.gguf")
+	sum, err := cachedHash(ctx, nb, io.Discard)(tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1 := 0
+	reg, err := capSvc.RegisterCapacity(ctx, &capacity.Plan{Schema: capacity.SchemaCapacity, Name: "missing folder",
+		Candidates: []capacity.Candidate{{ID: "tiny", Label: "tiny", Model: capacity.FileRef{Path: tiny, SHA256: sum}, ServerFlags: []string{"-t", "1"}}},
+		Slots:      []int{1}, Clients: []int{1}, Warmups: &w1, Measured: 1, NPredict: 4, CtxPerSlot: 256,
+		PromptPlan: capacity.DefaultPromptPlanRef(),
+		Limits:     capacity.Limits{TTFTMsP95Max: 1000, E2EMsP95Max: 1000, PeakRSSMiBMax: 1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := nb.Journal(ctx, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var a fyne.App
+	ui.Locked(func() { a = test.NewApp() })
+	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
+	var wb *ui.Workbench
+	ui.Locked(func() {
+		wb = ui.NewWorkbench(a, ui.Deps{
+			Doctor:  func(context.Context, string) app.DoctorReport { return app.DoctorReport{} },
+			Library: notebookLibrary{nb}, Studies: svc, Registrar: svc, Notebook: notebookService{nb}, Capacity: capSvc,
+		})
+	})
+	defer ui.Locked(func() { wb.Window.Close() })
+	st := wb.Studies
+
+	// The throughput demo.
+	ui.Locked(func() { st.Reload(demoID) })
+	waitFor(t, "the demo study", func() bool { return st.Report() != nil && st.Report().Study.ID == demoID && !st.RunButton.Disabled() })
+	ui.Locked(func() { test.Tap(st.RunButton) })
+	waitFor(t, "the refusal", func() bool { return strings.HasPrefix(st.ProgressMsg.Text, "could not run: ") })
+	ui.Locked(func() {
+		txt := dialogText(wb.Window.Canvas())
+		if !strings.Contains(txt, missing) || !strings.Contains(strings.ToLower(txt), "the study could not run") {
+			t.Errorf("throughput dialog: %q", txt)
+		}
+		c := wb.Window.Canvas() // dismiss it
+		for c.Overlays().Top() != nil {
+			c.Overlays().Remove(c.Overlays().Top())
+		}
+	})
+
+	// The capacity study.
+	ui.Locked(func() { st.Reload(reg.StudyID) })
+	waitFor(t, "the capacity study", func() bool { return st.Cap.Study() != nil && !st.Cap.RunButton.Disabled() })
+	ui.Locked(func() { test.Tap(st.Cap.RunButton) })
+	waitFor(t, "the capacity refusal", func() bool { return strings.HasPrefix(st.Cap.ProgressMsg.Text, "not run: ") })
+	ui.Locked(func() {
+		txt := dialogText(wb.Window.Canvas())
+		if !strings.Contains(txt, missing) || !strings.Contains(strings.ToLower(txt), "the study was not run") || !strings.Contains(txt, "Nothing was recorded") {
+			t.Errorf("capacity dialog: %q", txt)
+		}
+	})
+
+	after, err := nb.Journal(ctx, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("the journal changed: %d entries before, %d after (last: %s)", len(before), len(after), after[len(after)-1].Kind)
+	}
+}
