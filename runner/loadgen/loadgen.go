@@ -156,6 +156,7 @@ type Attack struct {
 	cancel   context.CancelCauseFunc
 	stopOnce sync.Once
 	bodies   [][]byte
+	timedOut error // the cause of a request's timeout
 }
 
 // ErrStopped is the cause of requests cut short by Stop.
@@ -179,6 +180,7 @@ func Start(ctx context.Context, cfg Config) *Attack {
 		go a.refuse(err)
 		return a
 	}
+	a.timedOut = fmt.Errorf("timed out after %s (the per-request limit)", cfg.Timeout)
 	a.bodies = make([][]byte, total)
 	for i := range a.bodies {
 		a.bodies[i] = CompletionBody(cfg.Prompt(i), cfg.NPredict, cfg.Seed)
@@ -311,8 +313,7 @@ func causeText(ctx context.Context) string {
 // do sends request i and reads its stream to the final event.
 func (a *Attack) do(i int) Result {
 	r := a.shell(i)
-	ctx, cancel := context.WithTimeoutCause(a.ctx, a.cfg.Timeout,
-		fmt.Errorf("timed out after %s (the per-request limit)", a.cfg.Timeout))
+	ctx, cancel := context.WithTimeoutCause(a.ctx, a.cfg.Timeout, a.timedOut)
 	defer cancel()
 	var (
 		resp *http.Response
@@ -410,32 +411,25 @@ func (a *Attack) stream(ctx context.Context, body io.Reader, r *Result) {
 			r.Error = streamError(ctx, err, r.ContentEvents)
 			return
 		}
-		if content, n, ok := tokenEvent(data); ok {
-			r.Tokens = n
-			if content {
-				a.content(r, now)
-			}
-			continue
-		}
-		ev, derr := decodeEvent(data)
+		ev, derr := parseEvent(data)
 		if derr != nil {
 			r.End = now
 			r.Error = fmt.Sprintf("malformed event after %d content events: %v", r.ContentEvents, derr)
 			return
 		}
-		if ev.Error != nil {
+		if ev.err != nil {
 			r.End = now
-			r.Error = "server error event: " + ev.Error.String()
+			r.Error = "server error event: " + ev.err.String()
 			return
 		}
-		if ev.TokensPredicted > 0 || ev.Stop {
-			r.Tokens = ev.TokensPredicted
+		if ev.predicted > 0 || ev.stop {
+			r.Tokens = ev.predicted
 		}
-		if ev.Content != "" || len(ev.Tokens) > 0 {
+		if ev.content {
 			a.content(r, now)
 		}
-		if ev.Stop {
-			r.End, r.StopType, r.Timings = now, ev.StopType, ev.Timings
+		if ev.stop {
+			r.End, r.StopType, r.Timings = now, ev.stopType, ev.timings
 			if r.HasFirstToken && r.Tokens >= 2 && r.FirstToken == r.End {
 				r.End++ // one nanosecond: the records refuse an undefined inter-token latency
 			}

@@ -52,28 +52,6 @@ func TestSSEReader(t *testing.T) {
 	}
 }
 
-func TestTokenEventFastPath(t *testing.T) {
-	for _, tc := range []struct {
-		in        string
-		content   bool
-		predicted int
-		ok        bool
-	}{
-		{`{"index":0,"content":"g","tokens":[106],"stop":false,"id_slot":-1,"tokens_predicted":1,"tokens_evaluated":9}`, true, 1, true},
-		{`{"index":0,"content":"\"stop\":true","tokens":[1],"stop":false,"tokens_predicted":12}`, true, 12, true},
-		{`{"index":0,"content":"","tokens":[7],"stop":false,"tokens_predicted":3}`, true, 3, true},
-		{`{"index":0,"content":"","tokens":[],"stop":false,"tokens_predicted":3}`, false, 3, true},
-		{`{"index":0,"content":"","tokens":[],"id_slot":0,"stop":true,"tokens_predicted":16}`, false, 0, false},
-		{`{"error":{"code":500,"message":"x"}}`, false, 0, false},
-		{`{"content":"a"}`, false, 0, false},
-	} {
-		c, n, ok := tokenEvent([]byte(tc.in))
-		if c != tc.content || n != tc.predicted || ok != tc.ok {
-			t.Errorf("tokenEvent(%s) = %v %d %v; want %v %d %v", tc.in, c, n, ok, tc.content, tc.predicted, tc.ok)
-		}
-	}
-}
-
 // replay serves a captured llama-server response (status line and headers, blank line, SSE
 // body) for every request.
 func replay(t *testing.T, name string) *httptest.Server {
@@ -330,8 +308,7 @@ func FuzzSSEReader(f *testing.F) {
 			if err != nil {
 				return
 			}
-			_, _, _ = tokenEvent(data)
-			_, _ = decodeEvent(data)
+			_, _ = parseEvent(data)
 		}
 		t.Fatal("the reader did not end")
 	})

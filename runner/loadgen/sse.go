@@ -144,54 +144,6 @@ type ServerTimings struct {
 	CacheN             int     `json:"cache_n"`
 }
 
-var (
-	keyContent   = []byte(`"content":"`)
-	keyTokens    = []byte(`"tokens":[`)
-	keyPredicted = []byte(`"tokens_predicted":`)
-	keyStopTrue  = []byte(`"stop":true`)
-	keyError     = []byte(`"error"`)
-)
-
-// tokenEvent is the fast path for the per-token events, which are flat objects of a known
-// shape ({"index":0,"content":"g","tokens":[106],"stop":false,…,"tokens_predicted":1,…}): it
-// finds whether the event carries generated content and the server's running token count
-// without decoding the whole object. Inside a JSON string every quote is escaped, so the raw
-// key patterns cannot occur in generated text. ok is false when the event may be anything else
-// (the final event, an error, an unknown shape): decode it fully then.
-func tokenEvent(data []byte) (content bool, predicted int, ok bool) {
-	if bytes.Contains(data, keyStopTrue) || bytes.Contains(data, keyError) {
-		return false, 0, false
-	}
-	i := bytes.Index(data, keyContent)
-	if i < 0 {
-		return false, 0, false
-	}
-	rest := data[i+len(keyContent):]
-	content = len(rest) > 0 && rest[0] != '"'
-	if !content {
-		if j := bytes.Index(data, keyTokens); j >= 0 && j+len(keyTokens) < len(data) {
-			content = data[j+len(keyTokens)] != ']'
-		}
-	}
-	j := bytes.Index(data, keyPredicted)
-	if j < 0 {
-		return false, 0, false
-	}
-	n, k := 0, j+len(keyPredicted)
-	start := k
-	for k < len(data) && data[k] >= '0' && data[k] <= '9' {
-		n = n*10 + int(data[k]-'0')
-		k++
-		if k-start > 9 {
-			return false, 0, false
-		}
-	}
-	if k == start {
-		return false, 0, false
-	}
-	return content, n, true
-}
-
 func decodeEvent(data []byte) (streamEvent, error) {
 	var ev streamEvent
 	err := json.Unmarshal(data, &ev)
