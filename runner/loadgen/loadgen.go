@@ -81,8 +81,9 @@ type Result struct {
 	Phase   string `json:"phase"`
 	Seq     int    `json:"seq"`   // 0-based within (clients, phase)
 	Index   int    `json:"index"` // 0-based in take order (warmups first): the argument of Prompt
-	// Send is when the request bytes were written (httptrace WroteRequest); when the write
-	// never completed, when the request was handed to the transport.
+	// Send is when the request bytes were written (httptrace WroteRequest) by its last send,
+	// the one that got the response (see Retries); when the write never completed, when the
+	// request was handed to the transport.
 	Send time.Duration `json:"send"`
 	// FirstToken is the first event carrying generated content; valid when HasFirstToken.
 	FirstToken    time.Duration `json:"first_token"`
@@ -95,7 +96,8 @@ type Result struct {
 	// ContentEvents counts the events that carried generated content.
 	ContentEvents int `json:"content_events"`
 	HTTPStatus    int `json:"http_status"` // 0: no HTTP response
-	// Retries counts resends after a stale keep-alive connection (see Attack.send).
+	// Retries counts resends after a stale keep-alive connection, the load generator's and Go
+	// transport's own (see Attack.send).
 	Retries  int    `json:"retries,omitempty"`
 	StopType string `json:"stop_type,omitempty"`
 	// Error is empty for a request that ended with its final event; otherwise what went wrong.
@@ -323,7 +325,9 @@ func (a *Attack) do(i int) Result {
 	client := a.client
 	for {
 		var stale bool
-		resp, send, stale, err = a.send(ctx, client, i)
+		var resent int
+		resp, send, resent, stale, err = a.send(ctx, client, i)
+		r.Retries += resent
 		if err == nil || !stale || client == a.fresh || ctx.Err() != nil {
 			break
 		}
@@ -359,26 +363,35 @@ func (a *Attack) do(i int) Result {
 // connection the server had already closed: a reused connection that failed with EOF or a
 // reset before any byte of a response arrived. llama-server (cpp-httplib) often closes a
 // connection after a streamed response although it advertises keep-alive, and Go does not
-// resend a POST by itself; the server never read such a request, so it is sent once more on
-// a connection of its own (Attack.fresh: keep-alive off), timed from that send
+// resend a POST once its bytes went out; the server never read such a request, so it is sent
+// once more on a connection of its own (Attack.fresh: keep-alive off), timed from that send
 // (Result.Retries counts them). Another pooled connection would not do: it may be one the
 // server is closing at that very moment.
-func (a *Attack) send(ctx context.Context, client *http.Client, i int) (resp *http.Response, send time.Duration, stale bool, err error) {
+//
+// send is the time the request's bytes were written on the connection that answered (or
+// failed last); resent counts the times the transport itself sent the request again within
+// this attempt (it does, on another connection, when not a byte could be written on a reused
+// one): each takes a connection of its own (GotConn).
+func (a *Attack) send(ctx context.Context, client *http.Client, i int) (resp *http.Response, send time.Duration, resent int, stale bool, err error) {
 	var wrote atomic.Int64
 	var reused, answered atomic.Bool
+	var conns atomic.Int32
 	wrote.Store(-1)
 	trace := &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) { reused.Store(info.Reused) },
+		GotConn: func(info httptrace.GotConnInfo) {
+			conns.Add(1)
+			reused.Store(info.Reused)
+		},
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				wrote.CompareAndSwap(-1, int64(a.since()))
+			if info.Err == nil { // the last complete write: a failed one is resent or fails the request
+				wrote.Store(int64(a.since()))
 			}
 		},
 		GotFirstResponseByte: func() { answered.Store(true) },
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, a.url, bytes.NewReader(a.bodies[i]))
 	if err != nil {
-		return nil, a.since(), false, err
+		return nil, a.since(), 0, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
@@ -391,7 +404,7 @@ func (a *Attack) send(ctx context.Context, client *http.Client, i int) (resp *ht
 	if err != nil {
 		stale = reused.Load() && !answered.Load() && staleError(err)
 	}
-	return resp, send, stale, err
+	return resp, send, max(int(conns.Load())-1, 0), stale, err
 }
 
 func staleError(err error) bool {
