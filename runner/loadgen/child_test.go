@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -102,6 +103,11 @@ func fakeChild() int {
 	}
 	fmt.Println(f.URL)
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	// The fake files a request after its final flush, so the client may ask before the last
+	// handlers have filed theirs: wait for every request received to be filed.
+	for end := time.Now().Add(5 * time.Second); len(f.Served()) < f.Requests() && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
 	var out []childServed
 	for _, s := range f.Served() {
 		c := childServed{Prompt: s.Prompt, Received: clk.at(s.Received), Final: clk.at(s.Final)}
@@ -198,6 +204,140 @@ func tcpFloor(tb testing.TB, c, rounds int) (perMsg time.Duration) {
 			}()
 		}
 		wg.Wait()
+	}
+	u1, s1 := cpuTime()
+	if msgs == 0 {
+		tb.Fatal("no messages")
+	}
+	return (u1 - u0 + s1 - s0) / time.Duration(msgs)
+}
+
+// sseFloor is tcpFloor against the load generator's own source: the SSE child, asked over raw
+// loopback TCP (one hand-written HTTP/1.1 request per connection, rounds x c connections, c at
+// a time) and read the same way (bufio, one ReadSlice per line), no HTTP client, no SSE
+// parsing: the CPU per streamed event that the netpoller and the kernel cost for exactly
+// the messages, and the pace, that the load generator reads.
+func sseFloor(tb testing.TB, c, rounds int) (perEvent time.Duration) {
+	p := startFakeChild(tb, "sse")
+	addr := strings.TrimPrefix(p.URL, "http://")
+	reqs := make([][]byte, rounds*c)
+	for i := range reqs {
+		body := CompletionBody(prompt(i), headroomTokens, 0)
+		reqs[i] = fmt.Appendf(nil, "POST /completion HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+			"Content-Length: %d\r\nConnection: close\r\n\r\n%s", addr, len(body), body)
+	}
+	u0, s0 := cpuTime()
+	events := 0
+	var mu sync.Mutex
+	for r := range rounds {
+		var wg sync.WaitGroup
+		for k := range c {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				conn, err := net.Dial("tcp", addr)
+				if err != nil {
+					tb.Error(err)
+					return
+				}
+				defer conn.Close()
+				if _, err := conn.Write(reqs[r*c+k]); err != nil {
+					tb.Error(err)
+					return
+				}
+				br := bufio.NewReaderSize(conn, DefaultReadBuffer)
+				n := 0
+				for {
+					line, err := br.ReadSlice('\n')
+					if err != nil {
+						break
+					}
+					if bytes.HasPrefix(line, []byte("data: ")) {
+						n++
+					}
+				}
+				mu.Lock()
+				events += n
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	u1, s1 := cpuTime()
+	p.served(tb)
+	if events == 0 {
+		tb.Fatal("no events")
+	}
+	return (u1 - u0 + s1 - s0) / time.Duration(events)
+}
+
+// epollFloor reads the raw TCP child (as tcpFloor does) without Go's netpoller: sockets of
+// its own, one edge-triggered epoll loop on one goroutine, one read per ready connection (a
+// read shorter than the buffer drained the socket), so one read syscall per message instead
+// of two and no goroutine wakeups. What a hand-made event loop could reach on the machine;
+// the part of the floor it keeps (the wakeup of a sleeping thread and the kernel's loopback
+// TCP receive path) no client avoids.
+func epollFloor(tb testing.TB, c, rounds int) (perMsg time.Duration) {
+	p := startFakeChild(tb, "tcp")
+	ta, err := net.ResolveTCPAddr("tcp4", p.URL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sa := &syscall.SockaddrInet4{Port: ta.Port}
+	copy(sa.Addr[:], ta.IP.To4())
+	ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer syscall.Close(ep)
+	const edgeTriggered = 1 << 31 // EPOLLET
+	buf := make([]byte, DefaultReadBuffer)
+	evs := make([]syscall.EpollEvent, 256)
+	u0, s0 := cpuTime()
+	msgs := 0
+	for range rounds {
+		open := 0
+		for range c {
+			fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if err := syscall.Connect(fd, sa); err != nil {
+				tb.Fatal(err)
+			}
+			ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | edgeTriggered, Fd: int32(fd)}
+			if err := errors.Join(syscall.SetNonblock(fd, true), syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, fd, &ev)); err != nil {
+				tb.Fatal(err)
+			}
+			open++
+		}
+		for open > 0 {
+			n, err := syscall.EpollWait(ep, evs, -1)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				tb.Fatal(err)
+			}
+			for _, ev := range evs[:n] {
+				fd := int(ev.Fd)
+				for {
+					k, err := syscall.Read(fd, buf)
+					if err == syscall.EAGAIN {
+						break
+					}
+					if k <= 0 { // EOF or an error: the child is done with this connection
+						_ = syscall.Close(fd)
+						open--
+						break
+					}
+					msgs += bytes.Count(buf[:k], []byte{'\n'})
+					if k < len(buf) && ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP) == 0 {
+						break // drained; the next message is a new edge
+					}
+				}
+			}
+		}
 	}
 	u1, s1 := cpuTime()
 	if msgs == 0 {
