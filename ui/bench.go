@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app"
+	"sparkbench/runner/membw"
 )
 
 // BenchView is the Bench section: which llama.cpp build sparkbench will drive, what it
@@ -32,6 +33,13 @@ type BenchView struct {
 	Problems      *widget.Label
 	RecheckButton *widget.Button
 	Choose        *widget.Button
+	// Measure memory bandwidth: the button (Cancel while it runs), its progress and result.
+	MeasureBW  *widget.Button
+	BWProgress *widget.ProgressBar
+	BWResult   *widget.Label
+	BWOptions  membw.Options // zero: membw's defaults (3 x 256 MiB, every core, best of 10)
+	bwCancel   context.CancelFunc
+	BWMeasured chan struct{} // receives after each measurement ended (tests wait on it)
 
 	win      fyne.Window
 	prefs    fyne.Preferences
@@ -60,6 +68,12 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 	v.Machine = wrap()
 	v.RecheckButton = widget.NewButton("Re-check", v.Recheck)
 	v.Choose = widget.NewButton("Choose llama.cpp folder…", v.chooseFolder)
+	v.BWMeasured = make(chan struct{}, 4)
+	v.BWResult = wrap()
+	v.BWResult.SetText("not measured in this window (studies with bandwidth \"measure\" measure it before they run)")
+	v.BWProgress = widget.NewProgressBar()
+	v.BWProgress.Hide()
+	v.MeasureBW = widget.NewButton("Measure memory bandwidth", v.toggleBandwidth)
 
 	form := widget.NewForm(
 		widget.NewFormItem("Folder", v.Folder),
@@ -73,11 +87,59 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 		container.NewHBox(heading("Bench"), v.Status, v.Choose, v.RecheckButton),
 		widget.NewCard("llama.cpp build", "the binaries sparkbench drives", form),
 		widget.NewCard("Machine", "", v.Machine),
+		widget.NewCard("Memory bandwidth", "STREAM-style copy and triad, best trial; the ceiling of memory-bound token generation",
+			container.NewVBox(container.NewHBox(v.MeasureBW), v.BWProgress, v.BWResult)),
 		widget.NewCard("Notebook", "", v.Notebook),
 		widget.NewCard("Display", "", v.Display),
 		widget.NewCard("What is missing", "each problem with the one command that fixes it", v.Problems),
 	))
 	return v
+}
+
+// toggleBandwidth starts a bandwidth measurement, or cancels the one running.
+func (v *BenchView) toggleBandwidth() {
+	v.mu.Lock()
+	if v.bwCancel != nil {
+		v.bwCancel()
+		v.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	v.bwCancel = cancel
+	v.mu.Unlock()
+	v.MeasureBW.SetText("Cancel")
+	v.BWProgress.SetValue(0)
+	v.BWProgress.Show()
+	v.BWResult.SetText("measuring… (the machine should be otherwise idle)")
+	opts := v.BWOptions
+	opts.Progress = func(done, total int) {
+		onUI(func() { v.BWProgress.SetValue(float64(done) / float64(total)) })
+	}
+	go func() {
+		res, err := membw.Measure(ctx, opts)
+		cancel()
+		onUI(func() {
+			v.mu.Lock()
+			v.bwCancel = nil
+			v.mu.Unlock()
+			v.MeasureBW.SetText("Measure memory bandwidth")
+			v.BWProgress.Hide()
+			switch {
+			case ctx.Err() != nil && err != nil:
+				v.BWResult.SetText("cancelled: nothing measured")
+			case err != nil:
+				v.BWResult.SetText("could not measure: " + err.Error())
+				dialog.ShowError(fmt.Errorf("memory bandwidth: %w", err), v.win)
+			default:
+				v.BWResult.SetText(fmt.Sprintf("copy %.1f GB/s · triad %.1f GB/s (best of %d trials, %d threads, 3 × %d MiB arrays, %.1f s)",
+					res.CopyGBs, res.TriadGBs, res.Trials, res.Threads, res.ArrayBytes>>20, res.Elapsed))
+			}
+			select {
+			case v.BWMeasured <- struct{}{}:
+			default:
+			}
+		})
+	}()
 }
 
 // Recheck runs the doctor in the background (latest wins) and shows its report.

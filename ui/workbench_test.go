@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"sparkbench/app"
 	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/membw"
 )
 
 func waitChecked(t *testing.T, v *BenchView) {
@@ -142,5 +144,56 @@ func TestShortcutsAndSections(t *testing.T) {
 		if wb.nav.Selected().Text != "Notebook" {
 			t.Errorf("Ctrl+F opened %q", wb.nav.Selected().Text)
 		}
+	})
+}
+
+func waitBW(t *testing.T, v *BenchView, cond func() bool) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		var ok bool
+		Locked(func() { ok = cond() })
+		if ok {
+			return
+		}
+		select {
+		case <-v.BWMeasured:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			var r string
+			Locked(func() { r = v.BWResult.Text })
+			t.Fatalf("condition never met; result %q", r)
+		}
+	}
+}
+
+// Measure memory bandwidth runs the real probe (small arrays here) and shows copy and triad;
+// pressing the button again while it runs cancels it.
+func TestBenchMeasuresMemoryBandwidth(t *testing.T) {
+	a := newTestApp(t)
+	v := build(func() *BenchView {
+		return newBenchView(a.NewWindow("t"), a.Preferences(), func(context.Context, string) app.DoctorReport { return app.DoctorReport{} }, nil)
+	})
+	Locked(func() {
+		v.BWOptions = membw.Options{ArrayBytes: 4 << 20, Threads: 1, Trials: 3}
+		test.Tap(v.MeasureBW)
+		if v.MeasureBW.Text != "Cancel" || !v.BWProgress.Visible() {
+			t.Errorf("while measuring: button %q, progress visible %v", v.MeasureBW.Text, v.BWProgress.Visible())
+		}
+	})
+	re := regexp.MustCompile(`^copy ([0-9.]+) GB/s · triad ([0-9.]+) GB/s \(best of 3 trials, 1 threads, 3 × 4 MiB arrays`)
+	waitBW(t, v, func() bool { return re.MatchString(v.BWResult.Text) })
+	Locked(func() {
+		m := re.FindStringSubmatch(v.BWResult.Text)
+		if m[1] == "0.0" || m[2] == "0.0" || v.MeasureBW.Text != "Measure memory bandwidth" || v.BWProgress.Visible() {
+			t.Fatalf("after: %q, button %q", v.BWResult.Text, v.MeasureBW.Text)
+		}
+		// A long measurement, cancelled at once.
+		v.BWOptions = membw.Options{ArrayBytes: 64 << 20, Threads: 1, Trials: 1000}
+		test.Tap(v.MeasureBW)
+		test.Tap(v.MeasureBW)
+	})
+	waitBW(t, v, func() bool {
+		return v.BWResult.Text == "cancelled: nothing measured" && v.MeasureBW.Text == "Measure memory bandwidth"
 	})
 }
