@@ -47,6 +47,10 @@ type NotebookView struct {
 	List     *widget.List
 	Filter   *widget.Entry
 	Kind     *widget.Select
+	Study    *widget.Select // "all studies", "no study", "study N"
+	Since    *widget.Entry  // YYYY-MM-DD: entries on or after that day (local time)
+	Until    *widget.Entry  // YYYY-MM-DD: entries on or before that day
+	DateErr  *widget.Label
 	Chain    *widget.Label
 	VerifyBt *widget.Button
 	ImportBt *widget.Button
@@ -69,6 +73,14 @@ func newNotebookView(win fyne.Window, svc NotebookService) *NotebookView {
 	v.Filter.OnChanged = func(string) { v.apply() }
 	v.Kind = widget.NewSelect([]string{"all kinds"}, func(string) { v.apply() })
 	v.Kind.SetSelected("all kinds")
+	v.Study = widget.NewSelect([]string{"all studies"}, func(string) { v.apply() })
+	v.Study.SetSelected("all studies")
+	v.Since, v.Until = widget.NewEntry(), widget.NewEntry()
+	v.Since.SetPlaceHolder("from YYYY-MM-DD")
+	v.Until.SetPlaceHolder("to YYYY-MM-DD")
+	v.Since.OnChanged = func(string) { v.apply() }
+	v.Until.OnChanged = func(string) { v.apply() }
+	v.DateErr = widget.NewLabel("")
 	v.List = widget.NewList(func() int { return len(v.rows) },
 		func() fyne.CanvasObject {
 			l := widget.NewLabel("")
@@ -95,7 +107,9 @@ func newNotebookView(win fyne.Window, svc NotebookService) *NotebookView {
 	top := container.NewVBox(
 		container.NewHBox(heading("Notebook"), v.VerifyBt, v.ImportBt, v.BundleBt, widget.NewButton("Refresh", v.Reload)),
 		v.Chain,
-		container.NewBorder(nil, nil, nil, v.Kind, v.Filter),
+		container.NewBorder(nil, nil, nil, container.NewHBox(v.Study, v.Kind, container.NewGridWrap(fyne.NewSize(150, 36), v.Since),
+			container.NewGridWrap(fyne.NewSize(150, 36), v.Until)), v.Filter),
+		v.DateErr,
 	)
 	v.Object = container.NewBorder(top, nil, nil, nil, v.List)
 	return v
@@ -128,6 +142,21 @@ func (v *NotebookView) Reload() {
 					}
 				}
 				v.Kind.Options = kinds
+				studies := []string{"all studies"}
+				seenStudy := map[int64]bool{}
+				noStudy := false
+				for _, r := range rows {
+					if r.StudyID == 0 {
+						noStudy = true
+					} else if !seenStudy[r.StudyID] {
+						seenStudy[r.StudyID] = true
+						studies = append(studies, fmt.Sprintf("study %d", r.StudyID))
+					}
+				}
+				if noStudy {
+					studies = append(studies, "no study")
+				}
+				v.Study.Options = studies
 				v.apply()
 			}
 			v.signal()
@@ -141,9 +170,38 @@ func (v *NotebookView) apply() {
 	}
 	text := strings.ToLower(strings.TrimSpace(v.Filter.Text))
 	kind := v.Kind.Selected
+	studySel := v.Study.Selected
+	var errs []string
+	day := func(field string, e *widget.Entry) (time.Time, bool) {
+		s := strings.TrimSpace(e.Text)
+		if s == "" {
+			return time.Time{}, false
+		}
+		d, err := time.ParseInLocation("2006-01-02", s, time.Local)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s %q: write the day as YYYY-MM-DD, e.g. 2026-12-02", field, s))
+			return time.Time{}, false
+		}
+		return d, true
+	}
+	since, hasSince := day("from", v.Since)
+	until, hasUntil := day("to", v.Until)
+	v.DateErr.SetText(strings.Join(errs, "; "))
 	v.rows = v.rows[:0]
 	for _, r := range v.all {
 		if kind != "" && kind != "all kinds" && r.Kind != kind {
+			continue
+		}
+		switch {
+		case studySel == "" || studySel == "all studies":
+		case studySel == "no study":
+			if r.StudyID != 0 {
+				continue
+			}
+		case studySel != fmt.Sprintf("study %d", r.StudyID):
+			continue
+		}
+		if hasSince && r.At.Before(since) || hasUntil && !r.At.Before(until.AddDate(0, 0, 1)) {
 			continue
 		}
 		if text != "" && !strings.Contains(strings.ToLower(fmt.Sprintf("%d %s study %d %s", r.Seq, r.Kind, r.StudyID, r.Summary)), text) {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -195,5 +196,84 @@ func TestBenchMeasuresMemoryBandwidth(t *testing.T) {
 	})
 	waitBW(t, v, func() bool {
 		return v.BWResult.Text == "cancelled: nothing measured" && v.MeasureBW.Text == "Measure memory bandwidth"
+	})
+}
+
+type fakeJournal struct{ rows []JournalRow }
+
+func (f fakeJournal) Journal(context.Context) ([]JournalRow, error) { return f.rows, nil }
+func (f fakeJournal) Verify(context.Context) (ChainStatus, error) {
+	return ChainStatus{OK: true, Entries: len(f.rows)}, nil
+}
+func (f fakeJournal) Import(context.Context, []string) ([]string, error) { return nil, nil }
+func (f fakeJournal) VerifyBundle(context.Context, string) (bool, []string, error) {
+	return true, nil, nil
+}
+
+// The timeline filters by study, kind, date range and text together; a malformed date says how
+// to write it and filters nothing.
+func TestNotebookFilters(t *testing.T) {
+	a := newTestApp(t)
+	day := func(d int, h int) time.Time { return time.Date(2026, 11, d, h, 0, 0, 0, time.Local) }
+	rows := []JournalRow{
+		{Seq: 1, At: day(1, 9), Kind: "study.registered", StudyID: 1, Summary: "demo"},
+		{Seq: 2, At: day(2, 9), Kind: "leg.finished", StudyID: 1, Summary: "tiny/d0 ok"},
+		{Seq: 3, At: day(2, 23), Kind: "leg.finished", StudyID: 2, Summary: "medium/d0 ok"},
+		{Seq: 4, At: day(3, 0), Kind: "verdict", StudyID: 2, Summary: "P1 HIT"},
+		{Seq: 5, At: day(4, 12), Kind: "import", Summary: "bench.jsonl"},
+	}
+	v := build(func() *NotebookView { return newNotebookView(a.NewWindow("t"), fakeJournal{rows}) })
+	Locked(v.Reload)
+	seqs := func() string {
+		var s []string
+		for _, r := range v.rows {
+			s = append(s, fmt.Sprint(r.Seq))
+		}
+		return strings.Join(s, ",")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		Locked(func() { n = len(v.rows) })
+		if n == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the journal never loaded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	Locked(func() {
+		if strings.Join(v.Study.Options, "|") != "all studies|study 1|study 2|no study" {
+			t.Fatalf("study choices %v", v.Study.Options)
+		}
+		for _, c := range []struct {
+			study, kind, since, until, text, want string
+		}{
+			{"study 2", "all kinds", "", "", "", "3,4"},
+			{"no study", "all kinds", "", "", "", "5"},
+			{"all studies", "leg.finished", "", "", "", "2,3"},
+			{"all studies", "all kinds", "2026-11-02", "2026-11-02", "", "2,3"}, // the whole day, both ends
+			{"all studies", "all kinds", "2026-11-03", "", "", "4,5"},
+			{"study 1", "leg.finished", "2026-11-02", "", "tiny", "2"},
+			{"all studies", "all kinds", "", "", "medium", "3"},
+		} {
+			v.Study.SetSelected(c.study)
+			v.Kind.SetSelected(c.kind)
+			v.Since.SetText(c.since)
+			v.Until.SetText(c.until)
+			v.Filter.SetText(c.text)
+			if got := seqs(); got != c.want || v.DateErr.Text != "" {
+				t.Errorf("%+v: rows %s (date error %q)", c, got, v.DateErr.Text)
+			}
+		}
+		v.Study.SetSelected("all studies")
+		v.Kind.SetSelected("all kinds")
+		v.Filter.SetText("")
+		v.Until.SetText("")
+		v.Since.SetText("2.11.2026")
+		if got := seqs(); got != "1,2,3,4,5" || !strings.Contains(v.DateErr.Text, `from "2.11.2026": write the day as YYYY-MM-DD`) {
+			t.Errorf("malformed date: rows %s, message %q", got, v.DateErr.Text)
+		}
 	})
 }
