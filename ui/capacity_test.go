@@ -264,10 +264,12 @@ func TestCapacityPanelRunsAndShowsTheEnvelope(t *testing.T) {
 	svc := &fakeCapacity{events: capEvents}
 	var live []capRow
 	var gates string
+	release := make(chan struct{}) // the run stays live until the test has seen its rows
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	svc.events = func(on func(capacity.RunEvent)) {
 		capEvents(on)
-		time.Sleep(250 * time.Millisecond) // the throttled update shows the live rows
-		Locked(func() {})
+		<-release
 	}
 	v := build(func() *CapacityPanel { return newCapacityPanel(a, a.NewWindow("t"), svc, nil, nil) })
 	defer Locked(v.close)
@@ -279,10 +281,10 @@ func TestCapacityPanelRunsAndShowsTheEnvelope(t *testing.T) {
 		}
 		test.Tap(v.RunButton)
 	})
+	waitCap(t, v, func() bool { return len(v.rows) == 2 && v.Running() })
+	Locked(func() { live, gates = v.Rows(), v.Gates.Text })
+	once.Do(func() { close(release) })
 	waitCap(t, v, func() bool {
-		if len(v.rows) == 2 && v.Running() {
-			live, gates = v.Rows(), v.Gates.Text
-		}
 		return !v.Running() && v.study != nil && v.study.Report.Study.Status == capacity.StatusComplete
 	})
 	if len(live) != 2 || live[0].Verdict != "PASS" || live[1].Verdict != "FAIL" || strings.Join(live[1].Failures, ",") != "forward:"+capacity.CodeTTFTAbove {
