@@ -126,23 +126,7 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 	}, func() int { return len(v.rows) }, func(r, c int) string { return v.envelopeCell(r, c) })
 	v.Verdicts = newTable([]column{{"Prediction", 90}, {"Outcome", 110}, {"Observed", 110}, {"Detail", 520}},
 		func() int { return v.verdictRows() }, func(r, c int) string { return v.verdictCell(r, c) })
-	v.Console = widget.NewList(func() int {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		return len(v.console)
-	}, func() fyne.CanvasObject {
-		l := widget.NewLabel("")
-		l.TextStyle = fyne.TextStyle{Monospace: true}
-		return l
-	}, func(i widget.ListItemID, o fyne.CanvasObject) {
-		v.mu.Lock()
-		line := ""
-		if i < len(v.console) {
-			line = v.console[i]
-		}
-		v.mu.Unlock()
-		o.(*widget.Label).SetText(line)
-	})
+	v.Console = newConsoleList(&v.mu, &v.console)
 	v.Follow = widget.NewCheck("follow", nil)
 	v.Follow.SetChecked(true)
 	v.Chart = NewChartView(760, 420)
@@ -514,12 +498,7 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 	line := capacity.ProgressLine(ev)
 	var slots, grid plots.Chart
 	v.mu.Lock()
-	if line != "" {
-		v.console = append(v.console, line)
-		if over := len(v.console) - maxConsoleLines; over > 0 {
-			v.console = append([]string(nil), v.console[over:]...)
-		}
-	}
+	v.console = appendConsole(v.console, line)
 	lv := v.live
 	changed := lv != nil && lv.observe(ev)
 	var rows []capRow

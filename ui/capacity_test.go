@@ -10,12 +10,11 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app"
 	"sparkbench/app/capacity"
+	"sparkbench/ui/uitest"
 )
 
 // fakeCapacity is an in-memory CapacityService: Register keeps the plan, Run replays events.
@@ -102,22 +101,7 @@ func (f *fakeCapacity) RunCapacity(ctx context.Context, id int64, on func(capaci
 
 func waitCapValidated(t *testing.T, v *CapacityWizard, cond func() bool) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		var ok bool
-		Locked(func() { ok = cond() })
-		if ok {
-			return
-		}
-		select {
-		case <-v.validated:
-		case <-time.After(20 * time.Millisecond):
-		case <-deadline:
-			var p string
-			Locked(func() { p = v.Problems.Text })
-			t.Fatalf("condition never met; problems:\n%s", p)
-		}
-	}
+	waitSignalled(t, v.validated, 10*time.Second, cond, func() string { return "problems:\n" + v.Problems.Text })
 }
 
 func TestCapacityWizardBuildsValidatesAndRegisters(t *testing.T) {
@@ -243,20 +227,7 @@ func capEvents(on func(capacity.RunEvent)) {
 
 func waitCap(t *testing.T, v *CapacityPanel, cond func() bool) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		var ok bool
-		Locked(func() { ok = cond() })
-		if ok {
-			return
-		}
-		select {
-		case <-v.Updated:
-		case <-time.After(20 * time.Millisecond):
-		case <-deadline:
-			t.Fatal("condition never met")
-		}
-	}
+	waitSignalled(t, v.Updated, 10*time.Second, cond, nil)
 }
 
 func TestCapacityPanelRunsAndShowsTheEnvelope(t *testing.T) {
@@ -310,38 +281,6 @@ func TestCapacityPanelRunsAndShowsTheEnvelope(t *testing.T) {
 	})
 }
 
-// overlayText is the text of the window's top dialog ("" when none is shown).
-func overlayText(c fyne.Canvas) string {
-	top := c.Overlays().Top()
-	if top == nil {
-		return ""
-	}
-	var b strings.Builder
-	var walk func(o fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		switch x := o.(type) {
-		case *widget.Label:
-			b.WriteString(x.Text + "\n")
-		case *widget.RichText:
-			b.WriteString(x.String() + "\n")
-		case *canvas.Text:
-			b.WriteString(x.Text + "\n")
-		}
-		if c, ok := o.(*fyne.Container); ok {
-			for _, ch := range c.Objects {
-				walk(ch)
-			}
-		}
-		if w, ok := o.(fyne.Widget); ok {
-			for _, ch := range test.WidgetRenderer(w).Objects() {
-				walk(ch)
-			}
-		}
-	}
-	walk(top)
-	return b.String()
-}
-
 // A run refused before it starts (the llama.cpp folder is gone) says so in a dialog that names
 // the fix, and the study stays as registered.
 func TestCapacityPanelMissingBuildFolder(t *testing.T) {
@@ -358,7 +297,7 @@ func TestCapacityPanelMissingBuildFolder(t *testing.T) {
 	})
 	waitCap(t, v, func() bool { return v.study != nil && v.study.Report.Study.Status == "registered" })
 	Locked(func() {
-		txt := strings.ToLower(overlayText(w.Canvas()))
+		txt := strings.ToLower(uitest.DialogText(w.Canvas()))
 		if !strings.Contains(txt, "the study was not run: llama.cpp folder /nowhere") || !strings.Contains(txt, "choose the folder in bench") {
 			t.Fatalf("dialog: %q", txt)
 		}

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -57,8 +56,6 @@ type CapacityWizard struct {
 	Estimate    *widget.Label
 	RegisterBtn *widget.Button
 	heading     *widget.Label
-	clientsItem *widget.FormItem
-	form        *widget.Form
 
 	win    fyne.Window
 	svc    CapacityService
@@ -67,7 +64,6 @@ type CapacityWizard struct {
 	onDone func(id int64)
 	kind   string
 	preds  []capacity.Prediction
-	sel    int
 
 	validated chan struct{}
 	mu        sync.Mutex
@@ -77,7 +73,7 @@ type CapacityWizard struct {
 const passesBoth, passesForward = "forward, then reverse (counterbalanced)", "forward only"
 
 func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrary, models func() []app.ModelEntry, onDone func(int64)) *CapacityWizard {
-	v := &CapacityWizard{win: win, svc: svc, lib: lib, models: models, onDone: onDone, kind: KindCapacity, sel: -1,
+	v := &CapacityWizard{win: win, svc: svc, lib: lib, models: models, onDone: onDone, kind: KindCapacity,
 		validated: make(chan struct{}, 16)}
 	entry := func(text, hint string) *widget.Entry {
 		e := widget.NewEntry()
@@ -113,41 +109,21 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	v.Problems.Wrapping = fyne.TextWrapWord
 	v.Estimate = widget.NewLabel("")
 	v.Estimate.Wrapping = fyne.TextWrapWord
-	v.Predictions = widget.NewList(func() int { return len(v.preds) },
-		func() fyne.CanvasObject {
-			l := widget.NewLabel("")
-			l.Truncation = fyne.TextTruncateEllipsis
-			return l
-		},
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			p := v.preds[i]
-			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s  [%s] %s", p.ID, p.Kind, p.About.String(), p.Text))
-		})
-	v.Predictions.OnSelected = func(i widget.ListItemID) { v.sel = i; v.RemovePred.Enable() }
+	v.Predictions, v.RemovePred = predictionList(&v.preds, func(p capacity.Prediction) string {
+		return fmt.Sprintf("%s  %s  [%s] %s", p.ID, p.Kind, p.About.String(), p.Text)
+	}, v.Validate)
 	v.AddPred = widget.NewButton("Add prediction…", v.predictionDialog)
-	v.RemovePred = widget.NewButton("Remove", func() {
-		if v.sel >= 0 && v.sel < len(v.preds) {
-			v.preds = append(v.preds[:v.sel], v.preds[v.sel+1:]...)
-			v.sel = -1
-			v.Predictions.UnselectAll()
-			v.Predictions.Refresh()
-			v.RemovePred.Disable()
-			v.Validate()
-		}
-	})
-	v.RemovePred.Disable()
 	v.RegisterBtn = widget.NewButton("Register…", v.confirmRegister)
 	v.RegisterBtn.Disable()
 	v.heading = heading("New capacity study")
-	v.clientsItem = widget.NewFormItem("Clients C", v.Clients)
-	v.form = widget.NewForm(
+	form := widget.NewForm(
 		widget.NewFormItem("Name", v.Name),
 		widget.NewFormItem("Models", container.NewVBox(v.Models, widget.NewButton("Refresh model list", v.RefreshModels))),
 		widget.NewFormItem("Server configurations", v.Configs),
 		widget.NewFormItem("Flags of every configuration", v.Flags),
 		widget.NewFormItem("Arm axis (concurrency)", v.ArmAxis),
 		widget.NewFormItem("Slots P", v.Slots),
-		v.clientsItem,
+		widget.NewFormItem("Clients C", v.Clients),
 		widget.NewFormItem("Passes", v.Passes),
 		widget.NewFormItem("Warmups", v.Warmups),
 		widget.NewFormItem("Measured", v.Measured),
@@ -164,7 +140,7 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	preds := container.NewBorder(container.NewHBox(heading("Predictions (registered before anything runs)"), v.AddPred, v.RemovePred), nil, nil, nil, v.Predictions)
 	v.Object = container.NewVScroll(container.NewVBox(
 		container.NewHBox(v.heading, v.RegisterBtn),
-		v.form,
+		form,
 		container.NewGridWrap(fyne.NewSize(900, 160), preds),
 		heading("Checks"), v.Estimate, v.Problems,
 	))
@@ -187,23 +163,7 @@ func (v *CapacityWizard) SetKind(kind string) {
 
 // RefreshModels lists the readable GGUF files of the Models section as choices.
 func (v *CapacityWizard) RefreshModels() {
-	var opts []string
-	if v.models != nil {
-		for _, m := range v.models() {
-			if m.Err == "" {
-				opts = append(opts, m.Path)
-			}
-		}
-	}
-	var keep []string
-	for _, s := range v.Models.Selected {
-		if contains(opts, s) {
-			keep = append(keep, s)
-		}
-	}
-	v.Models.Options = opts
-	v.Models.Selected = keep
-	v.Models.Refresh()
+	offerModels(v.Models, v.models)
 	v.Validate()
 }
 
@@ -388,16 +348,11 @@ func (v *CapacityWizard) Validate() {
 
 // AddPrediction appends a prediction (its ID is assigned: P1, P2, …).
 func (v *CapacityWizard) AddPrediction(p capacity.Prediction) {
-	taken := map[string]bool{}
-	for _, q := range v.preds {
-		taken[q.ID] = true
+	ids := make([]string, len(v.preds))
+	for i, q := range v.preds {
+		ids[i] = q.ID
 	}
-	for n := len(v.preds) + 1; ; n++ {
-		if id := fmt.Sprintf("P%d", n); !taken[id] {
-			p.ID = id
-			break
-		}
-	}
+	p.ID = nextPredictionID(ids)
 	v.preds = append(v.preds, p)
 	v.Predictions.Refresh()
 	v.Validate()
@@ -452,34 +407,12 @@ func (v *CapacityWizard) confirmRegister() {
 		return
 	}
 	p.Defaults()
-	preview, _ := json.MarshalIndent(p, "", "  ")
-	msg := widget.NewLabel(fmt.Sprintf("This freezes the plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards.\nThe models, the prompt plan and the quality cases are hashed first; the plan SHA-256 is shown when it is registered.", len(p.Predictions)))
-	msg.Wrapping = fyne.TextWrapWord
-	text := widget.NewMultiLineEntry()
-	text.SetText(string(preview))
-	text.Disable()
-	content := container.NewBorder(msg, nil, nil, nil, container.NewGridWrap(fyne.NewSize(640, 320), text))
-	dialog.ShowCustomConfirm("Register this study?", "Register", "Cancel", content, func(ok bool) {
-		if !ok {
-			return
-		}
-		v.RegisterBtn.Disable()
-		v.Register(func(reg capacity.Registration, err error) {
-			v.RegisterBtn.Enable()
-			if err != nil {
-				dialog.ShowError(err, v.win)
-				return
-			}
-			how := "registered"
-			if reg.Existing {
-				how = "was already registered (same plan SHA-256)"
-			}
-			dialog.ShowInformation("Study "+how, fmt.Sprintf("%s: study %d (%s)\nplan sha256 %s", reg.Name, reg.StudyID, reg.Kind, reg.PlanSHA256), v.win)
-			if v.onDone != nil {
-				v.onDone(reg.StudyID)
-			}
-		})
-	}, v.win)
+	confirmRegister(v.win, v.RegisterBtn, p, fmt.Sprintf("This freezes the plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards.\nThe models, the prompt plan and the quality cases are hashed first; the plan SHA-256 is shown when it is registered.", len(p.Predictions)),
+		func(done func(registered, error)) {
+			v.Register(func(reg capacity.Registration, err error) {
+				done(registered{reg.StudyID, reg.Existing, fmt.Sprintf("%s: study %d (%s)\nplan sha256 %s", reg.Name, reg.StudyID, reg.Kind, reg.PlanSHA256)}, err)
+			})
+		}, v.onDone)
 }
 
 var capFigures = []string{

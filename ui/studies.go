@@ -162,23 +162,7 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.Legs = newTable([]column{
 		{"Leg", 170}, {"State", 90}, {"Class", 90}, {"Rows", 60}, {"Results", 70}, {"Duration", 90}, {"Reason", 360},
 	}, func() int { return v.legRows() }, func(r, c int) string { return v.legCell(r, c) })
-	v.Console = widget.NewList(func() int {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		return len(v.console)
-	}, func() fyne.CanvasObject {
-		l := widget.NewLabel("")
-		l.TextStyle = fyne.TextStyle{Monospace: true}
-		return l
-	}, func(i widget.ListItemID, o fyne.CanvasObject) {
-		v.mu.Lock()
-		line := ""
-		if i < len(v.console) {
-			line = v.console[i]
-		}
-		v.mu.Unlock()
-		o.(*widget.Label).SetText(line)
-	})
+	v.Console = newConsoleList(&v.mu, &v.console)
 	v.Chart = NewChartView(760, 420)
 	v.Receipt = widget.NewRichTextFromMarkdown("Export the study's receipt (Export receipt…) to preview it here.")
 	v.Receipt.Wrapping = fyne.TextWrapWord
@@ -491,12 +475,7 @@ func (v *StudiesView) onEvent(e study.Event) {
 	line := eventLine(e)
 	var chart plots.Chart
 	v.mu.Lock()
-	if line != "" {
-		v.console = append(v.console, line)
-		if over := len(v.console) - maxConsoleLines; over > 0 {
-			v.console = append([]string(nil), v.console[over:]...)
-		}
-	}
+	v.console = appendConsole(v.console, line)
 	v.gates.observe(e)
 	gates := v.gates.String()
 	if e.Kind == study.EventSample && e.Sample != nil && e.Sample.Kind == "tg" {
@@ -997,6 +976,39 @@ func (v *StudiesView) receiptDialog() {
 func (v *StudiesView) showReceipt(md []byte, imgs []fyne.Resource) {
 	fillReceipt(v.ReceiptImgs, v.Receipt, md, imgs)
 	v.Tabs.SelectIndex(len(v.Tabs.Items) - 1)
+}
+
+// appendConsole adds line ("" adds nothing), keeping the last maxConsoleLines lines.
+func appendConsole(lines []string, line string) []string {
+	if line == "" {
+		return lines
+	}
+	lines = append(lines, line)
+	if over := len(lines) - maxConsoleLines; over > 0 {
+		lines = append([]string(nil), lines[over:]...)
+	}
+	return lines
+}
+
+// newConsoleList is a monospace list of *lines, read under mu (the run goroutine appends).
+func newConsoleList(mu *sync.Mutex, lines *[]string) *widget.List {
+	return widget.NewList(func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(*lines)
+	}, func() fyne.CanvasObject {
+		l := widget.NewLabel("")
+		l.TextStyle = fyne.TextStyle{Monospace: true}
+		return l
+	}, func(i widget.ListItemID, o fyne.CanvasObject) {
+		mu.Lock()
+		line := ""
+		if i < len(*lines) {
+			line = (*lines)[i]
+		}
+		mu.Unlock()
+		o.(*widget.Label).SetText(line)
+	})
 }
 
 // fillReceipt shows a receipt's charts, then its receipt.md rendered.

@@ -81,20 +81,7 @@ func ui(f func()) {
 
 func waitUpdated(t *testing.T, v *StudiesView, cond func() bool) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		var ok bool
-		ui(func() { ok = cond() })
-		if ok {
-			return
-		}
-		select {
-		case <-v.Updated:
-		case <-time.After(20 * time.Millisecond):
-		case <-deadline:
-			t.Fatal("condition never met")
-		}
-	}
+	waitSignalled(t, v.Updated, 10*time.Second, cond, nil)
 }
 
 func TestStudiesOpensOnTheDemoAndRunsIt(t *testing.T) {

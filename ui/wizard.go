@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -62,7 +62,6 @@ type WizardView struct {
 	models    func() []app.ModelEntry // the Models section's rows
 	onDone    func(id int64)
 	preds     []study.Prediction
-	predSel   int
 	ids       map[string]string // model path -> ID, kept from an opened plan (its predictions name them)
 	base      *study.Plan       // the opened plan: what the form has no control for is kept from it
 	baseModel map[string]study.Model
@@ -75,7 +74,7 @@ type WizardView struct {
 var kvChoices = map[string]study.KVType{"f16/f16": {K: "f16", V: "f16"}, "q8_0/q8_0": {K: "q8_0", V: "q8_0"}, "q4_0/q4_0": {K: "q4_0", V: "q4_0"}}
 
 func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models func() []app.ModelEntry, onDone func(int64)) *WizardView {
-	v := &WizardView{win: win, reg: reg, lib: lib, models: models, onDone: onDone, predSel: -1, validated: make(chan struct{}, 16)}
+	v := &WizardView{win: win, reg: reg, lib: lib, models: models, onDone: onDone, validated: make(chan struct{}, 16)}
 	entry := func(text, hint string) *widget.Entry {
 		e := widget.NewEntry()
 		e.SetText(text)
@@ -108,29 +107,10 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 	v.Problems = widget.NewLabel("")
 	v.Problems.Wrapping = fyne.TextWrapWord
 	v.Estimate = widget.NewLabel("")
-	v.Predictions = widget.NewList(func() int { return len(v.preds) },
-		func() fyne.CanvasObject {
-			l := widget.NewLabel("")
-			l.Truncation = fyne.TextTruncateEllipsis
-			return l
-		},
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			p := v.preds[i]
-			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s  [%s] %s — %s", p.ID, p.Kind, p.About.String(), p.Expectation(), p.Text))
-		})
-	v.Predictions.OnSelected = func(i widget.ListItemID) { v.predSel = i; v.RemovePred.Enable() }
+	v.Predictions, v.RemovePred = predictionList(&v.preds, func(p study.Prediction) string {
+		return fmt.Sprintf("%s  %s  [%s] %s — %s", p.ID, p.Kind, p.About.String(), p.Expectation(), p.Text)
+	}, v.Validate)
 	v.AddPred = widget.NewButton("Add prediction…", v.predictionDialog)
-	v.RemovePred = widget.NewButton("Remove", func() {
-		if v.predSel >= 0 && v.predSel < len(v.preds) {
-			v.preds = append(v.preds[:v.predSel], v.preds[v.predSel+1:]...)
-			v.predSel = -1
-			v.Predictions.UnselectAll()
-			v.Predictions.Refresh()
-			v.RemovePred.Disable()
-			v.Validate()
-		}
-	})
-	v.RemovePred.Disable()
 	v.RegisterBtn = widget.NewButton("Register…", v.confirmRegister)
 	v.SaveBtn = widget.NewButton("Save plan…", v.saveDialog)
 	v.OpenBtn = widget.NewButton("Open plan…", v.openDialog)
@@ -168,25 +148,30 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 
 // RefreshModels lists the readable GGUF files of the Models section as choices.
 func (v *WizardView) RefreshModels() {
+	offerModels(v.Models, v.models)
+	v.Validate()
+}
+
+// offerModels makes the readable GGUF files of the Models section the choices of cg, keeping
+// the ticked ones that are still offered.
+func offerModels(cg *widget.CheckGroup, models func() []app.ModelEntry) {
 	var opts []string
-	if v.models != nil {
-		for _, m := range v.models() {
+	if models != nil {
+		for _, m := range models() {
 			if m.Err == "" {
 				opts = append(opts, m.Path)
 			}
 		}
 	}
-	sel := v.Models.Selected
-	v.Models.Options = opts
 	var keep []string
-	for _, s := range sel {
+	for _, s := range cg.Selected {
 		if contains(opts, s) {
 			keep = append(keep, s)
 		}
 	}
-	v.Models.Selected = keep
-	v.Models.Refresh()
-	v.Validate()
+	cg.Options = opts
+	cg.Selected = keep
+	cg.Refresh()
 }
 
 var slugRE = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -382,15 +367,50 @@ func (v *WizardView) Validate() {
 
 // AddPrediction appends a prediction (its ID is assigned: P1, P2, …).
 func (v *WizardView) AddPrediction(p study.Prediction) {
-	p.ID = fmt.Sprintf("P%d", len(v.preds)+1)
-	for _, q := range v.preds {
-		if q.ID == p.ID {
-			p.ID = fmt.Sprintf("P%d", time.Now().UnixNano()%100000)
-		}
+	ids := make([]string, len(v.preds))
+	for i, q := range v.preds {
+		ids[i] = q.ID
 	}
+	p.ID = nextPredictionID(ids)
 	v.preds = append(v.preds, p)
 	v.Predictions.Refresh()
 	v.Validate()
+}
+
+// nextPredictionID is the first of P(n+1), P(n+2), … that no prediction has (n = len(ids)).
+func nextPredictionID(ids []string) string {
+	for n := len(ids) + 1; ; n++ {
+		if id := fmt.Sprintf("P%d", n); !slices.Contains(ids, id) {
+			return id
+		}
+	}
+}
+
+// predictionList is a wizard's list of *items with its Remove button (enabled while a row is
+// selected); changed runs after a removal.
+func predictionList[T any](items *[]T, line func(T) string, changed func()) (*widget.List, *widget.Button) {
+	sel := -1
+	var remove *widget.Button
+	list := widget.NewList(func() int { return len(*items) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) { o.(*widget.Label).SetText(line((*items)[i])) })
+	remove = widget.NewButton("Remove", func() {
+		if sel >= 0 && sel < len(*items) {
+			*items = append((*items)[:sel], (*items)[sel+1:]...)
+			sel = -1
+			list.UnselectAll()
+			list.Refresh()
+			remove.Disable()
+			changed()
+		}
+	})
+	list.OnSelected = func(i widget.ListItemID) { sel = i; remove.Enable() }
+	remove.Disable()
+	return list, remove
 }
 
 // Register hashes the chosen models (cached in the notebook), fills their SHA-256 in, and
@@ -433,34 +453,53 @@ func (v *WizardView) confirmRegister() {
 		return
 	}
 	p.Defaults()
-	preview, _ := json.MarshalIndent(p, "", "  ")
-	msg := widget.NewLabel(fmt.Sprintf("This freezes the plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards (changes are amendments, or deviations once legs ran).\nThe models are hashed first (cached); the plan SHA-256 is shown when it is registered.", len(p.Predictions)))
-	msg.Wrapping = fyne.TextWrapWord
+	confirmRegister(v.win, v.RegisterBtn, p, fmt.Sprintf("This freezes the plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards (changes are amendments, or deviations once legs ran).\nThe models are hashed first (cached); the plan SHA-256 is shown when it is registered.", len(p.Predictions)),
+		func(done func(registered, error)) {
+			v.Register(func(reg study.Registration, err error) {
+				done(registered{reg.StudyID, reg.Existing, fmt.Sprintf("%s: study %d\nplan sha256 %s\n%d legs", reg.Name, reg.StudyID, reg.PlanSHA256, reg.Legs)}, err)
+			})
+		}, v.onDone)
+}
+
+// registered is what a Register call says, for the dialog that follows it.
+type registered struct {
+	id       int64
+	existing bool
+	text     string
+}
+
+// confirmRegister shows the plan that Register will freeze (as JSON, read-only, under msg) and,
+// once confirmed, registers it with btn disabled meanwhile; the outcome is shown in a dialog,
+// and onDone (if set) gets the study id.
+func confirmRegister(win fyne.Window, btn *widget.Button, plan any, msg string, register func(done func(registered, error)), onDone func(int64)) {
+	preview, _ := json.MarshalIndent(plan, "", "  ")
+	label := widget.NewLabel(msg)
+	label.Wrapping = fyne.TextWrapWord
 	text := widget.NewMultiLineEntry()
 	text.SetText(string(preview))
 	text.Disable()
-	content := container.NewBorder(msg, nil, nil, nil, container.NewGridWrap(fyne.NewSize(640, 320), text))
+	content := container.NewBorder(label, nil, nil, nil, container.NewGridWrap(fyne.NewSize(640, 320), text))
 	dialog.ShowCustomConfirm("Register this study?", "Register", "Cancel", content, func(ok bool) {
 		if !ok {
 			return
 		}
-		v.RegisterBtn.Disable()
-		v.Register(func(reg study.Registration, err error) {
-			v.RegisterBtn.Enable()
+		btn.Disable()
+		register(func(reg registered, err error) {
+			btn.Enable()
 			if err != nil {
-				dialog.ShowError(err, v.win)
+				dialog.ShowError(err, win)
 				return
 			}
 			how := "registered"
-			if reg.Existing {
+			if reg.existing {
 				how = "was already registered (same plan SHA-256)"
 			}
-			dialog.ShowInformation("Study "+how, fmt.Sprintf("%s: study %d\nplan sha256 %s\n%d legs", reg.Name, reg.StudyID, reg.PlanSHA256, reg.Legs), v.win)
-			if v.onDone != nil {
-				v.onDone(reg.StudyID)
+			dialog.ShowInformation("Study "+how, reg.text, win)
+			if onDone != nil {
+				onDone(reg.id)
 			}
 		})
-	}, v.win)
+	}, win)
 }
 
 // predictionDialog adds a prediction with a form per kind and a selector picker.

@@ -24,7 +24,15 @@ func (f *fakeRegistrar) Register(_ context.Context, p *study.Plan) (study.Regist
 
 func waitValidated(t *testing.T, v *WizardView, cond func() bool) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	waitSignalled(t, v.validated, 10*time.Second, cond, func() string { return "problems:\n" + v.Problems.Text })
+}
+
+// waitSignalled checks cond under the UI lock until it holds, again each time ch receives and
+// at least every 20 ms; after limit the test fails, with explain()'s text (read under the lock)
+// when explain is set.
+func waitSignalled(t *testing.T, ch <-chan struct{}, limit time.Duration, cond func() bool, explain func() string) {
+	t.Helper()
+	deadline := time.After(limit)
 	for {
 		var ok bool
 		Locked(func() { ok = cond() })
@@ -32,12 +40,15 @@ func waitValidated(t *testing.T, v *WizardView, cond func() bool) {
 			return
 		}
 		select {
-		case <-v.validated:
+		case <-ch:
 		case <-time.After(20 * time.Millisecond):
 		case <-deadline:
-			var p string
-			Locked(func() { p = v.Problems.Text })
-			t.Fatalf("condition never met; problems:\n%s", p)
+			if explain == nil {
+				t.Fatal("condition never met")
+			}
+			var why string
+			Locked(func() { why = explain() })
+			t.Fatalf("condition never met; %s", why)
 		}
 	}
 }

@@ -150,22 +150,7 @@ func TestShortcutsAndSections(t *testing.T) {
 
 func waitBW(t *testing.T, v *BenchView, cond func() bool) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		var ok bool
-		Locked(func() { ok = cond() })
-		if ok {
-			return
-		}
-		select {
-		case <-v.BWMeasured:
-		case <-time.After(20 * time.Millisecond):
-		case <-deadline:
-			var r string
-			Locked(func() { r = v.BWResult.Text })
-			t.Fatalf("condition never met; result %q", r)
-		}
-	}
+	waitSignalled(t, v.BWMeasured, 20*time.Second, cond, func() string { return fmt.Sprintf("result %q", v.BWResult.Text) })
 }
 
 // Measure memory bandwidth runs the real probe (small arrays here) and shows copy and triad;
@@ -231,18 +216,7 @@ func TestNotebookFilters(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var n int
-		Locked(func() { n = len(v.rows) })
-		if n == 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the journal never loaded")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSignalled(t, v.Updated, 10*time.Second, func() bool { return len(v.rows) == 5 }, func() string { return "the journal never loaded" })
 	Locked(func() {
 		if strings.Join(v.Study.Options, "|") != "all studies|study 1|study 2|no study" {
 			t.Fatalf("study choices %v", v.Study.Options)

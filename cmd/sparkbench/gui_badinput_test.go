@@ -8,46 +8,15 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app"
 	"sparkbench/app/capacity"
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
 	"sparkbench/ui"
+	"sparkbench/ui/uitest"
 )
-
-// dialogText is the text of the window's top dialog ("" when none is shown).
-func dialogText(c fyne.Canvas) string {
-	top := c.Overlays().Top()
-	if top == nil {
-		return ""
-	}
-	var b strings.Builder
-	var walk func(o fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		switch x := o.(type) {
-		case *widget.Label:
-			b.WriteString(x.Text + "\n")
-		case *canvas.Text:
-			b.WriteString(x.Text + "\n")
-		}
-		if c, ok := o.(*fyne.Container); ok {
-			for _, ch := range c.Objects {
-				walk(ch)
-			}
-		}
-		if w, ok := o.(fyne.Widget); ok {
-			for _, ch := range test.WidgetRenderer(w).Objects() {
-				walk(ch)
-			}
-		}
-	}
-	walk(top)
-	return b.String()
-}
 
 // With the llama.cpp folder gone, Run in the window (a throughput and a capacity study) shows a
 // dialog naming the folder and the fix, and the notebook's journal is unchanged.
@@ -106,7 +75,7 @@ func TestWindowRunWithAMissingBuildFolder(t *testing.T) {
 	ui.Locked(func() { test.Tap(st.RunButton) })
 	waitFor(t, "the refusal", func() bool { return strings.HasPrefix(st.ProgressMsg.Text, "could not run: ") })
 	ui.Locked(func() {
-		txt := dialogText(wb.Window.Canvas())
+		txt := uitest.DialogText(wb.Window.Canvas())
 		if !strings.Contains(txt, missing) || !strings.Contains(strings.ToLower(txt), "the study could not run") {
 			t.Errorf("throughput dialog: %q", txt)
 		}
@@ -122,7 +91,7 @@ func TestWindowRunWithAMissingBuildFolder(t *testing.T) {
 	ui.Locked(func() { test.Tap(st.Cap.RunButton) })
 	waitFor(t, "the capacity refusal", func() bool { return strings.HasPrefix(st.Cap.ProgressMsg.Text, "not run: ") })
 	ui.Locked(func() {
-		txt := dialogText(wb.Window.Canvas())
+		txt := uitest.DialogText(wb.Window.Canvas())
 		if !strings.Contains(txt, missing) || !strings.Contains(strings.ToLower(txt), "the study was not run") || !strings.Contains(txt, "Nothing was recorded") {
 			t.Errorf("capacity dialog: %q", txt)
 		}

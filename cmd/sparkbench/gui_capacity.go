@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"sparkbench/app/capacity"
-	"sparkbench/app/demo"
 	"sparkbench/app/receipt"
 	"sparkbench/plots"
 	"sparkbench/runner/hashing"
@@ -29,23 +24,12 @@ type capacityService struct {
 
 var _ ui.CapacityService = capacityService{}
 
-func (s capacityService) data() (string, error) {
-	if s.dataDir != "" {
-		return s.dataDir, nil
-	}
-	return demo.DataDir()
-}
-
 // RegisterCapacity writes the plan beside the notebook (data folder/plans/NAME-SHA.json), with
 // the built-in prompt plan there when the plan names it, fills in the quality case list's
 // SHA-256, and registers it as `capacity register` does.
 func (s capacityService) RegisterCapacity(ctx context.Context, p *capacity.Plan) (capacity.Registration, error) {
-	dir, err := s.data()
+	plans, err := plansDir(s.dataDir)
 	if err != nil {
-		return capacity.Registration{}, err
-	}
-	plans := filepath.Join(dir, "plans")
-	if err := os.MkdirAll(plans, 0o755); err != nil {
 		return capacity.Registration{}, err
 	}
 	if p.PromptPlan == capacity.DefaultPromptPlanRef() {
@@ -69,13 +53,8 @@ func (s capacityService) RegisterCapacity(ctx context.Context, p *capacity.Plan)
 	if err != nil {
 		return capacity.Registration{}, err
 	}
-	data, err := json.MarshalIndent(p, "", "  ")
+	file, err := writePlanFile(s.dataDir, p.Name, sum, p)
 	if err != nil {
-		return capacity.Registration{}, err
-	}
-	name := strings.Trim(planSlug.ReplaceAllString(strings.ToLower(p.Name), "-"), "-")
-	file := filepath.Join(plans, fmt.Sprintf("%s-%s.json", name, sum[:12]))
-	if err := os.WriteFile(file, append(data, '\n'), 0o644); err != nil {
 		return capacity.Registration{}, err
 	}
 	return capacity.Register(ctx, store.CapacityRecorder{N: s.nb}, p, file, cachedHash(ctx, s.nb, io.Discard))
@@ -114,8 +93,7 @@ func (s capacityService) ShowCapacity(ctx context.Context, id int64) (*ui.Capaci
 // RunCapacity is `capacity run ID`: the run folder under the data folder, every lifetime a leg
 // of the notebook, study.json and the verdicts journaled.
 func (s capacityService) RunCapacity(ctx context.Context, id int64, onEvent func(capacity.RunEvent)) (*capacity.RunSummary, error) {
-	var warn strings.Builder
-	e, _, _, err := capacityEngine(ctx, s.nb, id, s.llamaDir, true, &warn)
+	e, _, _, err := capacityEngine(ctx, s.nb, id, s.llamaDir, true, io.Discard)
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +101,5 @@ func (s capacityService) RunCapacity(ctx context.Context, id int64, onEvent func
 		e.DataDir = s.dataDir
 	}
 	e.OnEvent = onEvent
-	sum, err := e.Run(ctx, id, "")
-	if err != nil && errors.Is(err, capacity.ErrAlreadyAssembled) {
-		return sum, fmt.Errorf("%w: nothing to run", err)
-	}
-	return sum, err
+	return e.Run(ctx, id, "")
 }

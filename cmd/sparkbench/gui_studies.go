@@ -66,12 +66,9 @@ func (s studyService) Run(ctx context.Context, id int64, onEvent func(study.Even
 }
 
 func (s studyService) EnsureDemo(ctx context.Context) (int64, error) {
-	dir := s.dataDir
-	if dir == "" {
-		var err error
-		if dir, err = demo.DataDir(); err != nil {
-			return 0, err
-		}
+	dir, err := dataDirOr(s.dataDir)
+	if err != nil {
+		return 0, err
 	}
 	return demo.Ensure(ctx, store.StudyRecorder{N: s.nb}, dir)
 }
@@ -79,32 +76,50 @@ func (s studyService) EnsureDemo(ctx context.Context) (int64, error) {
 // Register writes the plan beside the notebook (data folder/plans/NAME-SHA.json) and registers
 // it as `study register` does, hashing the models through the notebook's cache.
 func (s studyService) Register(ctx context.Context, p *study.Plan) (study.Registration, error) {
-	dir := s.dataDir
-	if dir == "" {
-		var err error
-		if dir, err = demo.DataDir(); err != nil {
-			return study.Registration{}, err
-		}
-	}
 	p.Defaults()
 	sum, _, err := p.SHA256()
 	if err != nil {
 		return study.Registration{}, err
 	}
-	data, err := json.MarshalIndent(p, "", "  ")
+	file, err := writePlanFile(s.dataDir, p.Name, sum, p)
 	if err != nil {
 		return study.Registration{}, err
 	}
-	plans := filepath.Join(dir, "plans")
-	if err := os.MkdirAll(plans, 0o755); err != nil {
-		return study.Registration{}, err
-	}
-	name := strings.Trim(planSlug.ReplaceAllString(strings.ToLower(p.Name), "-"), "-")
-	file := filepath.Join(plans, fmt.Sprintf("%s-%s.json", name, sum[:12]))
-	if err := os.WriteFile(file, append(data, '\n'), 0o644); err != nil {
-		return study.Registration{}, err
-	}
 	return study.Register(ctx, store.StudyRecorder{N: s.nb}, p, file, cachedHash(ctx, s.nb, io.Discard))
+}
+
+// dataDirOr is dir, or the user's sparkbench data folder when dir is "".
+func dataDirOr(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	return demo.DataDir()
+}
+
+// plansDir is the folder plans built in the window are written to (DATA/plans), created.
+func plansDir(dataDir string) (string, error) {
+	dir, err := dataDirOr(dataDir)
+	if err != nil {
+		return "", err
+	}
+	plans := filepath.Join(dir, "plans")
+	return plans, os.MkdirAll(plans, 0o755)
+}
+
+// writePlanFile writes plan p (indented JSON) as DATA/plans/NAME-SHA.json, named by its name
+// and the first 12 digits of its SHA-256, and returns the file's path.
+func writePlanFile(dataDir, name, sum string, p any) (string, error) {
+	plans, err := plansDir(dataDir)
+	if err != nil {
+		return "", err
+	}
+	data, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	slug := strings.Trim(planSlug.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	file := filepath.Join(plans, fmt.Sprintf("%s-%s.json", slug, sum[:12]))
+	return file, os.WriteFile(file, append(data, '\n'), 0o644)
 }
 
 var planSlug = regexp.MustCompile(`[^a-z0-9]+`)
