@@ -3,6 +3,7 @@ package ui
 import (
 	"image"
 	"strings"
+	"sync/atomic"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -22,7 +23,8 @@ type ChartView struct {
 	// Frames receives the sequence number of each frame shown (tests wait on it).
 	Frames chan uint64
 
-	r *plots.LiveRenderer
+	r      *plots.LiveRenderer
+	closed atomic.Bool
 }
 
 // NewChartView renders at w x h device pixels.
@@ -34,7 +36,11 @@ func NewChartView(w, h int) *ChartView {
 	c.Image.ScaleMode = canvas.ImageScaleFastest
 	c.Image.SetMinSize(fyne.NewSize(float32(w), float32(h)))
 	c.r = plots.NewLiveRenderer(plots.LiveOptions{WidthPx: w, HeightPx: h}, func(f plots.Frame) {
-		onUI(func() { c.show(f) })
+		onUI(func() {
+			if !c.closed.Load() {
+				c.show(f)
+			}
+		})
 	})
 	c.Object = container.NewBorder(nil, c.Notes, nil, nil, c.Image)
 	return c
@@ -61,5 +67,11 @@ func (c *ChartView) Show(ch plots.Chart) uint64 { return c.r.Submit(ch) }
 // Resize renders at a new pixel size.
 func (c *ChartView) Resize(w, h int) { c.r.Resize(w, h, 0) }
 
-// Close stops the renderer (idempotent).
-func (c *ChartView) Close() { c.r.Close() }
+// Close stops the renderer (idempotent); no frame is shown after it returns. It does not wait
+// for the renderer to stop: Close runs on the UI goroutine (a window closing), and a frame
+// being delivered at that moment waits for the UI goroutine — under Fyne's test driver, which
+// runs fyne.Do inline, waiting here would deadlock.
+func (c *ChartView) Close() {
+	c.closed.Store(true)
+	go c.r.Close()
+}
