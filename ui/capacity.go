@@ -501,12 +501,10 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 	v.console = appendConsole(v.console, line)
 	lv := v.live
 	changed := lv != nil && lv.observe(ev)
-	var rows []capRow
 	gates := ""
 	if lv != nil {
 		gates = lv.gates()
 		if changed {
-			rows = append([]capRow(nil), lv.rows...)
 			slots, grid = lv.slotsChart(), lv.gridChart()
 		}
 	}
@@ -535,10 +533,14 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 		}
 		v.ProgressMsg.SetText(fmt.Sprintf("configurations %d/%d · cells %d/%d · %s · %s", p.LifetimesDone, p.LifetimesTotal, p.CellsDone, p.CellsTotal, cur, eta))
 		v.Gates.SetText(gates)
-		if rows != nil {
-			v.rows = rows
+		// The rows as they are now, not as this event left them: the throttle keeps only the
+		// latest update, which may come from an event that added no row.
+		v.mu.Lock()
+		if v.live != nil && len(v.live.rows) != len(v.rows) {
+			v.rows = append([]capRow(nil), v.live.rows...)
 			v.Envelope.Refresh()
 		}
+		v.mu.Unlock()
 		v.Console.Refresh()
 		if v.Follow.Checked {
 			v.Console.ScrollToBottom()

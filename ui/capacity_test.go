@@ -240,6 +240,9 @@ func TestCapacityPanelRunsAndShowsTheEnvelope(t *testing.T) {
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	svc.events = func(on func(capacity.RunEvent)) {
 		capEvents(on)
+		// An event that adds no row, right after the last cell: the live table must still
+		// show every row (the throttled update keeps only the latest event's closure).
+		on(capacity.RunEvent{Type: capacity.LifetimeDone, Lifetime: "forward/tiny/p1", Server: &capacity.RunServer{}})
 		<-release
 	}
 	v := build(func() *CapacityPanel { return newCapacityPanel(a, a.NewWindow("t"), svc, nil, nil) })
