@@ -261,23 +261,11 @@ func capacityShow(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench capacity show: want one study id or name\n")
 		return 2
 	}
-	path, err := notebookPath(*nbFlag)
-	if err != nil {
-		fprintf(stderr, "sparkbench capacity show: %v\n", err)
-		return 2
-	}
-	nb, code := openNotebook("capacity show", path, true, stderr)
+	nb, ctx, id, done, code := openShown("capacity show", *nbFlag, pos[0], capacityFindStudy, stderr)
 	if nb == nil {
 		return code
 	}
-	defer nb.Close()
-	ctx, stop := studyCtx()
-	defer stop()
-	id, err := capacityFindStudy(ctx, nb, pos[0])
-	if err != nil {
-		fprintf(stderr, "sparkbench capacity show: %v\n", err)
-		return 2
-	}
+	defer done()
 	rep, err := capacity.Show(ctx, store.CapacityRecorder{N: nb}, id)
 	if err != nil {
 		fprintf(stderr, "sparkbench capacity show: %v\n", err)

@@ -465,6 +465,31 @@ func (p *runPrinter) close() {
 	}
 }
 
+// openShown opens the notebook read-only for a show verb and finds the study that ref names (an
+// id or a name, through find). done stops the context (Ctrl-C / SIGTERM) and closes the
+// notebook. nb is nil when it could not, and code is then the exit status.
+func openShown(verb, nbFlag, ref string, find func(context.Context, *store.Notebook, string) (int64, error), stderr io.Writer) (nb *store.Notebook, ctx context.Context, id int64, done func(), code int) {
+	path, err := notebookPath(nbFlag)
+	if err != nil {
+		fprintf(stderr, "sparkbench %s: %v\n", verb, err)
+		return nil, nil, 0, nil, 2
+	}
+	if nb, code = openNotebook(verb, path, true, stderr); nb == nil {
+		return nil, nil, 0, nil, code
+	}
+	ctx, stop := studyCtx()
+	done = func() {
+		stop()
+		nb.Close()
+	}
+	if id, err = find(ctx, nb, ref); err != nil {
+		done()
+		fprintf(stderr, "sparkbench %s: %v\n", verb, err)
+		return nil, nil, 0, nil, 2
+	}
+	return nb, ctx, id, done, 0
+}
+
 // studyShow: sparkbench study show ID [--json] [--notebook P].
 func studyShow(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("study show", stderr)
@@ -478,23 +503,11 @@ func studyShow(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench study show: want one study id or name\n")
 		return 2
 	}
-	path, err := notebookPath(*nbFlag)
-	if err != nil {
-		fprintf(stderr, "sparkbench study show: %v\n", err)
-		return 2
-	}
-	nb, code := openNotebook("study show", path, true, stderr)
+	nb, ctx, id, done, code := openShown("study show", *nbFlag, pos[0], findStudy, stderr)
 	if nb == nil {
 		return code
 	}
-	defer nb.Close()
-	ctx, stop := studyCtx()
-	defer stop()
-	id, err := findStudy(ctx, nb, pos[0])
-	if err != nil {
-		fprintf(stderr, "sparkbench study show: %v\n", err)
-		return 2
-	}
+	defer done()
 	rep, err := study.Show(ctx, store.StudyRecorder{N: nb}, id)
 	if err != nil {
 		fprintf(stderr, "sparkbench study show: %v\n", err)
