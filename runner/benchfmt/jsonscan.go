@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
+
+	"sparkbench/runner/jsonlex"
 )
 
 // A hand-written scanner for llama-bench's JSON objects: one pass, no reflection, and no
@@ -22,64 +23,49 @@ func (e *offsetError) Error() string { return e.msg }
 
 const maxNesting = 256
 
+// scanner reads llama-bench's objects with the project's JSON lexer; the grammar is
+// jsonlex's, the fields, messages and interning are this package's.
 type scanner struct {
-	b      []byte
-	i      int
+	jsonlex.Lexer
 	intern map[string]string // nil: only the package's common values are shared
 }
 
 func (s *scanner) errf(format string, a ...any) error {
-	return &offsetError{off: s.i, msg: fmt.Sprintf(format, a...)}
+	return &offsetError{off: s.Pos, msg: fmt.Sprintf(format, a...)}
 }
 
-func (s *scanner) skipWS() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
+// lexErr turns the lexer's latest failure into an offsetError; a missing number or boolean
+// names the field f being read (none when f is NumFields).
+func (s *scanner) lexErr(f Field) error {
+	e := s.Err()
+	msg := e.Error()
+	if (e.Reason == jsonlex.ExpectedNumber || e.Reason == jsonlex.ExpectedBool) && f < NumFields {
+		msg = f.Name() + ": " + msg
 	}
+	return &offsetError{off: e.Off, msg: msg}
 }
 
-func (s *scanner) peek() byte {
-	if s.i < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
+func (s *scanner) describe() string { return jsonlex.Describe(s.Data, s.Pos) }
 
-func (s *scanner) describe() string {
-	if s.i >= len(s.b) {
-		return "end of input"
-	}
-	c := s.b[s.i]
-	if c >= 0x20 && c < 0x7f {
-		return fmt.Sprintf("%q", rune(c))
-	}
-	return fmt.Sprintf("byte 0x%02x", c)
-}
-
-// parseObject reads one JSON object at s.i into r (fields not in the object are left alone).
+// parseObject reads one JSON object at s.Pos into r (fields not in the object are left alone).
 func (s *scanner) parseObject(r *Result) error {
-	s.skipWS()
-	if s.peek() != '{' {
+	s.SkipSpace()
+	if s.Peek() != '{' {
 		return s.errf("expected '{' to start a result object, found %s", s.describe())
 	}
-	s.i++
-	s.skipWS()
-	if s.peek() == '}' {
-		s.i++
+	s.Pos++
+	s.SkipSpace()
+	if s.Peek() == '}' {
+		s.Pos++
 		return nil
 	}
 	for {
-		s.skipWS()
-		if s.peek() != '"' {
+		s.SkipSpace()
+		if s.Peek() != '"' {
 			return s.errf("expected a quoted field name, found %s", s.describe())
 		}
-		keyStart := s.i
-		content, plain, err := s.scanString()
+		keyStart := s.Pos
+		content, plain, err := s.stringTok()
 		if err != nil {
 			return err
 		}
@@ -93,39 +79,39 @@ func (s *scanner) parseObject(r *Result) error {
 			}
 		} else {
 			var err error
-			if key, err = decodeJSONString(s.b[keyStart:s.i]); err != nil {
+			if key, err = decodeJSONString(s.Data[keyStart:s.Pos]); err != nil {
 				return &offsetError{off: keyStart, msg: "bad field name: " + err.Error()}
 			}
 			f, known = fieldByName[key]
 		}
-		s.skipWS()
-		if s.peek() != ':' {
+		s.SkipSpace()
+		if s.Peek() != ':' {
 			return s.errf("expected ':' after field name, found %s", s.describe())
 		}
-		s.i++
-		s.skipWS()
+		s.Pos++
+		s.SkipSpace()
 		if known {
 			if err := s.parseField(r, f); err != nil {
 				return err
 			}
 		} else {
-			start := s.i
-			if err := s.skipValue(0); err != nil {
-				return err
+			start := s.Pos
+			if !s.SkipValue(maxNesting) {
+				return s.lexErr(NumFields)
 			}
 			if r.Extra == nil {
 				r.Extra = make(map[string]json.RawMessage, 2)
 			}
-			raw := make(json.RawMessage, s.i-start)
-			copy(raw, s.b[start:s.i])
+			raw := make(json.RawMessage, s.Pos-start)
+			copy(raw, s.Data[start:s.Pos])
 			r.Extra[key] = raw
 		}
-		s.skipWS()
-		switch s.peek() {
+		s.SkipSpace()
+		switch s.Peek() {
 		case ',':
-			s.i++
+			s.Pos++
 		case '}':
-			s.i++
+			s.Pos++
 			return nil
 		default:
 			return s.errf("expected ',' or '}' after the value of %q, found %s", fieldOrKey(f, known, key), s.describe())
@@ -142,28 +128,31 @@ func fieldOrKey(f Field, known bool, key string) string {
 
 // parseField reads the value of a known field. null leaves the field unknown.
 func (s *scanner) parseField(r *Result, f Field) error {
-	if s.peek() == 'n' {
-		return s.literal("null")
+	if s.Peek() == 'n' {
+		if !s.ScanNull() {
+			return s.lexErr(NumFields)
+		}
+		return nil
 	}
-	start := s.i
+	start := s.Pos
 	switch fields[f].typ {
 	case tString:
-		if s.peek() != '"' {
+		if s.Peek() != '"' {
 			return s.errf("%s: expected a string, found %s", f.Name(), s.describe())
 		}
-		content, plain, err := s.scanString()
+		content, plain, err := s.stringTok()
 		if err != nil {
 			return err
 		}
 		var v string
 		if plain {
 			v = s.str(content)
-		} else if v, err = decodeJSONString(s.b[start:s.i]); err != nil {
+		} else if v, err = decodeJSONString(s.Data[start:s.Pos]); err != nil {
 			return &offsetError{off: start, msg: f.Name() + ": " + err.Error()}
 		}
 		r.setString(f, v)
 	case tInt:
-		switch s.peek() {
+		switch s.Peek() {
 		case 't', 'f': // older builds wrote flash_attn and friends as booleans
 			v, err := s.boolLit(f)
 			if err != nil {
@@ -176,7 +165,7 @@ func (s *scanner) parseField(r *Result, f Field) error {
 			r.setInt(f, n)
 			return nil
 		}
-		tok, err := s.scanNumber(f)
+		tok, err := s.number(f)
 		if err != nil {
 			return err
 		}
@@ -186,7 +175,7 @@ func (s *scanner) parseField(r *Result, f Field) error {
 		}
 		r.setInt(f, n)
 	case tBool:
-		switch s.peek() {
+		switch s.Peek() {
 		case 't', 'f':
 			v, err := s.boolLit(f)
 			if err != nil {
@@ -194,7 +183,7 @@ func (s *scanner) parseField(r *Result, f Field) error {
 			}
 			r.setBool(f, v)
 		default:
-			tok, err := s.scanNumber(f)
+			tok, err := s.number(f)
 			if err != nil {
 				return err
 			}
@@ -208,7 +197,7 @@ func (s *scanner) parseField(r *Result, f Field) error {
 			}
 		}
 	case tFloat:
-		tok, err := s.scanNumber(f)
+		tok, err := s.number(f)
 		if err != nil {
 			return err
 		}
@@ -218,10 +207,10 @@ func (s *scanner) parseField(r *Result, f Field) error {
 		}
 		r.setFloat(f, v)
 	case tIntList, tFloatList:
-		if s.peek() != '[' {
+		if s.Peek() != '[' {
 			return s.errf("%s: expected a list of numbers, found %s", f.Name(), s.describe())
 		}
-		s.i++
+		s.Pos++
 		n := s.countListItems()
 		var ints []int64
 		var floats []float64
@@ -230,14 +219,14 @@ func (s *scanner) parseField(r *Result, f Field) error {
 		} else {
 			floats = make([]float64, 0, n)
 		}
-		s.skipWS()
-		if s.peek() == ']' {
-			s.i++
+		s.SkipSpace()
+		if s.Peek() == ']' {
+			s.Pos++
 		} else {
 			for {
-				s.skipWS()
-				tokStart := s.i
-				tok, err := s.scanNumber(f)
+				s.SkipSpace()
+				tokStart := s.Pos
+				tok, err := s.number(f)
 				if err != nil {
 					return err
 				}
@@ -254,13 +243,13 @@ func (s *scanner) parseField(r *Result, f Field) error {
 					}
 					floats = append(floats, v)
 				}
-				s.skipWS()
-				if s.peek() == ',' {
-					s.i++
+				s.SkipSpace()
+				if s.Peek() == ',' {
+					s.Pos++
 					continue
 				}
-				if s.peek() == ']' {
-					s.i++
+				if s.Peek() == ']' {
+					s.Pos++
 					break
 				}
 				return s.errf("%s: expected ',' or ']' in the list, found %s", f.Name(), s.describe())
@@ -276,12 +265,12 @@ func (s *scanner) parseField(r *Result, f Field) error {
 	return nil
 }
 
-// countListItems estimates the number of items of a flat list starting at s.i (after '['),
+// countListItems estimates the number of items of a flat list starting at s.Pos (after '['),
 // so the slice is allocated once.
 func (s *scanner) countListItems() int {
 	n := 1
-	for j := s.i; j < len(s.b); j++ {
-		switch s.b[j] {
+	for j := s.Pos; j < len(s.Data); j++ {
+		switch s.Data[j] {
 		case ',':
 			n++
 		case ']':
@@ -292,74 +281,30 @@ func (s *scanner) countListItems() int {
 }
 
 func (s *scanner) boolLit(f Field) (bool, error) {
-	if s.peek() == 't' {
-		return true, s.literal("true")
+	v, ok := s.ScanBool()
+	if !ok {
+		return false, s.lexErr(f)
 	}
-	if s.peek() == 'f' {
-		return false, s.literal("false")
-	}
-	return false, s.errf("%s: expected true or false, found %s", f.Name(), s.describe())
+	return v, nil
 }
 
-func (s *scanner) literal(lit string) error {
-	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
-		s.i += len(lit)
-		return nil
-	}
-	return s.errf("expected %s, found %s", lit, s.describe())
-}
-
-// scanString reads a JSON string at s.i ('"'). content excludes the quotes; plain says the
+// stringTok reads the JSON string at s.Pos ('"'). content excludes the quotes; plain says the
 // content needs no decoding (no escapes, valid UTF-8).
-func (s *scanner) scanString() (content []byte, plain bool, err error) {
-	start := s.i
-	s.i++ // opening quote
-	plain = true
-	ascii := true
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			content = s.b[start+1 : s.i]
-			s.i++
-			if !ascii && !utf8.Valid(content) {
-				plain = false // encoding/json turns invalid bytes into U+FFFD
-			}
-			return content, plain, nil
-		case c == '\\':
-			plain = false
-			s.i++
-			if s.i >= len(s.b) {
-				return nil, false, s.errf("unterminated string")
-			}
-			switch s.b[s.i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i++
-			case 'u':
-				if len(s.b)-s.i < 5 {
-					return nil, false, s.errf("short \\u escape")
-				}
-				for k := 1; k <= 4; k++ {
-					if !isHex(s.b[s.i+k]) {
-						s.i += k
-						return nil, false, s.errf("bad \\u escape")
-					}
-				}
-				s.i += 5
-			default:
-				return nil, false, s.errf("bad escape \\%c in string", s.b[s.i])
-			}
-		case c < 0x20:
-			return nil, false, s.errf("control character 0x%02x in string", c)
-		default:
-			if c >= utf8.RuneSelf {
-				ascii = false
-			}
-			s.i++
-		}
+func (s *scanner) stringTok() (content []byte, plain bool, err error) {
+	content, flags, ok := s.ScanString()
+	if !ok {
+		return nil, false, s.lexErr(NumFields)
 	}
-	s.i = start
-	return nil, false, s.errf("unterminated string")
+	return content, jsonlex.Plain(content, flags), nil
+}
+
+// number reads the JSON number at s.Pos, the value of f (NumFields: of no field).
+func (s *scanner) number(f Field) ([]byte, error) {
+	tok, ok := s.ScanNumber()
+	if !ok {
+		return nil, s.lexErr(f)
+	}
+	return tok, nil
 }
 
 // decodeJSONString decodes a quoted JSON string with escapes or non-UTF-8 bytes (the rare
@@ -368,58 +313,6 @@ func decodeJSONString(quoted []byte) (string, error) {
 	var v string
 	err := json.Unmarshal(quoted, &v)
 	return v, err
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// scanNumber reads a JSON number (strict grammar) at s.i.
-func (s *scanner) scanNumber(f Field) ([]byte, error) {
-	start := s.i
-	j := s.i
-	if j < len(s.b) && s.b[j] == '-' {
-		j++
-	}
-	switch {
-	case j < len(s.b) && s.b[j] == '0':
-		j++
-	case j < len(s.b) && s.b[j] >= '1' && s.b[j] <= '9':
-		for j < len(s.b) && s.b[j] >= '0' && s.b[j] <= '9' {
-			j++
-		}
-	default:
-		s.i = j
-		if f < NumFields {
-			return nil, s.errf("%s: expected a number, found %s", f.Name(), s.describe())
-		}
-		return nil, s.errf("expected a number, found %s", s.describe())
-	}
-	if j < len(s.b) && s.b[j] == '.' {
-		j++
-		if j >= len(s.b) || s.b[j] < '0' || s.b[j] > '9' {
-			s.i = j
-			return nil, s.errf("digit expected after decimal point")
-		}
-		for j < len(s.b) && s.b[j] >= '0' && s.b[j] <= '9' {
-			j++
-		}
-	}
-	if j < len(s.b) && (s.b[j] == 'e' || s.b[j] == 'E') {
-		j++
-		if j < len(s.b) && (s.b[j] == '+' || s.b[j] == '-') {
-			j++
-		}
-		if j >= len(s.b) || s.b[j] < '0' || s.b[j] > '9' {
-			s.i = j
-			return nil, s.errf("digit expected in exponent")
-		}
-		for j < len(s.b) && s.b[j] >= '0' && s.b[j] <= '9' {
-			j++
-		}
-	}
-	s.i = j
-	return s.b[start:j], nil
 }
 
 // parseIntToken converts a JSON number token to int64; integral values written with a
@@ -462,87 +355,6 @@ func parseFloatToken(tok []byte) (float64, error) {
 		return 0, fmt.Errorf("%s is out of range", tok)
 	}
 	return v, nil
-}
-
-// skipValue moves past any JSON value, checking its syntax.
-func (s *scanner) skipValue(depth int) error {
-	if depth > maxNesting {
-		return s.errf("nested too deeply")
-	}
-	switch c := s.peek(); {
-	case c == '"':
-		_, _, err := s.scanString()
-		return err
-	case c == '{':
-		s.i++
-		s.skipWS()
-		if s.peek() == '}' {
-			s.i++
-			return nil
-		}
-		for {
-			s.skipWS()
-			if s.peek() != '"' {
-				return s.errf("expected a quoted name, found %s", s.describe())
-			}
-			if _, _, err := s.scanString(); err != nil {
-				return err
-			}
-			s.skipWS()
-			if s.peek() != ':' {
-				return s.errf("expected ':', found %s", s.describe())
-			}
-			s.i++
-			s.skipWS()
-			if err := s.skipValue(depth + 1); err != nil {
-				return err
-			}
-			s.skipWS()
-			switch s.peek() {
-			case ',':
-				s.i++
-			case '}':
-				s.i++
-				return nil
-			default:
-				return s.errf("expected ',' or '}', found %s", s.describe())
-			}
-		}
-	case c == '[':
-		s.i++
-		s.skipWS()
-		if s.peek() == ']' {
-			s.i++
-			return nil
-		}
-		for {
-			s.skipWS()
-			if err := s.skipValue(depth + 1); err != nil {
-				return err
-			}
-			s.skipWS()
-			switch s.peek() {
-			case ',':
-				s.i++
-			case ']':
-				s.i++
-				return nil
-			default:
-				return s.errf("expected ',' or ']', found %s", s.describe())
-			}
-		}
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.literal("null")
-	case c == '-' || c >= '0' && c <= '9':
-		_, err := s.scanNumber(NumFields)
-		return err
-	default:
-		return s.errf("expected a value, found %s", s.describe())
-	}
 }
 
 // commonValues are strings that recur in every row; sharing them saves allocations even

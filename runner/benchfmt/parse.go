@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"sparkbench/runner/jsonlex"
 )
 
 // Format is one of llama-bench's -o output formats.
@@ -49,7 +51,7 @@ func (e *ParseError) Error() string {
 // trailing whitespace, including the \r a pty adds, is ignored. A *ParseError (Line 0) with the
 // column is returned for malformed input.
 func ParseJSONLLine(line []byte) (Result, error) {
-	s := scanner{b: line}
+	s := scanner{Lexer: jsonlex.Lexer{Data: line}}
 	var r Result
 	err := s.parseLine(&r)
 	return r, err
@@ -67,7 +69,7 @@ func (p *Parser) ParseLine(line []byte) (Result, error) {
 	if p.intern == nil {
 		p.intern = make(map[string]string, 32)
 	}
-	s := scanner{b: line, intern: p.intern}
+	s := scanner{Lexer: jsonlex.Lexer{Data: line}, intern: p.intern}
 	var r Result
 	err := s.parseLine(&r)
 	return r, err
@@ -75,11 +77,11 @@ func (p *Parser) ParseLine(line []byte) (Result, error) {
 
 func (s *scanner) parseLine(r *Result) error {
 	if err := s.parseObject(r); err != nil {
-		return lineErr(err, s.b)
+		return lineErr(err, s.Data)
 	}
-	s.skipWS()
-	if s.i != len(s.b) {
-		return lineErr(s.errf("unexpected %s after the result object", s.describe()), s.b)
+	s.SkipSpace()
+	if s.Pos != len(s.Data) {
+		return lineErr(s.errf("unexpected %s after the result object", s.describe()), s.Data)
 	}
 	return nil
 }
@@ -252,9 +254,9 @@ func parseJSONLFile(name string, data []byte) ([]Result, error) {
 }
 
 func parseJSONFile(name string, data []byte) ([]Result, error) {
-	s := scanner{b: data, intern: make(map[string]string, 32)}
+	s := scanner{Lexer: jsonlex.Lexer{Data: data}, intern: make(map[string]string, 32)}
 	fail := func(err error) error {
-		off := s.i
+		off := s.Pos
 		msg := err.Error()
 		var oe *offsetError
 		if errors.As(err, &oe) {
@@ -263,39 +265,39 @@ func parseJSONFile(name string, data []byte) ([]Result, error) {
 		line, col := lineCol(data, off)
 		return &ParseError{File: name, Line: line, Col: col, Msg: msg}
 	}
-	s.skipWS()
-	if s.peek() != '[' {
+	s.SkipSpace()
+	if s.Peek() != '[' {
 		return nil, fail(s.errf("expected '[' to start the -o json array, found %s", s.describe()))
 	}
-	s.i++
+	s.Pos++
 	var rows []Result
-	s.skipWS()
-	if s.peek() == ']' {
-		s.i++
+	s.SkipSpace()
+	if s.Peek() == ']' {
+		s.Pos++
 	} else {
 		for {
-			s.skipWS()
-			start := s.i
+			s.SkipSpace()
+			start := s.Pos
 			var r Result
 			if err := s.parseObject(&r); err != nil {
 				return nil, fail(err)
 			}
 			r.Line, _ = lineCol(data, start)
 			rows = append(rows, r)
-			s.skipWS()
-			if s.peek() == ',' {
-				s.i++
+			s.SkipSpace()
+			if s.Peek() == ',' {
+				s.Pos++
 				continue
 			}
-			if s.peek() == ']' {
-				s.i++
+			if s.Peek() == ']' {
+				s.Pos++
 				break
 			}
 			return nil, fail(s.errf("expected ',' or ']' after a result, found %s", s.describe()))
 		}
 	}
-	s.skipWS()
-	if s.i != len(data) {
+	s.SkipSpace()
+	if s.Pos != len(data) {
 		return nil, fail(s.errf("unexpected %s after the -o json array", s.describe()))
 	}
 	return rows, nil

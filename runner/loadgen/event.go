@@ -3,6 +3,8 @@ package loadgen
 import (
 	"bytes"
 	"strconv"
+
+	"sparkbench/runner/jsonlex"
 )
 
 // event is what the load generator takes from one llama-server /completion event: exactly
@@ -50,8 +52,9 @@ var eventKeys = [...]string{"content", "tokens", "stop", "tokens_predicted", "st
 
 var timingKeys = [...]string{"prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second", "cache_n"}
 
-// maxScanDepth bounds the nesting scanEvent follows (encoding/json allows 10000: deeper
-// events go to it).
+// maxScanDepth bounds the nesting scanEvent follows: a value inside more arrays and objects
+// than this, the event's own object counted, sends the event to encoding/json (which allows
+// 10000).
 const maxScanDepth = 64
 
 // scanEvent is the hot path of the stream: one pass over the event that validates it as
@@ -64,16 +67,16 @@ const maxScanDepth = 64
 // exponent, more than 18 digits) or a float (out of range); stop_type with escapes; nesting
 // deeper than maxScanDepth.
 func scanEvent(data []byte) (ev event, ok bool) {
-	s := scanner{b: data}
-	s.ws()
-	if !s.eat('{') {
+	s := scanner{jsonlex.Lexer{Data: data}}
+	s.SkipSpace()
+	if !s.Consume('{') {
 		return event{}, false
 	}
 	var seen, hasContent, hasTokens int
-	s.ws()
-	if !s.eat('}') {
+	s.SkipSpace()
+	if !s.Consume('}') {
 		for {
-			s.ws()
+			s.SkipSpace()
 			key, ok := s.key()
 			if !ok {
 				return event{}, false
@@ -82,7 +85,7 @@ func scanEvent(data []byte) (ev event, ok bool) {
 			switch string(key) {
 			case "content":
 				k = kContent
-				raw, _, ok := s.str()
+				raw, _, ok := s.ScanString()
 				if !ok {
 					return event{}, false
 				}
@@ -96,12 +99,7 @@ func scanEvent(data []byte) (ev event, ok bool) {
 				}
 			case "stop":
 				k = kStop
-				switch {
-				case s.lit("true"):
-					ev.stop = true
-				case s.lit("false"):
-					ev.stop = false
-				default:
+				if ev.stop, ok = s.ScanBool(); !ok {
 					return event{}, false
 				}
 			case "tokens_predicted":
@@ -111,8 +109,8 @@ func scanEvent(data []byte) (ev event, ok bool) {
 				}
 			case "stop_type":
 				k = kStopType
-				raw, esc, ok := s.str()
-				if !ok || esc {
+				raw, flags, ok := s.ScanString()
+				if !ok || flags&jsonlex.Escaped != 0 {
 					return event{}, false
 				}
 				ev.stopType = stopTypeString(raw)
@@ -122,7 +120,7 @@ func scanEvent(data []byte) (ev event, ok bool) {
 					return event{}, false
 				}
 			default:
-				if foldsToAny(key, eventKeys[:]) || !s.skip(1) {
+				if foldsToAny(key, eventKeys[:]) || !s.SkipValue(maxScanDepth-1) {
 					return event{}, false
 				}
 			}
@@ -130,18 +128,18 @@ func scanEvent(data []byte) (ev event, ok bool) {
 				return event{}, false
 			}
 			seen |= k
-			s.ws()
-			if s.eat(',') {
+			s.SkipSpace()
+			if s.Consume(',') {
 				continue
 			}
-			if s.eat('}') {
+			if s.Consume('}') {
 				break
 			}
 			return event{}, false
 		}
 	}
-	s.ws()
-	if s.i != len(s.b) {
+	s.SkipSpace()
+	if s.Pos != len(s.Data) {
 		return event{}, false
 	}
 	ev.content = hasContent > 0 || hasTokens > 0
@@ -150,17 +148,17 @@ func scanEvent(data []byte) (ev event, ok bool) {
 
 // timings scans the timings object into a new ServerTimings.
 func (s *scanner) timings() (*ServerTimings, bool) {
-	if !s.eat('{') {
+	if !s.Consume('{') {
 		return nil, false
 	}
 	t := new(ServerTimings)
 	seen := 0
-	s.ws()
-	if s.eat('}') {
+	s.SkipSpace()
+	if s.Consume('}') {
 		return t, true
 	}
 	for {
-		s.ws()
+		s.SkipSpace()
 		key, ok := s.key()
 		if !ok {
 			return nil, false
@@ -186,17 +184,17 @@ func (s *scanner) timings() (*ServerTimings, bool) {
 			k = 1 << 5
 			t.CacheN, ok = s.int()
 		default:
-			ok = !foldsToAny(key, timingKeys[:]) && s.skip(2)
+			ok = !foldsToAny(key, timingKeys[:]) && s.SkipValue(maxScanDepth-2)
 		}
 		if !ok || seen&k != 0 {
 			return nil, false
 		}
 		seen |= k
-		s.ws()
-		if s.eat(',') {
+		s.SkipSpace()
+		if s.Consume(',') {
 			continue
 		}
-		if s.eat('}') {
+		if s.Consume('}') {
 			return t, true
 		}
 		return nil, false
@@ -237,157 +235,31 @@ func foldsToAny(key []byte, names []string) bool {
 	return false
 }
 
-// scanner walks one JSON text.
+// scanner walks one JSON text with the project's JSON lexer; the methods below are the
+// event's semantic layer.
 type scanner struct {
-	b []byte
-	i int
-}
-
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *scanner) eat(c byte) bool {
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// lit consumes the literal w (true, false, null) if it is next.
-func (s *scanner) lit(w string) bool {
-	if len(s.b)-s.i >= len(w) && string(s.b[s.i:s.i+len(w)]) == w {
-		s.i += len(w)
-		return true
-	}
-	return false
+	jsonlex.Lexer
 }
 
 // key scans an object key and the colon after it; ok is false for a key with escapes (left
 // to encoding/json).
 func (s *scanner) key() ([]byte, bool) {
-	k, esc, ok := s.str()
-	if !ok || esc {
+	k, flags, ok := s.ScanString()
+	if !ok || flags&jsonlex.Escaped != 0 {
 		return nil, false
 	}
-	s.ws()
-	if !s.eat(':') {
+	s.SkipSpace()
+	if !s.Consume(':') {
 		return nil, false
 	}
-	s.ws()
+	s.SkipSpace()
 	return k, true
-}
-
-// str scans a JSON string and returns its raw bytes between the quotes, and whether they hold
-// escapes. ok is false for anything but a valid JSON string (a control character, a bad
-// escape, no closing quote).
-func (s *scanner) str() (raw []byte, esc, ok bool) {
-	b := s.b
-	if s.i >= len(b) || b[s.i] != '"' {
-		return nil, false, false
-	}
-	start := s.i + 1
-	for i := start; i < len(b); {
-		if !strSpecial[b[i]] {
-			i++
-			continue
-		}
-		switch c := b[i]; {
-		case c == '"':
-			s.i = i + 1
-			return b[start:i], esc, true
-		case c == '\\':
-			esc = true
-			if i+1 >= len(b) {
-				return nil, false, false
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-					return nil, false, false
-				}
-				i += 6
-			default:
-				return nil, false, false
-			}
-		default: // a control character
-			return nil, false, false
-		}
-	}
-	return nil, false, false
-}
-
-// strSpecial marks the bytes that end a plain run inside a JSON string.
-var strSpecial = func() (t [256]bool) {
-	for c := range 0x20 {
-		t[c] = true
-	}
-	t['"'], t['\\'] = true, true
-	return t
-}()
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-// num scans a JSON number (RFC 8259 grammar) and returns its bytes.
-func (s *scanner) num() ([]byte, bool) {
-	b, i := s.b, s.i
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && '1' <= b[i] && b[i] <= '9':
-		for i < len(b) && isDigit(b[i]) {
-			i++
-		}
-	default:
-		return nil, false
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if i >= len(b) || !isDigit(b[i]) {
-			return nil, false
-		}
-		for i < len(b) && isDigit(b[i]) {
-			i++
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if i >= len(b) || !isDigit(b[i]) {
-			return nil, false
-		}
-		for i < len(b) && isDigit(b[i]) {
-			i++
-		}
-	}
-	n := b[s.i:i]
-	s.i = i
-	return n, true
 }
 
 // int scans a number that encoding/json stores in an int without error, as it would: an
 // integer of at most 18 digits (more may overflow; they go to encoding/json).
 func (s *scanner) int() (int, bool) {
-	n, ok := s.num()
+	n, ok := s.ScanNumber()
 	if !ok {
 		return 0, false
 	}
@@ -400,7 +272,7 @@ func (s *scanner) int() (int, bool) {
 	}
 	v := 0
 	for _, c := range n {
-		if !isDigit(c) { // a fraction or an exponent: encoding/json refuses it for an int
+		if c < '0' || c > '9' { // a fraction or an exponent: encoding/json refuses it for an int
 			return 0, false
 		}
 		v = v*10 + int(c-'0')
@@ -414,7 +286,7 @@ func (s *scanner) int() (int, bool) {
 // float scans a number into a float64 as encoding/json does (strconv.ParseFloat); out of
 // range goes to encoding/json.
 func (s *scanner) float() (float64, bool) {
-	n, ok := s.num()
+	n, ok := s.ScanNumber()
 	if !ok {
 		return 0, false
 	}
@@ -424,90 +296,22 @@ func (s *scanner) float() (float64, bool) {
 
 // intArray scans an array of ints and returns its length.
 func (s *scanner) intArray() (int, bool) {
-	if !s.eat('[') {
+	if !s.Consume('[') {
 		return 0, false
 	}
-	s.ws()
-	if s.eat(']') {
+	s.SkipSpace()
+	if s.Consume(']') {
 		return 0, true
 	}
 	for n := 1; ; n++ {
-		s.ws()
+		s.SkipSpace()
 		if _, ok := s.int(); !ok {
 			return 0, false
 		}
-		s.ws()
-		if s.eat(',') {
+		s.SkipSpace()
+		if s.Consume(',') {
 			continue
 		}
-		return n, s.eat(']')
+		return n, s.Consume(']')
 	}
-}
-
-// skip validates and skips any JSON value.
-func (s *scanner) skip(depth int) bool {
-	if s.i >= len(s.b) {
-		return false
-	}
-	switch s.b[s.i] {
-	case '"':
-		_, _, ok := s.str()
-		return ok
-	case '{':
-		if depth >= maxScanDepth {
-			return false
-		}
-		s.i++
-		s.ws()
-		if s.eat('}') {
-			return true
-		}
-		for {
-			s.ws()
-			if _, _, ok := s.str(); !ok {
-				return false
-			}
-			s.ws()
-			if !s.eat(':') {
-				return false
-			}
-			s.ws()
-			if !s.skip(depth + 1) {
-				return false
-			}
-			s.ws()
-			if s.eat(',') {
-				continue
-			}
-			return s.eat('}')
-		}
-	case '[':
-		if depth >= maxScanDepth {
-			return false
-		}
-		s.i++
-		s.ws()
-		if s.eat(']') {
-			return true
-		}
-		for {
-			s.ws()
-			if !s.skip(depth + 1) {
-				return false
-			}
-			s.ws()
-			if s.eat(',') {
-				continue
-			}
-			return s.eat(']')
-		}
-	case 't':
-		return s.lit("true")
-	case 'f':
-		return s.lit("false")
-	case 'n':
-		return s.lit("null")
-	}
-	_, ok := s.num()
-	return ok
 }
