@@ -64,8 +64,8 @@ const maxScanDepth = 64
 // syntax error anywhere; an error field; a key with escapes or non-ASCII bytes, or one that
 // equals a field's name only case-insensitively; a field seen twice; a field of an
 // unexpected type, null included; a number encoding/json would refuse for an int (fraction,
-// exponent, more than 18 digits) or a float (out of range); stop_type with escapes; nesting
-// deeper than maxScanDepth.
+// exponent, more than 18 digits) or a float (out of range); stop_type with escapes or bytes
+// that are not UTF-8; nesting deeper than maxScanDepth.
 func scanEvent(data []byte) (ev event, ok bool) {
 	s := scanner{jsonlex.Lexer{Data: data}}
 	s.SkipSpace()
@@ -109,8 +109,9 @@ func scanEvent(data []byte) (ev event, ok bool) {
 				}
 			case "stop_type":
 				k = kStopType
+				// Escapes and invalid UTF-8 (U+FFFD to encoding/json) are left to encoding/json.
 				raw, flags, ok := s.ScanString()
-				if !ok || flags&jsonlex.Escaped != 0 {
+				if !ok || !jsonlex.Plain(raw, flags) {
 					return event{}, false
 				}
 				ev.stopType = stopTypeString(raw)

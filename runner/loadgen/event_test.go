@@ -38,6 +38,7 @@ var trickyEvents = []struct {
 	{"final, odd stop type", `{"content":"","stop":true,"tokens_predicted":1,"stop_type":"something new"}`, true},
 	{"final, float forms", `{"stop":true,"timings":{"prompt_ms":1e3,"predicted_ms":-0.5E-2,"predicted_per_second":0,"x":[1.5e300,true,null,"\u1234"]}}`, true},
 	{"stop with spaces", `{"content":"","tokens":[],"stop" : true,"tokens_predicted":16}`, true},
+	{"raw UTF-8 stop type", `{"stop":true,"stop_type":"é"}`, true},
 
 	// Left to encoding/json.
 	{"error event", `{"error":{"code":500,"message":"[json.exception.type_error.316] invalid UTF-8 byte at index 10: 0xF7","type":"server_error"}}`, false},
@@ -58,6 +59,7 @@ var trickyEvents = []struct {
 	{"null stop", `{"content":"a","stop":null,"tokens_predicted":1}`, false},
 	{"null timings", `{"stop":true,"timings":null}`, false},
 	{"escaped stop type", `{"stop":true,"stop_type":"li\u006dit"}`, false},
+	{"invalid UTF-8 stop type", "{\"stop\":true,\"stop_type\":\"\xf0\"}", false},
 	{"null document", `null`, false},
 	{"deep nesting", `{"content":"a","x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, false},
 
