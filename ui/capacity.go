@@ -501,12 +501,8 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 	v.console = appendConsole(v.console, line)
 	lv := v.live
 	changed := lv != nil && lv.observe(ev)
-	gates := ""
-	if lv != nil {
-		gates = lv.gates()
-		if changed {
-			slots, grid = lv.slotsChart(), lv.gridChart()
-		}
+	if changed {
+		slots, grid = lv.slotsChart(), lv.gridChart()
 	}
 	v.mu.Unlock()
 	if slots != nil {
@@ -532,13 +528,16 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 			cur += fmt.Sprintf(" C=%d", ev.Clients)
 		}
 		v.ProgressMsg.SetText(fmt.Sprintf("configurations %d/%d · cells %d/%d · %s · %s", p.LifetimesDone, p.LifetimesTotal, p.CellsDone, p.CellsTotal, cur, eta))
-		v.Gates.SetText(gates)
-		// The rows as they are now, not as this event left them: the throttle keeps only the
-		// latest update, which may come from an event that added no row.
+		// The gate lights and rows as they are now, not as this event left them: the throttle
+		// runs the first and then only the latest update, and either may come from an event
+		// that added no row, or run after later events.
 		v.mu.Lock()
-		if v.live != nil && len(v.live.rows) != len(v.rows) {
-			v.rows = append([]capRow(nil), v.live.rows...)
-			v.Envelope.Refresh()
+		if v.live != nil {
+			v.Gates.SetText(v.live.gates())
+			if len(v.live.rows) != len(v.rows) {
+				v.rows = append([]capRow(nil), v.live.rows...)
+				v.Envelope.Refresh()
+			}
 		}
 		v.mu.Unlock()
 		v.Console.Refresh()
