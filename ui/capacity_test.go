@@ -133,7 +133,15 @@ func TestCapacityWizardBuildsValidatesAndRegisters(t *testing.T) {
 	waitCapValidated(t, v, func() bool {
 		return strings.Contains(v.Problems.Text, "--port") && strings.Contains(v.Problems.Text, "harness") && v.RegisterBtn.Disabled()
 	})
-	Locked(func() { v.Flags.SetText("-t 1") })
+	Locked(func() { v.Flags.SetText("-t 1"); v.RateSpread.SetText("12") })
+	waitCapValidated(t, v, func() bool {
+		return strings.Contains(v.Problems.Text, "generation_rate_spread_max") && v.RegisterBtn.Disabled()
+	})
+	Locked(func() { v.RateSpread.SetText("0.3"); v.E2ESpread.SetText("wide") })
+	waitCapValidated(t, v, func() bool {
+		return strings.Contains(v.Problems.Text, `pass spread max (E2E p95): "wide" is not a number`) && v.RegisterBtn.Disabled()
+	})
+	Locked(func() { v.E2ESpread.SetText("0.25") })
 	waitCapValidated(t, v, func() bool { return !v.RegisterBtn.Disabled() })
 	Locked(func() {
 		// 4 candidates x 2 P x 2 passes = 16 lifetimes, 2 client levels each, 4 + 8 requests a level.
@@ -166,7 +174,8 @@ func TestCapacityWizardBuildsValidatesAndRegisters(t *testing.T) {
 	g := svc.got
 	if g == nil || len(g.Candidates) != 4 || g.Candidates[0].ID != "tiny-llama-f32-f16" || g.Candidates[0].Model.SHA256 != strings.Repeat("ab", 32) ||
 		strings.Join(g.Candidates[1].ServerFlags, " ") != "-t 1 -ctk q8_0 -ctv q8_0" || g.PromptPlan != capacity.DefaultPromptPlanRef() ||
-		len(g.Predictions) != 1 || g.Predictions[0].ID != "P1" || done != 9 {
+		len(g.Predictions) != 1 || g.Predictions[0].ID != "P1" || done != 9 ||
+		g.Limits.GenRateSpreadMax != 0.3 || g.Limits.E2EP95SpreadMax != 0.25 {
 		t.Fatalf("registered plan: %+v (done %d)", g, done)
 	}
 

@@ -46,6 +46,8 @@ type CapacityWizard struct {
 	E2E         *widget.Entry
 	Completion  *widget.Entry
 	RSS         *widget.Entry
+	RateSpread  *widget.Entry // forward/reverse generation-rate spread max
+	E2ESpread   *widget.Entry // forward/reverse observed-p95 E2E spread max
 	PromptPlan  *widget.Entry
 	Quality     *widget.Entry // the quality guard's case list (empty: no quality gate)
 	QFloor      *widget.Entry
@@ -102,6 +104,8 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	v.E2E = entry("10000", "ms")
 	v.Completion = entry("1", "fraction, 1 = every request")
 	v.RSS = entry("8192", "MiB")
+	v.RateSpread = entry(strconv.FormatFloat(capacity.DefaultGenRateSpreadMax, 'g', -1, 64), "fraction, e.g. 0.15 = passes within 15%")
+	v.E2ESpread = entry(strconv.FormatFloat(capacity.DefaultE2EP95SpreadMax, 'g', -1, 64), "fraction, e.g. 0.20 = passes within 20%")
 	v.PromptPlan = entry("", "prompt plan file (empty: the built-in plan)")
 	v.Quality = entry("", "quality cases file (empty: no quality gate)")
 	v.QFloor = entry("", "quality floor, fraction of cases, e.g. 0.9")
@@ -133,6 +137,8 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 		widget.NewFormItem("SLO: E2E p95 max (ms)", v.E2E),
 		widget.NewFormItem("Completion rate min", v.Completion),
 		widget.NewFormItem("Peak RSS max (MiB)", v.RSS),
+		widget.NewFormItem("Pass spread max: generation rate", v.RateSpread),
+		widget.NewFormItem("Pass spread max: E2E p95", v.E2ESpread),
 		widget.NewFormItem("Prompt plan", v.PromptPlan),
 		widget.NewFormItem("Quality cases", v.Quality),
 		widget.NewFormItem("Quality floor", v.QFloor),
@@ -270,6 +276,8 @@ func (v *CapacityWizard) Plan() (*capacity.Plan, []string) {
 	p.Limits.E2EMsP95Max = num("E2E p95 max", v.E2E.Text)
 	p.Limits.CompletionRateMin = num("completion rate min", v.Completion.Text)
 	p.Limits.PeakRSSMiBMax = num("peak RSS max", v.RSS.Text)
+	p.Limits.GenRateSpreadMax = num("pass spread max (generation rate)", v.RateSpread.Text)
+	p.Limits.E2EP95SpreadMax = num("pass spread max (E2E p95)", v.E2ESpread.Text)
 	if pp := strings.TrimSpace(v.PromptPlan.Text); pp == "" {
 		p.PromptPlan = capacity.DefaultPromptPlanRef()
 	} else {

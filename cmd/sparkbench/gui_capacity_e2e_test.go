@@ -68,6 +68,10 @@ func TestWindowBuildsRegistersAndRunsACapacityStudy(t *testing.T) {
 		w.TTFT.SetText("60000") // generous: the gates are exercised by unit tests
 		w.E2E.SetText("60000")
 		w.RSS.SetText("4096")
+		// A loaded machine can make the forward and reverse passes of a tiny cell differ by
+		// more than the default 15%/20%: the spread gates are exercised by unit tests.
+		w.RateSpread.SetText("0.9")
+		w.E2ESpread.SetText("0.9")
 		lo := -1.0
 		w.AddPrediction(capacity.Prediction{Kind: "band", Text: "the selected point gains at least -100%", Lo: &lo,
 			About: capacity.Selector{Figure: capacity.FigureSelectedGain, Candidate: "tiny-llama-f32"}})
