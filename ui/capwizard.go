@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"sparkbench/app"
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
+	"sparkbench/runner/hashing"
 )
 
 // Capacity study kinds the New study section offers besides throughput.
@@ -48,6 +50,8 @@ type CapacityWizard struct {
 	RSS         *widget.Entry
 	RateSpread  *widget.Entry // forward/reverse generation-rate spread max
 	E2ESpread   *widget.Entry // forward/reverse observed-p95 E2E spread max
+	Tolerance   *widget.Entry // the selection rule's objective tolerance
+	Knee        *widget.Entry // the knee threshold (gain per doubling)
 	PromptPlan  *widget.Entry
 	Quality     *widget.Entry // the quality guard's case list (empty: no quality gate)
 	QFloor      *widget.Entry
@@ -57,7 +61,15 @@ type CapacityWizard struct {
 	Problems    *widget.Label
 	Estimate    *widget.Label
 	RegisterBtn *widget.Button
+	SaveBtn     *widget.Button
+	OpenBtn     *widget.Button
+	CandNote    *widget.Label // how the candidates are made: from the form, or kept from an opened plan
 	heading     *widget.Label
+
+	// OnKind is told the kind of an opened plan (the workbench's kind chooser follows it).
+	OnKind func(kind string)
+	// openOther opens a plan file of the other kind in its wizard (set by the workbench).
+	openOther func(path string) bool
 
 	win    fyne.Window
 	svc    CapacityService
@@ -66,6 +78,14 @@ type CapacityWizard struct {
 	onDone func(id int64)
 	kind   string
 	preds  []capacity.Prediction
+
+	// base is the plan last opened (paths made absolute): what the form has no control for is
+	// kept from it, so a plan opened and saved again is the same plan. keepCands: its
+	// candidates are not models × configurations, so they are kept as they are until the user
+	// edits Models, Server configurations or Flags. loading: LoadPlan is filling the form.
+	base      *capacity.Plan
+	keepCands bool
+	loading   bool
 
 	validated chan struct{}
 	mu        sync.Mutex
@@ -84,13 +104,23 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 		e.OnChanged = func(string) { v.Validate() }
 		return e
 	}
+	candsEdited := func() {
+		if !v.loading && v.keepCands {
+			v.keepCands = false
+			v.CandNote.SetText("candidates: models × server configurations (the opened plan's were replaced by your edit)")
+		}
+		v.Validate()
+	}
+	v.CandNote = widget.NewLabel("")
+	v.CandNote.Wrapping = fyne.TextWrapWord
 	v.Name = entry("", "e.g. slots x clients, Q8 vs Q4")
-	v.Models = widget.NewCheckGroup(nil, func([]string) { v.Validate() })
+	v.Models = widget.NewCheckGroup(nil, func([]string) { candsEdited() })
 	v.Configs = widget.NewMultiLineEntry()
 	v.Configs.SetPlaceHolder("one server configuration per line, name: flags, e.g.\nf16: -ctk f16 -ctv f16\nq8: -ctk q8_0 -ctv q8_0\n(empty: one configuration, \"default\")")
 	v.Configs.SetMinRowsVisible(3)
-	v.Configs.OnChanged = func(string) { v.Validate() }
+	v.Configs.OnChanged = func(string) { candsEdited() }
 	v.Flags = entry("", "llama-server flags of every configuration, e.g. -t 8 -ngl 99")
+	v.Flags.OnChanged = func(string) { candsEdited() }
 	v.ArmAxis = entry("server_flags", "what the arms vary, e.g. kv_cache_type")
 	v.Slots = entry("1,2,4", "server slots P (--parallel), increasing comma list")
 	v.Clients = entry("1,2,4", "client concurrency C, increasing comma list")
@@ -106,6 +136,8 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	v.RSS = entry("8192", "MiB")
 	v.RateSpread = entry(strconv.FormatFloat(capacity.DefaultGenRateSpreadMax, 'g', -1, 64), "fraction, e.g. 0.15 = passes within 15%")
 	v.E2ESpread = entry(strconv.FormatFloat(capacity.DefaultE2EP95SpreadMax, 'g', -1, 64), "fraction, e.g. 0.20 = passes within 20%")
+	v.Tolerance = entry(strconv.FormatFloat(capacity.DefaultObjectiveTolerance, 'g', -1, 64), "fraction: cells this close to the best rate are ranked by latency")
+	v.Knee = entry(strconv.FormatFloat(capacity.DefaultKneeThreshold, 'g', -1, 64), "gain per doubling of slots below which the knee is declared")
 	v.PromptPlan = entry("", "prompt plan file (empty: the built-in plan)")
 	v.Quality = entry("", "quality cases file (empty: no quality gate)")
 	v.QFloor = entry("", "quality floor, fraction of cases, e.g. 0.9")
@@ -119,10 +151,12 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	v.AddPred = widget.NewButton("Add prediction…", v.predictionDialog)
 	v.RegisterBtn = widget.NewButton("Register…", v.confirmRegister)
 	v.RegisterBtn.Disable()
+	v.SaveBtn = widget.NewButton("Save plan…", v.saveDialog)
+	v.OpenBtn = widget.NewButton("Open plan…", v.openDialog)
 	v.heading = heading("New capacity study")
 	form := widget.NewForm(
 		widget.NewFormItem("Name", v.Name),
-		widget.NewFormItem("Models", container.NewVBox(v.Models, widget.NewButton("Refresh model list", v.RefreshModels))),
+		widget.NewFormItem("Models", container.NewVBox(v.Models, widget.NewButton("Refresh model list", v.RefreshModels), v.CandNote)),
 		widget.NewFormItem("Server configurations", v.Configs),
 		widget.NewFormItem("Flags of every configuration", v.Flags),
 		widget.NewFormItem("Arm axis (concurrency)", v.ArmAxis),
@@ -139,13 +173,15 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 		widget.NewFormItem("Peak RSS max (MiB)", v.RSS),
 		widget.NewFormItem("Pass spread max: generation rate", v.RateSpread),
 		widget.NewFormItem("Pass spread max: E2E p95", v.E2ESpread),
+		widget.NewFormItem("Selection tolerance", v.Tolerance),
+		widget.NewFormItem("Knee threshold", v.Knee),
 		widget.NewFormItem("Prompt plan", v.PromptPlan),
 		widget.NewFormItem("Quality cases", v.Quality),
 		widget.NewFormItem("Quality floor", v.QFloor),
 	)
 	preds := container.NewBorder(container.NewHBox(heading("Predictions (registered before anything runs)"), v.AddPred, v.RemovePred), nil, nil, nil, v.Predictions)
 	v.Object = container.NewVScroll(container.NewVBox(
-		container.NewHBox(v.heading, v.RegisterBtn),
+		container.NewHBox(v.heading, v.RegisterBtn, v.SaveBtn, v.OpenBtn),
 		form,
 		container.NewGridWrap(fyne.NewSize(900, 160), preds),
 		heading("Checks"), v.Estimate, v.Problems,
@@ -278,6 +314,8 @@ func (v *CapacityWizard) Plan() (*capacity.Plan, []string) {
 	p.Limits.PeakRSSMiBMax = num("peak RSS max", v.RSS.Text)
 	p.Limits.GenRateSpreadMax = num("pass spread max (generation rate)", v.RateSpread.Text)
 	p.Limits.E2EP95SpreadMax = num("pass spread max (E2E p95)", v.E2ESpread.Text)
+	p.Limits.ObjectiveTolerance = num("selection tolerance", v.Tolerance.Text)
+	p.KneeThreshold = num("knee threshold", v.Knee.Text)
 	if pp := strings.TrimSpace(v.PromptPlan.Text); pp == "" {
 		p.PromptPlan = capacity.DefaultPromptPlanRef()
 	} else {
@@ -289,6 +327,7 @@ func (v *CapacityWizard) Plan() (*capacity.Plan, []string) {
 	p.Limits.QualityFloor, err = optFloat("quality floor", v.QFloor.Text)
 	add(err)
 	p.Predictions = append([]capacity.Prediction(nil), v.preds...)
+	v.applyBase(p)
 	return p, errs
 }
 
@@ -366,46 +405,87 @@ func (v *CapacityWizard) AddPrediction(p capacity.Prediction) {
 	v.Validate()
 }
 
-// Register hashes the chosen models (cached in the notebook), fills their SHA-256 in, and
-// registers the plan. It runs in the background; done reports on the UI goroutine.
+// prepareFiles hashes the plan's files and fills their SHA-256 in: the models (cached in the
+// notebook), a chosen prompt plan and the quality cases; then the defaults. It returns the plan
+// exactly as it will be frozen and its SHA-256. It runs off the UI goroutine.
+func (v *CapacityWizard) prepareFiles(ctx context.Context, p *capacity.Plan) (*capacity.Plan, string, error) {
+	hashes := map[string]string{}
+	for i := range p.Candidates {
+		m := &p.Candidates[i].Model
+		if v.lib == nil {
+			break
+		}
+		if h, ok := hashes[m.Path]; ok {
+			m.SHA256 = h
+			continue
+		}
+		st, err := v.lib.Hash(ctx, m.Path, nil)
+		if err != nil {
+			return nil, "", fmt.Errorf("hash %s: %w", m.Path, err)
+		}
+		if st.Status == "MISMATCH" {
+			return nil, "", fmt.Errorf("%s is MISMATCH: its SHA-256 %s differs from the expected %s; download it again, or fix the expected hash in Models", m.Path, st.SHA256, st.Expected)
+		}
+		m.SHA256, hashes[m.Path] = st.SHA256, st.SHA256
+	}
+	file := func(what string, f *capacity.FileRef) error {
+		if f.SHA256 != "" {
+			return nil // from an opened plan: Register checks the file still matches it
+		}
+		if !filepath.IsAbs(f.Path) {
+			return fmt.Errorf("%s %q: give the file's full path (the plan is written to the data folder's plans/)", what, f.Path)
+		}
+		sum, err := hashing.File(ctx, f.Path, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		f.SHA256 = sum
+		return nil
+	}
+	if p.PromptPlan != capacity.DefaultPromptPlanRef() {
+		if err := file("prompt plan", &p.PromptPlan); err != nil {
+			return nil, "", err
+		}
+	}
+	if p.QualityCases != nil {
+		if err := file("quality cases", p.QualityCases); err != nil {
+			return nil, "", err
+		}
+	}
+	p.Defaults()
+	sum, _, err := p.SHA256()
+	return p, sum, err
+}
+
+// Register prepares the plan (its files hashed) and registers it without asking: the
+// Register… button asks first, showing the plan and its SHA-256. It runs in the background;
+// done reports on the UI goroutine.
 func (v *CapacityWizard) Register(done func(capacity.Registration, error)) {
 	p, errs := v.Plan()
 	if len(errs) > 0 {
 		done(capacity.Registration{}, fmt.Errorf("%s", strings.Join(errs, "; ")))
 		return
 	}
-	if v.svc == nil {
-		done(capacity.Registration{}, fmt.Errorf("registering is unavailable: the notebook is not open (see the Bench section)"))
-		return
-	}
 	go func() {
 		ctx := context.Background()
-		hashes := map[string]string{}
-		for i := range p.Candidates {
-			m := &p.Candidates[i].Model
-			if v.lib == nil {
-				break
-			}
-			if h, ok := hashes[m.Path]; ok {
-				m.SHA256 = h
-				continue
-			}
-			st, err := v.lib.Hash(ctx, m.Path, nil)
-			if err != nil {
-				onUI(func() { done(capacity.Registration{}, fmt.Errorf("hash %s: %w", m.Path, err)) })
-				return
-			}
-			if st.Status == "MISMATCH" {
-				onUI(func() {
-					done(capacity.Registration{}, fmt.Errorf("%s is MISMATCH: its SHA-256 %s differs from the expected %s; download it again, or fix the expected hash in Models", m.Path, st.SHA256, st.Expected))
-				})
-				return
-			}
-			m.SHA256, hashes[m.Path] = st.SHA256, st.SHA256
+		p, sum, err := v.prepareFiles(ctx, p)
+		var reg capacity.Registration
+		if err == nil {
+			reg, err = v.registerPrepared(ctx, p, sum)
 		}
-		reg, err := v.svc.RegisterCapacity(ctx, p)
 		onUI(func() { done(reg, err) })
 	}()
+}
+
+func (v *CapacityWizard) registerPrepared(ctx context.Context, p *capacity.Plan, sum string) (capacity.Registration, error) {
+	if v.svc == nil {
+		return capacity.Registration{}, fmt.Errorf("registering is unavailable: the notebook is not open (see the Bench section)")
+	}
+	reg, err := v.svc.RegisterCapacity(ctx, p)
+	if err == nil && reg.PlanSHA256 != sum {
+		err = fmt.Errorf("the notebook registered plan SHA-256 %s, not the %s shown before registering: study %d holds the registered plan; report this", reg.PlanSHA256, sum, reg.StudyID)
+	}
+	return reg, err
 }
 
 func (v *CapacityWizard) confirmRegister() {
@@ -414,12 +494,12 @@ func (v *CapacityWizard) confirmRegister() {
 		dialog.ShowError(fmt.Errorf("%s", strings.Join(errs, "\n")), v.win)
 		return
 	}
-	p.Defaults()
-	confirmRegister(v.win, v.RegisterBtn, p, fmt.Sprintf("This freezes the plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards.\nThe models, the prompt plan and the quality cases are hashed first; the plan SHA-256 is shown when it is registered.", len(p.Predictions)),
-		func(done func(registered, error)) {
-			v.Register(func(reg capacity.Registration, err error) {
-				done(registered{reg.StudyID, reg.Existing, fmt.Sprintf("%s: study %d (%s)\nplan sha256 %s", reg.Name, reg.StudyID, reg.Kind, reg.PlanSHA256)}, err)
-			})
+	msg := fmt.Sprintf("This freezes exactly this plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards.", len(p.Predictions))
+	freeze(v.win, v.RegisterBtn, "hashing the models (cached in the notebook), the prompt plan and the quality cases…", msg,
+		func(ctx context.Context) (any, string, error) { return v.prepareFiles(ctx, p) },
+		func(ctx context.Context, plan any, sum string) (registered, error) {
+			reg, err := v.registerPrepared(ctx, plan.(*capacity.Plan), sum)
+			return registered{reg.StudyID, reg.Existing, fmt.Sprintf("%s: study %d (%s)\nplan sha256 %s", reg.Name, reg.StudyID, reg.Kind, reg.PlanSHA256)}, err
 		}, v.onDone)
 }
 

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -10,6 +11,8 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app"
+	"sparkbench/app/capacity"
+	"sparkbench/app/study"
 	"sparkbench/assets"
 	"sparkbench/plots"
 )
@@ -89,6 +92,29 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb.Kind.Horizontal = true
 	wb.Kind.Required = true
 	wb.Kind.SetSelected("throughput")
+	wb.CapWiz.OnKind = func(k string) {
+		if wb.Kind.Selected != k {
+			wb.Kind.SetSelected(k)
+		}
+	}
+	// Either wizard's Open plan… hands a plan of the other kind to the other wizard.
+	wb.Wizard.openOther = func(path string) bool {
+		p, err := capacity.Load(path)
+		if err != nil {
+			return false
+		}
+		wb.CapWiz.LoadPlan(p, filepath.Dir(path))
+		return true
+	}
+	wb.CapWiz.openOther = func(path string) bool {
+		p, err := study.Load(path)
+		if err != nil {
+			return false
+		}
+		wb.Kind.SetSelected("throughput")
+		wb.Wizard.LoadPlan(p, filepath.Dir(path))
+		return true
+	}
 	newStudy := container.NewBorder(container.NewHBox(heading("Kind of study"), wb.Kind), nil, nil, nil,
 		container.NewStack(wb.Wizard.Object, wb.CapWiz.Object))
 	wb.Bench.onReport = func(r app.DoctorReport) { wb.Studies.SetMeta(chartMeta(r)) }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -17,6 +18,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app"
+	"sparkbench/app/capacity"
 	"sparkbench/app/study"
 )
 
@@ -56,8 +58,10 @@ type WizardView struct {
 	AddPred     *widget.Button
 	RemovePred  *widget.Button
 
-	win       fyne.Window
-	reg       Registrar
+	win fyne.Window
+	reg Registrar
+	// openOther opens a plan file of the other kind in its wizard (set by the workbench).
+	openOther func(path string) bool
 	lib       app.ModelLibrary
 	models    func() []app.ModelEntry // the Models section's rows
 	onDone    func(id int64)
@@ -413,8 +417,32 @@ func predictionList[T any](items *[]T, line func(T) string, changed func()) (*wi
 	return list, remove
 }
 
-// Register hashes the chosen models (cached in the notebook), fills their SHA-256 in, and
-// registers the plan. It runs in the background; done reports on the UI goroutine.
+// prepareFiles hashes the plan's models (cached in the notebook) and fills their SHA-256 in,
+// then the defaults: the plan exactly as it will be frozen, and its SHA-256. It runs off the
+// UI goroutine.
+func (v *WizardView) prepareFiles(ctx context.Context, p *study.Plan) (*study.Plan, string, error) {
+	for i := range p.Models {
+		m := &p.Models[i]
+		if v.lib == nil {
+			break
+		}
+		st, err := v.lib.Hash(ctx, m.Path, nil)
+		if err != nil {
+			return nil, "", fmt.Errorf("hash %s: %w", m.Path, err)
+		}
+		if st.Status == "MISMATCH" {
+			return nil, "", fmt.Errorf("%s is MISMATCH: its SHA-256 %s differs from the expected %s; download it again, or fix the expected hash in Models", m.Path, st.SHA256, st.Expected)
+		}
+		m.SHA256 = st.SHA256
+	}
+	p.Defaults()
+	sum, _, err := p.SHA256()
+	return p, sum, err
+}
+
+// Register prepares the plan (models hashed) and registers it without asking: the Register…
+// button asks first, showing the plan and its SHA-256. It runs in the background; done
+// reports on the UI goroutine.
 func (v *WizardView) Register(done func(study.Registration, error)) {
 	p, errs := v.Plan()
 	if len(errs) > 0 {
@@ -423,27 +451,24 @@ func (v *WizardView) Register(done func(study.Registration, error)) {
 	}
 	go func() {
 		ctx := context.Background()
-		for i := range p.Models {
-			m := &p.Models[i]
-			if v.lib == nil {
-				break
-			}
-			st, err := v.lib.Hash(ctx, m.Path, nil)
-			if err != nil {
-				onUI(func() { done(study.Registration{}, fmt.Errorf("hash %s: %w", m.Path, err)) })
-				return
-			}
-			if st.Status == "MISMATCH" {
-				onUI(func() {
-					done(study.Registration{}, fmt.Errorf("%s is MISMATCH: its SHA-256 %s differs from the expected %s; download it again, or fix the expected hash in Models", m.Path, st.SHA256, st.Expected))
-				})
-				return
-			}
-			m.SHA256 = st.SHA256
+		p, sum, err := v.prepareFiles(ctx, p)
+		var reg study.Registration
+		if err == nil {
+			reg, err = v.registerPrepared(ctx, p, sum)
 		}
-		reg, err := v.reg.Register(ctx, p)
 		onUI(func() { done(reg, err) })
 	}()
+}
+
+func (v *WizardView) registerPrepared(ctx context.Context, p *study.Plan, sum string) (study.Registration, error) {
+	if v.reg == nil {
+		return study.Registration{}, fmt.Errorf("registering is unavailable: the notebook is not open (see the Bench section)")
+	}
+	reg, err := v.reg.Register(ctx, p)
+	if err == nil && reg.PlanSHA256 != sum {
+		err = fmt.Errorf("the notebook registered plan SHA-256 %s, not the %s shown before registering: study %d holds the registered plan; report this", reg.PlanSHA256, sum, reg.StudyID)
+	}
+	return reg, err
 }
 
 func (v *WizardView) confirmRegister() {
@@ -452,12 +477,12 @@ func (v *WizardView) confirmRegister() {
 		dialog.ShowError(fmt.Errorf("%s", strings.Join(errs, "\n")), v.win)
 		return
 	}
-	p.Defaults()
-	confirmRegister(v.win, v.RegisterBtn, p, fmt.Sprintf("This freezes the plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards (changes are amendments, or deviations once legs ran).\nThe models are hashed first (cached); the plan SHA-256 is shown when it is registered.", len(p.Predictions)),
-		func(done func(registered, error)) {
-			v.Register(func(reg study.Registration, err error) {
-				done(registered{reg.StudyID, reg.Existing, fmt.Sprintf("%s: study %d\nplan sha256 %s\n%d legs", reg.Name, reg.StudyID, reg.PlanSHA256, reg.Legs)}, err)
-			})
+	msg := fmt.Sprintf("This freezes exactly this plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards (changes are amendments, or deviations once legs ran).", len(p.Predictions))
+	freeze(v.win, v.RegisterBtn, "hashing the models (cached in the notebook)…", msg,
+		func(ctx context.Context) (any, string, error) { return v.prepareFiles(ctx, p) },
+		func(ctx context.Context, plan any, sum string) (registered, error) {
+			reg, err := v.registerPrepared(ctx, plan.(*study.Plan), sum)
+			return registered{reg.StudyID, reg.Existing, fmt.Sprintf("%s: study %d\nplan sha256 %s\n%d legs", reg.Name, reg.StudyID, reg.PlanSHA256, reg.Legs)}, err
 		}, v.onDone)
 }
 
@@ -468,22 +493,68 @@ type registered struct {
 	text     string
 }
 
-// confirmRegister shows the plan that Register will freeze (as JSON, read-only, under msg) and,
-// once confirmed, registers it with btn disabled meanwhile; the outcome is shown in a dialog,
-// and onDone (if set) gets the study id.
-func confirmRegister(win fyne.Window, btn *widget.Button, plan any, msg string, register func(done func(registered, error)), onDone func(int64)) {
-	preview, _ := json.MarshalIndent(plan, "", "  ")
+// freeze is the Register… button of both wizards. It prepares the plan off the UI goroutine
+// (hashing its files, with a dialog that can cancel it), then shows exactly what will be
+// frozen, the plan's JSON and its SHA-256, and registers that plan only when confirmed. The
+// button stays disabled from the click until the registration ends or is called off.
+func freeze(win fyne.Window, btn *widget.Button, preparing, msg string,
+	prepare func(ctx context.Context) (plan any, sum string, err error),
+	register func(ctx context.Context, plan any, sum string) (registered, error), onDone func(int64)) {
+	btn.Disable()
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := dialog.NewCustom("Preparing the plan", "Cancel", widget.NewLabel(preparing), win)
+	var finished atomic.Bool // the dialog is closed by the end of the preparation, not by Cancel
+	wait.SetOnClosed(func() {
+		if !finished.Load() {
+			cancel()
+		}
+	})
+	wait.Show()
+	go func() {
+		plan, sum, err := prepare(ctx)
+		var preview []byte
+		if err == nil {
+			preview, err = json.MarshalIndent(plan, "", "  ")
+		}
+		onUI(func() {
+			called := ctx.Err() != nil
+			finished.Store(true)
+			wait.Hide()
+			cancel()
+			if called {
+				btn.Enable()
+				return
+			}
+			if err != nil {
+				btn.Enable()
+				dialog.ShowError(err, win)
+				return
+			}
+			confirmFreeze(win, btn, preview, sum, msg, func(done func(registered, error)) {
+				go func() {
+					reg, err := register(context.Background(), plan, sum)
+					onUI(func() { done(reg, err) })
+				}()
+			}, onDone)
+		})
+	}()
+}
+
+// confirmFreeze shows the prepared plan and its SHA-256 and registers it when confirmed.
+func confirmFreeze(win fyne.Window, btn *widget.Button, preview []byte, sum, msg string, register func(done func(registered, error)), onDone func(int64)) {
 	label := widget.NewLabel(msg)
 	label.Wrapping = fyne.TextWrapWord
+	shaLabel := widget.NewLabel("plan sha256 " + sum)
+	shaLabel.TextStyle = fyne.TextStyle{Monospace: true}
 	text := widget.NewMultiLineEntry()
 	text.SetText(string(preview))
 	text.Disable()
-	content := container.NewBorder(label, nil, nil, nil, container.NewGridWrap(fyne.NewSize(640, 320), text))
+	content := container.NewBorder(container.NewVBox(label, shaLabel), nil, nil, nil, container.NewGridWrap(fyne.NewSize(640, 320), text))
 	dialog.ShowCustomConfirm("Register this study?", "Register", "Cancel", content, func(ok bool) {
 		if !ok {
+			btn.Enable()
 			return
 		}
-		btn.Disable()
 		register(func(reg registered, err error) {
 			btn.Enable()
 			if err != nil {
@@ -795,6 +866,9 @@ func (v *WizardView) openDialog() {
 		r.Close()
 		p, err := study.Load(path)
 		if err != nil {
+			if s := planSchema(path); (s == capacity.SchemaCapacity || s == capacity.SchemaConcurrency) && v.openOther != nil && v.openOther(path) {
+				return // a capacity or concurrency plan: opened in the capacity wizard
+			}
 			dialog.ShowError(err, v.win)
 			return
 		}

@@ -42,3 +42,39 @@ func DialogText(c fyne.Canvas) string {
 	walk(top)
 	return b.String()
 }
+
+// TapDialogButton taps the enabled button labelled text in the canvas's top overlay (a
+// dialog) and says whether it found one. Call it on the UI goroutine (under ui.Locked).
+func TapDialogButton(c fyne.Canvas, text string) bool {
+	top := c.Overlays().Top()
+	if top == nil {
+		return false
+	}
+	var found *widget.Button
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		if found != nil {
+			return
+		}
+		if b, ok := o.(*widget.Button); ok && b.Text == text && !b.Disabled() {
+			found = b
+			return
+		}
+		if c, ok := o.(*fyne.Container); ok {
+			for _, ch := range c.Objects {
+				walk(ch)
+			}
+		}
+		if w, ok := o.(fyne.Widget); ok {
+			for _, ch := range test.WidgetRenderer(w).Objects() {
+				walk(ch)
+			}
+		}
+	}
+	walk(top)
+	if found == nil {
+		return false
+	}
+	test.Tap(found)
+	return true
+}
