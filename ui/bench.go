@@ -47,10 +47,12 @@ type BenchView struct {
 	onModels func([]app.ModelEntry)
 	onReport func(app.DoctorReport)
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	seq     int
-	Checked chan struct{} // receives after each finished check has been shown (tests wait on it)
+	mu        sync.Mutex
+	cancel    context.CancelFunc
+	seq       int
+	flagDir   string        // the folder the app was started with (--llama-dir), "" for none
+	chosenNow bool          // the user chose a folder in this window since it opened
+	Checked   chan struct{} // receives after each finished check has been shown (tests wait on it)
 }
 
 func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.Context, string) app.DoctorReport, onModels func([]app.ModelEntry)) *BenchView {
@@ -155,7 +157,7 @@ func (v *BenchView) Recheck() {
 	v.mu.Unlock()
 
 	v.Status.SetText("checking…")
-	dir := v.prefs.String(prefLlamaDir)
+	dir := v.LlamaDir()
 	go func() {
 		rep := v.doctor(ctx, dir)
 		onUI(func() {
@@ -173,6 +175,28 @@ func (v *BenchView) Recheck() {
 	}()
 }
 
+// LlamaDir is the llama.cpp folder the window works with: the one chosen in this section
+// (remembered across launches), except that a folder given at launch (--llama-dir) wins until
+// the user chooses one here; "" means the default search (or a plan's build.dir). Studies run
+// with it and the doctor checks it. Safe from any goroutine.
+func (v *BenchView) LlamaDir() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.flagDir != "" && !v.chosenNow {
+		return v.flagDir
+	}
+	return v.prefs.String(prefLlamaDir)
+}
+
+// ChooseFolder makes dir the llama.cpp folder (remembered) and checks it again.
+func (v *BenchView) ChooseFolder(dir string) {
+	v.mu.Lock()
+	v.chosenNow = true
+	v.mu.Unlock()
+	v.prefs.SetString(prefLlamaDir, dir)
+	v.Recheck()
+}
+
 func (v *BenchView) chooseFolder() {
 	dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
 		if err != nil {
@@ -182,8 +206,7 @@ func (v *BenchView) chooseFolder() {
 		if u == nil {
 			return
 		}
-		v.prefs.SetString(prefLlamaDir, u.Path())
-		v.Recheck()
+		v.ChooseFolder(u.Path())
 	}, v.win)
 }
 

@@ -22,6 +22,9 @@ type Deps struct {
 	// Doctor inspects llama.cpp, models, notebook and display for a given llama.cpp folder
 	// ("" = the default search order). It runs off the UI goroutine.
 	Doctor func(ctx context.Context, llamaDir string) app.DoctorReport
+	// LlamaDir is the llama.cpp folder given at launch (--llama-dir); the Bench section's
+	// choice replaces it (see BenchView.LlamaDir).
+	LlamaDir string
 	// Library hashes models and keeps their expected hashes (nil: hashing is unavailable).
 	Library app.ModelLibrary
 	// Studies lists, shows and runs studies (nil: the notebook is not open).
@@ -63,6 +66,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb := &Workbench{App: a, Window: w}
 	wb.Models = newModelsView(w, a.Preferences(), deps.Library)
 	wb.Bench = newBenchView(w, a.Preferences(), deps.Doctor, wb.Models.show)
+	wb.Bench.flagDir = deps.LlamaDir
 	wb.Studies = newStudiesView(a, w, deps.Studies)
 	wb.Studies.SetCapacity(deps.Capacity) // nil: capacity studies are listed, with a note
 	wb.Wizard = newWizardView(w, deps.Registrar, deps.Library, func() []app.ModelEntry { return wb.Models.rows }, func(id int64) {

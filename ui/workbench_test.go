@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -250,4 +251,41 @@ func TestNotebookFilters(t *testing.T) {
 			t.Errorf("malformed date: rows %s, message %q", got, v.DateErr.Text)
 		}
 	})
+}
+
+// The llama.cpp folder: the launch folder (--llama-dir) until the user chooses one in Bench;
+// the choice is checked by the doctor, remembered, and used by the next window even when it
+// is started without a folder.
+func TestBenchFolderChoiceWinsAndIsRemembered(t *testing.T) {
+	a := newTestApp(t)
+	var mu sync.Mutex
+	var checked []string
+	doctor := func(_ context.Context, dir string) app.DoctorReport {
+		mu.Lock()
+		checked = append(checked, dir)
+		mu.Unlock()
+		return app.DoctorReport{}
+	}
+	wb := build(func() *Workbench { return NewWorkbench(a, Deps{LlamaDir: "/launch/bin", Doctor: doctor}) })
+	waitChecked(t, wb.Bench)
+	if got := wb.Bench.LlamaDir(); got != "/launch/bin" {
+		t.Fatalf("before a choice: %q", got)
+	}
+	Locked(func() { wb.Bench.ChooseFolder("/chosen/bin") })
+	waitChecked(t, wb.Bench)
+	if got := wb.Bench.LlamaDir(); got != "/chosen/bin" {
+		t.Fatalf("after the choice: %q", got)
+	}
+	mu.Lock()
+	if len(checked) != 2 || checked[0] != "/launch/bin" || checked[1] != "/chosen/bin" {
+		t.Errorf("the doctor checked %q", checked)
+	}
+	mu.Unlock()
+	Locked(func() { wb.Window.Close() })
+	again := build(func() *Workbench { return NewWorkbench(a, Deps{Doctor: doctor}) })
+	defer Locked(func() { again.Window.Close() })
+	waitChecked(t, again.Bench)
+	if got := again.Bench.LlamaDir(); got != "/chosen/bin" {
+		t.Fatalf("the next window's folder: %q, want the remembered choice", got)
+	}
 }

@@ -39,6 +39,15 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	nbPath, nbErr := notebookPath(*notebook)
+	// The window's llama.cpp folder: the Bench section's choice, else --llama-dir. Runs start
+	// after the window is built, so wb is set by then.
+	var wb *ui.Workbench
+	folder := func() string {
+		if wb == nil {
+			return *llamaDir
+		}
+		return wb.Bench.LlamaDir()
+	}
 	var lib app.ModelLibrary
 	var studies ui.StudyService
 	var registrar ui.Registrar
@@ -51,19 +60,17 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		} else {
 			defer nb.Close()
 			lib = notebookLibrary{nb}
-			svc := studyService{nb: nb, llamaDir: *llamaDir, nbPath: nbPath}
+			svc := studyService{nb: nb, llamaDir: *llamaDir, nbPath: nbPath, folder: folder}
 			studies, registrar = svc, svc
 			notebookSvc = notebookService{nb}
-			capacitySvc = capacityService{nb: nb, llamaDir: *llamaDir}
+			capacitySvc = capacityService{nb: nb, llamaDir: *llamaDir, folder: folder}
 		}
 	}
 	a := fyneapp.NewWithID(app.AppID)
 	a.SetIcon(assets.Icon)
-	wb := ui.NewWorkbench(a, ui.Deps{
+	wb = ui.NewWorkbench(a, ui.Deps{
+		LlamaDir: *llamaDir,
 		Doctor: func(ctx context.Context, dir string) app.DoctorReport {
-			if *llamaDir != "" {
-				dir = *llamaDir
-			}
 			return app.Doctor(ctx, app.DoctorOptions{LlamaDir: dir, NotebookPath: nbPath, NotebookErr: nbErr})
 		},
 		Library:   lib,

@@ -18,10 +18,12 @@ import (
 	"sparkbench/ui/uitest"
 )
 
-// With the llama.cpp folder gone, Run in the window (a throughput and a capacity study) shows a
-// dialog naming the folder and the fix, and the notebook's journal is unchanged.
+// With the llama.cpp folder chosen in the Bench section gone, Run in the window (a throughput
+// and a capacity study) shows a dialog naming the folder and the fix, and the notebook's
+// journal is unchanged. The window was started on a working folder (--llama-dir): the Bench
+// section's choice is what runs use.
 func TestWindowRunWithAMissingBuildFolder(t *testing.T) {
-	llamatest.Binaries(t) // the models exist; the folder given to the window does not
+	loc := llamatest.Binaries(t) // the models exist; the folder chosen in the window does not
 	tmp := t.TempDir()
 	missing := filepath.Join(tmp, "llama.cpp-was-here")
 	nb, err := store.Open(filepath.Join(tmp, "notebook.db"))
@@ -30,8 +32,10 @@ func TestWindowRunWithAMissingBuildFolder(t *testing.T) {
 	}
 	defer nb.Close()
 	data := filepath.Join(tmp, "data")
-	svc := studyService{nb: nb, dataDir: data, llamaDir: missing}
-	capSvc := capacityService{nb: nb, dataDir: data, llamaDir: missing}
+	var wb *ui.Workbench
+	folder := func() string { return wb.Bench.LlamaDir() }
+	svc := studyService{nb: nb, dataDir: data, folder: folder}
+	capSvc := capacityService{nb: nb, dataDir: data, folder: folder}
 	ctx := context.Background()
 	demoID, err := svc.EnsureDemo(ctx)
 	if err != nil {
@@ -59,14 +63,21 @@ func TestWindowRunWithAMissingBuildFolder(t *testing.T) {
 	var a fyne.App
 	ui.Locked(func() { a = test.NewApp() })
 	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
-	var wb *ui.Workbench
 	ui.Locked(func() {
 		wb = ui.NewWorkbench(a, ui.Deps{
-			Doctor:  func(context.Context, string) app.DoctorReport { return app.DoctorReport{} },
-			Library: notebookLibrary{nb}, Studies: svc, Registrar: svc, Notebook: notebookService{nb}, Capacity: capSvc,
+			LlamaDir: filepath.Dir(loc.Bench),
+			Doctor:   func(context.Context, string) app.DoctorReport { return app.DoctorReport{} },
+			Library:  notebookLibrary{nb}, Studies: svc, Registrar: svc, Notebook: notebookService{nb}, Capacity: capSvc,
 		})
 	})
 	defer ui.Locked(func() { wb.Window.Close() })
+	if got := wb.Bench.LlamaDir(); got != filepath.Dir(loc.Bench) {
+		t.Fatalf("the window's folder before a choice: %q, want the launch folder", got)
+	}
+	ui.Locked(func() { wb.Bench.ChooseFolder(missing) })
+	if got := wb.Bench.LlamaDir(); got != missing {
+		t.Fatalf("the window's folder after choosing %s: %q", missing, got)
+	}
 	st := wb.Studies
 
 	// The throughput demo.

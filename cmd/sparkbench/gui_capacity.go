@@ -18,8 +18,9 @@ import (
 // capacity register, show and run commands make.
 type capacityService struct {
 	nb       *store.Notebook
-	llamaDir string // --llama-dir, or "" for the plan's build.dir / default search
-	dataDir  string // where plans and run folders go ("" = the user's data folder)
+	llamaDir string        // --llama-dir, or "" for the plan's build.dir / default search
+	folder   func() string // the window's llama.cpp folder, as studyService.folder
+	dataDir  string        // where plans and run folders go ("" = the user's data folder)
 }
 
 var _ ui.CapacityService = capacityService{}
@@ -93,7 +94,11 @@ func (s capacityService) ShowCapacity(ctx context.Context, id int64) (*ui.Capaci
 // RunCapacity is `capacity run ID`: the run folder under the data folder, every lifetime a leg
 // of the notebook, study.json and the verdicts journaled.
 func (s capacityService) RunCapacity(ctx context.Context, id int64, onEvent func(capacity.RunEvent)) (*capacity.RunSummary, error) {
-	e, _, _, err := capacityEngine(ctx, s.nb, id, s.llamaDir, true, io.Discard)
+	dir := s.llamaDir
+	if s.folder != nil {
+		dir = s.folder()
+	}
+	e, _, _, err := capacityEngine(ctx, s.nb, id, dir, true, io.Discard)
 	if err != nil {
 		return nil, err
 	}

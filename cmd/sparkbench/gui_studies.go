@@ -25,8 +25,11 @@ import (
 type studyService struct {
 	nb       *store.Notebook
 	llamaDir string // --llama-dir, or "" for the plan's build.dir / default search
-	dataDir  string // where the demo's models and plan go
-	nbPath   string // the notebook's file, for the commands the window runs in-process
+	// folder, when set, is the window's llama.cpp folder (the Bench section's choice, else
+	// --llama-dir); "" from it falls back to the plan's build.dir and the default search.
+	folder  func() string
+	dataDir string // where the demo's models and plan go
+	nbPath  string // the notebook's file, for the commands the window runs in-process
 }
 
 var _ ui.StudyService = studyService{}
@@ -47,9 +50,16 @@ func (s studyService) Show(ctx context.Context, id int64) (*study.Report, error)
 	return study.Show(ctx, store.StudyRecorder{N: s.nb}, id)
 }
 
+func (s studyService) dir() string {
+	if s.folder != nil {
+		return s.folder()
+	}
+	return s.llamaDir
+}
+
 func (s studyService) Run(ctx context.Context, id int64, onEvent func(study.Event)) (study.RunSummary, error) {
 	rec := store.StudyRecorder{N: s.nb}
-	dir := s.llamaDir
+	dir := s.dir()
 	if dir == "" {
 		if st, err := rec.Study(ctx, id); err == nil {
 			if p, err := study.Decode("plan", st.PlanJSON); err == nil {
