@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -512,44 +513,71 @@ var capFigures = []string{
 
 // predictionDialog adds a band or question prediction about one figure of one candidate.
 func (v *CapacityWizard) predictionDialog() {
-	p, _ := v.Plan()
-	var ids []string
-	for _, c := range p.Candidates {
-		ids = append(ids, c.ID)
-	}
-	kind := widget.NewSelect([]string{"band", "question"}, nil)
-	kind.SetSelected("band")
-	text := widget.NewEntry()
-	text.SetPlaceHolder("the claim in words")
-	figure := widget.NewSelect(capFigures, nil)
-	figure.SetSelected(string(capacity.FigureSelectedGain))
-	cand := widget.NewSelect(ids, nil)
-	if len(ids) > 0 {
-		cand.SetSelected(ids[0])
-	}
-	slots, clients := widget.NewEntry(), widget.NewEntry()
-	slots.SetPlaceHolder("P (cell figures)")
-	clients.SetPlaceHolder("C (cell figures of capacity plans)")
-	lo, hi := widget.NewEntry(), widget.NewEntry()
-	lo.SetPlaceHolder("lower bound (empty: open)")
-	hi.SetPlaceHolder("upper bound (empty: open)")
-	items := []*widget.FormItem{
-		widget.NewFormItem("Kind", kind), widget.NewFormItem("Claim", text),
-		widget.NewFormItem("About: figure", figure), widget.NewFormItem("candidate", cand),
-		widget.NewFormItem("slots", slots), widget.NewFormItem("clients", clients),
-		widget.NewFormItem("Band lo", lo), widget.NewFormItem("Band hi", hi),
-	}
-	dialog.ShowForm("Add a prediction", "Add", "Cancel", items, func(ok bool) {
+	f := v.newPredictionForm()
+	dialog.ShowCustomConfirm("Add a prediction", "Add", "Cancel", f.content, func(ok bool) {
 		if !ok {
 			return
 		}
-		pr, err := buildCapacityPrediction(kind.Selected, text.Text, figure.Selected, cand.Selected, slots.Text, clients.Text, lo.Text, hi.Text)
+		pr, err := f.build()
 		if err != nil {
 			dialog.ShowError(err, v.win)
 			return
 		}
 		v.AddPrediction(pr)
 	}, v.win)
+}
+
+// capPredictionForm is the capacity Add a prediction dialog's content: the claim and its
+// selector (slots and clients only for the per-cell figures), and the band's bounds only for
+// a band.
+type capPredictionForm struct {
+	content              fyne.CanvasObject
+	kind, figure, cand   *widget.Select
+	text, slots, clients *widget.Entry
+	lo, hi               *widget.Entry
+	kinds                *switchedForm
+	cellForm             *widget.Form
+}
+
+// capCellFigures are the figures about one cell (slots P, clients C).
+var capCellFigures = []string{string(capacity.FigureCellRate), string(capacity.FigurePerStreamRate), string(capacity.FigureTTFTP95), string(capacity.FigureE2EP95)}
+
+func (v *CapacityWizard) newPredictionForm() *capPredictionForm {
+	p, _ := v.Plan()
+	var ids []string
+	for _, c := range p.Candidates {
+		ids = append(ids, c.ID)
+	}
+	f := &capPredictionForm{}
+	f.text = widget.NewEntry()
+	f.text.SetPlaceHolder("the claim in words")
+	f.cand = widget.NewSelect(ids, nil)
+	if len(ids) > 0 {
+		f.cand.SetSelected(ids[0])
+	}
+	f.slots, f.clients = widget.NewEntry(), widget.NewEntry()
+	f.slots.SetPlaceHolder("P (cell figures)")
+	f.clients.SetPlaceHolder("C (cell figures of capacity plans)")
+	f.lo, f.hi = widget.NewEntry(), widget.NewEntry()
+	f.lo.SetPlaceHolder("lower bound (empty: open)")
+	f.hi.SetPlaceHolder("upper bound (empty: open)")
+	f.cellForm = widget.NewForm(widget.NewFormItem("slots", f.slots), widget.NewFormItem("clients", f.clients))
+	f.figure = widget.NewSelect(capFigures, func(s string) { setVisible(f.cellForm, slices.Contains(capCellFigures, s)) })
+	f.figure.SetSelected(string(capacity.FigureSelectedGain))
+	f.kinds = newSwitchedForm(map[string][]*widget.FormItem{
+		"band":     {widget.NewFormItem("Band lo", f.lo), widget.NewFormItem("Band hi", f.hi)},
+		"question": nil,
+	})
+	f.kind = widget.NewSelect([]string{"band", "question"}, f.kinds.show)
+	f.kind.SetSelected("band")
+	common := widget.NewForm(widget.NewFormItem("Kind", f.kind), widget.NewFormItem("Claim", f.text),
+		widget.NewFormItem("About: figure", f.figure), widget.NewFormItem("candidate", f.cand))
+	f.content = container.NewVBox(common, f.cellForm, f.kinds.box)
+	return f
+}
+
+func (f *capPredictionForm) build() (capacity.Prediction, error) {
+	return buildCapacityPrediction(f.kind.Selected, f.text.Text, f.figure.Selected, f.cand.Selected, f.slots.Text, f.clients.Text, f.lo.Text, f.hi.Text)
 }
 
 // buildCapacityPrediction turns the dialog's fields into a prediction (its rules are checked by

@@ -303,3 +303,77 @@ func TestOpenPlanGoesToTheWizardOfItsKind(t *testing.T) {
 		}
 	})
 }
+
+// The Add a prediction dialogs show only the fields of the chosen kind (and the crossing line
+// or the cell's P and C only for figures that need them), and build the prediction from them.
+func TestPredictionFormsShowTheFieldsOfTheirKind(t *testing.T) {
+	a := newTestApp(t)
+	tiny := filepath.Join(modelsDir(), "tiny-llama-f32.gguf")
+	models := []app.ModelEntry{app.InspectModel(tiny)}
+	w := build(func() fyne.Window { return a.NewWindow("t") })
+	v := build(func() *WizardView { return newWizardView(w, &fakeRegistrar{}, nil, func() []app.ModelEntry { return models }, nil) })
+	Locked(func() {
+		v.Models.SetSelected([]string{tiny})
+		f := v.newPredictionForm()
+		shown := func() string {
+			var on []string
+			for _, k := range []string{"band", "comparison", "fork", "question"} {
+				if f.kinds.shown(k) {
+					on = append(on, k)
+				}
+			}
+			if f.lineForm.Visible() {
+				on = append(on, "line")
+			}
+			return strings.Join(on, ",")
+		}
+		if got := shown(); got != "band" {
+			t.Fatalf("band: shown %q", got)
+		}
+		f.kind.SetSelected("fork")
+		f.figure.SetSelected(string(study.FigureCrossing))
+		if got := shown(); got != "fork,line" {
+			t.Fatalf("fork about a crossing: shown %q", got)
+		}
+		f.kind.SetSelected("question")
+		f.figure.SetSelected(string(study.FigureSlope))
+		if got := shown(); got != "" {
+			t.Fatalf("question: shown %q", got)
+		}
+		f.kind.SetSelected("comparison")
+		if got := shown(); got != "comparison" {
+			t.Fatalf("comparison: shown %q", got)
+		}
+		f.kind.SetSelected("fork")
+		f.figure.SetSelected(string(study.FigureCell))
+		f.text.SetText("tg falls with depth")
+		f.depth.SetText("128")
+		f.arms.SetText("steep::20; flat:20:")
+		pr, err := f.build()
+		if err != nil || pr.Kind != study.KindFork || len(pr.Arms) != 2 {
+			t.Fatalf("fork built: %+v, %v", pr, err)
+		}
+	})
+	cw := build(func() *CapacityWizard {
+		return newCapacityWizard(w, &fakeCapacity{}, nil, func() []app.ModelEntry { return models }, nil)
+	})
+	Locked(func() {
+		fillCapacityForm(cw, tiny)
+		f := cw.newPredictionForm()
+		if !f.kinds.shown("band") || f.cellForm.Visible() {
+			t.Fatalf("band about the selected gain: band %v cell %v", f.kinds.shown("band"), f.cellForm.Visible())
+		}
+		f.kind.SetSelected("question")
+		f.figure.SetSelected(string(capacity.FigureCellRate))
+		if f.kinds.shown("band") || !f.cellForm.Visible() {
+			t.Fatalf("question about a cell: band %v cell %v", f.kinds.shown("band"), f.cellForm.Visible())
+		}
+		f.text.SetText("P2 C2 beats 10 t/s?")
+		f.slots.SetText("2")
+		f.clients.SetText("2")
+		pr, err := f.build()
+		if err != nil || pr.About.Slots == nil || *pr.About.Slots != 2 || pr.Kind != study.KindQuestion {
+			t.Fatalf("question built: %+v, %v", pr, err)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -575,60 +576,127 @@ func confirmFreeze(win fyne.Window, btn *widget.Button, preview []byte, sum, msg
 
 // predictionDialog adds a prediction with a form per kind and a selector picker.
 func (v *WizardView) predictionDialog() {
-	p, _ := v.Plan()
-	var ids []string
-	for _, m := range p.Models {
-		ids = append(ids, m.ID)
-	}
-	kind := widget.NewSelect([]string{"band", "fork", "comparison", "question"}, nil)
-	kind.SetSelected("band")
-	text := widget.NewEntry()
-	text.SetPlaceHolder("the claim in words")
-	figure := widget.NewSelect([]string{string(study.FigureCell), string(study.FigureCrossing), string(study.FigureSlope),
-		string(study.FigureCV), string(study.FigureEfficiency), string(study.FigureCeiling)}, nil)
-	figure.SetSelected(string(study.FigureCell))
-	model := widget.NewSelect(ids, nil)
-	if len(ids) > 0 {
-		model.SetSelected(ids[0])
-	}
-	test := widget.NewEntry()
-	test.SetText("tg")
-	depth := widget.NewEntry()
-	depth.SetPlaceHolder("depth, e.g. 0")
-	line := widget.NewEntry()
-	line.SetPlaceHolder("crossing line in t/s, e.g. 70")
-	lo, hi := widget.NewEntry(), widget.NewEntry()
-	lo.SetPlaceHolder("lower bound (empty: open)")
-	hi.SetPlaceHolder("upper bound (empty: open)")
-	arms := widget.NewEntry()
-	arms.SetPlaceHolder("fork arms: name:lo:hi; name:lo:hi (empty bound = open)")
-	op := widget.NewSelect([]string{">=", "<=", "within"}, nil)
-	op.SetSelected(">=")
-	thanModel := widget.NewSelect(ids, nil)
-	thanDepth := widget.NewEntry()
-	thanDepth.SetPlaceHolder("right-hand depth")
-	tol := widget.NewEntry()
-	tol.SetText("0")
-	items := []*widget.FormItem{
-		widget.NewFormItem("Kind", kind), widget.NewFormItem("Claim", text),
-		widget.NewFormItem("About: figure", figure), widget.NewFormItem("model", model),
-		widget.NewFormItem("test", test), widget.NewFormItem("depth", depth), widget.NewFormItem("line", line),
-		widget.NewFormItem("Band lo", lo), widget.NewFormItem("Band hi", hi), widget.NewFormItem("Fork arms", arms),
-		widget.NewFormItem("Comparison", op), widget.NewFormItem("than model", thanModel),
-		widget.NewFormItem("than depth", thanDepth), widget.NewFormItem("tolerance %", tol),
-	}
-	dialog.ShowForm("Add a prediction", "Add", "Cancel", items, func(ok bool) {
+	f := v.newPredictionForm()
+	dialog.ShowCustomConfirm("Add a prediction", "Add", "Cancel", f.content, func(ok bool) {
 		if !ok {
 			return
 		}
-		pr, err := buildPrediction(kind.Selected, text.Text, figure.Selected, model.Selected, test.Text, depth.Text, line.Text,
-			lo.Text, hi.Text, arms.Text, op.Selected, thanModel.Selected, thanDepth.Text, tol.Text)
+		pr, err := f.build()
 		if err != nil {
 			dialog.ShowError(err, v.win)
 			return
 		}
 		v.AddPrediction(pr)
 	}, v.win)
+}
+
+// predictionForm is the Add a prediction dialog's content: the claim and its selector, then
+// only the fields of the chosen kind (band bounds, fork arms, the comparison's right-hand
+// side; none for a question), and the crossing line only for a crossing.
+type predictionForm struct {
+	content                               fyne.CanvasObject
+	kind, figure, model, op, thanModel    *widget.Select
+	text, test, depth, line, lo, hi, arms *widget.Entry
+	thanDepth, tol                        *widget.Entry
+	kinds                                 *switchedForm
+	lineForm                              *widget.Form
+}
+
+func (v *WizardView) newPredictionForm() *predictionForm {
+	p, _ := v.Plan()
+	var ids []string
+	for _, m := range p.Models {
+		ids = append(ids, m.ID)
+	}
+	f := &predictionForm{}
+	f.text = widget.NewEntry()
+	f.text.SetPlaceHolder("the claim in words")
+	f.figure = widget.NewSelect([]string{string(study.FigureCell), string(study.FigureCrossing), string(study.FigureSlope),
+		string(study.FigureCV), string(study.FigureEfficiency), string(study.FigureCeiling)}, nil)
+	f.model = widget.NewSelect(ids, nil)
+	if len(ids) > 0 {
+		f.model.SetSelected(ids[0])
+	}
+	f.test = widget.NewEntry()
+	f.test.SetText("tg")
+	f.depth = widget.NewEntry()
+	f.depth.SetPlaceHolder("depth, e.g. 0")
+	f.line = widget.NewEntry()
+	f.line.SetPlaceHolder("crossing line in t/s, e.g. 70")
+	f.lo, f.hi = widget.NewEntry(), widget.NewEntry()
+	f.lo.SetPlaceHolder("lower bound (empty: open)")
+	f.hi.SetPlaceHolder("upper bound (empty: open)")
+	f.arms = widget.NewEntry()
+	f.arms.SetPlaceHolder("fork arms: name:lo:hi; name:lo:hi (empty bound = open)")
+	f.op = widget.NewSelect([]string{">=", "<=", "within"}, nil)
+	f.op.SetSelected(">=")
+	f.thanModel = widget.NewSelect(ids, nil)
+	f.thanDepth = widget.NewEntry()
+	f.thanDepth.SetPlaceHolder("right-hand depth")
+	f.tol = widget.NewEntry()
+	f.tol.SetText("0")
+	f.kinds = newSwitchedForm(map[string][]*widget.FormItem{
+		"band":       {widget.NewFormItem("Band lo", f.lo), widget.NewFormItem("Band hi", f.hi)},
+		"fork":       {widget.NewFormItem("Fork arms", f.arms)},
+		"comparison": {widget.NewFormItem("Comparison", f.op), widget.NewFormItem("than model", f.thanModel), widget.NewFormItem("than depth", f.thanDepth), widget.NewFormItem("tolerance %", f.tol)},
+		"question":   nil,
+	})
+	f.lineForm = widget.NewForm(widget.NewFormItem("line", f.line))
+	f.figure.OnChanged = func(s string) { setVisible(f.lineForm, s == string(study.FigureCrossing)) }
+	f.figure.SetSelected(string(study.FigureCell))
+	f.kind = widget.NewSelect([]string{"band", "fork", "comparison", "question"}, f.kinds.show)
+	f.kind.SetSelected("band")
+	common := widget.NewForm(widget.NewFormItem("Kind", f.kind), widget.NewFormItem("Claim", f.text),
+		widget.NewFormItem("About: figure", f.figure), widget.NewFormItem("model", f.model),
+		widget.NewFormItem("test", f.test), widget.NewFormItem("depth", f.depth))
+	f.content = container.NewVBox(common, f.lineForm, f.kinds.box)
+	return f
+}
+
+func (f *predictionForm) build() (study.Prediction, error) {
+	return buildPrediction(f.kind.Selected, f.text.Text, f.figure.Selected, f.model.Selected, f.test.Text, f.depth.Text, f.line.Text,
+		f.lo.Text, f.hi.Text, f.arms.Text, f.op.Selected, f.thanModel.Selected, f.thanDepth.Text, f.tol.Text)
+}
+
+// switchedForm is the part of a form that depends on a choice: one sub-form per choice, only
+// the chosen one shown.
+type switchedForm struct {
+	forms map[string]*widget.Form
+	box   *fyne.Container
+}
+
+func newSwitchedForm(parts map[string][]*widget.FormItem) *switchedForm {
+	s := &switchedForm{forms: map[string]*widget.Form{}, box: container.NewVBox()}
+	keys := make([]string, 0, len(parts))
+	for k := range parts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f := widget.NewForm(parts[k]...)
+		f.Hide()
+		s.forms[k] = f
+		s.box.Add(f)
+	}
+	return s
+}
+
+func (s *switchedForm) show(key string) {
+	for k, f := range s.forms {
+		setVisible(f, k == key && len(f.Items) > 0)
+	}
+	s.box.Refresh()
+}
+
+// shown says whether the sub-form of key is the one shown.
+func (s *switchedForm) shown(key string) bool { f := s.forms[key]; return f != nil && f.Visible() }
+
+func setVisible(o fyne.CanvasObject, on bool) {
+	if on {
+		o.Show()
+	} else {
+		o.Hide()
+	}
 }
 
 func optFloat(field, s string) (*float64, error) {
