@@ -1,0 +1,246 @@
+package study
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"sparkbench/app/analysis"
+)
+
+// DefaultAlpha is the significance level of a study comparison: a delta whose Welch p-value is
+// at or above it prints as "~" (no significant difference), as benchstat does.
+const DefaultAlpha = 0.05
+
+// ErrNotComparable is wrapped by every refusal of CompareStudies: the studies measure
+// different model files, share no cell, or a shared cell has too few repetitions for an
+// interval and a p-value.
+var ErrNotComparable = errors.New("the studies cannot be compared")
+
+// StudyComparison compares a study's results with a baseline study's, cell by cell, in the
+// benchstat manner. A cell is the same model file (by SHA-256, whatever its ID in each plan),
+// the same test (pp64, tg32), the same depth and the same configuration (ubatch, batch,
+// flash-attn, KV types, threads, GPU layers). Only rows that count as results are read, and
+// only from the plan legs proper (repeatability copies are left out).
+type StudyComparison struct {
+	Baseline ComparedStudy `json:"baseline"`
+	New      ComparedStudy `json:"new"`
+	Alpha    float64       `json:"alpha"`
+	// Cells are the cells both studies measured, in the baseline plan's model order, then by
+	// test, configuration and depth.
+	Cells []CellComparison `json:"cells"`
+	// OnlyBaseline and OnlyNew name the cells only one side measured (not compared).
+	OnlyBaseline []string `json:"only_baseline"`
+	OnlyNew      []string `json:"only_new"`
+	// Notes name models that are not compared: a model ID whose file differs between the
+	// plans, a file only one plan measures.
+	Notes []string `json:"notes"`
+}
+
+// ComparedStudy names one side of a comparison.
+type ComparedStudy struct {
+	ID         int64           `json:"id"`
+	Name       string          `json:"name"`
+	Status     string          `json:"status"`
+	PlanSHA256 string          `json:"plan_sha256"`
+	Models     []ComparedModel `json:"models"`
+}
+
+// ComparedModel is a plan model with the SHA-256 its file was verified against.
+type ComparedModel struct {
+	ID     string `json:"id"`
+	SHA256 string `json:"sha256"`
+}
+
+// CellComparison is one cell measured by both studies: each side's mean with its t-based 95%
+// interval over the repetitions (llama-bench's samples_ts), and the Welch comparison.
+type CellComparison struct {
+	Model       string `json:"model"`     // the baseline plan's model ID
+	NewModel    string `json:"new_model"` // the new plan's ID of the same file
+	ModelSHA256 string `json:"model_sha256"`
+	Test        string `json:"test"`
+	Depth       int64  `json:"depth"`
+	Config      string `json:"config"`
+	// Baseline and New summarise each side's repetitions (t/s): n, mean, sd, 95% interval.
+	Baseline analysis.Summary `json:"baseline"`
+	New      analysis.Summary `json:"new"`
+	// Delta is New.Mean / Baseline.Mean - 1; DeltaLo/DeltaHi its 95% interval.
+	Delta   float64 `json:"delta"`
+	DeltaLo float64 `json:"delta_lo"`
+	DeltaHi float64 `json:"delta_hi"`
+	// P is Welch's two-sided p-value (null when it cannot be computed).
+	P           *float64 `json:"p"`
+	Significant bool     `json:"significant"`
+	// Word is the benchstat column: "+3.21% (p=0.002 n=5+5)" or "~ (p=0.412 n=5+5)".
+	Word string `json:"word"`
+	// Sources name the stored row each side's repetitions came from.
+	BaselineSource string `json:"baseline_source"`
+	NewSource      string `json:"new_source"`
+}
+
+// Label names a cell for messages: "tg32 @ d128 of tiny [ub512 b2048 …]".
+func (c CellComparison) Label() string {
+	return cellLabel(c.Model, c.Test, c.Depth, c.Config)
+}
+
+func cellLabel(model, test string, depth int64, config string) string {
+	return fmt.Sprintf("%s @ d%d of %s [%s]", test, depth, model, config)
+}
+
+// cellKey identifies a cell across studies: the model by its file's SHA-256.
+type cellKey struct {
+	sha, test, config string
+	depth             int64
+}
+
+type sideCell struct {
+	model string
+	row   ResultRow
+}
+
+// comparedSide loads one study's cells.
+func comparedSide(ctx context.Context, rec Recorder, id int64) (ComparedStudy, map[cellKey]sideCell, []cellKey, error) {
+	l, err := loadStudy(ctx, rec, id)
+	if err != nil {
+		return ComparedStudy{}, nil, nil, err
+	}
+	cs := ComparedStudy{ID: l.st.ID, Name: l.st.Name, Status: l.st.Status, PlanSHA256: l.st.PlanSHA256}
+	sha := map[string]string{}
+	order := map[string]int{}
+	for i, m := range l.plan.Models {
+		cs.Models = append(cs.Models, ComparedModel{ID: m.ID, SHA256: m.SHA256})
+		sha[m.ID] = m.SHA256
+		order[m.ID] = i
+	}
+	repeat := map[string]bool{}
+	for _, lp := range l.legs {
+		if lp.Repeat != "" {
+			repeat[lp.ID] = true
+		}
+	}
+	res := buildResults(l, nil, 0)
+	cells := map[cellKey]sideCell{}
+	var keys []cellKey
+	for _, row := range res.Rows {
+		if repeat[row.Leg] {
+			continue
+		}
+		r := &row.Result
+		k := cellKey{sha: sha[row.Model], test: testOf(r), config: configLabel(r), depth: r.NDepth}
+		if prev, dup := cells[k]; dup {
+			return cs, nil, nil, fmt.Errorf("study %d measured %s twice (%s and %s): %w", id,
+				cellLabel(row.Model, k.test, k.depth, k.config), prev.row.Ref, row.Ref, ErrNotComparable)
+		}
+		cells[k] = sideCell{model: row.Model, row: row}
+		keys = append(keys, k)
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		ma, mb := cells[a].model, cells[b].model
+		switch {
+		case ma != mb:
+			return order[ma] < order[mb]
+		case a.test != b.test:
+			return a.test < b.test
+		case a.config != b.config:
+			return a.config < b.config
+		}
+		return a.depth < b.depth
+	})
+	return cs, cells, keys, nil
+}
+
+// CompareStudies compares study newID against study baselineID (alpha <= 0: DefaultAlpha). It
+// refuses (ErrNotComparable, naming why) when the two plans share no model file (by SHA-256),
+// when the shared models have no cell in common, or when a shared cell has fewer than
+// analysis.MinReps repetitions on either side.
+func CompareStudies(ctx context.Context, rec Recorder, baselineID, newID int64, alpha float64) (*StudyComparison, error) {
+	if alpha <= 0 || alpha >= 1 {
+		alpha = DefaultAlpha
+	}
+	if baselineID == newID {
+		return nil, fmt.Errorf("study %d is both the baseline and the new study; compare it with another study: %w", newID, ErrNotComparable)
+	}
+	base, baseCells, baseKeys, err := comparedSide(ctx, rec, baselineID)
+	if err != nil {
+		return nil, err
+	}
+	nw, newCells, newKeys, err := comparedSide(ctx, rec, newID)
+	if err != nil {
+		return nil, err
+	}
+	out := &StudyComparison{Baseline: base, New: nw, Alpha: alpha, Cells: []CellComparison{}, OnlyBaseline: []string{}, OnlyNew: []string{},
+		Notes: []string{}}
+
+	shared := map[string]bool{}
+	for _, m := range base.Models {
+		for _, n := range nw.Models {
+			if m.SHA256 == n.SHA256 {
+				shared[m.SHA256] = true
+			}
+		}
+	}
+	for _, m := range base.Models {
+		for _, n := range nw.Models {
+			if m.ID == n.ID && m.SHA256 != n.SHA256 {
+				out.Notes = append(out.Notes, fmt.Sprintf("model %s is a different file in each plan (baseline sha256 %s, new %s): its cells are not compared", m.ID, m.SHA256, n.SHA256))
+			}
+		}
+	}
+	if len(shared) == 0 {
+		return nil, fmt.Errorf("the studies measure different model files: baseline study %d has %s; new study %d has %s; a comparison needs the same file (the same SHA-256) on both sides: %w",
+			base.ID, modelList(base.Models), nw.ID, modelList(nw.Models), ErrNotComparable)
+	}
+
+	var few []string
+	for _, k := range baseKeys {
+		b := baseCells[k]
+		n, ok := newCells[k]
+		if !ok {
+			out.OnlyBaseline = append(out.OnlyBaseline, cellLabel(b.model, k.test, k.depth, k.config))
+			continue
+		}
+		bs, ns := b.row.Result.SamplesTs, n.row.Result.SamplesTs
+		cc := CellComparison{Model: b.model, NewModel: n.model, ModelSHA256: k.sha, Test: k.test, Depth: k.depth, Config: k.config,
+			BaselineSource: b.row.Ref, NewSource: n.row.Ref}
+		if len(bs) < analysis.MinReps || len(ns) < analysis.MinReps {
+			few = append(few, fmt.Sprintf("%s: baseline %d rep(s) (%s), new %d (%s)", cc.Label(), len(bs), b.row.Ref, len(ns), n.row.Ref))
+			continue
+		}
+		c := analysis.Compare(bs, ns, alpha)
+		cc.Baseline, cc.New, cc.Delta, cc.DeltaLo, cc.DeltaHi, cc.Significant = c.Base, c.New, c.Delta, c.DeltaLo, c.DeltaHi, c.Significant
+		if !math.IsNaN(c.P) {
+			cc.P = fptr(c.P)
+		}
+		cc.Word = c.String()
+		out.Cells = append(out.Cells, cc)
+	}
+	for _, k := range newKeys {
+		if _, ok := baseCells[k]; !ok {
+			out.OnlyNew = append(out.OnlyNew, cellLabel(newCells[k].model, k.test, k.depth, k.config))
+		}
+	}
+	if len(few) > 0 {
+		return nil, fmt.Errorf("need >= %d reps per cell on both sides for a confidence interval and a p-value; %d cell(s) have fewer: %s: %w",
+			analysis.MinReps, len(few), strings.Join(few, "; "), ErrNotComparable)
+	}
+	if len(out.Cells) == 0 {
+		return nil, fmt.Errorf("the studies share model files but no measured cell (same test, depth and configuration): baseline study %d has %d result cell(s), new study %d has %d: %w",
+			base.ID, len(baseKeys), nw.ID, len(newKeys), ErrNotComparable)
+	}
+	return out, nil
+}
+
+func modelList(ms []ComparedModel) string {
+	var parts []string
+	for _, m := range ms {
+		parts = append(parts, fmt.Sprintf("%s (sha256 %s)", m.ID, m.SHA256))
+	}
+	if len(parts) == 0 {
+		return "no models"
+	}
+	return strings.Join(parts, ", ")
+}
