@@ -3,6 +3,7 @@ package plots
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -48,9 +49,18 @@ func HalfWidth(kind IntervalKind, sd float64, n int) (float64, IntervalKind) {
 
 // tQuantile975 is the 0.975 quantile of Student's t with df degrees of freedom
 // (2.776 for df = 4: llama-bench's default five repetitions).
+// The quantile is computed once per df (a numeric inversion that took most of a depth chart's
+// build time when it ran for every point) and kept.
 func tQuantile975(df int) float64 {
-	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
+	if q, ok := tQuantiles.Load(df); ok {
+		return q.(float64)
+	}
+	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
+	tQuantiles.Store(df, q)
+	return q
 }
+
+var tQuantiles sync.Map // df -> the 0.975 quantile
 
 // intervalTally collects which kinds of bar a chart drew, for its caption.
 type intervalTally struct {

@@ -37,20 +37,51 @@ type seriesPlotter struct {
 	errCol color.Color
 }
 
+// errBarChunk is how many error bars are stroked as one path.
+const errBarChunk = 64
+
 func (s *seriesPlotter) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
 	if s.errCol != nil {
 		ls := draw.LineStyle{Color: s.errCol, Width: vg.Points(1)}
 		capW := vg.Points(3)
+		// The bars are stroked errBarChunk at a time as one path of many pieces: a stroke per
+		// piece cost a rasteriser pass each (three per point; 5 x 1,000 points: most of a
+		// depth chart's frame), while one path for every bar would slow the rasteriser down
+		// the way one long line does.
+		var path vg.Path
+		bars := 0
+		flushBars := func() {
+			if bars > 0 {
+				c.SetLineStyle(ls)
+				c.Stroke(path)
+			}
+			path, bars = nil, 0
+		}
+		add := func(a, b vg.Point) {
+			for _, l := range c.ClipLinesY([]vg.Point{a, b}) {
+				if len(l) < 2 {
+					continue
+				}
+				path.Move(l[0])
+				for _, pt := range l[1:] {
+					path.Line(pt)
+				}
+			}
+		}
 		for _, q := range s.pts {
 			if !q.hasErr || q.hi <= q.lo {
 				continue
 			}
 			x, ylo, yhi := trX(q.x), trY(q.lo), trY(q.hi)
-			c.StrokeLines(ls, c.ClipLinesY([]vg.Point{{X: x, Y: ylo}, {X: x, Y: yhi}})...)
-			c.StrokeLines(ls, c.ClipLinesY([]vg.Point{{X: x - capW, Y: ylo}, {X: x + capW, Y: ylo}})...)
-			c.StrokeLines(ls, c.ClipLinesY([]vg.Point{{X: x - capW, Y: yhi}, {X: x + capW, Y: yhi}})...)
+			add(vg.Point{X: x, Y: ylo}, vg.Point{X: x, Y: yhi})
+			add(vg.Point{X: x - capW, Y: ylo}, vg.Point{X: x + capW, Y: ylo})
+			add(vg.Point{X: x - capW, Y: yhi}, vg.Point{X: x + capW, Y: yhi})
+			if bars++; bars == errBarChunk {
+				flushBars()
+			}
 		}
+		flushBars()
 	}
 	if s.line != nil {
 		var run []vg.Point
