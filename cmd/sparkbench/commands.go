@@ -25,7 +25,7 @@ func commands() []command {
 		{"notebook", "notebook verify|path|stats [--notebook P]", "check the lab notebook's hash chain; where it is; what it holds", cmdNotebook},
 		{"import", "import [--study S] FILE…", "import llama-bench output (jsonl, json, csv, md) as imported legs", cmdImport},
 		{"export", "export STUDY [--format csv|json] [--rows bench|requests]", "export a study's rows", cmdExport},
-		{"study", studyUsage, "check, register (freeze with its predictions), run or resume, and show a throughput study", cmdStudy},
+		{"study", studyUsage, "check, register (freeze with its predictions), run or resume, show a throughput study, and compare it with a baseline study", cmdStudy},
 		{"verdict", "verdict ID --prediction P --human PASS|FAIL|NOTE --why TEXT", "record a human verdict on a prediction", cmdVerdict},
 		{"finding", "finding add ID --text TEXT [--leg L] [--prediction P]", "record a numbered finding (F1, F2, …) linked to legs and predictions", cmdFinding},
 		{"amend", "amend ID --prediction P --set-lo X --set-hi Y … --reason TEXT [--as-deviation]", "change a prediction: an amendment before its legs ran, else a deviation", cmdAmend},

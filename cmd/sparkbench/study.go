@@ -16,17 +16,18 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"sparkbench/app/analysis"
 	"sparkbench/app/study"
 	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
 )
 
-const studyUsage = "study validate FILE [--json] | study register FILE | study run ID|FILE [--llama-dir D] | study show ID [--json]"
+const studyUsage = "study validate FILE [--json] | study register FILE | study run ID|FILE [--llama-dir D] | study show ID [--json] | study compare BASELINE NEW [--alpha A] [--json]"
 
 func cmdStudy(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fprintf(stderr, "sparkbench study: want a verb: validate FILE, register FILE, run ID|FILE, show ID\n")
+		fprintf(stderr, "sparkbench study: want a verb: validate FILE, register FILE, run ID|FILE, show ID, compare BASELINE NEW\n")
 		return 2
 	}
 	switch args[0] {
@@ -38,11 +39,13 @@ func cmdStudy(args []string, stdout, stderr io.Writer) int {
 		return studyRun(args[1:], stdout, stderr)
 	case "show":
 		return studyShow(args[1:], stdout, stderr)
+	case "compare":
+		return studyCompare(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fprintf(stdout, "usage: sparkbench %s\n", studyUsage)
 		return 0
 	}
-	fprintf(stderr, "sparkbench study: unknown verb %q; want validate, register, run or show\n", args[0])
+	fprintf(stderr, "sparkbench study: unknown verb %q; want validate, register, run, show or compare\n", args[0])
 	return 2
 }
 
@@ -518,6 +521,105 @@ func studyShow(args []string, stdout, stderr io.Writer) int {
 	}
 	printReport(stdout, rep)
 	return 0
+}
+
+// studyCompare: sparkbench study compare BASELINE NEW [--alpha A] [--json] [--notebook P]. It
+// compares every cell the two studies measured on the same model file (same SHA-256), test,
+// depth and configuration, the benchstat way. Exit 0 compared; 2 refused (different model
+// files, no shared cell, fewer than 3 repetitions in a shared cell) or bad input; 1 otherwise.
+func studyCompare(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("study compare", stderr)
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
+	asJSON := fs.Bool("json", false, "print the comparison as JSON (every cell with the stored rows it came from)")
+	alpha := fs.Float64("alpha", study.DefaultAlpha, "significance level: a delta with p >= alpha prints as ~")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 2 {
+		fprintf(stderr, "sparkbench study compare: want two study ids or names: the baseline, then the new study\n")
+		return 2
+	}
+	if !(*alpha > 0 && *alpha < 1) {
+		fprintf(stderr, "sparkbench study compare: --alpha %g: want a level in (0, 1), e.g. 0.05\n", *alpha)
+		return 2
+	}
+	nb, ctx, baseID, done, code := openShown("study compare", *nbFlag, pos[0], findStudy, stderr)
+	if nb == nil {
+		return code
+	}
+	defer done()
+	newID, err := findStudy(ctx, nb, pos[1])
+	if err != nil {
+		fprintf(stderr, "sparkbench study compare: %v\n", err)
+		return 2
+	}
+	c, err := study.CompareStudies(ctx, store.StudyRecorder{N: nb}, baseID, newID, *alpha)
+	switch {
+	case errors.Is(err, study.ErrNotComparable):
+		fprintf(stderr, "sparkbench study compare: refused: %s\n", strings.TrimSuffix(err.Error(), ": "+study.ErrNotComparable.Error()))
+		return 2
+	case err != nil:
+		fprintf(stderr, "sparkbench study compare: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		return printJSON(stdout, stderr, "study compare", c)
+	}
+	printComparison(stdout, c)
+	return 0
+}
+
+// printComparison prints a comparison as benchstat does: one line per cell with the baseline
+// and the new mean, each ± its 95% interval, and the delta with its p-value and n ("~" when
+// not significant).
+func printComparison(w io.Writer, c *study.StudyComparison) {
+	for _, s := range []struct {
+		head string
+		s    study.ComparedStudy
+	}{{"baseline", c.Baseline}, {"new", c.New}} {
+		fprintf(w, "%-8s  study %d %q (%s), plan sha256 %s\n", s.head, s.s.ID, s.s.Name, s.s.Status, s.s.PlanSHA256)
+	}
+	configs := map[string]bool{}
+	for _, cc := range c.Cells {
+		configs[cc.Config] = true
+	}
+	if len(configs) == 1 {
+		fprintf(w, "config    %s\n", c.Cells[0].Config)
+	}
+	fprintf(w, "\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fprintf(tw, "  model\ttest\tdepth\t")
+	if len(configs) > 1 {
+		fprintf(tw, "config\t")
+	}
+	fprintf(tw, "baseline t/s\tnew t/s\tdelta\n")
+	ci := func(s analysis.Summary) string { return fmt.Sprintf("%.2f ± %.2f", s.Mean, s.Hi-s.Mean) }
+	for _, cc := range c.Cells {
+		model := cc.Model
+		if cc.NewModel != cc.Model {
+			model += "=" + cc.NewModel
+		}
+		fprintf(tw, "  %s\t%s\td%d\t", model, cc.Test, cc.Depth)
+		if len(configs) > 1 {
+			fprintf(tw, "%s\t", cc.Config)
+		}
+		fprintf(tw, "%s\t%s\t%s\n", ci(cc.Baseline), ci(cc.New), cc.Word)
+	}
+	tw.Flush()
+	fprintf(w, "\n± is the t-based 95%% interval of the mean over the repetitions; delta is new/baseline - 1 with\n"+
+		"Welch's two-sided t-test: ~ when p >= %g (no significant difference)\n", c.Alpha)
+	for _, x := range []struct {
+		head  string
+		cells []string
+	}{{"only in the baseline (not compared)", c.OnlyBaseline}, {"only in the new study (not compared)", c.OnlyNew}, {"notes", c.Notes}} {
+		if len(x.cells) > 0 {
+			fprintf(w, "%s:\n", x.head)
+			for _, s := range x.cells {
+				fprintf(w, "  %s\n", s)
+			}
+		}
+	}
 }
 
 func printReport(w io.Writer, r *study.Report) {

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sparkbench/app/study"
+	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/llamatest"
+	"sparkbench/store"
+)
+
+// writeSmallPlan writes a one-model plan, one leg per depth, on the real llama-bench with -t 1
+// (tests of a few milliseconds; CV gates opened as in writePlan).
+func writeSmallPlan(t *testing.T, dir, name, model, sha string, depths string, reps int) string {
+	t.Helper()
+	plan := fmt.Sprintf(`{
+  "schema": "sparkbench.throughput/v1", "name": %q,
+  "models": [{"id": "m", "path": %q, "sha256": %q}],
+  "axes": {"depths": [%s], "n_prompt": [16], "n_gen": [8], "reps": %d, "threads": [1]},
+  "split": "per_depth",
+  "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1}
+}`, name, model, sha, depths, reps)
+	path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
+	if err := os.WriteFile(path, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// registerAndRun registers a plan file and, when run, runs it; it returns the study id.
+func registerAndRun(t *testing.T, nb, file, llamaDir string, run bool) string {
+	t.Helper()
+	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
+	if code != 0 {
+		t.Fatalf("register %s: %d %s %s", file, code, out, errOut)
+	}
+	id := registeredID(t, out)
+	if run {
+		if code, out, errOut := runCLI("study", "run", id, "--notebook", nb, "--llama-dir", llamaDir); code != 0 {
+			t.Fatalf("run %s: %d\n%s\n%s", id, code, out, errOut)
+		}
+	}
+	return id
+}
+
+// TestStudyCompareCLI runs two small studies of the same model on the real llama-bench and
+// compares them with `study compare`: every cell's means, delta and "~" trace back to the
+// stored rows it names; a study of another model file and a study with 2 repetitions are
+// refused with their reasons.
+func TestStudyCompareCLI(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "notebook.db")
+	base := registerAndRun(t, nb, writeSmallPlan(t, dir, "compare base", tiny, tinySHA, "0, 128", 3), loc.Dir, true)
+	// The same cells in a plan named differently (another study), with 4 repetitions.
+	nw := registerAndRun(t, nb, writeSmallPlan(t, dir, "compare new", tiny, tinySHA, "0, 128", 4), loc.Dir, true)
+
+	code, out, errOut := runCLI("study", "compare", base, nw, "--notebook", nb, "--json")
+	var c study.StudyComparison
+	if code != 0 || json.Unmarshal([]byte(out), &c) != nil {
+		t.Fatalf("compare --json: %d %s %s", code, out, errOut)
+	}
+	if c.Baseline.ID != mustAtoi(t, base) || c.New.ID != mustAtoi(t, nw) || c.Alpha != 0.05 || len(c.Cells) != 4 || len(c.OnlyBaseline)+len(c.OnlyNew) != 0 {
+		t.Fatalf("comparison: %+v", c)
+	}
+	n, err := store.OpenWith(nb, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	row := func(ref string) benchfmt.Result {
+		t.Helper()
+		leg, seq, err := study.ParseRowRef(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := n.BenchRows(context.Background(), leg)
+		if err != nil || int(seq) >= len(rows) {
+			t.Fatalf("%s: %d rows, %v", ref, len(rows), err)
+		}
+		return rows[seq]
+	}
+	mean := func(xs []float64) float64 {
+		var s float64
+		for _, x := range xs {
+			s += x
+		}
+		return s / float64(len(xs))
+	}
+	tests := map[string]int{}
+	for _, cc := range c.Cells {
+		b, w := row(cc.BaselineSource), row(cc.NewSource)
+		tests[cc.Test]++
+		if cc.ModelSHA256 != tinySHA || cc.Model != "m" || b.NDepth != cc.Depth || w.NDepth != cc.Depth ||
+			b.TestName() != w.TestName() || len(b.SamplesTs) != 3 || len(w.SamplesTs) != 4 {
+			t.Errorf("%s: rows %s and %s do not match the cell", cc.Label(), cc.BaselineSource, cc.NewSource)
+			continue
+		}
+		bm, nm := mean(b.SamplesTs), mean(w.SamplesTs)
+		if cc.Baseline.N != 3 || cc.New.N != 4 || math.Abs(cc.Baseline.Mean-bm) > 1e-9*bm || math.Abs(cc.New.Mean-nm) > 1e-9*nm ||
+			math.Abs(cc.Delta-(nm/bm-1)) > 1e-9 || !(cc.Baseline.Lo < bm && bm < cc.Baseline.Hi) {
+			t.Errorf("%s: summaries %+v %+v delta %v; recomputed means %v %v", cc.Label(), cc.Baseline, cc.New, cc.Delta, bm, nm)
+		}
+		if cc.P == nil || (*cc.P < c.Alpha) != cc.Significant || cc.Significant == strings.HasPrefix(cc.Word, "~ ") || !strings.HasSuffix(cc.Word, " n=3+4)") {
+			t.Errorf("%s: p %v significant %v word %q", cc.Label(), cc.P, cc.Significant, cc.Word)
+		}
+		t.Logf("%s: %.1f vs %.1f t/s: %s", cc.Label(), cc.Baseline.Mean, cc.New.Mean, cc.Word)
+	}
+	if tests["pp16"] != 2 || tests["tg8"] != 2 {
+		t.Errorf("cells by test: %v", tests)
+	}
+
+	code, out, _ = runCLI("study", "compare", base, nw, "--notebook", nb)
+	for _, want := range []string{"baseline  study " + base + ` "compare base" (complete)`, "new       study " + nw + ` "compare new"`,
+		"config    ub512 b2048 fa-auto kv-f16/f16 t1 ngl-1", "baseline t/s", "tg8", "d128", "n=3+4)", "Welch's two-sided t-test"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("compare text lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Another model file (registered, never run): refused before any row is read.
+	other := registerAndRun(t, nb, writeSmallPlan(t, dir, "compare moe", moe, moeSHA, "0", 3), loc.Dir, false)
+	code, out, errOut = runCLI("study", "compare", base, other, "--notebook", nb)
+	if code != 2 || out != "" || !strings.Contains(errOut, "refused: the studies measure different model files") ||
+		!strings.Contains(errOut, "m (sha256 "+tinySHA+")") || !strings.Contains(errOut, "m (sha256 "+moeSHA+")") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("different models: %d %q %q", code, out, errOut)
+	}
+	// Two repetitions: no interval, no p-value.
+	two := registerAndRun(t, nb, writeSmallPlan(t, dir, "compare two reps", tiny, tinySHA, "0", 2), loc.Dir, true)
+	code, out, errOut = runCLI("study", "compare", base, two, "--notebook", nb, "--json")
+	if code != 2 || out != "" || !strings.Contains(errOut, "refused: need >= 3 reps per cell") || !strings.Contains(errOut, "2 cell(s) have fewer") ||
+		!strings.Contains(errOut, "tg8 @ d0 of m") || !strings.Contains(errOut, "new 2 (leg ") {
+		t.Errorf("two reps: %d %q %q", code, out, errOut)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"study", "compare", base, "--notebook", nb}, "want two study ids"},
+		{[]string{"study", "compare", base, base, "--notebook", nb}, "both the baseline and the new study"},
+		{[]string{"study", "compare", base, "99", "--notebook", nb}, `no study named "99"`},
+		{[]string{"study", "compare", base, nw, "--alpha", "1.5", "--notebook", nb}, "--alpha 1.5"},
+	} {
+		if code, _, errOut := runCLI(bad.args...); code != 2 || !strings.Contains(errOut, bad.want) {
+			t.Errorf("%v: %d %q (want %q)", bad.args, code, errOut, bad.want)
+		}
+	}
+}
