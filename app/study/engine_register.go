@@ -23,8 +23,9 @@ type Registration struct {
 }
 
 // Register validates a plan file's plan (models read and hashed) and freezes it with its
-// predictions in the notebook. Registering the same plan again finds the same study (a plan's
-// SHA-256 is its identity), so it is idempotent.
+// predictions in the notebook. Models are hashed only once the rest of the plan is valid.
+// Registering the same plan again finds the same study (a plan's SHA-256 is its identity), so
+// it is idempotent.
 func Register(ctx context.Context, rec Recorder, p *Plan, planFile string, hash HashFunc) (Registration, error) {
 	abs, err := filepath.Abs(planFile)
 	if err != nil {
@@ -32,6 +33,12 @@ func Register(ctx context.Context, rec Recorder, p *Plan, planFile string, hash 
 	}
 	dir := filepath.Dir(abs)
 	p.Defaults()
+	// Everything but the hashes first: a plan refused for any other reason is refused before a
+	// model file is hashed (minutes for a 60 GB file), so the hash function, and any cache
+	// behind it, is not called for it.
+	if probs, _ := Validate(p, ValidateOptions{PlanDir: dir}); len(Errors(probs)) > 0 {
+		return Registration{}, &RefusedError{Problems: probs}
+	}
 	probs, _ := Validate(p, ValidateOptions{PlanDir: dir, Hash: hash})
 	if len(Errors(probs)) > 0 {
 		return Registration{}, &RefusedError{Problems: probs}
