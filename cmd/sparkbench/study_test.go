@@ -147,10 +147,12 @@ func TestStudyEndToEndRealBench(t *testing.T) {
     {"id": "P3", "text": "tiny keeps up with moe at d256", "kind": "comparison", "about": {"figure": "cell", "model": "tiny", "test": "tg32", "depth": 256},
      "op": ">=", "than": {"figure": "cell", "model": "moe", "test": "tg32", "depth": 256}, "tolerance": 0.5},
     {"id": "P4", "text": "where does moe tg cross 10000?", "kind": "question", "about": {"figure": "crossing_depth", "model": "moe", "test": "tg", "line": 10000}},
-    {"id": "P5", "text": "tiny efficiency at d0?", "kind": "question", "about": {"figure": "efficiency", "model": "tiny", "test": "tg", "convention": "tensor_exact", "depth": 0}}
+    {"id": "P5", "text": "tiny efficiency at d0?", "kind": "question", "about": {"figure": "efficiency", "model": "tiny", "test": "tg", "convention": "tensor_exact", "depth": 0}},
+    {"id": "P6", "text": "tiny/d0 against its quiet repeats?", "kind": "question", "about": {"figure": "contamination_delta", "test": "tg", "legs": ["tiny/d0#start", "tiny/d0", "tiny/d0#end"]}},
+    {"id": "P7", "text": "moe tg spread at d128?", "kind": "band", "about": {"figure": "cv", "model": "moe", "test": "tg32", "depth": 128}, "lo": 0, "hi": 1}
   ]`)
 	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
-	if code != 0 || !strings.Contains(out, "registered: plan sha256 ") || !strings.Contains(out, "5 predictions, 8 legs") {
+	if code != 0 || !strings.Contains(out, "registered: plan sha256 ") || !strings.Contains(out, "7 predictions, 8 legs") {
 		t.Fatalf("register: %d %s %s", code, out, errOut)
 	}
 	id := registeredID(t, out)
@@ -174,7 +176,7 @@ func TestStudyEndToEndRealBench(t *testing.T) {
 		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
 	}
 	t.Logf("8 legs + canary baseline on the real llama-bench in %s", time.Since(start).Round(time.Millisecond))
-	for _, p := range []string{"P1", "P2", "P3", "P4", "P5"} {
+	for _, p := range []string{"P1", "P2", "P3", "P4", "P5", "P6", "P7"} {
 		if !strings.Contains(out, "verdict "+p+": ") {
 			t.Errorf("no verdict line for %s:\n%s", p, out)
 		}
@@ -225,6 +227,7 @@ func TestStudyEndToEndRealBench(t *testing.T) {
 	if kinds[study.FigureSlope] != 8 || kinds[study.FigureCeiling] != 4 || kinds[study.FigureEfficiency] != 6 || kinds[study.FigureRepeatabilityCV] != 2 || kinds[study.FigureCrossing] != 1 {
 		t.Errorf("figures by kind: %v", kinds)
 	}
+	traced := map[study.Figure]int{}
 	for _, sc := range rep.Scoreboard {
 		v := sc.Verdict
 		if sc.Recorded == nil || sc.Recorded.Outcome != string(v.Outcome) {
@@ -244,7 +247,12 @@ func TestStudyEndToEndRealBench(t *testing.T) {
 		if want := tr.recompute(pr.About, v.Sources); math.Abs(want-*v.Value) > 1e-9*math.Max(1, math.Abs(want)) {
 			t.Errorf("%s = %v, recomputed %v from %v", sc.Prediction, *v.Value, want, v.Sources)
 		}
+		traced[pr.About.Figure]++
 		t.Logf("%s %s: %s", sc.Prediction, sc.Kind, sc.Word)
+	}
+	// The contamination delta (P6) and the CV (P7) always have a value: each was traced.
+	if traced[study.FigureContamination] != 1 || traced[study.FigureCV] != 1 {
+		t.Errorf("scoreboard figures traced: %v", traced)
 	}
 	p1 := rep.Scoreboard[0]
 	if p1.Word != "HIT" || !p1.Amended || p1.Expected != ">= 150" || len(p1.Deviations) != 1 || !strings.HasPrefix(p1.Deviations[0].Word, "DEVIATION: ") {
@@ -274,7 +282,7 @@ func TestStudyEndToEndRealBench(t *testing.T) {
 			verdicts[v.Key]++
 		}
 	}
-	if len(verdicts) != 5 || verdicts["P1"] != 1 || verdicts["P5"] != 1 {
+	if len(verdicts) != 7 || verdicts["P1"] != 1 || verdicts["P5"] != 1 || verdicts["P6"] != 1 || verdicts["P7"] != 1 {
 		t.Errorf("verdict journal entries %v", verdicts)
 	}
 	if vr, err := n.Verify(context.Background()); err != nil || !vr.OK() {
@@ -316,12 +324,13 @@ func predictionByID(p *study.Plan, id string) study.Prediction {
 
 // tracer reads stored rows by reference and recomputes figures from them.
 type tracer struct {
-	t      *testing.T
-	n      *store.Notebook
-	legs   map[int64][]benchfmt.Result // BenchRows by leg
-	rows   map[string]study.StoredRow
-	models map[string]string
-	gbs    float64
+	t       *testing.T
+	n       *store.Notebook
+	legs    map[int64][]benchfmt.Result // BenchRows by leg
+	planLeg map[int64]string            // the plan leg each notebook leg ran
+	rows    map[string]study.StoredRow
+	models  map[string]string
+	gbs     float64
 }
 
 func newTracer(t *testing.T, n *store.Notebook, studyID int64, models map[string]string, gbs float64) *tracer {
@@ -329,9 +338,16 @@ func newTracer(t *testing.T, n *store.Notebook, studyID int64, models map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &tracer{t: t, n: n, legs: map[int64][]benchfmt.Result{}, rows: map[string]study.StoredRow{}, models: models, gbs: gbs}
+	legs, err := store.StudyRecorder{N: n}.Legs(context.Background(), studyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &tracer{t: t, n: n, legs: map[int64][]benchfmt.Result{}, planLeg: map[int64]string{}, rows: map[string]study.StoredRow{}, models: models, gbs: gbs}
 	for _, r := range rows {
 		tr.rows[study.RowRef(r.LegID, r.Seq)] = r
+	}
+	for _, l := range legs {
+		tr.planLeg[l.ID] = l.PlanLeg
 	}
 	return tr
 }
@@ -429,9 +445,34 @@ func (tr *tracer) recompute(s study.Selector, sources []string) float64 {
 			means = append(means, r.AvgTs)
 		}
 		return analysis.Summarize(means).CV
+	case study.FigureCV:
+		r := at(*s.Depth)
+		if len(rs) != 1 || !testIs(s.Test, r) {
+			tr.t.Fatalf("%s: sources %v are not the one %s row", s, sources, s.Test)
+		}
+		return r.StddevTs / r.AvgTs
+	case study.FigureContamination:
+		// Sources are the named legs' rows, in order: quiet before, contaminated, quiet after.
+		if len(rs) != 3 || len(s.Legs) != 3 {
+			tr.t.Fatalf("%s: %d source rows for legs %v", s, len(rs), s.Legs)
+		}
+		for i, src := range sources {
+			leg, _, _ := study.ParseRowRef(src)
+			if tr.planLeg[leg] != s.Legs[i] || !testIs(s.Test, rs[i]) {
+				tr.t.Fatalf("%s: source %s is a row of plan leg %q (%s), want a %s row of %q", s, src, tr.planLeg[leg], rs[i].TestName(), s.Test, s.Legs[i])
+			}
+		}
+		return rs[1].AvgTs/((rs[0].AvgTs+rs[2].AvgTs)/2) - 1
 	}
 	tr.t.Fatalf("no recomputation for %s", s.Figure)
 	return 0
+}
+
+// testIs reports whether row r is the test a selector names: "tg" or "pp" (any size), or an
+// exact test such as "tg32".
+func testIs(sel string, r benchfmt.Result) bool {
+	name := benchfmt.TestName(r.NPrompt, r.NGen, 0)
+	return name == sel || (len(sel) == 2 && strings.HasPrefix(name, sel) && len(name) > 2 && name[2] >= '0' && name[2] <= '9')
 }
 
 const studyHelperEnv = "SPARKBENCH_STUDY_CLI_HELPER"
