@@ -198,7 +198,7 @@ func (v *BenchView) ChooseFolder(dir string) {
 }
 
 func (v *BenchView) chooseFolder() {
-	dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
+	showFolderOpen(prefLastLlama, func(u fyne.ListableURI, err error) {
 		if err != nil {
 			dialog.ShowError(err, v.win)
 			return

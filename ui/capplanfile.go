@@ -269,7 +269,7 @@ func (v *CapacityWizard) saveDialog() {
 				dialog.ShowError(err, v.win)
 				return
 			}
-			dialog.ShowFileSave(func(w fyne.URIWriteCloser, err error) {
+			showFileSave(prefLastPlans, slugify(p.Name)+".json", func(w fyne.URIWriteCloser, err error) {
 				if err != nil {
 					dialog.ShowError(err, v.win)
 					return
@@ -308,7 +308,7 @@ func writePromptPlanBeside(path string, p *capacity.Plan) error {
 }
 
 func (v *CapacityWizard) openDialog() {
-	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+	showFileOpen(prefLastPlans, func(r fyne.URIReadCloser, err error) {
 		if err != nil {
 			dialog.ShowError(err, v.win)
 			return

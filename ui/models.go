@@ -456,7 +456,7 @@ func (v *ModelsView) expectedDialog() {
 }
 
 func (v *ModelsView) addFilesDialog() {
-	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+	showFileOpen(prefLastModels, func(r fyne.URIReadCloser, err error) {
 		if err != nil {
 			dialog.ShowError(err, v.win)
 			return
@@ -471,7 +471,7 @@ func (v *ModelsView) addFilesDialog() {
 }
 
 func (v *ModelsView) addFolderDialog() {
-	dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
+	showFolderOpen(prefLastModels, func(u fyne.ListableURI, err error) {
 		if err != nil {
 			dialog.ShowError(err, v.win)
 			return

@@ -248,7 +248,7 @@ func (v *NotebookView) Import(paths []string) {
 }
 
 func (v *NotebookView) importDialog() {
-	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+	showFileOpen(prefLastImports, func(r fyne.URIReadCloser, err error) {
 		if err != nil {
 			dialog.ShowError(err, v.win)
 			return
@@ -277,24 +277,55 @@ func (v *NotebookView) VerifyBundle(path string, done func(ok bool, lines []stri
 	}()
 }
 
+// bundleDialog asks which kind of bundle to verify — a folder, or a .tar.gz as exported or
+// received — then picks it and verifies it.
 func (v *NotebookView) bundleDialog() {
-	dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
-		if err != nil {
-			dialog.ShowError(err, v.win)
-			return
-		}
-		if u == nil {
-			return
-		}
-		v.VerifyBundle(u.Path(), func(ok bool, lines []string, err error) {
-			switch {
-			case err != nil:
-				dialog.ShowError(err, v.win)
-			case ok:
-				dialog.ShowInformation("Bundle verified", strings.Join(lines, "\n"), v.win)
-			default:
-				dialog.ShowError(fmt.Errorf("the bundle does not verify:\n%s", strings.Join(lines, "\n")), v.win)
+	var d dialog.Dialog
+	pick := func(folder bool) func() {
+		return func() {
+			d.Hide()
+			if folder {
+				showFolderOpen(prefLastBundles, func(u fyne.ListableURI, err error) {
+					if err != nil {
+						dialog.ShowError(err, v.win)
+						return
+					}
+					if u != nil {
+						v.verifyPicked(u.Path())
+					}
+				}, v.win)
+				return
 			}
-		})
-	}, v.win)
+			showFileOpen(prefLastBundles, func(r fyne.URIReadCloser, err error) {
+				if err != nil {
+					dialog.ShowError(err, v.win)
+					return
+				}
+				if r != nil {
+					path := r.URI().Path()
+					r.Close()
+					v.verifyPicked(path)
+				}
+			}, v.win, ".gz", ".tgz")
+		}
+	}
+	d = dialog.NewCustom("Verify a bundle", "Cancel", container.NewVBox(
+		widget.NewLabel("A receipt bundle is a folder or a .tar.gz archive: which one?"),
+		container.NewHBox(widget.NewButton("A folder…", pick(true)), widget.NewButton("A .tar.gz file…", pick(false))),
+	), v.win)
+	d.Show()
+}
+
+// verifyPicked verifies the bundle at path and shows each check's result in a dialog.
+func (v *NotebookView) verifyPicked(path string) {
+	v.VerifyBundle(path, func(ok bool, lines []string, err error) {
+		switch {
+		case err != nil:
+			dialog.ShowError(err, v.win)
+		case ok:
+			dialog.ShowInformation("Bundle verified", strings.Join(lines, "\n"), v.win)
+		default:
+			dialog.ShowError(fmt.Errorf("the bundle does not verify:\n%s", strings.Join(lines, "\n")), v.win)
+		}
+	})
 }

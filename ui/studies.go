@@ -954,7 +954,7 @@ func (v *StudiesView) receiptDialog() {
 	if v.selected == 0 {
 		return
 	}
-	dialog.ShowFolderOpen(func(u fyne.ListableURI, err error) {
+	showFolderOpen(prefLastReceipts, func(u fyne.ListableURI, err error) {
 		if err != nil {
 			dialog.ShowError(err, v.win)
 			return

@@ -188,7 +188,7 @@ func chartMeta(r app.DoctorReport) plots.Meta {
 }
 
 // addShortcuts: Ctrl+N new study, Ctrl+R run the shown study, Ctrl+F find in the notebook,
-// Ctrl+M models, Ctrl+B bench.
+// Ctrl+E export the shown study's receipt, Ctrl+M models, Ctrl+B bench.
 func (wb *Workbench) addShortcuts() {
 	c := wb.Window.Canvas()
 	add := func(key fyne.KeyName, f func()) {
@@ -208,6 +208,16 @@ func (wb *Workbench) addShortcuts() {
 	add(fyne.KeyF, func() {
 		wb.ShowSection("notebook")
 		c.Focus(wb.Notebook.Filter)
+	})
+	add(fyne.KeyE, func() {
+		wb.ShowSection("studies")
+		export := wb.Studies.ReceiptButton
+		if wb.Studies.capShown {
+			export = wb.Studies.Cap.ReceiptButton
+		}
+		if !export.Disabled() {
+			export.OnTapped()
+		}
 	})
 	add(fyne.KeyM, func() { wb.ShowSection("models") })
 	add(fyne.KeyB, func() { wb.ShowSection("bench") })

@@ -906,7 +906,11 @@ func (v *WizardView) saveDialog() {
 }
 
 func (v *WizardView) showSave(data []byte) {
-	dialog.ShowFileSave(func(w fyne.URIWriteCloser, err error) {
+	name := "plan.json"
+	if n := strings.TrimSpace(v.Name.Text); n != "" {
+		name = slugify(n) + ".json"
+	}
+	showFileSave(prefLastPlans, name, func(w fyne.URIWriteCloser, err error) {
 		if err != nil {
 			dialog.ShowError(err, v.win)
 			return
@@ -922,7 +926,7 @@ func (v *WizardView) showSave(data []byte) {
 }
 
 func (v *WizardView) openDialog() {
-	dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+	showFileOpen(prefLastPlans, func(r fyne.URIReadCloser, err error) {
 		if err != nil {
 			dialog.ShowError(err, v.win)
 			return

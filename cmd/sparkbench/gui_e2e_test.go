@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
@@ -16,6 +21,7 @@ import (
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
 	"sparkbench/ui"
+	"sparkbench/ui/uitest"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -81,67 +87,111 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 		for _, e := range []*widget.Entry{w.CVTG, w.CVPPDepth, w.CVPPD0} {
 			e.SetText("100") // tiny-model tests last about a millisecond: noise, not a signal
 		}
-		p, err := buildPredictionForTest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.AddPrediction(p)
 	})
+
+	// The prediction, through the Add a prediction… dialog.
+	c := wb.Window.Canvas()
+	ui.Locked(func() { test.Tap(w.AddPred) })
+	waitFor(t, "the prediction dialog", func() bool { return uitest.DialogEntry(c, "the claim in words") != nil })
+	ui.Locked(func() {
+		test.Type(uitest.DialogEntry(c, "the claim in words"), "tiny generates faster than 1000 t/s at d0")
+		test.Type(uitest.DialogEntry(c, "depth, e.g. 0"), "0")
+		test.Type(uitest.DialogEntry(c, "lower bound (empty: open)"), "1000")
+	})
+	tapDialog(t, c, "Add")
 	waitFor(t, "a clean validation", func() bool { return w.Problems.Text == "no problems: ready to register" && !w.RegisterBtn.Disabled() })
 
-	regs := make(chan study.Registration, 1)
-	ui.Locked(func() {
-		w.Register(func(r study.Registration, err error) {
-			if err != nil {
-				t.Errorf("register: %v", err)
-			}
-			regs <- r
-		})
-	})
-	reg := <-regs
-	if reg.StudyID == 0 || len(reg.PlanSHA256) != 64 || reg.Legs != 4 {
-		t.Fatalf("registration: %+v", reg)
+	// Register…: the plan and its SHA-256 are shown before anything is frozen.
+	ui.Locked(func() { test.Tap(w.RegisterBtn) })
+	confirm := waitDialog(t, c, "plan sha256 ")
+	shown := regexp.MustCompile(`plan sha256 ([0-9a-f]{64})`).FindStringSubmatch(confirm)
+	if shown == nil {
+		t.Fatalf("no SHA-256 in the confirmation: %q", confirm)
 	}
+	if list, err := nb.Studies(context.Background()); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, s := range list {
+			if s.Name == "e2e tiny vs moe" {
+				t.Fatalf("the study was registered before the confirmation: %+v", s)
+			}
+		}
+	}
+	tapDialog(t, c, "Register")
+	info := waitDialog(t, c, "Study registered")
+	m := regexp.MustCompile(`study (\d+)\nplan sha256 ([0-9a-f]{64})\n(\d+) legs`).FindStringSubmatch(info)
+	if m == nil || m[2] != shown[1] || m[3] != "4" {
+		t.Fatalf("registration dialog %q (shown before: %s)", info, shown[1])
+	}
+	studyID, _ := strconv.ParseInt(m[1], 10, 64)
+	tapDialog(t, c, "OK")
 
 	st := wb.Studies
-	ui.Locked(func() { st.Reload(reg.StudyID) })
 	waitFor(t, "the study to be shown", func() bool {
-		return strings.HasPrefix(st.Title.Text, "e2e tiny vs moe") && !st.RunButton.Disabled()
+		return st.Report() != nil && st.Report().Study.ID == studyID && strings.HasPrefix(st.Title.Text, "e2e tiny vs moe") && !st.RunButton.Disabled()
 	})
+	// Live chart frames while it runs (the registered study's own frame drained first).
+	time.Sleep(300 * time.Millisecond)
+	for drained := false; !drained; {
+		select {
+		case <-st.Chart.Frames:
+		default:
+			drained = true
+		}
+	}
+	var frames atomic.Int32
+	stopFrames := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-st.Chart.Frames:
+				frames.Add(1)
+			case <-stopFrames:
+				return
+			}
+		}
+	}()
 	ui.Locked(func() { test.Tap(st.RunButton) })
 	waitFor(t, "the run to finish", func() bool { return strings.HasPrefix(st.ProgressMsg.Text, "finished: 4/4 legs") })
 	waitFor(t, "the verdict", func() bool { return strings.Contains(st.Status.Text, "complete") })
+	close(stopFrames)
+	if n := frames.Load(); n < 1 {
+		t.Errorf("no chart frame was shown during the run; want live updates")
+	}
 	ui.Locked(func() {
 		r := st.Report()
 		if r == nil || len(r.Scoreboard) != 1 || r.Scoreboard[0].Verdict.Outcome != study.Hit {
 			t.Fatalf("scoreboard: %+v", r)
 		}
-		if lines := st.ConsoleLines(); !strings.Contains(strings.Join(lines, "\n"), "verdict P1: HIT") {
-			t.Errorf("console: %v", lines)
+		lines := strings.Join(st.ConsoleLines(), "\n")
+		for _, want := range []string{"tiny-llama-f32/d0", "tiny-moe-f32/d128", "verdict P1: HIT"} {
+			if !strings.Contains(lines, want) {
+				t.Errorf("console has no %q:\n%s", want, lines)
+			}
 		}
 	})
 
-	// A human verdict and a finding, through the same calls the dialogs make.
-	humanDone := make(chan error, 1)
-	ui.Locked(func() {
-		st.RecordHuman(study.HumanVerdict{Prediction: "P1", Outcome: "PASS", Rationale: "the tiny model is far above the line"}, func(err error) { humanDone <- err })
+	// A human verdict and a finding, through their dialogs.
+	ui.Locked(func() { test.Tap(st.HumanButton) })
+	waitFor(t, "the human verdict dialog", func() bool {
+		return uitest.DialogEntry(c, "the rationale: what the evidence shows and why this verdict") != nil
 	})
-	if err := <-humanDone; err != nil {
-		t.Fatal(err)
-	}
-	findingDone := make(chan string, 1)
 	ui.Locked(func() {
-		st.RecordFinding(study.FindingRequest{Text: "tg falls with depth on both models", Legs: []string{"tiny-llama-f32/d128"}, Predictions: []string{"P1"}},
-			func(label string, err error) {
-				if err != nil {
-					t.Errorf("finding: %v", err)
-				}
-				findingDone <- label
-			})
+		test.Type(uitest.DialogEntry(c, "the rationale: what the evidence shows and why this verdict"), "the tiny model is far above the line")
 	})
-	if label := <-findingDone; label != "F1" {
-		t.Fatalf("finding label %q", label)
+	tapDialog(t, c, "Record")
+	ui.Locked(func() { test.Tap(st.FindingButton) })
+	waitFor(t, "the finding dialog", func() bool { return uitest.DialogEntry(c, "what was found") != nil })
+	ui.Locked(func() {
+		test.Type(uitest.DialogEntry(c, "what was found"), "tg falls with depth on both models")
+		test.Type(uitest.DialogEntry(c, "legs it rests on, e.g. tiny/d128, moe/d0"), "tiny-llama-f32/d128")
+		test.Type(uitest.DialogEntry(c, "predictions it bears on, e.g. P1, P3"), "P1")
+	})
+	tapDialog(t, c, "Record")
+	if txt := waitDialog(t, c, "Finding recorded"); !strings.Contains(txt, "F1 is in the notebook") {
+		t.Fatalf("finding dialog %q", txt)
 	}
+	tapDialog(t, c, "OK")
 	waitFor(t, "the human verdict in the scoreboard", func() bool {
 		r := st.Report()
 		return r != nil && r.Scoreboard[0].Human != nil && r.Scoreboard[0].Human.Outcome == "PASS" && len(r.Findings) == 1
@@ -157,29 +207,37 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 	ui.Locked(func() { wb.Notebook.Filter.SetText("F1") })
 	waitFor(t, "the filtered timeline", func() bool { return wb.Notebook.List.Length() >= 1 })
 
-	// Export the receipt bundle and verify it, as the Export receipt… and Verify a bundle…
-	// dialogs do.
-	receipts := make(chan error, 1)
-	ui.Locked(func() { st.ExportReceipt(tmp, func(_ string, err error) { receipts <- err }) })
-	if err := <-receipts; err != nil {
-		t.Fatalf("export receipt: %v", err)
+	// Export the receipt bundle with Ctrl+E (the folder dialog opens where receipts were put
+	// last), then verify it with Verify a bundle… > A folder….
+	exports := filepath.Join(tmp, "receipts")
+	if err := os.MkdirAll(exports, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	bundles, _ := filepath.Glob(filepath.Join(tmp, "*-receipt"))
+	ui.Locked(func() {
+		a.Preferences().SetString("last.folder.receipts", exports)
+		c.(interface{ TypedShortcut(fyne.Shortcut) }).TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyE, Modifier: fyne.KeyModifierShortcutDefault})
+	})
+	tapDialog(t, c, "Open")
+	if txt := waitDialog(t, c, "Receipt written"); !strings.Contains(txt, "receipt") {
+		t.Fatalf("receipt dialog %q", txt)
+	}
+	tapDialog(t, c, "OK")
+	bundles, _ := filepath.Glob(filepath.Join(exports, "*-receipt"))
 	if len(bundles) != 1 {
 		t.Fatalf("receipt folders: %v", bundles)
 	}
-	verified := make(chan bool, 1)
 	ui.Locked(func() {
-		wb.Notebook.VerifyBundle(bundles[0], func(ok bool, lines []string, err error) {
-			if err != nil || !ok {
-				t.Errorf("verify: %v %v", err, lines)
-			}
-			verified <- ok
-		})
+		a.Preferences().SetString("last.folder.bundles", bundles[0])
+		test.Tap(wb.Notebook.BundleBt)
 	})
-	if !<-verified {
-		t.Fatal("the exported bundle does not verify")
+	tapDialog(t, c, "A folder…")
+	tapDialog(t, c, "Open")
+	if txt := waitDialog(t, c, "Bundle verified"); !strings.Contains(txt, "OK: every file matches SHA256SUMS") {
+		t.Fatalf("verify dialog %q", txt)
 	}
+	tapDialog(t, c, "OK")
+	receipts := make(chan error, 1)
+	verified := make(chan bool, 1)
 
 	// The same as a .tar.gz: the preview is read from the archive, and the archive verifies.
 	ui.Locked(func() {
@@ -213,9 +271,19 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 	}
 }
 
-func buildPredictionForTest() (study.Prediction, error) {
-	lo := 1000.0
-	d := 0
-	return study.Prediction{Kind: study.KindBand, Text: "tiny generates faster than 1000 t/s at d0", Lo: &lo,
-		About: study.Selector{Figure: study.FigureCell, Model: "tiny-llama-f32", Test: "tg", Depth: &d}}, nil
+// waitDialog waits until the window's top dialog says want, and returns its text.
+func waitDialog(t *testing.T, c fyne.Canvas, want string) string {
+	t.Helper()
+	var txt string
+	waitFor(t, "a dialog saying "+want, func() bool {
+		txt = uitest.DialogText(c)
+		return strings.Contains(txt, want)
+	})
+	return txt
+}
+
+// tapDialog waits for an enabled button labelled label in the top dialog and taps it.
+func tapDialog(t *testing.T, c fyne.Canvas, label string) {
+	t.Helper()
+	waitFor(t, "the dialog button "+label, func() bool { return uitest.TapDialogButton(c, label) })
 }

@@ -78,3 +78,35 @@ func TapDialogButton(c fyne.Canvas, text string) bool {
 	test.Tap(found)
 	return true
 }
+
+// DialogEntry is the entry with the given placeholder in the canvas's top overlay (a dialog),
+// or nil. Call it on the UI goroutine (under ui.Locked).
+func DialogEntry(c fyne.Canvas, placeholder string) *widget.Entry {
+	top := c.Overlays().Top()
+	if top == nil {
+		return nil
+	}
+	var found *widget.Entry
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		if found != nil {
+			return
+		}
+		if e, ok := o.(*widget.Entry); ok && e.PlaceHolder == placeholder {
+			found = e
+			return
+		}
+		if c, ok := o.(*fyne.Container); ok {
+			for _, ch := range c.Objects {
+				walk(ch)
+			}
+		}
+		if w, ok := o.(fyne.Widget); ok {
+			for _, ch := range test.WidgetRenderer(w).Objects() {
+				walk(ch)
+			}
+		}
+	}
+	walk(top)
+	return found
+}
