@@ -311,7 +311,9 @@ func TestPredictionFormsShowTheFieldsOfTheirKind(t *testing.T) {
 	tiny := filepath.Join(modelsDir(), "tiny-llama-f32.gguf")
 	models := []app.ModelEntry{app.InspectModel(tiny)}
 	w := build(func() fyne.Window { return a.NewWindow("t") })
-	v := build(func() *WizardView { return newWizardView(w, &fakeRegistrar{}, nil, func() []app.ModelEntry { return models }, nil) })
+	v := build(func() *WizardView {
+		return newWizardView(w, &fakeRegistrar{}, nil, func() []app.ModelEntry { return models }, nil)
+	})
 	Locked(func() {
 		v.Models.SetSelected([]string{tiny})
 		f := v.newPredictionForm()
