@@ -192,3 +192,37 @@ func TestRedactor(t *testing.T) {
 		t.Errorf("off: %q", got)
 	}
 }
+
+// The capacity receipt's Methodology values are tied to the plan's fields in study.json: a
+// warmup count, measured-request count, n_predict, seed or limit changed to another number
+// the study holds elsewhere (which the plain cross-check accepts) is caught.
+func TestCapacityCrossCheckTiesMethodology(t *testing.T) {
+	files := seedBundle(t, seedDir, "/nonexistent-home")
+	md, js := files[receipt.FileReceipt], files[receipt.FileStudy]
+	for _, c := range []struct{ from, to, want string }{
+		{"`4` warmups", "`8` warmups", "plan.warmups"},
+		{"`8` measured requests", "`4` measured requests", "plan.measured"},
+		{"`64` output tokens", "`2048` output tokens", "plan.n_predict"},
+		{"seed `42`", "seed `64`", "plan.seed"},
+		{"Server slots: `1, 2, 4`.", "Server slots: `1, 2`.", "plan.slots"},
+		{"Simultaneous clients: `1, 2, 4`.", "Simultaneous clients: `1, 4, 2`.", "plan.clients"},
+		{"held at `2048` tokens", "held at `64` tokens", "plan.ctx_per_slot"},
+		{"TTFT at most 1500.0 ms", "TTFT at most 6500.0 ms", "plan.limits.ttft_ms_p95_max"},
+		{"generation-rate spread at most 15.0%", "generation-rate spread at most 20.0%", "plan.limits.generation_rate_spread_max"},
+		{"peak RSS at most 4096.0 MiB", "peak RSS at most 2048.0 MiB", "plan.limits.peak_rss_mib_max"},
+	} {
+		changed := bytes.Replace(md, []byte(c.from), []byte(c.to), 1)
+		if bytes.Equal(changed, md) {
+			t.Fatalf("the receipt has no %q", c.from)
+		}
+		plain := 0
+		for _, p := range receipttest.CrossCheck(changed, js) {
+			if strings.Contains(p, c.want) {
+				plain++
+			}
+		}
+		if plain != 1 {
+			t.Errorf("%q → %q: %v, want one problem naming %s", c.from, c.to, receipttest.CrossCheck(changed, js), c.want)
+		}
+	}
+}

@@ -326,12 +326,19 @@ type CapacityOptions struct {
 	// PromptPlan is the prompt plan's file when the run folder has no copy of it (capacity run
 	// reads it from the plan's folder); "" looks in the run folder only.
 	PromptPlan string
+	// Journal is the study's journal excerpt when it is in the notebook (gathered as for
+	// ThroughputSource.Journal: from the study's first entry to its last, other studies'
+	// entries in between included), written verbatim as journal.jsonl; StudyID is the
+	// notebook's id of the study. Both are left empty for a run folder without the notebook.
+	Journal []receipt.JournalLine
+	StudyID int64
 }
 
 // Capacity writes a capacity study's bundle from a run folder (capacity run's output, or any
 // folder with the same layout: plan.json, runs/PASS/CANDIDATE/pP/{requests.jsonl,
 // rss.json|server-time.txt, server.log|server.stderr.log[, evidence.json]},
-// quality/CANDIDATE/pP/quality-evidence.json, optionally run.json and the prompt plan).
+// quality/CANDIDATE/pP/quality-evidence.json, optionally run.json and the prompt plan), with
+// the study's journal excerpt when opt carries one.
 func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 	root, err := os.OpenRoot(runDir)
 	if err != nil {
@@ -484,6 +491,16 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 		}
 	}
 	sort.Strings(ci.Evidence)
+	if len(opt.Journal) > 0 {
+		if opt.StudyID <= 0 {
+			return nil, fmt.Errorf("capacity bundle: a journal excerpt needs the notebook's study id")
+		}
+		if files[receipt.FileJournal], err = receipt.MarshalJournal(opt.Journal); err != nil {
+			return nil, err
+		}
+		ci.Journal, ci.StudyID = receipt.FileJournal, opt.StudyID
+		verbatim = append(verbatim, receipt.FileJournal)
+	}
 	if len(files) > DefaultLimits.MaxEntries {
 		return nil, fmt.Errorf("capacity run folder %s: %d files, more than a bundle may hold", runDir, len(files))
 	}

@@ -347,6 +347,10 @@ type SelectedPoint struct {
 	Note           string   `json:"note,omitempty"`
 }
 
+// SelectedPoints are r's selected operating points as the NoteAssembled entry journals them
+// (receipts hold a bundle's re-assembled result to the journaled entry).
+func SelectedPoints(r *Result) []SelectedPoint { return selectedPoints(r) }
+
 func selectedPoints(r *Result) []SelectedPoint {
 	out := []SelectedPoint{}
 	for _, c := range r.Candidates {

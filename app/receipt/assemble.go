@@ -87,7 +87,7 @@ type VerifyReport struct {
 func (r *VerifyReport) OK() bool { return len(r.Problems) == 0 }
 
 // Verify checks a bundle: every file against SHA256SUMS (and no file missing from it); the
-// journal excerpt's hash chain (throughput); study.json and receipt.md re-assembled from the
+// journal excerpt's hash chain (throughput, and capacity written from the notebook); study.json and receipt.md re-assembled from the
 // raw files and compared byte for byte; the plots re-rendered from the re-assembled study.json
 // and compared (or, with HashPlots, checked against SHA256SUMS only). Every problem names its
 // file and, for text, the first line that differs.
@@ -128,22 +128,22 @@ func Verify(files Files, opt VerifyOptions) *VerifyReport {
 		return rep
 	}
 	rep.Kind = ix.Kind
-	// 2. The journal's chain (throughput bundles carry an excerpt).
-	if ix.Kind == KindThroughput {
-		if jb, ok := files[FileJournal]; !ok {
-			add(FileJournal, 0, "missing")
-		} else if entries, err := ParseJournal(jb); err != nil {
+	// 2. The journal's chain: throughput bundles carry an excerpt, capacity bundles when they
+	// were written from the notebook.
+	studyID, has := excerptStudy(files, ix)
+	jb, ok := files[FileJournal]
+	switch {
+	case !has:
+		rep.Checked = append(rep.Checked, "no journal excerpt: a capacity bundle written from a run folder, without the notebook")
+	case !ok:
+		add(FileJournal, 0, "missing")
+	default:
+		if entries, err := ParseJournal(jb); err != nil {
+			add(FileJournal, lineOf(err), "%v", trimFile(err, FileJournal))
+		} else if rep.Chain, err = WalkChain(entries, studyID); err != nil {
 			add(FileJournal, lineOf(err), "%v", trimFile(err, FileJournal))
 		} else {
-			var nb NotebookRecord
-			if b, ok := files[FileNotebook]; ok {
-				_ = decodeStrict(FileNotebook, b, &nb)
-			}
-			if rep.Chain, err = WalkChain(entries, nb.StudyID); err != nil {
-				add(FileJournal, lineOf(err), "%v", trimFile(err, FileJournal))
-			} else {
-				rep.Checked = append(rep.Checked, fmt.Sprintf("journal chain: %d entries, seq %d to %d, re-walked from prev_hash %s…", rep.Chain.Entries, rep.Chain.FirstSeq, rep.Chain.LastSeq, rep.Chain.FirstPrevHash[:12]))
-			}
+			rep.Checked = append(rep.Checked, fmt.Sprintf("journal chain: %d entries, seq %d to %d, re-walked from prev_hash %s…", rep.Chain.Entries, rep.Chain.FirstSeq, rep.Chain.LastSeq, rep.Chain.FirstPrevHash[:12]))
 		}
 	}
 	// 3. The derived files, re-assembled.
@@ -174,6 +174,20 @@ func Verify(files Files, opt VerifyOptions) *VerifyReport {
 		rep.Checked = append(rep.Checked, fmt.Sprintf("%d plots re-rendered", len(pl)))
 	}
 	return rep
+}
+
+// excerptStudy says whether a bundle carries a journal excerpt and whose study it is: a
+// throughput bundle always (notebook.json names the study), a capacity bundle when it was
+// written from the notebook (bundle.json names the study).
+func excerptStudy(files Files, ix *Index) (int64, bool) {
+	if ix.Kind == KindCapacity {
+		return ix.Capacity.StudyID, ix.Capacity.Journal != ""
+	}
+	var nb NotebookRecord
+	if b, ok := files[FileNotebook]; ok {
+		_ = decodeStrict(FileNotebook, b, &nb)
+	}
+	return nb.StudyID, true
 }
 
 func sum(b []byte) []byte {

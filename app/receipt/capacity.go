@@ -25,6 +25,7 @@ type capacityBundle struct {
 	manifest   *runManifest
 	manifestSH string
 	redaction  Redaction
+	journal    *capacityJournal // nil: written from a run folder, without the notebook
 	rawFiles   int
 	rawBytes   int64
 }
@@ -164,6 +165,11 @@ func readCapacity(files Files, ix *Index) (*capacityBundle, *capacity.Result, []
 	js, err := res.Marshal()
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if ci.Journal != "" {
+		if cb.journal, err = readCapacityJournal(files, ci, &res, js); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	return cb, &res, js, nil
 }
@@ -359,7 +365,11 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 			prow = append(prow, []string{cell(v.Prediction), cell(texts[v.Prediction]), cell(v.Expected), obs, cell(word)})
 		}
 		w.table([]string{"Prediction", "Claim", "Expectation", "Observed", "Verdict"}, "lllrl", prow)
-		w.line("Predictions were registered with the plan (its SHA-256 covers them) and are answered from the assembled figures.")
+		if cb.journal != nil {
+			w.line("Predictions were registered with the plan (its SHA-256 covers them), in the notebook's hash-chained journal (this bundle's excerpt, under *Provenance and fingerprints*), and are answered from the assembled figures.")
+		} else {
+			w.line("Predictions were registered with the plan (its SHA-256 covers them) and are answered from the assembled figures.")
+		}
 		w.blank()
 	}
 
@@ -463,10 +473,19 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 		machineRow(cb.manifest),
 		[]string{"Capacity source artefacts", code(fmt.Sprintf("%d", len(r.Inputs))) + " files (fingerprinted in " + code(FileStudy) + ")"},
 		[]string{"Raw files in the bundle", code(fmt.Sprintf("%d files, %d bytes", cb.rawFiles, cb.rawBytes))},
-		[]string{"Notebook chain head", "not in this bundle: a capacity bundle carries the run folder, not a journal excerpt; the notebook journals study.json's SHA-256 in its capacity.assembled entry (check with sparkbench capacity show ID)"},
-		[]string{"Written by", code(cb.ix.Sparkbench)},
 	)
+	if cb.journal != nil {
+		prov = append(prov, cb.journal.journalRows()...)
+	} else {
+		prov = append(prov, []string{"Notebook chain head", "not in this bundle: it was written from a run folder (" + code("sparkbench receipt --capacity-run") + "), without the notebook's journal; " + code("sparkbench receipt STUDY") + " on the notebook that ran the study adds the study's journal excerpt"})
+	}
+	prov = append(prov, []string{"Written by", code(cb.ix.Sparkbench)})
 	w.table([]string{"Field", "Value"}, "ll", prov)
+	if cb.journal != nil {
+		w.line("%s holds the notebook's journal entries from the study's first to its last, with their hashes; %s re-walks the chain and the assembly holds it to %s and to the selected points re-assembled from the raw files. These entries are a slice of the notebook's chain: %s on the machine that holds the notebook re-walks all of it, and prints this head when nothing was journaled after the study.",
+			code(FileJournal), code("sparkbench verify"), code(FilePlan), code("sparkbench notebook verify"))
+		w.blank()
+	}
 
 	w.heading(2, "Redaction")
 	redactionSection(w, cb.redaction)

@@ -57,7 +57,7 @@ const (
 	DirPlots      = "plots/"         // derived: PNG and SVG
 	FileNotebook  = "notebook.json"  // throughput: the study as the notebook lists it (status, prediction ids, chain head)
 	FilePlan      = "plan.json"      // the plan: throughput canonical as registered; capacity verbatim
-	FileJournal   = "journal.jsonl"  // throughput: the journal excerpt, one entry per line
+	FileJournal   = "journal.jsonl"  // the journal excerpt, one entry per line (throughput; capacity when written from the notebook)
 	FileModels    = "models.json"    // throughput: model artefacts as recorded
 	FileBuild     = "build.json"     // throughput: the notebook's build records, and the binaries hashed when the bundle was written
 	FileMachines  = "machines.json"  // throughput: the notebook's machine records (no host names)
@@ -107,6 +107,11 @@ type CapacityIndex struct {
 	// Evidence lists further raw files kept as evidence but not read by the assembly
 	// (per-lifetime backend evidence, …).
 	Evidence []string `json:"evidence,omitempty"`
+	// Journal is the notebook's journal excerpt (journal.jsonl, as in a throughput bundle) and
+	// StudyID the notebook's id of the study, when the bundle was written from the notebook;
+	// both absent for a bundle written from a run folder alone.
+	Journal string `json:"journal,omitempty"`
+	StudyID int64  `json:"study_id,omitempty"`
 }
 
 // NotebookRecord is notebook.json: what the notebook says about the study besides the journal.
@@ -409,6 +414,9 @@ func ReadIndex(files Files) (*Index, error) {
 	case KindCapacity:
 		if ix.Capacity == nil {
 			return nil, fmt.Errorf("%s: a capacity bundle needs its \"capacity\" input map", FileIndex)
+		}
+		if j := ix.Capacity.Journal; j != "" && j != FileJournal || (j != "") != (ix.Capacity.StudyID > 0) {
+			return nil, fmt.Errorf("%s: capacity journal %q with study id %d: want %q with the notebook's study id, or neither", FileIndex, j, ix.Capacity.StudyID, FileJournal)
 		}
 	default:
 		return nil, fmt.Errorf("%s: kind %q, want %q or %q", FileIndex, ix.Kind, KindThroughput, KindCapacity)

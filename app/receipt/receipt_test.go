@@ -131,6 +131,52 @@ func TestReceiptTablesAreWellFormedAndNumbersComeFromStudyJSON(t *testing.T) {
 	}
 }
 
+// The Methodology's values are tied to the study.json fields they describe: a value changed
+// to another number or name the study holds elsewhere (which the plain cross-check accepts)
+// is caught, every optional line of the fixture is checked, and a needed line that no longer
+// reads as expected is reported rather than silently skipped.
+func TestCrossCheckTiesMethodologyToStudyJSON(t *testing.T) {
+	files := finished(t)
+	md, js := files[FileReceipt], files[FileStudy]
+	if bad := receipttest.CrossCheck(md, js); len(bad) > 0 {
+		t.Fatalf("the fixture's receipt: %v", bad)
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{"prompt `64` tokens", "prompt `16` tokens", "plan.axes.n_prompt"},
+		{"`5` repetitions per test", "`1` repetitions per test", "plan.axes.reps"},
+		{"Depths `0, 128`", "Depths `0, 16`", "plan.axes.depths"},
+		{"micro-batch `512`", "micro-batch `2048`", "plan.axes.ubatch"},
+		{"GPU layers `-1`", "GPU layers `1`", "plan.axes.ngl"},
+		{"threads `1`.", "threads `16`.", "plan.axes.threads"},
+		{"split `per_depth`", "split `combined`", "plan.split"},
+		{"pp at depth 100.0%", "pp at depth 20.0%", "plan.gates.cv_pp_depth"},
+		{"Canary: `tiny`", "Canary: `moe`", "plan.canary.model"},
+		{"(prompt `64`, generation `16`)", "(prompt `16`, generation `16`)", "plan.canary.n_prompt"},
+		{"more than 20.0% below", "more than 100.0% below", "plan.canary.max_drop"},
+		{"leg `tiny/d0` again", "leg `moe/d0` again", "plan.repeatability.leg"},
+		{"Memory bandwidth: 50 GB/s", "Memory bandwidth: 5 GB/s", "plan.bandwidth.gbs"},
+	} {
+		changed := bytes.Replace(md, []byte(c.from), []byte(c.to), 1)
+		if bytes.Equal(changed, md) {
+			t.Fatalf("the receipt has no %q", c.from)
+		}
+		bad := receipttest.CrossCheck(changed, js)
+		if len(bad) == 0 || !strings.Contains(strings.Join(bad, "\n"), c.want) {
+			t.Errorf("%q → %q: %v, want a problem naming %s", c.from, c.to, bad, c.want)
+		}
+	}
+	// A number in a code span that study.json does not hold at all.
+	changed := bytes.Replace(md, []byte("batch `2048`"), []byte("batch `4093`"), 1)
+	if bad := receipttest.CrossCheck(changed, js); !strings.Contains(strings.Join(bad, "\n"), `"4093" (in `+"`4093`"+`) is not in study.json`) {
+		t.Errorf("an unknown number in code: %v", bad)
+	}
+	// A needed line reworded: reported, not skipped.
+	changed = bytes.Replace(md, []byte("- Depths `0, 128`;"), []byte("- Depth sweep `0, 128`;"), 1)
+	if bad := receipttest.CrossCheck(changed, js); len(bad) != 1 || !strings.Contains(bad[0], "no line matches") {
+		t.Errorf("a needed line reworded: %v", bad)
+	}
+}
+
 func flip(b []byte) []byte {
 	c := bytes.Clone(b)
 	if len(c) == 0 {

@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"sparkbench/app/bundle"
+	"sparkbench/app/receipt"
+	"sparkbench/app/receipt/receipttest"
 	"sparkbench/runner/llamatest"
+	"sparkbench/store"
 )
 
 // TestCapacityStudyReceiptAndPlots: a capacity study registered and run through the notebook
@@ -52,5 +59,139 @@ func TestCapacityStudyReceiptAndPlots(t *testing.T) {
 	}
 	if code, _, errOut := runCLI("plot", "1", "--kind", "envelope", "--candidate", "nope", "--out", filepath.Join(dir, "x.png"), "--notebook", nbPath); code != 2 || !strings.Contains(errOut, `no candidate "nope"`) {
 		t.Errorf("unknown candidate: %d %s", code, errOut)
+	}
+}
+
+// TestCapacityStudyReceiptJournal: a capacity study's receipt from the notebook carries the
+// study's journal entries with their chain hashes, exactly as the notebook holds them; the
+// receipt prints the chain head and the registration before the first server lifetime;
+// verify re-walks the chain; a second export (after the first's receipt.exported entry) is
+// byte-identical; one changed journal entry fails verify naming journal.jsonl.
+func TestCapacityStudyReceiptJournal(t *testing.T) {
+	llamatest.Binaries(t)
+	capacityTag(t)
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	plan := capacityStudyPlan(t, dir)
+	nbPath := filepath.Join(dir, "notebook.db")
+	if code, out, errOut := runCapacity("register", plan, "--notebook", nbPath); code != 0 {
+		t.Fatalf("register: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := runCapacity("run", "1", "--notebook", nbPath); code != 0 {
+		t.Fatalf("run: %d %s %s", code, out, errOut)
+	}
+	out := filepath.Join(dir, "receipt")
+	if code, stdout, errOut := runCLI("receipt", "1", "--out", out, "--notebook", nbPath); code != 0 {
+		t.Fatalf("receipt: %d\n%s\n%s", code, stdout, errOut)
+	}
+	files, err := bundle.ReadDir(out, bundle.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb := files[receipt.FileJournal]
+	if jb == nil || !bytes.Contains(files[receipt.FileIndex], []byte(`"journal":"journal.jsonl"`)) || !bytes.Contains(files[receipt.FileIndex], []byte(`"study_id":1`)) {
+		t.Fatalf("no journal excerpt: bundle.json %s", files[receipt.FileIndex])
+	}
+	// The excerpt is the notebook's entries, hashes included, from the study's first to its
+	// last (the receipt.exported entry the export added is left out).
+	entries, err := receipt.ParseJournal(jb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := store.OpenWith(nbPath, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := n.Journal(context.Background(), 0, 0, 0)
+	n.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []store.JournalEntry
+	for _, e := range all {
+		if e.StudyID == 1 && e.Kind != store.KindReceiptExported {
+			own = append(own, e)
+		}
+	}
+	if len(own) < 10 || len(entries) != len(own) || entries[0].Seq != own[0].Seq {
+		t.Fatalf("excerpt of %d entries from %d, the notebook has %d of the study from %d", len(entries), entries[0].Seq, len(own), own[0].Seq)
+	}
+	for i, e := range own {
+		j := entries[i]
+		if j.Seq != e.Seq || j.Kind != e.Kind || j.Hash != e.Hash || j.PrevHash != e.PrevHash || !bytes.Equal(j.Payload, e.Payload) {
+			t.Fatalf("line %d: %+v, the notebook's entry %d is %s %s", i+1, j, e.Seq, e.Kind, e.Hash)
+		}
+	}
+	last := own[len(own)-1]
+	md := files[receipt.FileReceipt]
+	for _, want := range []string{
+		fmt.Sprintf("| Notebook chain head | `seq %d` · `%s`", last.Seq, last.Hash),
+		"| Journal excerpt | `entries 1–" + fmt.Sprint(last.Seq) + "`",
+		"· plan SHA-256 matches `plan.json` · `4` predictions registered (`entry 4` to `entry 7`) · before the first server lifetime started (`entry 9` at",
+		"· plan and selected points match this bundle's · journaled `study.json` SHA-256",
+	} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("receipt.md lacks %q", want)
+		}
+	}
+	if bytes.Contains(md, []byte("not in this bundle")) {
+		t.Error("receipt.md still says the chain head is not in the bundle")
+	}
+	if _, probs := receipttest.Tables(md); len(probs) > 0 {
+		t.Errorf("tables: %v", probs)
+	}
+	if bad := receipttest.CrossCheck(md, files[receipt.FileStudy]); len(bad) > 0 {
+		t.Errorf("numbers: %v", bad)
+	}
+	code, stdout, _ := runCLI("verify", out)
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("journal chain: %d entries, seq 1 to %d", len(own), last.Seq)) {
+		t.Fatalf("verify: %d\n%s", code, stdout)
+	}
+
+	// Same study, same bytes: a second export (the notebook has grown by the first's
+	// receipt.exported entry) writes every file identically.
+	again := filepath.Join(dir, "again")
+	if code, stdout, errOut := runCLI("receipt", "1", "--out", again, "--notebook", nbPath); code != 0 {
+		t.Fatalf("second receipt: %d %s %s", code, stdout, errOut)
+	}
+	second, err := bundle.ReadDir(again, bundle.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second) != len(files) {
+		t.Errorf("%d files, then %d", len(files), len(second))
+	}
+	for _, name := range files.Names() {
+		if !bytes.Equal(files[name], second[name]) {
+			t.Errorf("%s differs between two exports of the same study", name)
+		}
+	}
+
+	// One entry changed (its time, a byte of the chain's input; the line stays valid
+	// canonical JSON): verify fails naming journal.jsonl and the entry, with the sums as they
+	// were and with SHA256SUMS re-made to match.
+	lines := bytes.SplitAfter(jb, []byte("\n"))
+	k := 2 // entry 3, study.plan_source
+	at := []byte(`"at":"` + entries[k].At + `"`)
+	if !bytes.Contains(lines[k], at) {
+		t.Fatalf("line %d has no %s", k+1, at)
+	}
+	changed := []byte(entries[k].At)
+	changed[len(changed)-2] = "0123456789"[(changed[len(changed)-2]-'0'+1)%10]
+	lines[k] = bytes.Replace(lines[k], at, []byte(`"at":"`+string(changed)+`"`), 1)
+	for _, fresh := range []bool{false, true} {
+		bad := files.Clone()
+		bad[receipt.FileJournal] = bytes.Join(lines, nil)
+		if fresh {
+			bad[receipt.FileSums] = receipt.Sums(bad)
+		}
+		d := filepath.Join(dir, fmt.Sprintf("tampered-%v", fresh))
+		if err := bundle.WriteDir(d, bad); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, _ := runCLI("verify", d, "--hash-plots")
+		if code != 1 || !strings.Contains(stdout, "DIFFERS journal.jsonl: line 3: entry 3 (study.plan_source): hash does not match") {
+			t.Errorf("one journal entry changed (SHA256SUMS re-made: %v): %d\n%s", fresh, code, stdout)
+		}
 	}
 }

@@ -24,8 +24,9 @@ const receiptUsage = "receipt STUDY --out DIR|FILE.tar.gz [--no-redact] | receip
 
 // cmdReceipt writes a study's receipt bundle (docs/receipts.md): its raw files, receipt.md,
 // study.json, plots and SHA256SUMS, into a new folder or a .tar.gz. A throughput study comes
-// from the notebook; a capacity study from its run folder. Exit 0 written, 2 bad usage or
-// input (an unknown study, an incomplete run folder), 1 failure.
+// from the notebook; a capacity study from its run folder, with its journal excerpt when it
+// is a notebook study. Exit 0 written, 2 bad usage or input (an unknown study, an incomplete
+// run folder), 1 failure.
 func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("receipt", stderr)
 	nbFlag := fs.String("notebook", "", nbFlagHelp)
@@ -103,7 +104,14 @@ func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 			if a.Result == nil {
 				return bad("study %d (%s): %s", s.ID, s.Name, a.Problem)
 			}
-			if files, err = bundle.Capacity(a.Note.RunDir, bundle.CapacityOptions{Options: opt}); err != nil {
+			// The study's journal entries go with it, as with a throughput study: the
+			// receipt shows the plan and predictions registered before the results.
+			journal, _, err := journalExcerpt(ctx, nb, s.ID)
+			if err != nil {
+				fprintf(stderr, "sparkbench receipt: %v\n", err)
+				return 1
+			}
+			if files, err = bundle.Capacity(a.Note.RunDir, bundle.CapacityOptions{Options: opt, Journal: journal, StudyID: s.ID}); err != nil {
 				return bad("%v", err)
 			}
 			// The bundle re-assembles study.json from its own (redacted) raw files, so its input
@@ -184,42 +192,9 @@ func throughputSource(ctx context.Context, nb *store.Notebook, s store.Study) (b
 		return src, err
 	}
 	src.Notebook.Head = receipt.ChainPoint{Seq: st.JournalSeq, Hash: st.JournalHead}
-	own, err := nb.Journal(ctx, s.ID, 0, 0)
-	if err != nil {
+	var planDir string
+	if src.Journal, planDir, err = journalExcerpt(ctx, nb, s.ID); err != nil {
 		return src, err
-	}
-	var first, last int64
-	planDir := ""
-	for _, e := range own {
-		if e.Kind == store.KindReceiptExported {
-			continue
-		}
-		if first == 0 {
-			first = e.Seq
-		}
-		last = e.Seq
-		if e.Kind == study.NotePlanSource {
-			var ps struct {
-				Dir string `json:"plan_dir"`
-			}
-			_ = json.Unmarshal(e.Payload, &ps)
-			planDir = ps.Dir
-		}
-	}
-	if first == 0 {
-		return src, fmt.Errorf("study %d has no journal entries", s.ID)
-	}
-	entries, err := nb.Journal(ctx, 0, first-1, int(last-first+1))
-	if err != nil {
-		return src, err
-	}
-	for _, e := range entries {
-		jl := receipt.JournalLine{Seq: e.Seq, Kind: e.Kind, At: store.FormatTime(e.At), Payload: e.Payload, PrevHash: e.PrevHash, Hash: e.Hash}
-		if e.StudyID != 0 {
-			id := e.StudyID
-			jl.Study = &id
-		}
-		src.Journal = append(src.Journal, jl)
 	}
 	legs, err := nb.LegTimeline(ctx, s.ID)
 	if err != nil {
@@ -335,6 +310,53 @@ func throughputSource(ctx context.Context, nb *store.Notebook, s store.Study) (b
 		src.Models = append(src.Models, bundle.SourceModel{Record: record(a, "")})
 	}
 	return src, nil
+}
+
+// journalExcerpt is a study's journal excerpt for its bundle (throughput and capacity alike):
+// every entry from the study's first to its last, with their hashes (receipts exported are
+// left out at the end, so a re-export holds the same excerpt; other studies' entries in
+// between are included, so the chain can be re-walked); and the plan folder its
+// study.plan_source entry names.
+func journalExcerpt(ctx context.Context, nb *store.Notebook, studyID int64) ([]receipt.JournalLine, string, error) {
+	own, err := nb.Journal(ctx, studyID, 0, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	var first, last int64
+	planDir := ""
+	for _, e := range own {
+		if e.Kind == store.KindReceiptExported {
+			continue
+		}
+		if first == 0 {
+			first = e.Seq
+		}
+		last = e.Seq
+		if e.Kind == study.NotePlanSource {
+			var ps struct {
+				Dir string `json:"plan_dir"`
+			}
+			_ = json.Unmarshal(e.Payload, &ps)
+			planDir = ps.Dir
+		}
+	}
+	if first == 0 {
+		return nil, "", fmt.Errorf("study %d has no journal entries", studyID)
+	}
+	entries, err := nb.Journal(ctx, 0, first-1, int(last-first+1))
+	if err != nil {
+		return nil, "", err
+	}
+	var out []receipt.JournalLine
+	for _, e := range entries {
+		jl := receipt.JournalLine{Seq: e.Seq, Kind: e.Kind, At: store.FormatTime(e.At), Payload: e.Payload, PrevHash: e.PrevHash, Hash: e.Hash}
+		if e.StudyID != 0 {
+			id := e.StudyID
+			jl.Study = &id
+		}
+		out = append(out, jl)
+	}
+	return out, planDir, nil
 }
 
 func sortedInt64(m map[int64]bool) []int64 {
