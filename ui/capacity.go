@@ -67,6 +67,7 @@ type CapacityPanel struct {
 	Chart, Grid             *ChartView
 	Console                 *widget.List
 	Follow                  *widget.Check
+	CopyConsole             *widget.Button
 	Receipt                 *widget.RichText // the last exported receipt.md, rendered
 	ReceiptImgs             *fyne.Container  // its charts
 	Tabs                    *container.AppTabs
@@ -129,6 +130,9 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 	v.Console = newConsoleList(&v.mu, &v.console)
 	v.Follow = widget.NewCheck("follow", nil)
 	v.Follow.SetChecked(true)
+	v.CopyConsole = widget.NewButton("Copy", func() {
+		v.app.Clipboard().SetContent(strings.Join(v.ConsoleLines(), "\n"))
+	})
 	v.Chart = NewChartView(760, 420)
 	v.Grid = NewChartView(760, 420)
 	v.Receipt = widget.NewRichTextFromMarkdown("Export the study's receipt (Export receipt…) to preview it here.")
@@ -139,7 +143,7 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 		container.NewTabItem("Grid", v.Grid.Object),
 		container.NewTabItem("Slots", v.Chart.Object),
 		container.NewTabItem("Verdicts", v.Verdicts),
-		container.NewTabItem("Console", container.NewBorder(container.NewHBox(v.Follow), nil, nil, nil, v.Console)),
+		container.NewTabItem("Console", container.NewBorder(container.NewHBox(v.Follow, v.CopyConsole), nil, nil, nil, v.Console)),
 		container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(v.ReceiptImgs, v.Receipt))),
 	)
 	v.Progress.Hide()
@@ -496,6 +500,12 @@ func (v *CapacityPanel) close() {
 // onEvent runs on the run's goroutine: it records and schedules a throttled update.
 func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 	line := capacity.ProgressLine(ev)
+	if ev.Type == capacity.ServerLine {
+		line = fmt.Sprintf("%s │ %s", ev.Lifetime, ev.Line)
+		if ev.Dropped > 0 {
+			line += fmt.Sprintf("   [%d earlier log line(s) not shown: the console fell behind; the server log keeps them]", ev.Dropped)
+		}
+	}
 	var slots, grid plots.Chart
 	v.mu.Lock()
 	v.console = appendConsole(v.console, line)

@@ -524,6 +524,14 @@ func eventLine(e study.Event) string {
 		return fmt.Sprintf("%s leg %s started: %s", t, e.Leg, strings.Join(e.Argv, " "))
 	case study.EventLegSkipped:
 		return fmt.Sprintf("%s leg %s finished in an earlier run", t, e.Leg)
+	case study.EventLine:
+		if l := e.Line; l != nil {
+			text := fmt.Sprintf("%s   │ %s", t, l.Text)
+			if l.Dropped > 0 {
+				text += fmt.Sprintf("   [%d earlier line(s) not shown: the console fell behind; the leg's transcript keeps them]", l.Dropped)
+			}
+			return text
+		}
 	case study.EventSample:
 		if s := e.Sample; s != nil {
 			return fmt.Sprintf("%s   %-16s %10.2f t/s  cv %4.1f%%", t, s.Test, s.AvgTs, s.CV*100)

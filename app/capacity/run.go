@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -78,6 +79,7 @@ const (
 	ServerReady      RunEventType = "server_ready"
 	ServerFailed     RunEventType = "server_failed"
 	CellStarted      RunEventType = "cell_started"
+	ServerLine       RunEventType = "server_line" // one line of the server's log (Line; Dropped before it)
 	RequestDone      RunEventType = "request"
 	CellDone         RunEventType = "cell_done"
 	LifetimeDone     RunEventType = "lifetime_done"
@@ -103,6 +105,10 @@ type RunEvent struct {
 	Error    string         `json:"error,omitempty"`
 	Study    string         `json:"study,omitempty"` // assembled: path of study.json
 	Guard    *RunGuard      `json:"guard,omitempty"` // guard_done
+	// Line is a server_line's text. Dropped counts the log lines before it that were not
+	// sent as events because the consumer fell behind (the log file keeps every line).
+	Line    string `json:"line,omitempty"`
+	Dropped int    `json:"dropped,omitempty"`
 }
 
 // RunGuard is one quality-guard run: CANDIDATE/pP, its score and its server.
@@ -203,6 +209,8 @@ type Run struct {
 	start  time.Time
 	prog   RunProgress
 	mu     sync.Mutex
+	// droppedLines counts server log lines not sent since the last one sent (under mu).
+	droppedLines int
 }
 
 // ErrRunStopped is the cause of a run ended by Stop.
@@ -240,6 +248,43 @@ func (r *Run) Stop() { r.cancel(ErrRunStopped) }
 func (r *Run) Wait() (*RunReport, error) {
 	<-r.done
 	return r.report, r.err
+}
+
+// maxQueuedLines bounds the server_line events waiting for a slow consumer; lines beyond it
+// are counted, not queued (the server log file has them all).
+const maxQueuedLines = 1000
+
+// emitLine sends one server log line as a server_line event, unless the queue is backed up.
+func (r *Run) emitLine(lifetime, text string) {
+	r.q.mu.Lock()
+	backed := len(r.q.items) >= maxQueuedLines
+	r.q.mu.Unlock()
+	r.mu.Lock()
+	if backed {
+		r.droppedLines++
+		r.mu.Unlock()
+		return
+	}
+	dropped := r.droppedLines
+	r.droppedLines = 0
+	r.mu.Unlock()
+	r.emit(RunEvent{Type: ServerLine, Lifetime: lifetime, Line: text, Dropped: dropped})
+}
+
+// logLines is the server log's writer: every line goes to the file and, as an event, to the
+// run's consumer. The server writes one line with its "\n" per call, from one goroutine.
+type logLines struct {
+	f        io.Writer
+	r        *Run
+	lifetime string
+}
+
+func (l logLines) Write(p []byte) (int, error) {
+	n, err := l.f.Write(p)
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		l.r.emitLine(l.lifetime, line)
+	}
+	return n, err
 }
 
 func (r *Run) emit(ev RunEvent) {
@@ -454,7 +499,7 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 	rl.Files["requests"] = filepath.Join(rel, RunRequestsFile)
 	rl.Files["server_log"] = filepath.Join(rel, RunServerLogFile)
 
-	srv, serr := server.Start(r.ctx, server.Spec{Binary: spec.Server, Args: lt.Args, Env: spec.Env, Log: logf,
+	srv, serr := server.Start(r.ctx, server.Spec{Binary: spec.Server, Args: lt.Args, Env: spec.Env, Log: logLines{logf, r, rl.Key},
 		StartTimeout: spec.StartTimeout, Grace: spec.Grace, Markers: server.Markers{Must: cand.Markers.Must, MustNot: cand.Markers.MustNot}})
 	var (
 		rss      server.RSS
@@ -897,7 +942,7 @@ func (r *Run) guard(p *Plan, g guardRun, cases *quality.Cases) (RunGuard, error)
 	defer logf.Close()
 	rg.Files["server_log"] = filepath.Join(rel, RunServerLogFile)
 	ev := quality.Evidence{Schema: quality.SchemaEvidence, Candidate: g.key.Candidate, Slots: g.key.Slots}
-	srv, serr := server.Start(r.ctx, server.Spec{Binary: spec.Server, Args: g.args, Env: spec.Env, Log: logf,
+	srv, serr := server.Start(r.ctx, server.Spec{Binary: spec.Server, Args: g.args, Env: spec.Env, Log: logLines{logf, r, rg.Key},
 		StartTimeout: spec.StartTimeout, Grace: spec.Grace})
 	if serr != nil {
 		var se *server.StartError

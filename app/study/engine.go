@@ -635,6 +635,14 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls LegStart, cs *
 				}
 				r.emit(Event{Kind: EventFlagged, Leg: event, LegID: legID, Flagged: f})
 			}
+		case runner.EventLine:
+			if ev.Line != nil {
+				label := event
+				if ev.Leg != spec.ID {
+					label = ev.Leg // the canary's output
+				}
+				r.emit(Event{Kind: EventLine, Leg: label, LegID: legID, Line: ev.Line})
+			}
 		case runner.EventCanary:
 			st.canary = ev.Canary
 		case runner.EventQueueHalted:

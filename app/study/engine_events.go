@@ -10,7 +10,7 @@ import (
 type EventKind string
 
 // Engine events, in the order a run emits them: run_started, then per plan leg either
-// leg_skipped (it finished in an earlier run) or leg_started, sample…, leg_progress…,
+// leg_skipped (it finished in an earlier run) or leg_started, line…, sample…, leg_progress…,
 // flagged, leg_finished (and canary after a crash-class leg), verdict for every prediction
 // that left PENDING, progress; last halted (the queue or the user stopped the study) or done.
 const (
@@ -20,6 +20,7 @@ const (
 	EventLegStarted  EventKind = "leg_started"  // Leg, LegID, Attempt, Argv
 	EventSample      EventKind = "sample"       // Sample: a row as it arrived (its status comes at leg_finished)
 	EventLegProgress EventKind = "leg_progress" // LegProgress: tests done in the running leg, its ETA
+	EventLine        EventKind = "line"         // Line: one line of the running leg's output (its transcript, normalised)
 	EventFlagged     EventKind = "flagged"      // Flagged: a CV gate flagged a row; the leg halts
 	EventLegFinished EventKind = "leg_finished" // Outcome
 	EventCanary      EventKind = "canary"       // Canary: the verdict of a canary run after a crash
@@ -44,6 +45,7 @@ type Event struct {
 
 	Sample       *runner.Sample   `json:"sample,omitempty"`
 	LegProgress  *runner.Progress `json:"leg_progress,omitempty"`
+	Line         *runner.Line     `json:"line,omitempty"`
 	Flagged      *runner.Flagged  `json:"flagged,omitempty"`
 	Outcome      *LegOutcome      `json:"outcome,omitempty"`
 	Canary       *runner.Canary   `json:"canary,omitempty"`

@@ -81,9 +81,15 @@ func capacityRegisterFile(ctx context.Context, nb *store.Notebook, file string, 
 		fprintf(stderr, "sparkbench capacity register: %v\n", err)
 		return capacity.Registration{}, 2
 	}
-	reg, err := capacity.Register(ctx, store.CapacityRecorder{N: nb}, p, file, cachedHash(ctx, nb, stderr))
+	// New hashes reach the notebook's cache only when the plan is accepted: a refused plan
+	// writes nothing.
+	hash, commit := registrationHash(ctx, nb, stderr)
+	reg, err := capacity.Register(ctx, store.CapacityRecorder{N: nb}, p, file, hash)
 	if err != nil {
 		return reg, reportRefusal("capacity register", err, stderr)
+	}
+	if err := commit(ctx); err != nil {
+		fprintf(stderr, "sparkbench capacity register: registered, but the model hashes were not cached: %v\n", err)
 	}
 	for _, w := range reg.Warnings {
 		fprintf(stderr, "%s: %s\n", file, w)

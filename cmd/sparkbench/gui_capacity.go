@@ -58,7 +58,13 @@ func (s capacityService) RegisterCapacity(ctx context.Context, p *capacity.Plan)
 	if err != nil {
 		return capacity.Registration{}, err
 	}
-	return capacity.Register(ctx, store.CapacityRecorder{N: s.nb}, p, file, cachedHash(ctx, s.nb, io.Discard))
+	// New hashes reach the notebook's cache only when the plan is accepted.
+	hash, commit := registrationHash(ctx, s.nb, io.Discard)
+	reg, err := capacity.Register(ctx, store.CapacityRecorder{N: s.nb}, p, file, hash)
+	if err != nil {
+		return reg, err
+	}
+	return reg, commit(ctx)
 }
 
 // ShowCapacity is `capacity show`, the registered plan, and the assembled result's charts.

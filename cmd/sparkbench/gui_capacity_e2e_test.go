@@ -131,6 +131,10 @@ func TestWindowBuildsRegistersAndRunsACapacityStudy(t *testing.T) {
 		if !strings.Contains(lines, "reverse/tiny-llama-f32/p1 C=1: 2/2 completed") {
 			t.Errorf("console:\n%s", lines)
 		}
+		// The servers' own log lines, as they arrived.
+		if !strings.Contains(lines, "forward/tiny-llama-f32/p2 │ ") || !strings.Contains(lines, "llama_server: model loaded") {
+			t.Errorf("no llama-server log line in the console:\n%s", lines)
+		}
 	})
 	// The notebook: one leg per server lifetime, and the chain verifies.
 	ui.Locked(func() { wb.Notebook.Verify() })

@@ -164,7 +164,8 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 			t.Fatalf("scoreboard: %+v", r)
 		}
 		lines := strings.Join(st.ConsoleLines(), "\n")
-		for _, want := range []string{"tiny-llama-f32/d0", "tiny-moe-f32/d128", "verdict P1: HIT"} {
+		// Engine lines, and the legs' own llama-bench output (jsonl rows) as it arrived.
+		for _, want := range []string{"tiny-llama-f32/d0", "tiny-moe-f32/d128", "verdict P1: HIT", `│ {"build_commit":`} {
 			if !strings.Contains(lines, want) {
 				t.Errorf("console has no %q:\n%s", want, lines)
 			}

@@ -95,7 +95,14 @@ func (s studyService) Register(ctx context.Context, p *study.Plan) (study.Regist
 	if err != nil {
 		return study.Registration{}, err
 	}
-	return study.Register(ctx, store.StudyRecorder{N: s.nb}, p, file, cachedHash(ctx, s.nb, io.Discard))
+	// New hashes reach the notebook's cache only when the plan is accepted: a refused plan
+	// writes nothing.
+	hash, commit := registrationHash(ctx, s.nb, io.Discard)
+	reg, err := study.Register(ctx, store.StudyRecorder{N: s.nb}, p, file, hash)
+	if err != nil {
+		return reg, err
+	}
+	return reg, commit(ctx)
 }
 
 // dataDirOr is dir, or the user's sparkbench data folder when dir is "".
