@@ -558,8 +558,8 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 }
 
 // liveCapacity gathers a run's events into per-pass cells judged by the load-SLO gates of
-// app/capacity (the other gates — spreads across passes, RSS, markers, quality — need the whole
-// run and are applied by the assembly).
+// app/capacity, and judges each server lifetime's backend markers and peak RSS as it ends (the
+// spreads across passes and the quality gate need the whole run: the assembly applies them).
 type liveCapacity struct {
 	plan     *capacity.Plan
 	reqs     map[string][]capacity.RequestRecord // lifetime|clients -> measured requests
@@ -570,6 +570,13 @@ type liveCapacity struct {
 	crashed  int
 	passed   int
 	failures map[string]int
+	// Backend markers and peak RSS, judged per server lifetime as each one ends (the same
+	// checks the assembly applies per cell).
+	markerLives  int      // lifetimes of candidates with markers, ended
+	markerBad    int      // of those, lifetimes with a marker rule broken
+	markerFailed []string // "lifetime: must \"re\" missing" …
+	rssMaxMiB    float64
+	rssOver      []string // lifetimes above the plan's peak RSS limit
 }
 
 func newLiveCapacity(p *capacity.Plan) *liveCapacity {
@@ -591,6 +598,7 @@ func (l *liveCapacity) observe(ev capacity.RunEvent) bool {
 		if s := ev.Server; s != nil && s.Unexpect {
 			l.crashed++
 		}
+		l.judgeLifetime(ev)
 	case capacity.RequestDone:
 		if r := ev.Request; r != nil && r.Phase == capacity.PhaseMeasured {
 			l.reqs[key] = append(l.reqs[key], *r)
@@ -641,7 +649,58 @@ func (l *liveCapacity) gates() string {
 	if l.crashed > 0 {
 		s += fmt.Sprintf(" · SERVER ENDED ON ITS OWN %d", l.crashed)
 	}
-	return s + " · spreads, RSS, markers and quality are judged at assembly"
+	if l.markerLives > 0 {
+		if len(l.markerFailed) == 0 {
+			s += fmt.Sprintf(" · backend markers: %d/%d lifetimes PASS", l.markerLives, l.markerLives)
+		} else {
+			s += fmt.Sprintf(" · backend markers FAIL in %d/%d lifetimes: %s", l.markerBad, l.markerLives, strings.Join(l.markerFailed, "; "))
+		}
+	}
+	if l.rssMaxMiB > 0 {
+		s += fmt.Sprintf(" · peak RSS max %.0f MiB (limit %.0f)", l.rssMaxMiB, l.plan.Limits.PeakRSSMiBMax)
+		if len(l.rssOver) > 0 {
+			s += " FAIL in " + strings.Join(l.rssOver, ", ")
+		}
+	}
+	return s + " · spreads and quality are judged at assembly"
+}
+
+// judgeLifetime applies the backend-marker and peak-RSS gates to a lifetime that ended.
+func (l *liveCapacity) judgeLifetime(ev capacity.RunEvent) {
+	s := ev.Server
+	lk, err := capacity.ParseLifetimeKey(ev.Lifetime)
+	if s == nil || err != nil {
+		return
+	}
+	if r := s.RSS; r != nil && r.KiB > 0 {
+		mib := float64(r.KiB) / 1024
+		l.rssMaxMiB = max(l.rssMaxMiB, mib)
+		if lim := l.plan.Limits.PeakRSSMiBMax; lim > 0 && mib > lim {
+			l.rssOver = append(l.rssOver, fmt.Sprintf("%s (%.0f MiB)", ev.Lifetime, mib))
+		}
+	}
+	cand, ok := l.plan.Candidate(lk.Candidate)
+	if !ok || len(cand.Markers.Must)+len(cand.Markers.MustNot) == 0 || s.Evidence == nil {
+		return
+	}
+	l.markerLives++
+	bad := false
+	defer func() {
+		if bad {
+			l.markerBad++
+		}
+	}()
+	for _, m := range s.Evidence.Markers {
+		if m.Ok {
+			continue
+		}
+		what := fmt.Sprintf("%s: must %q missing", ev.Lifetime, m.Regex)
+		if m.Rule == "must_not" {
+			what = fmt.Sprintf("%s: must_not %q present (line %d)", ev.Lifetime, m.Regex, m.Line)
+		}
+		l.markerFailed = append(l.markerFailed, what)
+		bad = true
+	}
 }
 
 // slotsChart is aggregate generation rate against slots: per candidate, the best rate measured

@@ -14,6 +14,7 @@ import (
 
 	"sparkbench/app"
 	"sparkbench/app/capacity"
+	"sparkbench/runner/server"
 	"sparkbench/ui/uitest"
 )
 
@@ -383,4 +384,37 @@ func TestStudiesRunOnLoadRunsACapacityStudy(t *testing.T) {
 		defer capSvc.mu.Unlock()
 		return capSvc.runs == 1 && capSvc.status == capacity.StatusComplete && !v.Cap.Running()
 	})
+}
+
+// The live gate lights judge each server lifetime's backend markers and peak RSS as it ends.
+func TestLiveCapacityJudgesMarkersAndRSS(t *testing.T) {
+	p := capPlan()
+	p.Candidates = []capacity.Candidate{
+		{ID: "kleidi", Label: "kleidi", Markers: capacity.Markers{Must: []string{"CPU_KLEIDIAI model buffer"}}},
+		{ID: "generic", Label: "generic", Markers: capacity.Markers{MustNot: []string{"CPU_KLEIDIAI model buffer"}}},
+		{ID: "plain", Label: "plain"},
+	}
+	l := newLiveCapacity(p)
+	done := func(key string, kib int64, marks ...server.MarkerCheck) {
+		l.observe(capacity.RunEvent{Type: capacity.LifetimeDone, Lifetime: key,
+			Server: &capacity.RunServer{RSS: &server.RSS{KiB: kib}, Evidence: &server.Evidence{Markers: marks}}})
+	}
+	done("forward/kleidi/p1", 1024*1024, server.MarkerCheck{Rule: "must", Regex: "CPU_KLEIDIAI model buffer", Found: true, Ok: true})
+	done("forward/generic/p1", 2048*1024, server.MarkerCheck{Rule: "must_not", Regex: "CPU_KLEIDIAI model buffer", Found: true, Line: 57})
+	done("forward/plain/p1", 5000*1024)
+	g := l.gates()
+	for _, want := range []string{
+		`backend markers FAIL in 1/2 lifetimes: forward/generic/p1: must_not "CPU_KLEIDIAI model buffer" present (line 57)`,
+		"peak RSS max 5000 MiB (limit 4096) FAIL in forward/plain/p1 (5000 MiB)",
+	} {
+		if !strings.Contains(g, want) {
+			t.Errorf("gates %q\nlack %q", g, want)
+		}
+	}
+	l2 := newLiveCapacity(p)
+	l2.observe(capacity.RunEvent{Type: capacity.LifetimeDone, Lifetime: "reverse/kleidi/p2",
+		Server: &capacity.RunServer{RSS: &server.RSS{KiB: 1024}, Evidence: &server.Evidence{Markers: []server.MarkerCheck{{Rule: "must", Regex: "x", Found: true, Ok: true}}}}})
+	if g := l2.gates(); !strings.Contains(g, "backend markers: 1/1 lifetimes PASS") || strings.Contains(g, "RSS max 1 MiB (limit 4096) FAIL") {
+		t.Errorf("passing lifetime: %q", g)
+	}
 }
