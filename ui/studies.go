@@ -1038,12 +1038,31 @@ type gateCounts struct {
 	rows, flagged, legsOK, legsBad int
 	crashes                        []string
 	canary                         string
+	// backends counts the rows by the backend evidence llama-bench printed with them
+	// (backends, GPU layers offloaded, GPU): rows of one study that disagree mean the build or
+	// the device changed under it.
+	backends map[string]int
 }
 
 func (g *gateCounts) observe(e study.Event) {
 	switch e.Kind {
 	case study.EventSample:
 		g.rows++
+		if sm := e.Sample; sm != nil {
+			r := sm.Result
+			key := r.Backends
+			if key == "" {
+				key = "backend not reported"
+			}
+			key += fmt.Sprintf(", ngl %d", r.NGPULayers)
+			if r.GPUInfo != "" {
+				key += ", " + r.GPUInfo
+			}
+			if g.backends == nil {
+				g.backends = map[string]int{}
+			}
+			g.backends[key]++
+		}
 	case study.EventFlagged:
 		g.flagged++
 	case study.EventLegFinished:
@@ -1080,6 +1099,22 @@ func (g gateCounts) String() string {
 	}
 	if g.canary != "" {
 		s += " · canary " + g.canary
+	}
+	if len(g.backends) > 0 {
+		keys := make([]string, 0, len(g.backends))
+		for k := range g.backends {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s ×%d", k, g.backends[k])
+		}
+		if len(keys) == 1 {
+			s += " · backend evidence ●ok " + parts[0] + " rows"
+		} else {
+			s += " · backend evidence ●MIXED (rows disagree: check the build and device): " + strings.Join(parts, "; ")
+		}
 	}
 	return s
 }

@@ -197,6 +197,19 @@ func TestGateLights(t *testing.T) {
 	if got := (gateCounts{rows: 4, legsOK: 2}).String(); !strings.HasPrefix(got, "gates: CV ●ok (0 of 4 rows flagged)") {
 		t.Fatalf("all ok: %s", got)
 	}
+
+	// Backend evidence: the rows agree, then one row reports another backend.
+	var b gateCounts
+	cpu := &runner.Sample{Result: benchfmt.Result{Backends: "CPU"}}
+	b.observe(study.Event{Kind: study.EventSample, Sample: cpu})
+	b.observe(study.Event{Kind: study.EventSample, Sample: cpu})
+	if got := b.String(); !strings.HasSuffix(got, " · backend evidence ●ok CPU, ngl 0 ×2 rows") {
+		t.Fatalf("one backend: %s", got)
+	}
+	b.observe(study.Event{Kind: study.EventSample, Sample: &runner.Sample{Result: benchfmt.Result{Backends: "Vulkan", NGPULayers: 99, GPUInfo: "Radeon 8060S"}}})
+	if got := b.String(); !strings.HasSuffix(got, " · backend evidence ●MIXED (rows disagree: check the build and device): CPU, ngl 0 ×2; Vulkan, ngl 99, Radeon 8060S ×1") {
+		t.Fatalf("mixed backends: %s", got)
+	}
 }
 
 // orderedShows is a study service whose Show calls wait for the test to release them, so
