@@ -226,3 +226,66 @@ func TestCapacityCrossCheckTiesMethodology(t *testing.T) {
 		}
 	}
 }
+
+// The prompt plan is held to the plan's prompt_plan.sha256: verify checks the seed bundle's
+// and fails one whose prompt plan changed (receipt.md and SHA256SUMS re-made to match, so
+// only that check can catch it); Capacity refuses a changed run-folder copy, a different
+// --prompt-plan file, and (RequirePromptPlan, as from the notebook) a missing one.
+func TestCapacityPromptPlanIsChecked(t *testing.T) {
+	files := seedBundle(t, seedDir, "/nonexistent-home")
+	planSHA := "dc56eff33ade04d0a18d2e203c5c21bf252091456ba9a916273bfc2e957f7475" // the seed plan's prompt_plan.sha256
+	rep := receipt.Verify(files, receipt.VerifyOptions{HashPlots: true})
+	if !rep.OK() || !strings.Contains(strings.Join(rep.Checked, "\n"), "prompt plan prompt-plan.json against plan.json's prompt_plan.sha256 "+planSHA[:12]) {
+		t.Fatalf("seed bundle: problems %v, checked %q", rep.Problems, rep.Checked)
+	}
+	bad := files.Clone()
+	bad["prompt-plan.json"] = append(bytes.Clone(bad["prompt-plan.json"]), ' ')
+	js, md, err := receipt.Assemble(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad[receipt.FileStudy], bad[receipt.FileReceipt] = js, md
+	bad[receipt.FileSums] = receipt.Sums(bad)
+	rep = receipt.Verify(bad, receipt.VerifyOptions{HashPlots: true})
+	if rep.OK() || len(rep.Problems) != 1 || rep.Problems[0].File != "prompt-plan.json" ||
+		!strings.Contains(rep.Problems[0].What, "prompt_plan.sha256 is "+planSHA+": not the prompt plan the study ran with") {
+		t.Fatalf("changed prompt plan: %v", rep.Problems)
+	}
+
+	copySeed := func() string {
+		d := filepath.Join(t.TempDir(), "run")
+		if err := exec.Command("cp", "-r", seedDir, d).Run(); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	opt := CapacityOptions{Options: Options{Version: "sparkbench test"}, BenchTG: map[string]float64{"q8-generic": 41.2}}
+	changed := copySeed()
+	if err := os.WriteFile(filepath.Join(changed, "prompt-plan.json"), []byte(`{"schema":"sparkbench.prompts/v1","prefix":"{n}","body":"changed"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Capacity(changed, opt); err == nil || !strings.Contains(err.Error(), "but the plan's prompt_plan.sha256 is "+planSHA) {
+		t.Errorf("changed run-folder prompt plan: %v", err)
+	}
+	o := opt
+	o.PromptPlan = filepath.Join(changed, "prompt-plan.json")
+	if _, err := Capacity(seedDir, o); err == nil || !strings.Contains(err.Error(), "it is not the file the study ran with") {
+		t.Errorf("a different --prompt-plan: %v", err)
+	}
+	gone := copySeed()
+	if err := os.Remove(filepath.Join(gone, "prompt-plan.json")); err != nil {
+		t.Fatal(err)
+	}
+	if files, err := Capacity(gone, opt); err != nil || files["prompt-plan.json"] != nil {
+		t.Errorf("a run folder without a prompt plan (not required): %v", err)
+	}
+	o = opt
+	o.RequirePromptPlan = true
+	if _, err := Capacity(gone, o); err == nil || !strings.Contains(err.Error(), "not found: the bundle would not be self-contained") {
+		t.Errorf("a required prompt plan missing: %v", err)
+	}
+	o.PromptPlan = filepath.Join(gone, "prompt-plan.json")
+	if _, err := Capacity(gone, o); err == nil || !strings.Contains(err.Error(), "restore the file the study ran with") {
+		t.Errorf("a required --prompt-plan missing: %v", err)
+	}
+}

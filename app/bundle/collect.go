@@ -324,8 +324,13 @@ type CapacityOptions struct {
 	Options
 	BenchTG map[string]float64 // candidate → llama-bench tg (t/s), for the serving tax
 	// PromptPlan is the prompt plan's file when the run folder has no copy of it (capacity run
-	// reads it from the plan's folder); "" looks in the run folder only.
+	// reads it from the plan's folder); "" looks in the run folder only. Whichever file is
+	// found must hash to the plan's prompt_plan.sha256: Capacity refuses a different one.
 	PromptPlan string
+	// RequirePromptPlan refuses a bundle without the prompt plan (written from the notebook,
+	// where PromptPlan is resolved against the registered plan's folder), so the bundle is
+	// self-contained.
+	RequirePromptPlan bool
 	// Journal is the study's journal excerpt when it is in the notebook (gathered as for
 	// ThroughputSource.Journal: from the study's first entry to its last, other studies'
 	// entries in between included), written verbatim as journal.jsonl; StudyID is the
@@ -377,30 +382,49 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 	plan.Defaults()
 	files[receipt.FilePlan] = pb
 	verbatim := []string{receipt.FilePlan}
+	// The prompt plan: the named file, else the run folder's copy; it must be the one the plan
+	// names by SHA-256 (the receipt and verify compare them: a different file is refused here
+	// rather than bundled).
+	promptFrom := ""
+	var promptBytes []byte
 	if opt.PromptPlan != "" {
-		b, err := os.ReadFile(opt.PromptPlan)
-		if err != nil {
+		st, err := os.Stat(opt.PromptPlan)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("prompt plan: %w (the plan's prompt_plan.sha256 is %s; restore the file the study ran with)", err, plan.PromptPlan.SHA256)
+		case !st.Mode().IsRegular():
+			return nil, fmt.Errorf("prompt plan %s is not a plain file", opt.PromptPlan)
+		case st.Size() > DefaultLimits.MaxEntryBytes:
+			return nil, fmt.Errorf("prompt plan %s has %d bytes, more than a bundle file may", opt.PromptPlan, st.Size())
+		}
+		if promptBytes, err = os.ReadFile(opt.PromptPlan); err != nil {
 			return nil, fmt.Errorf("prompt plan: %w", err)
 		}
-		ci.PromptPlan = "prompt-plan.json"
-		files[ci.PromptPlan] = b
-		verbatim = append(verbatim, ci.PromptPlan)
+		promptFrom = opt.PromptPlan
 	}
 	for _, cand := range []string{filepath.ToSlash(filepath.Clean(plan.PromptPlan.Path)), "prompt-plan.json"} {
-		if ci.PromptPlan != "" {
+		if promptFrom != "" {
 			break
 		}
 		if cand == "" || strings.HasPrefix(cand, "../") || filepath.IsAbs(cand) || !exists(cand) {
 			continue
 		}
-		b, err := read(cand)
-		if err != nil {
+		if promptBytes, err = read(cand); err != nil {
 			return nil, err
 		}
+		promptFrom = filepath.Join(runDir, cand)
+	}
+	switch {
+	case promptFrom == "" && opt.RequirePromptPlan:
+		return nil, fmt.Errorf("prompt plan %q (sha256 %s) not found: the bundle would not be self-contained; restore the file the study ran with", plan.PromptPlan.Path, plan.PromptPlan.SHA256)
+	case promptFrom == "":
+	case canon.SHA256Hex(promptBytes) != plan.PromptPlan.SHA256:
+		return nil, fmt.Errorf("prompt plan %s hashes to %s, but the plan's prompt_plan.sha256 is %s: it is not the file the study ran with (changed since?); restore that file rather than bundle a different one",
+			promptFrom, canon.SHA256Hex(promptBytes), plan.PromptPlan.SHA256)
+	default:
 		ci.PromptPlan = "prompt-plan.json"
-		files[ci.PromptPlan] = b
+		files[ci.PromptPlan] = promptBytes
 		verbatim = append(verbatim, ci.PromptPlan)
-		break
 	}
 	if exists(runManifestFile) {
 		b, err := read(runManifestFile)

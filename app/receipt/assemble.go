@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"sparkbench/app/capacity"
 )
 
 // Assemble re-makes study.json and receipt.md from a bundle's raw files (bundle.json names the
@@ -146,6 +148,11 @@ func Verify(files Files, opt VerifyOptions) *VerifyReport {
 			rep.Checked = append(rep.Checked, fmt.Sprintf("journal chain: %d entries, seq %d to %d, re-walked from prev_hash %s…", rep.Chain.Entries, rep.Chain.FirstSeq, rep.Chain.LastSeq, rep.Chain.FirstPrevHash[:12]))
 		}
 	}
+	// 2b. A capacity bundle's prompt plan against the plan's prompt_plan.sha256 (the receipt
+	// prints the comparison; a different file is a problem, not only a line in receipt.md).
+	if ix.Kind == KindCapacity && ix.Capacity != nil {
+		checkPromptPlan(rep, files, ix.Capacity, add)
+	}
 	// 3. The derived files, re-assembled.
 	js, md, err := Assemble(files)
 	if err != nil {
@@ -174,6 +181,40 @@ func Verify(files Files, opt VerifyOptions) *VerifyReport {
 		rep.Checked = append(rep.Checked, fmt.Sprintf("%d plots re-rendered", len(pl)))
 	}
 	return rep
+}
+
+// checkPromptPlan compares a capacity bundle's prompt plan with the SHA-256 its plan names. A
+// bundle without one (written from a run folder that had none) is noted, not failed.
+func checkPromptPlan(rep *VerifyReport, files Files, ci *CapacityIndex, add func(string, int, string, ...any)) {
+	pb, ok := files[ci.Plan]
+	if !ok {
+		return // the re-assembly names the missing plan
+	}
+	p, err := capacity.Decode(ci.Plan, pb)
+	if err != nil {
+		return // and the undecodable one
+	}
+	if ci.PromptPlan == "" {
+		rep.Checked = append(rep.Checked, fmt.Sprintf("no prompt plan file: the plan's prompt_plan.sha256 %s… is not checked", hash12(p.PromptPlan.SHA256)))
+		return
+	}
+	b, ok := files[ci.PromptPlan]
+	if !ok {
+		add(ci.PromptPlan, 0, "missing: %s names it as the prompt plan", FileIndex)
+		return
+	}
+	if got := sha(b); got != p.PromptPlan.SHA256 {
+		add(ci.PromptPlan, 0, "its SHA-256 is %s, %s's prompt_plan.sha256 is %s: not the prompt plan the study ran with", got, ci.Plan, p.PromptPlan.SHA256)
+		return
+	}
+	rep.Checked = append(rep.Checked, fmt.Sprintf("prompt plan %s against %s's prompt_plan.sha256 %s…", ci.PromptPlan, ci.Plan, hash12(p.PromptPlan.SHA256)))
+}
+
+func hash12(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }
 
 // excerptStudy says whether a bundle carries a journal excerpt and whose study it is: a

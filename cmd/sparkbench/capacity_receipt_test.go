@@ -17,8 +17,8 @@ import (
 )
 
 // TestCapacityStudyReceiptAndPlots: a capacity study registered and run through the notebook
-// gets its receipt from the journaled run folder (verify passes) and its charts from
-// `plot STUDY`.
+// gets its receipt from the journaled run folder (verify passes), with the prompt plan it ran
+// with (a changed or missing prompt plan file is refused), and its charts from `plot STUDY`.
 func TestCapacityStudyReceiptAndPlots(t *testing.T) {
 	llamatest.Binaries(t)
 	capacityTag(t)
@@ -41,8 +41,56 @@ func TestCapacityStudyReceiptAndPlots(t *testing.T) {
 	if err != nil || !strings.Contains(string(md), "Capacity envelope") {
 		t.Fatalf("receipt.md: %v\n%.400s", err, md)
 	}
-	if code, out, errOut := runCLI("verify", bundleDir); code != 0 {
+	code, out, errOut = runCLI("verify", bundleDir)
+	if code != 0 {
 		t.Fatalf("verify: %d\n%s\n%s", code, out, errOut)
+	}
+	// The prompt plan the study ran with (read from the registered plan's folder) is in the
+	// bundle, byte for byte, and verify holds it to the plan's prompt_plan.sha256.
+	promptFile := filepath.Join(dir, "prompt-plan.json")
+	wantSHA := capacitySHA(t, promptFile)
+	files, err := bundle.ReadDir(bundleDir, bundle.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pp, ok := files["prompt-plan.json"]; !ok || canonSHA(pp) != wantSHA ||
+		!bytes.Contains(files[receipt.FileIndex], []byte(`"prompt_plan":"prompt-plan.json"`)) {
+		t.Errorf("the bundle's prompt plan: present %v, sha256 %s, want %s; bundle.json %s", ok, canonSHA(pp), wantSHA, files[receipt.FileIndex])
+	}
+	if !bytes.Contains(md, []byte("| Prompt plan SHA-256 | `"+wantSHA+"` · matches `prompt-plan.json` |")) || bytes.Contains(md, []byte("prompt plan file is not in the bundle")) {
+		t.Errorf("receipt.md's prompt plan row: %s", rowOf(md, "| Prompt plan SHA-256"))
+	}
+	if !strings.Contains(out, "prompt plan prompt-plan.json against plan.json's prompt_plan.sha256 "+wantSHA[:12]) {
+		t.Errorf("verify did not check the prompt plan:\n%s", out)
+	}
+	// A prompt plan changed after the run, or gone: the export refuses (exit 2) rather than
+	// bundle a file the study did not use, and writes nothing.
+	orig, err := os.ReadFile(promptFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func() error
+		want string
+	}{
+		{"changed", func() error { return os.WriteFile(promptFile, append(orig, ' '), 0o644) }, "but the plan's prompt_plan.sha256 is " + wantSHA},
+		{"missing", func() error { return os.Remove(promptFile) }, "(the plan's prompt_plan.sha256 is " + wantSHA + "; restore the file the study ran with)"},
+	} {
+		if err := c.edit(); err != nil {
+			t.Fatal(err)
+		}
+		refused := filepath.Join(dir, "refused-"+c.name)
+		code, out, errOut := runCLI("receipt", "1", "--out", refused, "--notebook", nbPath)
+		if code != 2 || !strings.Contains(errOut, "sparkbench receipt: study 1 (") || !strings.Contains(errOut, c.want) {
+			t.Errorf("prompt plan %s: exit %d, want 2 naming %q\n%s%s", c.name, code, c.want, out, errOut)
+		}
+		if _, err := os.Stat(refused); err == nil {
+			t.Errorf("prompt plan %s: the refused export wrote %s", c.name, refused)
+		}
+	}
+	if err := os.WriteFile(promptFile, orig, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range [][]string{
 		{"plot", "1", "--kind", "envelope", "--out", filepath.Join(dir, "env.png")},
@@ -194,4 +242,14 @@ func TestCapacityStudyReceiptJournal(t *testing.T) {
 			t.Errorf("one journal entry changed (SHA256SUMS re-made: %v): %d\n%s", fresh, code, stdout)
 		}
 	}
+}
+
+// rowOf is the receipt line starting with prefix (for messages).
+func rowOf(md []byte, prefix string) string {
+	for _, l := range strings.Split(string(md), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return "(no such row)"
 }

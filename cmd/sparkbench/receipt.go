@@ -24,8 +24,8 @@ const receiptUsage = "receipt STUDY --out DIR|FILE.tar.gz [--no-redact] | receip
 
 // cmdReceipt writes a study's receipt bundle (docs/receipts.md): its raw files, receipt.md,
 // study.json, plots and SHA256SUMS, into a new folder or a .tar.gz. A throughput study comes
-// from the notebook; a capacity study from its run folder, with its journal excerpt when it
-// is a notebook study. Exit 0 written, 2 bad usage or input (an unknown study, an incomplete
+// from the notebook; a capacity study from its run folder, with its journal excerpt and its
+// prompt plan (checked against the plan's SHA-256) when it is a notebook study. Exit 0 written, 2 bad usage or input (an unknown study, an incomplete
 // run folder), 1 failure.
 func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("receipt", stderr)
@@ -106,13 +106,20 @@ func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 			}
 			// The study's journal entries go with it, as with a throughput study: the
 			// receipt shows the plan and predictions registered before the results.
-			journal, _, err := journalExcerpt(ctx, nb, s.ID)
+			journal, planDir, err := journalExcerpt(ctx, nb, s.ID)
 			if err != nil {
 				fprintf(stderr, "sparkbench receipt: %v\n", err)
 				return 1
 			}
-			if files, err = bundle.Capacity(a.Note.RunDir, bundle.CapacityOptions{Options: opt, Journal: journal, StudyID: s.ID}); err != nil {
-				return bad("%v", err)
+			// The prompt plan goes with it too (capacity run read it from the registered plan's
+			// folder): the bundle refuses a file that is missing or hashes differently.
+			pp, err := capacityPromptPlan(ctx, nb, s.ID, planDir)
+			if err != nil {
+				return bad("study %d (%s): %v", s.ID, s.Name, err)
+			}
+			if files, err = bundle.Capacity(a.Note.RunDir, bundle.CapacityOptions{Options: opt, Journal: journal, StudyID: s.ID,
+				PromptPlan: pp, RequirePromptPlan: true}); err != nil {
+				return bad("study %d (%s): %v", s.ID, s.Name, err)
 			}
 			// The bundle re-assembles study.json from its own (redacted) raw files, so its input
 			// hashes may differ from the run's; every figure must still equal the journaled one.
@@ -310,6 +317,26 @@ func throughputSource(ctx context.Context, nb *store.Notebook, s store.Study) (b
 		src.Models = append(src.Models, bundle.SourceModel{Record: record(a, "")})
 	}
 	return src, nil
+}
+
+// capacityPromptPlan is the path of a capacity study's prompt plan: the registered plan's
+// prompt_plan.path resolved against the plan's folder (as capacity run resolves it).
+func capacityPromptPlan(ctx context.Context, nb *store.Notebook, studyID int64, planDir string) (string, error) {
+	reg, err := nb.Plan(ctx, studyID)
+	if err != nil {
+		return "", fmt.Errorf("no registered plan: %w", err)
+	}
+	p, err := capacity.Decode("registered plan", reg.JSON)
+	if err != nil {
+		return "", err
+	}
+	if p.PromptPlan.Path == "" {
+		return "", fmt.Errorf("the registered plan names no prompt plan")
+	}
+	if planDir == "" && !filepath.IsAbs(p.PromptPlan.Path) {
+		return "", fmt.Errorf("the journal names no plan folder, so the prompt plan %q cannot be found", p.PromptPlan.Path)
+	}
+	return study.ResolvePath(planDir, p.PromptPlan.Path), nil
 }
 
 // journalExcerpt is a study's journal excerpt for its bundle (throughput and capacity alike):
