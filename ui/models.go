@@ -246,15 +246,9 @@ func (v *ModelsView) Add(paths []string) {
 	if len(paths) == 0 {
 		return
 	}
-	remembered := v.prefs.StringList(prefModelPaths)
-	for _, p := range paths {
-		if !contains(remembered, p) {
-			remembered = append(remembered, p)
-		}
-	}
-	v.prefs.SetStringList(prefModelPaths, remembered)
 	go func() {
 		var entries []app.ModelEntry
+		var keep []string // what is remembered for the next launch: readable files and folders
 		for _, p := range paths {
 			st, err := os.Stat(p)
 			switch {
@@ -264,13 +258,35 @@ func (v *ModelsView) Add(paths []string) {
 				ms, err := app.ScanModels(p)
 				if err != nil {
 					entries = append(entries, app.ModelEntry{Path: p, Err: err.Error()})
+				} else {
+					keep = append(keep, p)
 				}
 				entries = append(entries, ms...)
 			default:
-				entries = append(entries, app.InspectModel(p))
+				m := app.InspectModel(p)
+				if m.Err == "" {
+					keep = append(keep, p)
+				}
+				entries = append(entries, m)
 			}
 		}
 		onUI(func() {
+			remembered := v.prefs.StringList(prefModelPaths)
+			for _, p := range keep {
+				if !contains(remembered, p) {
+					remembered = append(remembered, p)
+				}
+			}
+			v.prefs.SetStringList(prefModelPaths, remembered)
+			var bad []string
+			for _, e := range entries {
+				if e.Err != "" {
+					bad = append(bad, fmt.Sprintf("%s: %s", e.Path, e.Err))
+				}
+			}
+			if len(bad) > 0 && v.win != nil {
+				dialog.ShowError(fmt.Errorf("%d file(s) could not be read as GGUF models, and are not remembered:\n%s\n\nsparkbench reads llama.cpp's GGUF model files (*.gguf): add those, or convert the model to GGUF first (llama.cpp's convert_hf_to_gguf.py). Nothing was written to the notebook", len(bad), strings.Join(bad, "\n")), v.win)
+			}
 			for _, e := range entries {
 				if !containsEntry(v.added, e.Path) {
 					v.added = append(v.added, e)
@@ -377,6 +393,7 @@ func (v *ModelsView) HashSelected() {
 				v.ProgressMsg.SetText("hashing cancelled: " + filepath.Base(path) + " stays PENDING")
 			case err != nil:
 				v.ProgressMsg.SetText("hashing failed: " + err.Error())
+				v.showError(fmt.Errorf("hashing %s failed: %w. Check that the file is still there and readable, then press Hash again", path, err))
 			default:
 				v.status[path] = st
 				how := "hashed"
@@ -384,12 +401,27 @@ func (v *ModelsView) HashSelected() {
 					how = "unchanged since it was hashed"
 				}
 				v.ProgressMsg.SetText(fmt.Sprintf("%s: %s (%s)", filepath.Base(path), st.Status, how))
+				v.warnMismatch(st)
 			}
 			v.updateButtons()
 			v.Table.Refresh()
 			v.signal()
 		})
 	}()
+}
+
+func (v *ModelsView) showError(err error) {
+	if v.win != nil {
+		dialog.ShowError(err, v.win)
+	}
+}
+
+// warnMismatch says plainly, in a dialog, that a model's SHA-256 differs from the expected one.
+func (v *ModelsView) warnMismatch(st app.ModelStatus) {
+	if st.Status != "MISMATCH" {
+		return
+	}
+	v.showError(fmt.Errorf("%s is MISMATCH: its SHA-256 is\n%s\nbut its source publishes\n%s\nThe file is not the one published (a broken or changed download): download it again, or correct the expected SHA-256. Studies refuse to register or run on it", st.Path, st.SHA256, st.Expected))
 }
 
 // Cancel stops the running hash.
@@ -417,9 +449,11 @@ func (v *ModelsView) SetExpected(sha string) error {
 		onUI(func() {
 			if err != nil {
 				v.ProgressMsg.SetText("could not record the expected SHA-256: " + err.Error())
+				v.showError(fmt.Errorf("the expected SHA-256 of %s was not recorded: %w. Check the notebook in the Bench section, then try again", path, err))
 			} else {
 				v.status[path] = st
 				v.ProgressMsg.SetText(fmt.Sprintf("%s: %s", filepath.Base(path), st.Status))
+				v.warnMismatch(st)
 			}
 			v.Table.Refresh()
 			v.signal()
@@ -496,6 +530,7 @@ func (v *ModelsView) SetSource(source, revision string) error {
 		onUI(func() {
 			if err != nil {
 				v.ProgressMsg.SetText("could not record the source: " + err.Error())
+				v.showError(fmt.Errorf("the source of %s was not recorded: %w. Check the notebook in the Bench section, then try again", path, err))
 			} else {
 				v.status[path] = st
 				v.ProgressMsg.SetText(fmt.Sprintf("%s: source %s", filepath.Base(path), st.Source))

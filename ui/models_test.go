@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -10,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
 	"sparkbench/app"
 	"sparkbench/runner/hashing"
+	"sparkbench/ui/uitest"
 )
 
 // fakeLibrary is an in-memory app.ModelLibrary; block makes Hash wait for cancel.
@@ -175,5 +178,56 @@ func TestModelsHashCancel(t *testing.T) {
 	}
 	if v.HashButton.Disabled() || !v.CancelHash.Disabled() {
 		t.Error("buttons not restored after cancel")
+	}
+}
+
+// A file that is not a GGUF model: a dialog names it and says what to add instead; it is not
+// remembered for the next launch, and the notebook is not touched (the library is not called).
+// A MISMATCH after hashing is said in a dialog too.
+func TestModelsBadInputDialogs(t *testing.T) {
+	a := newTestApp(t)
+	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{}}
+	w := build(func() fyne.Window { return a.NewWindow("t") })
+	v := build(func() *ModelsView { return newModelsView(w, a.Preferences(), lib) })
+	notes := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(notes, []byte("not a model\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tiny := filepath.Join(modelsDir(), "tiny-llama-f32.gguf")
+	v.Add([]string{notes, tiny})
+	waitDone(t, v)
+	var txt string
+	waitSignalled(t, nil, 5*time.Second, func() bool {
+		txt = uitest.DialogText(w.Canvas())
+		return strings.Contains(txt, "could not be read as GGUF models")
+	}, func() string { return "dialog: " + uitest.DialogText(w.Canvas()) })
+	if !strings.Contains(txt, notes) || !strings.Contains(txt, "*.gguf") {
+		t.Errorf("dialog %q", txt)
+	}
+	if got := a.Preferences().StringList(prefModelPaths); len(got) != 1 || got[0] != tiny {
+		t.Errorf("remembered %q: the unreadable file must not be", got)
+	}
+	lib.mu.Lock()
+	if lib.hashed != 0 || len(lib.expected) != 0 {
+		t.Error("adding files touched the library")
+	}
+	lib.mu.Unlock()
+	Locked(func() {
+		for w.Canvas().Overlays().Top() != nil {
+			w.Canvas().Overlays().Remove(w.Canvas().Overlays().Top())
+		}
+	})
+
+	lib.mu.Lock()
+	lib.expected[tiny] = strings.Repeat("0", 64)
+	lib.mu.Unlock()
+	v.Select(rowOf(v, "tiny-llama-f32.gguf"))
+	Locked(func() { test.Tap(v.HashButton) })
+	waitSignalled(t, nil, 5*time.Second, func() bool {
+		txt = uitest.DialogText(w.Canvas())
+		return strings.Contains(txt, "is MISMATCH")
+	}, func() string { return "dialog: " + uitest.DialogText(w.Canvas()) })
+	if !strings.Contains(txt, strings.Repeat("ab", 32)) || !strings.Contains(txt, "download it again") {
+		t.Errorf("mismatch dialog %q", txt)
 	}
 }
