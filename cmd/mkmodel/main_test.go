@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"sparkbench/runner/gguf"
+	"sparkbench/runner/gguf/testmodels"
 )
 
 var committed = filepath.Join("..", "..", "testdata", "models")
@@ -48,6 +50,68 @@ func TestRegenerationMatchesCommitted(t *testing.T) {
 	}
 	if n := strings.Count(log.String(), "wrote "); n != len(names)-1 {
 		t.Errorf("log has %d lines:\n%s", n, log.String())
+	}
+}
+
+// The medium model is not committed (51 MB; `make models` generates it), so its SHA-256 is
+// pinned here instead of in testdata/models/SHA256SUMS, which lists the committed files only.
+const (
+	mediumFile   = "medium-llama-f16.gguf"
+	mediumSHA256 = "721dd8183618655b0f808cfc70ed85549f733ccedc54b0094f858f13fe8d3f0a"
+	mediumBytes  = 51169952
+)
+
+// TestMediumRegenerationIsPinned generates the medium model twice, into separate temporary
+// folders (once with every model through mkmodel -medium, once alone through
+// testmodels.Write), and checks both give the pinned bytes; -medium leaves SHA256SUMS as
+// committed. A medium model already in testdata/models (from `make models`) must match too.
+// About 1 s in all here (5 s under -race), so it runs under -short too.
+func TestMediumRegenerationIsPinned(t *testing.T) {
+	var medium spec
+	for _, s := range specs {
+		if s.Medium {
+			medium = s
+		}
+	}
+	if medium.File != mediumFile {
+		t.Fatalf("the medium spec writes %q, want %q", medium.File, mediumFile)
+	}
+	a, b := t.TempDir(), t.TempDir()
+	var log bytes.Buffer
+	if err := run(a, true, &log); err != nil {
+		t.Fatal(err)
+	}
+	first, size, err := fileSHA256(filepath.Join(a, mediumFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := testmodels.Write(filepath.Join(b, mediumFile), medium)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first != second {
+		t.Fatalf("two generations of %s differ: sha256 %s, then %s (the generator is not deterministic)", mediumFile, first, second)
+	}
+	if first != mediumSHA256 || size != mediumBytes {
+		t.Errorf("%s: %d bytes, sha256 %s; pinned %d bytes, %s. If the generator changed on purpose, "+
+			"update the pin, the size in testdata/models/README.md, and regenerate (rm testdata/models/%s; make models)",
+			mediumFile, size, first, mediumBytes, mediumSHA256, mediumFile)
+	}
+	if !strings.Contains(log.String(), fmt.Sprintf("wrote %s: %d bytes, 75 tensors, 18 kv, sha256 %s", filepath.Join(a, mediumFile), mediumBytes, mediumSHA256)) {
+		t.Errorf("log:\n%s", log.String())
+	}
+	sums, err := os.ReadFile(filepath.Join(a, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, err := os.ReadFile(filepath.Join(committed, "SHA256SUMS")); err != nil || !bytes.Equal(sums, want) {
+		t.Errorf("SHA256SUMS with -medium:\n%s\nwant the committed one (%v)", sums, err)
+	}
+	local := filepath.Join(committed, mediumFile)
+	if _, err := os.Stat(local); err == nil {
+		if got, _, err := fileSHA256(local); err != nil || got != mediumSHA256 {
+			t.Errorf("testdata/models/%s has sha256 %s (%v), not the generator's %s: it is stale; rm it and run make models", mediumFile, got, err, mediumSHA256)
+		}
 	}
 }
 
