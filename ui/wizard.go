@@ -29,6 +29,12 @@ type Registrar interface {
 	Register(ctx context.Context, p *study.Plan) (study.Registration, error)
 }
 
+// Estimator estimates a plan's duration from the notebook's history of its models; a
+// Registrar that implements it gives the New study form its estimated duration.
+type Estimator interface {
+	EstimateStudy(ctx context.Context, p *study.Plan) (study.Estimate, error)
+}
+
 // WizardView builds a throughput study by point and click: models, axes, limits and
 // predictions, validated by app/study as you type, then frozen by Register after showing the
 // plan SHA-256 that will be registered.
@@ -320,7 +326,7 @@ func (v *WizardView) Validate() {
 	go func() {
 		var lines []string
 		lines = append(lines, errs...)
-		legs, tests := 0, 0
+		legs, tests, duration := 0, 0, ""
 		ok := len(errs) == 0
 		if len(errs) == 0 {
 			p.Defaults()
@@ -341,6 +347,13 @@ func (v *WizardView) Validate() {
 						tests += l.ExpectedRows
 					}
 				}
+				if est, isEst := v.reg.(Estimator); isEst {
+					if e, err := est.EstimateStudy(context.Background(), p); err == nil {
+						duration = "estimated duration " + e.String()
+					} else {
+						duration = "no estimated duration: " + err.Error()
+					}
+				}
 			}
 		}
 		onUI(func() {
@@ -357,7 +370,11 @@ func (v *WizardView) Validate() {
 			}
 			if ok {
 				reps := max(p.Axes.Reps, 1)
-				v.Estimate.SetText(fmt.Sprintf("%d legs, %d llama-bench tests of %d repetitions each (the ETA is shown while it runs)", legs, tests, reps))
+				text := fmt.Sprintf("%d legs, %d llama-bench tests of %d repetitions each", legs, tests, reps)
+				if duration != "" {
+					text += "; " + duration
+				}
+				v.Estimate.SetText(text + " (the ETA is shown while it runs)")
 			} else {
 				v.Estimate.SetText("")
 			}

@@ -172,6 +172,12 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 		}
 	})
 
+	// The New study form now estimates the same plan's duration from these legs' times.
+	ui.Locked(func() { w.Validate() })
+	waitFor(t, "the estimated duration", func() bool {
+		return strings.Contains(w.Estimate.Text, "estimated duration ≈") && strings.Contains(w.Estimate.Text, "from 4 past leg(s) of these models")
+	})
+
 	// A human verdict and a finding, through their dialogs.
 	ui.Locked(func() { test.Tap(st.HumanButton) })
 	waitFor(t, "the human verdict dialog", func() bool {

@@ -165,3 +165,29 @@ func (s studyService) Receipt(_ context.Context, id int64, out string) (string, 
 	}
 	return strings.TrimSpace(stdout.String()), nil
 }
+
+// EstimateStudy is ui.Estimator: the plan's duration from this notebook's history of its
+// models (found by the SHA-256 cached for their files; a model never hashed has no history).
+func (s studyService) EstimateStudy(ctx context.Context, p *study.Plan) (study.Estimate, error) {
+	lib := notebookLibrary{s.nb}
+	hist := map[string]study.BenchHistory{}
+	for _, m := range p.Models {
+		sha := m.SHA256
+		if sha == "" {
+			st, err := lib.Status(ctx, m.Path)
+			if err != nil {
+				continue
+			}
+			sha = st.SHA256
+		}
+		if sha == "" {
+			continue
+		}
+		h, err := s.nb.BenchHistory(ctx, sha, 20)
+		if err != nil {
+			return study.Estimate{}, err
+		}
+		hist[m.ID] = h
+	}
+	return study.EstimateDuration(p, "", hist)
+}
