@@ -1,20 +1,38 @@
 #!/usr/bin/env bash
 # Runs the real sparkbench window under a private Xvfb, on a fresh notebook with the demo
 # study, and saves a PNG of each section into OUT (default: screenshots/, not committed):
-#   studies.png      the Studies section on the demo study, before it runs
-#   run-live.png     the Studies section while a slower study (the medium model) runs
-#   run-done.png     the same study after it finished (chart, verdicts)
-#   new-study.png    the New study section
-#   bench.png        the Bench section (doctor)
-#   models.png       the Models section
+#   studies.png        the Studies section on the demo study, before it runs
+#   demo-run.png       the demo study run in the window (--run-demo): its chart and verdicts
+#   notebook.png       the Notebook section after the demo ran (a human verdict and a finding
+#                      recorded on it): the journal timeline, newest first, chain verified
+#   receipt.png        the Studies section's Receipt tab: the demo study's receipt exported in
+#                      the window (Export receipt… into a folder), its charts previewed
+#   receipt-text.png   the same preview scrolled to receipt.md, rendered
+#   run-live.png       the Studies section while a slower study (the medium model) runs
+#   run-done.png       the same study after it finished (chart, verdicts)
+#   new-study.png      the New study section
+#   bench.png          the Bench section (doctor)
+#   models.png         the Models section
 #   capacity-live.png  a capacity study (medium model, P x C grid) while it runs: the envelope
 #                      grid filling in
 #   capacity-done.png  the same study assembled: envelope table, selected point
 #   new-capacity.png   the New study section with the capacity kind chosen (empty form)
-# Needs: Xvfb, ImageMagick's import, xwininfo (make setup installs them).
+# The receipt preview is reached only through the window (no flag opens it), so the script
+# clicks with xdotool: Export receipt… (RECEIPT_BUTTON_XY), then Open in the folder dialog
+# (FOLDER_OPEN_XY), which starts in an empty folder (the file dialog's remembered folder is
+# preset); the bundle appearing there is checked, so a click that misses stops the script
+# with a message instead of saving a wrong picture. Likewise "Verify the chain"
+# (VERIFY_CHAIN_XY) in the Notebook section. Coordinates are for the default 1280x800 window.
+# Needs: Xvfb, ImageMagick's import, xwininfo, xdotool (make setup installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-screenshots}
+RECEIPT_BUTTON_XY=${RECEIPT_BUTTON_XY:-962 61}
+FOLDER_OPEN_XY=${FOLDER_OPEN_XY:-859 566}
+VERIFY_CHAIN_XY=${VERIFY_CHAIN_XY:-241 21}
+for tool in Xvfb import xwininfo xdotool; do
+  command -v "$tool" >/dev/null || { echo "screenshots: $tool is missing; run make setup (or apt-get install xvfb imagemagick x11-utils xdotool)" >&2; exit 2; }
+done
 mkdir -p "$OUT"
 work=$(mktemp -d)
 trap 'kill ${app_pid:-0} ${xvfb_pid:-0} 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -28,6 +46,9 @@ xvfb_pid=$!
 export DISPLAY=$display
 sleep 1
 
+demoid=$("$bin" demo | sed -n 's/^demo study \([0-9]*\).*/\1/p' | head -1)
+[ -n "$demoid" ] || { echo "screenshots: could not register the demo study" >&2; exit 1; }
+
 # A slower study on the medium model, so a screenshot can catch it running.
 cat > "$work/medium.json" <<JSON
 {"schema": "sparkbench.throughput/v1", "name": "medium model depth curve (screenshots)",
@@ -38,7 +59,6 @@ cat > "$work/medium.json" <<JSON
  "predictions": [{"id": "P1", "text": "medium tg at d0 above 100 t/s", "kind": "band",
    "about": {"figure": "cell", "model": "medium", "test": "tg", "depth": 0}, "lo": 100}]}
 JSON
-"$bin" demo >/dev/null
 id=$("$bin" study register "$work/medium.json" | sed -n 's/^study \([0-9]*\).*/\1/p' | head -1)
 [ -n "$id" ] || { echo "screenshots: could not register the medium study" >&2; exit 1; }
 
@@ -57,22 +77,81 @@ JSON
 capid=$("$bin" capacity register "$work/capacity.json" | sed -n 's/^study \([0-9]*\).*/\1/p' | head -1)
 [ -n "$capid" ] || { echo "screenshots: could not register the capacity study" >&2; exit 1; }
 
-shot() { # shot NAME SECONDS ARGS...: open the window with ARGS, wait, capture
-  local name=$1 wait=$2; shift 2
+open_app() { # open_app NAME ARGS...: start the window with ARGS and wait for it to map
+  local name=$1; shift
   "$bin" "$@" >"$work/$name.log" 2>&1 &
   app_pid=$!
   for _ in $(seq 1 100); do
-    xwininfo -root -tree 2>/dev/null | grep -q '"sparkbench"' && break
+    xwininfo -root -tree 2>/dev/null | grep -q '"sparkbench"' && return 0
     sleep 0.2
   done
+  echo "screenshots: the window did not open for $name; its log:" >&2
+  cat "$work/$name.log" >&2
+  exit 1
+}
+capture() { import -window root "$OUT/$1.png"; echo "$OUT/$1.png"; }
+close_app() { kill "$app_pid" 2>/dev/null || true; wait "$app_pid" 2>/dev/null || true; }
+click() { xdotool mousemove $1 click 1; } # click "X Y"
+
+shot() { # shot NAME SECONDS ARGS...: open the window with ARGS, wait, capture
+  local name=$1 wait=$2; shift 2
+  open_app "$name" "$@"
   sleep "$wait"
-  import -window root "$OUT/$name.png"
-  kill "$app_pid" 2>/dev/null || true
-  wait "$app_pid" 2>/dev/null || true
-  echo "$OUT/$name.png"
+  capture "$name"
+  close_app
 }
 
 shot studies 3 --section studies
+shot demo-run 6 --section studies --run-demo
+demo_state=$("$bin" study show "$demoid")
+case "${demo_state%%$'\n'*}" in
+  *": complete"*) ;;
+  *) echo "screenshots: the demo study did not complete in the window:" >&2; echo "$demo_state" >&2; exit 1 ;;
+esac
+
+# The notebook after the demo ran, with a human verdict and a finding recorded on it.
+"$bin" verdict "$demoid" --prediction P3 --human NOTE \
+  --why "the MoE model crosses 10000 t/s before the dense one; tiny random-weight models, so only the shape matters" >/dev/null
+"$bin" finding add "$demoid" --text "generation falls faster with depth than prompt processing on both tiny models" \
+  --leg tiny/d256 --leg moe/d256 --prediction P2 --prediction P3 >/dev/null
+open_app notebook --section notebook
+sleep 3
+click "$VERIFY_CHAIN_XY"
+sleep 2
+capture notebook
+close_app
+
+# The receipt preview: Export receipt… on the demo study (shown by default), into an empty
+# folder that the folder dialog opens on.
+mkdir -p "$work/receipts"
+# Its own preferences (defaults, plus the dialog's remembered folder), so nothing is merged.
+mkdir -p "$work/config-receipt/fyne/dev.sparkbench.app"
+printf '{"fyne:fileDialogLastFolder": "file://%s"}\n' "$work/receipts" > "$work/config-receipt/fyne/dev.sparkbench.app/preferences.json"
+XDG_CONFIG_HOME="$work/config-receipt" open_app receipt --section studies
+sleep 4
+click "$RECEIPT_BUTTON_XY"
+sleep 2
+click "$FOLDER_OPEN_XY"
+for _ in $(seq 1 150); do
+  ls "$work"/receipts/*/receipt.md >/dev/null 2>&1 && break
+  sleep 0.2
+done
+if ! ls "$work"/receipts/*/receipt.md >/dev/null 2>&1; then
+  capture receipt-failed >&2
+  echo "screenshots: no receipt was exported: the clicks at RECEIPT_BUTTON_XY=\"$RECEIPT_BUTTON_XY\" (Export receipt…) and FOLDER_OPEN_XY=\"$FOLDER_OPEN_XY\" (Open) missed; see $OUT/receipt-failed.png and set them" >&2
+  exit 1
+fi
+sleep 2
+xdotool key Tab; sleep 0.3; xdotool key space # dismiss "Receipt written" (OK is its only focusable)
+sleep 1
+capture receipt
+# Scroll the preview past its charts (each about 485 px; a wheel step scrolls about 25 px).
+charts=$(ls "$work"/receipts/*/plots/*.png 2>/dev/null | wc -l)
+xdotool mousemove 800 600 click --repeat $(( charts * 20 )) --delay 30 5
+sleep 1
+capture receipt-text
+close_app
+
 shot run-live 4 --section studies --run "$id"
 shot run-done 25 --section studies --run "$id"
 shot new-study 3 --section new

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sparkbench needs to build the GUI (Fyne's cgo libraries),
-# run headless GUI tests (Xvfb), take screenshots (ImageMagick) and assemble the llama.cpp
-# prefix (patchelf, dpkg-deb, apt-get download). Idempotent: installs only what is missing,
+# run headless GUI tests (Xvfb), take screenshots (ImageMagick; xdotool clicks where no flag
+# reaches), measure the GUI cost (jq derives its plan) and assemble the llama.cpp prefix
+# (patchelf, dpkg-deb, apt-get download). Idempotent: installs only what is missing,
 # and does nothing (not even `apt-get update`) when everything is present.
 set -euo pipefail
 
 packages=(
   gcc libc6-dev pkg-config
   libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev
-  xvfb xauth imagemagick x11-utils
+  xvfb xauth imagemagick x11-utils xdotool jq
   patchelf debian-archive-keyring ca-certificates binutils file
 )
 
