@@ -60,6 +60,8 @@ type CapacityPanel struct {
 	ReceiptButton           *widget.Button
 	ExportTarGz             *widget.Check
 	ExportBar               *widget.ProgressBarInfinite
+	CancelExport            *widget.Button // cancels the receipt being written
+	exportOps               *opCancel
 	Progress                *widget.ProgressBar
 	ProgressMsg, Gates      *widget.Label
 	Envelope                *widget.Table
@@ -119,6 +121,8 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 	v.ExportBar = widget.NewProgressBarInfinite()
 	v.ExportBar.Stop()
 	v.ExportBar.Hide()
+	v.exportOps = newOpCancel("Cancel export")
+	v.CancelExport = v.exportOps.Button
 	v.RunButton.Disable()
 	v.AbortButton.Disable()
 	v.Envelope = newTable([]column{
@@ -147,7 +151,7 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 		container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(v.ReceiptImgs, v.Receipt))),
 	)
 	v.Progress.Hide()
-	head := container.NewVBox(v.Title, container.NewHBox(v.RunButton, v.AbortButton, v.ReceiptButton, v.ExportTarGz),
+	head := container.NewVBox(v.Title, container.NewHBox(v.RunButton, v.AbortButton, v.ReceiptButton, v.ExportTarGz, v.CancelExport),
 		v.Status, v.Selected, v.Progress, v.ExportBar, v.ProgressMsg, v.Gates)
 	v.Object = container.NewBorder(head, nil, nil, nil, v.Tabs)
 	return v

@@ -55,6 +55,9 @@ type NotebookView struct {
 	VerifyBt *widget.Button
 	ImportBt *widget.Button
 	BundleBt *widget.Button
+	// CancelBt cancels the running chain check, import or bundle verification.
+	CancelBt *widget.Button
+	ops      *opCancel
 
 	win  fyne.Window
 	svc  NotebookService
@@ -98,6 +101,8 @@ func newNotebookView(win fyne.Window, svc NotebookService) *NotebookView {
 	v.VerifyBt = widget.NewButton("Verify the chain", v.Verify)
 	v.ImportBt = widget.NewButton("Import llama-bench output…", v.importDialog)
 	v.BundleBt = widget.NewButton("Verify a bundle…", v.bundleDialog)
+	v.ops = newOpCancel("Cancel")
+	v.CancelBt = v.ops.Button
 	if svc == nil {
 		v.VerifyBt.Disable()
 		v.ImportBt.Disable()
@@ -105,7 +110,7 @@ func newNotebookView(win fyne.Window, svc NotebookService) *NotebookView {
 		v.Chain.SetText("the notebook is not open (see the Bench section)")
 	}
 	top := container.NewVBox(
-		container.NewHBox(heading("Notebook"), v.VerifyBt, v.ImportBt, v.BundleBt, widget.NewButton("Refresh", v.Reload)),
+		container.NewHBox(heading("Notebook"), v.VerifyBt, v.ImportBt, v.BundleBt, v.CancelBt, widget.NewButton("Refresh", v.Reload)),
 		v.Chain,
 		container.NewBorder(nil, nil, nil, container.NewHBox(v.Study, v.Kind, container.NewGridWrap(fyne.NewSize(150, 36), v.Since),
 			container.NewGridWrap(fyne.NewSize(150, 36), v.Until)), v.Filter),
@@ -212,13 +217,17 @@ func (v *NotebookView) apply() {
 	v.List.Refresh()
 }
 
-// Verify walks the hash chain in the background and shows the result.
+// Verify walks the hash chain in the background and shows the result (Cancel stops it).
 func (v *NotebookView) Verify() {
 	v.Chain.SetText("verifying…")
+	ctx, end := v.ops.start()
 	go func() {
-		st, err := v.svc.Verify(context.Background())
+		st, err := v.svc.Verify(ctx)
 		onUI(func() {
+			end()
 			switch {
+			case ctx.Err() != nil && err != nil:
+				v.Chain.SetText("chain check cancelled: press Verify the chain to run it again")
 			case err != nil:
 				v.Chain.SetText("could not verify: " + err.Error())
 			case st.OK:
@@ -231,12 +240,17 @@ func (v *NotebookView) Verify() {
 	}()
 }
 
-// Import imports files and shows what happened.
+// Import imports files and shows what happened (Cancel stops it: an import is one
+// transaction, so a cancelled one leaves the notebook as it was).
 func (v *NotebookView) Import(paths []string) {
+	ctx, end := v.ops.start()
 	go func() {
-		lines, err := v.svc.Import(context.Background(), paths)
+		lines, err := v.svc.Import(ctx, paths)
 		onUI(func() {
-			if err != nil {
+			end()
+			if ctx.Err() != nil && err != nil {
+				dialog.ShowInformation("Import cancelled", "Nothing was imported: the notebook is as it was.", v.win)
+			} else if err != nil {
 				dialog.ShowError(err, v.win)
 			} else {
 				dialog.ShowInformation("Imported", strings.Join(lines, "\n"), v.win)
@@ -269,11 +283,19 @@ func (v *NotebookView) signal() {
 	}
 }
 
-// VerifyBundle checks a bundle in the background; done runs on the UI goroutine.
+// VerifyBundle checks a bundle in the background (Cancel stops it, with an error saying so);
+// done runs on the UI goroutine.
 func (v *NotebookView) VerifyBundle(path string, done func(ok bool, lines []string, err error)) {
+	ctx, end := v.ops.start()
 	go func() {
-		ok, lines, err := v.svc.VerifyBundle(context.Background(), path)
-		onUI(func() { done(ok, lines, err) })
+		ok, lines, err := v.svc.VerifyBundle(ctx, path)
+		if ctx.Err() != nil {
+			ok, lines, err = false, nil, fmt.Errorf("the verification of %s was cancelled: nothing was checked to the end", path)
+		}
+		onUI(func() {
+			end()
+			done(ok, lines, err)
+		})
 	}()
 }
 

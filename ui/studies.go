@@ -68,6 +68,8 @@ type StudiesView struct {
 	ReceiptButton *widget.Button
 	ExportTarGz   *widget.Check               // Export receipt… writes a .tar.gz instead of a folder
 	ExportBar     *widget.ProgressBarInfinite // shown while a receipt is written
+	CancelExport  *widget.Button              // cancels the receipt being written
+	exportOps     *opCancel
 	Progress      *widget.ProgressBar
 	ProgressMsg   *widget.Label
 	Scoreboard    *widget.Table
@@ -149,6 +151,8 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.ExportBar = widget.NewProgressBarInfinite()
 	v.ExportBar.Stop()
 	v.ExportBar.Hide()
+	v.exportOps = newOpCancel("Cancel export")
+	v.CancelExport = v.exportOps.Button
 	v.AbortButton = widget.NewButton("Abort", v.confirmAbort)
 	v.RunButton.Disable()
 	v.AbortButton.Disable()
@@ -185,7 +189,7 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.Progress.Hide()
 	head := container.NewVBox(
 		v.Title,
-		container.NewHBox(v.RunButton, v.AbortButton, v.HumanButton, v.FindingButton, v.ReceiptButton, v.ExportTarGz),
+		container.NewHBox(v.RunButton, v.AbortButton, v.HumanButton, v.FindingButton, v.ReceiptButton, v.ExportTarGz, v.CancelExport),
 		v.Status, v.Progress, v.ExportBar, v.ProgressMsg, v.Gates,
 	)
 	v.detail = container.NewBorder(head, nil, nil, nil, v.Tabs)
@@ -856,11 +860,11 @@ func (v *StudiesView) findingDialog() {
 func (v *StudiesView) ExportReceipt(parent string, done func(string, error)) {
 	id := v.selected
 	name := fmt.Sprintf("study-%d-receipt", id)
-	msg, bar, tgz := v.ProgressMsg, v.ExportBar, v.ExportTarGz.Checked
+	msg, bar, tgz, ops := v.ProgressMsg, v.ExportBar, v.ExportTarGz.Checked, v.exportOps
 	switch {
 	case v.capShown && v.Cap.study != nil:
 		name = fmt.Sprintf("%s-%d-receipt", slugify(v.Cap.study.Report.Study.Name), id)
-		msg, bar, tgz = v.Cap.ProgressMsg, v.Cap.ExportBar, v.Cap.ExportTarGz.Checked
+		msg, bar, tgz, ops = v.Cap.ProgressMsg, v.Cap.ExportBar, v.Cap.ExportTarGz.Checked, v.Cap.exportOps
 	case v.report != nil:
 		name = fmt.Sprintf("%s-%d-receipt", slugify(v.report.Study.Name), id)
 	}
@@ -871,14 +875,18 @@ func (v *StudiesView) ExportReceipt(parent string, done func(string, error)) {
 	msg.SetText("writing the receipt to " + out + "…")
 	bar.Show()
 	bar.Start()
+	ctx, end := ops.start()
 	go func() {
-		summary, err := v.svc.Receipt(context.Background(), id, out)
+		summary, err := v.svc.Receipt(ctx, id, out)
 		var md []byte
 		var imgs []fyne.Resource
 		if err == nil {
 			md, imgs = readReceipt(out)
+		} else if ctx.Err() != nil {
+			err = fmt.Errorf("the export was cancelled: nothing was written (%w)", err)
 		}
 		onUI(func() {
+			end()
 			bar.Stop()
 			bar.Hide()
 			if err == nil && v.capShown {

@@ -78,9 +78,9 @@ func (s notebookService) Import(ctx context.Context, paths []string) ([]string, 
 
 // VerifyBundle runs `sparkbench verify` on the bundle: the window shows exactly what the
 // command prints.
-func (s notebookService) VerifyBundle(_ context.Context, path string) (bool, []string, error) {
+func (s notebookService) VerifyBundle(ctx context.Context, path string) (bool, []string, error) {
 	var out, errOut bytes.Buffer
-	code := cmdVerify([]string{path}, &out, &errOut)
+	code := cmdVerifyCtx(ctx, []string{path}, &out, &errOut)
 	lines := strings.Split(strings.TrimSpace(out.String()+errOut.String()), "\n")
 	if code == 2 {
 		return false, nil, errors.New(strings.Join(lines, "\n"))

@@ -154,13 +154,13 @@ func (s studyService) AddFinding(ctx context.Context, id int64, f study.FindingR
 
 // Receipt runs `sparkbench receipt ID --out DIR` on the window's notebook: the same bundle the
 // command writes.
-func (s studyService) Receipt(_ context.Context, id int64, out string) (string, error) {
+func (s studyService) Receipt(ctx context.Context, id int64, out string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	args := []string{strconv.FormatInt(id, 10), "--out", out}
 	if s.nbPath != "" {
 		args = append(args, "--notebook", s.nbPath)
 	}
-	if code := cmdReceipt(args, &stdout, &stderr); code != 0 {
+	if code := cmdReceiptCtx(ctx, args, &stdout, &stderr); code != 0 {
 		return "", errors.New(strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(stdout.String()), nil

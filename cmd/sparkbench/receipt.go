@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"sparkbench/app"
 	"sparkbench/app/bundle"
@@ -28,6 +30,13 @@ const receiptUsage = "receipt STUDY --out DIR|FILE.tar.gz [--no-redact] | receip
 // prompt plan (checked against the plan's SHA-256) when it is a notebook study. Exit 0 written, 2 bad usage or input (an unknown study, an incomplete
 // run folder), 1 failure.
 func cmdReceipt(args []string, stdout, stderr io.Writer) int {
+	return cmdReceiptCtx(context.Background(), args, stdout, stderr)
+}
+
+// cmdReceiptCtx is cmdReceipt stopped when parent is cancelled (the window's Cancel) or on
+// Ctrl-C: the bundle is assembled in memory first, so a cancel before the write leaves nothing
+// on disk.
+func cmdReceiptCtx(parent context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("receipt", stderr)
 	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	out := fs.String("out", "", "a new or empty folder, or a FILE.tar.gz")
@@ -62,8 +71,12 @@ func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 	var files receipt.Files
 	var nb *store.Notebook
 	var studyID int64
-	ctx, stop := studyCtx()
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if ctx.Err() != nil {
+		fprintf(stderr, "sparkbench receipt: cancelled: nothing was written\n")
+		return 1
+	}
 	if *capRun != "" {
 		tgs := map[string]float64{}
 		for _, v := range benchTG {
@@ -155,6 +168,10 @@ func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 		studyID = s.ID
 	}
 write:
+	if ctx.Err() != nil {
+		fprintf(stderr, "sparkbench receipt: cancelled: nothing was written\n")
+		return 1
+	}
 	if err := bundle.Write(*out, files); err != nil {
 		fprintf(stderr, "sparkbench receipt: %v\n", err)
 		return 1

@@ -65,6 +65,23 @@ func TestReceiptRoundTripAndVerify(t *testing.T) {
 		t.Fatalf("receipt: %d\n%s\n%s", code, stdout, errOut)
 	}
 	t.Logf("receipt written in %v: %s", time.Since(start), strings.SplitN(stdout, "\n", 2)[0])
+
+	// Cancelled (the window's Cancel export): nothing is written; a cancelled verify says so.
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	var cOut, cErr bytes.Buffer
+	never := filepath.Join(base, "out", "cancelled-receipt")
+	if code := cmdReceiptCtx(cancelled, []string{id, "--notebook", nb, "--out", never}, &cOut, &cErr); code != 1 || !strings.Contains(cErr.String(), "cancelled: nothing was written") {
+		t.Fatalf("cancelled receipt: %d %q", code, cErr.String())
+	}
+	if _, err := os.Stat(never); !os.IsNotExist(err) {
+		t.Fatalf("a cancelled receipt left %s (%v)", never, err)
+	}
+	cErr.Reset()
+	if code := cmdVerifyCtx(cancelled, []string{out}, &cOut, &cErr); code != 2 || !strings.Contains(cErr.String(), "cancelled before") {
+		t.Fatalf("cancelled verify: %d %q", code, cErr.String())
+	}
+
 	files, err := bundle.ReadDir(out, bundle.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -26,6 +27,12 @@ type verifyReport struct {
 // Exit 0 only if all hold; 1 when something differs (each file named, with its first
 // differing line); 2 when the bundle cannot be read or is refused (unsafe entries, limits).
 func cmdVerify(args []string, stdout, stderr io.Writer) int {
+	return cmdVerifyCtx(context.Background(), args, stdout, stderr)
+}
+
+// cmdVerifyCtx is cmdVerify stopped when ctx is cancelled (the window's Cancel): between
+// reading the bundle and checking it, and before reporting; exit 2 then.
+func cmdVerifyCtx(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify", stderr)
 	extract := fs.String("extract", "", "extract a .tar.gz into this new or empty folder first (nothing is written unless the whole archive is accepted)")
 	hashPlots := fs.Bool("hash-plots", false, "check the plots against SHA256SUMS only instead of re-rendering them")
@@ -56,7 +63,15 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 	} else if files, err = bundle.Read(path, bundle.DefaultLimits); err != nil {
 		return verifyReadError(path, err, stderr)
 	}
+	if ctx.Err() != nil {
+		fprintf(stderr, "sparkbench verify: cancelled before %s was checked\n", path)
+		return 2
+	}
 	rep := receipt.Verify(files, receipt.VerifyOptions{HashPlots: *hashPlots})
+	if ctx.Err() != nil {
+		fprintf(stderr, "sparkbench verify: cancelled while %s was checked\n", path)
+		return 2
+	}
 	took := time.Since(start)
 	if *asJSON {
 		if code := printJSON(stdout, stderr, "verify", verifyReport{Bundle: path, OK: rep.OK(), VerifyReport: rep, Seconds: took.Seconds()}); code != 0 {
