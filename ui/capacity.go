@@ -542,6 +542,9 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 			cur += fmt.Sprintf(" C=%d", ev.Clients)
 		}
 		v.ProgressMsg.SetText(fmt.Sprintf("configurations %d/%d · cells %d/%d · %s · %s", p.LifetimesDone, p.LifetimesTotal, p.CellsDone, p.CellsTotal, cur, eta))
+		if st := v.study; st != nil && st.Report != nil {
+			v.Status.SetText(fmt.Sprintf("running · %d/%d server lifetime(s) · plan sha256 %s", p.LifetimesDone, p.LifetimesTotal, short(st.Report.Study.PlanSHA256)))
+		}
 		// The gate lights and rows as they are now, not as this event left them: the throttle
 		// runs the first and then only the latest update, and either may come from an event
 		// that added no row, or run after later events.

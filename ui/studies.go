@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -513,6 +514,9 @@ func (v *StudiesView) onEvent(e study.Event) {
 			cur += fmt.Sprintf(" (test %d/%d)", p.LegTest, p.LegTests)
 		}
 		v.ProgressMsg.SetText(fmt.Sprintf("%d/%d legs · %s · %s", p.LegsDone, p.LegsTotal, cur, eta))
+		if r := v.report; r != nil && r.Study.ID == e.StudyID {
+			v.Status.SetText(fmt.Sprintf("running · %d/%d legs · plan sha256 %s", p.LegsDone, p.LegsTotal, short(r.Study.PlanSHA256)))
+		}
 		v.Gates.SetText(gates)
 		v.Console.Refresh()
 		if v.Follow.Checked {
@@ -1037,7 +1041,85 @@ func fillReceipt(box *fyne.Container, text *widget.RichText, md []byte, imgs []f
 		img.SetMinSize(fyne.NewSize(760, 475))
 		box.Add(img)
 	}
-	text.ParseMarkdown(string(md))
+	text.ParseMarkdown(previewMarkdown(string(md)))
+}
+
+// previewMarkdown prepares receipt.md for Fyne's RichText, which renders no tables: each
+// table becomes a fenced block of aligned columns (inline code marks and escapes removed), so
+// the preview reads as the receipt does. Everything else is left as it is.
+func previewMarkdown(md string) string {
+	lines := strings.Split(md, "\n")
+	var out []string
+	for i := 0; i < len(lines); {
+		if !strings.HasPrefix(strings.TrimSpace(lines[i]), "|") {
+			out = append(out, lines[i])
+			i++
+			continue
+		}
+		var rows [][]string
+		sep := -1
+		for ; i < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i]), "|"); i++ {
+			cells := splitTableRow(strings.TrimSpace(lines[i]))
+			if isSeparatorRow(cells) {
+				sep = len(rows)
+				continue
+			}
+			rows = append(rows, cells)
+		}
+		widths := map[int]int{}
+		for _, r := range rows {
+			for j, c := range r {
+				widths[j] = max(widths[j], utf8.RuneCountInString(c))
+			}
+		}
+		out = append(out, "```")
+		for k, r := range rows {
+			if k == sep {
+				var dash []string
+				for j := range r {
+					dash = append(dash, strings.Repeat("-", widths[j]))
+				}
+				out = append(out, strings.Join(dash, "  "))
+			}
+			padded := make([]string, len(r))
+			for j, c := range r {
+				padded[j] = c + strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
+			}
+			out = append(out, strings.TrimRight(strings.Join(padded, "  "), " "))
+		}
+		out = append(out, "```")
+	}
+	return strings.Join(out, "\n")
+}
+
+// splitTableRow splits "| a | b \| c |" into its cells, unescaped, without code marks.
+func splitTableRow(line string) []string {
+	line = strings.TrimSuffix(strings.TrimPrefix(line, "|"), "|")
+	var cells []string
+	var cur strings.Builder
+	for i := 0; i < len(line); i++ {
+		switch {
+		case line[i] == '\\' && i+1 < len(line):
+			cur.WriteByte(line[i+1])
+			i++
+		case line[i] == '|':
+			cells = append(cells, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		case line[i] == '`':
+		default:
+			cur.WriteByte(line[i])
+		}
+	}
+	return append(cells, strings.TrimSpace(cur.String()))
+}
+
+func isSeparatorRow(cells []string) bool {
+	for _, c := range cells {
+		if strings.Trim(c, ":-") != "" || !strings.Contains(c, "-") {
+			return false
+		}
+	}
+	return len(cells) > 0
 }
 
 // gateCounts are the run's gate lights: rows measured, rows a CV gate flagged, legs that

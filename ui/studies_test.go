@@ -48,7 +48,7 @@ func (f *fakeStudies) Run(ctx context.Context, id int64, on func(study.Event)) (
 	on(study.Event{Kind: study.EventLegStarted, Leg: "tiny/d0", Argv: []string{"llama-bench", "-m", "tiny"}, Progress: study.Progress{LegsTotal: 2, Current: "tiny/d0", ETA: -1}})
 	on(study.Event{Kind: study.EventSample, Leg: "tiny/d0", Sample: &runner.Sample{Test: "tg32", Kind: benchfmt.KindTG, Model: "tiny", AvgTs: 9000, CV: 0.01,
 		Result: benchfmt.Result{StddevTs: 90, SamplesTs: []float64{1, 2, 3}}}, Progress: study.Progress{LegsTotal: 2, Current: "tiny/d0", ETA: -1}})
-	on(study.Event{Kind: study.EventLegFinished, Leg: "tiny/d0", Outcome: &study.LegOutcome{Class: "ok", Results: 1, Expected: 1}, Progress: study.Progress{LegsDone: 1, LegsTotal: 2, ETA: time.Second}})
+	on(study.Event{Kind: study.EventLegFinished, StudyID: id, Leg: "tiny/d0", Outcome: &study.LegOutcome{Class: "ok", Results: 1, Expected: 1}, Progress: study.Progress{LegsDone: 1, LegsTotal: 2, ETA: time.Second}})
 	if f.block {
 		<-ctx.Done()
 		return study.RunSummary{LegsDone: 1, LegsTotal: 2}, study.ErrStopped
@@ -147,6 +147,8 @@ func TestStudiesAbort(t *testing.T) {
 			t.Fatal("Run must be disabled while running")
 		}
 	})
+	// The status line follows the run, not the study as it was loaded.
+	waitUpdated(t, v, func() bool { return strings.HasPrefix(v.Status.Text, "running · 1/2 legs · plan sha256 ") })
 	v.Abort()
 	waitUpdated(t, v, func() bool {
 		return strings.HasPrefix(v.ProgressMsg.Text, "stopped by you") && v.AbortButton.Disabled()
@@ -277,5 +279,15 @@ func TestStudiesShowsTheLatestLoadWhenLoadsFinishOutOfOrder(t *testing.T) {
 				t.Fatalf("the view shows %q after a later load was shown", v.report.Study.Name)
 			}
 		})
+	}
+}
+
+// The receipt preview shows tables as aligned columns (RichText renders no Markdown tables).
+func TestPreviewMarkdownTables(t *testing.T) {
+	md := "# Receipt\n\nPlan `abc`\n\n| Test | d0 | rows\\_sha256 |\n|---|--:|---|\n| `tg32` | 1,234.5 | a\\|b |\n| pp64 | 9 | c |\n\nAfter.\n"
+	got := previewMarkdown(md)
+	want := "# Receipt\n\nPlan `abc`\n\n```\nTest  d0       rows_sha256\n----  -------  -----------\ntg32  1,234.5  a|b\npp64  9        c\n```\n\nAfter.\n"
+	if got != want {
+		t.Fatalf("preview:\n%s\nwant:\n%s", got, want)
 	}
 }
