@@ -106,7 +106,7 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 		Progress:    widget.NewProgressBar(),
 		ProgressMsg: widget.NewLabel(""),
 		Gates:       widget.NewLabel("gates: no run yet"),
-		text:        NewThrottle(100 * time.Millisecond)}
+		text:        NewThrottle(textInterval)}
 	for _, l := range []*widget.Label{v.Status, v.Selected, v.ProgressMsg, v.Gates} {
 		l.Wrapping = fyne.TextWrapWord
 	}
@@ -150,6 +150,7 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 		container.NewTabItem("Console", container.NewBorder(container.NewHBox(v.Follow, v.CopyConsole), nil, nil, nil, v.Console)),
 		container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(v.ReceiptImgs, v.Receipt))),
 	)
+	v.Tabs.OnSelected = func(*container.TabItem) { v.refreshConsole() }
 	v.Progress.Hide()
 	head := container.NewVBox(v.Title, container.NewHBox(v.RunButton, v.AbortButton, v.ReceiptButton, v.ExportTarGz, v.CancelExport),
 		v.Status, v.Selected, v.Progress, v.ExportBar, v.ProgressMsg, v.Gates)
@@ -557,11 +558,19 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 			}
 		}
 		v.mu.Unlock()
-		v.Console.Refresh()
-		if v.Follow.Checked {
-			v.Console.ScrollToBottom()
-		}
+		v.refreshConsole()
 	})
+}
+
+// refreshConsole redraws the console when its tab is shown (switching to it redraws it).
+func (v *CapacityPanel) refreshConsole() {
+	if v.Tabs.Selected() == nil || v.Tabs.Selected().Text != "Console" {
+		return
+	}
+	v.Console.Refresh()
+	if v.Follow.Checked {
+		v.Console.ScrollToBottom()
+	}
 }
 
 // liveCapacity gathers a run's events into per-pass cells judged by the load-SLO gates of

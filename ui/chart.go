@@ -35,7 +35,7 @@ func NewChartView(w, h int) *ChartView {
 	c.Image.FillMode = canvas.ImageFillContain
 	c.Image.ScaleMode = canvas.ImageScaleFastest
 	c.Image.SetMinSize(fyne.NewSize(float32(w), float32(h)))
-	c.r = plots.NewLiveRenderer(plots.LiveOptions{WidthPx: w, HeightPx: h}, func(f plots.Frame) {
+	c.r = plots.NewLiveRenderer(plots.LiveOptions{WidthPx: w, HeightPx: h, MinInterval: chartInterval}, func(f plots.Frame) {
 		onUI(func() {
 			if !c.closed.Load() {
 				c.show(f)

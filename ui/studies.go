@@ -133,7 +133,7 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v := &StudiesView{app: a, win: win, svc: svc, Updated: make(chan struct{}, 32),
 		Title:  widget.NewLabelWithStyle("no study selected", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		Status: widget.NewLabel(""), Progress: widget.NewProgressBar(), ProgressMsg: widget.NewLabel(""),
-		text: NewThrottle(100 * time.Millisecond)}
+		text: NewThrottle(textInterval)}
 	v.Status.Wrapping = fyne.TextWrapWord
 	v.ProgressMsg.Wrapping = fyne.TextWrapWord
 	v.List = widget.NewList(func() int { return len(v.studies) },
@@ -187,6 +187,7 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 		container.NewTabItem("Console", consoleTab),
 		container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(v.ReceiptImgs, v.Receipt))),
 	)
+	v.Tabs.OnSelected = func(*container.TabItem) { v.refreshConsole() }
 	v.Progress.Hide()
 	head := container.NewVBox(
 		v.Title,
@@ -518,11 +519,20 @@ func (v *StudiesView) onEvent(e study.Event) {
 			v.Status.SetText(fmt.Sprintf("running · %d/%d legs · plan sha256 %s", p.LegsDone, p.LegsTotal, short(r.Study.PlanSHA256)))
 		}
 		v.Gates.SetText(gates)
-		v.Console.Refresh()
-		if v.Follow.Checked {
-			v.Console.ScrollToBottom()
-		}
+		v.refreshConsole()
 	})
+}
+
+// refreshConsole redraws the console when its tab is shown (switching to it redraws it):
+// a hidden console costs nothing while a run streams lines into it.
+func (v *StudiesView) refreshConsole() {
+	if v.Tabs.Selected() == nil || v.Tabs.Selected().Text != "Console" {
+		return
+	}
+	v.Console.Refresh()
+	if v.Follow.Checked {
+		v.Console.ScrollToBottom()
+	}
 }
 
 func eventLine(e study.Event) string {

@@ -4,8 +4,12 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 
 	fyneapp "fyne.io/fyne/v2/app"
 
@@ -37,6 +41,15 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
 		fprintf(stderr, "sparkbench: no display ($DISPLAY and $WAYLAND_DISPLAY are unset); run it on a desktop, or under Xvfb: xvfb-run -a sparkbench (every feature is also a sub-command: sparkbench help)\n")
 		return 2
+	}
+	if path := os.Getenv("SPARKBENCH_CPUPROFILE"); path != "" {
+		// Diagnostics (scripts/gui-cost.sh): the window's own CPU profile, written when the
+		// app is stopped by SIGTERM or Ctrl-C.
+		if stop, err := startCPUProfile(path); err != nil {
+			fprintf(stderr, "sparkbench: SPARKBENCH_CPUPROFILE: %v\n", err)
+		} else {
+			defer stop()
+		}
 	}
 	nbPath, nbErr := notebookPath(*notebook)
 	// The window's llama.cpp folder: the Bench section's choice, else --llama-dir. Runs start
@@ -89,4 +102,32 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	}
 	wb.Window.ShowAndRun()
 	return 0
+}
+
+// startCPUProfile profiles the process into path until stop, or until SIGTERM or Ctrl-C
+// (then the profile is written and the process exits 0).
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	go func() {
+		<-sig
+		stop()
+		os.Exit(0)
+	}()
+	return stop, nil
 }
