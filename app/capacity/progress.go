@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -17,7 +18,23 @@ func ProgressLine(ev RunEvent) string {
 		p.CellsDone, p.CellsTotal, p.Elapsed.Round(100*time.Millisecond), eta)
 	switch ev.Type {
 	case RunStarted:
-		return fmt.Sprintf("%s %d server lifetimes, %d cells", head, p.LifetimesTotal, p.CellsTotal)
+		line := fmt.Sprintf("%s %d server lifetimes, %d cells", head, p.LifetimesTotal, p.CellsTotal)
+		if rs := ev.Resume; rs != nil {
+			line += fmt.Sprintf("; resumed: %d %s done before (kept, not run again), %d to run", len(rs.Lifetimes),
+				plural(len(rs.Lifetimes), "lifetime", "lifetimes"), p.LifetimesTotal-len(rs.Lifetimes))
+			if len(rs.Guards) > 0 {
+				line += fmt.Sprintf(", %d quality %s kept", len(rs.Guards), plural(len(rs.Guards), "guard", "guards"))
+			}
+			if len(rs.Cleared) > 0 {
+				line += "; run again from scratch: " + strings.Join(rs.Cleared, ", ")
+			}
+			if rs.Previous != "" {
+				line += "; the run before ended: " + rs.Previous
+			}
+		}
+		return line
+	case NotResumed:
+		return fmt.Sprintf("%s not resumed: %s; starting a new run folder", head, ev.Error)
 	case ServerReady:
 		if s := ev.Server; s != nil {
 			return fmt.Sprintf("%s %s: llama-server ready on 127.0.0.1:%d in %s (pid %d)", head, ev.Lifetime, s.Port,
@@ -42,6 +59,9 @@ func ProgressLine(ev RunEvent) string {
 			return fmt.Sprintf("%s quality guard %s: %d/%d cases passed", head, ev.Lifetime, g.Score, g.Cases)
 		}
 	case LifetimeDone:
+		if ev.Error != "" {
+			return fmt.Sprintf("%s %s: %s; a resumed run measures it again", head, ev.Lifetime, ev.Error)
+		}
 		if s := ev.Server; s != nil && s.Unexpect {
 			return fmt.Sprintf("%s %s: llama-server ended on its own: %s %s", head, ev.Lifetime, s.Class, s.Reason)
 		}
@@ -54,4 +74,11 @@ func ProgressLine(ev RunEvent) string {
 		return head + " done"
 	}
 	return ""
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

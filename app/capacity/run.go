@@ -50,7 +50,16 @@ type RunSpec struct {
 	// Plan is the plan as loaded from PlanFile (Defaults are applied by the run).
 	Plan   *Plan
 	Server string // llama-server
-	OutDir string // the run folder: created; refused when it exists and is not empty
+	// OutDir is the run folder: created, and refused when it exists and is not empty, unless
+	// Resume is set.
+	OutDir string
+	// Resume continues the run in OutDir, an existing run folder of this plan (its plan.json
+	// hashes to the plan's SHA-256) written by a run that was stopped, halted or killed: the
+	// server lifetimes and quality guards its run.json records as finished are kept (not run
+	// again), the rest run, each pass keeps its clock origin (run.json's pass_origins), and
+	// the whole folder is assembled. A folder that cannot be resumed is refused with a
+	// *ResumeError before anything runs.
+	Resume bool
 	Env    []string
 	// Build, when known, is recorded in run.json (version line, binary SHA-256s).
 	Build *llamacpp.Build
@@ -74,20 +83,23 @@ type RunEventType string
 // server_ready or server_failed, then per client level cell_started, request…, cell_done,
 // then lifetime_done. The run ends with assembled (or assembly_failed), then run_done.
 const (
-	RunStarted       RunEventType = "run_started"
-	LifetimeStarted  RunEventType = "lifetime_started"
-	ServerReady      RunEventType = "server_ready"
-	ServerFailed     RunEventType = "server_failed"
-	CellStarted      RunEventType = "cell_started"
-	ServerLine       RunEventType = "server_line" // one line of the server's log (Line; Dropped before it)
-	RequestDone      RunEventType = "request"
-	CellDone         RunEventType = "cell_done"
-	LifetimeDone     RunEventType = "lifetime_done"
-	GuardStarted     RunEventType = "guard_started" // quality guard of one (candidate, P)
-	GuardDone        RunEventType = "guard_done"
-	Assembled        RunEventType = "assembled"
-	AssemblyFailed   RunEventType = "assembly_failed"
-	RunDone          RunEventType = "run_done"
+	RunStarted      RunEventType = "run_started" // Resume set when the run resumes a folder
+	LifetimeStarted RunEventType = "lifetime_started"
+	ServerReady     RunEventType = "server_ready"
+	ServerFailed    RunEventType = "server_failed"
+	CellStarted     RunEventType = "cell_started"
+	ServerLine      RunEventType = "server_line" // one line of the server's log (Line; Dropped before it)
+	RequestDone     RunEventType = "request"
+	CellDone        RunEventType = "cell_done"
+	LifetimeDone    RunEventType = "lifetime_done"
+	GuardStarted    RunEventType = "guard_started" // quality guard of one (candidate, P)
+	GuardDone       RunEventType = "guard_done"
+	Assembled       RunEventType = "assembled"
+	AssemblyFailed  RunEventType = "assembly_failed"
+	RunDone         RunEventType = "run_done"
+	// NotResumed comes from Engine.Run, before run_started: the study's last run folder could
+	// not be resumed (Error says why), so a new one is started.
+	NotResumed       RunEventType = "not_resumed"
 	maxEventErrorLen              = 400
 )
 
@@ -109,6 +121,25 @@ type RunEvent struct {
 	// sent as events because the consumer fell behind (the log file keeps every line).
 	Line    string `json:"line,omitempty"`
 	Dropped int    `json:"dropped,omitempty"`
+	// Origin (lifetime_started) is the wall-clock origin of the pass's clock: the lifetime's
+	// request times are milliseconds since it (run.json's pass_origins).
+	Origin time.Time `json:"origin,omitzero"`
+	// Resume (run_started) says what a resumed run kept from before.
+	Resume *RunResume `json:"resume,omitempty"`
+}
+
+// RunResume is one resumption of a run folder: what was kept and what is run again.
+type RunResume struct {
+	At time.Time `json:"at"`
+	// Lifetimes and Guards are the keys kept from before: finished, not run again.
+	Lifetimes []string `json:"lifetimes_done"`
+	Guards    []string `json:"guards_done,omitempty"`
+	// Cleared are the run-folder relative folders emptied to be run again: the lifetime (or
+	// guard) the interruption cut, and any partial folder a killed run left.
+	Cleared []string `json:"cleared,omitempty"`
+	// Previous is how the run before ended: its run.json error, or "killed" when it never
+	// wrote its final run.json (the last checkpoint was read).
+	Previous string `json:"previous,omitempty"`
 }
 
 // RunGuard is one quality-guard run: CANDIDATE/pP, its score and its server.
@@ -119,18 +150,24 @@ type RunGuard struct {
 	Cases  int               `json:"cases"`
 	Server RunServer         `json:"server"`
 	Files  map[string]string `json:"files"`
+	// Interrupted says why the guard did not finish; a resumed run runs it again.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // RunProgress counts what is done.
 type RunProgress struct {
-	LifetimesDone  int           `json:"lifetimes_done"`
-	LifetimesTotal int           `json:"lifetimes_total"`
-	CellsDone      int           `json:"cells_done"`
-	CellsTotal     int           `json:"cells_total"`
-	GuardsDone     int           `json:"guards_done,omitempty"`
-	GuardsTotal    int           `json:"guards_total,omitempty"`
-	Elapsed        time.Duration `json:"elapsed"`
-	ETA            time.Duration `json:"eta"` // -1 while unknown
+	LifetimesDone  int `json:"lifetimes_done"`
+	LifetimesTotal int `json:"lifetimes_total"`
+	CellsDone      int `json:"cells_done"`
+	CellsTotal     int `json:"cells_total"`
+	GuardsDone     int `json:"guards_done,omitempty"`
+	GuardsTotal    int `json:"guards_total,omitempty"`
+	// LifetimesKept and CellsKept are the parts of the done counts a resumed run kept from
+	// before (not measured by this run).
+	LifetimesKept int           `json:"lifetimes_kept,omitempty"`
+	CellsKept     int           `json:"cells_kept,omitempty"`
+	Elapsed       time.Duration `json:"elapsed"`
+	ETA           time.Duration `json:"eta"` // -1 while unknown
 }
 
 // RunServer is one server lifetime's process as the run saw it.
@@ -167,6 +204,9 @@ type RunLifetime struct {
 	Server RunServer         `json:"server"`
 	Cells  []RunCell         `json:"cells"`
 	Files  map[string]string `json:"files"` // role -> path relative to the run folder
+	// Interrupted says why the lifetime did not finish (Stop, a halt, an I/O failure): its
+	// client levels were cut short, so a resumed run measures it again.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // RunReport is what a run did; run.json holds it.
@@ -177,10 +217,21 @@ type RunReport struct {
 	PromptPlan string          `json:"prompt_plan_sha256"`
 	Build      *llamacpp.Build `json:"build,omitempty"`
 	Machine    *runner.Machine `json:"machine,omitempty"` // CPU, cores, memory, kernel (from /proc)
-	Started    time.Time       `json:"started"`
-	Duration   time.Duration   `json:"duration"`
-	Lifetimes  []RunLifetime   `json:"lifetimes"`
-	Guards     []RunGuard      `json:"guards,omitempty"`
+	// Started is when the run folder's first run started; Duration the time spent running,
+	// summed over the resumptions (the pauses between them excluded).
+	Started   time.Time     `json:"started"`
+	Duration  time.Duration `json:"duration"`
+	Lifetimes []RunLifetime `json:"lifetimes"`
+	// PassOrigins are the wall-clock origins of each pass's clock (request times are
+	// milliseconds since it): a resumed run measures the rest of a pass on the same axis.
+	PassOrigins map[string]time.Time `json:"pass_origins,omitempty"`
+	// Resumes lists each time the folder's run was resumed, in order.
+	Resumes []RunResume `json:"resumes,omitempty"`
+	// InProgress marks a checkpoint: run.json is rewritten after every lifetime and guard
+	// while the run goes on, so a killed run leaves what it finished; the final run.json has
+	// it false.
+	InProgress bool       `json:"in_progress,omitempty"`
+	Guards     []RunGuard `json:"guards,omitempty"`
 	// QualityCases is the SHA-256 of the guard's case list (when the plan gates quality).
 	QualityCases string `json:"quality_cases_sha256,omitempty"`
 	Study        string `json:"study,omitempty"` // run-folder relative; empty when not assembled
@@ -296,16 +347,16 @@ func (r *Run) emit(ev RunEvent) {
 	r.q.push(ev)
 }
 
-// advance updates the counts and the ETA: the mean time per finished cell times the cells
-// left (server starts included, as they recur with the lifetimes).
+// advance updates the counts and the ETA: the mean time per cell this run measured times the
+// cells left (server starts included, as they recur with the lifetimes).
 func (r *Run) advance(cells, lifetimes int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.prog.CellsDone += cells
 	r.prog.LifetimesDone += lifetimes
 	el := time.Since(r.start)
-	if r.prog.CellsDone > 0 {
-		per := el / time.Duration(r.prog.CellsDone)
+	if n := r.prog.CellsDone - r.prog.CellsKept; n > 0 {
+		per := el / time.Duration(n)
 		r.prog.ETA = per * time.Duration(r.prog.CellsTotal-r.prog.CellsDone)
 	}
 }
@@ -319,7 +370,7 @@ func (e *runRefusal) Error() string { return e.msg }
 // before anything ran.
 func IsRefusal(err error) bool {
 	var r *runRefusal
-	return errors.As(err, &r)
+	return errors.As(err, &r) || IsResumeError(err)
 }
 
 func refuse(format string, a ...any) error { return &runRefusal{fmt.Sprintf(format, a...)} }
@@ -375,62 +426,151 @@ func (r *Run) run() (*RunReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := makeRunDir(spec.OutDir); err != nil {
-		return nil, refuse("%v", err)
-	}
 	machine := (&runner.Fingerprinter{}).Machine()
 	machine.Hostname = "" // run.json travels in receipt bundles
+	var (
+		prev   *RunReport
+		unlock func()
+	)
+	if spec.Resume {
+		if prev, unlock, err = openResume(spec.OutDir, sha); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := makeRunDir(spec.OutDir); err != nil {
+			return nil, refuse("%v", err)
+		}
+		if unlock, err = lockRunDir(spec.OutDir); err != nil {
+			return nil, refuse("%v", err)
+		}
+	}
+	defer unlock()
 	rep := &RunReport{Schema: SchemaRun, Plan: RunPlanFile, PlanSHA256: sha, PromptPlan: promptSHA, Build: spec.Build, Machine: &machine,
-		Started: r.start.UTC(), OutDir: spec.OutDir, Lifetimes: []RunLifetime{}, QualityCases: casesSHA}
-	if err := os.WriteFile(filepath.Join(spec.OutDir, RunPlanFile), planBytes, 0o644); err != nil {
+		Started: r.start.UTC(), OutDir: spec.OutDir, Lifetimes: []RunLifetime{}, QualityCases: casesSHA, PassOrigins: map[string]time.Time{}}
+	sched := Schedule(p, planDir)
+	guards := guardSchedule(p, sched)
+	if cases == nil {
+		guards = nil
+	}
+	var kept *resumeState
+	var before time.Duration // time the folder's earlier runs spent running
+	if spec.Resume {
+		if kept, err = planResume(spec.OutDir, prev, rep, sched, guards, spec.Server); err != nil {
+			return nil, err
+		}
+		kept.info.At = r.start.UTC()
+		if prev != nil {
+			rep.Started, before = prev.Started, prev.Duration
+			rep.Resumes = append(rep.Resumes, prev.Resumes...)
+			for pass, t := range prev.PassOrigins {
+				if kept.passUsed(pass) {
+					rep.PassOrigins[pass] = t
+				}
+			}
+		}
+		rep.Resumes = append(rep.Resumes, kept.info)
+	} else if err := os.WriteFile(filepath.Join(spec.OutDir, RunPlanFile), planBytes, 0o644); err != nil {
 		return rep, err
 	}
-	sched := Schedule(p, planDir)
+	// run.json is written now, after every lifetime and guard, and at the end.
+	checkpoint := func() error {
+		rep.Duration = before + time.Since(r.start)
+		rep.InProgress = true
+		defer func() { rep.InProgress = false }()
+		data, err := canon.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		if err := writeFileAtomic(filepath.Join(spec.OutDir, RunManifestFile), append(data, '\n')); err != nil {
+			return fmt.Errorf("write %s: %w", RunManifestFile, err)
+		}
+		return nil
+	}
+	if err := checkpoint(); err != nil {
+		return rep, err
+	}
 	r.mu.Lock()
 	r.prog = RunProgress{LifetimesTotal: len(sched), ETA: -1}
 	for _, l := range sched {
 		r.prog.CellsTotal += len(l.Clients)
+		if _, ok := kept.lifetime(l.Key); ok {
+			r.prog.LifetimesKept++
+			r.prog.CellsKept += len(l.Clients)
+		}
 	}
-	guards := guardSchedule(p, sched)
+	r.prog.LifetimesDone, r.prog.CellsDone = r.prog.LifetimesKept, r.prog.CellsKept
 	if cases != nil {
 		r.prog.GuardsTotal = len(guards)
+		r.prog.GuardsDone = len(kept.guardKeys())
 	}
 	r.mu.Unlock()
-	r.emit(RunEvent{Type: RunStarted})
+	started := RunEvent{Type: RunStarted}
+	if kept != nil {
+		info := kept.info
+		started.Resume = &info
+	}
+	r.emit(started)
 
 	passStart := map[string]time.Time{}
+	for pass, t := range rep.PassOrigins {
+		passStart[pass] = passClock(t)
+	}
 	var runErr error
 	for _, lt := range sched {
+		if rl, ok := kept.lifetime(lt.Key); ok {
+			rep.Lifetimes = append(rep.Lifetimes, rl) // finished before: kept, in schedule order
+			continue
+		}
+		if runErr != nil {
+			continue
+		}
 		if r.ctx.Err() != nil {
 			runErr = context.Cause(r.ctx)
-			break
+			continue
 		}
 		if _, ok := passStart[lt.Key.Pass]; !ok {
-			passStart[lt.Key.Pass] = time.Now() // one monotonic clock per pass
+			now := time.Now()
+			passStart[lt.Key.Pass] = now // one monotonic clock per pass
+			rep.PassOrigins[lt.Key.Pass] = now.UTC()
 		}
 		cand, _ := p.Candidate(lt.Key.Candidate)
-		rl, err := r.lifetime(p, sha, cand, lt, prompts, passStart[lt.Key.Pass])
+		rl, err := r.lifetime(p, sha, cand, lt, prompts, passStart[lt.Key.Pass], rep.PassOrigins[lt.Key.Pass])
+		if err != nil {
+			rl.Interrupted = clipText(err.Error())
+		}
 		rep.Lifetimes = append(rep.Lifetimes, rl)
+		if err == nil {
+			err = checkpoint()
+		}
 		if err != nil {
 			runErr = err
-			break
 		}
 	}
-	if runErr == nil && cases != nil {
-		for _, g := range guards {
-			rg, err := r.guard(p, g, cases)
+	for _, g := range guards {
+		if rg, ok := kept.guard(g.key); ok {
 			rep.Guards = append(rep.Guards, rg)
-			if err != nil {
-				runErr = err
-				break
-			}
+			continue
+		}
+		if runErr != nil {
+			continue
+		}
+		rg, err := r.guard(p, g, cases)
+		if err == nil && r.ctx.Err() != nil {
+			err = context.Cause(r.ctx) // its cases may have been cut: run it again on resume
+		}
+		if err != nil {
+			rg.Interrupted = clipText(err.Error())
+		}
+		rep.Guards = append(rep.Guards, rg)
+		if err == nil {
+			err = checkpoint()
+		}
+		if err != nil {
+			runErr = err
 		}
 	}
 	if runErr == nil && r.ctx.Err() != nil {
 		runErr = context.Cause(r.ctx)
-	}
-	if cases == nil {
-		guards = nil
 	}
 	if runErr == nil {
 		rep.AssembleArgs = assembleArgs(spec.OutDir, sched, guards)
@@ -445,7 +585,7 @@ func (r *Run) run() (*RunReport, error) {
 			r.emit(RunEvent{Type: Assembled, Study: filepath.Join(spec.OutDir, RunStudyFile)})
 		}
 	}
-	rep.Duration = time.Since(r.start)
+	rep.Duration = before + time.Since(r.start)
 	if runErr != nil {
 		rep.Error = runErr.Error()
 	}
@@ -473,7 +613,10 @@ func lifetimeDir(k LifetimeKey) string {
 
 // lifetime runs one server lifetime and writes its raw files. Only an I/O failure (or Stop)
 // is an error: a server that fails yields request records that say so, and the run goes on.
-func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, prompts *loadgen.PromptPlan, origin time.Time) (RunLifetime, error) {
+// A lifetime whose client levels the run's end cut short still ends with lifetime_done (its
+// Error says so) and returns the run's end as its error: it did not finish. origin is the
+// pass's clock; wall the same origin as a wall-clock time.
+func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, prompts *loadgen.PromptPlan, origin, wall time.Time) (RunLifetime, error) {
 	spec := r.spec
 	rel := lifetimeDir(lt.Key)
 	dir := filepath.Join(spec.OutDir, rel)
@@ -481,7 +624,7 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return rl, err
 	}
-	r.emit(RunEvent{Type: LifetimeStarted, Lifetime: rl.Key})
+	r.emit(RunEvent{Type: LifetimeStarted, Lifetime: rl.Key, Origin: wall})
 	logf, err := os.Create(filepath.Join(dir, RunServerLogFile))
 	if err != nil {
 		return rl, err
@@ -561,6 +704,9 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 		r.advance(1, 0)
 		r.emit(RunEvent{Type: CellDone, Lifetime: rl.Key, Clients: c, Cell: &cell})
 	}
+	// Every client level ran to its end unless the run was stopped by now: a stop after this
+	// point leaves the measurements whole.
+	cut := r.ctx.Err() != nil
 	if srv != nil {
 		st := srv.Stop(context.Background())
 		rss, evidence = st.RSS, st.Evidence
@@ -592,8 +738,12 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 		return rl, err
 	}
 	r.advance(0, 1)
-	r.emit(RunEvent{Type: LifetimeDone, Lifetime: rl.Key, Server: &rl.Server})
-	if r.ctx.Err() != nil {
+	done := RunEvent{Type: LifetimeDone, Lifetime: rl.Key, Server: &rl.Server}
+	if cut {
+		done.Error = clipText("cut short: " + context.Cause(r.ctx).Error())
+	}
+	r.emit(done)
+	if cut {
 		return rl, context.Cause(r.ctx)
 	}
 	return rl, nil

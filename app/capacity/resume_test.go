@@ -1,0 +1,374 @@
+package capacity
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sparkbench/app/canon"
+	"sparkbench/runner/llamacpp"
+)
+
+// fakePlan is a one-candidate plan for the fake server: P {1,2} x C {1,2}, forward and
+// reverse (four lifetimes: forward/fake/p1, forward/fake/p2, reverse/fake/p2, reverse/fake/p1).
+func fakePlan(t *testing.T, dir string) string {
+	t.Helper()
+	model := filepath.Join(dir, "model.gguf")
+	_ = os.WriteFile(model, []byte("GGUF stand-in"), 0o644)
+	return writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, Markers{Must: []string{`CPU_Mapped model buffer`}}}},
+		[]int{1, 2}, []int{1, 2}, 1, 3, 8)
+}
+
+// startFake starts a run of plan on the fake server.
+func startFake(t *testing.T, plan, out string, resume bool, env []string) *Run {
+	t.Helper()
+	return StartRun(context.Background(), RunSpec{PlanFile: plan, Plan: mustLoad(t, plan), Server: os.Args[0], OutDir: out, Resume: resume,
+		Env: env, StartTimeout: time.Minute, RequestTimeout: time.Minute, Grace: 2 * time.Second})
+}
+
+// stopAfterFirstLifetime runs until the first lifetime is done, then stops the run.
+func stopAfterFirstLifetime(t *testing.T, r *Run) (*RunReport, []RunEvent) {
+	t.Helper()
+	var evs []RunEvent
+	for ev := range r.Events() {
+		evs = append(evs, ev)
+		if ev.Type == LifetimeDone {
+			r.Stop()
+		}
+	}
+	rep, err := r.Wait()
+	if !errors.Is(err, ErrRunStopped) || rep == nil {
+		t.Fatalf("stopped run: %v", err)
+	}
+	return rep, evs
+}
+
+func readManifest(t *testing.T, out string) RunReport {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, RunManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep RunReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// assembleFromArgs does what `sparkbench capacity assemble ARGS…` does with a run's
+// assemble_args: read each named file and assemble; it returns the bytes it would write.
+func assembleFromArgs(t *testing.T, args []string) []byte {
+	t.Helper()
+	in := Inputs{Requests: map[LifetimeKey]InputFile{}, RSS: map[LifetimeKey]InputFile{}, ServerLogs: map[LifetimeKey]InputFile{},
+		Quality: map[QualityKey]InputFile{}, BenchTG: map[string]float64{}}
+	var plan *Plan
+	for i := 0; i+1 < len(args); i += 2 {
+		flag, val := args[i], args[i+1]
+		switch flag {
+		case "--plan":
+			plan = mustLoad(t, val)
+			continue
+		case "--output":
+			continue
+		}
+		ks, path, ok := strings.Cut(val, "=")
+		if !ok {
+			t.Fatalf("assemble arg %s %s", flag, val)
+		}
+		f := InputFile{Name: path, Data: readFile(t, path)}
+		if flag == FlagQuality {
+			k, err := ParseQualityKey(ks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Quality[k] = f
+			continue
+		}
+		k, err := ParseLifetimeKey(ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		map[string]map[LifetimeKey]InputFile{FlagRequests: in.Requests, FlagRSS: in.RSS, FlagServerLog: in.ServerLogs}[flag][k] = f
+	}
+	if plan == nil {
+		t.Fatal("no --plan in the assemble args")
+	}
+	res, err := Assemble(plan, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := res.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// requestSpan is the first send and the last end (ms) of a lifetime's request file.
+func requestSpan(t *testing.T, path string) (first, last float64) {
+	t.Helper()
+	f, err := ReadRequests(path, readFile(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first = f.Records[0].SendMs
+	for _, r := range f.Records {
+		first, last = min(first, r.SendMs), max(last, r.EndMs)
+	}
+	return first, last
+}
+
+// A run stopped in its second lifetime resumes: the finished lifetime is kept (its files
+// untouched, no server started for it), the one the stop cut is run again from an emptied
+// folder, the rest run, each pass on its recorded clock, and the folder assembles as
+// `capacity assemble` assembles it.
+func TestRunResume(t *testing.T) {
+	dir := t.TempDir()
+	plan := fakePlan(t, dir)
+	out := filepath.Join(dir, "run")
+	env := []string{tag(t), fakeServerEnv + "=1"}
+	r1 := startFake(t, plan, out, false, env)
+	for ev := range r1.Events() {
+		if ev.Type == RequestDone && ev.Lifetime == "forward/fake/p2" && ev.Clients == 1 {
+			r1.Stop() // in its first client level
+		}
+	}
+	rep1, err := r1.Wait()
+	if !errors.Is(err, ErrRunStopped) || rep1 == nil || len(rep1.Lifetimes) != 2 {
+		t.Fatalf("stopped run: %v %+v", err, rep1)
+	}
+	first, cut := rep1.Lifetimes[0], rep1.Lifetimes[1]
+	if first.Key != "forward/fake/p1" || first.Interrupted != "" || len(first.Cells) != 2 {
+		t.Fatalf("first lifetime %+v", first)
+	}
+	if cut.Key != "forward/fake/p2" || !strings.Contains(cut.Interrupted, ErrRunStopped.Error()) {
+		t.Fatalf("the lifetime the stop cut: %+v", cut)
+	}
+	m1 := readManifest(t, out)
+	if m1.InProgress || !strings.Contains(m1.Error, ErrRunStopped.Error()) || m1.PassOrigins["forward"].IsZero() {
+		t.Fatalf("run.json of the stopped run: %+v", m1)
+	}
+	firstReq := filepath.Join(out, first.Files["requests"])
+	reqBytes := readFile(t, firstReq)
+	logBytes := readFile(t, filepath.Join(out, first.Files["server_log"]))
+	time.Sleep(50 * time.Millisecond) // the resumed part of the pass starts measurably later
+
+	r := startFake(t, plan, out, true, env)
+	var evs []RunEvent
+	for ev := range r.Events() {
+		evs = append(evs, ev)
+	}
+	rep, err := r.Wait()
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	t.Logf("resumed: %s", ProgressLine(evs[0]))
+	if evs[0].Type != RunStarted || evs[0].Resume == nil || !slices.Equal(evs[0].Resume.Lifetimes, []string{"forward/fake/p1"}) ||
+		!slices.Equal(evs[0].Resume.Cleared, []string{cut.Dir}) {
+		t.Fatalf("run_started %+v", evs[0])
+	}
+	if p := evs[0].Progress; p.LifetimesDone != 1 || p.CellsDone != 2 || p.LifetimesKept != 1 || p.CellsKept != 2 {
+		t.Errorf("progress at the start of the resumed run: %+v", p)
+	}
+	line := ProgressLine(evs[0])
+	if !strings.Contains(line, "resumed: 1 lifetime done before") {
+		t.Errorf("console line %q", line)
+	}
+	var started []string
+	for _, ev := range evs {
+		if ev.Type == LifetimeStarted {
+			started = append(started, ev.Lifetime)
+			if !ev.Origin.Equal(m1.PassOrigins["forward"]) && strings.HasPrefix(ev.Lifetime, "forward/") {
+				t.Errorf("%s: origin %v, the pass's recorded origin is %v", ev.Lifetime, ev.Origin, m1.PassOrigins["forward"])
+			}
+		}
+	}
+	if want := []string{"forward/fake/p2", "reverse/fake/p2", "reverse/fake/p1"}; !slices.Equal(started, want) {
+		t.Errorf("lifetimes started on resume: %v, want %v", started, want)
+	}
+	if last := evs[len(evs)-1]; last.Progress.LifetimesDone != 4 || last.Progress.CellsDone != 8 {
+		t.Errorf("final progress %+v", last.Progress)
+	}
+	if !bytes.Equal(readFile(t, firstReq), reqBytes) || !bytes.Equal(readFile(t, filepath.Join(out, first.Files["server_log"])), logBytes) {
+		t.Error("the kept lifetime's files changed")
+	}
+	if len(rep.Lifetimes) != 4 || rep.Lifetimes[0].Key != first.Key || rep.Lifetimes[0].Server.Pid != first.Server.Pid {
+		t.Fatalf("lifetimes of the resumed report: %+v", rep.Lifetimes)
+	}
+	for _, rl := range rep.Lifetimes {
+		if rl.Interrupted != "" || len(rl.Cells) != 2 {
+			t.Errorf("%s: %+v", rl.Key, rl)
+		}
+	}
+	m := readManifest(t, out)
+	if m.InProgress || m.Error != "" || !m.Started.Equal(m1.Started) || len(m.Resumes) != 1 || !m.PassOrigins["forward"].Equal(m1.PassOrigins["forward"]) {
+		t.Errorf("run.json after the resume: started %v (was %v), resumes %+v, origins %v (were %v)", m.Started, m1.Started, m.Resumes, m.PassOrigins, m1.PassOrigins)
+	}
+	if m.Duration < m1.Duration {
+		t.Errorf("duration %v is less than the first run's %v", m.Duration, m1.Duration)
+	}
+	// One time axis per pass: forward/p2, measured after the pause, comes after forward/p1.
+	_, p1End := requestSpan(t, firstReq)
+	p2Start, _ := requestSpan(t, filepath.Join(out, lifetimeDir(LifetimeKey{"forward", "fake", 2}), RunRequestsFile))
+	if p2Start <= p1End+50 {
+		t.Errorf("forward/fake/p2 starts at %.1f ms, forward/fake/p1 ended at %.1f ms: not one clock", p2Start, p1End)
+	}
+	study := readFile(t, filepath.Join(out, RunStudyFile))
+	if got := assembleFromArgs(t, rep.AssembleArgs); !bytes.Equal(got, study) {
+		t.Error("study.json differs from `capacity assemble` of the folder")
+	}
+	if res := rep.Result; res == nil || len(res.Candidates[0].Cells) != 4 {
+		t.Fatalf("result %+v", res)
+	}
+
+	// Resuming the complete folder runs nothing and assembles the same bytes.
+	r = startFake(t, plan, out, true, env)
+	for ev := range r.Events() {
+		if ev.Type == LifetimeStarted {
+			t.Errorf("resuming a complete folder started %s", ev.Lifetime)
+		}
+	}
+	if rep, err := r.Wait(); err != nil || rep.StudySHA != canon.SHA256Hex(study) {
+		t.Errorf("resume of a complete folder: %v", err)
+	}
+}
+
+// A killed run leaves its last checkpoint (in_progress) and the partial folder of the lifetime
+// it was running: a resume keeps what the checkpoint lists and empties that folder.
+func TestRunResumeAfterKill(t *testing.T) {
+	dir := t.TempDir()
+	plan := fakePlan(t, dir)
+	out := filepath.Join(dir, "run")
+	env := []string{tag(t), fakeServerEnv + "=1"}
+	var checkpoint []byte
+	r := startFake(t, plan, out, false, env)
+	for ev := range r.Events() {
+		// After forward/fake/p2 started the checkpoint lists forward/fake/p1 only.
+		if ev.Type == ServerReady && ev.Lifetime == "forward/fake/p2" && checkpoint == nil {
+			checkpoint = readFile(t, filepath.Join(out, RunManifestFile))
+		}
+	}
+	if _, err := r.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var cp RunReport
+	if err := json.Unmarshal(checkpoint, &cp); err != nil || !cp.InProgress || len(cp.Lifetimes) != 1 {
+		t.Fatalf("checkpoint %s (%v)", checkpoint, err)
+	}
+	// The kill: the final run.json and study.json never written, later lifetimes' folders
+	// missing, forward/fake/p2 half there.
+	_ = os.WriteFile(filepath.Join(out, RunManifestFile), checkpoint, 0o644)
+	_ = os.Remove(filepath.Join(out, RunStudyFile))
+	for _, k := range []string{"reverse/fake/p1", "reverse/fake/p2"} {
+		lk, _ := ParseLifetimeKey(k)
+		_ = os.RemoveAll(filepath.Join(out, lifetimeDir(lk)))
+	}
+	p2 := filepath.Join(out, lifetimeDir(LifetimeKey{"forward", "fake", 2}), RunRequestsFile)
+	_ = os.Truncate(p2, 100)
+
+	r = startFake(t, plan, out, true, env)
+	var rs *RunResume
+	for ev := range r.Events() {
+		if ev.Type == RunStarted {
+			rs = ev.Resume
+		}
+	}
+	rep, err := r.Wait()
+	if err != nil {
+		t.Fatalf("resume after the kill: %v", err)
+	}
+	if rs == nil || len(rs.Lifetimes) != 1 || !slices.Equal(rs.Cleared, []string{lifetimeDir(LifetimeKey{"forward", "fake", 2})}) || !strings.HasPrefix(rs.Previous, "killed") {
+		t.Fatalf("resume %+v", rs)
+	}
+	if got := assembleFromArgs(t, rep.AssembleArgs); !bytes.Equal(got, readFile(t, filepath.Join(out, RunStudyFile))) {
+		t.Error("study.json differs from `capacity assemble` of the folder")
+	}
+}
+
+// What cannot be resumed is refused before anything runs, and the folder is left as it was.
+func TestRunResumeRefusals(t *testing.T) {
+	dir := t.TempDir()
+	plan := fakePlan(t, dir)
+	out := filepath.Join(dir, "run")
+	env := []string{tag(t), fakeServerEnv + "=1"}
+	stopAfterFirstLifetime(t, startFake(t, plan, out, false, env))
+	manifest := readFile(t, filepath.Join(out, RunManifestFile))
+
+	refused := func(name, plan, out, want string) {
+		t.Helper()
+		r := startFake(t, plan, out, true, env)
+		for ev := range r.Events() {
+			if ev.Type != RunDone {
+				t.Errorf("%s: event %s before the refusal", name, ev.Type)
+			}
+		}
+		_, err := r.Wait()
+		if !IsResumeError(err) || !IsRefusal(err) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--fresh") {
+			t.Errorf("%s: %v, want a resume refusal saying %q", name, err, want)
+		}
+	}
+	// The plan changed (another n_predict): the folder is another plan's.
+	other := filepath.Join(t.TempDir(), "plan.json")
+	p := mustLoad(t, plan)
+	p.NPredict = 9
+	b, _ := json.Marshal(p)
+	_ = os.WriteFile(other, b, 0o644)
+	_ = os.WriteFile(filepath.Join(filepath.Dir(other), "prompt-plan.json"), readFile(t, filepath.Join(dir, "prompt-plan.json")), 0o644)
+	_ = os.WriteFile(filepath.Join(filepath.Dir(other), "model.gguf"), readFile(t, filepath.Join(dir, "model.gguf")), 0o644)
+	refused("other plan", other, out, "not this plan")
+	refused("no folder", plan, filepath.Join(dir, "nowhere"), "no such file")
+	empty := filepath.Join(dir, "empty")
+	_ = os.MkdirAll(empty, 0o755)
+	refused("not a run folder", plan, empty, "no plan.json")
+	if !bytes.Equal(readFile(t, filepath.Join(out, RunManifestFile)), manifest) {
+		t.Error("a refused resume changed run.json")
+	}
+
+	// Another build: a study measures one build.
+	var m RunReport
+	_ = json.Unmarshal(manifest, &m)
+	m.Build = &llamacpp.Build{VersionLine: "version: 1 (build 1, commit old)"}
+	b, _ = json.Marshal(m)
+	_ = os.WriteFile(filepath.Join(out, RunManifestFile), b, 0o644)
+	r := StartRun(context.Background(), RunSpec{PlanFile: plan, Plan: mustLoad(t, plan), Server: os.Args[0], OutDir: out, Resume: true, Env: env,
+		Build: &llamacpp.Build{VersionLine: "version: 2 (build 2, commit new)"}})
+	for range r.Events() {
+	}
+	if _, err := r.Wait(); !IsResumeError(err) || !strings.Contains(err.Error(), "one build") {
+		t.Errorf("another build: %v", err)
+	}
+	// A run.json from before runs could be resumed (no pass origins) with finished lifetimes.
+	m.Build, m.PassOrigins = nil, nil
+	b, _ = json.Marshal(m)
+	_ = os.WriteFile(filepath.Join(out, RunManifestFile), b, 0o644)
+	refused("no pass origins", plan, out, "no clock origin")
+	// No run.json at all, but lifetime folders: which ones finished is unknown.
+	_ = os.Remove(filepath.Join(out, RunManifestFile))
+	refused("no run.json", plan, out, "killed before")
+
+	// Another process runs into the folder.
+	_ = os.WriteFile(filepath.Join(out, RunManifestFile), manifest, 0o644)
+	unlock, err := lockRunDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("locked", plan, out, "another sparkbench process")
+	unlock()
+}
