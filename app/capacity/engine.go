@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"sparkbench/app/canon"
@@ -26,8 +27,12 @@ import (
 
 // Journal kinds the engine writes under the study (besides the store's own).
 const (
-	NoteAssembled  = "capacity.assembled" // {"run_dir","study_file","study_sha256","plan_sha256","selected":[…]}
-	NoteRun        = "capacity.run"       // {"run_dir","plan_file","started_at"}
+	NoteAssembled = "capacity.assembled" // {"run_dir","study_file","study_sha256","plan_sha256","selected":[…]}
+	NoteRun       = "capacity.run"       // {"run_dir","plan_file","started_at"[,"not_resumed"]}
+	// NoteResumed: a run resumed the run folder of the study's last run (RunSpec.Resume):
+	// {"run_dir","plan_file","resumed_at","lifetimes_skipped","lifetimes_total","guards_skipped",
+	// "rerun":[folders cleared to run again],"previous":how the run before ended}.
+	NoteResumed    = "capacity.resumed"
 	NoteHalted     = study.NoteHalted     // {"reason","run_dir"}
 	NotePlanSource = study.NotePlanSource // {"plan_dir","plan_file"}
 )
@@ -205,6 +210,9 @@ type Engine struct {
 	DataDir                             string
 	StartTimeout, RequestTimeout, Grace time.Duration
 	QualityCases                        string
+	// Fresh never resumes: Run starts a new run folder even when the study's last run folder
+	// could be resumed.
+	Fresh bool
 	// OnEvent sees every run event, synchronously, after the engine recorded it.
 	OnEvent func(RunEvent)
 }
@@ -217,16 +225,31 @@ type RunSummary struct {
 	StudySHA256 string          `json:"study_sha256,omitempty"`
 	Legs        int             `json:"legs"`
 	Verdicts    []study.Verdict `json:"verdicts"` // journaled by this run
-	Report      *RunReport      `json:"-"`
+	// Resumed: the run continued the study's last run folder; LifetimesKept and GuardsKept
+	// finished before and were not run again (Legs counts only what this run recorded).
+	Resumed       bool `json:"resumed,omitempty"`
+	LifetimesKept int  `json:"lifetimes_kept,omitempty"`
+	GuardsKept    int  `json:"guards_kept,omitempty"`
+	// NotResumed says why the last run folder could not be resumed (a new one was started).
+	NotResumed string     `json:"not_resumed,omitempty"`
+	Report     *RunReport `json:"-"`
 }
 
 // ErrAlreadyAssembled refuses to run a study whose assembled result is already journaled.
 var ErrAlreadyAssembled = errors.New("the study is complete: its assembled study.json is journaled")
 
-// Run runs study id into outDir (empty: the default under DataDir) and records it. The
-// error says why the run failed (a refused plan or folder is IsRefusal; ErrRunStopped when
-// ctx was cancelled); the study is then halted and the summary still says where the raw
-// files are.
+// ErrBusy refuses to run a study one of whose legs is running: another process runs it (the
+// notebook marks the legs of a dead process interrupted when it opens).
+var ErrBusy = errors.New("the study is being run by another process")
+
+// Run runs study id and records it. With outDir empty and Fresh unset, a study whose last run
+// was stopped, halted or killed resumes in that run folder (RunSpec.Resume): the server
+// lifetimes finished there are kept, the rest run (NoteResumed is journaled); when that folder
+// cannot be resumed (gone, another plan, another build, …) a NotResumed event says why and a
+// new folder is used. A new folder is outDir, else the default under DataDir. The error says
+// why the run failed (a refused plan or folder is IsRefusal; ErrRunStopped or the context's
+// error when ctx was cancelled; ErrBusy while another process runs the study); the study is
+// then halted and the summary still says where the raw files are.
 func (e *Engine) Run(ctx context.Context, id int64, outDir string) (*RunSummary, error) {
 	rec := e.Rec
 	st, err := rec.Study(ctx, id)
@@ -241,6 +264,35 @@ func (e *Engine) Run(ctx context.Context, id int64, outDir string) (*RunSummary,
 		return nil, err
 	}
 	p.Defaults()
+	legs, err := rec.Legs(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range legs {
+		if l.State == "running" {
+			return nil, fmt.Errorf("study %d (%s): %w: leg %d (%s) is running; wait for that run, or stop it", id, st.Name, ErrBusy, l.ID, l.Label)
+		}
+	}
+	planFile, cleanup, err := planFileFor(st)
+	if err != nil {
+		return nil, refuse("%v", err)
+	}
+	defer cleanup()
+	notResumed := ""
+	if outDir == "" && !e.Fresh {
+		if dir := lastRunDir(st.Notes); dir != "" {
+			sum, err := e.runInto(ctx, st, p, planFile, dir, true, legs, "")
+			if !IsResumeError(err) || sum.started {
+				return sum.RunSummary, err
+			}
+			var re *ResumeError
+			errors.As(err, &re)
+			notResumed = fmt.Sprintf("the last run folder %s cannot be resumed: %s", re.Dir, re.Why)
+			if e.OnEvent != nil {
+				e.OnEvent(RunEvent{Type: NotResumed, Progress: RunProgress{ETA: -1}, Error: notResumed})
+			}
+		}
+	}
 	if outDir == "" {
 		if e.DataDir == "" {
 			return nil, refuse("no run folder: give one (--out DIR)")
@@ -250,25 +302,56 @@ func (e *Engine) Run(ctx context.Context, id int64, outDir string) (*RunSummary,
 	if outDir, err = filepath.Abs(outDir); err != nil {
 		return nil, err
 	}
-	planFile, cleanup, err := planFileFor(st)
-	if err != nil {
-		return nil, refuse("%v", err)
+	sum, err := e.runInto(ctx, st, p, planFile, outDir, false, legs, notResumed)
+	return sum.RunSummary, err
+}
+
+// lastRunDir is the run folder of the study's last run ("" when it never started one).
+func lastRunDir(notes []study.StoredNote) string {
+	for i := len(notes) - 1; i >= 0; i-- {
+		if k := notes[i].Kind; k != NoteRun && k != NoteResumed {
+			continue
+		}
+		var n struct {
+			RunDir string `json:"run_dir"`
+		}
+		if json.Unmarshal(notes[i].Payload, &n) == nil && n.RunDir != "" {
+			return n.RunDir
+		}
 	}
-	defer cleanup()
-	sum := &RunSummary{StudyID: id, RunDir: outDir, Verdicts: []study.Verdict{}}
+	return ""
+}
+
+// runSummary is a RunSummary with whether the run got as far as starting (run_started).
+type runSummary struct {
+	*RunSummary
+	started bool
+}
+
+// runInto runs the study into outDir (resuming it when resume is set) and records it.
+// notResumed, when set, is why a resume of the last run folder was refused.
+func (e *Engine) runInto(ctx context.Context, st StoredStudy, p *Plan, planFile, outDir string, resume bool, legs []StoredLeg, notResumed string) (runSummary, error) {
+	rec, id := e.Rec, st.ID
+	sum := &RunSummary{StudyID: id, RunDir: outDir, Verdicts: []study.Verdict{}, NotResumed: notResumed}
 	runStart := time.Now()
-	run := StartRun(ctx, RunSpec{PlanFile: planFile, Plan: p, Server: e.Server, OutDir: outDir, Env: e.Env, Build: e.Build,
+	run := StartRun(ctx, RunSpec{PlanFile: planFile, Plan: p, Server: e.Server, OutDir: outDir, Resume: resume, Env: e.Env, Build: e.Build,
 		StartTimeout: e.StartTimeout, RequestTimeout: e.RequestTimeout, Grace: e.Grace, Hash: e.Hash, QualityCases: e.QualityCases})
 	rr := &runRecorder{e: e, ctx: context.WithoutCancel(ctx), study: id, plan: p, out: outDir, start: runStart,
-		origins: map[string]time.Time{}, legs: map[string]int64{}, sinks: map[string]LegSink{}}
+		origins: map[string]time.Time{}, legs: map[string]int64{}, sinks: map[string]LegSink{}, attempts: map[string]int{}}
+	for _, l := range legs {
+		rr.attempts[legLifetime(l.Label)]++
+	}
 	started := false
+	var held []RunEvent // a resume refused before it started shows nothing: a new run follows
 	for ev := range run.Events() {
 		if ev.Type == RunStarted && rr.err == nil {
 			started = true
 			rr.err = rec.SetStatus(rr.ctx, id, StatusRunning)
 			if rr.err == nil {
-				rr.err = rec.Note(rr.ctx, id, NoteRun, map[string]any{"run_dir": outDir, "plan_file": st.PlanFile,
-					"started_at": runStart.UTC().Format(time.RFC3339Nano)})
+				rr.err = rec.Note(rr.ctx, id, runNoteKind(ev), runNote(ev, outDir, st.PlanFile, runStart, notResumed))
+			}
+			if rs := ev.Resume; rs != nil {
+				sum.Resumed, sum.LifetimesKept, sum.GuardsKept = true, len(rs.Lifetimes), len(rs.Guards)
 			}
 		}
 		rr.event(ev)
@@ -276,10 +359,19 @@ func (e *Engine) Run(ctx context.Context, id int64, outDir string) (*RunSummary,
 			run.Stop() // the notebook failed: stop rather than run unrecorded
 		}
 		if e.OnEvent != nil {
+			if resume && !started {
+				held = append(held, ev)
+				continue
+			}
 			e.OnEvent(ev)
 		}
 	}
 	rep, runErr := run.Wait()
+	if e.OnEvent != nil && (started || !IsResumeError(runErr)) {
+		for _, ev := range held {
+			e.OnEvent(ev)
+		}
+	}
 	sum.Report = rep
 	rr.closeOpen(runErr)
 	sum.Legs = rr.count
@@ -288,27 +380,63 @@ func (e *Engine) Run(ctx context.Context, id int64, outDir string) (*RunSummary,
 	} else if rr.err != nil {
 		runErr = fmt.Errorf("%w (and the notebook: %v)", runErr, rr.err)
 	}
+	out := runSummary{sum, started}
 	if runErr != nil {
 		if !started {
-			return sum, runErr // refused before anything ran: the study stays as it was
+			return out, runErr // refused before anything ran: the study stays as it was
 		}
 		sum.Status = StatusHalted
 		nctx := context.WithoutCancel(ctx)
 		_ = rec.Note(nctx, id, NoteHalted, map[string]any{"reason": runErr.Error(), "run_dir": outDir})
 		_ = rec.SetStatus(nctx, id, StatusHalted)
-		return sum, runErr
+		return out, runErr
 	}
 	res := rep.Result
 	sum.StudySHA256 = rep.StudySHA
 	if err := rec.Note(rr.ctx, id, NoteAssembled, AssembledNote{RunDir: outDir, StudyFile: rep.Study, StudySHA256: rep.StudySHA,
 		PlanSHA256: res.PlanSHA256, Selected: selectedPoints(res)}); err != nil {
-		return sum, err
+		return out, err
 	}
+	var err error
 	if sum.Verdicts, err = journalVerdicts(rr.ctx, rec, id, st.Verdicts, res.Verdicts); err != nil {
-		return sum, err
+		return out, err
 	}
 	sum.Status = StatusComplete
-	return sum, rec.SetStatus(rr.ctx, id, StatusComplete)
+	return out, rec.SetStatus(rr.ctx, id, StatusComplete)
+}
+
+func runNoteKind(ev RunEvent) string {
+	if ev.Resume != nil {
+		return NoteResumed
+	}
+	return NoteRun
+}
+
+// runNote is the payload of the NoteRun or NoteResumed entry of a run that started.
+func runNote(ev RunEvent, outDir, planFile string, at time.Time, notResumed string) map[string]any {
+	if rs := ev.Resume; rs != nil {
+		cleared := rs.Cleared
+		if cleared == nil {
+			cleared = []string{}
+		}
+		return map[string]any{"run_dir": outDir, "plan_file": planFile, "resumed_at": at.UTC().Format(time.RFC3339Nano),
+			"lifetimes_skipped": len(rs.Lifetimes), "lifetimes_total": ev.Progress.LifetimesTotal, "guards_skipped": len(rs.Guards),
+			"rerun": cleared, "previous": rs.Previous}
+	}
+	n := map[string]any{"run_dir": outDir, "plan_file": planFile, "started_at": at.UTC().Format(time.RFC3339Nano)}
+	if notResumed != "" {
+		n["not_resumed"] = notResumed
+	}
+	return n
+}
+
+// legLifetime is the lifetime key of a leg label: "PASS/CANDIDATE/pP", or that with
+// " (attempt N)" when the lifetime was run more than once.
+func legLifetime(label string) string {
+	if i := strings.Index(label, " (attempt "); i >= 0 {
+		return label[:i]
+	}
+	return label
 }
 
 // journalVerdicts journals every verdict not journaled yet (a verdict is journaled once).
@@ -429,8 +557,11 @@ type runRecorder struct {
 	origins map[string]time.Time // pass -> clock origin
 	legs    map[string]int64     // open legs by lifetime key
 	sinks   map[string]LegSink
-	count   int
-	err     error
+	// attempts counts the legs recorded per lifetime key (earlier runs included): a lifetime
+	// run again is labelled "KEY (attempt N)".
+	attempts map[string]int
+	count    int
+	err      error
 }
 
 func (rr *runRecorder) event(ev RunEvent) {
@@ -440,14 +571,20 @@ func (rr *runRecorder) event(ev RunEvent) {
 	switch ev.Type {
 	case LifetimeStarted:
 		if k, err := ParseLifetimeKey(ev.Lifetime); err == nil {
-			if _, ok := rr.origins[k.Pass]; !ok {
+			if !ev.Origin.IsZero() {
+				rr.origins[k.Pass] = ev.Origin // the pass's recorded origin (kept on resume)
+			} else if _, ok := rr.origins[k.Pass]; !ok {
 				rr.origins[k.Pass] = rr.start.Add(ev.T)
 			}
 		}
 	case ServerReady, ServerFailed:
 		rr.err = rr.startLeg(ev)
 	case LifetimeDone:
-		rr.err = rr.finishLeg(ev.Lifetime, ev.Server, "")
+		why := ""
+		if ev.Error != "" {
+			why = ev.Error + "; the study's next run measures this lifetime again"
+		}
+		rr.err = rr.finishLeg(ev.Lifetime, ev.Server, why)
 	}
 }
 
@@ -474,7 +611,13 @@ func (rr *runRecorder) startLeg(ev RunEvent) error {
 			}
 		}
 	}
-	id, sink, err := rr.e.Rec.StartLeg(rr.ctx, LegStart{StudyID: rr.study, Label: ev.Lifetime, Argv: argv, Detail: detail})
+	label := ev.Lifetime
+	rr.attempts[ev.Lifetime]++
+	if n := rr.attempts[ev.Lifetime]; n > 1 {
+		label = fmt.Sprintf("%s (attempt %d)", ev.Lifetime, n)
+		detail["attempt"] = n
+	}
+	id, sink, err := rr.e.Rec.StartLeg(rr.ctx, LegStart{StudyID: rr.study, Label: label, Argv: argv, Detail: detail})
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func ProgressLine(ev RunEvent) string {
 		}
 		return line
 	case NotResumed:
-		return fmt.Sprintf("%s not resumed: %s; starting a new run folder", head, ev.Error)
+		return fmt.Sprintf("not resumed: %s; starting a new run folder", ev.Error)
 	case ServerReady:
 		if s := ev.Server; s != nil {
 			return fmt.Sprintf("%s %s: llama-server ready on 127.0.0.1:%d in %s (pid %d)", head, ev.Lifetime, s.Port,

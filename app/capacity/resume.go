@@ -65,7 +65,9 @@ func openResume(dir, planSHA string) (*RunReport, func(), error) {
 		return nil, nil, refuse("no run folder to resume")
 	}
 	bad := func(format string, a ...any) error { return &ResumeError{Dir: dir, Why: fmt.Sprintf(format, a...)} }
-	if st, err := os.Stat(dir); err != nil {
+	if st, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil, bad("it does not exist")
+	} else if err != nil {
 		return nil, nil, bad("%v", err)
 	} else if !st.IsDir() {
 		return nil, nil, bad("it is not a folder")

@@ -333,7 +333,7 @@ func TestRunResumeRefusals(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(filepath.Dir(other), "prompt-plan.json"), readFile(t, filepath.Join(dir, "prompt-plan.json")), 0o644)
 	_ = os.WriteFile(filepath.Join(filepath.Dir(other), "model.gguf"), readFile(t, filepath.Join(dir, "model.gguf")), 0o644)
 	refused("other plan", other, out, "not this plan")
-	refused("no folder", plan, filepath.Join(dir, "nowhere"), "no such file")
+	refused("no folder", plan, filepath.Join(dir, "nowhere"), "does not exist")
 	empty := filepath.Join(dir, "empty")
 	_ = os.MkdirAll(empty, 0o755)
 	refused("not a run folder", plan, empty, "no plan.json")
@@ -371,4 +371,177 @@ func TestRunResumeRefusals(t *testing.T) {
 	}
 	refused("locked", plan, out, "another sparkbench process")
 	unlock()
+}
+
+// engineFor is an engine on the fake server.
+func engineFor(t *testing.T, rec Recorder, dataDir string, onEvent func(RunEvent)) *Engine {
+	return &Engine{Rec: rec, Server: os.Args[0], Env: []string{tag(t), fakeServerEnv + "=1"}, DataDir: dataDir,
+		StartTimeout: time.Minute, RequestTimeout: time.Minute, Grace: 2 * time.Second, OnEvent: onEvent}
+}
+
+// haltInSecondLifetime runs study id with the engine and cancels it at the first request of
+// its second lifetime (forward/fake/p2): the study is halted.
+func haltInSecondLifetime(t *testing.T, rec Recorder, id int64, dataDir string) *RunSummary {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := engineFor(t, rec, dataDir, func(ev RunEvent) {
+		if ev.Type == RequestDone && ev.Lifetime == "forward/fake/p2" {
+			cancel()
+		}
+	})
+	sum, err := e.Run(ctx, id, "")
+	if err == nil || sum == nil || sum.Status != StatusHalted {
+		t.Fatalf("halted run: %+v %v", sum, err)
+	}
+	return sum
+}
+
+func notesOf(st StoredStudy, kind string) []map[string]any {
+	var out []map[string]any
+	for _, n := range st.Notes {
+		if n.Kind == kind {
+			var m map[string]any
+			_ = json.Unmarshal(n.Payload, &m)
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Run on a halted study resumes its run folder: the lifetime recorded before keeps its leg and
+// is not run again, the rest get legs (a lifetime run again is "KEY (attempt 2)"), the resume
+// is journaled, and the pass keeps its clock origin in the notebook's rows.
+func TestEngineResume(t *testing.T) {
+	dir := t.TempDir()
+	planPath := fakePlan(t, dir)
+	rec := &memRecorder{}
+	ctx := context.Background()
+	reg, err := Register(ctx, rec, mustLoad(t, planPath), planPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	first := haltInSecondLifetime(t, rec, reg.StudyID, data)
+	m1 := readManifest(t, first.RunDir)
+	legs1, _ := rec.Legs(ctx, reg.StudyID)
+	if len(legs1) != 2 || legs1[0].Label != "forward/fake/p1" || legs1[0].Class != "ok" || legs1[1].Class != "halted" ||
+		!strings.Contains(legs1[1].Reason, "measures this lifetime again") {
+		t.Fatalf("legs after the halt: %+v", legs1)
+	}
+
+	var evs []RunEvent
+	sum, err := engineFor(t, rec, data, func(ev RunEvent) { evs = append(evs, ev) }).Run(ctx, reg.StudyID, "")
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if !sum.Resumed || sum.LifetimesKept != 1 || sum.RunDir != first.RunDir || sum.Status != StatusComplete || sum.Legs != 3 || sum.NotResumed != "" {
+		t.Fatalf("summary %+v (first run in %s)", sum, first.RunDir)
+	}
+	for _, ev := range evs {
+		if ev.Lifetime == "forward/fake/p1" {
+			t.Errorf("the kept lifetime ran again: %s", ev.Type)
+		}
+	}
+	legs, _ := rec.Legs(ctx, reg.StudyID)
+	if len(legs) != len(legs1)+3 {
+		t.Fatalf("%d legs after the resume, %d before", len(legs), len(legs1))
+	}
+	labels := map[string]int{}
+	for _, l := range legs {
+		if l.State != "finished" {
+			t.Errorf("leg %+v", l)
+		}
+		labels[l.Label]++
+	}
+	for label, n := range labels {
+		if n != 1 {
+			t.Errorf("label %s used %d times", label, n)
+		}
+	}
+	if labels["forward/fake/p2 (attempt 2)"] != 1 {
+		t.Errorf("the lifetime cut by the halt and run again: labels %v", labels)
+	}
+	st := mustStudy(t, rec, reg.StudyID)
+	res := notesOf(st, NoteResumed)
+	if len(res) != 1 || res[0]["run_dir"] != first.RunDir || res[0]["lifetimes_skipped"] != float64(1) || res[0]["lifetimes_total"] != float64(4) {
+		t.Errorf("resume notes %v", res)
+	}
+	if n := notesOf(st, NoteRun); len(n) != 1 {
+		t.Errorf("run notes %v", n)
+	}
+	// Rows of the lifetimes measured after the resume hang on the pass's first origin.
+	for _, lid := range rec.studies[reg.StudyID].order {
+		for _, r := range rec.legs[lid].reqs {
+			if want := m1.PassOrigins[r.Key.Pass]; !want.IsZero() && !r.Origin.Equal(want) {
+				t.Errorf("%s: origin %v, the pass's is %v", r.Key, r.Origin, want)
+			}
+		}
+	}
+	a, err := LoadAssembled(ctx, rec, reg.StudyID)
+	if err != nil || a.Result == nil || a.Problem != "" {
+		t.Fatalf("assembled: %+v %v", a, err)
+	}
+	if got := assembleFromArgs(t, sum.Report.AssembleArgs); !bytes.Equal(got, readFile(t, a.Path)) {
+		t.Error("study.json differs from `capacity assemble` of the folder")
+	}
+}
+
+// Fresh starts a new run folder; a last run folder that cannot be resumed (here: removed)
+// is reported (NotResumed) and a new one is used; a study with a running leg is busy.
+func TestEngineFreshNotResumedBusy(t *testing.T) {
+	dir := t.TempDir()
+	planPath := fakePlan(t, dir)
+	rec := &memRecorder{}
+	ctx := context.Background()
+	reg, err := Register(ctx, rec, mustLoad(t, planPath), planPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	first := haltInSecondLifetime(t, rec, reg.StudyID, data)
+
+	ctx2, cancel := context.WithCancel(ctx)
+	e := engineFor(t, rec, data, func(ev RunEvent) {
+		if ev.Type == LifetimeDone {
+			cancel()
+		}
+	})
+	e.Fresh = true
+	sum, _ := e.Run(ctx2, reg.StudyID, "")
+	cancel()
+	if sum == nil || sum.Resumed || sum.RunDir == first.RunDir || sum.RunDir != first.RunDir+".2" {
+		t.Fatalf("fresh run: %+v", sum)
+	}
+
+	// The last folder (runs/1.2) is gone: a new folder, and why.
+	if err := os.RemoveAll(sum.RunDir); err != nil {
+		t.Fatal(err)
+	}
+	var notResumed []string
+	sum, err = engineFor(t, rec, data, func(ev RunEvent) {
+		if ev.Type == NotResumed {
+			notResumed = append(notResumed, ProgressLine(ev))
+		}
+		if ev.Type == RunDone && ev.Error != "" {
+			t.Errorf("run_done of the refused resume reached the console: %s", ev.Error)
+		}
+	}).Run(ctx, reg.StudyID, "")
+	if err != nil || sum.Resumed || !strings.Contains(sum.NotResumed, "does not exist") || len(notResumed) != 1 || sum.Status != StatusComplete {
+		t.Fatalf("not resumed: %+v %v %q", sum, err, notResumed)
+	}
+	t.Logf("%s", notResumed[0])
+	runs := notesOf(mustStudy(t, rec, reg.StudyID), NoteRun)
+	if last := runs[len(runs)-1]; last["not_resumed"] == nil || last["run_dir"] != sum.RunDir {
+		t.Errorf("run note %v", last)
+	}
+
+	// A leg left running: another process runs the study.
+	reg2, _ := Register(ctx, rec, mustLoad(t, writeEnginePlan(t, t.TempDir())), filepath.Join(dir, "x.json"), nil)
+	if _, _, err := rec.StartLeg(ctx, LegStart{StudyID: reg2.StudyID, Label: "forward/fake/p1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engineFor(t, rec, data, nil).Run(ctx, reg2.StudyID, ""); !errors.Is(err, ErrBusy) {
+		t.Errorf("busy: %v", err)
+	}
 }
