@@ -194,7 +194,7 @@ func TestModelsBadInputDialogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	tiny := filepath.Join(modelsDir(), "tiny-llama-f32.gguf")
-	v.Add([]string{notes, tiny})
+	Locked(func() { v.Add([]string{notes, tiny}) })
 	waitDone(t, v)
 	var txt string
 	waitSignalled(t, nil, 5*time.Second, func() bool {
@@ -221,8 +221,10 @@ func TestModelsBadInputDialogs(t *testing.T) {
 	lib.mu.Lock()
 	lib.expected[tiny] = strings.Repeat("0", 64)
 	lib.mu.Unlock()
-	v.Select(rowOf(v, "tiny-llama-f32.gguf"))
-	Locked(func() { test.Tap(v.HashButton) })
+	Locked(func() {
+		v.Select(rowOf(v, "tiny-llama-f32.gguf"))
+		test.Tap(v.HashButton)
+	})
 	waitSignalled(t, nil, 5*time.Second, func() bool {
 		txt = uitest.DialogText(w.Canvas())
 		return strings.Contains(txt, "is MISMATCH")

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"sparkbench/app/study"
 	"strings"
 	"time"
 
@@ -59,6 +60,17 @@ type NotebookView struct {
 	CancelBt *widget.Button
 	ops      *opCancel
 
+	// The Predictions & findings tab (notebook_board.go).
+	Tabs          *container.AppTabs
+	Board         *widget.Table
+	FindingsTable *widget.Table
+	BoardNote     *widget.Label
+	HumanBt       *widget.Button
+	FindingBt     *widget.Button
+	studies       StudyService
+	report        *study.Report
+	boardGen      uint64
+
 	win  fyne.Window
 	svc  NotebookService
 	all  []JournalRow
@@ -76,7 +88,10 @@ func newNotebookView(win fyne.Window, svc NotebookService) *NotebookView {
 	v.Filter.OnChanged = func(string) { v.apply() }
 	v.Kind = widget.NewSelect([]string{"all kinds"}, func(string) { v.apply() })
 	v.Kind.SetSelected("all kinds")
-	v.Study = widget.NewSelect([]string{"all studies"}, func(string) { v.apply() })
+	v.Study = widget.NewSelect([]string{"all studies"}, func(string) {
+		v.apply()
+		v.loadBoard()
+	})
 	v.Study.SetSelected("all studies")
 	v.Since, v.Until = widget.NewEntry(), widget.NewEntry()
 	v.Since.SetPlaceHolder("from YYYY-MM-DD")
@@ -116,7 +131,12 @@ func newNotebookView(win fyne.Window, svc NotebookService) *NotebookView {
 			container.NewGridWrap(fyne.NewSize(150, 36), v.Until)), v.Filter),
 		v.DateErr,
 	)
-	v.Object = container.NewBorder(top, nil, nil, nil, v.List)
+	v.Tabs = container.NewAppTabs(
+		container.NewTabItem("Timeline", v.List),
+		container.NewTabItem("Predictions & findings", v.buildBoard()),
+	)
+	v.loadBoard()
+	v.Object = container.NewBorder(top, nil, nil, nil, v.Tabs)
 	return v
 }
 

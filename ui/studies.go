@@ -823,8 +823,18 @@ func (v *StudiesView) humanDialog() {
 		dialog.ShowInformation("Human verdict", "This study has no prediction to judge.", v.win)
 		return
 	}
+	humanVerdictDialog(v.win, v.report.Scoreboard, v.RecordHuman)
+}
+
+func (v *StudiesView) findingDialog() {
+	addFindingDialog(v.win, v.RecordFinding)
+}
+
+// humanVerdictDialog asks for a human verdict (PASS, FAIL or NOTE) on one of the predictions,
+// with its rationale, and records it; an error is shown in a dialog.
+func humanVerdictDialog(win fyne.Window, board []study.ReportScore, record func(study.HumanVerdict, func(error))) {
 	var ids []string
-	for _, s := range v.report.Scoreboard {
+	for _, s := range board {
 		ids = append(ids, s.Prediction)
 	}
 	pred := widget.NewSelect(ids, nil)
@@ -839,15 +849,17 @@ func (v *StudiesView) humanDialog() {
 		if !ok {
 			return
 		}
-		v.RecordHuman(study.HumanVerdict{Prediction: pred.Selected, Outcome: outcome.Selected, Rationale: why.Text}, func(err error) {
+		record(study.HumanVerdict{Prediction: pred.Selected, Outcome: outcome.Selected, Rationale: why.Text}, func(err error) {
 			if err != nil {
-				dialog.ShowError(err, v.win)
+				dialog.ShowError(err, win)
 			}
 		})
-	}, v.win)
+	}, win)
 }
 
-func (v *StudiesView) findingDialog() {
+// addFindingDialog asks for a finding with the legs and predictions it rests on, and records
+// it (numbered F1, F2, …); the number or the error is shown in a dialog.
+func addFindingDialog(win fyne.Window, record func(study.FindingRequest, func(string, error))) {
 	text := widget.NewMultiLineEntry()
 	text.SetPlaceHolder("what was found")
 	legs := widget.NewEntry()
@@ -860,14 +872,14 @@ func (v *StudiesView) findingDialog() {
 		if !ok {
 			return
 		}
-		v.RecordFinding(study.FindingRequest{Text: text.Text, Legs: splitList(legs.Text), Predictions: splitList(preds.Text)}, func(label string, err error) {
+		record(study.FindingRequest{Text: text.Text, Legs: splitList(legs.Text), Predictions: splitList(preds.Text)}, func(label string, err error) {
 			if err != nil {
-				dialog.ShowError(err, v.win)
+				dialog.ShowError(err, win)
 				return
 			}
-			dialog.ShowInformation("Finding recorded", label+" is in the notebook's journal.", v.win)
+			dialog.ShowInformation("Finding recorded", label+" is in the notebook's journal.", win)
 		})
-	}, v.win)
+	}, win)
 }
 
 // ExportReceipt writes the shown study's receipt bundle into a new folder under parent.

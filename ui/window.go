@@ -78,6 +78,9 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		wb.Studies.Reload(id)
 	})
 	wb.Notebook = newNotebookView(w, deps.Notebook)
+	if deps.Studies != nil {
+		wb.Notebook.SetStudies(deps.Studies)
+	}
 	wb.Models.OnChanged = func() {
 		wb.Wizard.RefreshModels()
 		wb.CapWiz.RefreshModels()
@@ -136,6 +139,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 			wb.CapWiz.RefreshModels()
 		case "Notebook":
 			wb.Notebook.Reload()
+			wb.Notebook.loadBoard()
 		}
 	}
 	wb.nav.SetTabLocation(container.TabLocationLeading)

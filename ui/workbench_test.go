@@ -15,8 +15,10 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"sparkbench/app"
+	"sparkbench/app/study"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/membw"
+	"sparkbench/ui/uitest"
 )
 
 func waitChecked(t *testing.T, v *BenchView) {
@@ -288,4 +290,73 @@ func TestBenchFolderChoiceWinsAndIsRemembered(t *testing.T) {
 	if got := again.Bench.LlamaDir(); got != "/chosen/bin" {
 		t.Fatalf("the next window's folder: %q, want the remembered choice", got)
 	}
+}
+
+// The Notebook section's Predictions & findings tab shows the scoreboard and findings of the
+// study chosen in the study filter, and records human verdicts and findings through the
+// Studies service.
+func TestNotebookBoard(t *testing.T) {
+	a := newTestApp(t)
+	w := build(func() fyne.Window { return a.NewWindow("t") })
+	rows := []JournalRow{{Seq: 1, Kind: "study.registered", StudyID: 7, Summary: "demo"}}
+	v := build(func() *NotebookView { return newNotebookView(w, fakeJournal{rows}) })
+	svc := &boardStudies{fakeStudies: &fakeStudies{}}
+	Locked(func() {
+		v.SetStudies(svc)
+		v.Reload()
+	})
+	waitSignalled(t, v.Updated, 5*time.Second, func() bool { return len(v.Study.Options) == 2 }, nil)
+	Locked(func() {
+		if !strings.HasPrefix(v.BoardNote.Text, "choose a study") || !v.HumanBt.Disabled() {
+			t.Fatalf("before a study is chosen: %q", v.BoardNote.Text)
+		}
+		v.Study.SetSelected("study 7")
+	})
+	waitSignalled(t, v.Updated, 5*time.Second, func() bool {
+		return strings.HasPrefix(v.BoardNote.Text, "study 7, demo: 1 prediction(s), 1 finding(s)")
+	},
+		func() string { return v.BoardNote.Text })
+	Locked(func() {
+		if v.boardCell(0, 0) != "P1" || v.boardCell(0, 2) != "HIT" || v.boardCell(0, 3) != "NOTE" || v.boardCell(0, 4) != "close to the line" ||
+			v.findingCell(0, 0) != "F1" || v.findingCell(0, 2) != "tiny/d0, tiny/d128" {
+			t.Fatalf("board %q %q %q %q / findings %q %q", v.boardCell(0, 0), v.boardCell(0, 2), v.boardCell(0, 3), v.boardCell(0, 4), v.findingCell(0, 0), v.findingCell(0, 2))
+		}
+		test.Tap(v.FindingBt)
+	})
+	waitSignalled(t, nil, 5*time.Second, func() bool { return uitest.DialogEntry(w.Canvas(), "what was found") != nil }, nil)
+	Locked(func() {
+		test.Type(uitest.DialogEntry(w.Canvas(), "what was found"), "pp scales")
+		test.Type(uitest.DialogEntry(w.Canvas(), "predictions it bears on, e.g. P1, P3"), "P1")
+		if !uitest.TapDialogButton(w.Canvas(), "Record") {
+			t.Fatal("no Record button")
+		}
+	})
+	waitSignalled(t, nil, 5*time.Second, func() bool { return strings.Contains(uitest.DialogText(w.Canvas()), "F1 is in the notebook") }, nil)
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if svc.finding.Text != "pp scales" || len(svc.finding.Predictions) != 1 || svc.findingID != 7 {
+		t.Fatalf("finding recorded: %+v for study %d", svc.finding, svc.findingID)
+	}
+}
+
+// boardStudies shows study 7 with a prediction, a human verdict and a finding, and keeps the
+// finding it is asked to record.
+type boardStudies struct {
+	*fakeStudies
+	finding   study.FindingRequest
+	findingID int64
+}
+
+func (b *boardStudies) Show(_ context.Context, id int64) (*study.Report, error) {
+	r := &study.Report{Study: study.ReportStudy{ID: id, Name: "demo"},
+		Scoreboard: []study.ReportScore{{Prediction: "P1", Text: "tg above 1000", Word: "HIT", Human: &study.StoredVerdict{Outcome: "NOTE", Rationale: "close to the line"}}},
+		Findings:   []study.ReportFinding{{Label: "F1", Text: "tg falls", Legs: []string{"tiny/d0", "tiny/d128"}}}}
+	return r, nil
+}
+
+func (b *boardStudies) AddFinding(_ context.Context, id int64, f study.FindingRequest) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.finding, b.findingID = f, id
+	return "F1", nil
 }
