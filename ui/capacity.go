@@ -416,7 +416,7 @@ func (v *CapacityPanel) Run() {
 			var msg string
 			switch {
 			case errors.Is(err, capacity.ErrRunStopped) || errors.Is(err, context.Canceled):
-				msg = "stopped by you: the running server lifetime is recorded as halted; Run starts the study again."
+				msg = "stopped by you: the running server lifetime is recorded as halted; Run resumes the study at its first unfinished server lifetime (the finished ones are kept)."
 			case err != nil && (sum == nil || capacity.IsRefusal(err)):
 				// Refused before anything ran (no llama-server, a changed model file, a bad
 				// folder): the notebook is as it was.
@@ -532,7 +532,7 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 			return // the run has ended: its final message stands
 		}
 		if p.CellsTotal > 0 {
-			v.Progress.SetValue(float64(p.CellsDone) / float64(p.CellsTotal))
+			setProgress(v.Progress, float64(p.CellsDone)/float64(p.CellsTotal))
 		}
 		eta := "ETA unknown"
 		if p.ETA >= 0 && p.CellsDone > 0 {
@@ -542,16 +542,16 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 		if ev.Clients > 0 {
 			cur += fmt.Sprintf(" C=%d", ev.Clients)
 		}
-		v.ProgressMsg.SetText(fmt.Sprintf("configurations %d/%d · cells %d/%d · %s · %s", p.LifetimesDone, p.LifetimesTotal, p.CellsDone, p.CellsTotal, cur, eta))
+		setText(v.ProgressMsg, fmt.Sprintf("configurations %d/%d · cells %d/%d · %s · %s", p.LifetimesDone, p.LifetimesTotal, p.CellsDone, p.CellsTotal, cur, eta))
 		if st := v.study; st != nil && st.Report != nil {
-			v.Status.SetText(fmt.Sprintf("running · %d/%d server lifetime(s) · plan sha256 %s", p.LifetimesDone, p.LifetimesTotal, short(st.Report.Study.PlanSHA256)))
+			setText(v.Status, fmt.Sprintf("running · %d/%d server lifetime(s) · plan sha256 %s", p.LifetimesDone, p.LifetimesTotal, short(st.Report.Study.PlanSHA256)))
 		}
 		// The gate lights and rows as they are now, not as this event left them: the throttle
 		// runs the first and then only the latest update, and either may come from an event
 		// that added no row, or run after later events.
 		v.mu.Lock()
 		if v.live != nil {
-			v.Gates.SetText(v.live.gates())
+			setText(v.Gates, v.live.gates())
 			if len(v.live.rows) != len(v.rows) {
 				v.rows = append([]capRow(nil), v.live.rows...)
 				v.Envelope.Refresh()

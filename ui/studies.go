@@ -504,7 +504,7 @@ func (v *StudiesView) onEvent(e study.Event) {
 			return
 		}
 		if p.LegsTotal > 0 {
-			v.Progress.SetValue(float64(p.LegsDone) / float64(p.LegsTotal))
+			setProgress(v.Progress, float64(p.LegsDone)/float64(p.LegsTotal))
 		}
 		eta := "ETA unknown"
 		if p.ETA >= 0 {
@@ -514,11 +514,11 @@ func (v *StudiesView) onEvent(e study.Event) {
 		if p.LegTests > 0 {
 			cur += fmt.Sprintf(" (test %d/%d)", p.LegTest, p.LegTests)
 		}
-		v.ProgressMsg.SetText(fmt.Sprintf("%d/%d legs · %s · %s", p.LegsDone, p.LegsTotal, cur, eta))
+		setText(v.ProgressMsg, fmt.Sprintf("%d/%d legs · %s · %s", p.LegsDone, p.LegsTotal, cur, eta))
 		if r := v.report; r != nil && r.Study.ID == e.StudyID {
-			v.Status.SetText(fmt.Sprintf("running · %d/%d legs · plan sha256 %s", p.LegsDone, p.LegsTotal, short(r.Study.PlanSHA256)))
+			setText(v.Status, fmt.Sprintf("running · %d/%d legs · plan sha256 %s", p.LegsDone, p.LegsTotal, short(r.Study.PlanSHA256)))
 		}
-		v.Gates.SetText(gates)
+		setText(v.Gates, gates)
 		v.refreshConsole()
 	})
 }

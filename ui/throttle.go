@@ -3,6 +3,8 @@ package ui
 import (
 	"sync"
 	"time"
+
+	"fyne.io/fyne/v2/widget"
 )
 
 // Throttle coalesces UI updates from background goroutines: at most one update per interval
@@ -70,5 +72,19 @@ func (t *Throttle) Stop() {
 	if t.timer != nil {
 		t.timer.Stop()
 		t.timer = nil
+	}
+}
+
+// setText and setProgress change a widget only when its value changes: every change repaints
+// the window, and a run's events often leave the text as it was.
+func setText(l *widget.Label, text string) {
+	if l.Text != text {
+		l.SetText(text)
+	}
+}
+
+func setProgress(b *widget.ProgressBar, value float64) {
+	if b.Value != value {
+		b.SetValue(value)
 	}
 }
