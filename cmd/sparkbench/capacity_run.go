@@ -18,18 +18,21 @@ import (
 	"sparkbench/runner/llamacpp"
 )
 
-const capacityRunUsage = "capacity run PLAN [--llama-dir D] [--out DIR] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json]"
+const capacityRunUsage = "capacity run PLAN [--llama-dir D] [--out DIR | --resume DIR] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json]"
 
 // capacityRun is `sparkbench capacity run PLAN`: every server lifetime of the plan's schedule
 // (forward and reverse passes, llama-server restarted per candidate and slot count), the raw
 // files written into a run folder laid out for `capacity assemble`, then study.json. Progress
 // goes to stderr; the selected points (or, with --json, every event as a JSON line) to stdout.
-// Exit 0 when study.json was assembled, 1 when the run or the assembly failed (the raw files
-// stay), 2 for bad input.
+// --resume DIR continues a stopped, halted or killed run of the same plan in its folder: the
+// server lifetimes it finished are kept, the rest run. Exit 0 when study.json was assembled, 1
+// when the run or the assembly failed (the raw files stay), 2 for bad input (a folder that
+// cannot be resumed included).
 func capacityRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("capacity run", stderr)
 	llamaDir := fs.String("llama-dir", "", "folder holding llama-server (default: the plan's build.dir, then the usual search)")
 	out := fs.String("out", "", "run folder to create (default capacity-run-YYYYMMDD-HHMMSS here)")
+	resume := fs.String("resume", "", "resume the stopped, halted or killed run of this plan in this run folder (its finished server lifetimes are kept)")
 	startTimeout := fs.Duration("start-timeout", 0, "per server start, until /health answers 200 (default 5m)")
 	reqTimeout := fs.Duration("request-timeout", 0, "per request, send to final event (default 5m)")
 	grace := fs.Duration("grace", 0, "SIGTERM to SIGKILL when a server is stopped (default 5s)")
@@ -49,6 +52,9 @@ func capacityRun(args []string, stdout, stderr io.Writer) int {
 	if *startTimeout < 0 || *reqTimeout < 0 || *grace < 0 {
 		return bad("timeouts must be positive")
 	}
+	if *out != "" && *resume != "" {
+		return bad("give --out (a new run folder) or --resume (an existing one), not both")
+	}
 	planFile := pos[0]
 	plan, err := capacity.Load(planFile)
 	if err != nil {
@@ -62,7 +68,9 @@ func capacityRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return bad("%v", err)
 	}
-	if *out == "" {
+	if *resume != "" {
+		*out = *resume
+	} else if *out == "" {
 		*out = "capacity-run-" + time.Now().UTC().Format("20060102-150405")
 	}
 
@@ -74,7 +82,7 @@ func capacityRun(args []string, stdout, stderr io.Writer) int {
 		build = nil
 	}
 	run := capacity.StartRun(context.Background(), capacity.RunSpec{PlanFile: planFile, Plan: plan, Server: loc.Server,
-		OutDir: *out, Build: build, StartTimeout: *startTimeout, RequestTimeout: *reqTimeout, Grace: *grace, QualityCases: *qualityCases,
+		OutDir: *out, Resume: *resume != "", Build: build, StartTimeout: *startTimeout, RequestTimeout: *reqTimeout, Grace: *grace, QualityCases: *qualityCases,
 		Hash: func(path string) (string, error) { return hashing.File(ctx, path, nil) }})
 	go func() {
 		<-ctx.Done()

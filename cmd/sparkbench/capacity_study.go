@@ -20,7 +20,7 @@ import (
 // Capacity and concurrency studies in the notebook (docs/capacity.md):
 //
 //	sparkbench capacity register PLAN [--notebook P] [--json]
-//	sparkbench capacity run ID|PLAN --notebook P … | capacity run ID [--out DIR] …
+//	sparkbench capacity run ID|PLAN --notebook P … | capacity run ID [--fresh] [--out DIR] …
 //	sparkbench capacity show ID [--json] [--notebook P]
 //
 // `capacity run PLAN` without --notebook stays the notebook-free run (capacity_run.go).
@@ -32,7 +32,7 @@ const nbFlagHelp = "notebook file (default: $" + store.EnvNotebook + ", then the
 // (no separator, no .json suffix): a study id or name.
 func capacityRunsInNotebook(args []string) bool {
 	valued := map[string]bool{"llama-dir": true, "out": true, "start-timeout": true, "request-timeout": true, "grace": true,
-		"quality-cases": true, "notebook": true}
+		"quality-cases": true, "notebook": true, "resume": true}
 	var pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -107,15 +107,18 @@ func capacityRegister(args []string, stdout, stderr io.Writer) int {
 	return registerCommand("capacity register", args, stdout, stderr, capacityRegisterFile)
 }
 
-// capacityStudyRun: sparkbench capacity run ID|PLAN [--notebook P] [--out DIR] …: the run is
-// recorded in the notebook (one leg per server lifetime), the run folder kept (default
-// DATA/runs/ID), study.json's SHA-256 and the verdicts journaled. Exit 0 complete, 1 halted or
-// failed, 2 bad input or a refused plan.
+// capacityStudyRun: sparkbench capacity run ID|PLAN [--notebook P] [--fresh] [--out DIR] …: the
+// run is recorded in the notebook (one leg per server lifetime), the run folder kept (default
+// DATA/runs/ID), study.json's SHA-256 and the verdicts journaled. A study whose last run was
+// stopped, halted or killed resumes in that run folder at its first unfinished server lifetime
+// (the finished ones are kept); --fresh, or --out, starts a new run folder. Exit 0 complete, 1
+// halted, failed or busy, 2 bad input or a refused plan.
 func capacityStudyRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("capacity run", stderr)
 	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	llamaDir := fs.String("llama-dir", "", "folder holding llama-server (default: the plan's build.dir, then the usual search)")
-	out := fs.String("out", "", "run folder to create (default: ${XDG_DATA_HOME:-~/.local/share}/sparkbench/runs/ID)")
+	out := fs.String("out", "", "a new run folder to create (default: resume the study's last run folder, else ${XDG_DATA_HOME:-~/.local/share}/sparkbench/runs/ID)")
+	fresh := fs.Bool("fresh", false, "start a new run folder instead of resuming the study's last run (its folder stays as it is)")
 	startTimeout := fs.Duration("start-timeout", 0, "per server start, until /health answers 200 (default 5m)")
 	reqTimeout := fs.Duration("request-timeout", 0, "per request, send to final event (default 5m)")
 	grace := fs.Duration("grace", 0, "SIGTERM to SIGKILL when a server is stopped (default 5s)")
@@ -161,7 +164,7 @@ func capacityStudyRun(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	enc := json.NewEncoder(stdout)
-	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases = *startTimeout, *reqTimeout, *grace, *qualityCases
+	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases, e.Fresh = *startTimeout, *reqTimeout, *grace, *qualityCases, *fresh
 	e.OnEvent = func(ev capacity.RunEvent) {
 		if *asJSON {
 			_ = enc.Encode(ev)
@@ -174,18 +177,23 @@ func capacityStudyRun(args []string, stdout, stderr io.Writer) int {
 		case capacity.IsRefusal(err):
 			fprintf(stderr, "sparkbench capacity run: %v\n", err)
 			return 2
-		case errors.Is(err, capacity.ErrAlreadyAssembled):
+		case errors.Is(err, capacity.ErrAlreadyAssembled), errors.Is(err, capacity.ErrBusy):
 			fprintf(stderr, "sparkbench capacity run: %v\n", err)
 			return 1
 		}
 		fprintf(stderr, "sparkbench capacity run: study %d halted: %v\n", id, err)
 		if sum != nil && sum.RunDir != "" {
-			fprintf(stderr, "sparkbench capacity run: the raw files are in %s (run.json says what happened); %d server lifetimes recorded\n", sum.RunDir, sum.Legs)
+			fprintf(stderr, "sparkbench capacity run: the raw files are in %s (run.json says what happened); %d server lifetimes recorded%s\n",
+				sum.RunDir, sum.Legs, capacityKeptText(sum))
+			fprintf(stderr, "sparkbench capacity run: `sparkbench capacity run %d` resumes it at the first unfinished server lifetime (--fresh starts over in a new run folder)\n", id)
 		}
 		return 1
 	}
-	fprintf(info, "study %d %q: %s, %d server lifetimes recorded, run folder %s, study.json sha256 %s\n",
-		id, st.Name, sum.Status, sum.Legs, sum.RunDir, sum.StudySHA256)
+	if sum.NotResumed != "" {
+		fprintf(info, "not resumed: %s; ran in a new run folder\n", sum.NotResumed)
+	}
+	fprintf(info, "study %d %q: %s, %d server lifetimes recorded%s, run folder %s, study.json sha256 %s\n",
+		id, st.Name, sum.Status, sum.Legs, capacityKeptText(sum), sum.RunDir, sum.StudySHA256)
 	if sum.Report != nil && sum.Report.Result != nil {
 		for _, sp := range capacityShowSelected(sum.Report.Result) {
 			fprintf(info, "  %s\n", sp)
@@ -195,6 +203,18 @@ func capacityStudyRun(args []string, stdout, stderr io.Writer) int {
 		fprintf(info, "  %-8s %-12s %s (journaled)\n", v.Prediction, v.Outcome, v.Detail)
 	}
 	return 0
+}
+
+// capacityKeptText says what a resumed run kept from before ("" for a run that did not resume).
+func capacityKeptText(sum *capacity.RunSummary) string {
+	if !sum.Resumed {
+		return ""
+	}
+	s := fmt.Sprintf(" (resumed: %d kept from before", sum.LifetimesKept)
+	if sum.GuardsKept > 0 {
+		s += fmt.Sprintf(", and %d quality guards", sum.GuardsKept)
+	}
+	return s + ")"
 }
 
 // capacityEngine is the engine that runs study id, as `capacity run` and the window use it:

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,5 +228,150 @@ func TestCapacityStudyRunPlanRegistersFirst(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "(capacity, registered)") || !strings.Contains(stdout, "not assembled yet") ||
 		!strings.Contains(stdout, "P4       PENDING") {
 		t.Errorf("show: exit %d\n%s", code, stdout)
+	}
+}
+
+// smallCapacityPlan is the acceptance plan cut to one candidate (dense), P {1,2} x C {1},
+// 2 measured requests of 4 tokens, named name (another name is another plan).
+func smallCapacityPlan(t *testing.T, dir, name string) string {
+	t.Helper()
+	path := capacityRunPlan(t, dir)
+	var m map[string]any
+	b, _ := os.ReadFile(path)
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["name"] = name
+	m["candidates"] = m["candidates"].([]any)[:1]
+	m["clients"], m["warmups"], m["measured"], m["n_predict"] = []int{1}, 0, 2, 4
+	b, _ = json.MarshalIndent(m, "", "  ")
+	out := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// haltCapacityStudy runs study id with the engine `capacity run` uses and stops it when its
+// first server lifetime is done: the study is halted.
+func haltCapacityStudy(t *testing.T, nbPath string, id int64) *capacity.RunSummary {
+	t.Helper()
+	nb, err := store.Open(nbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e, _, _, err := capacityEngine(ctx, nb, id, "", false, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.OnEvent = func(ev capacity.RunEvent) {
+		if ev.Type == capacity.LifetimeDone {
+			cancel()
+		}
+	}
+	sum, err := e.Run(ctx, id, "")
+	if err == nil || sum == nil || sum.Status != capacity.StatusHalted {
+		t.Fatalf("halt study %d: %+v %v", id, sum, err)
+	}
+	return sum
+}
+
+// `capacity run ID` on a halted study resumes its run folder (what it kept is printed);
+// --fresh starts a new run folder and leaves the halted one as it was.
+func TestCapacityStudyRunResumeAndFresh(t *testing.T) {
+	llamatest.Binaries(t)
+	capacityTag(t)
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	runs := filepath.Join(dir, "data", "sparkbench", "runs")
+	nbPath := filepath.Join(dir, "notebook.db")
+	for _, name := range []string{"resume me", "start me afresh"} {
+		if code, stdout, stderr := runCapacity("register", smallCapacityPlan(t, dir, name), "--notebook", nbPath); code != 0 {
+			t.Fatalf("register %s: exit %d\n%s%s", name, code, stdout, stderr)
+		}
+	}
+
+	// Study 1: halted, then resumed by a plain `capacity run 1`.
+	halted := haltCapacityStudy(t, nbPath, 1)
+	if halted.RunDir != filepath.Join(runs, "1") {
+		t.Fatalf("run folder %s", halted.RunDir)
+	}
+	code, stdout, stderr := runCapacity("run", "1", "--notebook", nbPath)
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", code, stdout, stderr)
+	}
+	t.Logf("capacity run 1 (resume):\n%s%s", stdout, stderr)
+	for _, w := range []string{"complete, 3 server lifetimes recorded (resumed: 1 kept from before), run folder " + halted.RunDir} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "resumed: 1 lifetime done before (kept, not run again), 3 to run") {
+		t.Errorf("stderr lacks the resume line:\n%s", stderr)
+	}
+	// study.json is what `capacity assemble` gives for the folder.
+	var rep capacity.RunReport
+	b, _ := os.ReadFile(filepath.Join(halted.RunDir, capacity.RunManifestFile))
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Resumes) != 1 || len(rep.Lifetimes) != 4 {
+		t.Fatalf("run.json: %v %+v", err, rep)
+	}
+	again := filepath.Join(dir, "again.json")
+	args := append([]string{"assemble"}, rep.AssembleArgs[:len(rep.AssembleArgs)-1]...)
+	if code, _, stderr := runCapacity(append(args, again)...); code != 0 {
+		t.Fatalf("assemble: exit %d %s", code, stderr)
+	}
+	a, _ := os.ReadFile(again)
+	s, _ := os.ReadFile(filepath.Join(halted.RunDir, capacity.RunStudyFile))
+	if len(s) == 0 || !bytes.Equal(a, s) {
+		t.Error("study.json differs from `capacity assemble` of the resumed folder")
+	}
+
+	// Study 2: halted, then --fresh: a new folder, the halted one untouched.
+	halted = haltCapacityStudy(t, nbPath, 2)
+	before, _ := os.ReadFile(filepath.Join(halted.RunDir, capacity.RunManifestFile))
+	code, stdout, stderr = runCapacity("run", "2", "--notebook", nbPath, "--fresh")
+	if code != 0 {
+		t.Fatalf("--fresh: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if w := "complete, 4 server lifetimes recorded, run folder " + halted.RunDir + ".2,"; !strings.Contains(stdout, w) || strings.Contains(stdout+stderr, "resumed") {
+		t.Errorf("--fresh: want %q and no resume:\n%s%s", w, stdout, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(halted.RunDir, capacity.RunManifestFile)); !bytes.Equal(before, after) {
+		t.Error("--fresh changed the halted run's folder")
+	}
+
+	var vo, ve strings.Builder
+	if code := cmdNotebook([]string{"verify", "--notebook", nbPath}, &vo, &ve); code != 0 {
+		t.Errorf("notebook verify: exit %d\n%s%s", code, vo.String(), ve.String())
+	}
+	nb, err := store.Open(nbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	if n := countJournal(t, nb, 1, capacity.NoteResumed); n != 1 {
+		t.Errorf("study 1: %d %s entries", n, capacity.NoteResumed)
+	}
+	if n := countJournal(t, nb, 2, capacity.NoteResumed); n != 0 {
+		t.Errorf("study 2: %d %s entries", n, capacity.NoteResumed)
+	}
+}
+
+// `capacity run PLAN --resume DIR` refuses a folder that is not a run of the plan, and --out
+// with --resume.
+func TestCapacityRunResumeRefusals(t *testing.T) {
+	llamatest.Binaries(t)
+	dir := t.TempDir()
+	plan := smallCapacityPlan(t, dir, "refusals")
+	empty := filepath.Join(dir, "empty")
+	_ = os.MkdirAll(empty, 0o755)
+	if code, _, stderr := runCapacity("run", plan, "--resume", empty); code != 2 || !strings.Contains(stderr, "cannot resume the run in "+empty+": it has no plan.json") {
+		t.Errorf("not a run folder: exit %d %s", code, stderr)
+	}
+	if code, _, stderr := runCapacity("run", plan, "--resume", empty, "--out", filepath.Join(dir, "x")); code != 2 || !strings.Contains(stderr, "not both") {
+		t.Errorf("--out and --resume: exit %d %s", code, stderr)
 	}
 }
