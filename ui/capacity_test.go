@@ -418,3 +418,31 @@ func TestLiveCapacityJudgesMarkersAndRSS(t *testing.T) {
 		t.Errorf("passing lifetime: %q", g)
 	}
 }
+
+// The window's --study ID opens on that study instead of the demo, without running it.
+func TestStudiesShowOnLoad(t *testing.T) {
+	a := newTestApp(t)
+	svc := &fakeCapacity{}
+	studies := &fakeStudies{}
+	v := build(func() *StudiesView {
+		v := newStudiesView(a, a.NewWindow("t"), mixedStudies{studies})
+		v.SetCapacity(svc)
+		return v
+	})
+	defer Locked(v.close)
+	Locked(func() {
+		v.ShowOnLoad(9)
+		v.Start()
+	})
+	waitCap(t, v.Cap, func() bool { return v.capShown && v.Cap.study != nil && v.Cap.study.Report.Study.ID == 9 })
+	time.Sleep(100 * time.Millisecond)
+	svc.mu.Lock()
+	runs := svc.runs
+	svc.mu.Unlock()
+	studies.mu.Lock()
+	ran := studies.ran
+	studies.mu.Unlock()
+	if runs != 0 || ran != 0 {
+		t.Fatalf("opening a study ran it (capacity %d, throughput %d)", runs, ran)
+	}
+}

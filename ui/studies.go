@@ -109,12 +109,13 @@ type StudiesView struct {
 
 	// Cap shows capacity and concurrency studies in place of the throughput detail (nil until
 	// SetCapacity).
-	Cap       *CapacityPanel
-	detail    fyne.CanvasObject // the throughput study's detail
-	capShown  bool
-	runOnLoad int64 // RunOnLoad: start this study as soon as it is shown (-1: the demo)
-	gates     gateCounts
-	meta      plots.Meta
+	Cap        *CapacityPanel
+	detail     fyne.CanvasObject // the throughput study's detail
+	capShown   bool
+	runOnLoad  int64 // RunOnLoad: start this study as soon as it is shown (-1: the demo)
+	showOnLoad int64 // ShowOnLoad: the study shown first
+	gates      gateCounts
+	meta       plots.Meta
 }
 
 // SetMeta names the build and machine in chart titles (from the doctor's report).
@@ -126,6 +127,9 @@ func (v *StudiesView) SetMeta(m plots.Meta) {
 
 // RunOnLoad starts study id (-1: the demo study) as soon as it has been shown.
 func (v *StudiesView) RunOnLoad(id int64) { v.runOnLoad = id }
+
+// ShowOnLoad opens the section on study id (without running it) instead of the demo.
+func (v *StudiesView) ShowOnLoad(id int64) { v.showOnLoad = id }
 
 const maxConsoleLines = 2000
 
@@ -267,6 +271,8 @@ func (v *StudiesView) Start() {
 			}
 			if v.runOnLoad > 0 {
 				id = v.runOnLoad
+			} else if v.showOnLoad > 0 && v.selected == 0 {
+				id = v.showOnLoad
 			} else if v.selected != 0 {
 				id = 0 // the user chose a study meanwhile: keep it
 			}

@@ -26,6 +26,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	section := fs.String("section", "studies", "section to open: "+strings.Join(ui.Sections, ", "))
 	runDemo := fs.Bool("run-demo", false, "run the demo study as soon as the window opens")
 	runID := fs.Int64("run", 0, "run (or resume) this study as soon as the window opens")
+	showID := fs.Int64("study", 0, "open the Studies section on this study (without running it)")
 	newKind := fs.String("new-kind", "throughput", "kind of study the New study section starts with: throughput, capacity or concurrency")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
@@ -99,6 +100,9 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		wb.Studies.RunOnLoad(*runID)
 	case *runDemo:
 		wb.Studies.RunOnLoad(-1)
+	case *showID > 0:
+		wb.ShowSection("studies")
+		wb.Studies.ShowOnLoad(*showID)
 	}
 	wb.Window.ShowAndRun()
 	return 0
