@@ -282,6 +282,9 @@ func (e *Engine) Run(ctx context.Context, id int64, outDir string) (*RunSummary,
 	if outDir == "" && !e.Fresh {
 		if dir := lastRunDir(st.Notes); dir != "" {
 			sum, err := e.runInto(ctx, st, p, planFile, dir, true, legs, "")
+			if errors.Is(err, ErrBusy) && !sum.started {
+				return nil, err // another process runs into that folder: nothing ran here
+			}
 			if !IsResumeError(err) || sum.started {
 				return sum.RunSummary, err
 			}

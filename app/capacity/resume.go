@@ -41,6 +41,9 @@ func IsResumeError(err error) bool {
 	return errors.As(err, &r)
 }
 
+// errLocked: another process holds the run folder's lock.
+var errLocked = errors.New("the run folder is locked")
+
 // lockRunDir takes an exclusive lock on the run folder for the run's duration, so that two
 // processes never write one folder (a killed process's lock goes with it).
 func lockRunDir(dir string) (func(), error) {
@@ -51,7 +54,7 @@ func lockRunDir(dir string) (func(), error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another sparkbench process is running into %s; wait for it or stop it", dir)
+			return nil, fmt.Errorf("another sparkbench process is running into %s; wait for it or stop it: %w", dir, errLocked)
 		}
 		return nil, fmt.Errorf("lock %s: %v", dir, err)
 	}
@@ -73,7 +76,9 @@ func openResume(dir, planSHA string) (*RunReport, func(), error) {
 		return nil, nil, bad("it is not a folder")
 	}
 	unlock, err := lockRunDir(dir)
-	if err != nil {
+	if errors.Is(err, errLocked) {
+		return nil, nil, fmt.Errorf("%w: %v", ErrBusy, err) // not a folder to give up on: busy
+	} else if err != nil {
 		return nil, nil, bad("%v", err)
 	}
 	fail := func(err error) (*RunReport, func(), error) {

@@ -369,7 +369,12 @@ func TestRunResumeRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused("locked", plan, out, "another sparkbench process")
+	r = startFake(t, plan, out, true, env)
+	for range r.Events() {
+	}
+	if _, err := r.Wait(); !errors.Is(err, ErrBusy) || IsResumeError(err) || !strings.Contains(err.Error(), "another sparkbench process is running into") {
+		t.Errorf("locked: %v, want ErrBusy", err)
+	}
 	unlock()
 }
 
@@ -428,6 +433,19 @@ func TestEngineResume(t *testing.T) {
 	if len(legs1) != 2 || legs1[0].Label != "forward/fake/p1" || legs1[0].Class != "ok" || legs1[1].Class != "halted" ||
 		!strings.Contains(legs1[1].Reason, "measures this lifetime again") {
 		t.Fatalf("legs after the halt: %+v", legs1)
+	}
+
+	// While another process runs into the folder, Run is busy: no new folder either.
+	unlock, err := lockRunDir(first.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engineFor(t, rec, data, nil).Run(ctx, reg.StudyID, ""); !errors.Is(err, ErrBusy) {
+		t.Errorf("run while the folder is locked: %v", err)
+	}
+	unlock()
+	if _, err := os.Stat(first.RunDir + ".2"); err == nil {
+		t.Error("a busy run made a new folder")
 	}
 
 	var evs []RunEvent
