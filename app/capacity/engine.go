@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -355,6 +356,9 @@ func (e *Engine) runInto(ctx context.Context, st StoredStudy, p *Plan, planFile,
 			}
 			if rs := ev.Resume; rs != nil {
 				sum.Resumed, sum.LifetimesKept, sum.GuardsKept = true, len(rs.Lifetimes), len(rs.Guards)
+				if rr.err == nil {
+					rr.err = rr.recordKept(rs, folderLegs(st.Notes, legs, outDir))
+				}
 			}
 		}
 		rr.event(ev)
@@ -581,7 +585,7 @@ func (rr *runRecorder) event(ev RunEvent) {
 			}
 		}
 	case ServerReady, ServerFailed:
-		rr.err = rr.startLeg(ev)
+		rr.err = rr.startLeg(ev, nil)
 	case LifetimeDone:
 		why := ""
 		if ev.Error != "" {
@@ -591,7 +595,7 @@ func (rr *runRecorder) event(ev RunEvent) {
 	}
 }
 
-func (rr *runRecorder) startLeg(ev RunEvent) error {
+func (rr *runRecorder) startLeg(ev RunEvent, extra map[string]any) error {
 	k, err := ParseLifetimeKey(ev.Lifetime)
 	if err != nil {
 		return err
@@ -602,6 +606,9 @@ func (rr *runRecorder) startLeg(ev RunEvent) error {
 		"clients": rr.plan.ClientLevels(k.Slots), "run_dir": rr.out, "files": lifetimeDir(k)}
 	if cand.Arm != "" {
 		detail["arm"] = cand.Arm
+	}
+	for k, v := range extra {
+		detail[k] = v
 	}
 	if s := ev.Server; s != nil {
 		argv = append(argv, s.Argv...)
@@ -690,6 +697,76 @@ func legClass(s *RunServer) (class, reason string) {
 		reason = "llama-server ended on its own: " + reason
 	}
 	return s.Class, reason
+}
+
+// folderLegs are the legs recorded for the run folder dir: those started since the study's
+// last NoteRun for dir (a later run of another folder would have made that one the last).
+func folderLegs(notes []study.StoredNote, legs []StoredLeg, dir string) []StoredLeg {
+	var since time.Time
+	found := false
+	for _, n := range notes {
+		var p struct {
+			RunDir string `json:"run_dir"`
+		}
+		if n.Kind == NoteRun && json.Unmarshal(n.Payload, &p) == nil && p.RunDir == dir {
+			since, found = n.At, true
+		}
+	}
+	var out []StoredLeg
+	for _, l := range legs {
+		if found && !l.StartedAt.Before(since) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// recordKept records the lifetimes a resumed run keeps that the notebook has no finished leg
+// for in this run folder (the process that ran them died before it recorded them): their legs
+// are made now from run.json and the lifetime's files, as their end would have made them.
+func (rr *runRecorder) recordKept(rs *RunResume, legs []StoredLeg) error {
+	have := map[string]bool{}
+	for _, l := range legs {
+		if l.State == "finished" && l.Class != "halted" {
+			have[legLifetime(l.Label)] = true
+		}
+	}
+	var missing []string
+	for _, k := range rs.Lifetimes {
+		if !have[k] {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(rr.out, RunManifestFile))
+	if err != nil {
+		return err
+	}
+	var rep RunReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return fmt.Errorf("%s: %w", RunManifestFile, err)
+	}
+	for _, key := range missing {
+		i := slices.IndexFunc(rep.Lifetimes, func(rl RunLifetime) bool { return rl.Key == key })
+		k, err := ParseLifetimeKey(key)
+		if i < 0 || err != nil {
+			continue
+		}
+		srv := rep.Lifetimes[i].Server
+		if _, ok := rr.origins[k.Pass]; !ok {
+			rr.origins[k.Pass] = rep.PassOrigins[k.Pass]
+		}
+		if err := rr.startLeg(RunEvent{Type: ServerReady, Lifetime: key, Server: &srv},
+			map[string]any{"recorded_on_resume": "the run that measured it ended before the notebook recorded it"}); err != nil {
+			return err
+		}
+		if err := rr.finishLeg(key, &srv, ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // closeOpen finishes legs whose lifetime never reported its end (Stop, an I/O failure).

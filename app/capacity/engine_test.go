@@ -33,8 +33,11 @@ type memStudy struct {
 type memLeg struct {
 	study int64
 	start LegStart
+	at    time.Time
 	reqs  []LegRequests
 	end   *LegEnd
+	// interrupted: the recording process died (the store marks such legs when it opens).
+	interrupted bool
 }
 
 func (m *memRecorder) StudyByPlan(ctx context.Context, sha string) (int64, bool, error) {
@@ -112,7 +115,7 @@ func (m *memRecorder) StartLeg(ctx context.Context, l LegStart) (int64, LegSink,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.nextLeg++
-	m.legs[m.nextLeg] = &memLeg{study: l.StudyID, start: l}
+	m.legs[m.nextLeg] = &memLeg{study: l.StudyID, start: l, at: time.Now()}
 	m.studies[l.StudyID].order = append(m.studies[l.StudyID].order, m.nextLeg)
 	return m.nextLeg, memSink{m, m.nextLeg}, nil
 }
@@ -142,12 +145,15 @@ func (m *memRecorder) Legs(ctx context.Context, id int64) ([]StoredLeg, error) {
 	var out []StoredLeg
 	for _, lid := range m.studies[id].order {
 		l := m.legs[lid]
-		sl := StoredLeg{ID: lid, Label: l.start.Label, Argv: l.start.Argv, State: "running"}
+		sl := StoredLeg{ID: lid, Label: l.start.Label, Argv: l.start.Argv, State: "running", StartedAt: l.at}
 		for _, r := range l.reqs {
 			sl.RequestRows += int64(len(r.Records))
 		}
 		if l.end != nil {
 			sl.State, sl.Class, sl.Reason, sl.PeakRSSBytes, sl.TranscriptBytes = "finished", l.end.Class, l.end.Reason, l.end.PeakRSSBytes, int64(len(l.end.Transcript))
+		}
+		if l.interrupted {
+			sl.State, sl.Class = "interrupted", "interrupted"
 		}
 		out = append(out, sl)
 	}

@@ -174,6 +174,13 @@ func TestRunResume(t *testing.T) {
 	var evs []RunEvent
 	for ev := range r.Events() {
 		evs = append(evs, ev)
+		if ev.Type == RunStarted {
+			// Were the resumed run killed now, its checkpoint still keeps what it kept.
+			// (Read as run_started arrives: the run may be a lifetime further, never less.)
+			if cp := readManifest(t, out); !cp.InProgress || len(cp.Lifetimes) == 0 || cp.Lifetimes[0].Key != first.Key || len(cp.Resumes) != 1 {
+				t.Errorf("first checkpoint of the resumed run: %+v", cp)
+			}
+		}
 	}
 	rep, err := r.Wait()
 	if err != nil {
@@ -561,5 +568,49 @@ func TestEngineFreshNotResumedBusy(t *testing.T) {
 	}
 	if _, err := engineFor(t, rec, data, nil).Run(ctx, reg2.StudyID, ""); !errors.Is(err, ErrBusy) {
 		t.Errorf("busy: %v", err)
+	}
+}
+
+// A process that dies after a lifetime's files and run.json checkpoint but before the notebook
+// recorded its leg: the resumed run keeps the lifetime and records its leg from the folder.
+func TestEngineResumeRecordsAnUnrecordedLifetime(t *testing.T) {
+	dir := t.TempDir()
+	planPath := fakePlan(t, dir)
+	rec := &memRecorder{}
+	ctx := context.Background()
+	reg, err := Register(ctx, rec, mustLoad(t, planPath), planPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	haltInSecondLifetime(t, rec, reg.StudyID, data)
+	// forward/fake/p1's leg: as the notebook finds it after such a death.
+	firstLeg := rec.legs[rec.studies[reg.StudyID].order[0]]
+	firstLeg.end, firstLeg.reqs, firstLeg.interrupted = nil, nil, true
+
+	var started []string
+	sum, err := engineFor(t, rec, data, func(ev RunEvent) {
+		if ev.Type == LifetimeStarted {
+			started = append(started, ev.Lifetime)
+		}
+	}).Run(ctx, reg.StudyID, "")
+	if err != nil || !sum.Resumed || sum.LifetimesKept != 1 || sum.Legs != 4 {
+		t.Fatalf("resume: %+v %v", sum, err)
+	}
+	if slices.Contains(started, "forward/fake/p1") {
+		t.Error("the kept lifetime ran again")
+	}
+	var found *memLeg
+	for _, lid := range rec.studies[reg.StudyID].order {
+		if l := rec.legs[lid]; l.start.Label == "forward/fake/p1 (attempt 2)" {
+			found = l
+		}
+	}
+	if found == nil || found.end == nil || found.end.Class != "ok" || len(found.reqs) != 1 || len(found.reqs[0].Records) != 8 ||
+		found.start.Detail["recorded_on_resume"] == nil || len(found.end.Transcript) == 0 {
+		t.Fatalf("the kept lifetime's leg: %+v", found)
+	}
+	if m := readManifest(t, sum.RunDir); !found.reqs[0].Origin.Equal(m.PassOrigins["forward"]) {
+		t.Errorf("origin %v, the pass's %v", found.reqs[0].Origin, m.PassOrigins["forward"])
 	}
 }

@@ -473,7 +473,34 @@ func (r *Run) run() (*RunReport, error) {
 		return rep, err
 	}
 	// run.json is written now, after every lifetime and guard, and at the end.
+	// What finished or was cut, by key (the kept ones from the start): run.json lists them in
+	// schedule order, so even the first checkpoint of a resumed run keeps what it kept.
+	lifetimes, guardsRun := map[string]RunLifetime{}, map[string]RunGuard{}
+	for _, lt := range sched {
+		if rl, ok := kept.lifetime(lt.Key); ok {
+			lifetimes[rl.Key] = rl
+		}
+	}
+	for _, g := range guards {
+		if rg, ok := kept.guard(g.key); ok {
+			guardsRun[rg.Key] = rg
+		}
+	}
+	list := func() {
+		rep.Lifetimes, rep.Guards = []RunLifetime{}, nil
+		for _, lt := range sched {
+			if rl, ok := lifetimes[lt.Key.String()]; ok {
+				rep.Lifetimes = append(rep.Lifetimes, rl)
+			}
+		}
+		for _, g := range guards {
+			if rg, ok := guardsRun[g.key.String()]; ok {
+				rep.Guards = append(rep.Guards, rg)
+			}
+		}
+	}
 	checkpoint := func() error {
+		list()
 		rep.Duration = before + time.Since(r.start)
 		rep.InProgress = true
 		defer func() { rep.InProgress = false }()
@@ -517,9 +544,8 @@ func (r *Run) run() (*RunReport, error) {
 	}
 	var runErr error
 	for _, lt := range sched {
-		if rl, ok := kept.lifetime(lt.Key); ok {
-			rep.Lifetimes = append(rep.Lifetimes, rl) // finished before: kept, in schedule order
-			continue
+		if _, ok := kept.lifetime(lt.Key); ok {
+			continue // finished before: kept
 		}
 		if runErr != nil {
 			continue
@@ -538,7 +564,7 @@ func (r *Run) run() (*RunReport, error) {
 		if err != nil {
 			rl.Interrupted = clipText(err.Error())
 		}
-		rep.Lifetimes = append(rep.Lifetimes, rl)
+		lifetimes[rl.Key] = rl
 		if err == nil {
 			err = checkpoint()
 		}
@@ -547,8 +573,7 @@ func (r *Run) run() (*RunReport, error) {
 		}
 	}
 	for _, g := range guards {
-		if rg, ok := kept.guard(g.key); ok {
-			rep.Guards = append(rep.Guards, rg)
+		if _, ok := kept.guard(g.key); ok {
 			continue
 		}
 		if runErr != nil {
@@ -561,7 +586,7 @@ func (r *Run) run() (*RunReport, error) {
 		if err != nil {
 			rg.Interrupted = clipText(err.Error())
 		}
-		rep.Guards = append(rep.Guards, rg)
+		guardsRun[rg.Key] = rg
 		if err == nil {
 			err = checkpoint()
 		}
@@ -572,6 +597,7 @@ func (r *Run) run() (*RunReport, error) {
 	if runErr == nil && r.ctx.Err() != nil {
 		runErr = context.Cause(r.ctx)
 	}
+	list()
 	if runErr == nil {
 		rep.AssembleArgs = assembleArgs(spec.OutDir, sched, guards)
 		res, data, err := assembleRun(spec.OutDir, sched, guards)
