@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -536,7 +535,7 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 		}
 		eta := "ETA unknown"
 		if p.ETA >= 0 && p.CellsDone > 0 {
-			eta = "ETA " + p.ETA.Round(time.Second).String()
+			eta = "ETA " + etaText(p.ETA)
 		}
 		cur := ev.Lifetime
 		if ev.Clients > 0 {

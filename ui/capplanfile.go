@@ -255,10 +255,29 @@ func (v *CapacityWizard) PlanJSON(ctx context.Context, p *capacity.Plan) ([]byte
 	return append(b, '\n'), err
 }
 
+// refusals are the form's parse errors and the plan's error-level problems (but a missing
+// file SHA-256, which Register fills in): what would stop it from registering.
+func (v *CapacityWizard) refusals(p *capacity.Plan, errs []string) []string {
+	if len(errs) > 0 {
+		return errs
+	}
+	q, err := clonePlan(p)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	q.Defaults()
+	for _, pr := range capacity.Validate(q, capacity.ValidateOptions{}) {
+		if pr.Severity == study.SevError && !(strings.HasSuffix(pr.Path, ".sha256") && strings.HasPrefix(pr.Msg, "missing")) {
+			errs = append(errs, pr.String())
+		}
+	}
+	return errs
+}
+
 func (v *CapacityWizard) saveDialog() {
 	p, errs := v.Plan()
-	if len(errs) > 0 {
-		dialog.ShowError(fmt.Errorf("%s", strings.Join(errs, "\n")), v.win)
+	if errs := v.refusals(p, errs); len(errs) > 0 {
+		dialog.ShowError(fmt.Errorf("the plan is not saved: it would not register:\n%s", strings.Join(errs, "\n")), v.win)
 		return
 	}
 	// The library lookups touch the notebook: off the UI goroutine.

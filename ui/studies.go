@@ -514,7 +514,7 @@ func (v *StudiesView) onEvent(e study.Event) {
 		}
 		eta := "ETA unknown"
 		if p.ETA >= 0 {
-			eta = "ETA " + p.ETA.Round(time.Second).String()
+			eta = "ETA " + etaText(p.ETA)
 		}
 		cur := p.Current
 		if p.LegTests > 0 {

@@ -9,8 +9,8 @@ import (
 
 // Throttle coalesces UI updates from background goroutines: at most one update per interval
 // reaches the UI goroutine, always the latest one submitted ("latest wins"), and the last one
-// is never lost. The run views' text uses textInterval (4 Hz), their charts chartInterval
-// (2 Hz): within the 10 Hz and 4 Hz ceilings, and each update repaints the window.
+// is never lost. The run views' text and charts use textInterval and chartInterval (2 Hz
+// each): within the 10 Hz and 4 Hz ceilings, and each update repaints the window.
 type Throttle struct {
 	interval time.Duration
 	run      func(func()) // hops onto the UI goroutine (onUI in the app, inline in tests)
@@ -24,9 +24,22 @@ type Throttle struct {
 
 // The run views' update intervals (measured: scripts/gui-cost.sh).
 const (
-	textInterval  = 250 * time.Millisecond
+	textInterval  = 500 * time.Millisecond
 	chartInterval = 500 * time.Millisecond
 )
+
+// etaText is an ETA as precise as it is useful: to the second under a minute, to 5 s under 10
+// minutes, to the minute beyond (a label that changes less repaints the window less).
+func etaText(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < 10*time.Minute:
+		return d.Round(5 * time.Second).String()
+	default:
+		return d.Round(time.Minute).String()
+	}
+}
 
 // NewThrottle returns a throttle delivering through onUI.
 func NewThrottle(interval time.Duration) *Throttle {

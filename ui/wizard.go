@@ -904,9 +904,26 @@ func (v *WizardView) PlanJSONWithHashes(ctx context.Context) ([]byte, error) {
 	return append(b, '\n'), err
 }
 
+// refusals are the form's parse errors and the plan's error-level problems (but a missing
+// model SHA-256, which Register fills in): what would stop it from registering.
+func (v *WizardView) refusals() []string {
+	p, errs := v.Plan()
+	if len(errs) > 0 {
+		return errs
+	}
+	p.Defaults()
+	probs, _ := study.Validate(p, study.ValidateOptions{})
+	for _, pr := range probs {
+		if pr.Severity == study.SevError && !(strings.HasSuffix(pr.Path, ".sha256") && strings.Contains(pr.Msg, "unhashed")) {
+			errs = append(errs, pr.String())
+		}
+	}
+	return errs
+}
+
 func (v *WizardView) saveDialog() {
-	if _, errs := v.Plan(); len(errs) > 0 {
-		dialog.ShowError(fmt.Errorf("%s", strings.Join(errs, "\n")), v.win)
+	if errs := v.refusals(); len(errs) > 0 {
+		dialog.ShowError(fmt.Errorf("the plan is not saved: it would not register:\n%s", strings.Join(errs, "\n")), v.win)
 		return
 	}
 	// The library lookups touch the notebook: off the UI goroutine.

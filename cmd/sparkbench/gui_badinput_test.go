@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -114,5 +115,112 @@ func TestWindowRunWithAMissingBuildFolder(t *testing.T) {
 	}
 	if len(after) != len(before) {
 		t.Fatalf("the journal changed: %d entries before, %d after (last: %s)", len(before), len(after), after[len(after)-1].Kind)
+	}
+}
+
+// Bad input in the New study forms, through the real notebook: invalid axis values and a
+// --port flag (the harness picks the server's port) are refused precisely, inline and in the
+// Save plan… dialog; a model whose SHA-256 differs from the expected one is refused at
+// Register… with a dialog naming both hashes. The notebook's studies and journal are unchanged.
+func TestWindowBadInputLeavesTheNotebookUnchanged(t *testing.T) {
+	llamatest.Binaries(t)
+	tmp := t.TempDir()
+	nb, err := store.Open(filepath.Join(tmp, "notebook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	ctx := context.Background()
+	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data")}
+	capSvc := capacityService{nb: nb, dataDir: filepath.Join(tmp, "data")}
+	var a fyne.App
+	ui.Locked(func() { a = test.NewApp() })
+	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
+	var wb *ui.Workbench
+	ui.Locked(func() {
+		wb = ui.NewWorkbench(a, ui.Deps{
+			Doctor:  func(context.Context, string) app.DoctorReport { return app.DoctorReport{} },
+			Library: notebookLibrary{nb}, Registrar: svc, Notebook: notebookService{nb}, Capacity: capSvc,
+		})
+	})
+	defer ui.Locked(func() { wb.Window.Close() })
+	c := wb.Window.Canvas()
+	tiny := filepath.Join(llamatest.ModelsDir(), "tiny-llama-f32.gguf")
+	ui.Locked(func() { wb.Models.Add([]string{tiny}) })
+	waitFor(t, "the model", func() bool { return wb.Models.Count.Text == "1 GGUF file(s)" })
+	// The notebook's records: every table's rows and the journal's head. The model file
+	// cache (artefacts) is left out: hashing a model the user picked is not a record.
+	before := func() string {
+		t.Helper()
+		st, err := nb.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(st.Tables, "artefacts")
+		return fmt.Sprintf("%v head %s", st.Tables, st.JournalHead)
+	}
+	state0 := before()
+	dismiss := func() {
+		ui.Locked(func() {
+			for c.Overlays().Top() != nil {
+				c.Overlays().Remove(c.Overlays().Top())
+			}
+		})
+	}
+
+	// Invalid axis values: said inline, Register… disabled, and Save plan… says it in a dialog.
+	w := wb.Wizard
+	ui.Locked(func() {
+		wb.ShowSection("new")
+		w.RefreshModels()
+		test.Type(w.Name, "bad input")
+		w.Models.SetSelected([]string{tiny})
+		w.Depths.SetText("0,abc")
+		w.Threads.SetText("1")
+	})
+	waitFor(t, "the axis refusal", func() bool {
+		return strings.Contains(w.Problems.Text, `depths: "abc" is not a whole number`) && w.RegisterBtn.Disabled()
+	})
+	ui.Locked(func() { test.Tap(w.SaveBtn) })
+	waitDialog(t, c, `epths: "abc" is not a whole number`) // Fyne capitalises an error's first letter
+	dismiss()
+
+	// A --port flag in a capacity study: the harness picks the port.
+	cw := wb.CapWiz
+	ui.Locked(func() {
+		wb.Kind.SetSelected(ui.KindCapacity)
+		cw.RefreshModels()
+		test.Type(cw.Name, "bad capacity")
+		cw.Models.SetSelected([]string{tiny})
+		cw.Flags.SetText("-t 1 --port 8080")
+		cw.Slots.SetText("1")
+		cw.Clients.SetText("1")
+	})
+	waitFor(t, "the --port refusal", func() bool {
+		return strings.Contains(cw.Problems.Text, "--port") && strings.Contains(cw.Problems.Text, "harness") && cw.RegisterBtn.Disabled()
+	})
+	ui.Locked(func() { test.Tap(cw.SaveBtn) })
+	waitDialog(t, c, "--port")
+	dismiss()
+
+	// A hash mismatch: the expected SHA-256 recorded in Models differs from the file's.
+	wrong := strings.Repeat("0", 64)
+	if _, err := (notebookLibrary{nb}).SetExpected(ctx, tiny, wrong); err != nil {
+		t.Fatal(err)
+	}
+	state0 = before() // recording the expected hash is the user's own edit of the library
+	ui.Locked(func() {
+		wb.Kind.SetSelected("throughput")
+		w.Depths.SetText("0")
+	})
+	waitFor(t, "a clean form", func() bool { return !w.RegisterBtn.Disabled() })
+	ui.Locked(func() { test.Tap(w.RegisterBtn) })
+	txt := waitDialog(t, c, "is MISMATCH")
+	if !strings.Contains(txt, wrong) || !strings.Contains(txt, "download it again") {
+		t.Fatalf("mismatch dialog %q", txt)
+	}
+	dismiss()
+	if got := before(); got != state0 {
+		t.Fatalf("bad input changed the notebook:\n%s\n->\n%s", state0, got)
 	}
 }
