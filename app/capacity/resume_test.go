@@ -614,3 +614,77 @@ func TestEngineResumeRecordsAnUnrecordedLifetime(t *testing.T) {
 		t.Errorf("origin %v, the pass's %v", found.reqs[0].Origin, m.PassOrigins["forward"])
 	}
 }
+
+// Quality guards resume too: a guard that finished is kept (not run again), one the stop cut
+// runs again, and a changed case list is not mixed with the kept evidence.
+func TestRunResumeQualityGuards(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "model.gguf")
+	_ = os.WriteFile(model, []byte("GGUF stand-in"), 0o644)
+	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, Markers{}}}, []int{1, 2}, []int{1}, 0, 2, 4)
+	p := mustLoad(t, plan)
+	floor := 0.5
+	p.Limits.QualityFloor = &floor
+	p.Passes = []string{PassForward}
+	b, _ := json.Marshal(p)
+	_ = os.WriteFile(plan, b, 0o644)
+	casesPath := filepath.Join(dir, "cases.json")
+	_ = os.WriteFile(casesPath, []byte(`{"schema":"sparkbench.quality-cases/v1","cases":[
+	  {"id":"right","prompt":"ab","n_predict":3,"matcher":"exact","expect":"cde"}]}`), 0o644)
+	env := []string{tag(t), fakeServerEnv + "=1"}
+	out := filepath.Join(dir, "run")
+	start := func(resume bool) *Run {
+		return StartRun(context.Background(), RunSpec{PlanFile: plan, Plan: mustLoad(t, plan), Server: os.Args[0], OutDir: out, Resume: resume,
+			Env: env, QualityCases: casesPath, StartTimeout: time.Minute, Grace: 2 * time.Second})
+	}
+	r := start(false)
+	for ev := range r.Events() {
+		if ev.Type == GuardDone {
+			r.Stop()
+		}
+	}
+	if rep, err := r.Wait(); !errors.Is(err, ErrRunStopped) || len(rep.Guards) == 0 || rep.Guards[0].Interrupted != "" {
+		t.Fatalf("stopped in the guards: %v %+v", err, rep)
+	}
+	r = start(true)
+	var guardsRun []string
+	var rs *RunResume
+	for ev := range r.Events() {
+		switch ev.Type {
+		case RunStarted:
+			rs = ev.Resume
+		case GuardStarted, LifetimeStarted:
+			guardsRun = append(guardsRun, string(ev.Type)+" "+ev.Lifetime)
+		}
+	}
+	rep, err := r.Wait()
+	if err != nil || rs == nil || len(rs.Lifetimes) != 2 || !slices.Equal(rs.Guards, []string{"fake/p1"}) {
+		t.Fatalf("resume: %v %+v", err, rs)
+	}
+	if !slices.Equal(guardsRun, []string{"guard_started fake/p2"}) {
+		t.Errorf("ran on resume: %v", guardsRun)
+	}
+	if q := rep.Result.Candidates[0].Quality; len(q) != 2 || !q[0].Passed || !q[1].Passed {
+		t.Errorf("quality %+v", q)
+	}
+	if got := assembleFromArgs(t, rep.AssembleArgs); !bytes.Equal(got, readFile(t, filepath.Join(out, RunStudyFile))) {
+		t.Error("study.json differs from `capacity assemble` of the folder")
+	}
+	// Another case list: every guard runs again, no lifetime does.
+	_ = os.WriteFile(casesPath, []byte(`{"schema":"sparkbench.quality-cases/v1","cases":[
+	  {"id":"right","prompt":"ab","n_predict":3,"matcher":"exact","expect":"cde"},
+	  {"id":"also","prompt":"ab","n_predict":3,"matcher":"contains","expect":"cd"}]}`), 0o644)
+	r = start(true)
+	guardsRun = nil
+	for ev := range r.Events() {
+		if ev.Type == GuardStarted || ev.Type == LifetimeStarted {
+			guardsRun = append(guardsRun, string(ev.Type)+" "+ev.Lifetime)
+		}
+	}
+	if rep, err := r.Wait(); err != nil || rep.Result.Candidates[0].Quality[0].Cases != 2 {
+		t.Fatalf("resume with another case list: %v", err)
+	}
+	if !slices.Equal(guardsRun, []string{"guard_started fake/p1", "guard_started fake/p2"}) {
+		t.Errorf("ran with another case list: %v", guardsRun)
+	}
+}
