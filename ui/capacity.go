@@ -215,6 +215,7 @@ func (v *CapacityPanel) Show(id int64) {
 			}
 			if err != nil {
 				v.Status.SetText(fmt.Sprintf("study %d: %v", id, err))
+				dialog.ShowError(fmt.Errorf("study %d could not be shown: %w. Check the notebook in the Bench section, then choose the study again", id, err), v.win)
 			} else {
 				v.show(cs)
 				if v.runOnLoad == id {

@@ -156,6 +156,7 @@ func (v *NotebookView) Reload() {
 			}
 			if err != nil {
 				v.Chain.SetText("could not read the journal: " + err.Error())
+				dialog.ShowError(fmt.Errorf("the notebook's journal could not be read: %w. Check the notebook in the Bench section (its file, its disk), then Refresh", err), v.win)
 			} else {
 				v.all = rows
 				kinds := []string{"all kinds"}
@@ -250,6 +251,7 @@ func (v *NotebookView) Verify() {
 				v.Chain.SetText("chain check cancelled: press Verify the chain to run it again")
 			case err != nil:
 				v.Chain.SetText("could not verify: " + err.Error())
+				dialog.ShowError(fmt.Errorf("the chain could not be checked: %w. Check the notebook in the Bench section, then Verify the chain again", err), v.win)
 			case st.OK:
 				v.Chain.SetText(fmt.Sprintf("chain intact: %d entries, head %s (write it down: a truncated journal would end on another head)", st.Entries, st.Head))
 			default:

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,28 @@ func TestExportReceiptCancel(t *testing.T) {
 	Locked(func() {
 		if !strings.Contains(v.ProgressMsg.Text, "cancelled") || !v.CancelExport.Disabled() || v.ExportBar.Visible() {
 			t.Errorf("after cancel: %q, cancel enabled %v, bar %v", v.ProgressMsg.Text, !v.CancelExport.Disabled(), v.ExportBar.Visible())
+		}
+	})
+}
+
+type brokenJournal struct{ fakeJournal }
+
+func (brokenJournal) Journal(context.Context) ([]JournalRow, error) {
+	return nil, errors.New("disk I/O error")
+}
+
+// A journal that cannot be read is said in a dialog with what to do, as well as in the view.
+func TestNotebookReadErrorIsADialog(t *testing.T) {
+	a := newTestApp(t)
+	w := build(func() fyne.Window { return a.NewWindow("t") })
+	v := build(func() *NotebookView { return newNotebookView(w, brokenJournal{}) })
+	Locked(v.Reload)
+	waitSignalled(t, nil, 5*time.Second, func() bool {
+		return strings.Contains(uitest.DialogText(w.Canvas()), "journal could not be read: disk I/O error")
+	}, func() string { return "dialog: " + uitest.DialogText(w.Canvas()) })
+	Locked(func() {
+		if !strings.Contains(v.Chain.Text, "disk I/O error") {
+			t.Errorf("chain label %q", v.Chain.Text)
 		}
 	})
 }

@@ -305,6 +305,7 @@ func (v *StudiesView) Reload(id int64) {
 			v.listWant = 0
 			if err != nil {
 				v.Status.SetText("could not list studies: " + err.Error())
+				dialog.ShowError(fmt.Errorf("the studies could not be listed: %w. Check the notebook in the Bench section, then Refresh", err), v.win)
 				v.signal()
 				return
 			}
@@ -369,6 +370,7 @@ func (v *StudiesView) Select(id int64) {
 			}
 			if err != nil {
 				v.Status.SetText(fmt.Sprintf("study %d: %v", id, err))
+				dialog.ShowError(fmt.Errorf("study %d could not be shown: %w. Check the notebook in the Bench section, then choose the study again", id, err), v.win)
 			} else if v.selected == id {
 				v.showReport(rep)
 				if v.runOnLoad == id {
