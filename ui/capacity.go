@@ -105,7 +105,7 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 		Progress:    widget.NewProgressBar(),
 		ProgressMsg: widget.NewLabel(""),
 		Gates:       widget.NewLabel("gates: no run yet"),
-		text:        NewThrottle(textInterval)}
+		text:        NewThrottle(capTextInterval)}
 	for _, l := range []*widget.Label{v.Status, v.Selected, v.ProgressMsg, v.Gates} {
 		l.Wrapping = fyne.TextWrapWord
 	}

@@ -9,8 +9,9 @@ import (
 
 // Throttle coalesces UI updates from background goroutines: at most one update per interval
 // reaches the UI goroutine, always the latest one submitted ("latest wins"), and the last one
-// is never lost. The run views' text and charts use textInterval and chartInterval (2 Hz
-// each): within the 10 Hz and 4 Hz ceilings, and each update repaints the window.
+// is never lost. The run views' text and charts use textInterval and chartInterval (1 Hz
+// each): within the 10 Hz and 4 Hz ceilings. Each update repaints the whole window, which
+// under a software renderer is most of the window's CPU during a run (scripts/gui-cost.sh).
 type Throttle struct {
 	interval time.Duration
 	run      func(func()) // hops onto the UI goroutine (onUI in the app, inline in tests)
@@ -24,8 +25,11 @@ type Throttle struct {
 
 // The run views' update intervals (measured: scripts/gui-cost.sh).
 const (
-	textInterval  = 500 * time.Millisecond
-	chartInterval = 500 * time.Millisecond
+	textInterval  = time.Second
+	chartInterval = time.Second
+	// capTextInterval is the capacity panel's: its events are few (a cell lasts seconds) and
+	// each one fills in the envelope.
+	capTextInterval = 500 * time.Millisecond
 )
 
 // etaText is an ETA as precise as it is useful: to the second under a minute, to 5 s under 10

@@ -63,7 +63,7 @@ func TestWindowBuildsRegistersAndRunsACapacityStudy(t *testing.T) {
 		w.Clients.SetText("1,2")
 		w.Warmups.SetText("1")
 		w.Measured.SetText("2")
-		w.NPredict.SetText("8")
+		w.NPredict.SetText("32") // long enough for the live envelope's 2 Hz updates to show rows
 		w.CtxPerSlot.SetText("512")
 		w.TTFT.SetText("60000") // generous: the gates are exercised by unit tests
 		w.E2E.SetText("60000")
@@ -78,7 +78,7 @@ func TestWindowBuildsRegistersAndRunsACapacityStudy(t *testing.T) {
 	})
 	waitFor(t, "a clean validation", func() bool { return w.Problems.Text == "no problems: ready to register" && !w.RegisterBtn.Disabled() })
 	ui.Locked(func() {
-		if !strings.HasPrefix(w.Estimate.Text, "4 server lifetimes, 8 cells, 24 requests of 8 tokens") {
+		if !strings.HasPrefix(w.Estimate.Text, "4 server lifetimes, 8 cells, 24 requests of 32 tokens") {
 			t.Errorf("estimate %q", w.Estimate.Text)
 		}
 	})
