@@ -17,7 +17,7 @@ import (
 	"sparkbench/runner/hashing"
 )
 
-const capacityUsage = "capacity validate PLAN [--json] [--no-hash] | capacity register PLAN | capacity run ID|PLAN [--out DIR] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] --output study.json"
+const capacityUsage = "capacity validate PLAN [--json] [--no-hash] | capacity register PLAN | capacity run ID [--fresh] [--out DIR] | capacity run PLAN [--out DIR | --resume DIR] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] --output study.json"
 
 // cmdCapacity is `sparkbench capacity validate|assemble`: capacity and concurrency studies
 // (docs/capacity.md). Exit 0 ok, 2 bad input (one line naming the file or flag and the fix),
