@@ -478,7 +478,7 @@ func (v *CapacityPanel) showReceipt(md []byte, imgs []fyne.Resource) {
 }
 
 func (v *CapacityPanel) confirmAbort() {
-	dialog.ShowConfirm("Abort the study?", "Requests in flight are cancelled and the server is stopped; the server lifetime is recorded and the study halted. Nothing is assembled.",
+	dialog.ShowConfirm("Abort the study?", "Requests in flight are cancelled and the server is stopped; the server lifetime is recorded and the study halted. Nothing is assembled. Run resumes at the first unfinished server lifetime: the finished ones are kept.",
 		func(ok bool) {
 			if ok {
 				v.Abort()
