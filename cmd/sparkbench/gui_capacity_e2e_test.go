@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
 	"sparkbench/ui"
+	"sparkbench/ui/uitest"
 )
 
 // TestWindowBuildsRegistersAndRunsACapacityStudy clicks through a capacity study in the window
@@ -72,32 +75,40 @@ func TestWindowBuildsRegistersAndRunsACapacityStudy(t *testing.T) {
 		// more than the default 15%/20%: the spread gates are exercised by unit tests.
 		w.RateSpread.SetText("0.9")
 		w.E2ESpread.SetText("0.9")
-		lo := -1.0
-		w.AddPrediction(capacity.Prediction{Kind: "band", Text: "the selected point gains at least -100%", Lo: &lo,
-			About: capacity.Selector{Figure: capacity.FigureSelectedGain, Candidate: "tiny-llama-f32"}})
 	})
+	// The prediction, through the Add a prediction… dialog (a band about the selected gain).
+	c := wb.Window.Canvas()
+	ui.Locked(func() { test.Tap(w.AddPred) })
+	waitFor(t, "the prediction dialog", func() bool { return uitest.DialogEntry(c, "the claim in words") != nil })
+	ui.Locked(func() {
+		test.Type(uitest.DialogEntry(c, "the claim in words"), "the selected point gains at least -100%")
+		test.Type(uitest.DialogEntry(c, "lower bound (empty: open)"), "-1")
+	})
+	tapDialog(t, c, "Add")
 	waitFor(t, "a clean validation", func() bool { return w.Problems.Text == "no problems: ready to register" && !w.RegisterBtn.Disabled() })
 	ui.Locked(func() {
 		if !strings.HasPrefix(w.Estimate.Text, "4 server lifetimes, 8 cells, 24 requests of 32 tokens") {
 			t.Errorf("estimate %q", w.Estimate.Text)
 		}
 	})
-	regs := make(chan capacity.Registration, 1)
-	ui.Locked(func() {
-		w.Register(func(r capacity.Registration, err error) {
-			if err != nil {
-				t.Errorf("register: %v", err)
-			}
-			regs <- r
-		})
-	})
-	reg := <-regs
-	if reg.StudyID == 0 || reg.Kind != "capacity" || len(reg.PlanSHA256) != 64 {
-		t.Fatalf("registration: %+v", reg)
+	// Register…: the plan and its SHA-256 are shown before anything is frozen, then registered.
+	ui.Locked(func() { test.Tap(w.RegisterBtn) })
+	confirm := waitDialog(t, c, "plan sha256 ")
+	shown := regexp.MustCompile(`plan sha256 ([0-9a-f]{64})`).FindStringSubmatch(confirm)
+	if shown == nil {
+		t.Fatalf("no SHA-256 in the confirmation: %q", confirm)
 	}
+	tapDialog(t, c, "Register")
+	info := waitDialog(t, c, "Study registered")
+	m := regexp.MustCompile(`study (\d+) \(capacity\)\nplan sha256 ([0-9a-f]{64})`).FindStringSubmatch(info)
+	if m == nil || m[2] != shown[1] {
+		t.Fatalf("registration dialog %q (shown before: %s)", info, shown[1])
+	}
+	studyID, _ := strconv.ParseInt(m[1], 10, 64)
+	tapDialog(t, c, "OK")
+	reg := capacity.Registration{StudyID: studyID}
 
 	st := wb.Studies
-	ui.Locked(func() { st.Reload(reg.StudyID) })
 	waitFor(t, "the capacity study to be shown", func() bool {
 		return st.Cap.Study() != nil && strings.HasPrefix(st.Cap.Title.Text, "e2e capacity grid") && !st.Cap.RunButton.Disabled()
 	})
