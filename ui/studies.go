@@ -101,8 +101,12 @@ type StudiesView struct {
 	console  []string
 	cancel   context.CancelFunc
 	running  int64
-	text     *Throttle
-	liveRows map[string][]plots.DepthPoint // model|test -> points, while running
+	text     *Throttle // leg boundaries, flags, verdicts
+	slowText *Throttle // rows, in-leg progress, transcript lines
+	// liveProgress and liveStudy are the running study's latest progress (under mu).
+	liveProgress study.Progress
+	liveStudy    int64
+	liveRows     map[string][]plots.DepthPoint // model|test -> points, while running
 
 	// Updated receives after each background load or run has been shown (tests wait on it).
 	Updated chan struct{}
@@ -137,7 +141,7 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v := &StudiesView{app: a, win: win, svc: svc, Updated: make(chan struct{}, 32),
 		Title:  widget.NewLabelWithStyle("no study selected", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		Status: widget.NewLabel(""), Progress: widget.NewProgressBar(), ProgressMsg: widget.NewLabel(""),
-		text: NewThrottle(textInterval)}
+		text: NewThrottle(textInterval), slowText: NewThrottle(slowTextInterval)}
 	v.Status.Wrapping = fyne.TextWrapWord
 	v.ProgressMsg.Wrapping = fyne.TextWrapWord
 	v.List = widget.NewList(func() int { return len(v.studies) },
@@ -491,7 +495,6 @@ func (v *StudiesView) onEvent(e study.Event) {
 	v.mu.Lock()
 	v.console = appendConsole(v.console, line)
 	v.gates.observe(e)
-	gates := v.gates.String()
 	if e.Kind == study.EventSample && e.Sample != nil && e.Sample.Kind == "tg" {
 		test, _, _ := strings.Cut(e.Sample.Test, " @ ")
 		key := strings.TrimSuffix(filepath.Base(e.Sample.Model), ".gguf") + " " + test
@@ -499,36 +502,48 @@ func (v *StudiesView) onEvent(e study.Event) {
 			SD: e.Sample.Result.StddevTs, N: len(e.Sample.Result.SamplesTs)})
 		chart = liveDepthChart(v.liveRows, v.meta)
 	}
+	v.liveProgress, v.liveStudy = e.Progress, e.StudyID
 	v.mu.Unlock()
 	if chart != nil {
 		v.Chart.Show(chart)
 	}
-	p := e.Progress
-	v.text.Submit(func() {
-		v.mu.Lock()
-		live := v.running != 0
-		v.mu.Unlock()
-		if !live { // the run has ended: its final message stands
-			return
-		}
-		if p.LegsTotal > 0 {
-			setProgress(v.Progress, float64(p.LegsDone)/float64(p.LegsTotal))
-		}
-		eta := "ETA unknown"
-		if p.ETA >= 0 {
-			eta = "ETA " + etaText(p.ETA)
-		}
-		cur := p.Current
-		if p.LegTests > 0 {
-			cur += fmt.Sprintf(" (test %d/%d)", p.LegTest, p.LegTests)
-		}
-		setText(v.ProgressMsg, fmt.Sprintf("%d/%d legs · %s · %s", p.LegsDone, p.LegsTotal, cur, eta))
-		if r := v.report; r != nil && r.Study.ID == e.StudyID {
-			setText(v.Status, fmt.Sprintf("running · %d/%d legs · plan sha256 %s", p.LegsDone, p.LegsTotal, short(r.Study.PlanSHA256)))
-		}
-		setText(v.Gates, gates)
-		v.refreshConsole()
-	})
+	// Leg boundaries, flags and verdicts show at once (within the text throttle); rows,
+	// in-leg progress and transcript lines at most every slowTextInterval: each change of the
+	// shown text repaints the window. Both show the latest state, whichever runs.
+	switch e.Kind {
+	case study.EventSample, study.EventLegProgress, study.EventLine:
+		v.slowText.Submit(v.showLive)
+	default:
+		v.text.Submit(v.showLive)
+	}
+}
+
+// showLive shows the run as it stands: progress, status, gate lights, the console if shown.
+func (v *StudiesView) showLive() {
+	v.mu.Lock()
+	live := v.running != 0
+	p, id, gates := v.liveProgress, v.liveStudy, v.gates.String()
+	v.mu.Unlock()
+	if !live { // the run has ended: its final message stands
+		return
+	}
+	if p.LegsTotal > 0 {
+		setProgress(v.Progress, float64(p.LegsDone)/float64(p.LegsTotal))
+	}
+	eta := "ETA unknown"
+	if p.ETA >= 0 {
+		eta = "ETA " + etaText(p.ETA)
+	}
+	cur := p.Current
+	if p.LegTests > 0 {
+		cur += fmt.Sprintf(" (test %d/%d)", p.LegTest, p.LegTests)
+	}
+	setText(v.ProgressMsg, fmt.Sprintf("%d/%d legs · %s · %s", p.LegsDone, p.LegsTotal, cur, eta))
+	if r := v.report; r != nil && r.Study.ID == id {
+		setText(v.Status, fmt.Sprintf("running · %d/%d legs · plan sha256 %s", p.LegsDone, p.LegsTotal, short(r.Study.PlanSHA256)))
+	}
+	setText(v.Gates, gates)
+	v.refreshConsole()
 }
 
 // refreshConsole redraws the console when its tab is shown (switching to it redraws it):
@@ -775,6 +790,7 @@ func (v *StudiesView) close() {
 	}
 	v.Abort()
 	v.text.Stop()
+	v.slowText.Stop()
 	v.Chart.Close()
 }
 

@@ -27,6 +27,9 @@ type Throttle struct {
 const (
 	textInterval  = time.Second
 	chartInterval = time.Second
+	// slowTextInterval is for what changes often within a leg (rows, in-leg progress,
+	// transcript lines): the leg's boundaries are shown at textInterval.
+	slowTextInterval = 3 * time.Second
 	// capTextInterval is the capacity panel's: its events are few (a cell lasts seconds) and
 	// each one fills in the envelope.
 	capTextInterval = 500 * time.Millisecond
