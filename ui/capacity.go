@@ -17,6 +17,12 @@ import (
 	"sparkbench/plots"
 )
 
+// CapacityEstimator estimates a capacity plan's duration from the notebook's history of its
+// models; a CapacityService that implements it gives the capacity form its estimated duration.
+type CapacityEstimator interface {
+	EstimateCapacity(ctx context.Context, p *capacity.Plan) (capacity.Estimate, error)
+}
+
 // CapacityService registers, shows and runs capacity and concurrency studies: cmd wires it to
 // the notebook and llama-server (the same calls as `sparkbench capacity register|show|run`),
 // tests to fakes. RunCapacity blocks until the run ends and calls onEvent synchronously from

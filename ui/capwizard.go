@@ -370,6 +370,13 @@ func (v *CapacityWizard) Validate() {
 				if p.Limits.QualityGated() {
 					estimate += fmt.Sprintf(", plus a quality guard per candidate and P (%d)", len(p.Candidates)*len(p.Slots))
 				}
+				if est, isEst := v.svc.(CapacityEstimator); isEst {
+					if e, err := est.EstimateCapacity(context.Background(), p); err == nil {
+						estimate += "; estimated duration " + e.String()
+					} else {
+						estimate += "; no estimated duration: " + err.Error()
+					}
+				}
 			}
 		}
 		onUI(func() {

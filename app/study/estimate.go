@@ -235,3 +235,33 @@ func EstimateDuration(p *Plan, planDir string, history map[string]BenchHistory) 
 	}
 	return est, nil
 }
+
+// RateModel is what a model's history says of its speed on this machine, for estimates of
+// other kinds of study (capacity): prompt processing and generation rates by depth, and the
+// time a leg spends loading the model and warming up.
+type RateModel struct{ m *modelRates }
+
+// RatesOf is the rate model of one model's history; false when the history has no usable row.
+func RatesOf(h BenchHistory) (RateModel, bool) {
+	m, ok := ratesOf(h)
+	return RateModel{m}, ok
+}
+
+// Rates are the prompt-processing and generation rates (tokens per second) at a depth.
+func (r RateModel) Rates(depth int) (pp, tg float64) {
+	pp, _ = r.m.pp.at(depth)
+	tg, _ = r.m.tg.at(depth)
+	switch {
+	case pp <= 0 && tg > 0:
+		pp = tg * 10
+	case tg <= 0 && pp > 0:
+		tg = pp / 10
+	}
+	return pp, tg
+}
+
+// Overhead is the median time a past leg spent outside its tests (model load, warmup).
+func (r RateModel) Overhead() time.Duration { return r.m.overhead }
+
+// Legs is how many past legs the model rests on.
+func (r RateModel) Legs() int { return r.m.legs }

@@ -8,6 +8,7 @@ import (
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/receipt"
+	"sparkbench/app/study"
 	"sparkbench/plots"
 	"sparkbench/runner/hashing"
 	"sparkbench/store"
@@ -113,4 +114,30 @@ func (s capacityService) RunCapacity(ctx context.Context, id int64, onEvent func
 	}
 	e.OnEvent = onEvent
 	return e.Run(ctx, id, "")
+}
+
+// EstimateCapacity is ui.CapacityEstimator: the plan's duration from this notebook's
+// llama-bench history of its candidates' models (found by the SHA-256 cached for their files).
+func (s capacityService) EstimateCapacity(ctx context.Context, p *capacity.Plan) (capacity.Estimate, error) {
+	lib := notebookLibrary{s.nb}
+	hist := map[string]study.BenchHistory{}
+	for _, c := range p.Candidates {
+		sha := c.Model.SHA256
+		if sha == "" {
+			st, err := lib.Status(ctx, c.Model.Path)
+			if err != nil {
+				continue
+			}
+			sha = st.SHA256
+		}
+		if sha == "" {
+			continue
+		}
+		h, err := s.nb.BenchHistory(ctx, sha, 20)
+		if err != nil {
+			return capacity.Estimate{}, err
+		}
+		hist[c.ID] = h
+	}
+	return capacity.EstimateDuration(p, hist), nil
 }
