@@ -576,13 +576,13 @@ func (r *Run) run() (*RunReport, error) {
 		if _, ok := kept.guard(g.key); ok {
 			continue
 		}
+		if runErr == nil && r.ctx.Err() != nil {
+			runErr = context.Cause(r.ctx) // stopped between guards
+		}
 		if runErr != nil {
 			continue
 		}
-		rg, err := r.guard(p, g, cases)
-		if err == nil && r.ctx.Err() != nil {
-			err = context.Cause(r.ctx) // its cases may have been cut: run it again on resume
-		}
+		rg, err := r.guard(p, g, cases) // an error when the stop cut it: run again on resume
 		if err != nil {
 			rg.Interrupted = clipText(err.Error())
 		}
@@ -1126,6 +1126,9 @@ func (r *Run) guard(p *Plan, g guardRun, cases *quality.Cases) (RunGuard, error)
 			return rg, serr
 		}
 		rg.Server = RunServer{Attempts: se.Attempts, Class: string(se.Class), Reason: se.Reason}
+		if r.ctx.Err() != nil {
+			return rg, context.Cause(r.ctx) // the stop, not the server: not a failed guard
+		}
 		for _, k := range cases.Cases {
 			ev.Cases = append(ev.Cases, quality.CaseOutcome{ID: k.ID, Outcome: "fail", Matcher: k.Matcher,
 				Detail: clipText("not run: llama-server did not become healthy: " + se.Reason)})
@@ -1134,6 +1137,7 @@ func (r *Run) guard(p *Plan, g guardRun, cases *quality.Cases) (RunGuard, error)
 		rg.Server = RunServer{Argv: srv.Argv(), Port: srv.Port(), Pid: srv.Pid(), ReadyIn: srv.ReadyIn(), Attempts: srv.Attempts()}
 		ev, err = quality.Run(r.ctx, quality.Config{URL: srv.URL(), Candidate: g.key.Candidate, Slots: g.key.Slots,
 			Seed: p.Seed, Timeout: spec.RequestTimeout}, cases)
+		cut := r.ctx.Err() != nil // the stop came while the cases ran: some may be cut
 		st := srv.Stop(context.Background())
 		rg.Server.Class, rg.Server.Reason, rg.Server.Unexpect = string(st.Exit.Class), st.Exit.Reason, st.Unexpected
 		if st.RSS.KiB > 0 {
@@ -1141,6 +1145,9 @@ func (r *Run) guard(p *Plan, g guardRun, cases *quality.Cases) (RunGuard, error)
 		}
 		if err != nil {
 			return rg, err
+		}
+		if cut {
+			return rg, context.Cause(r.ctx)
 		}
 	}
 	rg.Score, rg.Cases = ev.Score(), len(ev.Cases)
