@@ -198,16 +198,7 @@ func (v *BenchView) ChooseFolder(dir string) {
 }
 
 func (v *BenchView) chooseFolder() {
-	showFolderOpen(prefLastLlama, func(u fyne.ListableURI, err error) {
-		if err != nil {
-			dialog.ShowError(err, v.win)
-			return
-		}
-		if u == nil {
-			return
-		}
-		v.ChooseFolder(u.Path())
-	}, v.win)
+	pickFolder(prefLastLlama, v.win, v.ChooseFolder)
 }
 
 // show fills the widgets from a report. It runs on the UI goroutine.

@@ -327,16 +327,7 @@ func writePromptPlanBeside(path string, p *capacity.Plan) error {
 }
 
 func (v *CapacityWizard) openDialog() {
-	showFileOpen(prefLastPlans, func(r fyne.URIReadCloser, err error) {
-		if err != nil {
-			dialog.ShowError(err, v.win)
-			return
-		}
-		if r == nil {
-			return
-		}
-		path := r.URI().Path()
-		r.Close()
+	pickFile(prefLastPlans, v.win, func(path string) {
 		p, err := capacity.Load(path)
 		if err != nil {
 			if planSchema(path) == study.SchemaThroughput && v.openOther != nil && v.openOther(path) {
@@ -346,7 +337,7 @@ func (v *CapacityWizard) openDialog() {
 			return
 		}
 		v.LoadPlan(p, filepath.Dir(path))
-	}, v.win)
+	})
 }
 
 // planSchema is the "schema" member of a plan file, or "" when it cannot be read.

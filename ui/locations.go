@@ -42,14 +42,18 @@ func rememberLocation(key, dir string) {
 	}
 }
 
-// showFolderOpen is dialog.ShowFolderOpen starting in the folder last chosen under key, and
-// remembering the new choice.
-func showFolderOpen(key string, cb func(fyne.ListableURI, error), win fyne.Window) {
+// pickFolder shows a folder dialog starting in the folder last chosen under key; use gets the
+// chosen folder's path (a failure is shown in a dialog; Cancel does nothing), and it is
+// remembered.
+func pickFolder(key string, win fyne.Window, use func(path string)) {
 	d := dialog.NewFolderOpen(func(u fyne.ListableURI, err error) {
-		if err == nil && u != nil {
+		switch {
+		case err != nil:
+			dialog.ShowError(err, win)
+		case u != nil:
 			rememberLocation(key, u.Path())
+			use(u.Path())
 		}
-		cb(u, err)
 	}, win)
 	if l := lastLocation(key); l != nil {
 		d.SetLocation(l)
@@ -57,14 +61,20 @@ func showFolderOpen(key string, cb func(fyne.ListableURI, error), win fyne.Windo
 	d.Show()
 }
 
-// showFileOpen is dialog.ShowFileOpen starting in the folder of the file last opened under
-// key (filtered to exts when given), and remembering the new one's folder.
-func showFileOpen(key string, cb func(fyne.URIReadCloser, error), win fyne.Window, exts ...string) {
+// pickFile shows a file dialog starting in the folder of the file last opened under key
+// (filtered to exts when given); use gets the chosen file's path (a failure is shown in a
+// dialog; Cancel does nothing), and its folder is remembered.
+func pickFile(key string, win fyne.Window, use func(path string), exts ...string) {
 	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err == nil && r != nil {
-			rememberLocation(key, filepath.Dir(r.URI().Path()))
+		switch {
+		case err != nil:
+			dialog.ShowError(err, win)
+		case r != nil:
+			path := r.URI().Path()
+			r.Close()
+			rememberLocation(key, filepath.Dir(path))
+			use(path)
 		}
-		cb(r, err)
 	}, win)
 	if len(exts) > 0 {
 		d.SetFilter(storage.NewExtensionFileFilter(exts))

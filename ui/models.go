@@ -490,30 +490,11 @@ func (v *ModelsView) expectedDialog() {
 }
 
 func (v *ModelsView) addFilesDialog() {
-	showFileOpen(prefLastModels, func(r fyne.URIReadCloser, err error) {
-		if err != nil {
-			dialog.ShowError(err, v.win)
-			return
-		}
-		if r == nil {
-			return
-		}
-		path := r.URI().Path()
-		r.Close()
-		v.Add([]string{path})
-	}, v.win)
+	pickFile(prefLastModels, v.win, func(path string) { v.Add([]string{path}) })
 }
 
 func (v *ModelsView) addFolderDialog() {
-	showFolderOpen(prefLastModels, func(u fyne.ListableURI, err error) {
-		if err != nil {
-			dialog.ShowError(err, v.win)
-			return
-		}
-		if u != nil {
-			v.Add([]string{u.Path()})
-		}
-	}, v.win)
+	pickFolder(prefLastModels, v.win, func(path string) { v.Add([]string{path}) })
 }
 
 // SetSource records where the selected model came from and at which revision.

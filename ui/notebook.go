@@ -284,18 +284,7 @@ func (v *NotebookView) Import(paths []string) {
 }
 
 func (v *NotebookView) importDialog() {
-	showFileOpen(prefLastImports, func(r fyne.URIReadCloser, err error) {
-		if err != nil {
-			dialog.ShowError(err, v.win)
-			return
-		}
-		if r == nil {
-			return
-		}
-		path := r.URI().Path()
-		r.Close()
-		v.Import([]string{path})
-	}, v.win)
+	pickFile(prefLastImports, v.win, func(path string) { v.Import([]string{path}) })
 }
 
 func (v *NotebookView) signal() {
@@ -329,28 +318,10 @@ func (v *NotebookView) bundleDialog() {
 		return func() {
 			d.Hide()
 			if folder {
-				showFolderOpen(prefLastBundles, func(u fyne.ListableURI, err error) {
-					if err != nil {
-						dialog.ShowError(err, v.win)
-						return
-					}
-					if u != nil {
-						v.verifyPicked(u.Path())
-					}
-				}, v.win)
+				pickFolder(prefLastBundles, v.win, v.verifyPicked)
 				return
 			}
-			showFileOpen(prefLastBundles, func(r fyne.URIReadCloser, err error) {
-				if err != nil {
-					dialog.ShowError(err, v.win)
-					return
-				}
-				if r != nil {
-					path := r.URI().Path()
-					r.Close()
-					v.verifyPicked(path)
-				}
-			}, v.win, ".gz", ".tgz")
+			pickFile(prefLastBundles, v.win, v.verifyPicked, ".gz", ".tgz")
 		}
 	}
 	d = dialog.NewCustom("Verify a bundle", "Cancel", container.NewVBox(

@@ -1020,22 +1020,15 @@ func (v *StudiesView) receiptDialog() {
 	if v.selected == 0 {
 		return
 	}
-	showFolderOpen(prefLastReceipts, func(u fyne.ListableURI, err error) {
-		if err != nil {
-			dialog.ShowError(err, v.win)
-			return
-		}
-		if u == nil {
-			return
-		}
-		v.ExportReceipt(u.Path(), func(summary string, err error) {
+	pickFolder(prefLastReceipts, v.win, func(path string) {
+		v.ExportReceipt(path, func(summary string, err error) {
 			if err != nil {
 				dialog.ShowError(err, v.win)
 				return
 			}
 			dialog.ShowInformation("Receipt written", summary, v.win)
 		})
-	}, v.win)
+	})
 }
 
 // showReceipt previews an exported receipt: its charts, then receipt.md rendered.

@@ -960,16 +960,7 @@ func (v *WizardView) showSave(data []byte) {
 }
 
 func (v *WizardView) openDialog() {
-	showFileOpen(prefLastPlans, func(r fyne.URIReadCloser, err error) {
-		if err != nil {
-			dialog.ShowError(err, v.win)
-			return
-		}
-		if r == nil {
-			return
-		}
-		path := r.URI().Path()
-		r.Close()
+	pickFile(prefLastPlans, v.win, func(path string) {
 		p, err := study.Load(path)
 		if err != nil {
 			if s := planSchema(path); (s == capacity.SchemaCapacity || s == capacity.SchemaConcurrency) && v.openOther != nil && v.openOther(path) {
@@ -979,5 +970,5 @@ func (v *WizardView) openDialog() {
 			return
 		}
 		v.LoadPlan(p, filepath.Dir(path))
-	}, v.win)
+	})
 }

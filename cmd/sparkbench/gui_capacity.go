@@ -119,21 +119,9 @@ func (s capacityService) RunCapacity(ctx context.Context, id int64, onEvent func
 // EstimateCapacity is ui.CapacityEstimator: the plan's duration from this notebook's
 // llama-bench history of its candidates' models (found by the SHA-256 cached for their files).
 func (s capacityService) EstimateCapacity(ctx context.Context, p *capacity.Plan) (capacity.Estimate, error) {
-	lib := notebookLibrary{s.nb}
 	hist := map[string]study.BenchHistory{}
 	for _, c := range p.Candidates {
-		sha := c.Model.SHA256
-		if sha == "" {
-			st, err := lib.Status(ctx, c.Model.Path)
-			if err != nil {
-				continue
-			}
-			sha = st.SHA256
-		}
-		if sha == "" {
-			continue
-		}
-		h, err := s.nb.BenchHistory(ctx, sha, 20)
+		h, err := modelHistory(ctx, s.nb, c.Model.Path, c.Model.SHA256)
 		if err != nil {
 			return capacity.Estimate{}, err
 		}
