@@ -1089,9 +1089,20 @@ func fillReceipt(box *fyne.Container, text *widget.RichText, md []byte, imgs []f
 func previewMarkdown(md string) string {
 	lines := strings.Split(md, "\n")
 	var out []string
+	fenced := false
 	for i := 0; i < len(lines); {
-		if !strings.HasPrefix(strings.TrimSpace(lines[i]), "|") {
-			out = append(out, lines[i])
+		line := lines[i]
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+		}
+		if fenced || !strings.HasPrefix(strings.TrimSpace(line), "|") {
+			// A paragraph's next line joins it with a space, as Markdown renderers show a soft
+			// line break (RichText would glue the two lines together).
+			if n := len(out); !fenced && n > 0 && isProse(line) && isProse(out[n-1]) {
+				out[n-1] += " " + strings.TrimSpace(line)
+			} else {
+				out = append(out, line)
+			}
 			i++
 			continue
 		}
@@ -1129,6 +1140,24 @@ func previewMarkdown(md string) string {
 		out = append(out, "```")
 	}
 	return strings.Join(out, "\n")
+}
+
+// isProse says whether a Markdown line continues a paragraph: not blank, not a heading, list
+// item, quote, table row, fence or indented code.
+func isProse(line string) bool {
+	t := strings.TrimSpace(line)
+	if t == "" || strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "\t") {
+		return false
+	}
+	for _, p := range []string{"#", "- ", "* ", "+ ", ">", "|", "```", "---", "==="} {
+		if strings.HasPrefix(t, p) {
+			return false
+		}
+	}
+	if i := strings.IndexByte(t, '.'); i > 0 && strings.Trim(t[:i], "0123456789") == "" {
+		return false // "1. an ordered item"
+	}
+	return true
 }
 
 // splitTableRow splits "| a | b \| c |" into its cells, unescaped, without code marks.

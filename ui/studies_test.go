@@ -290,4 +290,10 @@ func TestPreviewMarkdownTables(t *testing.T) {
 	if got != want {
 		t.Fatalf("preview:\n%s\nwant:\n%s", got, want)
 	}
+	// A paragraph's lines join with a space (a soft line break); lists, headings and code do not.
+	md = "Study 1 · *plan SHA-256* `2a84`\nThe demo study shipped.\n\n- one\n- two\n\n```\nkeep\nthis\n```\n"
+	want = "Study 1 · *plan SHA-256* `2a84` The demo study shipped.\n\n- one\n- two\n\n```\nkeep\nthis\n```\n"
+	if got := previewMarkdown(md); got != want {
+		t.Fatalf("prose:\n%q\nwant:\n%q", got, want)
+	}
 }
