@@ -410,7 +410,7 @@ func (v *StudiesView) showReport(r *study.Report) {
 	v.Scoreboard.Refresh()
 	v.Results.Refresh()
 	v.Legs.Refresh()
-	if ch, err := charts.Depth(r, "tg", 0); err == nil {
+	if ch, err := charts.Depth(r, "tg", charts.CrossingLine(r, "tg")); err == nil {
 		v.mu.Lock()
 		ch.Meta.Build, ch.Meta.Machine = v.meta.Build, v.meta.Machine
 		v.mu.Unlock()

@@ -5,12 +5,14 @@ package charts
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"sparkbench/app/study"
 	"sparkbench/plots"
+	"sparkbench/runner/benchfmt"
 )
 
 // matches reports whether test (e.g. "tg32") is the metric asked for ("tg", "pp", "tg32").
@@ -39,6 +41,17 @@ func seriesKeys(cells []study.ReportCell) func(c study.ReportCell) string {
 		}
 		return c.Model
 	}
+}
+
+// CrossingLine is the line (t/s) of the study's crossing prediction about metric, or 0: the
+// reference line its depth chart draws, in the window, the receipt and `sparkbench plot`.
+func CrossingLine(r *study.Report, metric string) float64 {
+	for _, f := range r.Figures {
+		if f.Figure == study.FigureCrossing && strings.HasPrefix(f.Selector.Test, metric) {
+			return f.Selector.Line
+		}
+	}
+	return 0
 }
 
 // Depth is the metric against KV depth, one series per model (and configuration), from the
@@ -175,4 +188,41 @@ func Ubatch(r *study.Report, metric string) (*plots.UbatchChart, error) {
 
 func meta(r *study.Report) plots.Meta {
 	return plots.Meta{Model: fmt.Sprintf("%s (study %d)", r.Study.Name, r.Study.ID)}
+}
+
+// MetaFromRows fills a chart's build and machine from the llama-bench rows it was drawn from,
+// as a receipt names them: the first build (commit, number, backends) and the first machine
+// (CPU, GPU) in the receipt's order.
+func MetaFromRows(m plots.Meta, rows []benchfmt.Result) plots.Meta {
+	type build struct {
+		commit, backends string
+		number           int64
+	}
+	var builds []build
+	var machines [][2]string
+	for _, r := range rows {
+		b := build{r.BuildCommit, r.Backends, r.BuildNumber}
+		if !slices.Contains(builds, b) {
+			builds = append(builds, b)
+		}
+		mc := [2]string{r.CPUInfo, r.GPUInfo}
+		if !slices.Contains(machines, mc) {
+			machines = append(machines, mc)
+		}
+	}
+	slices.SortFunc(builds, func(a, b build) int {
+		return strings.Compare(a.commit+"\x00"+a.backends+fmt.Sprint(a.number), b.commit+"\x00"+b.backends+fmt.Sprint(b.number))
+	})
+	slices.SortFunc(machines, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
+	if len(builds) > 0 && builds[0].commit != "" {
+		b := builds[0]
+		m.Build = fmt.Sprintf("llama.cpp %s (build %d) %s", b.commit, b.number, b.backends)
+	}
+	if len(machines) > 0 && machines[0][0] != "" {
+		m.Machine = machines[0][0]
+		if machines[0][1] != "" {
+			m.Machine += ", " + machines[0][1]
+		}
+	}
+	return m
 }

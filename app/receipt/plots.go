@@ -40,14 +40,7 @@ func throughputCharts(d *ThroughputStudy) []namedChart {
 	}
 	var out []namedChart
 	for _, metric := range []string{"tg", "pp"} {
-		line := 0.0
-		for _, f := range rep.Figures {
-			if f.Figure == study.FigureCrossing && strings.HasPrefix(f.Selector.Test, metric) {
-				line = f.Selector.Line
-				break
-			}
-		}
-		if ch, err := charts.Depth(rep, metric, line); err == nil {
+		if ch, err := charts.Depth(rep, metric, charts.CrossingLine(rep, metric)); err == nil {
 			ch.Meta = meta(ch.Meta)
 			out = append(out, namedChart{DirPlots + "depth-" + metric, *ch})
 		}

@@ -13,6 +13,7 @@ import (
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
 	"sparkbench/plots"
+	"sparkbench/runner/benchfmt"
 	"sparkbench/store"
 )
 
@@ -167,13 +168,37 @@ func studyChart(ref string, kind plots.Kind, metric string, line float64, candid
 			metric = "pp"
 		}
 	}
+	// The title names the build and machine the rows came from, as the receipt's charts do.
+	stored, err := store.StudyRecorder{N: nb}.Rows(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]benchfmt.Result, 0, len(stored))
+	for _, r := range stored {
+		rows = append(rows, r.Result)
+	}
 	switch kind {
 	case plots.KindDepth:
-		return charts.Depth(rep, metric, line)
+		if line == 0 { // the line the study's crossing prediction names, as on its receipt
+			line = charts.CrossingLine(rep, metric)
+		}
+		ch, err := charts.Depth(rep, metric, line)
+		if err == nil {
+			ch.Meta = charts.MetaFromRows(ch.Meta, rows)
+		}
+		return ch, err
 	case plots.KindRepeatability:
-		return charts.Repeatability(rep, metric)
+		ch, err := charts.Repeatability(rep, metric)
+		if err == nil {
+			ch.Meta = charts.MetaFromRows(ch.Meta, rows)
+		}
+		return ch, err
 	case plots.KindUbatch:
-		return charts.Ubatch(rep, metric)
+		ch, err := charts.Ubatch(rep, metric)
+		if err == nil {
+			ch.Meta = charts.MetaFromRows(ch.Meta, rows)
+		}
+		return ch, err
 	}
 	return nil, fmt.Errorf("--kind %s charts a capacity study; study %d is a throughput study: depth, repeatability or ubatch", kind, id)
 }

@@ -86,6 +86,17 @@ func TestReceiptRoundTripAndVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// `sparkbench plot` draws the receipt's chart byte for byte: the same build and machine in
+	// the title, the crossing line of the study's prediction.
+	for _, metric := range []string{"tg", "pp"} {
+		png := filepath.Join(base, "plot-"+metric+".png")
+		if code, _, errOut := runCLI("plot", id, "--kind", "depth", "--metric", metric, "--out", png, "--notebook", nb); code != 0 {
+			t.Fatalf("plot: %s", errOut)
+		}
+		if got, _ := os.ReadFile(png); !bytes.Equal(got, files["plots/depth-"+metric+".png"]) {
+			t.Errorf("sparkbench plot --kind depth --metric %s differs from the receipt's plots/depth-%s.png", metric, metric)
+		}
+	}
 	// Redacted: the home folder appears only in the verbatim, hash-chained files (the rows are
 	// verbatim: their bytes are the rows_sha256 the journal recorded).
 	for name, b := range files {
