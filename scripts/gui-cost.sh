@@ -8,10 +8,10 @@
 # legs) and its reps raised so a leg lasts a couple of seconds: reps are calibrated here by
 # timing llama-bench on the demo's dense model at the middle depth (128) with 10 and 50 reps,
 # and sized so the run would take about 1.5 x DURATION. The window opens on it
-# (`sparkbench gui --study ID`) and is left to settle (SETTLE seconds); its idle CPU is
-# measured for IDLE seconds (reported, not judged); then the run is started as a user does,
-# with Ctrl+R (xdotool): the Studies section switches to the Chart tab and redraws the depth
-# chart as rows arrive, with the console, progress and gate lights.
+# (`sparkbench gui --study ID`), the Chart tab is opened (Ctrl+2), and the window is left to
+# settle (SETTLE seconds); its idle CPU is measured for IDLE seconds (reported, not judged);
+# then the run is started as a user does, with Ctrl+R (xdotool): the depth chart is redrawn as
+# rows arrive, with the console, progress and gate lights.
 #
 # Method: /proc/PID/stat of the app process, utime + stime (fields 14 and 15; children are
 # not included, so llama-bench is not counted), read when the first llama-bench leg starts
@@ -79,6 +79,9 @@ hz=$(getconf CLK_TCK)
 ticks() { awk '{print $14 + $15}' "/proc/$app_pid/stat"; }
 win=$(xdotool search --sync --onlyvisible --pid "$app_pid" 2>/dev/null | head -1 || true)
 [ -n "$win" ] || { echo "gui-cost: the window did not open; its log:" >&2; cat "$work/app.log" >&2; exit 1; }
+# The user opens the Chart tab (Ctrl+2) to watch it, lets the window settle, then runs.
+xdotool windowfocus --sync "$win" 2>/dev/null || true
+xdotool key --window "$win" ctrl+2
 sleep "$SETTLE"
 i0=$(ticks); it0=$(date +%s.%N)
 sleep "$IDLE"

@@ -192,7 +192,8 @@ func chartMeta(r app.DoctorReport) plots.Meta {
 }
 
 // addShortcuts: Ctrl+N new study, Ctrl+R run the shown study, Ctrl+F find in the notebook,
-// Ctrl+E export the shown study's receipt, Ctrl+M models, Ctrl+B bench.
+// Ctrl+E export the shown study's receipt, Ctrl+M models, Ctrl+B bench, Ctrl+1 … Ctrl+6 the
+// shown study's tabs.
 func (wb *Workbench) addShortcuts() {
 	c := wb.Window.Canvas()
 	add := func(key fyne.KeyName, f func()) {
@@ -224,5 +225,19 @@ func (wb *Workbench) addShortcuts() {
 		}
 	})
 	add(fyne.KeyM, func() { wb.ShowSection("models") })
+	// Ctrl+1 … Ctrl+6: the shown study's tabs (Predictions, Chart, Results, Legs, Console,
+	// Receipt; a capacity study's Envelope, Grid, Slots, Verdicts, Console, Receipt).
+	for i, key := range []fyne.KeyName{fyne.Key1, fyne.Key2, fyne.Key3, fyne.Key4, fyne.Key5, fyne.Key6} {
+		add(key, func() {
+			wb.ShowSection("studies")
+			tabs := wb.Studies.Tabs
+			if wb.Studies.capShown {
+				tabs = wb.Studies.Cap.Tabs
+			}
+			if i < len(tabs.Items) {
+				tabs.SelectIndex(i)
+			}
+		})
+	}
 	add(fyne.KeyB, func() { wb.ShowSection("bench") })
 }

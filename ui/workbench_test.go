@@ -148,6 +148,10 @@ func TestShortcutsAndSections(t *testing.T) {
 		if wb.nav.Selected().Text != "Notebook" {
 			t.Errorf("Ctrl+F opened %q", wb.nav.Selected().Text)
 		}
+		wb.Window.Canvas().(interface{ TypedShortcut(fyne.Shortcut) }).TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.Key2, Modifier: fyne.KeyModifierShortcutDefault})
+		if wb.nav.Selected().Text != "Studies" || wb.Studies.Tabs.Selected().Text != "Chart" {
+			t.Errorf("Ctrl+2 opened %q, tab %q", wb.nav.Selected().Text, wb.Studies.Tabs.Selected().Text)
+		}
 	})
 }
 
