@@ -9,9 +9,10 @@ import (
 
 // Throttle coalesces UI updates from background goroutines: at most one update per interval
 // reaches the UI goroutine, always the latest one submitted ("latest wins"), and the last one
-// is never lost. The run views' text and charts use textInterval and chartInterval (1 Hz
-// each): within the 10 Hz and 4 Hz ceilings. Each update repaints the whole window, which
-// under a software renderer is most of the window's CPU during a run (scripts/gui-cost.sh).
+// is never lost. The run views' text uses textInterval (1 Hz) and their charts chartInterval
+// (a new frame at most every 2 s): within the 10 Hz and 4 Hz ceilings. Each update repaints the
+// whole window, and a chart frame is a new texture: under a software renderer that is most of
+// the window's CPU during a run (scripts/gui-cost.sh).
 type Throttle struct {
 	interval time.Duration
 	run      func(func()) // hops onto the UI goroutine (onUI in the app, inline in tests)
@@ -26,7 +27,7 @@ type Throttle struct {
 // The run views' update intervals (measured: scripts/gui-cost.sh).
 const (
 	textInterval  = time.Second
-	chartInterval = time.Second
+	chartInterval = 2 * time.Second
 	// slowTextInterval is for what changes often within a leg (rows, in-leg progress,
 	// transcript lines): the leg's boundaries are shown at textInterval.
 	slowTextInterval = 3 * time.Second
