@@ -522,7 +522,7 @@ func (v *StudiesView) onEvent(e study.Event) {
 func (v *StudiesView) showLive() {
 	v.mu.Lock()
 	live := v.running != 0
-	p, id, gates := v.liveProgress, v.liveStudy, v.gates.String()
+	p, id, gates := v.liveProgress, v.liveStudy, v.gates.Live()
 	v.mu.Unlock()
 	if !live { // the run has ended: its final message stands
 		return
@@ -540,7 +540,7 @@ func (v *StudiesView) showLive() {
 	}
 	setText(v.ProgressMsg, fmt.Sprintf("%d/%d legs · %s · %s", p.LegsDone, p.LegsTotal, cur, eta))
 	if r := v.report; r != nil && r.Study.ID == id {
-		setText(v.Status, fmt.Sprintf("running · %d/%d legs · plan sha256 %s", p.LegsDone, p.LegsTotal, short(r.Study.PlanSHA256)))
+		setText(v.Status, "running · plan sha256 "+short(r.Study.PlanSHA256)) // the legs done are in the progress line
 	}
 	setText(v.Gates, gates)
 	v.refreshConsole()
@@ -1242,6 +1242,37 @@ func (g *gateCounts) observe(e study.Event) {
 			}
 		}
 	}
+}
+
+// Live is the gate lights while a run goes on: each light and only what is wrong, so the line
+// changes when a gate does, not with every row (each change repaints the window). String,
+// with the counts, is shown when the run ends.
+func (g gateCounts) Live() string {
+	s := "gates: CV ●ok"
+	if g.flagged > 0 {
+		s = fmt.Sprintf("gates: CV ●STOP (%d row(s) flagged)", g.flagged)
+	}
+	if g.legsBad == 0 {
+		s += " · legs ●ok"
+	} else {
+		s += fmt.Sprintf(" · legs: %d not ok", g.legsBad)
+	}
+	if len(g.crashes) > 0 {
+		s += " · crashes: " + strings.Join(g.crashes, ", ")
+	}
+	if g.canary != "" {
+		s += " · canary " + g.canary
+	}
+	switch len(g.backends) {
+	case 0:
+	case 1:
+		for k := range g.backends {
+			s += " · backend evidence ●ok " + k
+		}
+	default:
+		s += " · backend evidence ●MIXED (rows disagree: check the build and device)"
+	}
+	return s
 }
 
 func (g gateCounts) String() string {

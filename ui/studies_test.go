@@ -148,7 +148,7 @@ func TestStudiesAbort(t *testing.T) {
 		}
 	})
 	// The status line follows the run, not the study as it was loaded.
-	waitUpdated(t, v, func() bool { return strings.HasPrefix(v.Status.Text, "running · 1/2 legs · plan sha256 ") })
+	waitUpdated(t, v, func() bool { return strings.HasPrefix(v.Status.Text, "running · plan sha256 ") })
 	v.Abort()
 	waitUpdated(t, v, func() bool {
 		return strings.HasPrefix(v.ProgressMsg.Text, "stopped by you") && v.AbortButton.Disabled()
@@ -211,6 +211,13 @@ func TestGateLights(t *testing.T) {
 	b.observe(study.Event{Kind: study.EventSample, Sample: &runner.Sample{Result: benchfmt.Result{Backends: "Vulkan", NGPULayers: 99, GPUInfo: "Radeon 8060S"}}})
 	if got := b.String(); !strings.HasSuffix(got, " · backend evidence ●MIXED (rows disagree: check the build and device): CPU, ngl 0 ×2; Vulkan, ngl 99, Radeon 8060S ×1") {
 		t.Fatalf("mixed backends: %s", got)
+	}
+	// While running, the lights without counts: they change only when a gate does.
+	if got := b.Live(); got != "gates: CV ●ok · legs ●ok · backend evidence ●MIXED (rows disagree: check the build and device)" {
+		t.Fatalf("live: %s", got)
+	}
+	if got := g.Live(); got != "gates: CV ●STOP (1 row(s) flagged) · legs: 1 not ok · crashes: moe/d0 crashed · canary FAIL: 30% below its baseline" {
+		t.Fatalf("live: %s", got)
 	}
 }
 
