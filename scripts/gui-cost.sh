@@ -112,7 +112,7 @@ awk -v c0="$c0" -v c1="$c1" -v t0="$t0" -v t1="$t1" -v hz="$hz" -v reps="$reps" 
     -v i0="$i0" -v i1="$i1" -v it0="$it0" -v it1="$it1" \
     -v done_legs="${done_legs:-?}" -v d="$DURATION" -v max="$MAX_PCT" -v t10="$t10" -v t50="$t50" -v series="$work/samples" 'BEGIN {
   cpu = (c1 - c0) / hz; wall = t1 - t0; pct = 100 * cpu / wall
-  printf "gui cost: method: utime+stime of the app process from /proc/PID/stat (children excluded), run started with Ctrl+R in the settled window, from its first llama-bench leg for %d s\n", d
+  printf "gui cost: method: utime+stime of the app process from /proc/PID/stat (children excluded), Chart tab open (Ctrl+2), run started with Ctrl+R in the settled window, from its first llama-bench leg for %d s\n", d
   printf "gui cost: study: the demo plan at depths 0..256 step 16, %d legs x %d reps (calibrated: llama-bench -r 10 %.2f s, -r 50 %.2f s), %s legs finished\n", legs, reps, t10, t50, done_legs
   while ((getline line < series) > 0) { split(line, f, " "); n++; ts[n] = f[1]; cs[n] = f[2] }
   out = ""; last = 1
