@@ -384,7 +384,7 @@ func (v *CapacityPanel) Run() {
 		return
 	}
 	if v.busy != nil && v.busy() {
-		dialog.ShowInformation("Another study is running", "One study runs at a time (they would compete for the machine). Abort it or wait for it to finish, then run this one.", v.win)
+		showOneAtATime(v.win)
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -569,15 +569,7 @@ func (v *CapacityPanel) onEvent(ev capacity.RunEvent) {
 }
 
 // refreshConsole redraws the console when its tab is shown (switching to it redraws it).
-func (v *CapacityPanel) refreshConsole() {
-	if v.Tabs.Selected() == nil || v.Tabs.Selected().Text != "Console" {
-		return
-	}
-	v.Console.Refresh()
-	if v.Follow.Checked {
-		v.Console.ScrollToBottom()
-	}
-}
+func (v *CapacityPanel) refreshConsole() { refreshShownConsole(v.Tabs, v.Console, v.Follow) }
 
 // liveCapacity gathers a run's events into per-pass cells judged by the load-SLO gates of
 // app/capacity, and judges each server lifetime's backend markers and peak RSS as it ends (the

@@ -76,7 +76,7 @@ func sameCandidates(a, b []capacity.Candidate) bool {
 // is the same plan.
 func (v *CapacityWizard) LoadPlan(p *capacity.Plan, planDir string) {
 	p.Defaults()
-	b, err := clonePlan(p)
+	b, err := p.Clone()
 	if err != nil {
 		dialog.ShowError(err, v.win)
 		return
@@ -227,15 +227,6 @@ func paths0(paths []string) string {
 	return paths[0]
 }
 
-func clonePlan(p *capacity.Plan) (*capacity.Plan, error) {
-	data, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	var out capacity.Plan
-	return &out, json.Unmarshal(data, &out)
-}
-
 // PlanJSON is the form's plan as a plan file (indented JSON, defaults filled in), each model's
 // SHA-256 filled in from the library when the file was hashed before and is unchanged.
 func (v *CapacityWizard) PlanJSON(ctx context.Context, p *capacity.Plan) ([]byte, error) {
@@ -261,7 +252,7 @@ func (v *CapacityWizard) refusals(p *capacity.Plan, errs []string) []string {
 	if len(errs) > 0 {
 		return errs
 	}
-	q, err := clonePlan(p)
+	q, err := p.Clone()
 	if err != nil {
 		return []string{err.Error()}
 	}

@@ -417,24 +417,18 @@ func (v *CapacityWizard) AddPrediction(p capacity.Prediction) {
 // notebook), a chosen prompt plan and the quality cases; then the defaults. It returns the plan
 // exactly as it will be frozen and its SHA-256. It runs off the UI goroutine.
 func (v *CapacityWizard) prepareFiles(ctx context.Context, p *capacity.Plan) (*capacity.Plan, string, error) {
-	hashes := map[string]string{}
+	paths := make([]string, len(p.Candidates))
+	for i, c := range p.Candidates {
+		paths[i] = c.Model.Path
+	}
+	sums, err := modelHashes(ctx, v.lib, paths)
+	if err != nil {
+		return nil, "", err
+	}
 	for i := range p.Candidates {
-		m := &p.Candidates[i].Model
-		if v.lib == nil {
-			break
+		if sum, ok := sums[p.Candidates[i].Model.Path]; ok {
+			p.Candidates[i].Model.SHA256 = sum
 		}
-		if h, ok := hashes[m.Path]; ok {
-			m.SHA256 = h
-			continue
-		}
-		st, err := v.lib.Hash(ctx, m.Path, nil)
-		if err != nil {
-			return nil, "", fmt.Errorf("hash %s: %w", m.Path, err)
-		}
-		if st.Status == "MISMATCH" {
-			return nil, "", fmt.Errorf("%s is MISMATCH: its SHA-256 %s differs from the expected %s; download it again, or fix the expected hash in Models", m.Path, st.SHA256, st.Expected)
-		}
-		m.SHA256, hashes[m.Path] = st.SHA256, st.SHA256
 	}
 	file := func(what string, f *capacity.FileRef) error {
 		if f.SHA256 != "" {
@@ -470,28 +464,16 @@ func (v *CapacityWizard) prepareFiles(ctx context.Context, p *capacity.Plan) (*c
 // done reports on the UI goroutine.
 func (v *CapacityWizard) Register(done func(capacity.Registration, error)) {
 	p, errs := v.Plan()
-	if len(errs) > 0 {
-		done(capacity.Registration{}, fmt.Errorf("%s", strings.Join(errs, "; ")))
-		return
-	}
-	go func() {
-		ctx := context.Background()
-		p, sum, err := v.prepareFiles(ctx, p)
-		var reg capacity.Registration
-		if err == nil {
-			reg, err = v.registerPrepared(ctx, p, sum)
-		}
-		onUI(func() { done(reg, err) })
-	}()
+	registerInBackground(p, errs, v.prepareFiles, v.registerPrepared, done)
 }
 
 func (v *CapacityWizard) registerPrepared(ctx context.Context, p *capacity.Plan, sum string) (capacity.Registration, error) {
 	if v.svc == nil {
-		return capacity.Registration{}, fmt.Errorf("registering is unavailable: the notebook is not open (see the Bench section)")
+		return capacity.Registration{}, errNoRegistrar
 	}
 	reg, err := v.svc.RegisterCapacity(ctx, p)
-	if err == nil && reg.PlanSHA256 != sum {
-		err = fmt.Errorf("the notebook registered plan SHA-256 %s, not the %s shown before registering: study %d holds the registered plan; report this", reg.PlanSHA256, sum, reg.StudyID)
+	if err == nil {
+		err = checkRegistered(reg.PlanSHA256, sum, reg.StudyID)
 	}
 	return reg, err
 }

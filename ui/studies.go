@@ -439,7 +439,7 @@ func (v *StudiesView) RunSelected() {
 		return
 	}
 	if v.Cap != nil && v.Cap.Running() {
-		dialog.ShowInformation("Another study is running", "One study runs at a time (they would compete for the machine). Abort it or wait for it to finish, then run this one.", v.win)
+		showOneAtATime(v.win)
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -548,13 +548,17 @@ func (v *StudiesView) showLive() {
 
 // refreshConsole redraws the console when its tab is shown (switching to it redraws it):
 // a hidden console costs nothing while a run streams lines into it.
-func (v *StudiesView) refreshConsole() {
-	if v.Tabs.Selected() == nil || v.Tabs.Selected().Text != "Console" {
+func (v *StudiesView) refreshConsole() { refreshShownConsole(v.Tabs, v.Console, v.Follow) }
+
+// refreshShownConsole redraws a console list when its tab ("Console") is the one shown, and
+// follows its end when follow is checked.
+func refreshShownConsole(tabs *container.AppTabs, console *widget.List, follow *widget.Check) {
+	if tabs.Selected() == nil || tabs.Selected().Text != "Console" {
 		return
 	}
-	v.Console.Refresh()
-	if v.Follow.Checked {
-		v.Console.ScrollToBottom()
+	console.Refresh()
+	if follow.Checked {
+		console.ScrollToBottom()
 	}
 }
 
@@ -1306,4 +1310,9 @@ func (g gateCounts) String() string {
 		}
 	}
 	return s
+}
+
+// showOneAtATime says why a second study does not start while one runs.
+func showOneAtATime(win fyne.Window) {
+	dialog.ShowInformation("Another study is running", "One study runs at a time (they would compete for the machine). Abort it or wait for it to finish, then run this one.", win)
 }

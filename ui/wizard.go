@@ -439,19 +439,18 @@ func predictionList[T any](items *[]T, line func(T) string, changed func()) (*wi
 // then the defaults: the plan exactly as it will be frozen, and its SHA-256. It runs off the
 // UI goroutine.
 func (v *WizardView) prepareFiles(ctx context.Context, p *study.Plan) (*study.Plan, string, error) {
+	paths := make([]string, len(p.Models))
+	for i, m := range p.Models {
+		paths[i] = m.Path
+	}
+	sums, err := modelHashes(ctx, v.lib, paths)
+	if err != nil {
+		return nil, "", err
+	}
 	for i := range p.Models {
-		m := &p.Models[i]
-		if v.lib == nil {
-			break
+		if sum, ok := sums[p.Models[i].Path]; ok {
+			p.Models[i].SHA256 = sum
 		}
-		st, err := v.lib.Hash(ctx, m.Path, nil)
-		if err != nil {
-			return nil, "", fmt.Errorf("hash %s: %w", m.Path, err)
-		}
-		if st.Status == "MISMATCH" {
-			return nil, "", fmt.Errorf("%s is MISMATCH: its SHA-256 %s differs from the expected %s; download it again, or fix the expected hash in Models", m.Path, st.SHA256, st.Expected)
-		}
-		m.SHA256 = st.SHA256
 	}
 	p.Defaults()
 	sum, _, err := p.SHA256()
@@ -463,28 +462,16 @@ func (v *WizardView) prepareFiles(ctx context.Context, p *study.Plan) (*study.Pl
 // reports on the UI goroutine.
 func (v *WizardView) Register(done func(study.Registration, error)) {
 	p, errs := v.Plan()
-	if len(errs) > 0 {
-		done(study.Registration{}, fmt.Errorf("%s", strings.Join(errs, "; ")))
-		return
-	}
-	go func() {
-		ctx := context.Background()
-		p, sum, err := v.prepareFiles(ctx, p)
-		var reg study.Registration
-		if err == nil {
-			reg, err = v.registerPrepared(ctx, p, sum)
-		}
-		onUI(func() { done(reg, err) })
-	}()
+	registerInBackground(p, errs, v.prepareFiles, v.registerPrepared, done)
 }
 
 func (v *WizardView) registerPrepared(ctx context.Context, p *study.Plan, sum string) (study.Registration, error) {
 	if v.reg == nil {
-		return study.Registration{}, fmt.Errorf("registering is unavailable: the notebook is not open (see the Bench section)")
+		return study.Registration{}, errNoRegistrar
 	}
 	reg, err := v.reg.Register(ctx, p)
-	if err == nil && reg.PlanSHA256 != sum {
-		err = fmt.Errorf("the notebook registered plan SHA-256 %s, not the %s shown before registering: study %d holds the registered plan; report this", reg.PlanSHA256, sum, reg.StudyID)
+	if err == nil {
+		err = checkRegistered(reg.PlanSHA256, sum, reg.StudyID)
 	}
 	return reg, err
 }

@@ -112,6 +112,9 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	return res, nil
 }
 
+// Clone is a deep copy of the plan (its JSON, read back).
+func (p *Plan) Clone() (*Plan, error) { return clonePlan(p) }
+
 func clonePlan(p *Plan) (*Plan, error) {
 	if p == nil {
 		return nil, &InputError{Flag: FlagPlan, Err: errors.New("no plan")}
