@@ -215,14 +215,23 @@ func MetaFromRows(m plots.Meta, rows []benchfmt.Result) plots.Meta {
 	})
 	slices.SortFunc(machines, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
 	if len(builds) > 0 && builds[0].commit != "" {
-		b := builds[0]
-		m.Build = fmt.Sprintf("llama.cpp %s (build %d) %s", b.commit, b.number, b.backends)
+		m.Build = BuildLabel(builds[0].commit, builds[0].number, builds[0].backends)
 	}
 	if len(machines) > 0 && machines[0][0] != "" {
-		m.Machine = machines[0][0]
-		if machines[0][1] != "" {
-			m.Machine += ", " + machines[0][1]
-		}
+		m.Machine = MachineLabel(machines[0][0], machines[0][1])
 	}
 	return m
+}
+
+// BuildLabel names a llama.cpp build in a chart's title.
+func BuildLabel(commit string, number int64, backends string) string {
+	return fmt.Sprintf("llama.cpp %s (build %d) %s", commit, number, backends)
+}
+
+// MachineLabel names a machine in a chart's title: its CPU, and its GPU when it has one.
+func MachineLabel(cpu, gpu string) string {
+	if gpu != "" {
+		return cpu + ", " + gpu
+	}
+	return cpu
 }

@@ -28,13 +28,10 @@ func throughputCharts(d *ThroughputStudy) []namedChart {
 	meta := func(m plots.Meta) plots.Meta {
 		if len(d.Provenance.Builds) > 0 {
 			b := d.Provenance.Builds[0]
-			m.Build = fmt.Sprintf("llama.cpp %s (build %d) %s", b.Commit, b.Number, b.Backends)
+			m.Build = charts.BuildLabel(b.Commit, b.Number, b.Backends)
 		}
 		if len(d.Provenance.Machines) > 0 {
-			m.Machine = d.Provenance.Machines[0].CPU
-			if g := d.Provenance.Machines[0].GPU; g != "" {
-				m.Machine += ", " + g
-			}
+			m.Machine = charts.MachineLabel(d.Provenance.Machines[0].CPU, d.Provenance.Machines[0].GPU)
 		}
 		return m
 	}
