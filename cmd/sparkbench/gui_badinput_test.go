@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,7 +119,8 @@ func TestWindowRunWithAMissingBuildFolder(t *testing.T) {
 	}
 }
 
-// Bad input in the New study forms, through the real notebook: invalid axis values and a
+// Bad input through the real notebook: a file that is not a GGUF model is refused in a dialog;
+// in the New study forms, invalid axis values and a
 // --port flag (the harness picks the server's port) are refused precisely, inline and in the
 // Save plan… dialog; a model whose SHA-256 differs from the expected one is refused at
 // Register… with a dialog naming both hashes. The notebook's studies and journal are unchanged.
@@ -166,6 +168,20 @@ func TestWindowBadInputLeavesTheNotebookUnchanged(t *testing.T) {
 				c.Overlays().Remove(c.Overlays().Top())
 			}
 		})
+	}
+
+	// A file that is not a GGUF model, added in Models: a dialog names it and what to add.
+	notes := filepath.Join(tmp, "notes.txt")
+	if err := os.WriteFile(notes, []byte("not a model\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ui.Locked(func() { wb.Models.Add([]string{notes}) })
+	if txt := waitDialog(t, c, "could not be read as GGUF models"); !strings.Contains(txt, notes) || !strings.Contains(txt, "*.gguf") {
+		t.Fatalf("non-GGUF dialog %q", txt)
+	}
+	dismiss()
+	if got := before(); got != state0 {
+		t.Fatalf("adding a non-GGUF file changed the notebook:\n%s\n->\n%s", state0, got)
 	}
 
 	// Invalid axis values: said inline, Register… disabled, and Save plan… says it in a dialog.
