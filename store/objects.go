@@ -341,6 +341,8 @@ const (
 	StatusComplete   = "complete"
 	StatusHalted     = "halted"
 	StatusImported   = "imported"
+	// StatusIncomplete: the run is over but some legs or lifetimes ended without results.
+	StatusIncomplete = "incomplete"
 )
 
 // Study is a named study.

@@ -304,6 +304,17 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return err
 	}
+	if strings.Contains(m.sql, "PRAGMA writable_schema = ON") {
+		// The migration rewrote a table's SQL text: bump the schema cookie so that every
+		// connection (this one included) parses the schema again.
+		var cookie int64
+		if err := tx.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&cookie); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA schema_version = %d", cookie+1)); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
 		return err
 	}
