@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"sparkbench/app/textsafe"
 )
 
 // Registration is the result of Register.
@@ -277,6 +279,18 @@ func Amend(ctx context.Context, rec Recorder, studyID int64, req AmendRequest) (
 	if strings.TrimSpace(req.Reason) == "" {
 		return AmendResult{}, errors.New("an amendment needs a reason")
 	}
+	field := "amendment reason"
+	if req.AsDeviation {
+		field = "deviation reason"
+	}
+	if err := textsafe.Check(field, req.Reason); err != nil {
+		return AmendResult{}, err
+	}
+	if req.Set.Text != nil {
+		if err := textsafe.Check("new prediction text", *req.Set.Text); err != nil {
+			return AmendResult{}, err
+		}
+	}
 	if req.Set.Empty() {
 		return AmendResult{}, errors.New("the amendment changes nothing: give a new value (e.g. --set-lo 2000)")
 	}
@@ -365,6 +379,12 @@ func RecordHumanVerdict(ctx context.Context, rec Recorder, studyID int64, h Huma
 	if strings.TrimSpace(h.Rationale) == "" {
 		return errors.New("a human verdict needs its rationale (--why)")
 	}
+	if err := textsafe.Check("verdict rationale", h.Rationale); err != nil {
+		return err
+	}
+	if err := textsafe.CheckLine("verdict author", h.Author); err != nil {
+		return err
+	}
 	l, err := loadStudy(ctx, rec, studyID)
 	if err != nil {
 		return err
@@ -387,6 +407,9 @@ type FindingRequest struct {
 func AddFinding(ctx context.Context, rec Recorder, studyID int64, f FindingRequest) (string, error) {
 	if strings.TrimSpace(f.Text) == "" {
 		return "", errors.New("a finding needs its text (--text)")
+	}
+	if err := textsafe.Check("finding text", f.Text); err != nil {
+		return "", err
 	}
 	l, err := loadStudy(ctx, rec, studyID)
 	if err != nil {
