@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"sparkbench/app"
+	"sparkbench/app/textsafe"
 )
 
 type command struct {
@@ -101,3 +102,12 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// escaped buffers what a report prints and writes it through textsafe.Escape when flushed:
+// recorded text (a finding, a rationale, a reason, a model name from imported rows) cannot
+// reach the terminal with a raw control character, whatever version stored it. Text without
+// control characters is written unchanged.
+func escaped(w io.Writer) (io.Writer, func()) {
+	var b strings.Builder
+	return &b, func() { _, _ = io.WriteString(w, textsafe.Escape(b.String())) }
+}

@@ -628,6 +628,8 @@ func studyCompare(args []string, stdout, stderr io.Writer) int {
 // and the new mean, each ± its 95% interval, and the delta with its p-value and n ("~" when
 // not significant).
 func printComparison(w io.Writer, c *study.StudyComparison) {
+	w, flush := escaped(w)
+	defer flush()
 	for _, s := range []struct {
 		head string
 		s    study.ComparedStudy
@@ -677,6 +679,8 @@ func printComparison(w io.Writer, c *study.StudyComparison) {
 }
 
 func printReport(w io.Writer, r *study.Report) {
+	w, flush := escaped(w)
+	defer flush()
 	s := r.Study
 	fprintf(w, "study %d %q: %s, %d/%d legs finished\nplan sha256 %s, registered %s\n", s.ID, s.Name, s.Status, s.LegsDone, s.LegsTotal,
 		s.PlanSHA256, s.RegisteredAt.Local().Format("2006-01-02 15:04:05"))
