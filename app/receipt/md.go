@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"sparkbench/app/textsafe"
 )
 
 // mdWriter builds GitHub Markdown. Tables always have the header's column count in every row;
@@ -62,7 +64,11 @@ func (w *mdWriter) table(header []string, align string, rows [][]string) {
 	w.blank()
 }
 
-func (w *mdWriter) bytes() []byte { return []byte(w.b.String()) }
+// bytes is the document with every control character but tab and newline escaped
+// (textsafe.Escape: `\x1b`, plain text in Markdown), wherever recorded text was written —
+// a cell, a line, a code span or block —, so a receipt never carries one raw, even for text
+// stored by an older version or imported. A document without one is unchanged.
+func (w *mdWriter) bytes() []byte { return []byte(textsafe.Escape(w.b.String())) }
 
 // cell escapes recorded text for a table cell: pipes, newlines and Markdown emphasis or HTML
 // that would change the meaning.
