@@ -477,6 +477,8 @@ func (v *StudiesView) RunSelected() {
 				dialog.ShowError(fmt.Errorf("the study could not run: %w. Legs that finished are kept; fix it and press Run to resume", err), v.win)
 			case sum.Halted:
 				msg = fmt.Sprintf("halted after %d/%d legs: %s", sum.LegsDone, sum.LegsTotal, sum.Reason)
+			case len(sum.Incomplete) > 0:
+				msg = incompleteMessage(sum)
 			}
 			v.ProgressMsg.SetText(msg)
 			v.mu.Lock()
@@ -486,6 +488,26 @@ func (v *StudiesView) RunSelected() {
 			v.Select(id)
 		})
 	}()
+}
+
+// incompleteMessage says which legs of a finished run have no results and what Run does next.
+func incompleteMessage(sum study.RunSummary) string {
+	var retry, final []string
+	for _, st := range sum.Incomplete {
+		if st.Final {
+			final = append(final, st.Leg)
+		} else {
+			retry = append(retry, st.Leg)
+		}
+	}
+	msg := fmt.Sprintf("incomplete: %d of %d legs have no results", len(sum.Incomplete), sum.LegsTotal)
+	if len(retry) > 0 {
+		msg += "; Run tries again " + strings.Join(retry, ", ")
+	}
+	if len(final) > 0 {
+		msg += "; out of retries: " + strings.Join(final, ", ")
+	}
+	return msg
 }
 
 // onEvent runs on the engine's goroutine: it only records and schedules a throttled update.

@@ -49,6 +49,10 @@ type Engine struct {
 	// hands them to its own goroutine; the CLI prints them).
 	OnEvent func(Event)
 	Now     func() time.Time
+	// Retry names plan legs to attempt once more although their failures reached the plan's
+	// retry limit (`study run ID --retry LEG`). Only a leg that ended without results can be
+	// retried; the verdicts that read it are journaled again once it is final.
+	Retry []string
 
 	fp *runner.Fingerprinter
 }
@@ -64,8 +68,16 @@ type RunSummary struct {
 	Verdicts    []Verdict `json:"verdicts"`     // journaled by this call
 	Halted      bool      `json:"halted"`
 	Reason      string    `json:"reason,omitempty"`
-	Elapsed     time.Duration
+	// Incomplete lists the plan legs that still have no results when the run ends (status
+	// incomplete): each with its attempts and whether a later run retries it.
+	Incomplete []LegStatus `json:"incomplete,omitempty"`
+	Elapsed    time.Duration
 }
+
+// RetryError refuses a --retry request: the leg is not a plan leg, or it has results.
+type RetryError struct{ Msg string }
+
+func (e *RetryError) Error() string { return e.Msg }
 
 // RefusedError is a plan the engine will not register or run, with every error-level problem
 // (a model whose SHA-256 differs from the plan's reads "MISMATCH").
@@ -103,6 +115,9 @@ type loadedStudy struct {
 	legs   []LegPlan
 	stored []StoredLeg
 	rows   []StoredRow
+	// reopened lists final legs without results that a Run was asked to retry (Engine.Retry):
+	// not final again until that attempt ends.
+	reopened map[string]bool
 }
 
 func loadStudy(ctx context.Context, rec Recorder, id int64) (*loadedStudy, error) {
@@ -157,29 +172,95 @@ func (l *loadedStudy) bandwidth() float64 {
 }
 
 // finalLegs maps each plan leg to the notebook leg whose rows count for it: its latest
-// attempt that finished (a leg the user stopped did not finish).
+// attempt that ended with results (ok, or flagged by a gate after earlier rows). A leg the user
+// stopped, one that crashed or was refused, and one a dead process left interrupted have no
+// results: they count toward nothing (see legStatus).
 func finalLegs(stored []StoredLeg) map[string]StoredLeg {
 	out := map[string]StoredLeg{}
 	for _, s := range stored {
-		if s.Role == RoleLeg && legDone(s) {
+		if s.Role == RoleLeg && hasResults(s) {
 			out[s.PlanLeg] = s
 		}
 	}
 	return out
 }
 
-func legDone(s StoredLeg) bool {
-	return s.State == LegFinished && s.Class != string(runner.ClassStoppedByUser)
+// hasResults reports whether a leg attempt ended with results: it finished ok, or a gate
+// flagged a test (the rows before the flag count; the flag is the measured answer).
+func hasResults(s StoredLeg) bool {
+	if s.State != LegFinished {
+		return false
+	}
+	switch runner.Class(s.Class) {
+	case runner.ClassOK, "", runner.ClassFlagged:
+		return true
+	}
+	return false
+}
+
+// failedAttempt reports whether a leg attempt ended without results through a failure of the
+// leg itself (crashed, bad arguments, out of memory, timeout, …): those count toward the plan's
+// retry limit. A stop by the user and an attempt a dead process left interrupted do not.
+func failedAttempt(s StoredLeg) bool {
+	return s.State == LegFinished && !hasResults(s) && s.Class != string(runner.ClassStoppedByUser)
+}
+
+// LegStatus is where one plan leg stands: whether it has results, how many attempts failed,
+// and whether it is final (results, or its failures reached the plan's retry limit). A leg that
+// is not final is run again by the next Run, and a prediction that reads it stays PENDING.
+type LegStatus struct {
+	Leg         string    `json:"leg"`
+	Results     bool      `json:"results"`
+	Attempts    int       `json:"attempts"`    // attempts recorded, of every kind
+	Failed      int       `json:"failed"`      // attempts that ended without results by a failure
+	MaxAttempts int       `json:"max_attempts"` // 1 + the plan's retries
+	Final       bool      `json:"final"`
+	Last        StoredLeg `json:"-"` // the latest attempt (zero when none)
+}
+
+// RetriesLeft is how many more failed attempts the plan allows before the leg is final.
+func (s LegStatus) RetriesLeft() int { return max(s.MaxAttempts-s.Failed, 0) }
+
+// legStatuses is the status of every plan leg, in plan order.
+func legStatuses(p *Plan, legs []LegPlan, stored []StoredLeg) []LegStatus {
+	idx := map[string]int{}
+	out := make([]LegStatus, len(legs))
+	for i, lp := range legs {
+		idx[lp.ID] = i
+		out[i] = LegStatus{Leg: lp.ID, MaxAttempts: 1 + p.RetryLimit()}
+	}
+	for _, s := range stored {
+		i, ok := idx[s.PlanLeg]
+		if s.Role != RoleLeg || !ok {
+			continue
+		}
+		st := &out[i]
+		st.Attempts++
+		st.Last = s
+		if hasResults(s) {
+			st.Results = true
+		}
+		if failedAttempt(s) {
+			st.Failed++
+		}
+	}
+	for i := range out {
+		out[i].Final = out[i].Results || out[i].Failed >= out[i].MaxAttempts
+	}
+	return out
 }
 
 // buildResults gathers the rows that count as results: status result, from the final attempt
 // of each plan leg. Rows of failed, flagged, interrupted or canary legs never count.
 func buildResults(l *loadedStudy, models map[string]ModelInfo, bandwidth float64) *Results {
 	res := &Results{Plan: l.plan, Finished: map[string]bool{}, Models: models, BandwidthGBs: bandwidth}
-	final := finalLegs(l.stored)
+	for _, st := range legStatuses(l.plan, l.legs, l.stored) {
+		if st.Final && !l.reopened[st.Leg] {
+			res.Finished[st.Leg] = true
+		}
+	}
 	byNotebookID := map[int64]string{}
-	for planLeg, s := range final {
-		res.Finished[planLeg] = true
+	for planLeg, s := range finalLegs(l.stored) {
 		byNotebookID[s.ID] = planLeg
 	}
 	byID := map[string]LegPlan{}
@@ -274,6 +355,9 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (RunSummary, error) {
 			return sum, fmt.Errorf("%w: leg %s (%d) is running; wait for it, or stop that run", ErrBusy, s.Label, s.ID)
 		}
 	}
+	if err := r.reopen(); err != nil {
+		return sum, err
+	}
 	if err := r.prepare(ctx); err != nil {
 		return sum, err
 	}
@@ -282,13 +366,22 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (RunSummary, error) {
 			r.recorded[key] = true
 		}
 	}
+	// A verdict journaled before a forced retry of a leg it reads is journaled again (a new
+	// entry: the earlier one stays) once that leg is final.
+	for _, p := range l.preds {
+		if r.recorded[p.ID] && readsAny(p, l.legs, l.reopened) {
+			r.recorded[p.ID] = false
+		}
+	}
 	for _, s := range l.stored {
 		if s.Role == RoleLeg {
 			r.attempts[s.PlanLeg] = max(r.attempts[s.PlanLeg], s.Attempt)
 		}
 	}
-	for planLeg := range finalLegs(l.stored) {
-		r.done[planLeg] = true
+	for _, st := range legStatuses(l.plan, l.legs, l.stored) {
+		if st.Final && !l.reopened[st.Leg] {
+			r.done[st.Leg] = true
+		}
 	}
 	r.progress = Progress{LegsTotal: len(l.legs), ETA: -1}
 	for _, lp := range l.legs {
@@ -341,11 +434,76 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (RunSummary, error) {
 		}
 	}
 	wctx := context.WithoutCancel(ctx)
-	if err := e.Rec.SetStatus(wctx, studyID, StatusComplete); err != nil {
+	// Legs still without results make the study incomplete, never complete: a later run retries
+	// those whose failures have not reached the plan's retry limit.
+	for _, st := range legStatuses(l.plan, l.legs, l.stored) {
+		if !st.Results {
+			sum.Incomplete = append(sum.Incomplete, st)
+		}
+	}
+	status := StatusComplete
+	if len(sum.Incomplete) > 0 {
+		status = StatusIncomplete
+		var legs []map[string]any
+		for _, st := range sum.Incomplete {
+			legs = append(legs, map[string]any{"leg": st.Leg, "class": st.Last.Class, "reason": st.Last.Reason,
+				"attempts": st.Attempts, "failed": st.Failed, "max_attempts": st.MaxAttempts, "final": st.Final})
+		}
+		if err := e.Rec.Note(wctx, studyID, NoteIncomplete, map[string]any{"legs": legs}); err != nil {
+			return finish(err)
+		}
+	}
+	if err := e.Rec.SetStatus(wctx, studyID, status); err != nil {
 		return finish(err)
 	}
 	r.emit(Event{Kind: EventDone})
 	return finish(nil)
+}
+
+// reopen checks the Engine's Retry request against the plan and the notebook: each leg must be
+// a plan leg without results; a leg whose failures have not reached the limit is run anyway.
+func (r *run) reopen() error {
+	l := r.l
+	l.reopened = map[string]bool{}
+	if len(r.e.Retry) == 0 {
+		return nil
+	}
+	statuses := map[string]LegStatus{}
+	var ids []string
+	for _, st := range legStatuses(l.plan, l.legs, l.stored) {
+		statuses[st.Leg] = st
+		ids = append(ids, st.Leg)
+	}
+	for _, leg := range r.e.Retry {
+		st, ok := statuses[leg]
+		switch {
+		case !ok:
+			return &RetryError{fmt.Sprintf("--retry %s: not a leg of this study's plan; its legs are %s", leg, strings.Join(ids, ", "))}
+		case st.Results:
+			return &RetryError{fmt.Sprintf("--retry %s: the leg has results (%s, attempt %d); only a leg that ended without results is retried (record a deviation to re-measure it)",
+				leg, st.Last.Label, st.Last.Attempt)}
+		case st.Final:
+			l.reopened[leg] = true
+		}
+	}
+	return nil
+}
+
+// readsAny reports whether the prediction reads one of the legs.
+func readsAny(p Prediction, legs []LegPlan, set map[string]bool) bool {
+	if len(set) == 0 {
+		return false
+	}
+	touched := Touches(p.About, legs)
+	if p.Than != nil {
+		touched = append(touched, Touches(*p.Than, legs)...)
+	}
+	for _, t := range touched {
+		if set[t] {
+			return true
+		}
+	}
+	return false
 }
 
 // halt records why the study stopped early; a stop by the user returns ErrStopped.
@@ -715,6 +873,7 @@ func (r *run) runLeg(ctx context.Context, lp LegPlan) (legRun, error) {
 	if err != nil {
 		return legRun{}, err
 	}
+	delete(l.reopened, lp.ID) // a forced attempt ended: the leg is final again if it failed again
 	if st.results[0].Exit.Class != runner.ClassStoppedByUser {
 		r.done[lp.ID] = true
 		r.progress.LegsDone++

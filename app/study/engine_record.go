@@ -61,6 +61,9 @@ const (
 	StatusRunning    = "running"
 	StatusComplete   = "complete"
 	StatusHalted     = "halted"
+	// StatusIncomplete: the run is over but some plan legs have no results (listed in the
+	// study.incomplete note); the next run retries those below the plan's retry limit.
+	StatusIncomplete = "incomplete"
 )
 
 // Leg states (the notebook's).
@@ -83,6 +86,7 @@ const (
 	NoteBandwidth  = "study.bandwidth"   // {"gbs","copy_gbs","triad_gbs",…}
 	NoteHalted     = "study.halted"      // {"reason","leg","class"}
 	NoteRun        = "study.run"         // {"resumed_at","legs_done","legs_total"}
+	NoteIncomplete = "study.incomplete"  // {"legs":[{"leg","class","reason","attempts","failed","max_attempts","final"}]}
 )
 
 // NewStudy is what Register freezes.

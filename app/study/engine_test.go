@@ -345,8 +345,10 @@ func TestEngineFlaggedAndCrashedRowsNeverCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Status != StatusComplete || sum.LegsRun != 8 {
-		t.Fatalf("a flagged leg and a passing canary continue the queue: %+v", sum)
+	// The crashed leg has no results and retries left: the study is incomplete, not complete.
+	if sum.Status != StatusIncomplete || sum.LegsRun != 8 || len(sum.Incomplete) != 1 || sum.Incomplete[0].Leg != "tiny/d128" ||
+		sum.Incomplete[0].Final || sum.Incomplete[0].RetriesLeft() != 2 {
+		t.Fatalf("a flagged leg and a passing canary continue the queue, a crash leaves it incomplete: %+v", sum)
 	}
 	legs, _ := h.rec.Legs(context.Background(), h.id)
 	var sawCanary bool
@@ -369,9 +371,17 @@ func TestEngineFlaggedAndCrashedRowsNeverCount(t *testing.T) {
 	}
 	rep, _ := Show(context.Background(), h.rec, h.id)
 	for _, s := range rep.Scoreboard {
-		if (s.Prediction == "P1" || s.Prediction == "P4") && s.Verdict.Outcome != Unresolvable {
-			t.Errorf("%s reads a leg without results: %+v", s.Prediction, s.Verdict)
+		// P1 reads the flagged leg (final: the gate's flag is its answer); P4 reads the crashed
+		// one, which a later run retries: it waits.
+		if s.Prediction == "P1" && s.Verdict.Outcome != Unresolvable {
+			t.Errorf("%s reads a flagged leg without results: %+v", s.Prediction, s.Verdict)
 		}
+		if s.Prediction == "P4" && s.Verdict.Outcome != Pending {
+			t.Errorf("%s reads a crashed leg that will be retried: %+v", s.Prediction, s.Verdict)
+		}
+	}
+	if n := h.journalCount("verdict P4 "); n != 0 {
+		t.Errorf("P4 journaled while a retry of its leg is possible")
 	}
 	for _, c := range rep.Results {
 		if c.Leg == "tiny/d0" || c.Leg == "tiny/d128" {
@@ -394,12 +404,16 @@ func TestEngineHaltsWhenTheCanaryFailsAndResumesAfter(t *testing.T) {
 	if tr := h.trail(); tr[len(tr)-1] != "halted" || slices.Contains(tr, "leg_started tiny/d256") {
 		t.Fatalf("trail %q", tr)
 	}
-	// The crashed leg finished (its outcome is recorded); a new run continues after it.
+	// The crashed leg ended without results: a new run retries it first (attempt 2), then
+	// continues after it.
 	h.bench.canaryFails, h.bench.outcome = false, map[string]string{}
 	h.bench.ran = nil
 	sum, err = h.run(context.Background())
-	if err != nil || sum.Status != StatusComplete || h.bench.ran[0] != "tiny/d256" {
+	if err != nil || sum.Status != StatusComplete || h.bench.ran[0] != "tiny/d128" || h.bench.ran[1] != "tiny/d256" {
 		t.Fatalf("resume after a halt: %+v %v %q", sum, err, h.bench.ran)
+	}
+	if tr := h.trail(); !slices.Contains(tr, "leg_started tiny/d128") {
+		t.Fatalf("the crashed leg was not run again: %q", tr)
 	}
 }
 

@@ -34,6 +34,25 @@ type Plan struct {
 	Conditions    []Condition    `json:"conditions,omitempty"`
 	Bandwidth     *Bandwidth     `json:"bandwidth,omitempty"`
 	Predictions   []Prediction   `json:"predictions,omitempty"`
+	// Retries is how many more attempts a leg that ended without results (crashed, refused,
+	// out of memory, timed out, …) gets on later runs; absent: DefaultRetries. Written only
+	// when given, so plans without it keep their SHA-256.
+	Retries *int `json:"retries,omitempty"`
+}
+
+// DefaultRetries is the retry limit of a plan that does not state one: a leg gets three
+// attempts in all before a prediction that reads it is decided without it.
+const DefaultRetries = 2
+
+// MaxRetries bounds a plan's retries.
+const MaxRetries = 100
+
+// RetryLimit is the plan's retries, or DefaultRetries when it states none.
+func (p *Plan) RetryLimit() int {
+	if p.Retries == nil {
+		return DefaultRetries
+	}
+	return *p.Retries
 }
 
 // Build names the llama.cpp binaries folder; empty means the default search order.

@@ -183,7 +183,11 @@ func (res *Results) Resolve(s Selector) (Value, error) {
 		return Value{X: r.Result.AvgTs, Detail: fmt.Sprintf("%.2f ± %.2f t/s", r.Result.AvgTs, r.Result.StddevTs), Sources: []string{r.Ref}}, nil
 
 	case FigureCrossing, FigureSlope:
-		pts, srcs, err := res.depthSeries(s, legs)
+		var upTo *int
+		if s.Figure == FigureSlope {
+			upTo = s.Depth
+		}
+		pts, srcs, err := res.depthSeries(s, legs, upTo)
 		if err != nil {
 			return Value{}, err
 		}
@@ -292,19 +296,42 @@ func (res *Results) Resolve(s Selector) (Value, error) {
 	return Value{}, fmt.Errorf("figure %q: %w", s.Figure, ErrUnresolvable)
 }
 
-// depthSeries is the selector's test at every measured depth of the plan.
-func (res *Results) depthSeries(s Selector, legs []LegPlan) ([]analysis.Point, []string, error) {
+// depthSeries is the selector's test at every measured depth of the plan. A leg still waiting
+// for its result makes the series PENDING even when another depth has already failed for good:
+// a figure is decided only from legs that are final. With upTo (a slope to that depth) only the
+// first depth and upTo are needed: the depths between are included when they have a result,
+// and deeper ones are left out, so a failed middle depth cannot decide the slope.
+func (res *Results) depthSeries(s Selector, legs []LegPlan, upTo *int) ([]analysis.Point, []string, error) {
 	depths := append([]int(nil), res.Plan.Axes.Depths...)
 	sort.Ints(depths)
 	var pts []analysis.Point
 	var srcs []string
-	for _, d := range depths {
+	var unresolvable error
+	for i, d := range depths {
+		if upTo != nil && d > *upTo {
+			break
+		}
 		r, err := res.cell(s, d, legsOf(legs, s.Model, d, false))
 		if err != nil {
-			return nil, nil, err
+			if errors.Is(err, ErrPending) {
+				if upTo != nil && i > 0 && d != *upTo {
+					continue // a depth between the two the slope reads
+				}
+				return nil, nil, err
+			}
+			if upTo != nil && i > 0 && d != *upTo {
+				continue
+			}
+			if unresolvable == nil {
+				unresolvable = err
+			}
+			continue
 		}
 		pts = append(pts, analysis.Point{X: float64(d), Y: r.Result.AvgTs})
 		srcs = append(srcs, r.Ref)
+	}
+	if unresolvable != nil {
+		return nil, nil, unresolvable
 	}
 	return pts, srcs, nil
 }

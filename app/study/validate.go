@@ -132,6 +132,9 @@ func (v *validator) run() {
 		v.errf("split", "%q is not a split; want %q, %q or %q", p.Split, SplitCombined, SplitPerDepth, SplitCombinedModel)
 	}
 	v.checkGates()
+	if r := p.Retries; r != nil && (*r < 0 || *r > MaxRetries) {
+		v.errf("retries", "%d: want 0 to %d more attempts for a leg that ended without results (leave it out for %d)", *r, MaxRetries, DefaultRetries)
+	}
 	if len(Errors(v.problems)) == 0 {
 		legs, err := Expand(p, v.opts.PlanDir)
 		if err != nil {

@@ -52,7 +52,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	start := time.Now()
-	if code := runStudy(ctx, nb, reg.StudyID, *llamaDir, stdout, stderr); code != 0 {
+	if code := runStudy(ctx, nb, reg.StudyID, *llamaDir, nil, stdout, stderr); code != 0 {
 		return code
 	}
 	fprintf(stdout, "demo finished in %s\n", time.Since(start).Round(10*time.Millisecond))

@@ -23,7 +23,7 @@ import (
 	"sparkbench/store"
 )
 
-const studyUsage = "study validate FILE [--json] | study register FILE | study run ID|FILE [--llama-dir D] | study show ID [--json] | study compare BASELINE NEW [--alpha A] [--json]"
+const studyUsage = "study validate FILE [--json] | study register FILE | study run ID|FILE [--llama-dir D] [--retry LEG]… | study show ID [--json] | study compare BASELINE NEW [--alpha A] [--json]"
 
 func cmdStudy(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -334,6 +334,8 @@ func studyRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("study run", stderr)
 	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	llamaDir := fs.String("llama-dir", "", "folder holding llama-bench (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)")
+	var retry multiFlag
+	fs.Var(&retry, "retry", "run this plan leg once more although its failures reached the plan's retries (repeatable); only a leg without results")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -360,11 +362,11 @@ func studyRun(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench study run: %v\n", err)
 		return 2
 	}
-	return runStudy(ctx, nb, id, *llamaDir, stdout, stderr)
+	return runStudy(ctx, nb, id, *llamaDir, retry, stdout, stderr)
 }
 
 // runStudy runs (or resumes) a registered study with progress on stdout.
-func runStudy(ctx context.Context, nb *store.Notebook, id int64, llamaDir string, stdout, stderr io.Writer) int {
+func runStudy(ctx context.Context, nb *store.Notebook, id int64, llamaDir string, retry []string, stdout, stderr io.Writer) int {
 	rec := store.StudyRecorder{N: nb}
 	st, err := rec.Study(ctx, id)
 	if err != nil {
@@ -382,24 +384,63 @@ func runStudy(ctx context.Context, nb *store.Notebook, id int64, llamaDir string
 		return 2
 	}
 	pr := newRunPrinter(stdout)
-	e := &study.Engine{Rec: rec, Bench: loc.Bench, Hash: cachedHash(ctx, nb, stderr), OnEvent: pr.event}
+	e := &study.Engine{Rec: rec, Bench: loc.Bench, Hash: cachedHash(ctx, nb, stderr), OnEvent: pr.event, Retry: retry}
 	sum, err := e.Run(ctx, id)
 	pr.close()
+	var retryErr *study.RetryError
 	switch {
 	case errors.Is(err, study.ErrStopped):
 		fprintf(stderr, "sparkbench study run: %v; run `sparkbench study run %d` to resume at the first unfinished leg\n", err, id)
 		return 1
+	case errors.As(err, &retryErr):
+		fprintf(stderr, "sparkbench study run: %v\n", err)
+		return 2
 	case err != nil:
 		return reportRefusal("study run", err, stderr)
 	}
 	if sum.Halted {
 		fprintf(stdout, "study %d halted after %d/%d legs: %s\n", id, sum.LegsDone, sum.LegsTotal, sum.Reason)
-		fprintf(stdout, "fix the cause, then `sparkbench study run %d` resumes at the first unfinished leg\n", id)
+		fprintf(stdout, "fix the cause, then `sparkbench study run %d` resumes at the first unfinished leg and runs again the legs that ended without results\n", id)
+		return 1
+	}
+	if len(sum.Incomplete) > 0 {
+		printIncomplete(stderr, id, sum)
 		return 1
 	}
 	fprintf(stdout, "study %d %s: %d/%d legs (%d run now, %d before), %d verdict(s) journaled, %s; see `sparkbench study show %d`\n",
 		id, sum.Status, sum.LegsDone, sum.LegsTotal, sum.LegsRun, sum.LegsSkipped, len(sum.Verdicts), sum.Elapsed.Round(10*time.Millisecond), id)
 	return 0
+}
+
+// printIncomplete says which legs have no results, why, and what the next run does with each.
+func printIncomplete(w io.Writer, id int64, sum study.RunSummary) {
+	fprintf(w, "sparkbench study run: study %d incomplete: %d of %d legs have no results (%d run now, %d verdict(s) journaled)\n",
+		id, len(sum.Incomplete), sum.LegsTotal, sum.LegsRun, len(sum.Verdicts))
+	var retryable, final []string
+	for _, st := range sum.Incomplete {
+		why := st.Last.Class
+		if st.Last.Reason != "" {
+			why += ": " + st.Last.Reason
+		}
+		if st.Attempts == 0 {
+			why = "not run"
+		}
+		if st.Final {
+			fprintf(w, "  %s: %s (attempt %d; %d of %d attempts failed: final, its predictions are decided without it)\n",
+				st.Leg, why, st.Last.Attempt, st.Failed, st.MaxAttempts)
+			final = append(final, st.Leg)
+		} else {
+			fprintf(w, "  %s: %s (attempt %d; %d more attempt(s) allowed)\n", st.Leg, why, st.Last.Attempt, st.RetriesLeft())
+			retryable = append(retryable, st.Leg)
+		}
+	}
+	if len(retryable) > 0 {
+		fprintf(w, "fix the cause, then `sparkbench study run %d` runs %s again; predictions that read %s wait for it\n",
+			id, strings.Join(retryable, ", "), map[bool]string{true: "it", false: "them"}[len(retryable) == 1])
+	}
+	for _, leg := range final {
+		fprintf(w, "`sparkbench study run %d --retry %s` forces one more attempt of %s\n", id, leg, leg)
+	}
 }
 
 // runPrinter shows a run: on a terminal a progress bar redrawn in place (legs done/total, the

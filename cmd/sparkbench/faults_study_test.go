@@ -1,0 +1,176 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sparkbench/app/study"
+	"sparkbench/runner/llamatest"
+)
+
+// fakeBenchDir writes a llama-bench that runs the real one, except for the argument lists that
+// contain every word of one of the triggers: those end as the trigger says ("segv": killed by
+// SIGSEGV; "badarg": exit 1 with llama-bench's own complaint about an unknown argument).
+func fakeBenchDir(t *testing.T, realBench string, triggers map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	var cases strings.Builder
+	for args, how := range triggers {
+		action := "kill -SEGV $$"
+		if how == "badarg" {
+			action = `echo "error: invalid parameter for argument: --bogus" >&2; exit 1`
+		}
+		fmt.Fprintf(&cases, "  *%q*) %s ;;\n", args+" ", action)
+	}
+	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in\n%s  *) ;;\nesac\nexec %q \"$@\"\n", cases.String(), realBench)
+	if err := os.WriteFile(filepath.Join(dir, "llama-bench"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A build folder has llama-server too; these studies never start it.
+	if err := os.Symlink(filepath.Join(filepath.Dir(realBench), "llama-server"), filepath.Join(dir, "llama-server")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const retryPredictions = `,
+  "predictions": [
+    {"id": "P1", "text": "tiny tg slope to d256", "kind": "fork", "about": {"figure": "depth_slope", "model": "tiny", "test": "tg", "depth": 256},
+     "arms": [{"name": "steep", "hi": -0.2}, {"name": "flat", "lo": -0.05}]},
+    {"id": "P2", "text": "where does tiny tg cross 1e9?", "kind": "question", "about": {"figure": "crossing_depth", "model": "tiny", "test": "tg", "line": 1e9}},
+    {"id": "P3", "text": "tiny tg at d128", "kind": "band", "about": {"figure": "cell", "model": "tiny", "test": "tg", "depth": 128}, "lo": 1}
+  ]`
+
+// The issue's repro: a two-pass study whose llama-bench segfaults on one depth, then the
+// real build. The first run must say incomplete and exit 1, with the crashed leg's predictions
+// waiting (not UNRESOLVABLE for good); the second must re-run that leg as attempt 2, answer
+// them, and say complete.
+func TestStudyRunRetriesACrashedLegThroughTheCLI(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "notebook.db")
+	file := writePlan(t, dir, "crash then fix", tiny, moe, 2, 8, retryPredictions)
+	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
+	if code != 0 {
+		t.Fatalf("register: %d %s %s", code, out, errOut)
+	}
+	id := registeredID(t, out)
+	fake := fakeBenchDir(t, loc.Bench, map[string]string{"tiny-llama-f32.gguf -p 64 -n 8 -d 128": "segv"})
+
+	code, out, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", fake)
+	wantErr := []string{
+		"sparkbench study run: study " + id + " incomplete: 1 of 6 legs have no results (6 run now, 1 verdict(s) journaled)",
+		"  tiny/d128: crashed: killed by SIGSEGV (segmentation fault) (attempt 1; 2 more attempt(s) allowed)",
+		"fix the cause, then `sparkbench study run " + id + "` runs tiny/d128 again; predictions that read it wait for it",
+	}
+	if code != 1 || !containsAll(errOut, wantErr) || strings.Contains(out, " complete:") {
+		t.Fatalf("first run: exit %d, want 1 with %q\nstdout %s\nstderr %s", code, wantErr, out, errOut)
+	}
+	rep := showJSON(t, id, nb)
+	if rep.Study.Status != study.StatusIncomplete {
+		t.Fatalf("status %q after a crashed leg", rep.Study.Status)
+	}
+	for _, s := range rep.Scoreboard {
+		want := map[string]study.Outcome{"P1": study.Hit, "P2": study.Pending, "P3": study.Pending}[s.Prediction]
+		if s.Verdict.Outcome != want {
+			t.Errorf("after the crash %s is %s (%s), want %s", s.Prediction, s.Verdict.Outcome, s.Verdict.Problem, want)
+		}
+		if s.Prediction != "P1" && s.Recorded != nil {
+			t.Errorf("%s journaled while its leg can be retried: %+v", s.Prediction, s.Recorded)
+		}
+	}
+
+	code, out, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", loc.Dir)
+	if code != 0 || !strings.Contains(out, "study "+id+" complete: 6/6 legs (1 run now, 5 before), 2 verdict(s) journaled") {
+		t.Fatalf("second run: %d\n%s\n%s", code, out, errOut)
+	}
+	rep = showJSON(t, id, nb)
+	var attempts []string
+	for _, l := range rep.Legs {
+		if l.PlanLeg == "tiny/d128" && l.Role == study.RoleLeg {
+			attempts = append(attempts, fmt.Sprintf("%s %s counts=%v", l.Label, l.Class, l.Counts))
+		}
+	}
+	if !slices.Equal(attempts, []string{"tiny/d128 crashed counts=false", "tiny/d128 (attempt 2) ok counts=true"}) {
+		t.Fatalf("attempts %q", attempts)
+	}
+	for _, s := range rep.Scoreboard {
+		if s.Verdict.Outcome == study.Pending || s.Verdict.Outcome == study.Unresolvable || s.Recorded == nil {
+			t.Errorf("after the retry %s is %s (%s), journaled %+v", s.Prediction, s.Verdict.Outcome, s.Verdict.Problem, s.Recorded)
+		}
+	}
+	if rep.Study.Status != study.StatusComplete {
+		t.Fatalf("status %q after the retry", rep.Study.Status)
+	}
+	if code, out, errOut := runCLI("notebook", "verify", "--notebook", nb); code != 0 {
+		t.Fatalf("verify: %d %s %s", code, out, errOut)
+	}
+}
+
+// Total failure never exits 0 as complete: when every leg is refused, the run says incomplete,
+// lists each leg, and exits 1; with the retries spent it says the legs are final and how to
+// force one more attempt; --retry of a leg with results or of no leg is refused, writing nothing.
+func TestStudyRunEveryLegFailingIsIncomplete(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "notebook.db")
+	file := writePlan(t, dir, "all refused", tiny, moe, 2, 8, `, "retries": 0`)
+	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
+	if code != 0 {
+		t.Fatalf("register: %d %s %s", code, out, errOut)
+	}
+	id := registeredID(t, out)
+	fake := fakeBenchDir(t, loc.Bench, map[string]string{"-p 64 -n 8": "badarg"})
+	code, out, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", fake)
+	if code != 1 || !strings.Contains(errOut, "study "+id+" incomplete: 6 of 6 legs have no results") ||
+		!strings.Contains(errOut, "  moe/d256: bad_args") || !strings.Contains(errOut, "(attempt 1; 1 of 1 attempts failed: final, its predictions are decided without it)") ||
+		!strings.Contains(errOut, "`sparkbench study run "+id+" --retry tiny/d0` forces one more attempt of tiny/d0") {
+		t.Fatalf("every leg refused: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if rep := showJSON(t, id, nb); rep.Study.Status != study.StatusIncomplete {
+		t.Fatalf("status %q", rep.Study.Status)
+	}
+	// Nothing left to run: still incomplete, still exit 1, nothing run.
+	code, _, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", fake)
+	if code != 1 || !strings.Contains(errOut, "incomplete: 6 of 6 legs have no results (0 run now") {
+		t.Fatalf("second run: %d %s", code, errOut)
+	}
+	before := notebookCounts(t, nb)
+	for _, c := range []struct{ leg, want string }{
+		{"tiny/d512", "sparkbench study run: --retry tiny/d512: not a leg of this study's plan; its legs are tiny/d0, tiny/d128, tiny/d256, moe/d0, moe/d128, moe/d256"},
+	} {
+		code, out, errOut := runCLI("study", "run", id, "--notebook", nb, "--llama-dir", loc.Dir, "--retry", c.leg)
+		if code != 2 || strings.TrimSpace(errOut) != c.want || out != "" {
+			t.Errorf("--retry %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.leg, code, out, errOut, c.want)
+		}
+	}
+	if after := notebookCounts(t, nb); !maps.Equal(before.Tables, after.Tables) || before.JournalHead != after.JournalHead {
+		t.Fatalf("a refused --retry wrote to the notebook: %v -> %v", before, after)
+	}
+	// Forced, on the real build: that leg gets results; the others stay final without.
+	code, out, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", loc.Dir, "--retry", "tiny/d0")
+	if code != 1 || !strings.Contains(errOut, "incomplete: 5 of 6 legs have no results (1 run now") {
+		t.Fatalf("forced retry: %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", loc.Dir, "--retry", "tiny/d0")
+	if code != 2 || !strings.Contains(errOut, "--retry tiny/d0: the leg has results (tiny/d0 (attempt 2), attempt 2); only a leg that ended without results is retried") {
+		t.Fatalf("retry of a leg with results: %d %s", code, errOut)
+	}
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
