@@ -211,8 +211,8 @@ func failedAttempt(s StoredLeg) bool {
 type LegStatus struct {
 	Leg         string    `json:"leg"`
 	Results     bool      `json:"results"`
-	Attempts    int       `json:"attempts"`    // attempts recorded, of every kind
-	Failed      int       `json:"failed"`      // attempts that ended without results by a failure
+	Attempts    int       `json:"attempts"`     // attempts recorded, of every kind
+	Failed      int       `json:"failed"`       // attempts that ended without results by a failure
 	MaxAttempts int       `json:"max_attempts"` // 1 + the plan's retries
 	Final       bool      `json:"final"`
 	Last        StoredLeg `json:"-"` // the latest attempt (zero when none)

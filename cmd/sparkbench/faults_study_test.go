@@ -173,4 +173,3 @@ func containsAll(s string, subs []string) bool {
 	}
 	return true
 }
-
