@@ -327,11 +327,16 @@ func (n *Notebook) Path() string { return n.path }
 // ReadOnly reports whether the notebook was opened read-only.
 func (n *Notebook) ReadOnly() bool { return n.readOnly }
 
-// Close flushes pending samples and closes the file. It is safe to call more than once.
+// Close flushes pending samples and closes the file; a writable notebook first moves its
+// anchor (NOTEBOOK.anchor) to the journal's head when that extends the anchored one. It is
+// safe to call more than once.
 func (n *Notebook) Close() error {
 	n.closeOnce.Do(func() {
 		if n.w != nil {
 			n.closeErr = n.w.close()
+			if n.closeErr == nil {
+				_ = n.advanceAnchor(context.Background()) // best effort: see docs/notebook.md
+			}
 		}
 		if err := n.closeDBs(); err != nil && n.closeErr == nil {
 			n.closeErr = err
