@@ -13,6 +13,7 @@ import (
 	"sparkbench/runner"
 	"sparkbench/runner/benchfmt"
 	"sparkbench/runner/hashing"
+	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/membw"
 )
 
@@ -49,6 +50,9 @@ type Engine struct {
 	// hands them to its own goroutine; the CLI prints them).
 	OnEvent func(Event)
 	Now     func() time.Time
+	// BenchFlags lists the flags llama-bench accepts (nil: llamacpp.HelpFlags); a build that
+	// cannot say leaves extra_args unchecked.
+	BenchFlags func(ctx context.Context, bench string) (map[string]bool, error)
 	// Retry names plan legs to attempt once more although their failures reached the plan's
 	// retry limit (`study run ID --retry LEG`). Only a leg that ended without results can be
 	// retried; the verdicts that read it are journaled again once it is final.
@@ -532,7 +536,7 @@ func (r *run) prepare(ctx context.Context) error {
 	if hash == nil {
 		hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
 	}
-	probs, models := Validate(l.plan, ValidateOptions{PlanDir: l.st.PlanDir, Hash: hash})
+	probs, models := Validate(l.plan, ValidateOptions{PlanDir: l.st.PlanDir, Hash: hash, BenchFlags: e.benchFlags(ctx)})
 	r.models = models
 	for _, m := range l.plan.Models {
 		info, ok := models[m.ID]
@@ -581,6 +585,23 @@ func (r *run) prepare(ctx context.Context) error {
 	}
 	r.machineID, r.buildID, err = e.Rec.Environment(ctx, env)
 	return err
+}
+
+// benchFlags lists the flags the build's llama-bench accepts, to refuse a plan whose
+// extra_args it does not know before any leg; nil (not checked) when it cannot tell.
+func (e *Engine) benchFlags(ctx context.Context) map[string]bool {
+	if e.Bench == "" {
+		return nil
+	}
+	get := e.BenchFlags
+	if get == nil {
+		get = llamacpp.HelpFlags
+	}
+	flags, err := get(ctx, e.Bench)
+	if err != nil {
+		return nil
+	}
+	return flags
 }
 
 func measureBandwidth(ctx context.Context) (BandwidthMeasurement, error) {

@@ -153,3 +153,21 @@ func TestEngineFailedMiddleDepthDoesNotDecideTheSlope(t *testing.T) {
 		}
 	}
 }
+
+// A registered plan whose extra_args the build does not know is refused before any leg runs.
+func TestEngineRefusesExtraArgsTheBuildDoesNotKnow(t *testing.T) {
+	h := newHarness(t, func(p *Plan) { p.Axes.ExtraArgs = []string{"--no-warmup", "--warmup-twice"} })
+	e := h.engine()
+	e.BenchFlags = func(context.Context, string) (map[string]bool, error) {
+		return map[string]bool{"--no-warmup": true, "-m": true}, nil
+	}
+	_, err := e.Run(context.Background(), h.id)
+	var ref *RefusedError
+	if !errors.As(err, &ref) || !strings.Contains(err.Error(), "axes.extra_args[1]: --warmup-twice is not a flag of this build's llama-bench") ||
+		strings.Contains(err.Error(), "--no-warmup is not") {
+		t.Fatalf("want the unknown flag refused, got %v", err)
+	}
+	if len(h.bench.ran) != 0 {
+		t.Fatalf("legs ran: %q", h.bench.ran)
+	}
+}

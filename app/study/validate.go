@@ -1,6 +1,8 @@
 package study
 
 import (
+	"sparkbench/runner/llamacpp"
+
 	"errors"
 	"fmt"
 	"os"
@@ -52,6 +54,9 @@ type HashFunc func(path string) (string, error)
 type ValidateOptions struct {
 	PlanDir string
 	Hash    HashFunc // nil: hashes are not checked (only their form)
+	// BenchFlags are the flags the build's llama-bench lists in its --help
+	// (llamacpp.HelpFlags); nil: extra_args are not checked against a build.
+	BenchFlags map[string]bool
 }
 
 // ModelInfo is what validation learned about a model file.
@@ -86,6 +91,25 @@ func Validate(p *Plan, opts ValidateOptions) ([]Problem, map[string]ModelInfo) {
 	v := &validator{p: p, opts: opts, models: map[string]ModelInfo{}}
 	v.run()
 	return v.problems, v.models
+}
+
+// CheckBenchFlags refuses every flag in axes.extra_args that the build's llama-bench does not
+// list in its --help (known; nil checks nothing): each leg would otherwise end bad_args.
+func CheckBenchFlags(p *Plan, known map[string]bool) []Problem {
+	if known == nil {
+		return nil
+	}
+	var out []Problem
+	for i, arg := range p.Axes.ExtraArgs {
+		if _, controlled := controlledFlags[arg]; controlled {
+			continue // reported as set by the plan
+		}
+		if len(llamacpp.UnknownFlags([]string{arg}, known)) > 0 {
+			out = append(out, Problem{fmt.Sprintf("axes.extra_args[%d]", i), SevError,
+				fmt.Sprintf("%s is not a flag of this build's llama-bench (its --help does not list it); check the spelling, or the build (llama-bench --help)", arg)})
+		}
+	}
+	return out
 }
 
 // Errors filters error-level problems.
@@ -280,6 +304,7 @@ func (v *validator) checkAxes() {
 			v.errf(fmt.Sprintf("axes.extra_args[%d]", i), "%s is set by the plan (%s); remove it from extra_args", arg, owner)
 		}
 	}
+	v.problems = append(v.problems, CheckBenchFlags(v.p, v.opts.BenchFlags)...)
 	// ubatch larger than every prompt cannot fill (the seed's untestable ubatch sweep).
 	// A single ubatch larger than the prompt is llama-bench's normal default (512 with -p 64).
 	if maxP := maxInt(a.NPrompt); maxP > 0 && len(a.Ubatch) > 1 {

@@ -173,3 +173,39 @@ func containsAll(s string, subs []string) bool {
 	}
 	return true
 }
+
+// A plan whose extra_args has a flag the build's llama-bench rejects passed validate, and then
+// every leg failed bad_args. Validate and register now refuse it, naming the flag, writing
+// nothing; a flag the build knows passes.
+func TestStudyExtraArgsAreCheckedAgainstTheBuild(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "notebook.db")
+	good := writePlan(t, dir, "known extra flag", tiny, moe, 2, 8, "")
+	if code, out, errOut := runCLI("study", "register", good, "--notebook", nb); code != 0 {
+		t.Fatalf("register: %d %s %s", code, out, errOut)
+	}
+	bad := writePlan(t, dir, "unknown extra flag", tiny, moe, 2, 8, "")
+	raw, _ := os.ReadFile(bad)
+	os.WriteFile(bad, []byte(strings.Replace(string(raw), `"threads": [1]`, `"threads": [1], "extra_args": ["--no-warmup", "--bogus-flag", "7"]`, 1)), 0o644)
+	before := notebookCounts(t, nb)
+	want := "axes.extra_args[1]: --bogus-flag is not a flag of this build's llama-bench (its --help does not list it); check the spelling, or the build (llama-bench --help)"
+	code, out, errOut := runCLI("study", "validate", bad, "--llama-dir", loc.Dir)
+	if code != 2 || !strings.Contains(errOut, bad+": error: "+want) || strings.Contains(errOut, "--no-warmup") {
+		t.Fatalf("validate: exit %d\nstdout %s\nstderr %s\nwant %q", code, out, errOut, want)
+	}
+	t.Setenv("SPARKBENCH_LLAMA_DIR", loc.Dir)
+	code, _, errOut = runCLI("study", "register", bad, "--notebook", nb)
+	if code != 2 || strings.TrimSpace(errOut) != "sparkbench study register: refused: "+want {
+		t.Fatalf("register: exit %d, stderr %q", code, errOut)
+	}
+	if after := notebookCounts(t, nb); !maps.Equal(before.Tables, after.Tables) || before.JournalHead != after.JournalHead {
+		t.Fatalf("a refused plan wrote to the notebook: %v -> %v", before.Tables, after.Tables)
+	}
+	// Known flags only: valid.
+	os.WriteFile(bad, []byte(strings.Replace(string(raw), `"threads": [1]`, `"threads": [1], "extra_args": ["--no-warmup"]`, 1)), 0o644)
+	if code, out, errOut := runCLI("study", "validate", bad, "--llama-dir", loc.Dir); code != 0 {
+		t.Fatalf("validate a known flag: %d %s %s", code, out, errOut)
+	}
+}

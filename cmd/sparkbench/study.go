@@ -64,6 +64,7 @@ func studyValidate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("study validate", stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noHash := fs.Bool("no-hash", false, "skip hashing the model files (only their form is checked)")
+	llamaDir := fs.String("llama-dir", "", "the build whose llama-bench checks extra_args (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -85,7 +86,12 @@ func studyValidate(args []string, stdout, stderr io.Writer) int {
 	if !*noHash {
 		opts.Hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
 	}
+	var unchecked *study.Problem
+	opts.BenchFlags, unchecked = benchFlagsFor(ctx, p, *llamaDir)
 	probs, _ := study.Validate(p, opts)
+	if unchecked != nil {
+		probs = append(probs, *unchecked)
+	}
 	rep := studyValidateReport{File: file, Valid: len(study.Errors(probs)) == 0, Problems: probs}
 	if rep.Problems == nil {
 		rep.Problems = []study.Problem{}
@@ -260,12 +266,39 @@ func reportRefusal(cmd string, err error, stderr io.Writer) int {
 	return 1
 }
 
+// benchFlagsFor lists the flags of the llama-bench that would run the plan, when the plan has
+// extra_args to check (nil otherwise); a build that cannot be found or asked gives a warning
+// saying the extra_args were not checked.
+func benchFlagsFor(ctx context.Context, p *study.Plan, llamaDir string) (map[string]bool, *study.Problem) {
+	if len(p.Axes.ExtraArgs) == 0 {
+		return nil, nil
+	}
+	if llamaDir == "" {
+		llamaDir = p.Build.Dir
+	}
+	loc, err := llamacpp.Locate(llamaDir)
+	if err == nil {
+		var flags map[string]bool
+		if flags, err = llamacpp.HelpFlags(ctx, loc.Bench); err == nil {
+			return flags, nil
+		}
+	}
+	return nil, &study.Problem{Path: "axes.extra_args", Severity: study.SevWarning,
+		Msg: fmt.Sprintf("not checked against a llama-bench (%v); pass --llama-dir with the build that will run the plan", err)}
+}
+
 // registerFile registers a plan file (idempotently) and prints what happened.
 func registerFile(ctx context.Context, nb *store.Notebook, file string, stdout, stderr io.Writer) (study.Registration, int) {
 	p, err := study.Load(file)
 	if err != nil {
 		fprintf(stderr, "sparkbench study register: %v\n", err)
 		return study.Registration{}, 2
+	}
+	// extra_args the build does not know are refused before anything is hashed or written.
+	if flags, _ := benchFlagsFor(ctx, p, ""); flags != nil {
+		if probs := study.CheckBenchFlags(p, flags); len(probs) > 0 {
+			return study.Registration{}, reportRefusal("study register", &study.RefusedError{Problems: probs}, stderr)
+		}
 	}
 	hash, commit := registrationHash(ctx, nb, stderr)
 	reg, err := study.Register(ctx, store.StudyRecorder{N: nb}, p, file, hash)
