@@ -112,7 +112,7 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	return res, nil
 }
 
-// Clone is a deep copy of the plan (its JSON, read back).
+// Clone is a deep copy of the plan (its JSON, read back), which fields it wrote included.
 func (p *Plan) Clone() (*Plan, error) { return clonePlan(p) }
 
 func clonePlan(p *Plan) (*Plan, error) {
@@ -127,6 +127,8 @@ func clonePlan(p *Plan) (*Plan, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("copy plan: %w", err)
 	}
+	c.given = p.given
+	c.given.noiseFloor = slices.Clone(p.given.noiseFloor)
 	return &c, nil
 }
 

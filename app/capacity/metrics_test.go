@@ -142,6 +142,7 @@ func TestAssembleDeterministic(t *testing.T) {
 	}
 	// The caller's plan is not modified (Assemble works on a defaulted copy).
 	q := seedPlan(t)
+	q.given = given{} // as a plan built in code, where 0 means the default
 	q.Measured, q.Warmups = 0, nil
 	if _, err := Assemble(q, in); err != nil || q.Measured != 0 {
 		t.Fatalf("assemble with an undefaulted plan: %v, measured %d", err, q.Measured)

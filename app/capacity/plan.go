@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -72,7 +73,67 @@ type Plan struct {
 	// KneeThreshold is the gain per doubling below which the knee is declared (default 0.2).
 	KneeThreshold float64      `json:"knee_threshold"`
 	Predictions   []Prediction `json:"predictions,omitempty"`
+
+	// given records which defaulted fields the plan's JSON wrote (Decode): Defaults fills
+	// only the others, so a written value (0 included) is kept and judged by Validate.
+	given given
 }
+
+// given says which fields with a default a decoded plan wrote with a value (a key whose
+// value is null counts as left out). A plan built in code has none, so there a zero value
+// means "use the default".
+type given struct {
+	passes, warmups, measured, nPredict, ctxPerSlot, kneeThreshold bool
+	completionRateMin, genRateSpreadMax, e2eP95SpreadMax           bool
+	objectiveTolerance, qualityReference                           bool
+	noiseFloor                                                     []bool // per prediction
+}
+
+// planKeys is the shape given is read from: the raw value of each defaulted key.
+type planKeys struct {
+	Passes        json.RawMessage `json:"passes"`
+	Warmups       json.RawMessage `json:"warmups"`
+	Measured      json.RawMessage `json:"measured"`
+	NPredict      json.RawMessage `json:"n_predict"`
+	CtxPerSlot    json.RawMessage `json:"ctx_per_slot"`
+	KneeThreshold json.RawMessage `json:"knee_threshold"`
+	Limits        struct {
+		CompletionRateMin  json.RawMessage `json:"completion_rate_min"`
+		GenRateSpreadMax   json.RawMessage `json:"generation_rate_spread_max"`
+		E2EP95SpreadMax    json.RawMessage `json:"e2e_p95_spread_max"`
+		ObjectiveTolerance json.RawMessage `json:"objective_tolerance"`
+		QualityReference   json.RawMessage `json:"quality_reference"`
+	} `json:"limits"`
+	Predictions []struct {
+		NoiseFloor json.RawMessage `json:"noise_floor"`
+	} `json:"predictions"`
+}
+
+func written(raw json.RawMessage) bool {
+	return len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// readGiven reads which defaulted fields data (a plan that decoded) writes.
+func readGiven(data []byte) (given, error) {
+	var k planKeys
+	if err := json.Unmarshal(data, &k); err != nil {
+		return given{}, err
+	}
+	g := given{
+		passes: written(k.Passes), warmups: written(k.Warmups), measured: written(k.Measured),
+		nPredict: written(k.NPredict), ctxPerSlot: written(k.CtxPerSlot), kneeThreshold: written(k.KneeThreshold),
+		completionRateMin: written(k.Limits.CompletionRateMin), genRateSpreadMax: written(k.Limits.GenRateSpreadMax),
+		e2eP95SpreadMax: written(k.Limits.E2EP95SpreadMax), objectiveTolerance: written(k.Limits.ObjectiveTolerance),
+		qualityReference: written(k.Limits.QualityReference),
+	}
+	for _, pr := range k.Predictions {
+		g.noiseFloor = append(g.noiseFloor, written(pr.NoiseFloor))
+	}
+	return g, nil
+}
+
+// noiseFloorGiven says whether prediction i's noise_floor was written.
+func (g given) noiseFloorGiven(i int) bool { return i < len(g.noiseFloor) && g.noiseFloor[i] }
 
 // Build names the llama.cpp binaries folder; empty means the default search order.
 type Build struct {
@@ -137,41 +198,44 @@ func (p *Plan) ClientLevels(slots int) []int {
 }
 
 // Defaults fills what the user may leave out. It is applied before validation and hashing, so
-// the registered plan states every value it ran with.
+// the registered plan states every value it ran with. A field a decoded plan wrote is never
+// replaced, whatever its value (0, [] or ""): Validate refuses it when out of range. In a plan
+// built in code a zero value means the default.
 func (p *Plan) Defaults() {
-	if len(p.Passes) == 0 {
+	g := p.given
+	if len(p.Passes) == 0 && !g.passes {
 		p.Passes = []string{PassForward, PassReverse}
 	}
 	if p.Warmups == nil {
 		w := DefaultWarmups
 		p.Warmups = &w
 	}
-	if p.Measured == 0 {
+	if p.Measured == 0 && !g.measured {
 		p.Measured = DefaultMeasured
 	}
-	if p.NPredict == 0 {
+	if p.NPredict == 0 && !g.nPredict {
 		p.NPredict = DefaultNPredict
 	}
-	if p.CtxPerSlot == 0 {
+	if p.CtxPerSlot == 0 && !g.ctxPerSlot {
 		p.CtxPerSlot = DefaultCtxPerSlot
 	}
-	if p.KneeThreshold == 0 {
+	if p.KneeThreshold == 0 && !g.kneeThreshold {
 		p.KneeThreshold = DefaultKneeThreshold
 	}
 	l := &p.Limits
-	if l.CompletionRateMin == 0 {
+	if l.CompletionRateMin == 0 && !g.completionRateMin {
 		l.CompletionRateMin = DefaultCompletionRateMin
 	}
-	if l.GenRateSpreadMax == 0 {
+	if l.GenRateSpreadMax == 0 && !g.genRateSpreadMax {
 		l.GenRateSpreadMax = DefaultGenRateSpreadMax
 	}
-	if l.E2EP95SpreadMax == 0 {
+	if l.E2EP95SpreadMax == 0 && !g.e2eP95SpreadMax {
 		l.E2EP95SpreadMax = DefaultE2EP95SpreadMax
 	}
-	if l.ObjectiveTolerance == 0 {
+	if l.ObjectiveTolerance == 0 && !g.objectiveTolerance {
 		l.ObjectiveTolerance = DefaultObjectiveTolerance
 	}
-	if l.QualityGated() && l.QualityReference == "" && len(p.Candidates) > 0 {
+	if l.QualityGated() && l.QualityReference == "" && !g.qualityReference && len(p.Candidates) > 0 {
 		l.QualityReference = p.Candidates[0].ID
 	}
 	for i := range p.Candidates {
@@ -180,7 +244,7 @@ func (p *Plan) Defaults() {
 		}
 	}
 	for i := range p.Predictions {
-		if p.Predictions[i].Kind == study.KindBand && p.Predictions[i].NoiseFloor == 0 {
+		if p.Predictions[i].Kind == study.KindBand && p.Predictions[i].NoiseFloor == 0 && !g.noiseFloorGiven(i) {
 			p.Predictions[i].NoiseFloor = study.DefaultNoiseFloor
 		}
 	}
@@ -214,6 +278,11 @@ func Decode(name string, data []byte) (*Plan, error) {
 	if err := decodeStrict(name, data, &p, "a plan file holds exactly one JSON object", "docs/capacity.md"); err != nil {
 		return nil, err
 	}
+	g, err := readGiven(data)
+	if err != nil { // cannot happen: the same bytes decoded strictly
+		return nil, &study.DecodeError{File: name, Line: 1, Col: 1, Msg: err.Error()}
+	}
+	p.given = g
 	return &p, nil
 }
 
@@ -231,7 +300,7 @@ func decodeStrict(name string, data []byte, v any, oneValue, doc string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return decodeError(name, data, dec, err, doc)
+		return decodeError(name, data, dec, err, doc, reflect.TypeOf(v))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		l, c := lineCol(data, dec.InputOffset())
@@ -240,7 +309,7 @@ func decodeStrict(name string, data []byte, v any, oneValue, doc string) error {
 	return nil
 }
 
-func decodeError(name string, data []byte, dec *json.Decoder, err error, doc string) error {
+func decodeError(name string, data []byte, dec *json.Decoder, err error, doc string, t reflect.Type) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
@@ -257,11 +326,13 @@ func decodeError(name string, data []byte, dec *json.Decoder, err error, doc str
 		return &study.DecodeError{File: name, Line: l, Col: c, Msg: "the JSON ends before the object is closed"}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		// The decoder reports the end of the object; point at the key itself where it can be
-		// found (its first occurrence as a key).
+		// The decoder reports neither the key's place nor its object: walk the tokens with
+		// the type to the first key no field takes, where the decoder refused it.
 		off := dec.InputOffset()
-		if loc := regexp.MustCompile(regexp.QuoteMeta(field) + `\s*:`).FindIndex(data); loc != nil {
-			off = int64(loc[0])
+		if at, key, ok := unknownKeyOffset(data, t); ok && fmt.Sprintf("%q", key) == field {
+			off = at
+		} else if loc := regexp.MustCompile(regexp.QuoteMeta(field) + `\s*:`).FindIndex(data); loc != nil {
+			off = int64(loc[0]) // fallback: the first occurrence of the key
 		}
 		l, c := lineCol(data, off)
 		return &study.DecodeError{File: name, Line: l, Col: c, Msg: "unknown field " + field + "; check its spelling against " + doc}

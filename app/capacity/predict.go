@@ -78,6 +78,11 @@ func (v *validator) checkPredictions() {
 		if pr.Kind == study.KindComparison && pr.Than != nil {
 			v.checkSelector(at+".than", *pr.Than)
 		}
+		if pr.Kind == study.KindBand && pr.NoiseFloor == 0 && v.p.given.noiseFloorGiven(i) {
+			// a written 0 cannot be kept: the plan's canonical form leaves a zero noise floor
+			// out, which reads back as the default
+			v.errf(at+".noise_floor", "0: want a fraction in (0, 1), e.g. 0.001 for the narrowest edge; or leave the field out for the default %g", study.DefaultNoiseFloor)
+		}
 		v.problems = append(v.problems, study.CheckExpectation(at, study.Expectation{Kind: pr.Kind, Lo: pr.Lo, Hi: pr.Hi,
 			NoiseFloor: pr.NoiseFloor, Arms: pr.Arms, Op: pr.Op, Tolerance: pr.Tolerance, HasThan: pr.Than != nil})...)
 	}

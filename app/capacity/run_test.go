@@ -135,6 +135,7 @@ func writeRunPlan(t *testing.T, dir string, cands []runCand, slots, clients []in
 		p.Candidates = append(p.Candidates, Candidate{ID: c.id, Label: c.id, Model: FileRef{Path: c.model, SHA256: fileSHA(t, c.model)},
 			ServerFlags: c.flags, Markers: c.markers})
 	}
+	p.Defaults() // a plan file states its values: a written 0 is not the default
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		t.Fatal(err)

@@ -81,7 +81,7 @@ func (v *validator) run() {
 	}
 	v.checkLimits()
 	if !(p.KneeThreshold > 0 && p.KneeThreshold <= 10) {
-		v.errf("knee_threshold", "%g: want a positive gain per doubling, e.g. 0.2 for 20%%", p.KneeThreshold)
+		v.errf("knee_threshold", "%g: want a positive gain per doubling in (0, 10], e.g. 0.2 for 20%%%s", p.KneeThreshold, orOmit(DefaultKneeThreshold))
 	}
 	v.checkPredictions()
 }
@@ -262,7 +262,7 @@ func (v *validator) checkRequests() {
 		v.errf("warmups", "%d: want 0 to 1000 warmup requests per client level", w)
 	}
 	if p.Measured < 1 || p.Measured > 100000 {
-		v.errf("measured", "%d: want at least 1 measured request per client level", p.Measured)
+		v.errf("measured", "%d: want 1 to 100000 measured requests per client level%s", p.Measured, orOmit(DefaultMeasured))
 	} else if p.Measured < 2 {
 		v.warnf("measured", "one measured request per client level: every percentile is that one request")
 	}
@@ -274,10 +274,10 @@ func (v *validator) checkRequests() {
 		}
 	}
 	if p.NPredict < 2 {
-		v.errf("n_predict", "%d: want at least 2 tokens per request (the inter-token latency needs two)", p.NPredict)
+		v.errf("n_predict", "%d: want at least 2 tokens per request (the inter-token latency needs two)%s", p.NPredict, orOmit(DefaultNPredict))
 	}
 	if p.CtxPerSlot < 1 {
-		v.errf("ctx_per_slot", "%d: want a positive context per slot, e.g. 2048", p.CtxPerSlot)
+		v.errf("ctx_per_slot", "%d: want a positive context per slot larger than n_predict (%d), e.g. 2048%s", p.CtxPerSlot, p.NPredict, orOmit(DefaultCtxPerSlot))
 	} else if p.NPredict > 0 && p.CtxPerSlot <= p.NPredict {
 		v.errf("ctx_per_slot", "%d leaves no room for the prompt beside n_predict %d; raise it", p.CtxPerSlot, p.NPredict)
 	}
@@ -297,22 +297,25 @@ func (v *validator) checkLimits() {
 	positive("e2e_ms_p95_max", l.E2EMsP95Max, "6500 (ms)")
 	positive("peak_rss_mib_max", l.PeakRSSMiBMax, "4096 (MiB)")
 	if !(l.CompletionRateMin > 0 && l.CompletionRateMin <= 1) {
-		v.errf("limits.completion_rate_min", "%g: want a fraction in (0, 1], e.g. 1.0", l.CompletionRateMin)
+		v.errf("limits.completion_rate_min", "%g: want a fraction in (0, 1], e.g. 1.0%s", l.CompletionRateMin, orOmit(DefaultCompletionRateMin))
 	}
 	if !(l.GenRateSpreadMax > 0 && l.GenRateSpreadMax <= 10) {
-		v.errf("limits.generation_rate_spread_max", "%g: want a positive fraction, e.g. 0.15 for 15%%", l.GenRateSpreadMax)
+		v.errf("limits.generation_rate_spread_max", "%g: want a positive fraction in (0, 10], e.g. 0.15 for 15%%%s", l.GenRateSpreadMax, orOmit(DefaultGenRateSpreadMax))
 	}
 	if !(l.E2EP95SpreadMax > 0 && l.E2EP95SpreadMax <= 10) {
-		v.errf("limits.e2e_p95_spread_max", "%g: want a positive fraction, e.g. 0.20 for 20%%", l.E2EP95SpreadMax)
+		v.errf("limits.e2e_p95_spread_max", "%g: want a positive fraction in (0, 10], e.g. 0.20 for 20%%%s", l.E2EP95SpreadMax, orOmit(DefaultE2EP95SpreadMax))
 	}
 	if !(l.ObjectiveTolerance > 0 && l.ObjectiveTolerance < 0.5) {
-		v.errf("limits.objective_tolerance", "%g: want a fraction in (0, 0.5), e.g. 0.01 for 1%%", l.ObjectiveTolerance)
+		v.errf("limits.objective_tolerance", "%g: want a fraction in (0, 0.5), e.g. 0.01 for 1%%%s", l.ObjectiveTolerance, orOmit(DefaultObjectiveTolerance))
 	}
 	if f := l.QualityFloor; f != nil && !(*f >= 0 && *f <= 1) {
 		v.errf("limits.quality_floor", "%g: want a score fraction in [0, 1], e.g. 0.8 for 80%% of the cases", *f)
 	}
 	if r := l.QualityRetentionMin; r != nil && !(*r > 0 && *r <= 2) {
 		v.errf("limits.quality_retention_min", "%g: want a fraction of the reference's score, e.g. 0.95", *r)
+	}
+	if l.QualityReference == "" && v.p.given.qualityReference && l.QualityGated() {
+		v.errf("limits.quality_reference", "empty; name the candidate retention is measured against (a candidate ID), or leave the field out for the first candidate")
 	}
 	if l.QualityReference != "" {
 		if !l.QualityGated() {
@@ -325,6 +328,9 @@ func (v *validator) checkLimits() {
 
 // Errors filters error-level problems.
 func Errors(ps []study.Problem) []study.Problem { return study.Errors(ps) }
+
+// orOmit is the hint of a refused field that has a default.
+func orOmit(def any) string { return fmt.Sprintf("; or leave the field out for the default %v", def) }
 
 func orDefault(s, def string) string {
 	if s == "" {
