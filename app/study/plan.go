@@ -38,7 +38,55 @@ type Plan struct {
 	// out of memory, timed out, …) gets on later runs; absent: DefaultRetries. Written only
 	// when given, so plans without it keep their SHA-256.
 	Retries *int `json:"retries,omitempty"`
+
+	// given lists the defaulted fields the plan file wrote (Decode fills it), so that Defaults
+	// never replaces a value the user wrote, zero or empty as it may be: validation refuses it
+	// with the allowed range instead.
+	given map[string]bool
 }
+
+// defaultedFields are the JSON paths Defaults may fill ("[]" stands for every prediction).
+var defaultedFields = []string{"split", "gates.cv_tg", "gates.cv_pp_depth", "gates.cv_pp_d0",
+	"axes.ubatch", "axes.batch", "axes.flash_attn", "axes.kv_types", "axes.ngl",
+	"canary.n_prompt", "canary.n_gen", "canary.max_drop"}
+
+// givenFields lists which defaulted fields a plan document writes (whatever their value).
+func givenFields(data []byte) map[string]bool {
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(data, &doc) != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	sub := func(raw json.RawMessage) map[string]json.RawMessage {
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &m)
+		return m
+	}
+	for _, f := range defaultedFields {
+		parent, key, nested := strings.Cut(f, ".")
+		if !nested {
+			if _, ok := doc[f]; ok {
+				out[f] = true
+			}
+			continue
+		}
+		if _, ok := sub(doc[parent])[key]; ok {
+			out[f] = true
+		}
+	}
+	var preds []map[string]json.RawMessage
+	_ = json.Unmarshal(doc["predictions"], &preds)
+	for i, pr := range preds {
+		if _, ok := pr["noise_floor"]; ok {
+			out[fmt.Sprintf("predictions[%d].noise_floor", i)] = true
+		}
+	}
+	return out
+}
+
+// Given reports whether the plan file wrote the field (a path of defaultedFields, or
+// "predictions[N].noise_floor").
+func (p *Plan) Given(path string) bool { return p.given[path] }
 
 // DefaultRetries is the retry limit of a plan that does not state one: a leg gets three
 // attempts in all before a prediction that reads it is decided without it.
@@ -136,47 +184,48 @@ type Bandwidth struct {
 // Defaults fills what the user may leave out. It is applied before validation and before
 // hashing, so the registered plan states every value it ran with.
 func (p *Plan) Defaults() {
-	if p.Split == "" {
+	unset := func(path string) bool { return !p.given[path] }
+	if p.Split == "" && unset("split") {
 		p.Split = SplitCombined
 	}
-	if p.Gates.CVTG == 0 {
+	if p.Gates.CVTG == 0 && unset("gates.cv_tg") {
 		p.Gates.CVTG = 0.05
 	}
-	if p.Gates.CVPPDepth == 0 {
+	if p.Gates.CVPPDepth == 0 && unset("gates.cv_pp_depth") {
 		p.Gates.CVPPDepth = 0.10
 	}
-	if p.Gates.CVPPD0 == 0 {
+	if p.Gates.CVPPD0 == 0 && unset("gates.cv_pp_d0") {
 		p.Gates.CVPPD0 = 0.05
 	}
 	a := &p.Axes
-	if len(a.Ubatch) == 0 {
+	if len(a.Ubatch) == 0 && unset("axes.ubatch") {
 		a.Ubatch = []int{512}
 	}
-	if len(a.Batch) == 0 {
+	if len(a.Batch) == 0 && unset("axes.batch") {
 		a.Batch = []int{2048}
 	}
-	if len(a.FlashAttn) == 0 {
+	if len(a.FlashAttn) == 0 && unset("axes.flash_attn") {
 		a.FlashAttn = []string{"auto"}
 	}
-	if len(a.KV) == 0 {
+	if len(a.KV) == 0 && unset("axes.kv_types") {
 		a.KV = []KVType{{"f16", "f16"}}
 	}
-	if len(a.NGL) == 0 {
+	if len(a.NGL) == 0 && unset("axes.ngl") {
 		a.NGL = []int{-1}
 	}
 	if c := p.Canary; c != nil {
-		if c.NPrompt == 0 {
+		if c.NPrompt == 0 && unset("canary.n_prompt") {
 			c.NPrompt = 64
 		}
-		if c.NGen == 0 {
+		if c.NGen == 0 && unset("canary.n_gen") {
 			c.NGen = 16
 		}
-		if c.MaxDrop == 0 {
+		if c.MaxDrop == 0 && unset("canary.max_drop") {
 			c.MaxDrop = 0.2
 		}
 	}
 	for i := range p.Predictions {
-		if p.Predictions[i].Kind == KindBand && p.Predictions[i].NoiseFloor == 0 {
+		if p.Predictions[i].Kind == KindBand && p.Predictions[i].NoiseFloor == 0 && unset(fmt.Sprintf("predictions[%d].noise_floor", i)) {
 			p.Predictions[i].NoiseFloor = DefaultNoiseFloor
 		}
 	}
@@ -210,6 +259,7 @@ func Decode(name string, data []byte) (*Plan, error) {
 		l, c := lineCol(data, off)
 		return nil, &DecodeError{name, l, c, "trailing data after the plan object; a plan file holds exactly one JSON object"}
 	}
+	p.given = givenFields(data)
 	return &p, nil
 }
 

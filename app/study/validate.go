@@ -240,6 +240,17 @@ func (v *validator) checkModels() {
 
 func (v *validator) checkAxes() {
 	a := v.p.Axes
+	// A list the file wrote empty is not replaced by its default (Defaults fills only absent
+	// fields): it is refused, saying what leaving it out would mean.
+	for _, l := range []struct {
+		path, def string
+		n         int
+	}{{"axes.ubatch", "[512]", len(a.Ubatch)}, {"axes.batch", "[2048]", len(a.Batch)}, {"axes.flash_attn", `["auto"]`, len(a.FlashAttn)},
+		{"axes.kv_types", `[{"k":"f16","v":"f16"}]`, len(a.KV)}, {"axes.ngl", "[-1]", len(a.NGL)}} {
+		if l.n == 0 && v.p.Given(l.path) {
+			v.errf(l.path, "an empty list; give at least one value, or leave the field out for the default %s", l.def)
+		}
+	}
 	intList := func(name string, xs []int, min int, required bool) {
 		at := "axes." + name
 		if len(xs) == 0 {
@@ -413,6 +424,10 @@ func (v *validator) checkPredictions() {
 		v.checkSelector(at+".about", pr.About)
 		if pr.Kind == KindComparison && pr.Than != nil {
 			v.checkSelector(at+".than", *pr.Than)
+		}
+		if pr.Kind == KindBand && pr.NoiseFloor == 0 && v.p.Given(at+".noise_floor") {
+			v.errf(at+".noise_floor", "0: this plan format cannot keep a noise floor of 0 (it reads as the default %g); give a positive fraction below 1, e.g. 0.001, or leave it out for %g",
+				DefaultNoiseFloor, DefaultNoiseFloor)
 		}
 		v.problems = append(v.problems, CheckExpectation(at, Expectation{Kind: pr.Kind, Lo: pr.Lo, Hi: pr.Hi,
 			NoiseFloor: pr.NoiseFloor, Arms: pr.Arms, Op: pr.Op, Tolerance: pr.Tolerance, HasThan: pr.Than != nil})...)

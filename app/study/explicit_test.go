@@ -1,0 +1,90 @@
+package study
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A field the user wrote is never silently replaced by its default: an explicit zero or empty
+// list that is out of range is refused with the allowed range; leaving the field out still
+// gets the default, and the plan SHA-256 of a plan that omits them is unchanged.
+func TestExplicitZerosAreNotDefaults(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("testdata", "valid.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(t *testing.T, f func(m map[string]any)) *Plan {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal(base, &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		b, _ := json.Marshal(m)
+		p, err := Decode("plan.json", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Defaults()
+		return p
+	}
+	sub := func(m map[string]any, k string) map[string]any {
+		if _, ok := m[k].(map[string]any); !ok {
+			m[k] = map[string]any{}
+		}
+		return m[k].(map[string]any)
+	}
+	cases := []struct {
+		name, path, msg string
+		f               func(m map[string]any)
+	}{
+		{"cv_tg 0", "gates.cv_tg", "0: want a fraction in (0, 1]", func(m map[string]any) { sub(m, "gates")["cv_tg"] = 0 }},
+		{"cv_pp_depth 0", "gates.cv_pp_depth", "0: want a fraction in (0, 1]", func(m map[string]any) { sub(m, "gates")["cv_pp_depth"] = 0 }},
+		{"cv_pp_d0 0", "gates.cv_pp_d0", "0: want a fraction in (0, 1]", func(m map[string]any) { sub(m, "gates")["cv_pp_d0"] = 0 }},
+		{"canary n_prompt 0", "canary", "n_prompt and n_gen must be at least 1", func(m map[string]any) { sub(m, "canary")["n_prompt"] = 0 }},
+		{"canary n_gen 0", "canary", "n_prompt and n_gen must be at least 1", func(m map[string]any) { sub(m, "canary")["n_gen"] = 0 }},
+		{"canary max_drop 0", "canary.max_drop", "0: want a fraction in (0, 1)", func(m map[string]any) { sub(m, "canary")["max_drop"] = 0 }},
+		{"split empty", "split", `"" is not a split`, func(m map[string]any) { m["split"] = "" }},
+		{"ubatch []", "axes.ubatch", "an empty list; give at least one value, or leave the field out for the default [512]", func(m map[string]any) { sub(m, "axes")["ubatch"] = []any{} }},
+		{"batch []", "axes.batch", "leave the field out for the default [2048]", func(m map[string]any) { sub(m, "axes")["batch"] = []any{} }},
+		{"flash_attn []", "axes.flash_attn", `the default ["auto"]`, func(m map[string]any) { sub(m, "axes")["flash_attn"] = []any{} }},
+		{"kv_types []", "axes.kv_types", "an empty list", func(m map[string]any) { sub(m, "axes")["kv_types"] = []any{} }},
+		{"ngl []", "axes.ngl", "the default [-1]", func(m map[string]any) { sub(m, "axes")["ngl"] = []any{} }},
+		{"noise_floor 0", "predictions[0].noise_floor", "0: this plan format cannot keep a noise floor of 0", func(m map[string]any) {
+			m["predictions"].([]any)[0].(map[string]any)["noise_floor"] = 0
+		}},
+		{"retries -1", "retries", "-1: want 0 to 100 more attempts", func(m map[string]any) { m["retries"] = -1 }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := edit(t, c.f)
+			probs, _ := Validate(p, ValidateOptions{PlanDir: "testdata"})
+			var found bool
+			for _, pr := range Errors(probs) {
+				if pr.Path == c.path && strings.Contains(pr.Msg, c.msg) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("want an error at %s containing %q, got %v", c.path, c.msg, probs)
+			}
+		})
+	}
+	// Absent fields still get their defaults, and an explicit default value is the same plan.
+	plain := edit(t, func(map[string]any) {})
+	explicit := edit(t, func(m map[string]any) {
+		sub(m, "gates")["cv_tg"] = 0.05
+		sub(m, "axes")["ubatch"] = []any{512}
+	})
+	a, _, _ := plain.SHA256()
+	b, _, _ := explicit.SHA256()
+	if a != b || plain.Gates.CVTG != 0.05 || plain.Axes.Ubatch[0] != 512 || plain.Predictions[0].NoiseFloor != DefaultNoiseFloor {
+		t.Fatalf("defaults: %s vs %s, %+v", a, b, plain.Gates)
+	}
+	if probs, _ := Validate(plain, ValidateOptions{PlanDir: "testdata"}); len(Errors(probs)) != 0 {
+		t.Fatalf("the plain plan is refused: %v", probs)
+	}
+}
