@@ -116,11 +116,11 @@ func ambiguous(m map[string]any, k string) bool {
 // isExactField: k is spelled as the plan's own JSON names (a case variant decodes into the
 // field, but the canonical form spells it the plan's way).
 func isExactField(k string) bool {
-	_, ok := jsonFields(typePlan)[k]
+	_, ok := canon.JSONFields(typePlan)[k]
 	if ok {
 		return true
 	}
-	_, ok = jsonFields(typeLimits)[k]
+	_, ok = canon.JSONFields(typeLimits)[k]
 	return ok
 }
 

@@ -329,7 +329,7 @@ func decodeError(name string, data []byte, dec *json.Decoder, err error, doc str
 		// The decoder reports neither the key's place nor its object: walk the tokens with
 		// the type to the first key no field takes, where the decoder refused it.
 		off := dec.InputOffset()
-		if at, key, ok := unknownKeyOffset(data, t); ok && fmt.Sprintf("%q", key) == field {
+		if at, key, ok := canon.UnknownKeyOffset(data, t); ok && fmt.Sprintf("%q", key) == field {
 			off = at
 		} else if loc := regexp.MustCompile(regexp.QuoteMeta(field) + `\s*:`).FindIndex(data); loc != nil {
 			off = int64(loc[0]) // fallback: the first occurrence of the key

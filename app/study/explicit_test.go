@@ -88,3 +88,19 @@ func TestExplicitZerosAreNotDefaults(t *testing.T) {
 		t.Fatalf("the plain plan is refused: %v", probs)
 	}
 }
+
+// An unknown field is reported at the typo's own line and column, not at the end of the plan
+// (where the decoder stands when it notices), even when the same name is a field elsewhere.
+func TestUnknownFieldIsLocatedAtTheKey(t *testing.T) {
+	plan := "{\n  \"schema\": \"sparkbench.throughput/v1\",\n  \"name\": \"x\",\n  \"axes\": {\"depth\": [0],\n    \"n_prompt\": [64]},\n  \"models\": [],\n  \"gates\": {\"cv_tg\": 0.05}\n}\n"
+	_, err := Decode("plan.json", []byte(plan))
+	if err == nil || err.Error() != `plan.json:4:12: unknown field "depth"; check its spelling against docs/plans.md` {
+		t.Fatalf("got %v", err)
+	}
+	// "model" is a selector field, not a top-level one: the top-level key is the wrong one.
+	plan2 := "{\"schema\": \"sparkbench.throughput/v1\", \"predictions\": [{\"id\": \"P1\", \"about\": {\"model\": \"m\"}}],\n \"model\": \"m\"}"
+	_, err = Decode("p2.json", []byte(plan2))
+	if err == nil || err.Error() != `p2.json:2:2: unknown field "model"; check its spelling against docs/plans.md` {
+		t.Fatalf("got %v", err)
+	}
+}

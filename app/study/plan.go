@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"sparkbench/app/canon"
@@ -289,7 +290,12 @@ func decodeError(name string, data []byte, dec *json.Decoder, err error) error {
 		return &DecodeError{name, l, c, "the JSON ends before the plan object is closed"}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		l, c := lineCol(data, dec.InputOffset())
+		// The decoder reports the key after reading the whole plan: find the key itself.
+		off := dec.InputOffset()
+		if at, key, ok := canon.UnknownKeyOffset(data, reflect.TypeFor[Plan]()); ok && fmt.Sprintf("%q", key) == field {
+			off = at
+		}
+		l, c := lineCol(data, off)
 		return &DecodeError{name, l, c, "unknown field " + field + "; check its spelling against docs/plans.md"}
 	}
 	l, c := lineCol(data, dec.InputOffset())

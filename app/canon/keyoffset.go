@@ -1,4 +1,4 @@
-package capacity
+package canon
 
 import (
 	"bytes"
@@ -8,13 +8,13 @@ import (
 	"strings"
 )
 
-// unknownKeyOffset finds where the key that strict decoding of data into a value of type t
+// UnknownKeyOffset finds where the key that strict decoding of data into a value of type t
 // refused begins: the first object key, in document order, that names no field of the struct
 // it sits in (the key encoding/json reports with DisallowUnknownFields). It walks the tokens
 // with the type alongside, so a key that is unknown in one object but a field elsewhere
 // ("slots" inside "limits") is found where it is wrong. ok is false when no such key is found
 // (data that does not tokenise, or a type the walk cannot follow).
-func unknownKeyOffset(data []byte, t reflect.Type) (off int64, key string, ok bool) {
+func UnknownKeyOffset(data []byte, t reflect.Type) (off int64, key string, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	w := &keyWalker{dec: dec, data: data}
 	defer func() {
@@ -80,7 +80,7 @@ func (w *keyWalker) value(t reflect.Type) bool {
 		var elem reflect.Type
 		isStruct := t != nil && t.Kind() == reflect.Struct
 		if isStruct {
-			fields = jsonFields(t)
+			fields = JSONFields(t)
 		} else if t != nil && t.Kind() == reflect.Map {
 			elem = t.Elem()
 		}
@@ -128,8 +128,8 @@ func keyStart(data []byte, off int64) int64 {
 	return off
 }
 
-// jsonFields maps a struct's JSON names (as encoding/json reads them) to their types.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
+// JSONFields maps a struct's JSON names (as encoding/json reads them) to their types.
+func JSONFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	var add func(t reflect.Type)
 	add = func(t reflect.Type) {
