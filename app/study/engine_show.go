@@ -40,6 +40,9 @@ type ReportStudy struct {
 	LegsDone     int       `json:"legs_done"`
 	LegsTotal    int       `json:"legs_total"`
 	Halted       string    `json:"halted,omitempty"` // the last halt's reason while halted
+	// Incomplete lists, while the study is incomplete, each plan leg without results: its last
+	// class and reason and whether the next run retries it.
+	Incomplete []string `json:"incomplete,omitempty"`
 }
 
 // ReportLeg is one recorded leg, or a plan leg that has not run (ID 0, State "pending").
@@ -176,6 +179,23 @@ func Show(ctx context.Context, rec Recorder, studyID int64) (*Report, error) {
 				_ = json.Unmarshal(n.Payload, &h)
 				rep.Study.Halted = h.Reason
 			}
+		}
+	}
+	if l.st.Status == StatusIncomplete {
+		for _, st := range legStatuses(l.plan, l.legs, l.stored) {
+			if st.Results {
+				continue
+			}
+			line := fmt.Sprintf("%s: %s", st.Leg, st.Last.Class)
+			if st.Last.Reason != "" {
+				line += " (" + st.Last.Reason + ")"
+			}
+			if st.Final {
+				line += fmt.Sprintf(", %d of %d attempts failed: final", st.Failed, st.MaxAttempts)
+			} else {
+				line += fmt.Sprintf(", %d more attempt(s) allowed: the next run retries it", st.RetriesLeft())
+			}
+			rep.Study.Incomplete = append(rep.Study.Incomplete, line)
 		}
 	}
 	rep.Legs = reportLegs(l)

@@ -134,8 +134,13 @@ func TestStudyRunEveryLegFailingIsIncomplete(t *testing.T) {
 		!strings.Contains(errOut, "`sparkbench study run "+id+" --retry tiny/d0` forces one more attempt of tiny/d0") {
 		t.Fatalf("every leg refused: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
-	if rep := showJSON(t, id, nb); rep.Study.Status != study.StatusIncomplete {
-		t.Fatalf("status %q", rep.Study.Status)
+	if rep := showJSON(t, id, nb); rep.Study.Status != study.StatusIncomplete || len(rep.Study.Incomplete) != 6 ||
+		!strings.HasPrefix(rep.Study.Incomplete[0], "tiny/d0: bad_args") || !strings.HasSuffix(rep.Study.Incomplete[0], ", 1 of 1 attempts failed: final") {
+		t.Fatalf("show: %+v", rep.Study)
+	}
+	if code, out, _ := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, "study "+id+` "all refused": incomplete, 6/6 legs finished`) ||
+		!strings.Contains(out, "\nno results: moe/d256: bad_args") {
+		t.Fatalf("show text: %d %s", code, out)
 	}
 	// Nothing left to run: still incomplete, still exit 1, nothing run.
 	code, _, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", fake)

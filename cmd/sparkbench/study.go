@@ -761,6 +761,9 @@ func printReport(w io.Writer, r *study.Report) {
 	if s.Halted != "" {
 		fprintf(w, "halted: %s\n", s.Halted)
 	}
+	for _, leg := range s.Incomplete {
+		fprintf(w, "no results: %s\n", leg)
+	}
 	if r.BandwidthGBs != nil {
 		fprintf(w, "memory bandwidth %.1f GB/s (%s)\n", *r.BandwidthGBs, r.Bandwidth)
 	}
