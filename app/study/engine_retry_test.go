@@ -10,7 +10,7 @@ import (
 
 // Issue: a crashed leg was never run again. Resume must re-run it as a new attempt (the
 // earlier attempt stays), and the prediction that reads it must wait for it, not be condemned.
-func TestEngineRetriesACrashedLegOnResume(t *testing.T) {
+func TestFaultsEngineRetriesACrashedLegOnResume(t *testing.T) {
 	h := newHarness(t, nil)
 	h.bench.outcome["tiny/d128"] = "crash"
 	sum, err := h.run(context.Background())
@@ -69,7 +69,7 @@ func TestEngineRetriesACrashedLegOnResume(t *testing.T) {
 // When a leg's failures reach the plan's retry limit it is final: the predictions that read it
 // are decided without it (UNRESOLVABLE, once), the study stays incomplete, a further run runs
 // nothing; --retry LEG forces one more attempt and its verdicts are journaled again.
-func TestEngineRetryLimitAndForcedRetry(t *testing.T) {
+func TestFaultsEngineRetryLimitAndForcedRetry(t *testing.T) {
 	one := 1
 	h := newHarness(t, func(p *Plan) { p.Retries = &one })
 	h.bench.outcome["tiny/d128"] = "crash"
@@ -132,7 +132,7 @@ func TestEngineRetryLimitAndForcedRetry(t *testing.T) {
 // Issue: a leg that failed only at d128 in a 0/128/256 sweep made the d0→d256 slope
 // UNRESOLVABLE, journaled right after d128 failed and before d256 ran. A slope reads its two
 // depths; it is decided when they are final.
-func TestEngineFailedMiddleDepthDoesNotDecideTheSlope(t *testing.T) {
+func TestFaultsEngineFailedMiddleDepthDoesNotDecideTheSlope(t *testing.T) {
 	h := newHarness(t, nil)
 	h.bench.outcome["moe/d128"] = "crash"
 	if _, err := h.run(context.Background()); err != nil {
@@ -155,7 +155,7 @@ func TestEngineFailedMiddleDepthDoesNotDecideTheSlope(t *testing.T) {
 }
 
 // A registered plan whose extra_args the build does not know is refused before any leg runs.
-func TestEngineRefusesExtraArgsTheBuildDoesNotKnow(t *testing.T) {
+func TestFaultsEngineRefusesExtraArgsTheBuildDoesNotKnow(t *testing.T) {
 	h := newHarness(t, func(p *Plan) { p.Axes.ExtraArgs = []string{"--no-warmup", "--warmup-twice"} })
 	e := h.engine()
 	e.BenchFlags = func(context.Context, string) (map[string]bool, error) {

@@ -11,7 +11,7 @@ import (
 // A field the user wrote is never silently replaced by its default: an explicit zero or empty
 // list that is out of range is refused with the allowed range; leaving the field out still
 // gets the default, and the plan SHA-256 of a plan that omits them is unchanged.
-func TestExplicitZerosAreNotDefaults(t *testing.T) {
+func TestFaultsThroughputExplicitZerosAreNotDefaults(t *testing.T) {
 	base, err := os.ReadFile(filepath.Join("testdata", "valid.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestExplicitZerosAreNotDefaults(t *testing.T) {
 
 // An unknown field is reported at the typo's own line and column, not at the end of the plan
 // (where the decoder stands when it notices), even when the same name is a field elsewhere.
-func TestUnknownFieldIsLocatedAtTheKey(t *testing.T) {
+func TestFaultsThroughputUnknownFieldIsLocatedAtTheKey(t *testing.T) {
 	plan := "{\n  \"schema\": \"sparkbench.throughput/v1\",\n  \"name\": \"x\",\n  \"axes\": {\"depth\": [0],\n    \"n_prompt\": [64]},\n  \"models\": [],\n  \"gates\": {\"cv_tg\": 0.05}\n}\n"
 	_, err := Decode("plan.json", []byte(plan))
 	if err == nil || err.Error() != `plan.json:4:12: unknown field "depth"; check its spelling against docs/plans.md` {

@@ -50,7 +50,7 @@ const retryPredictions = `,
 // real build. The first run must say incomplete and exit 1, with the crashed leg's predictions
 // waiting (not UNRESOLVABLE for good); the second must re-run that leg as attempt 2, answer
 // them, and say complete.
-func TestStudyRunRetriesACrashedLegThroughTheCLI(t *testing.T) {
+func TestFaultsStudyCrashedLegIsRetried(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
 	dir := t.TempDir()
@@ -116,7 +116,7 @@ func TestStudyRunRetriesACrashedLegThroughTheCLI(t *testing.T) {
 // Total failure never exits 0 as complete: when every leg is refused, the run says incomplete,
 // lists each leg, and exits 1; with the retries spent it says the legs are final and how to
 // force one more attempt; --retry of a leg with results or of no leg is refused, writing nothing.
-func TestStudyRunEveryLegFailingIsIncomplete(t *testing.T) {
+func TestFaultsStudyEveryLegFailingIsIncomplete(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
 	dir := t.TempDir()
@@ -182,7 +182,7 @@ func containsAll(s string, subs []string) bool {
 // A plan whose extra_args has a flag the build's llama-bench rejects passed validate, and then
 // every leg failed bad_args. Validate and register now refuse it, naming the flag, writing
 // nothing; a flag the build knows passes.
-func TestStudyExtraArgsAreCheckedAgainstTheBuild(t *testing.T) {
+func TestFaultsStudyExtraArgsCheckedAgainstTheBuild(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
 	dir := t.TempDir()
