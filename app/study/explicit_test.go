@@ -104,3 +104,34 @@ func TestFaultsThroughputUnknownFieldIsLocatedAtTheKey(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Control characters in a plan's free text are refused at the field that holds them: the text
+// is printed to terminals and into receipts.
+func TestFaultsThroughputPlanTextRefusesControlCharacters(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("testdata", "valid.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ field, replace, with, want string }{
+		{"name", `"name": "`, `"name": "\u001b[2J`, "name: name contains the control character U+001B (ESC) at byte 1; remove it (it is one line: no tab or newline either)"},
+		{"prediction text", `"text": "tiny tg32`, `"text": "\u0007tiny tg32`, "predictions[0].text: predictions[0].text contains the control character U+0007"},
+	} {
+		data := strings.Replace(string(base), c.replace, c.with, 1)
+		if data == string(base) {
+			t.Fatalf("%s: nothing replaced", c.field)
+		}
+		p, err := Decode("plan.json", []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Defaults()
+		probs, _ := Validate(p, ValidateOptions{PlanDir: "testdata"})
+		var got []string
+		for _, pr := range Errors(probs) {
+			got = append(got, pr.Path+": "+pr.Msg)
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
+			t.Errorf("%s: got %q, want one error starting %q", c.field, got, c.want)
+		}
+	}
+}

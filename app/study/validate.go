@@ -1,6 +1,7 @@
 package study
 
 import (
+	"sparkbench/app/textsafe"
 	"sparkbench/runner/llamacpp"
 
 	"errors"
@@ -148,6 +149,7 @@ func (v *validator) run() {
 	if strings.TrimSpace(p.Name) == "" {
 		v.errf("name", "empty; give the study a name")
 	}
+	v.checkText()
 	v.checkModels()
 	v.checkAxes()
 	switch p.Split {
@@ -174,6 +176,33 @@ func (v *validator) run() {
 	v.checkConditions()
 	v.checkBandwidth()
 	v.checkPredictions()
+}
+
+// checkText refuses control characters in the plan's free text: it is printed to terminals
+// and into receipts.
+func (v *validator) checkText() {
+	p := v.p
+	check := func(path, s string, line bool) {
+		err := textsafe.Check(path, s)
+		if line {
+			err = textsafe.CheckLine(path, s)
+		}
+		if err != nil {
+			v.problems = append(v.problems, Problem{path, SevError, err.Error()})
+		}
+	}
+	check("name", p.Name, true)
+	check("description", p.Description, false)
+	for i, m := range p.Models {
+		check(fmt.Sprintf("models[%d].source", i), m.Source, true)
+		check(fmt.Sprintf("models[%d].revision", i), m.Revision, true)
+	}
+	for i, c := range p.Conditions {
+		check(fmt.Sprintf("conditions[%d].text", i), c.Text, false)
+	}
+	for i, pr := range p.Predictions {
+		check(fmt.Sprintf("predictions[%d].text", i), pr.Text, false)
+	}
 }
 
 func (v *validator) checkModels() {
