@@ -414,14 +414,14 @@ func ReadAnchor(path string) (a Anchor, found bool, err error) {
 	switch {
 	case a.Schema != AnchorSchema:
 		return Anchor{}, false, fmt.Errorf("%s is not an anchor: schema %q, want %q", path, a.Schema, AnchorSchema)
-	case a.Seq < 1 || !isHexHash(a.Head):
+	case a.Seq < 1 || !IsJournalHash(a.Head):
 		return Anchor{}, false, fmt.Errorf("%s is not an anchor: entry %d, head %q (want an entry ≥ 1 and a 64-digit hex hash)", path, a.Seq, a.Head)
 	}
 	return a, true, nil
 }
 
-// isHexHash reports whether s is a SHA-256 in lower-case hex, as the journal stores them.
-func isHexHash(s string) bool {
+// IsJournalHash reports whether s is a SHA-256 in lower-case hex, as the journal stores them.
+func IsJournalHash(s string) bool {
 	if len(s) != 64 {
 		return false
 	}

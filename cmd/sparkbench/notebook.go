@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"sparkbench/runner/benchfmt"
 	"sparkbench/store"
@@ -18,7 +19,7 @@ import (
 
 // cmdNotebook: sparkbench notebook verify|path|stats [--notebook P].
 func cmdNotebook(args []string, stdout, stderr io.Writer) int {
-	const usage = "usage: sparkbench notebook verify|path|stats [--notebook PATH]"
+	const usage = "usage: sparkbench notebook verify [--expect-head HASH] | path | stats [--notebook PATH]"
 	if len(args) == 0 {
 		fprintf(stderr, "sparkbench notebook: missing sub-command\n%s\n", usage)
 		return 2
@@ -27,7 +28,7 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 	switch sub {
 	case "verify", "path", "stats":
 	case "-h", "--help", "help":
-		fprintf(stdout, "%s\n  verify  walk the journal's hash chain and re-hash every leg's samples (exit 0 only when intact)\n  path    print where the notebook is\n  stats   count what the notebook holds\n", usage)
+		fprintf(stdout, "%s\n  verify  walk the journal's hash chain and re-hash every leg's samples; check that the journal still reaches\n          the last head seen (its anchor, NOTEBOOK.anchor) and, with --expect-head, a head written down elsewhere\n          (exit 0 only when intact)\n  path    print where the notebook is\n  stats   count what the notebook holds\n", usage)
 		return 0
 	default:
 		fprintf(stderr, "sparkbench notebook: unknown sub-command %q\n%s\n", sub, usage)
@@ -35,12 +36,25 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 	}
 	flags := newFlagSet("notebook "+sub, stderr)
 	nbFlag := flags.String("notebook", "", nbFlagHelp)
+	expectHead := new(string)
+	if sub == "verify" {
+		expectHead = flags.String("expect-head", "", "a journal head hash written down elsewhere (a receipt, a log): it must be in the chain")
+	}
 	pos, err := parseInterspersed(flags, rest)
 	if err != nil {
 		return usageError(err)
 	}
 	if len(pos) > 0 {
-		fprintf(stderr, "sparkbench notebook %s: unexpected argument %q; it takes only --notebook PATH\n", sub, pos[0])
+		takes := "--notebook PATH"
+		if sub == "verify" {
+			takes = "--expect-head HASH and --notebook PATH"
+		}
+		fprintf(stderr, "sparkbench notebook %s: unexpected argument %q; it takes only %s\n", sub, pos[0], takes)
+		return 2
+	}
+	want := strings.ToLower(strings.TrimSpace(*expectHead))
+	if *expectHead != "" && !store.IsJournalHash(want) {
+		fprintf(stderr, "sparkbench notebook verify: --expect-head %q is not a journal head: want the 64 hex digits `notebook verify` printed (\"head entry N HASH\")\n", *expectHead)
 		return 2
 	}
 	path, err := notebookPath(*nbFlag)
@@ -95,9 +109,73 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 			path, rep.Broken.Seq, rep.Broken.Kind, rep.Broken.Reason)
 		return 1
 	}
+	anchor, err := nb.CheckAnchor(ctx, rep)
+	if err != nil {
+		fprintf(stdout, "notebook %s: the anchor %s cannot be read: %v; it holds the last journal head seen, to detect deleted entries: restore it, or move it away to start a new one from this head\n",
+			path, store.AnchorPath(path), err)
+		return 1
+	}
+	if anchor != nil && anchor.Problem != "" {
+		fprintf(stdout, "notebook %s: %s\n", path, anchorProblem(anchor, rep))
+		return 1
+	}
+	var expectSeq int64
+	if want != "" {
+		seq, found, err := nb.SeqOfHash(ctx, want)
+		if err != nil {
+			fprintf(stderr, "sparkbench notebook verify: reading %s failed: %v\n", path, err)
+			return 1
+		}
+		if !found || seq > rep.HeadSeq {
+			fprintf(stdout, "notebook %s: journal truncated or rewritten: the expected head %s is not in the journal, which ends at entry %d (head %s); entries after it were deleted, or this is another notebook: keep this file as evidence and restore from a backup\n",
+				path, want, rep.HeadSeq, rep.Head)
+			return 1
+		}
+		expectSeq = seq
+	}
 	fprintf(stdout, "notebook %s: intact: %d journal entries, %d legs' samples re-hashed (%d rows); head entry %d %s\n",
 		path, rep.Entries, rep.LegsChecked, rep.SamplesChecked, rep.HeadSeq, rep.Head)
+	if want != "" {
+		fprintf(stdout, "expected head %s is entry %d of the chain%s\n", want, expectSeq, laterEntries(rep.HeadSeq-expectSeq))
+	}
+	if anchor != nil {
+		fprintf(stdout, "the anchor %s (written %s) saw entry %d: the chain still holds it%s\n",
+			filepath.Base(anchor.Path), anchorTime(anchor.Anchor), anchor.Anchor.Seq, laterEntries(rep.HeadSeq-anchor.Anchor.Seq))
+	}
+	if anchor == nil || anchor.Anchor.Seq < rep.HeadSeq {
+		if err := nb.WriteAnchor(rep); err != nil {
+			fprintf(stderr, "sparkbench notebook verify: note: could not write the anchor %s: %v (the chain is intact; a later verify cannot tell deleted entries from this head on)\n", store.AnchorPath(path), err)
+		}
+	}
 	return 0
+}
+
+// anchorProblem says how the journal contradicts its anchor, and what to do.
+func anchorProblem(c *store.AnchorCheck, rep store.VerifyReport) string {
+	a := c.Anchor
+	saw := fmt.Sprintf("the anchor (%s, written %s) saw entry %d with head %s", filepath.Base(c.Path), anchorTime(a), a.Seq, a.Head)
+	const todo = "keep this file and its anchor as evidence and restore from a backup (if you restored an older copy on purpose, move the anchor away)"
+	if c.Problem == store.AnchorTruncated {
+		return fmt.Sprintf("journal truncated: %s, but the journal ends at entry %d (head %s); entries were deleted: %s", saw, rep.HeadSeq, rep.Head, todo)
+	}
+	return fmt.Sprintf("journal rewritten: %s, but the journal's entry %d has hash %s; entries were deleted and others written in their place, or this is another notebook: %s",
+		saw, a.Seq, c.HashAt, todo)
+}
+
+// anchorTime is when an anchor was written, to the second.
+func anchorTime(a store.Anchor) string {
+	if t, err := time.Parse(time.RFC3339Nano, a.WrittenAt); err == nil {
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	}
+	return a.WrittenAt
+}
+
+// laterEntries is "; N entries were journaled after it" (nothing for none).
+func laterEntries(n int64) string {
+	if n <= 0 {
+		return " (it is the head)"
+	}
+	return fmt.Sprintf(" (%d %s journaled after it)", n, plural(int(n), "entry was", "entries were"))
 }
 
 // openNotebook opens the notebook, reporting refusals (not a notebook, too new, missing) as
