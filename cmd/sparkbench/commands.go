@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 
 	"sparkbench/app"
@@ -17,13 +19,23 @@ type command struct {
 }
 
 func commands() []command {
+	cs := baseCommands()
+	for i, c := range cs {
+		if _, ok := verbs[c.name]; ok {
+			cs[i].run = withVerbs(c.name, c.run)
+		}
+	}
+	return cs
+}
+
+func baseCommands() []command {
 	return []command{
 		{"gui", "gui [--llama-dir D] [--notebook P] [--section S] [--run-demo] [--run ID]", "open the window (the default with no command)", cmdGUI},
 		{"version", "version", "print sparkbench's version", cmdVersion},
 		{"doctor", "doctor [--llama-dir D] [--models DIR]... [--notebook P]", "check llama.cpp, models, notebook and display; print each fix", cmdDoctor},
 		{"model", "model inspect FILE [--json] | model verify FILE [--expect SHA256]", "GGUF metadata and tensor table; streamed SHA-256 (cached in the notebook) against the published hash", cmdModel},
 		{"leg", "leg run [--llama-dir D] [--idle-timeout DUR] [--timeout DUR] [--json] -- <llama-bench args>", "run one llama-bench leg through the runner, results as they arrive", cmdLeg},
-		{"notebook", "notebook verify|path|stats [--notebook P]", "check the lab notebook's hash chain; where it is; what it holds", cmdNotebook},
+		{"notebook", "notebook verify|path|stats [--expect-head H] [--notebook P]", "check the lab notebook's hash chain (and that it still reaches the last head seen); where it is; what it holds", cmdNotebook},
 		{"import", "import [--study S] FILE…", "import llama-bench output (jsonl, json, csv, md) as imported legs", cmdImport},
 		{"export", "export STUDY [--format csv|json] [--rows bench|requests]", "export a study's rows", cmdExport},
 		{"study", studyUsage, "check, register (freeze with its predictions), run or resume, show a throughput study, and compare it with a baseline study", cmdStudy},
@@ -110,4 +122,167 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func escaped(w io.Writer) (io.Writer, func()) {
 	var b strings.Builder
 	return &b, func() { _, _ = io.WriteString(w, textsafe.Escape(b.String())) }
+}
+
+// verbs are the verbs of the commands that take one, as their dispatchers accept them (a test
+// holds this list to the usage lines and the dispatchers), with the word their messages use.
+var verbs = map[string]struct {
+	word string
+	list []string
+}{
+	"model":    {"verb", []string{"inspect", "verify"}},
+	"leg":      {"verb", []string{"run"}},
+	"notebook": {"sub-command", []string{"verify", "path", "stats"}},
+	"study":    {"verb", []string{"validate", "register", "run", "show", "compare"}},
+	"finding":  {"verb", []string{"add"}},
+	"capacity": {"verb", []string{"validate", "assemble", "register", "run", "show"}},
+	"analyze":  {"figure", []string{"crossing", "slope", "ceiling"}},
+}
+
+// withVerbs answers a verb the command does not have, when there is something better to say
+// than the command's own "unknown verb" (which it still prints otherwise): the command it
+// belongs to (`notebook import`: the command is "sparkbench import"), or the verb it is a
+// near miss of (`study shwo`: did you mean "show"?).
+func withVerbs(parent string, run func([]string, io.Writer, io.Writer) int) func([]string, io.Writer, io.Writer) int {
+	return func(args []string, stdout, stderr io.Writer) int {
+		if len(args) > 0 {
+			if msg := verbHint(parent, args[0]); msg != "" {
+				fprintf(stderr, "sparkbench %s: unknown %s %q; %s\n", parent, verbs[parent].word, args[0], msg)
+				return 2
+			}
+		}
+		return run(args, stdout, stderr)
+	}
+}
+
+// verbHint is what to say of sub given as a verb of parent ("" when it is one of its verbs, a
+// flag or help, or nothing better than the command's own message can be said).
+func verbHint(parent, sub string) string {
+	own := verbs[parent].list
+	if sub == "" || strings.HasPrefix(sub, "-") || sub == "help" || slices.Contains(own, sub) {
+		return ""
+	}
+	for _, c := range baseCommands() {
+		if c.name == sub {
+			return fmt.Sprintf("the command is \"sparkbench %s\" (usage: sparkbench %s)", sub, c.usage)
+		}
+	}
+	if near := nearMisses(sub, own); len(near) > 0 {
+		return "did you mean " + quoteOr(near, "") + "? (" + verbs[parent].word + "s: " + strings.Join(own, ", ") + ")"
+	}
+	if elsewhere := verbOf(sub, parent); len(elsewhere) > 0 {
+		return "it is a verb of another command: " + quoteOr(elsewhere, "sparkbench ")
+	}
+	var names []string
+	for _, c := range baseCommands() {
+		names = append(names, c.name)
+	}
+	if near := nearMisses(sub, names); len(near) > 0 {
+		return "did you mean the command " + quoteOr(near, "sparkbench ") + "?"
+	}
+	return ""
+}
+
+// verbOf lists "PARENT VERB" for each command other than except that has verb.
+func verbOf(verb, except string) []string {
+	var out []string
+	for _, c := range baseCommands() {
+		if v, ok := verbs[c.name]; ok && c.name != except && slices.Contains(v.list, verb) {
+			out = append(out, c.name+" "+verb)
+		}
+	}
+	return out
+}
+
+// unknownCommand answers a command sparkbench does not have (exit 2), with the verb's command
+// when it is a verb (`show`: "sparkbench study show" or "sparkbench capacity show") or the
+// command it is a near miss of (`stduy`: did you mean "study"?).
+func unknownCommand(name string, stderr io.Writer) int {
+	var names []string
+	for _, c := range baseCommands() {
+		names = append(names, c.name)
+	}
+	hint := ""
+	if near := nearMisses(name, names); len(near) > 0 {
+		hint = "did you mean " + quoteOr(near, "") + "?"
+	} else if of := verbOf(name, ""); len(of) > 0 {
+		hint = "it is a verb: did you mean " + quoteOr(of, "sparkbench ") + "?"
+	}
+	if hint == "" {
+		fprintf(stderr, "sparkbench: unknown command %q; run `sparkbench help` for the list\n", name)
+	} else {
+		fprintf(stderr, "sparkbench: unknown command %q; %s (run `sparkbench help` for the list)\n", name, hint)
+	}
+	return 2
+}
+
+// quoteOr writes names as "a", "a" or "b", "a", "b" or "c", each quoted with prefix.
+func quoteOr(names []string, prefix string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(prefix + n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// nearMisses are the candidates s is a likely slip for: the start of exactly one of them
+// (three letters at least), else those the same but for case or one edit away (two for words
+// of five letters or more; a swap of neighbours is one edit), the closest ones.
+func nearMisses(s string, candidates []string) []string {
+	low := strings.ToLower(s)
+	limit := 1
+	if len(low) >= 5 {
+		limit = 2
+	}
+	if len(low) >= 3 {
+		var pre []string
+		for _, c := range candidates {
+			if strings.HasPrefix(c, low) {
+				pre = append(pre, c)
+			}
+		}
+		if len(pre) == 1 {
+			return pre
+		}
+	}
+	best, out := limit, []string(nil)
+	for _, c := range candidates {
+		d := editDistance(low, c)
+		switch {
+		case d < best || d == best && out == nil:
+			best, out = d, []string{c}
+		case d == best:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// editDistance is the optimal string alignment distance (insertions, deletions,
+// substitutions and swaps of neighbouring letters, each one edit), over bytes.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }

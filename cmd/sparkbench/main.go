@@ -27,6 +27,5 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(name) > 0 && name[0] == '-' { // flags for the window, e.g. sparkbench --llama-dir D
 		return cmdGUI(args, stdout, stderr)
 	}
-	fprintf(stderr, "sparkbench: unknown command %q; run `sparkbench help` for the list\n", name)
-	return 2
+	return unknownCommand(name, stderr)
 }
