@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"sparkbench/app/receipt"
+	"sparkbench/runner/fsread"
 )
 
 // Limits bound what reading a bundle may take.
@@ -48,6 +49,7 @@ func (e *RefusedError) Error() string {
 }
 
 // IsArchive says whether path names a gzip file (by its first bytes) rather than a folder.
+// A named pipe, socket or device is refused (reading one could block or never end).
 func IsArchive(p string) (bool, error) {
 	st, err := os.Stat(p)
 	if err != nil {
@@ -56,31 +58,61 @@ func IsArchive(p string) (bool, error) {
 	if st.IsDir() {
 		return false, nil
 	}
-	f, err := os.Open(p)
+	f, err := openArchive(p)
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
+	f.Close()
+	return true, nil
+}
+
+// openFile opens p for reading if it is a regular file (or a link to one); a named pipe,
+// socket or device is refused without blocking.
+func openFile(p string) (*os.File, error) {
+	f, _, err := fsread.OpenRegular(p)
+	if err != nil {
+		var nr *fsread.NotRegularError
+		if errors.As(err, &nr) {
+			return nil, &RefusedError{Bundle: p, Reason: fsread.Describe(nr.Mode) + ", not a folder or a regular file; give a bundle folder or a .tar.gz"}
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// openArchive opens p (openFile), which must start with a gzip header, positioned at its
+// first byte.
+func openArchive(p string) (*os.File, error) {
+	f, err := openFile(p)
+	if err != nil {
+		return nil, err
+	}
 	var magic [2]byte
 	if _, err := io.ReadFull(f, magic[:]); err != nil {
-		return false, &RefusedError{Bundle: p, Reason: "neither a folder nor a .tar.gz (too short)"}
+		f.Close()
+		return nil, &RefusedError{Bundle: p, Reason: "neither a folder nor a .tar.gz (too short)"}
 	}
 	if magic != [2]byte{0x1f, 0x8b} {
-		return false, &RefusedError{Bundle: p, Reason: "neither a folder nor a .tar.gz (no gzip header)"}
+		f.Close()
+		return nil, &RefusedError{Bundle: p, Reason: "neither a folder nor a .tar.gz (no gzip header)"}
 	}
-	return true, nil
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // Read reads a bundle from a folder or a .tar.gz.
 func Read(p string, lim Limits) (receipt.Files, error) {
-	arch, err := IsArchive(p)
+	st, err := os.Stat(p)
 	if err != nil {
 		return nil, err
 	}
-	if !arch {
+	if st.IsDir() {
 		return ReadDir(p, lim)
 	}
-	f, err := os.Open(p)
+	f, err := openArchive(p)
 	if err != nil {
 		return nil, err
 	}
@@ -274,14 +306,16 @@ func ReadDir(dir string, lim Limits) (receipt.Files, error) {
 		if total+info.Size() > lim.MaxTotalBytes {
 			return refuse(p, "the files would exceed %d bytes in all", lim.MaxTotalBytes)
 		}
-		f, err := root.OpenFile(p, os.O_RDONLY, 0)
+		// The name was a plain file when listed; opened without blocking and checked again,
+		// so one swapped for a named pipe since cannot hang the read.
+		f, _, err := fsread.OpenRegularIn(root, p)
+		if errors.Is(err, fsread.ErrNotRegular) {
+			return refuse(p, "changed while being read; not a plain file")
+		}
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-			return refuse(p, "changed while being read; not a plain file")
-		}
 		data, err := io.ReadAll(io.LimitReader(f, lim.MaxEntryBytes+1))
 		if err != nil {
 			return err
@@ -306,7 +340,7 @@ func ReadDir(dir string, lim Limits) (receipt.Files, error) {
 // files into dest, which must be a new or empty folder. Nothing is written outside dest:
 // the writes go through an os.Root opened on it, with names already checked.
 func Extract(archive, dest string, lim Limits) (receipt.Files, error) {
-	f, err := os.Open(archive)
+	f, err := openFile(archive)
 	if err != nil {
 		return nil, err
 	}

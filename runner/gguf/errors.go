@@ -10,6 +10,7 @@ import (
 // errors.Is and still show the full message.
 var (
 	ErrIsDirectory        = errors.New("is a directory")
+	ErrNotRegular         = errors.New("not a regular file") // a named pipe, socket or device
 	ErrEmpty              = errors.New("empty file")
 	ErrNotGGUF            = errors.New("not a GGUF file")
 	ErrBigEndian          = errors.New("big-endian GGUF file")
@@ -60,4 +61,5 @@ func (e *FormatError) Unwrap() error { return e.Kind }
 const (
 	fixRedownload = "the file is corrupted or incomplete: download it again and check its SHA-256"
 	fixNotModel   = "pass a .gguf model file"
+	fixNotRegular = "give the path of a .gguf model file"
 )

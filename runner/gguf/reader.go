@@ -8,9 +8,10 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"sort"
 	"strconv"
+
+	"sparkbench/runner/fsread"
 )
 
 // Limits that keep a hostile or corrupt file from making the reader
@@ -40,19 +41,22 @@ const (
 // path. Tensor data is never read; its placement is checked against the
 // file size. Errors about the file's content are *FormatError values.
 func ReadFile(path string) (*File, error) {
-	fh, err := os.Open(path)
+	// Only a regular file (or a link to one) is opened: a named pipe would block the open,
+	// a device would never end.
+	fh, st, err := fsread.OpenRegular(path)
 	if err != nil {
+		var nr *fsread.NotRegularError
+		if errors.As(err, &nr) {
+			if nr.IsDir() {
+				return nil, &FormatError{Path: path, Offset: -1, Kind: ErrIsDirectory,
+					Msg: "is a directory", Fix: fixNotModel}
+			}
+			return nil, &FormatError{Path: path, Offset: -1, Kind: ErrNotRegular,
+				Msg: "is " + fsread.Describe(nr.Mode) + ", not a regular file", Fix: fixNotRegular}
+		}
 		return nil, err
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.IsDir() {
-		return nil, &FormatError{Path: path, Offset: -1, Kind: ErrIsDirectory,
-			Msg: "is a directory", Fix: fixNotModel}
-	}
 	f, err := Read(fh, st.Size())
 	if err != nil {
 		var fe *FormatError

@@ -13,6 +13,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"sparkbench/runner/fsread"
 )
 
 // Progress is reported while a file is hashed.
@@ -40,18 +42,17 @@ const bufSize = 1 << 20
 // File streams path through SHA-256. progress (may be nil) is called at most every
 // ProgressInterval and once at the end; ctx cancels between reads.
 func File(ctx context.Context, path string, progress func(Progress)) (string, error) {
-	f, err := os.Open(path)
+	// A named pipe, socket or device would block the open or never end: only regular files
+	// (or links to them) are hashed, and no more bytes than the file had when opened.
+	f, st, err := fsread.OpenRegular(path)
 	if err != nil {
+		var nr *fsread.NotRegularError
+		if errors.As(err, &nr) && nr.IsDir() {
+			return "", fmt.Errorf("%s is a folder; give a file", path)
+		}
 		return "", err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if st.IsDir() {
-		return "", fmt.Errorf("%s is a folder; give a file", path)
-	}
 	h := sha256.New()
 	buf := make([]byte, bufSize)
 	start := time.Now()
@@ -62,6 +63,9 @@ func File(ctx context.Context, path string, progress func(Progress)) (string, er
 			return "", fmt.Errorf("hash %s: %w after %d of %d bytes", path, err, done, st.Size())
 		}
 		n, err := f.Read(buf)
+		if done+int64(n) > st.Size() {
+			return "", fmt.Errorf("hash %s: the file grew past its %d bytes while it was being hashed; hash it again when it is complete", path, st.Size())
+		}
 		if n > 0 {
 			h.Write(buf[:n])
 			done += int64(n)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -68,31 +69,27 @@ func TestFileCancel(t *testing.T) {
 		t.Fatalf("cancelled before start: %v", err)
 	}
 
-	// Mid-stream: a FIFO delivers one chunk, then the hash is cancelled while it waits.
-	fifo := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skip("no FIFO:", err)
-	}
-	ctx, cancel = context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := File(ctx, fifo, nil)
-		done <- err
-	}()
-	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(make([]byte, 4096))
-	time.Sleep(50 * time.Millisecond)
-	cancel()
-	w.Write(make([]byte, 4096)) // wakes the reader, which then sees the cancel
-	err = <-done
-	w.Close()
-	// The writer is still open: only the cancel can end this hash.
-	if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "after 0 of") {
+	// Mid-stream: the context is cancelled after two reads (File checks it between reads).
+	big := filepath.Join(t.TempDir(), "big.gguf")
+	writeRandom(t, big, 4*bufSize)
+	_, err := File(&cancelAfter{Context: context.Background(), n: 2}, big, nil)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), fmt.Sprintf("after %d of %d bytes", 2*bufSize, 4*bufSize)) {
 		t.Fatalf("cancelled mid-stream: %v", err)
 	}
+}
+
+// cancelAfter is a context whose Err is nil for its first n calls and Canceled after.
+type cancelAfter struct {
+	context.Context
+	n int
+}
+
+func (c *cancelAfter) Err() error {
+	if c.n > 0 {
+		c.n--
+		return nil
+	}
+	return context.Canceled
 }
 
 func TestCachedNeverRehashesAnUnchangedFile(t *testing.T) {
@@ -217,5 +214,43 @@ func BenchmarkCachedReverify(b *testing.B) {
 		if _, hit, _ := Cached(context.Background(), c, path, nil); !hit {
 			b.Fatal("miss")
 		}
+	}
+}
+
+// A named pipe given as a model path is refused at once (opening it for reading would wait
+// for a writer forever); a link to a regular file is hashed as the file.
+func TestFileRefusesNamedPipeAndFollowsLinks(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "model.gguf")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() {
+		_, err := File(context.Background(), fifo, nil)
+		done <- err
+		_, _, err = Cached(context.Background(), MapCache{}, fifo, nil)
+		done <- err
+	}()
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-done:
+			want := fifo + " is a named pipe (FIFO), not a regular file; give the path of a file"
+			if err == nil || err.Error() != want {
+				t.Errorf("got %v, want %q", err, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("hashing a named pipe still blocked after 20 s")
+		}
+	}
+	real := filepath.Join(dir, "real.gguf")
+	data := writeRandom(t, real, 1000)
+	link := filepath.Join(dir, "link.gguf")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256(data)
+	if got, err := File(context.Background(), link, nil); err != nil || got != hex.EncodeToString(want[:]) {
+		t.Errorf("link: %s %v", got, err)
 	}
 }
