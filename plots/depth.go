@@ -71,8 +71,9 @@ type Crossing struct {
 }
 
 // CrossingDepth returns where the mean first falls below line, by linear interpolation
-// between the bracketing measured depths (DOMAIN.md, "badge death"); missing and non-finite
-// points are skipped. Seed check: 75.34 t/s at 4096 and 67.98 at 8192 cross 70 at 7068.
+// between the bracketing measured depths (docs/domain.md, "Crossing depth"); missing and
+// non-finite points are skipped. Seed check: 75.34 t/s at 4096 and 67.98 at 8192 cross 70
+// at 7068.
 func CrossingDepth(points []DepthPoint, line float64) Crossing {
 	pts := make([]DepthPoint, 0, len(points))
 	for _, p := range points {

@@ -273,8 +273,8 @@ func cellText(cell EnvelopeCell, ok bool) []string {
 	return out
 }
 
-// failureSummary shortens the exact gate codes (DOMAIN.md) to the gates' names, in order of
-// first appearance: "forward:ttft_ms_p95_above_maximum" is "TTFT".
+// failureSummary shortens the exact gate codes (docs/domain.md, "Gates and failure codes") to
+// the gates' names, in order of first appearance: "forward:ttft_ms_p95_above_maximum" is "TTFT".
 func failureSummary(codes []string) string {
 	names := []struct{ key, name string }{
 		{"ttft", "TTFT"}, {"e2e_latency", "E2E"}, {"completion_rate", "completion"},

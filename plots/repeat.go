@@ -17,7 +17,7 @@ type RepeatChart struct {
 	Metric string `json:"metric,omitempty"` // e.g. "tg128"
 	Unit   string `json:"unit,omitempty"`   // default "tokens/s"
 	// NoiseFloor is the half-width of the band around each series' mean, as a fraction of
-	// the mean; 0 means the house single-run noise floor, 1.5% (DOMAIN.md).
+	// the mean; 0 means the house single-run noise floor, 1.5% (docs/domain.md, "Noise floor").
 	NoiseFloor float64        `json:"noise_floor,omitempty"`
 	Interval   IntervalKind   `json:"interval,omitempty"`
 	Series     []RepeatSeries `json:"series"`

@@ -19,7 +19,7 @@ type SlotsChart struct {
 	// the per-stream rate must hold); 0 draws none.
 	RefLine float64 `json:"ref_line,omitempty"`
 	// Knee marks, per series, the first slot count P whose doubling gains less than this
-	// fraction of aggregate rate (DOMAIN.md: 0.20); 0 marks none.
+	// fraction of aggregate rate (docs/domain.md, "Knee": 0.20); 0 marks none.
 	Knee      float64 `json:"knee,omitempty"`
 	MaxPoints int     `json:"max_points,omitempty"`
 }

@@ -1,7 +1,7 @@
 // Package analysis holds sparkbench's derived figures and statistics as pure functions: the
 // arithmetic the bench log seed did by hand (ceilings, crossings, slopes, repeatability,
 // contamination, scaling knees, serving tax) and benchstat-style comparisons. Definitions
-// follow docs/DOMAIN.md; every function is table-tested against hand-computed values.
+// follow docs/domain.md; every function is table-tested against hand-computed values.
 package analysis
 
 import (

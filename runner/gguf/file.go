@@ -366,7 +366,7 @@ func (f *File) expertShare(x uint64) uint64 {
 }
 
 // ActiveParams is the parameter count one token touches, for the house
-// convention of DOMAIN.md:
+// convention of docs/domain.md ("Ceiling"):
 //
 //	active params = non-expert params + expert params × expert_used_count / expert_count
 //
@@ -398,7 +398,7 @@ func (f *File) HouseActiveBytesPerToken() float64 {
 }
 
 // ActiveBytesPerToken is the tensor-exact weight bytes one generated token
-// reads (DOMAIN.md, "Ceiling"):
+// reads (docs/domain.md, "Ceiling"):
 //
 //	active bytes = non-expert tensor bytes − token_embd bytes + one token_embd row
 //	             + expert tensor bytes × expert_used_count / expert_count
