@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// PredictionKind is one of the four pre-registration forms of docs/DOMAIN.md.
+// PredictionKind is one of the four pre-registration forms of docs/domain.md ("Pre-registration").
 type PredictionKind string
 
 const (
