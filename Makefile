@@ -6,7 +6,7 @@ BIN := bin/sparkbench
 # Tests that need llama.cpp fail (rather than skip) when it is missing under make.
 export SPARKBENCH_REQUIRE_LLAMA ?= 1
 
-.PHONY: all setup system llama models build run test test-short bench fuzz install-test lint clean
+.PHONY: all setup system llama models build run test test-short bench fuzz fault-matrix install-test lint clean
 
 all: build
 
@@ -50,8 +50,15 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzClassifyLog -fuzztime $(FUZZTIME) ./runner
 	$(GO) test -run XXX -fuzz FuzzLineSplitter -fuzztime $(FUZZTIME) ./runner
 	$(GO) test -run XXX -fuzz FuzzSSEReader -fuzztime $(FUZZTIME) ./runner/loadgen
+	$(GO) test -tags $(TAGS) -run XXX -fuzz '^FuzzDecodePlan$$' -fuzztime $(FUZZTIME) ./app/study
+	$(GO) test -tags $(TAGS) -run XXX -fuzz '^FuzzDecodePlan$$' -fuzztime $(FUZZTIME) ./app/capacity
+	$(GO) test -run XXX -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME) ./app/textsafe
 	for f in $$($(GO) test -list 'Fuzz.*' ./runner/benchfmt | grep ^Fuzz); do \
 	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 ./runner/benchfmt || exit 1; done
+
+## fault-matrix: run and count the bad-input and fault cases (make test runs them too)
+fault-matrix: setup
+	@bash scripts/fault-matrix.sh
 
 install-test:
 	bash scripts/test-install-llama.sh
