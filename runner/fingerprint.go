@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"sparkbench/runner/capout"
 	"sparkbench/runner/llamacpp"
 )
 
@@ -115,26 +116,41 @@ func binKey(p string) string {
 	return p + "|" + strconv.FormatInt(st.Size(), 10) + "|" + strconv.FormatInt(st.ModTime().UnixNano(), 10)
 }
 
+// metaTranscriptCap bounds the verbatim transcript the pty driver keeps of a metadata
+// command (nobody reads it; the lines are captured by runMeta, within llamacpp.MetaCap).
+const metaTranscriptCap = 64 << 10
+
 // runMeta runs a short metadata command of bench through the pty driver and returns its
-// normalised output.
-func runMeta(ctx context.Context, bench string, env []string, arg string) (string, error) {
+// normalised output, at most llamacpp.MetaCap bytes of it (its head and tail, with a marker
+// line where the rest was left out: a build that floods its output must not make sparkbench
+// grow with it), and how many bytes were left out.
+func runMeta(ctx context.Context, bench string, env []string, arg string) (string, int64, error) {
 	lim := Limits{Start: llamacpp.MetaTimeout, Idle: llamacpp.MetaTimeout, Total: llamacpp.MetaTimeout, Grace: time.Second}
-	p := StartProc(ctx, ProcSpec{Argv: []string{bench, arg}, Env: env, Limits: lim})
-	var b strings.Builder
+	p := StartProc(ctx, ProcSpec{Argv: []string{bench, arg}, Env: env, Limits: lim, TranscriptCap: metaTranscriptCap})
+	b := capout.New(llamacpp.MetaCap)
 	for ev := range p.Events() {
 		if ev.Type == EventLine {
 			b.WriteString(ev.Line.Text)
-			b.WriteByte('\n')
+			b.WriteString("\n")
 		}
 	}
+	out, omitted := b.String(), b.Omitted()
 	if x := p.ExitStatus(); x.Class != ClassOK {
-		return b.String(), fmt.Errorf("%s: %s", x.Class, x.Reason)
+		return out, omitted, fmt.Errorf("%s: %s", x.Class, x.Reason)
 	}
-	return b.String(), nil
+	return out, omitted, nil
+}
+
+// capNote records that a metadata command's output was cut to llamacpp.MetaCap.
+func capNote(fp *Fingerprint, arg string, omitted int64) {
+	if omitted > 0 {
+		fp.Errors = append(fp.Errors, fmt.Sprintf("%s: printed more than the %d bytes kept; %d bytes of its output were left out", arg, llamacpp.MetaCap, omitted))
+	}
 }
 
 func (f *Fingerprinter) build(ctx context.Context, bench string, env []string, fp *Fingerprint) {
-	out, err := runMeta(ctx, bench, env, "--version")
+	out, omitted, err := runMeta(ctx, bench, env, "--version")
+	capNote(fp, "--version", omitted)
 	if err != nil {
 		fp.Errors = append(fp.Errors, "--version: "+err.Error())
 	} else if line, v, n, c, err := llamacpp.ParseVersion(out); err != nil {
@@ -142,7 +158,8 @@ func (f *Fingerprinter) build(ctx context.Context, bench string, env []string, f
 	} else {
 		fp.VersionLine, fp.Version, fp.BuildNumber, fp.Commit = line, v, n, c
 	}
-	devOut, err := runMeta(ctx, bench, env, "--list-devices")
+	devOut, omitted, err := runMeta(ctx, bench, env, "--list-devices")
+	capNote(fp, "--list-devices", omitted)
 	if err != nil {
 		fp.Errors = append(fp.Errors, "--list-devices: "+err.Error())
 	} else {

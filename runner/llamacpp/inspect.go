@@ -2,7 +2,6 @@ package llamacpp
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"sparkbench/runner/capout"
 )
 
 // Build describes a binaries folder as its tools report it.
@@ -50,6 +51,10 @@ type Binary struct {
 
 // MetaTimeout bounds each metadata command (--version, --list-devices).
 const MetaTimeout = 20 * time.Second
+
+// MetaCap is the most output of one metadata command that is kept (its head and tail, see
+// capout.Buffer): llama.cpp prints a few KiB; a flooding build must not grow sparkbench.
+const MetaCap = 1 << 20
 
 // Inspect runs the tools' --version and --list-devices (each bounded by MetaTimeout) and hashes
 // the binaries. An error means the folder's tools do not run; its text carries their output.
@@ -179,14 +184,15 @@ func HashBinary(path string) (Binary, error) {
 
 // RunMeta runs a short metadata command (argv, no shell) in its own process group with
 // Pdeathsig, bounded by timeout: on expiry the whole group gets SIGKILL. It returns stdout and
-// stderr merged. A non-zero exit is an error carrying the output's last lines.
+// stderr merged, at most MetaCap bytes of them (head and tail, with a marker line saying how
+// many bytes were left out). A non-zero exit is an error carrying the output's last lines.
 func RunMeta(ctx context.Context, timeout time.Duration, argv0 string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.Command(argv0, args...)
-	var buf bytes.Buffer
-	cmd.Stdout = &buf
-	cmd.Stderr = &buf
+	buf := capout.New(MetaCap)
+	cmd.Stdout = buf
+	cmd.Stderr = buf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=dumb")
 	if err := cmd.Start(); err != nil {
