@@ -33,7 +33,11 @@ const (
 	// NoteResumed: a run resumed the run folder of the study's last run (RunSpec.Resume):
 	// {"run_dir","plan_file","resumed_at","lifetimes_skipped","lifetimes_total","guards_skipped",
 	// "rerun":[folders cleared to run again],"previous":how the run before ended}.
-	NoteResumed    = "capacity.resumed"
+	NoteResumed = "capacity.resumed"
+	// NoteIncomplete: the run ended with server lifetimes without results (IncompleteError):
+	// {"run_dir","lifetimes":[{"key","class","reason"}],"total","study_file"}; no assembled
+	// result and no verdict is journaled, and the next run measures those lifetimes again.
+	NoteIncomplete = "capacity.incomplete"
 	NoteHalted     = study.NoteHalted     // {"reason","run_dir"}
 	NotePlanSource = study.NotePlanSource // {"plan_dir","plan_file"}
 )
@@ -43,6 +47,8 @@ const (
 	StatusRunning  = "running"
 	StatusComplete = "complete"
 	StatusHalted   = "halted"
+	// StatusIncomplete: the run is over but server lifetimes ended without results.
+	StatusIncomplete = "incomplete"
 )
 
 // NewStudy is a study to register: the canonical plan, its SHA-256 and its predictions.
@@ -232,8 +238,10 @@ type RunSummary struct {
 	LifetimesKept int  `json:"lifetimes_kept,omitempty"`
 	GuardsKept    int  `json:"guards_kept,omitempty"`
 	// NotResumed says why the last run folder could not be resumed (a new one was started).
-	NotResumed string     `json:"not_resumed,omitempty"`
-	Report     *RunReport `json:"-"`
+	NotResumed string `json:"not_resumed,omitempty"`
+	// Incomplete lists the lifetimes without results of an incomplete run.
+	Incomplete []IncompleteLifetime `json:"incomplete,omitempty"`
+	Report     *RunReport           `json:"-"`
 }
 
 // ErrAlreadyAssembled refuses to run a study whose assembled result is already journaled.
@@ -388,6 +396,22 @@ func (e *Engine) runInto(ctx context.Context, st StoredStudy, p *Plan, planFile,
 		runErr = fmt.Errorf("%w (and the notebook: %v)", runErr, rr.err)
 	}
 	out := runSummary{sum, started}
+	if ie, ok := IsIncomplete(runErr); ok && started && rr.err == nil {
+		// Nothing is assembled in the notebook and no verdict journaled: a prediction is
+		// decided once every lifetime has results.
+		sum.Status, sum.Incomplete = StatusIncomplete, ie.Lifetimes
+		note := map[string]any{"run_dir": outDir, "lifetimes": ie.Lifetimes, "total": ie.Total}
+		if ie.Assembled {
+			note["study_file"] = rep.Study
+		}
+		if err := rec.Note(rr.ctx, id, NoteIncomplete, note); err != nil {
+			return out, err
+		}
+		if err := rec.SetStatus(rr.ctx, id, StatusIncomplete); err != nil {
+			return out, err
+		}
+		return out, runErr
+	}
 	if runErr != nil {
 		if !started {
 			return out, runErr // refused before anything ran: the study stays as it was

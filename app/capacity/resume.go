@@ -21,7 +21,8 @@ import (
 // lifetime and quality guard, and written a last time when the run ends, however it ends: a
 // stopped or halted run records why (error) and which lifetime the interruption cut
 // (interrupted); a killed run leaves its last checkpoint. A resumed run keeps every lifetime
-// run.json records as finished (all its client levels measured, not cut, its files there),
+// run.json records as finished (all its client levels measured, not cut, its files there, with
+// results: a lifetime without results, no_results, is measured again),
 // empties the folders of the others, runs them on the pass clocks recorded in pass_origins,
 // and assembles the whole folder as `capacity assemble` would.
 
@@ -175,7 +176,7 @@ func planResume(out string, prev *RunReport, cur *RunReport, sched []Lifetime, g
 	absServer, _ := filepath.Abs(server)
 	for _, rl := range prev.Lifetimes {
 		lt, ok := byKey[rl.Key]
-		if !ok || rl.Interrupted != "" || len(rl.Cells) != len(lt.Clients) || !filesThere(out, rl.Files, "requests", "server_log", "evidence") {
+		if !ok || rl.Interrupted != "" || rl.NoResults != "" || len(rl.Cells) != len(lt.Clients) || !filesThere(out, rl.Files, "requests", "server_log", "evidence") {
 			continue
 		}
 		if cur.Build == nil && prev.Build == nil && len(rl.Server.Argv) > 0 && absServer != "" {

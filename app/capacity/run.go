@@ -207,6 +207,41 @@ type RunLifetime struct {
 	// Interrupted says why the lifetime did not finish (Stop, a halt, an I/O failure): its
 	// client levels were cut short, so a resumed run measures it again.
 	Interrupted string `json:"interrupted,omitempty"`
+	// NoResults says why the lifetime ended without results: no measured request completed
+	// (the server did not start, died, or answered none). The run ends incomplete, and a
+	// resumed run measures the lifetime again.
+	NoResults string `json:"no_results,omitempty"`
+}
+
+// IncompleteLifetime is a server lifetime that ended without results.
+type IncompleteLifetime struct {
+	Key    string `json:"key"`
+	Class  string `json:"class,omitempty"` // how its server ended (or why it never started)
+	Reason string `json:"reason"`
+}
+
+// IncompleteError ends a run in which server lifetimes ended without results: the run is
+// incomplete, not complete, whatever the assembly made of the rest (Assembled says whether
+// study.json was written from them).
+type IncompleteError struct {
+	Lifetimes []IncompleteLifetime
+	Total     int
+	Assembled bool
+}
+
+func (e *IncompleteError) Error() string {
+	parts := make([]string, len(e.Lifetimes))
+	for i, l := range e.Lifetimes {
+		parts[i] = l.Key + " (" + l.Reason + ")"
+	}
+	return fmt.Sprintf("incomplete: %d of %d server lifetimes ended without results: %s", len(e.Lifetimes), e.Total, strings.Join(parts, "; "))
+}
+
+// IsIncomplete says whether err ends an incomplete run, and returns it.
+func IsIncomplete(err error) (*IncompleteError, bool) {
+	var ie *IncompleteError
+	ok := errors.As(err, &ie)
+	return ie, ok
 }
 
 // RunReport is what a run did; run.json holds it.
@@ -237,6 +272,8 @@ type RunReport struct {
 	Study        string `json:"study,omitempty"` // run-folder relative; empty when not assembled
 	StudySHA     string `json:"study_sha256,omitempty"`
 	Error        string `json:"error,omitempty"`
+	// Incomplete lists the lifetimes that ended without results (the run is incomplete).
+	Incomplete []IncompleteLifetime `json:"incomplete,omitempty"`
 	// AssembleArgs reproduce study.json: `sparkbench capacity assemble ARGS…` from the run
 	// folder's parent gives the same bytes.
 	AssembleArgs []string `json:"assemble_args"`
@@ -598,10 +635,25 @@ func (r *Run) run() (*RunReport, error) {
 		runErr = context.Cause(r.ctx)
 	}
 	list()
+	var incomplete *IncompleteError
+	if runErr == nil {
+		for _, rl := range rep.Lifetimes {
+			if rl.NoResults != "" {
+				if incomplete == nil {
+					incomplete = &IncompleteError{Total: len(sched)}
+				}
+				incomplete.Lifetimes = append(incomplete.Lifetimes, IncompleteLifetime{Key: rl.Key, Class: rl.Server.Class, Reason: rl.NoResults})
+			}
+		}
+	}
 	if runErr == nil {
 		rep.AssembleArgs = assembleArgs(spec.OutDir, sched, guards)
 		res, data, err := assembleRun(spec.OutDir, sched, guards)
-		if err != nil {
+		if err != nil && incomplete != nil {
+			// the lifetimes without results explain it (a server that never started leaves
+			// no RSS and no load block): the run is incomplete, not an assembly failure
+			runErr = incomplete
+		} else if err != nil {
 			runErr = fmt.Errorf("assemble: %w", err)
 			r.emit(RunEvent{Type: AssemblyFailed, Error: clipText(err.Error())})
 		} else if err := writeFileAtomic(filepath.Join(spec.OutDir, RunStudyFile), data); err != nil {
@@ -609,7 +661,14 @@ func (r *Run) run() (*RunReport, error) {
 		} else {
 			rep.Result, rep.Study, rep.StudySHA = &res, RunStudyFile, canon.SHA256Hex(data)
 			r.emit(RunEvent{Type: Assembled, Study: filepath.Join(spec.OutDir, RunStudyFile)})
+			if incomplete != nil {
+				incomplete.Assembled = true
+				runErr = incomplete
+			}
 		}
+	}
+	if incomplete != nil {
+		rep.Incomplete = incomplete.Lifetimes
 	}
 	rep.Duration = before + time.Since(r.start)
 	if runErr != nil {
@@ -763,6 +822,9 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 	if err := reqf.Sync(); err != nil {
 		return rl, err
 	}
+	if !cut && !hasResults(rl) {
+		rl.NoResults = noResultsReason(rl, gone)
+	}
 	r.advance(0, 1)
 	done := RunEvent{Type: LifetimeDone, Lifetime: rl.Key, Server: &rl.Server}
 	if cut {
@@ -773,6 +835,30 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 		return rl, context.Cause(r.ctx)
 	}
 	return rl, nil
+}
+
+// hasResults says whether any measured request of the lifetime completed.
+func hasResults(rl RunLifetime) bool {
+	for _, c := range rl.Cells {
+		if c.Completed > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// noResultsReason says why a lifetime ended without results: why its server was not there
+// (gone), else its first failed request.
+func noResultsReason(rl RunLifetime, gone string) string {
+	if gone != "" {
+		return clipText(gone)
+	}
+	for _, c := range rl.Cells {
+		if c.FirstErr != "" {
+			return clipText("no measured request completed; the first failed: " + c.FirstErr)
+		}
+	}
+	return "no measured request completed"
 }
 
 // serverGone waits (bounded) for a dead server's exit status and says how it ended.

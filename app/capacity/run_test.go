@@ -339,7 +339,8 @@ func containsStr(xs []string, s string) bool {
 }
 
 // A candidate whose model does not load: its servers never become healthy, its cells record
-// requests not sent with the reason, and the other candidate's study is unaffected.
+// requests not sent with the reason, the other candidate's study is unaffected, and the run
+// ends incomplete (an *IncompleteError naming both lifetimes) with run.json saying so.
 func TestRunServerNeverHealthy(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	dir := t.TempDir()
@@ -350,8 +351,17 @@ func TestRunServerNeverHealthy(t *testing.T) {
 	cands := []runCand{tinyCandidates(t)[0], {"broken", bad, []string{"-t", "1"}, Markers{}}}
 	plan := writeRunPlan(t, dir, cands, []int{1}, []int{1}, 1, 2, 8)
 	rep, evs, err := runPlan(t, plan, loc.Server, filepath.Join(dir, "run"), []string{tag(t)}, nil)
-	if err != nil {
-		t.Fatalf("run: %v", err)
+	ie, ok := IsIncomplete(err)
+	if !ok || !ie.Assembled || ie.Total != 4 || len(ie.Lifetimes) != 2 || ie.Lifetimes[0].Key != "forward/broken/p1" || ie.Lifetimes[1].Key != "reverse/broken/p1" ||
+		!strings.Contains(ie.Lifetimes[0].Reason, "llama-server did not become healthy") || ie.Lifetimes[0].Class != "load_failed" {
+		t.Fatalf("run: %v, want incomplete with forward/broken/p1 and reverse/broken/p1", err)
+	}
+	if !strings.HasPrefix(err.Error(), "incomplete: 2 of 4 server lifetimes ended without results: forward/broken/p1 (llama-server did not become healthy: ") {
+		t.Errorf("message %q", err)
+	}
+	var manifest RunReport
+	if jerr := json.Unmarshal(readFile(t, filepath.Join(dir, "run", RunManifestFile)), &manifest); jerr != nil || len(manifest.Incomplete) != 2 || manifest.Error != err.Error() {
+		t.Errorf("run.json incomplete %+v error %q (%v)", manifest.Incomplete, manifest.Error, jerr)
 	}
 	failed := 0
 	for _, ev := range evs {

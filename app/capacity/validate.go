@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"sparkbench/app/study"
+	"sparkbench/runner/llamacpp"
 )
 
 // ValidateOptions says where relative paths start and how to hash files.
@@ -18,6 +19,37 @@ type ValidateOptions struct {
 	// Hash returns a file's SHA-256; nil: model and prompt-plan files are neither opened nor
 	// hashed (only the form of their references is checked), which is what assembly uses.
 	Hash study.HashFunc
+	// ServerFlags, when not nil, are the flags the llama-server that will run the plan
+	// accepts (llamacpp.HelpFlags of ServerBinary): a server_flags argument that looks like a
+	// flag and is not one of them is refused, naming it, instead of every server lifetime
+	// failing to start.
+	ServerFlags  map[string]bool
+	ServerBinary string
+}
+
+// CheckServerFlags refuses every candidate's server_flags argument that is a flag (it starts
+// with "-" and is not a negative number) the llama-server at bin does not list in its --help
+// (known, from llamacpp.HelpFlags).
+func CheckServerFlags(p *Plan, known map[string]bool, bin string) []study.Problem {
+	var out []study.Problem
+	for i, c := range p.Candidates {
+		for j, f := range c.ServerFlags {
+			if _, harness := serverControlled[flagName(f)]; harness {
+				continue // refused by Validate with its own reason
+			}
+			if len(llamacpp.UnknownFlags([]string{f}, known)) == 0 {
+				continue
+			}
+			out = append(out, study.Problem{Path: fmt.Sprintf("candidates[%d].server_flags[%d]", i, j), Severity: study.SevError,
+				Msg: fmt.Sprintf("%q is not a flag of llama-server (%s --help does not list it; llama-server takes a flag's value as the next argument, not after '='): every server lifetime would fail to start; fix its spelling or remove it", f, bin)})
+		}
+	}
+	return out
+}
+
+func flagName(f string) string {
+	name, _, _ := strings.Cut(f, "=")
+	return name
 }
 
 var (
@@ -84,6 +116,9 @@ func (v *validator) run() {
 		v.errf("knee_threshold", "%g: want a positive gain per doubling in (0, 10], e.g. 0.2 for 20%%%s", p.KneeThreshold, orOmit(DefaultKneeThreshold))
 	}
 	v.checkPredictions()
+	if v.opts.ServerFlags != nil {
+		v.problems = append(v.problems, CheckServerFlags(p, v.opts.ServerFlags, v.opts.ServerBinary)...)
+	}
 }
 
 func (v *validator) checkCandidates() {

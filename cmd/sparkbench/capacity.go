@@ -15,9 +15,10 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
 	"sparkbench/runner/hashing"
+	"sparkbench/runner/llamacpp"
 )
 
-const capacityUsage = "capacity validate PLAN [--json] [--no-hash] | capacity register PLAN | capacity run ID [--fresh] [--out DIR] | capacity run PLAN [--out DIR | --resume DIR] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] --output study.json"
+const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] --output study.json"
 
 // cmdCapacity is `sparkbench capacity validate|assemble`: capacity and concurrency studies
 // (docs/capacity.md). Exit 0 ok, 2 bad input (one line naming the file or flag and the fix),
@@ -33,10 +34,7 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) int {
 	case "assemble":
 		return capacityAssemble(args[1:], stdout, stderr)
 	case "run":
-		if capacityRunsInNotebook(args[1:]) {
-			return capacityStudyRun(args[1:], stdout, stderr)
-		}
-		return capacityRun(args[1:], stdout, stderr)
+		return capacityRunCommand(args[1:], stdout, stderr)
 	case "register":
 		return capacityRegister(args[1:], stdout, stderr)
 	case "show":
@@ -62,6 +60,7 @@ func capacityValidate(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("capacity validate", stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noHash := fs.Bool("no-hash", false, "skip opening and hashing the model and prompt-plan files")
+	llamaDir := fs.String("llama-dir", "", "folder holding the llama-server whose --help the candidates' server_flags are checked against (default: the plan's build.dir, then the usual search; none found: a warning)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -82,6 +81,17 @@ func capacityValidate(args []string, stdout, stderr io.Writer) int {
 	opts := capacity.ValidateOptions{PlanDir: filepath.Dir(file)}
 	if !*noHash {
 		opts.Hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
+	}
+	dir := *llamaDir
+	if dir == "" && p.Build.Dir != "" {
+		dir = study.ResolvePath(filepath.Dir(file), p.Build.Dir)
+	}
+	if loc, err := llamacpp.Locate(dir); err != nil {
+		fprintf(stderr, "%s: warning: server_flags not checked against llama-server: %v\n", file, err)
+	} else if known, err := llamacpp.HelpFlags(ctx, loc.Server); err != nil {
+		fprintf(stderr, "%s: warning: server_flags not checked against llama-server: %v\n", file, err)
+	} else {
+		opts.ServerFlags, opts.ServerBinary = known, loc.Server
 	}
 	probs := capacity.Validate(p, opts)
 	rep := capacityValidateReport{File: file, Valid: len(study.Errors(probs)) == 0, Problems: probs}

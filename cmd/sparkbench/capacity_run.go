@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,26 +19,40 @@ import (
 	"sparkbench/runner/llamacpp"
 )
 
-const capacityRunUsage = "capacity run PLAN [--llama-dir D] [--out DIR | --resume DIR] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json]"
+const capacityRunUsage = "capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json]"
 
-// capacityRun is `sparkbench capacity run PLAN`: every server lifetime of the plan's schedule
-// (forward and reverse passes, llama-server restarted per candidate and slot count), the raw
-// files written into a run folder laid out for `capacity assemble`, then study.json. Progress
-// goes to stderr; the selected points (or, with --json, every event as a JSON line) to stdout.
-// --resume DIR continues a stopped, halted or killed run of the same plan in its folder: the
-// server lifetimes it finished are kept, the rest run. Exit 0 when study.json was assembled, 1
-// when the run or the assembly failed (the raw files stay), 2 for bad input (a folder that
-// cannot be resumed included).
-func capacityRun(args []string, stdout, stderr io.Writer) int {
+// capacityRunOpts are the flags of `capacity run`: one set, whether the argument is a study
+// id or name (through the notebook) or a plan file (notebook-free unless --notebook).
+type capacityRunOpts struct {
+	notebook, llamaDir, out, resume, qualityCases string
+	fresh, asJSON                                 bool
+	startTimeout, reqTimeout, grace               time.Duration
+}
+
+func capacityRunFlags(stderr io.Writer) (*flag.FlagSet, *capacityRunOpts) {
 	fs := newFlagSet("capacity run", stderr)
-	llamaDir := fs.String("llama-dir", "", "folder holding llama-server (default: the plan's build.dir, then the usual search)")
-	out := fs.String("out", "", "run folder to create (default capacity-run-YYYYMMDD-HHMMSS here)")
-	resume := fs.String("resume", "", "resume the stopped, halted or killed run of this plan in this run folder (its finished server lifetimes are kept)")
-	startTimeout := fs.Duration("start-timeout", 0, "per server start, until /health answers 200 (default 5m)")
-	reqTimeout := fs.Duration("request-timeout", 0, "per request, send to final event (default 5m)")
-	grace := fs.Duration("grace", 0, "SIGTERM to SIGKILL when a server is stopped (default 5s)")
-	asJSON := fs.Bool("json", false, "print every run event as a JSON line on stdout")
-	qualityCases := fs.String("quality-cases", "", "the quality guard's case list (sparkbench.quality-cases/v1); required when the plan has a quality gate")
+	o := &capacityRunOpts{}
+	fs.StringVar(&o.notebook, "notebook", "", "run through this notebook ("+nbFlagHelp+"); a study id or name always does, a PLAN file with --notebook is registered first")
+	fs.StringVar(&o.llamaDir, "llama-dir", "", "folder holding llama-server (default: the plan's build.dir, then $"+"SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)")
+	fs.StringVar(&o.out, "out", "", "a new run folder to create (default: a study resumes its last run folder, else ${XDG_DATA_HOME:-~/.local/share}/sparkbench/runs/ID; a notebook-free PLAN run: capacity-run-YYYYMMDD-HHMMSS here)")
+	fs.StringVar(&o.resume, "resume", "", "notebook-free PLAN run: resume the stopped, halted, killed or incomplete run of this plan in this run folder (its finished server lifetimes are kept); a study resumes its last run folder by itself")
+	fs.BoolVar(&o.fresh, "fresh", false, "start a new run folder instead of resuming the study's last run (that folder stays as it is); a notebook-free PLAN run always starts a new one unless --resume")
+	fs.StringVar(&o.qualityCases, "quality-cases", "", "the quality guard's case list (sparkbench.quality-cases/v1); required when the plan has a quality gate and no quality_cases")
+	fs.DurationVar(&o.startTimeout, "start-timeout", 0, "per server start, until /health answers 200 (default 5m)")
+	fs.DurationVar(&o.reqTimeout, "request-timeout", 0, "per request, send to final event (default 5m)")
+	fs.DurationVar(&o.grace, "grace", 0, "SIGTERM to SIGKILL when a server is stopped (default 5s)")
+	fs.BoolVar(&o.asJSON, "json", false, "print every run event as a JSON line on stdout")
+	fs.Usage = func() {
+		fprintf(stderr, "usage: sparkbench %s\n\nRuns every server lifetime of a capacity or concurrency study on llama-server (docs/capacity.md).\nExit 0 complete; 1 halted, failed, busy or incomplete (a lifetime ended without results); 2 bad input or a refused plan.\n\n", capacityRunUsage)
+		fs.PrintDefaults()
+	}
+	return fs, o
+}
+
+// capacityRunCommand is `sparkbench capacity run ID|PLAN`: it parses the one flag set, then
+// runs through the notebook (a study id or name, or --notebook) or notebook-free (a PLAN).
+func capacityRunCommand(args []string, stdout, stderr io.Writer) int {
+	fs, o := capacityRunFlags(stderr)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -46,16 +61,40 @@ func capacityRun(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench capacity run: "+format+"\n", a...)
 		return 2
 	}
-	if len(pos) != 1 {
-		return bad("want exactly one plan file: `sparkbench %s`", capacityRunUsage)
-	}
-	if *startTimeout < 0 || *reqTimeout < 0 || *grace < 0 {
+	switch {
+	case len(pos) != 1:
+		return bad("want one study id (or name) or one plan file: `sparkbench %s`", capacityRunUsage)
+	case o.startTimeout < 0 || o.reqTimeout < 0 || o.grace < 0:
 		return bad("timeouts must be positive")
-	}
-	if *out != "" && *resume != "" {
+	case o.out != "" && o.resume != "":
 		return bad("give --out (a new run folder) or --resume (an existing one), not both")
+	case o.fresh && o.resume != "":
+		return bad("--fresh starts a new run folder and --resume continues one: give one of them")
 	}
-	planFile := pos[0]
+	if o.notebook != "" || capacityRunsInNotebook(args) {
+		if o.resume != "" {
+			return bad("--resume DIR resumes a notebook-free run folder of a plan file; a study resumes its own last run folder (`sparkbench capacity run ID`), and --fresh starts a new one")
+		}
+		return capacityStudyRun(o, pos[0], stdout, stderr)
+	}
+	return capacityRun(o, pos[0], stdout, stderr)
+}
+
+// capacityRun is `sparkbench capacity run PLAN`: every server lifetime of the plan's schedule
+// (forward and reverse passes, llama-server restarted per candidate and slot count), the raw
+// files written into a run folder laid out for `capacity assemble`, then study.json. Progress
+// goes to stderr; the selected points (or, with --json, every event as a JSON line) to stdout.
+// --resume DIR continues a stopped, halted, killed or incomplete run of the same plan in its
+// folder: the server lifetimes it finished are kept, the rest run. Exit 0 when study.json was
+// assembled from every lifetime, 1 when the run or the assembly failed or a lifetime ended
+// without results (incomplete; the raw files stay), 2 for bad input (a folder that cannot be
+// resumed, a server flag llama-server does not know).
+func capacityRun(o *capacityRunOpts, planFile string, stdout, stderr io.Writer) int {
+	llamaDir, out, resume, asJSON := &o.llamaDir, &o.out, &o.resume, &o.asJSON
+	bad := func(format string, a ...any) int {
+		fprintf(stderr, "sparkbench capacity run: "+format+"\n", a...)
+		return 2
+	}
 	plan, err := capacity.Load(planFile)
 	if err != nil {
 		return bad("%v", err)
@@ -67,6 +106,9 @@ func capacityRun(args []string, stdout, stderr io.Writer) int {
 	loc, err := llamacpp.Locate(dir)
 	if err != nil {
 		return bad("%v", err)
+	}
+	if code := capacityCheckServerFlags("capacity run", plan, loc.Server, stderr); code != 0 {
+		return code
 	}
 	if *resume != "" {
 		*out = *resume
@@ -82,7 +124,7 @@ func capacityRun(args []string, stdout, stderr io.Writer) int {
 		build = nil
 	}
 	run := capacity.StartRun(context.Background(), capacity.RunSpec{PlanFile: planFile, Plan: plan, Server: loc.Server,
-		OutDir: *out, Resume: *resume != "", Build: build, StartTimeout: *startTimeout, RequestTimeout: *reqTimeout, Grace: *grace, QualityCases: *qualityCases,
+		OutDir: *out, Resume: *resume != "", Build: build, StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace, QualityCases: o.qualityCases,
 		Hash: func(path string) (string, error) { return hashing.File(ctx, path, nil) }})
 	go func() {
 		<-ctx.Done()
@@ -96,6 +138,15 @@ func capacityRun(args []string, stdout, stderr io.Writer) int {
 		capacityRunProgress(stderr, ev)
 	}
 	rep, err := run.Wait()
+	if ie, ok := capacity.IsIncomplete(err); ok {
+		if ie.Assembled && !*asJSON {
+			capacityRunSummary(stdout, rep)
+		}
+		fprintf(stderr, "sparkbench capacity run: %v\n", err)
+		fprintf(stderr, "sparkbench capacity run: %s; the raw files are in %s (run.json lists them); fix the cause, then `sparkbench capacity run %s --resume %s` measures those lifetimes again\n",
+			capacityIncompleteStudyText(ie), rep.OutDir, planFile, rep.OutDir)
+		return 1
+	}
 	if err != nil {
 		if capacity.IsRefusal(err) {
 			return bad("%v", err)
@@ -108,6 +159,33 @@ func capacityRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if !*asJSON {
 		capacityRunSummary(stdout, rep)
+	}
+	return 0
+}
+
+// capacityIncompleteStudyText says what became of study.json in an incomplete run.
+func capacityIncompleteStudyText(ie *capacity.IncompleteError) string {
+	if ie.Assembled {
+		return fmt.Sprintf("study.json was assembled for inspection only (%d of %d server lifetimes have results): the study is not complete", ie.Total-len(ie.Lifetimes), ie.Total)
+	}
+	return "study.json was not assembled (the lifetimes without results left it without their inputs)"
+}
+
+// capacityCheckServerFlags refuses (exit 2) a plan whose server_flags hold a flag the
+// llama-server at server does not list in its --help; when the help cannot be read it warns
+// and lets the run go on (the servers' own start-up then says what is wrong).
+func capacityCheckServerFlags(cmd string, p *capacity.Plan, server string, stderr io.Writer) int {
+	known, err := llamacpp.HelpFlags(context.Background(), server)
+	if err != nil {
+		fprintf(stderr, "sparkbench %s: warning: server_flags not checked against llama-server: %v\n", cmd, err)
+		return 0
+	}
+	probs := capacity.CheckServerFlags(p, known, server)
+	for _, pr := range probs {
+		fprintf(stderr, "sparkbench %s: plan refused: %s: %s\n", cmd, pr.Path, pr.Msg)
+	}
+	if len(probs) > 0 {
+		return 2
 	}
 	return 0
 }

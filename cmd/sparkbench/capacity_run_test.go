@@ -176,7 +176,7 @@ func TestCapacityRunUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run"}, "want exactly one plan file"},
+		{[]string{"run"}, "want one study id (or name) or one plan file"},
 		{[]string{"run", filepath.Join(dir, "missing.json")}, "read plan"},
 		{[]string{"run", "a.json", "--start-timeout", "-1s"}, "timeouts must be positive"},
 		{[]string{"run", "a.json", "--llama-dir", filepath.Join(dir, "nope")}, ""},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -76,10 +77,25 @@ func capacityFindStudy(ctx context.Context, nb *store.Notebook, ref string) (int
 
 // capacityRegisterFile registers a plan file (idempotently) and prints what happened.
 func capacityRegisterFile(ctx context.Context, nb *store.Notebook, file string, stdout, stderr io.Writer) (capacity.Registration, int) {
+	return capacityRegisterFileWith(ctx, nb, file, "", stdout, stderr)
+}
+
+// capacityRegisterFileWith is capacityRegisterFile with the llama-server folder whose --help
+// the plan's server_flags are checked against (llamaDir, else the plan's build.dir, else the
+// usual search; no llama-server found: a warning, not checked).
+func capacityRegisterFileWith(ctx context.Context, nb *store.Notebook, file, llamaDir string, stdout, stderr io.Writer) (capacity.Registration, int) {
 	p, err := capacity.Load(file)
 	if err != nil {
 		fprintf(stderr, "sparkbench capacity register: %v\n", err)
 		return capacity.Registration{}, 2
+	}
+	if llamaDir == "" && p.Build.Dir != "" {
+		llamaDir = study.ResolvePath(filepath.Dir(file), p.Build.Dir)
+	}
+	if loc, err := llamacpp.Locate(llamaDir); err != nil {
+		fprintf(stderr, "sparkbench capacity register: warning: server_flags not checked against llama-server: %v\n", err)
+	} else if code := capacityCheckServerFlags("capacity register", p, loc.Server, stderr); code != 0 {
+		return capacity.Registration{}, code
 	}
 	// New hashes reach the notebook's cache only when the plan is accepted: a refused plan
 	// writes nothing.
@@ -112,30 +128,11 @@ func capacityRegister(args []string, stdout, stderr io.Writer) int {
 // DATA/runs/ID), study.json's SHA-256 and the verdicts journaled. A study whose last run was
 // stopped, halted or killed resumes in that run folder at its first unfinished server lifetime
 // (the finished ones are kept); --fresh, or --out, starts a new run folder. Exit 0 complete, 1
-// halted, failed or busy, 2 bad input or a refused plan.
-func capacityStudyRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("capacity run", stderr)
-	nbFlag := fs.String("notebook", "", nbFlagHelp)
-	llamaDir := fs.String("llama-dir", "", "folder holding llama-server (default: the plan's build.dir, then the usual search)")
-	out := fs.String("out", "", "a new run folder to create (default: resume the study's last run folder, else ${XDG_DATA_HOME:-~/.local/share}/sparkbench/runs/ID)")
-	fresh := fs.Bool("fresh", false, "start a new run folder instead of resuming the study's last run (its folder stays as it is)")
-	startTimeout := fs.Duration("start-timeout", 0, "per server start, until /health answers 200 (default 5m)")
-	reqTimeout := fs.Duration("request-timeout", 0, "per request, send to final event (default 5m)")
-	grace := fs.Duration("grace", 0, "SIGTERM to SIGKILL when a server is stopped (default 5s)")
-	asJSON := fs.Bool("json", false, "print every run event as a JSON line on stdout")
-	qualityCases := fs.String("quality-cases", "", "the quality guard's case list; required when the plan has a quality gate")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return usageError(err)
-	}
-	if len(pos) != 1 {
-		fprintf(stderr, "sparkbench capacity run: want one study id (or name) or one plan file\n")
-		return 2
-	}
-	if *startTimeout < 0 || *reqTimeout < 0 || *grace < 0 {
-		fprintf(stderr, "sparkbench capacity run: timeouts must be positive\n")
-		return 2
-	}
+// halted, failed, busy or incomplete (a lifetime ended without results), 2 bad input or a
+// refused plan (a server flag llama-server does not know included).
+func capacityStudyRun(o *capacityRunOpts, ref string, stdout, stderr io.Writer) int {
+	nbFlag, llamaDir, out, fresh, asJSON := &o.notebook, &o.llamaDir, &o.out, &o.fresh, &o.asJSON
+	pos := []string{ref}
 	nb, code := openStudyNotebook("capacity run", *nbFlag, stderr)
 	if nb == nil {
 		return code
@@ -149,7 +146,7 @@ func capacityStudyRun(args []string, stdout, stderr io.Writer) int {
 	}
 	var id int64
 	if st, err := os.Stat(pos[0]); err == nil && !st.IsDir() {
-		reg, code := capacityRegisterFile(ctx, nb, pos[0], info, stderr)
+		reg, code := capacityRegisterFileWith(ctx, nb, pos[0], *llamaDir, info, stderr)
 		if code != 0 {
 			return code
 		}
@@ -164,7 +161,7 @@ func capacityStudyRun(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	enc := json.NewEncoder(stdout)
-	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases, e.Fresh = *startTimeout, *reqTimeout, *grace, *qualityCases, *fresh
+	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases, e.Fresh = o.startTimeout, o.reqTimeout, o.grace, o.qualityCases, *fresh
 	e.OnEvent = func(ev capacity.RunEvent) {
 		if *asJSON {
 			_ = enc.Encode(ev)
@@ -172,6 +169,13 @@ func capacityStudyRun(args []string, stdout, stderr io.Writer) int {
 		capacityRunProgress(stderr, ev)
 	}
 	sum, err := e.Run(ctx, id, *out)
+	if ie, ok := capacity.IsIncomplete(err); ok && sum != nil {
+		fprintf(stderr, "sparkbench capacity run: study %d %s\n", id, err)
+		fprintf(stderr, "sparkbench capacity run: %s; the raw files are in %s (run.json lists them); %d server lifetimes recorded%s; no verdict is journaled\n",
+			capacityIncompleteStudyText(ie), sum.RunDir, sum.Legs, capacityKeptText(sum))
+		fprintf(stderr, "sparkbench capacity run: fix the cause, then `sparkbench capacity run %d` measures those lifetimes again (--fresh starts over in a new run folder)\n", id)
+		return 1
+	}
 	if err != nil {
 		switch {
 		case capacity.IsRefusal(err):
@@ -239,6 +243,17 @@ func capacityEngine(ctx context.Context, nb *store.Notebook, id int64, llamaDir 
 	loc, err := llamacpp.Locate(dir)
 	if err != nil {
 		return nil, st, 2, err
+	}
+	// A registered plan whose server_flags this llama-server does not know would fail every
+	// lifetime: refused before anything runs (nothing is recorded).
+	if known, herr := llamacpp.HelpFlags(ctx, loc.Server); herr != nil {
+		fprintf(warn, "sparkbench capacity run: warning: server_flags not checked against llama-server: %v\n", herr)
+	} else if probs := capacity.CheckServerFlags(plan, known, loc.Server); len(probs) > 0 {
+		msgs := make([]string, len(probs))
+		for i, pr := range probs {
+			msgs[i] = pr.String()
+		}
+		return nil, st, 2, fmt.Errorf("study %d's plan refused: %s; register a plan without it", id, strings.Join(msgs, "; "))
 	}
 	build, err := llamacpp.Inspect(ctx, loc)
 	if err != nil {
