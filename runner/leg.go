@@ -210,21 +210,10 @@ func (h *benchHandler) onLine(p *Proc, ln Line, t time.Duration) {
 	}
 }
 
-// requiredFields are what makes a jsonl object a llama-bench result row.
-var requiredFields = []benchfmt.Field{benchfmt.FNPrompt, benchfmt.FNGen, benchfmt.FAvgTs}
-
 func (h *benchHandler) row(p *Proc, ln Line, text string, t time.Duration) {
 	r, err := h.parser.ParseLine([]byte(text))
 	if err == nil {
-		var missing []string
-		for _, f := range requiredFields {
-			if !r.Known.Has(f) {
-				missing = append(missing, f.Name())
-			}
-		}
-		if missing != nil {
-			err = fmt.Errorf("not a llama-bench result: no %s", strings.Join(missing, ", "))
-		}
+		err = r.Check() // what makes a jsonl object a llama-bench result row (import checks the same)
 	}
 	if err != nil {
 		h.nMalformed++

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/fsread"
 )
 
 // DefaultImportStudy receives imports when no study is named.
@@ -45,9 +46,50 @@ type ImportResult struct {
 	Duplicate bool // the same bytes were already imported into this study (as LegID)
 }
 
-// ImportBenchOutput parses every file first (-o jsonl, json, csv or md, see benchfmt) and
-// imports nothing if any file is refused: the error is a *benchfmt.ParseError naming the file
-// and line. Each file becomes one leg of kind and state "imported" whose provenance is the file
+// MaxImportBytes bounds one imported file: it is held in memory with its rows while the
+// import runs (a million-row -o jsonl file is about 1.5 GB, a real leg's a few KB).
+const MaxImportBytes = 256 << 20
+
+// ReadImportFile reads one file of llama-bench output for ImportBenchOutput. Only a regular
+// file (or a link to one) of at most MaxImportBytes is read: a named pipe, socket or device
+// is refused without blocking (*fsread.NotRegularError), a longer file with a
+// *fsread.TooLargeError.
+func ReadImportFile(path string) (ImportFile, error) {
+	data, err := fsread.ReadFile(path, MaxImportBytes, "llama-bench output")
+	if err != nil {
+		return ImportFile{}, err
+	}
+	return ImportFile{Name: path, Data: data}, nil
+}
+
+// ParseImportFile parses one file as ImportBenchOutput does: benchfmt.ParseFile, then every
+// row checked as a live leg checks it (benchfmt.Result.Check: the fields that identify a
+// result, rates > 0, counts and times >= 0). The first row refused is a *benchfmt.ParseError
+// at its line, and no rows are returned.
+func ParseImportFile(name string, data []byte) ([]benchfmt.Result, benchfmt.Format, error) {
+	rows, format, err := benchfmt.ParseFile(name, data)
+	if err != nil {
+		return nil, format, err
+	}
+	for i := range rows {
+		r := &rows[i]
+		if err := r.Check(); err != nil {
+			msg := err.Error()
+			if _, ok := r.Extra["row"]; ok && len(r.Extra) <= 3 && !r.Known.Has(benchfmt.FAvgTs) {
+				if _, ok := r.Extra["seq"]; ok {
+					msg = `a receipt bundle's rows.jsonl line ({"seq","status","row"}), not llama-bench output: ` +
+						"import llama-bench's own output (-o jsonl, json, csv or md); a bundle is checked with sparkbench verify"
+				}
+			}
+			return nil, format, &benchfmt.ParseError{File: name, Line: r.Line, Msg: msg}
+		}
+	}
+	return rows, format, nil
+}
+
+// ImportBenchOutput parses every file first (-o jsonl, json, csv or md, see benchfmt; every
+// row checked, see ParseImportFile) and imports nothing if any file or row is refused: the
+// error is a *benchfmt.ParseError naming the file and line. Each file becomes one leg of kind and state "imported" whose provenance is the file
 // name and SHA-256; all files go in one transaction.
 func (n *Notebook) ImportBenchOutput(ctx context.Context, req ImportRequest) ([]ImportResult, error) {
 	if n.readOnly {
@@ -67,7 +109,7 @@ func (n *Notebook) ImportBenchOutput(ctx context.Context, req ImportRequest) ([]
 	files := make([]parsed, len(req.Files))
 	results := make([]ImportResult, len(req.Files))
 	for i, f := range req.Files {
-		rows, format, err := benchfmt.ParseFile(f.Name, f.Data)
+		rows, format, err := ParseImportFile(f.Name, f.Data)
 		if err != nil {
 			return nil, err
 		}

@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/fsread"
 	"sparkbench/store"
 )
 
@@ -216,7 +218,15 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 	}
 	var in []store.ImportFile
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		file, err := store.ReadImportFile(f)
+		var nr *fsread.NotRegularError
+		if errors.As(err, &nr) && nr.IsDir() {
+			err = syscall.EISDIR // as before: "cannot read F: is a directory"
+		} else if nr != nil || errors.As(err, new(*fsread.TooLargeError)) {
+			// a named pipe, socket or device (never opened for a blocking read), or too long
+			fprintf(stderr, "sparkbench import: %v; nothing was imported\n", err)
+			return 2
+		}
 		if err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
@@ -225,11 +235,11 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 			fprintf(stderr, "sparkbench import: cannot read %s: %v; nothing was imported: check the file name\n", f, err)
 			return 2
 		}
-		in = append(in, store.ImportFile{Name: f, Data: data})
+		in = append(in, file)
 	}
 	// Refuse bad input before the notebook is created or touched.
 	for _, f := range in {
-		if _, _, err := benchfmt.ParseFile(f.Name, f.Data); err != nil {
+		if _, _, err := store.ParseImportFile(f.Name, f.Data); err != nil {
 			fprintf(stderr, "sparkbench import: %v; nothing was imported: fix that file or leave it out, and run again\n", err)
 			return 2
 		}
