@@ -428,6 +428,12 @@ func (v *CapacityPanel) Run() {
 				// folder): the notebook is as it was.
 				msg = "not run: " + err.Error()
 				dialog.ShowError(fmt.Errorf("the study was not run: %w. Nothing was recorded; fix it and run again", err), v.win)
+			case func() bool { _, ok := capacity.IsIncomplete(err); return ok }():
+				// The run is over, but some lifetimes have no results: Run re-runs only those.
+				msg = err.Error() + ". Run runs those server lifetimes again and keeps the ones that have results"
+				if sum != nil && sum.RunDir != "" {
+					msg += " (raw files in " + sum.RunDir + ")"
+				}
 			case err != nil:
 				msg = "halted: " + err.Error()
 				if sum != nil && sum.RunDir != "" {

@@ -446,3 +446,19 @@ func TestStudiesShowOnLoad(t *testing.T) {
 		t.Fatalf("opening a study ran it (capacity %d, throughput %d)", runs, ran)
 	}
 }
+
+// A run that ends with server lifetimes without results says incomplete (not halted), names
+// them and what Run does next, and leaves Run enabled.
+func TestCapacityPanelIncompleteRun(t *testing.T) {
+	a := newTestApp(t)
+	inc := &capacity.IncompleteError{Total: 2, Lifetimes: []capacity.IncompleteLifetime{{Key: "q8/P2", Reason: "llama-server exited 1 before it was healthy"}}}
+	svc := &fakeCapacity{events: capEvents, runErr: inc}
+	v := build(func() *CapacityPanel { return newCapacityPanel(a, a.NewWindow("t"), svc, nil, nil) })
+	defer Locked(v.close)
+	Locked(func() { v.Show(9) })
+	waitCap(t, v, func() bool { return v.study != nil && !v.RunButton.Disabled() })
+	Locked(func() { test.Tap(v.RunButton) })
+	want := "incomplete: 1 of 2 server lifetimes ended without results: q8/P2 (llama-server exited 1 before it was healthy). Run runs those server lifetimes again and keeps the ones that have results"
+	waitCap(t, v, func() bool { return !v.Running() && strings.HasPrefix(v.ProgressMsg.Text, want) })
+	waitCap(t, v, func() bool { return !v.RunButton.Disabled() })
+}

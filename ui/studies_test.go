@@ -22,6 +22,8 @@ type fakeStudies struct {
 	block   bool // Run waits for cancel after the first leg
 	ran     int
 	demoErr error
+	// incomplete: Run ends with these plan legs lacking results (the first one retried next).
+	incomplete []study.LegStatus
 }
 
 func (f *fakeStudies) List(context.Context) ([]StudySummary, error) {
@@ -56,7 +58,11 @@ func (f *fakeStudies) Run(ctx context.Context, id int64, on func(study.Event)) (
 	on(study.Event{Kind: study.EventVerdict, Verdict: &study.Verdict{Prediction: "P1", Outcome: study.Hit, Detail: "9000 inside >= 1000"}, Progress: study.Progress{LegsDone: 2, LegsTotal: 2}})
 	f.mu.Lock()
 	f.done = 2
+	inc := f.incomplete
 	f.mu.Unlock()
+	if inc != nil {
+		return study.RunSummary{LegsDone: 2, LegsTotal: 2, Status: study.StatusIncomplete, Incomplete: inc}, nil
+	}
 	return study.RunSummary{LegsDone: 2, LegsTotal: 2, Verdicts: []study.Verdict{{Prediction: "P1"}}}, nil
 }
 
@@ -303,4 +309,18 @@ func TestPreviewMarkdownTables(t *testing.T) {
 	if got := previewMarkdown(md); got != want {
 		t.Fatalf("prose:\n%q\nwant:\n%q", got, want)
 	}
+}
+
+// A run that leaves legs without results ends "incomplete" (not "finished"), naming the legs
+// Run tries again and those out of retries.
+func TestStudiesIncompleteRun(t *testing.T) {
+	a := newTestApp(t)
+	svc := &fakeStudies{incomplete: []study.LegStatus{{Leg: "tiny/d128", MaxAttempts: 3, Failed: 1}, {Leg: "tiny/d256", MaxAttempts: 1, Failed: 1, Final: true}}}
+	v := build(func() *StudiesView { return newStudiesView(a, a.NewWindow("t"), svc) })
+	defer v.close()
+	ui(v.Start)
+	waitUpdated(t, v, func() bool { return v.report != nil })
+	ui(func() { test.Tap(v.RunButton) })
+	want := "incomplete: 2 of 2 legs have no results; Run tries again tiny/d128; out of retries: tiny/d256"
+	waitUpdated(t, v, func() bool { return v.ProgressMsg.Text == want })
 }
