@@ -83,8 +83,17 @@ func Decode(name string, data []byte) (*Cases, error) {
 	if len(c.Cases) == 0 {
 		return nil, fmt.Errorf("%s: no cases", name)
 	}
+	// A written n_predict is never replaced by the default: 0 is refused, not read as 32.
+	var written struct {
+		Cases []map[string]json.RawMessage `json:"cases"`
+	}
+	_ = json.Unmarshal(data, &written)
 	seen := map[string]bool{}
 	for i, k := range c.Cases {
+		nGiven := false
+		if i < len(written.Cases) {
+			_, nGiven = written.Cases[i]["n_predict"]
+		}
 		at := fmt.Sprintf("%s: cases[%d]", name, i)
 		switch {
 		case strings.TrimSpace(k.ID) == "":
@@ -93,8 +102,8 @@ func Decode(name string, data []byte) (*Cases, error) {
 			return nil, fmt.Errorf("%s: id %q repeats", at, k.ID)
 		case k.Prompt == "":
 			return nil, fmt.Errorf("%s (%s): empty prompt", at, k.ID)
-		case k.NPredict < 0:
-			return nil, fmt.Errorf("%s (%s): n_predict %d", at, k.ID, k.NPredict)
+		case k.NPredict < 0 || k.NPredict == 0 && nGiven:
+			return nil, fmt.Errorf("%s (%s): n_predict %d: want 1 or more tokens, or leave it out for the default %d", at, k.ID, k.NPredict, DefaultNPredict)
 		case k.Tolerance < 0:
 			return nil, fmt.Errorf("%s (%s): negative tolerance", at, k.ID)
 		}

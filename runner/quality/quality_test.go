@@ -133,3 +133,16 @@ func TestRealServerStable(t *testing.T) {
 		t.Errorf("answers differ between P1 and P2:\n%s\n%s", answers[0], answers[1])
 	}
 }
+
+// A written n_predict is kept: 0 is refused with the range (it used to become 32 silently);
+// leaving it out still means the default.
+func TestFaultsQualityExplicitNPredictZero(t *testing.T) {
+	_, err := Decode("q.json", []byte(`{"schema":"sparkbench.quality-cases/v1","cases":[{"id":"a","prompt":"p","matcher":"exact","expect":"e"},{"id":"b","prompt":"p","matcher":"exact","expect":"e","n_predict":0}]}`))
+	if err == nil || err.Error() != "q.json: cases[1] (b): n_predict 0: want 1 or more tokens, or leave it out for the default 32" {
+		t.Fatalf("got %v", err)
+	}
+	c, err := Decode("q.json", []byte(`{"schema":"sparkbench.quality-cases/v1","cases":[{"id":"a","prompt":"p","matcher":"exact","expect":"e"}]}`))
+	if err != nil || c.Cases[0].NPredict != 0 {
+		t.Fatalf("absent n_predict: %+v %v", c, err)
+	}
+}
