@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"sparkbench/runner/capout"
+	"sparkbench/runner/fsread"
 )
 
 // Build describes a binaries folder as its tools report it.
@@ -167,9 +168,10 @@ func ParseDevices(out string) []Device {
 	return devs
 }
 
-// HashBinary streams the file through SHA-256.
+// HashBinary streams the file through SHA-256 (a regular file only: a named pipe or device
+// in a binaries folder is refused, not opened for a read that would block or never end).
 func HashBinary(path string) (Binary, error) {
-	f, err := os.Open(path)
+	f, _, err := fsread.OpenRegular(path)
 	if err != nil {
 		return Binary{}, fmt.Errorf("hash %s: %w", path, err)
 	}

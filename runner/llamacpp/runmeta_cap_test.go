@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"sparkbench/runner/capout"
 )
@@ -47,5 +49,24 @@ func TestRunMetaCapsAFloodingTool(t *testing.T) {
 	devs, backends := ParseDevices(out), ParseBackends(out)
 	if len(devs) != 1 || devs[0].Name != "Vulkan0" || devs[0].TotalMiB != 24576 || len(backends) != 1 || backends[0] != "CPU (libggml-cpu.so)" {
 		t.Errorf("devices %+v backends %v", devs, backends)
+	}
+}
+
+// A named pipe where a binary should be is refused by HashBinary at once, not opened for a
+// read that waits for a writer forever.
+func TestHashBinaryRefusesANamedPipe(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "llama-bench")
+	if err := syscall.Mkfifo(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := HashBinary(p); done <- err }()
+	select {
+	case err := <-done:
+		if want := "hash " + p + ": " + p + " is a named pipe (FIFO), not a regular file; give the path of a file"; err == nil || err.Error() != want {
+			t.Errorf("got %v, want %s", err, want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("HashBinary of a named pipe still blocked after 20 s")
 	}
 }
