@@ -18,7 +18,14 @@ type Evidence struct {
 	Layers    []LayerDevice `json:"layers"`     // in log order; empty below -v
 	Buffers   []Buffer      `json:"buffers"`
 	Markers   []MarkerCheck `json:"markers"`
+	// Omitted counts layer and buffer lines of the block past MaxEvidenceEntries each (a log
+	// that floods them must not grow the scanner); 0, and absent from JSON, for a real log.
+	Omitted int `json:"omitted,omitempty"`
 }
+
+// MaxEvidenceEntries bounds Layers and Buffers each (a real model has at most a few hundred
+// layers and a few buffers per device).
+const MaxEvidenceEntries = 1 << 14
 
 // LayerDevice is "load_tensors: layer N assigned to device DEV".
 type LayerDevice struct {
@@ -127,6 +134,7 @@ func newEvidenceScanner(m Markers) (*evidenceScanner, error) {
 
 func (s *evidenceScanner) reset(line int) {
 	s.ev.BlockLine = line
+	s.ev.Omitted = 0
 	s.ev.Layers = []LayerDevice{}
 	s.ev.Buffers = []Buffer{}
 	s.ev.Markers = make([]MarkerCheck, len(s.markers))
@@ -152,12 +160,20 @@ func (s *evidenceScanner) observe(n int, line string) {
 		}
 	}
 	if m := layerRE.FindStringSubmatch(line); m != nil {
+		if len(s.ev.Layers) >= MaxEvidenceEntries {
+			s.ev.Omitted++
+			return
+		}
 		l, _ := strconv.Atoi(m[1])
 		s.ev.Layers = append(s.ev.Layers, LayerDevice{Layer: l, Device: m[2]})
 		return
 	}
 	for _, b := range bufferREs {
 		if m := b.re.FindStringSubmatch(line); m != nil {
+			if len(s.ev.Buffers) >= MaxEvidenceEntries {
+				s.ev.Omitted++
+				return
+			}
 			mib, _ := strconv.ParseFloat(m[2], 64)
 			s.ev.Buffers = append(s.ev.Buffers, Buffer{Kind: b.kind, Device: m[1], MiB: mib, Line: n})
 			return
