@@ -152,3 +152,28 @@ func TestUnknownKeyLocated(t *testing.T) {
 		})
 	}
 }
+
+// Control characters in a capacity plan's free text are refused at their path: the text
+// reaches terminals and receipts.
+func TestFaultsCapacityPlanTextRefusesControlCharacters(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+		mutate     func(m map[string]any)
+	}{
+		{"name", "name: name contains the control character U+001B (ESC) at byte 1", func(m map[string]any) { m["name"] = "\x1b[31mgrid" }},
+		{"label", "candidates[0].label: candidates[0].label contains the control character U+0007 (BEL)", func(m map[string]any) {
+			m["candidates"].([]any)[0].(map[string]any)["label"] = "Q8\a"
+		}},
+	} {
+		m := seedPlanJSON(t)
+		c.mutate(m)
+		_, probs := planSHA(t, m)
+		var got []string
+		for _, p := range probs {
+			got = append(got, p.Path+": "+p.Msg)
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0], c.want) {
+			t.Errorf("%s: got %q, want one error starting %q", c.name, got, c.want)
+		}
+	}
+}

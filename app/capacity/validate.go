@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"sparkbench/app/textsafe"
 	"strings"
 
 	"sparkbench/app/study"
@@ -100,6 +101,7 @@ func (v *validator) run() {
 	if strings.TrimSpace(p.Name) == "" {
 		v.errf("name", "empty; give the study a name")
 	}
+	v.checkText()
 	v.checkCandidates()
 	v.checkGrid()
 	v.checkRequests()
@@ -118,6 +120,31 @@ func (v *validator) run() {
 	v.checkPredictions()
 	if v.opts.ServerFlags != nil {
 		v.problems = append(v.problems, CheckServerFlags(p, v.opts.ServerFlags, v.opts.ServerBinary)...)
+	}
+}
+
+// checkText refuses control characters in the plan's free text: it reaches terminals and
+// receipts.
+func (v *validator) checkText() {
+	p := v.p
+	check := func(path, s string, line bool) {
+		err := textsafe.Check(path, s)
+		if line {
+			err = textsafe.CheckLine(path, s)
+		}
+		if err != nil {
+			v.problems = append(v.problems, study.Problem{Path: path, Severity: study.SevError, Msg: err.Error()})
+		}
+	}
+	check("name", p.Name, true)
+	check("description", p.Description, false)
+	check("arm_axis", p.ArmAxis, true)
+	for i, c := range p.Candidates {
+		check(fmt.Sprintf("candidates[%d].label", i), c.Label, true)
+		check(fmt.Sprintf("candidates[%d].arm", i), c.Arm, true)
+	}
+	for i, pr := range p.Predictions {
+		check(fmt.Sprintf("predictions[%d].text", i), pr.Text, false)
 	}
 }
 

@@ -327,6 +327,10 @@ func capacityShow(args []string, stdout, stderr io.Writer) int {
 }
 
 func capacityPrintReport(w io.Writer, r *capacity.Report) {
+	// Recorded text reaches the terminal escaped: a control character stored by an older
+	// version (or imported) is shown, never replayed.
+	w, flush := escaped(w)
+	defer flush()
 	s := r.Study
 	fprintf(w, "study %d %q (%s, %s), plan sha256 %s\n", s.ID, s.Name, s.Kind, s.Status, s.PlanSHA256)
 	if s.LastHalt != "" {
