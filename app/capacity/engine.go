@@ -615,7 +615,7 @@ func (rr *runRecorder) event(ev RunEvent) {
 		if ev.Error != "" {
 			why = ev.Error + "; the study's next run measures this lifetime again"
 		}
-		rr.err = rr.finishLeg(ev.Lifetime, ev.Server, why)
+		rr.err = rr.finishLeg(ev.Lifetime, ev.Server, why, ev.NoResults)
 	}
 }
 
@@ -663,7 +663,7 @@ func (rr *runRecorder) startLeg(ev RunEvent, extra map[string]any) error {
 // finishLeg adds the lifetime's request records and server log (read back from the run
 // folder, the assembly's own inputs) and finishes its leg. why, when set, is the run's end
 // (the lifetime did not finish normally).
-func (rr *runRecorder) finishLeg(key string, srv *RunServer, why string) error {
+func (rr *runRecorder) finishLeg(key string, srv *RunServer, why, noResults string) error {
 	id, ok := rr.legs[key]
 	if !ok {
 		return nil
@@ -697,6 +697,10 @@ func (rr *runRecorder) finishLeg(key string, srv *RunServer, why string) error {
 		if srv.RSS != nil {
 			end.PeakRSSBytes = srv.RSS.KiB * 1024
 		}
+	}
+	if end.Class == "ok" && noResults != "" {
+		// The server was fine, but no measured request completed: not an ok lifetime.
+		end.Class, end.Reason = "incomplete", noResults
 	}
 	if why != "" {
 		end.Class, end.Reason = "halted", why
@@ -786,7 +790,7 @@ func (rr *runRecorder) recordKept(rs *RunResume, legs []StoredLeg) error {
 			map[string]any{"recorded_on_resume": "the run that measured it ended before the notebook recorded it"}); err != nil {
 			return err
 		}
-		if err := rr.finishLeg(key, &srv, ""); err != nil {
+		if err := rr.finishLeg(key, &srv, "", rep.Lifetimes[i].NoResults); err != nil {
 			return err
 		}
 	}
@@ -800,7 +804,7 @@ func (rr *runRecorder) closeOpen(runErr error) {
 		why += ": " + runErr.Error()
 	}
 	for key := range rr.legs {
-		if err := rr.finishLeg(key, nil, why); err != nil && rr.err == nil {
+		if err := rr.finishLeg(key, nil, why, ""); err != nil && rr.err == nil {
 			rr.err = err
 		}
 	}

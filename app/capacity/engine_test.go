@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -306,5 +307,38 @@ func TestEngineRunStoppedHalts(t *testing.T) {
 	}
 	if _, err := LoadAssembled(context.Background(), rec, reg.StudyID); !errors.Is(err, ErrNotAssembled) {
 		t.Errorf("load assembled: %v", err)
+	}
+}
+
+// A lifetime whose server was healthy but answered no measured request has no results: the run
+// is incomplete and its notebook leg says so (class incomplete, with the first failure), not ok.
+func TestFaultsEngineSilentServerLegIsNotOK(t *testing.T) {
+	dir := t.TempDir()
+	planPath := writeEnginePlan(t, dir)
+	ctx := context.Background()
+	rec := &memRecorder{}
+	reg, err := Register(ctx, rec, mustLoad(t, planPath), planPath, hashFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := map[string]any{}
+	for i := range 16 {
+		faults[fmt.Sprint(i)] = map[string]any{"Status": 500, "Body": `{"error":{"code":500,"message":"injected failure","type":"server_error"}}`}
+	}
+	fb, _ := json.Marshal(faults)
+	e := &Engine{Rec: rec, Server: os.Args[0], Env: []string{tag(t), fakeServerEnv + "=1", fakeServerFaultsEnv + "=" + string(fb)},
+		DataDir: filepath.Join(dir, "data"), StartTimeout: time.Minute, RequestTimeout: time.Minute, Grace: 2 * time.Second, Hash: hashFile}
+	sum, err := e.Run(ctx, reg.StudyID, "")
+	if _, ok := IsIncomplete(err); !ok || sum == nil || sum.Status != StatusIncomplete {
+		t.Fatalf("run: %+v %v", sum, err)
+	}
+	legs, _ := rec.Legs(ctx, reg.StudyID)
+	if len(legs) == 0 {
+		t.Fatal("no leg recorded")
+	}
+	for _, l := range legs {
+		if l.Class != "incomplete" || l.Reason != "no measured request completed; the first failed: HTTP 500: injected failure" {
+			t.Errorf("leg %s: class %q reason %q", l.Label, l.Class, l.Reason)
+		}
 	}
 }

@@ -126,6 +126,8 @@ type RunEvent struct {
 	Origin time.Time `json:"origin,omitzero"`
 	// Resume (run_started) says what a resumed run kept from before.
 	Resume *RunResume `json:"resume,omitempty"`
+	// NoResults (lifetime_done) says why the lifetime ended without results.
+	NoResults string `json:"no_results,omitempty"`
 }
 
 // RunResume is one resumption of a run folder: what was kept and what is run again.
@@ -826,7 +828,7 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 		rl.NoResults = noResultsReason(rl, gone)
 	}
 	r.advance(0, 1)
-	done := RunEvent{Type: LifetimeDone, Lifetime: rl.Key, Server: &rl.Server}
+	done := RunEvent{Type: LifetimeDone, Lifetime: rl.Key, Server: &rl.Server, NoResults: rl.NoResults}
 	if cut {
 		done.Error = clipText("cut short: " + context.Cause(r.ctx).Error())
 	}
