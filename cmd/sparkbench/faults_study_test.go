@@ -214,3 +214,15 @@ func TestFaultsStudyExtraArgsCheckedAgainstTheBuild(t *testing.T) {
 		t.Fatalf("validate a known flag: %d %s %s", code, out, errOut)
 	}
 }
+
+// The run's progress lines carry recorded text (a model path in the argv): a control character
+// in it is shown escaped, never written raw to the terminal.
+func TestFaultsStudyRunLinesEscapeControlCharacters(t *testing.T) {
+	var b strings.Builder
+	p := &runPrinter{w: &b}
+	p.event(study.Event{Kind: study.EventLegStarted, Leg: "tiny/d0", Role: study.RoleLeg, Argv: []string{"llama-bench", "-m", "/m/\x1b[2Jx.gguf"},
+		Progress: study.Progress{LegsTotal: 1, ETA: -1}})
+	if out := b.String(); strings.ContainsRune(out, 0x1b) || !strings.Contains(out, `/m/\x1b[2Jx.gguf`) {
+		t.Fatalf("progress line %q", out)
+	}
+}

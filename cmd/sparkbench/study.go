@@ -18,6 +18,7 @@ import (
 
 	"sparkbench/app/analysis"
 	"sparkbench/app/study"
+	"sparkbench/app/textsafe"
 	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
@@ -493,7 +494,8 @@ func (p *runPrinter) line(format string, a ...any) {
 		fprintf(p.w, "\r\033[K")
 		p.barLen = 0
 	}
-	fprintf(p.w, format+"\n", a...)
+	// Recorded text (a model path, llama-bench's own output) reaches the terminal escaped.
+	fprintf(p.w, "%s\n", textsafe.Escape(fmt.Sprintf(format, a...)))
 }
 
 func (p *runPrinter) bar(pr study.Progress, force bool) {
