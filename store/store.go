@@ -24,6 +24,8 @@ import (
 	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"sparkbench/runner/fsread"
 )
 
 // ApplicationID marks a SQLite file as a sparkbench notebook (PRAGMA application_id):
@@ -217,6 +219,9 @@ func probe(path string) (exists bool, err error) {
 	}
 	if st.IsDir() {
 		return false, fmt.Errorf("open notebook %s: is a folder; pass the notebook file (e.g. %s)", path, filepath.Join(path, "notebook.db"))
+	}
+	if !st.Mode().IsRegular() {
+		return false, fmt.Errorf("open notebook %s: is %s, not a regular file; pass --notebook with a notebook file (or a new file name)", path, fsread.Describe(st.Mode()))
 	}
 	if st.Size() == 0 {
 		return false, nil

@@ -12,9 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"regexp"
+	"sparkbench/runner/fsread"
 	"strings"
 
 	"sparkbench/app/canon"
@@ -288,7 +288,7 @@ func Decode(name string, data []byte) (*Plan, error) {
 
 // Load reads and decodes a plan file.
 func Load(path string) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsread.ReadFile(path, study.MaxPlanBytes, "a plan")
 	if err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
 	}

@@ -9,8 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
+	"sparkbench/runner/fsread"
 	"strings"
 
 	"sparkbench/app/canon"
@@ -264,9 +264,13 @@ func Decode(name string, data []byte) (*Plan, error) {
 	return &p, nil
 }
 
-// Load reads and decodes a plan file.
+// MaxPlanBytes bounds a plan file (plans are a few KiB; this refuses a wrong file, not a plan).
+const MaxPlanBytes = 16 << 20
+
+// Load reads and decodes a plan file: a regular file (a named pipe or a device is refused,
+// never waited on) of at most MaxPlanBytes.
 func Load(path string) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsread.ReadFile(path, MaxPlanBytes, "a plan")
 	if err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sparkbench/runner/fsread"
 	"strconv"
 	"strings"
 
@@ -283,7 +284,7 @@ func capacityKeyFile(flag, v string) (key, path string, err error) {
 }
 
 func capacityReadInput(flag, key, path string) (capacity.InputFile, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsread.ReadFile(path, 1<<30, flag+" "+key)
 	if err != nil {
 		return capacity.InputFile{}, fmt.Errorf("%s %s: %v", flag, key, err)
 	}

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"sparkbench/app/study"
 	"sparkbench/runner/llamatest"
@@ -224,5 +226,31 @@ func TestFaultsStudyRunLinesEscapeControlCharacters(t *testing.T) {
 		Progress: study.Progress{LegsTotal: 1, ETA: -1}})
 	if out := b.String(); strings.ContainsRune(out, 0x1b) || !strings.Contains(out, `/m/\x1b[2Jx.gguf`) {
 		t.Fatalf("progress line %q", out)
+	}
+}
+
+// A plan file, a capacity plan, a quality case list or a notebook that is a named pipe is
+// refused at once with what it is; nothing waits on it.
+func TestFaultsPlanAndNotebookFIFOs(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "plan.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	want := fifo + " is a named pipe (FIFO), not a regular file; give the path of a file"
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"study", "validate", fifo}, 2, "sparkbench study validate: read plan: " + want},
+		{[]string{"study", "register", fifo, "--notebook", filepath.Join(dir, "nb.db")}, 2, "sparkbench study register: read plan: " + want},
+		{[]string{"capacity", "validate", fifo}, 2, want},
+		{[]string{"study", "show", "1", "--notebook", fifo}, 0, "open notebook " + fifo + ": is a named pipe (FIFO), not a regular file; pass --notebook with a notebook file (or a new file name)"},
+	} {
+		code, out, errOut := runCLIWithin(t, 20*time.Second, c.args...)
+		if (c.code != 0 && code != c.code) || code == 0 || !strings.Contains(errOut, c.msg) || out != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errOut, c.code, c.msg)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"sparkbench/store"
@@ -55,11 +54,11 @@ func (s notebookService) Verify(ctx context.Context) (ui.ChainStatus, error) {
 func (s notebookService) Import(ctx context.Context, paths []string) ([]string, error) {
 	var files []store.ImportFile
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		f, err := store.ReadImportFile(p) // a regular file only, bounded: a FIFO cannot block the window
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, store.ImportFile{Name: p, Data: data})
+		files = append(files, f)
 	}
 	res, err := s.nb.ImportBenchOutput(ctx, store.ImportRequest{Files: files})
 	if err != nil {

@@ -67,7 +67,7 @@ func Describe(m fs.FileMode) string {
 func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, asOpen(err)
 	}
 	if !st.Mode().IsRegular() {
 		return nil, nil, &NotRegularError{Path: path, Mode: st.Mode()}
@@ -81,7 +81,7 @@ func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 func OpenRegularIn(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
 	st, err := root.Stat(name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, asOpen(err)
 	}
 	if !st.Mode().IsRegular() {
 		return nil, nil, &NotRegularError{Path: name, Mode: st.Mode()}
@@ -89,6 +89,16 @@ func OpenRegularIn(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
 	return reopen(name, func() (*os.File, error) {
 		return root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	})
+}
+
+// asOpen words a failed look-up as the open it stands for ("open F: no such file or
+// directory", as os.ReadFile says), so callers' messages read the same as before.
+func asOpen(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "stat" {
+		return &fs.PathError{Op: "open", Path: pe.Path, Err: pe.Err}
+	}
+	return err
 }
 
 func reopen(path string, open func() (*os.File, error)) (*os.File, fs.FileInfo, error) {

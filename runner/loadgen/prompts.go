@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"sparkbench/runner/fsread"
 	"strconv"
 	"strings"
 )
@@ -63,7 +63,7 @@ func DecodePromptPlan(name string, data []byte) (*PromptPlan, error) {
 // LoadPromptPlan reads a prompt plan file and checks its SHA-256 against want (when not empty).
 // It returns the plan and the file's SHA-256.
 func LoadPromptPlan(path, want string) (*PromptPlan, string, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsread.ReadFile(path, 64<<20, "a prompt plan")
 	if err != nil {
 		return nil, "", fmt.Errorf("read prompt plan: %w", err)
 	}

@@ -16,8 +16,8 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"regexp"
+	"sparkbench/runner/fsread"
 	"strconv"
 	"strings"
 	"time"
@@ -127,7 +127,7 @@ func Decode(name string, data []byte) (*Cases, error) {
 
 // Load reads a case list file; it returns the list and the file's SHA-256.
 func Load(path string) (*Cases, string, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsread.ReadFile(path, 64<<20, "a quality case list")
 	if err != nil {
 		return nil, "", fmt.Errorf("read quality cases: %w", err)
 	}
