@@ -246,6 +246,7 @@ func TestFaultsPlanAndNotebookFIFOs(t *testing.T) {
 		{[]string{"study", "validate", fifo}, 2, "sparkbench study validate: read plan: " + want},
 		{[]string{"study", "register", fifo, "--notebook", filepath.Join(dir, "nb.db")}, 2, "sparkbench study register: read plan: " + want},
 		{[]string{"capacity", "validate", fifo}, 2, want},
+		{[]string{"plot", "--kind", "depth", "--data", fifo, "--out", filepath.Join(dir, "x.png")}, 2, "sparkbench plot: " + want},
 		{[]string{"study", "show", "1", "--notebook", fifo}, 0, "open notebook " + fifo + ": is a named pipe (FIFO), not a regular file; pass --notebook with a notebook file (or a new file name)"},
 	} {
 		code, out, errOut := runCLIWithin(t, 20*time.Second, c.args...)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sparkbench/runner/fsread"
 	"strings"
 
 	"sparkbench/app/capacity"
@@ -81,12 +83,11 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 			return fail(2, "%v", err)
 		}
 	} else {
-		f, err := os.Open(*data)
+		b, err := fsread.ReadFile(*data, 256<<20, "chart data") // a FIFO is refused, not waited on
 		if err != nil {
 			return fail(2, "%v", err)
 		}
-		chart, err = plots.Decode(plots.Kind(*kind), f)
-		f.Close()
+		chart, err = plots.Decode(plots.Kind(*kind), bytes.NewReader(b))
 		if err != nil {
 			return fail(2, "%s: %v; see docs/plots.md for the %s input", *data, err, *kind)
 		}
