@@ -22,7 +22,7 @@ func isCSVHeader(t []byte) bool {
 		switch string(c) {
 		case "n_prompt":
 			hasPrompt = true
-		case "avg_ts", "avg_ns":
+		case "avg_ts", "avg_ns", "avg_prompt_ts", "avg_gen_ts": // the last two: see foldSplitRates
 			hasRate = true
 		}
 	}
@@ -45,6 +45,7 @@ func parseCSVFile(name string, data []byte) ([]Result, error) {
 	}
 	cr := csv.NewReader(bytes.NewReader(data[start:]))
 	cr.ReuseRecord = false
+	cr.FieldsPerRecord = -1 // counted below, to say how many
 	header, err := cr.Read()
 	if err != nil {
 		return nil, csvErr(name, skipped, err)
@@ -65,7 +66,7 @@ func parseCSVFile(name string, data []byte) ([]Result, error) {
 		f, ok := fieldByName[h]
 		cols[i] = column{field: f, known: ok, name: h}
 	}
-	if !seen["n_prompt"] || !seen["n_gen"] || !(seen["avg_ts"] || seen["avg_ns"]) {
+	if !seen["n_prompt"] || !seen["n_gen"] || !(seen["avg_ts"] || seen["avg_ns"] || seen["avg_prompt_ts"] || seen["avg_gen_ts"]) {
 		return nil, &ParseError{File: name, Line: skipped + 1, Msg: "csv header lacks n_prompt, n_gen or avg_ts: not llama-bench -o csv"}
 	}
 	missingAt := -1
@@ -85,6 +86,10 @@ func parseCSVFile(name string, data []byte) ([]Result, error) {
 			return nil, csvErr(name, skipped, err)
 		}
 		line, _ := cr.FieldPos(0)
+		if len(rec) != len(header) {
+			return nil, &ParseError{File: name, Line: skipped + line, Col: 1,
+				Msg: fmt.Sprintf("csv: row has %d fields, the header has %d", len(rec), len(header))}
+		}
 		r := Result{Line: skipped + line}
 		for i, v := range rec {
 			c := cols[i]

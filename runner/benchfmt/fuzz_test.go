@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -133,5 +134,13 @@ func FuzzParseCSVFile(f *testing.F) {
 
 func FuzzParseMDFile(f *testing.F) {
 	addSeedFiles(f, "bench-md.stdout", "bench-depth-md.stdout", "tput-md-t1-vs-t2.txt", "seed-style-llama-bench.md", "seed-style-hand.md")
+	f.Add([]byte("> " + strings.ReplaceAll(mdWild, "\n", "\r\n> ") + "| m | 1 MiB | 1 M | CPU | 0 | pp8 @ d8 | 9.0 ± 0.1 |\r\n"))
+	f.Add([]byte("model | n_prompt | n_gen | t/s\n-- | -- | -- | --\nm | 8 | 0 | 1.5\nlog: x\nm | 0 | 8 | 2.5\n"))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzFile(t, "f.md", data) })
+}
+
+func FuzzParseSQLFile(f *testing.F) {
+	f.Add([]byte(sqlCreateOld + "INSERT INTO test (build_commit, model_type, n_threads, f16_kv, n_prompt, n_gen, avg_ns, avg_ts, stddev_ts) VALUES ('a', 'it''s', '16', '1', '512', '0', '1', '2.5', NULL);\n"))
+	f.Add([]byte("INSERT INTO llama_bench (n_prompt, n_gen, avg_ts) VALUES ('0', '32', '5.5');\n"))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzFile(t, "f.sql", data) })
 }

@@ -75,45 +75,142 @@ func parseMDFile(name string, data []byte) ([]Result, error) {
 		var l []byte
 		l, rest = nextLine(rest)
 		no++
-		lines = append(lines, mdLine{no, string(bytes.TrimSpace(l))})
+		lines = append(lines, mdLine{no, string(bytes.TrimSpace(unquote(l)))})
 	}
 	intern := map[string]string{}
 	var rows []Result
+	emptyHeader := 0 // the first benchmark table's header line that had no rows
+	consumed := 0    // lines before this belong to an earlier table or its footer
 	for i := 0; i < len(lines); {
-		if !strings.HasPrefix(lines[i].text, "|") {
+		outer := strings.HasPrefix(lines[i].text, "|")
+		if !outer && !isBareTableHeader(lines, i) {
 			i++
 			continue
 		}
-		end := i
-		for end < len(lines) && strings.HasPrefix(lines[end].text, "|") {
-			end++
-		}
-		got, err := parseMDTable(name, lines[i:end], intern)
+		tl, end := collectMDTable(lines, i, outer)
+		got, err := parseMDTable(name, tl, intern)
 		if err != nil {
 			return nil, err
 		}
-		// llama-bench prints "build: <commit> (<number>)" after a blank line.
+		if got == nil && emptyHeader == 0 && isBenchHeader(splitRow(tl[0].text)) {
+			emptyHeader = tl[0].no
+		}
+		// llama-bench prints "build: <commit> (<number>)" after a blank line; a wrapper
+		// script or a paste may show it before the table instead.
+		footer := -1
 		for j := end; j < len(lines) && j <= end+2; j++ {
-			t := lines[j].text
-			if t == "" {
+			if lines[j].text == "" {
 				continue
 			}
-			if commit, number, ok := parseBuildFooter(t); ok {
-				for k := range got {
-					got[k].BuildCommit = commit
-					got[k].Known = got[k].Known.With(FBuildCommit)
-					if number >= 0 {
-						got[k].BuildNumber = number
-						got[k].Known = got[k].Known.With(FBuildNumber)
-					}
-				}
+			if _, _, ok := parseBuildFooter(lines[j].text); ok {
+				footer = j
 			}
 			break
 		}
+		if footer < 0 {
+			for j := i - 1; j >= consumed && j >= i-3; j-- {
+				if lines[j].text == "" {
+					continue
+				}
+				if _, _, ok := parseBuildFooter(lines[j].text); ok {
+					footer = j
+				}
+				break
+			}
+		}
+		if footer >= 0 {
+			commit, number, _ := parseBuildFooter(lines[footer].text)
+			for k := range got {
+				got[k].BuildCommit = commit
+				got[k].Known = got[k].Known.With(FBuildCommit)
+				if number >= 0 {
+					got[k].BuildNumber = number
+					got[k].Known = got[k].Known.With(FBuildNumber)
+				}
+			}
+			if footer >= end {
+				end = footer + 1
+			}
+		}
 		rows = append(rows, got...)
-		i = end
+		i, consumed = end, end
+	}
+	if len(rows) == 0 && emptyHeader > 0 {
+		return nil, &ParseError{File: name, Line: emptyHeader,
+			Msg: "a llama-bench table header with no result rows after it (the output ends, or the run failed, before the first test finished)"}
 	}
 	return rows, nil
+}
+
+// unquote drops a Markdown blockquote prefix ("> ", repeated for nested quotes), as when
+// llama-bench output is pasted into a reply that quotes it.
+func unquote(l []byte) []byte {
+	t := bytes.TrimLeft(l, " ")
+	if len(t) == 0 || t[0] != '>' {
+		return l
+	}
+	for len(t) > 0 && t[0] == '>' {
+		t = bytes.TrimPrefix(t[1:], []byte(" "))
+	}
+	return t
+}
+
+// isBareTableHeader recognises a table without outer pipes (as GitHub's rendered view copies
+// it: "model | size | … | t/s" over "-- | -- | …"): a line with a pipe over a separator row
+// of as many cells.
+func isBareTableHeader(lines []mdLine, i int) bool {
+	if i+1 >= len(lines) || !strings.Contains(lines[i].text, "|") {
+		return false
+	}
+	sep := splitRow(lines[i+1].text)
+	return len(sep) > 1 && isSeparatorRow(sep) && len(sep) == len(splitRow(lines[i].text))
+}
+
+// isTableRow says whether a line continues a table: it starts with a pipe, or (a table
+// without outer pipes) holds one.
+func isTableRow(t string, outer bool) bool {
+	if outer {
+		return strings.HasPrefix(t, "|")
+	}
+	return t != "" && strings.Contains(t, "|")
+}
+
+// collectMDTable gathers the table starting at lines[start] and returns its lines and the
+// index after it. llama.cpp log lines between the rows (llama-bench -v prints them between
+// the header and each row) are skipped when the table goes on after them; a new header
+// (a row over a separator) is a new table.
+func collectMDTable(lines []mdLine, start int, outer bool) ([]mdLine, int) {
+	tl := []mdLine{lines[start]}
+	end := start + 1
+	for end < len(lines) {
+		if isTableRow(lines[end].text, outer) {
+			tl = append(tl, lines[end])
+			end++
+			continue
+		}
+		j := end
+		for j < len(lines) && lines[j].text != "" && !isTableRow(lines[j].text, outer) && isLogLine([]byte(lines[j].text)) {
+			j++
+		}
+		if j == end || j >= len(lines) || !isTableRow(lines[j].text, outer) || len(tl) < 2 ||
+			isSeparatorRow(splitRow(lines[j].text)) || j+1 < len(lines) && isSeparatorRow(splitRow(lines[j+1].text)) {
+			break
+		}
+		end = j
+	}
+	return tl, end
+}
+
+// isBenchHeader says whether a header row is one of a llama-bench table (one whose rows
+// parseMDTable reads).
+func isBenchHeader(header []string) bool {
+	for _, h := range header {
+		lh := strings.ToLower(cleanCell(h))
+		if lh == "test" || isRateHeader(lh) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseBuildFooter reads llama-bench's "build: 067de937 (6789)" line.
@@ -228,6 +325,10 @@ func parseMDTable(name string, tl []mdLine, intern map[string]string) ([]Result,
 	if hasTest && !hasRate {
 		return nil, &ParseError{File: name, Line: tl[0].no, Msg: "table has a test column but no t/s column: no rates to import"}
 	}
+	if hasRate && !hasTest && hasShapeColumns(cols) {
+		// The 2023 tables: n_prompt and n_gen columns instead of a test column.
+		hasTest = true
+	}
 	if hasRate && !hasTest {
 		return nil, &ParseError{File: name, Line: tl[0].no, Msg: "table has a t/s column but no test column: cannot tell which test each rate belongs to"}
 	}
@@ -311,6 +412,17 @@ func parseMDTable(name string, tl []mdLine, intern map[string]string) ([]Result,
 		}
 	}
 	return out, nil
+}
+
+// hasShapeColumns says whether a table gives each test's shape in n_prompt and n_gen columns
+// (llama-bench before the test column, 2023).
+func hasShapeColumns(cols []mdColumn) bool {
+	var p, g bool
+	for _, c := range cols {
+		p = p || c.known && c.field == FNPrompt
+		g = g || c.known && c.field == FNGen
+	}
+	return p && g
 }
 
 // cellCol is the 1-based column where cell i of a row starts.

@@ -19,6 +19,7 @@ const (
 	FormatJSON  Format = "json"
 	FormatCSV   Format = "csv"
 	FormatMD    Format = "md"
+	FormatSQL   Format = "sql"
 )
 
 // ParseError is a refusal with the place it happened: file:line[:col]: message.
@@ -98,10 +99,14 @@ func lineErr(err error, b []byte) error {
 //
 // The format is recognised from the content (a file name extension only breaks ties): a JSON
 // array is -o json, objects one per line are -o jsonl, a header line of llama-bench field
-// names separated by commas is -o csv, and pipe tables with test and t/s columns are -o md.
-// Lines of llama.cpp's own logging (`name: message`, as in a captured stderr) between jsonl
-// rows are skipped; text outside md tables is ignored. Anything else is refused with a
-// *ParseError naming the file and line, and no rows are returned.
+// names separated by commas is -o csv, CREATE TABLE / INSERT INTO statements are -o sql (the
+// table named test or llama_bench), and pipe tables with test and t/s columns (or n_prompt,
+// n_gen and t/s, as in 2023) are -o md, also pasted as a "> " blockquote or copied from a
+// rendered page without outer pipes. Lines of llama.cpp's own logging (`name: message`,
+// "Device 0: …", as in a captured stderr) between jsonl rows, sql statements and md table
+// rows are skipped; text outside md tables is ignored. A fork's split prompt/generation rates
+// (avg_prompt_ts, avg_gen_ts) stand in for avg_ts, see foldSplitRates. Anything else is
+// refused with a *ParseError naming the file and line, and no rows are returned.
 func ParseFile(name string, data []byte) ([]Result, Format, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	format, err := sniff(name, data)
@@ -118,6 +123,13 @@ func ParseFile(name string, data []byte) ([]Result, Format, error) {
 		rows, err = parseCSVFile(name, data)
 	case FormatMD:
 		rows, err = parseMDFile(name, data)
+	case FormatSQL:
+		rows, err = parseSQLFile(name, data)
+	}
+	if err == nil {
+		for i := range rows {
+			foldSplitRates(&rows[i])
+		}
 	}
 	if err != nil {
 		return nil, format, err
@@ -131,11 +143,12 @@ func ParseFile(name string, data []byte) ([]Result, Format, error) {
 // sniff decides the format from the first significant line.
 func sniff(name string, data []byte) (Format, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return "", &ParseError{File: name, Line: 1, Msg: "empty file: expected llama-bench output (-o jsonl, json, csv or md)"}
+		return "", &ParseError{File: name, Line: 1, Msg: "empty file: expected llama-bench output (-o jsonl, json, csv, sql or md)"}
 	}
 	hasPipeTable := false
 	lineNo := 0
 	firstOther := 0
+	var prev []byte // the previous non-blank line
 	for rest := data; len(rest) > 0; {
 		var line []byte
 		line, rest = nextLine(rest)
@@ -144,6 +157,13 @@ func sniff(name string, data []byte) (Format, error) {
 		if len(t) == 0 {
 			continue
 		}
+		if firstOther == 0 && isSQLStart(t) {
+			return FormatSQL, nil
+		}
+		if q := bytes.TrimSpace(unquote(t)); len(q) > 0 && (q[0] == '|' || isBareSeparator(prev, q)) {
+			hasPipeTable = true
+		}
+		prev = t
 		switch t[0] {
 		case '[':
 			if firstOther == 0 {
@@ -180,7 +200,17 @@ func sniff(name string, data []byte) (Format, error) {
 		firstOther = 1
 	}
 	return "", &ParseError{File: name, Line: firstOther,
-		Msg: "not llama-bench output: expected -o jsonl (one {…} per line), -o json ([…]), -o csv (a header of field names) or -o md (a | table |)"}
+		Msg: "not llama-bench output: expected -o jsonl (one {…} per line), -o json ([…]), -o csv (a header of field names), -o sql (CREATE TABLE, INSERT INTO) or -o md (a | table |)"}
+}
+
+// isBareSeparator says whether t is the separator row of a table without outer pipes whose
+// header is prev ("model | … | t/s" over "-- | … | --").
+func isBareSeparator(prev, t []byte) bool {
+	if prev == nil || bytes.IndexByte(t, '|') < 0 {
+		return false
+	}
+	sep := splitRow(string(t))
+	return len(sep) > 1 && isSeparatorRow(sep) && len(sep) == len(splitRow(string(bytes.TrimSpace(unquote(prev)))))
 }
 
 // nextLine splits off one line (without its \n or \r\n).
@@ -207,6 +237,9 @@ func isLogLine(t []byte) bool {
 	if bytes.Count(t, []byte(".")) == len(t) {
 		return true
 	}
+	if isDeviceLine(t) {
+		return true
+	}
 	i := 0
 	for i < len(t) {
 		c := t[i]
@@ -217,6 +250,20 @@ func isLogLine(t []byte) bool {
 		break
 	}
 	return i > 0 && i < len(t) && t[i] == ':'
+}
+
+// isDeviceLine recognises the device list ggml's CUDA, ROCm and MUSA backends print at start
+// ("  Device 0: NVIDIA GeForce RTX 4080, compute capability 8.9, VMM: yes").
+func isDeviceLine(t []byte) bool {
+	rest, ok := bytes.CutPrefix(t, []byte("Device "))
+	if !ok {
+		return false
+	}
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	return i > 0 && i < len(rest) && rest[i] == ':'
 }
 
 func parseJSONLFile(name string, data []byte) ([]Result, error) {
