@@ -39,7 +39,7 @@ func floodingBench(t *testing.T, floodBytes int) string {
 // cap (plus the one marker line), the fingerprint notes the cut, and the heap does not grow
 // with the flood. Before the cap, runMeta kept every byte the pty delivered (the issue
 // measured 462 MB RSS).
-func TestFingerprintProbesCapAFloodingBuild(t *testing.T) {
+func TestFaultsFingerprintProbesCapAFloodingBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100 MB through a pty")
 	}

@@ -9,7 +9,7 @@ import (
 
 // A live leg and an import check rows with the same benchfmt.Result.Check: a row with a
 // negative rate or token count is reported as malformed, not counted as a result.
-func TestLegRejectsRowsWithImpossibleValues(t *testing.T) {
+func TestFaultsLegRejectsRowsWithImpossibleValues(t *testing.T) {
 	leg := StartLeg(context.Background(), LegSpec{Bench: "/bin/sh", NoFingerprint: true,
 		Args: []string{"-c", `echo '{"n_prompt": 64, "n_gen": 0, "avg_ts": -5}'; echo '{"n_prompt": 0, "n_gen": -8, "avg_ts": 5}'; echo '{"n_prompt": 64, "n_gen": 0, "avg_ts": 5}'`}})
 	evs := collect(t, leg.Events(), 10*time.Second)

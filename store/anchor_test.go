@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// TestAnchorCatchesATruncatedJournal: deleting the journal's last entries leaves a chain that
+// TestFaultsAnchorCatchesATruncatedJournal: deleting the journal's last entries leaves a chain that
 // still verifies; the anchor written when the notebook was closed still names the deleted
 // head, so CheckAnchor reports the truncation. A writable close after it does not move the
 // anchor (the evidence stays), and entries journaled in the deleted ones' place are reported
 // as a rewrite.
-func TestAnchorCatchesATruncatedJournal(t *testing.T) {
+func TestFaultsAnchorCatchesATruncatedJournal(t *testing.T) {
 	n, path := openTemp(t)
 	fillStudy(t, n, "anchored")
 	before := must[VerifyReport](t)(n.Verify(ctx))

@@ -11,7 +11,7 @@ import (
 // Rows a live leg refuses (benchfmt.Result.Check) are refused by an import too: the whole
 // request, with the file and line of the first bad row and why, and nothing is written —
 // not the good file next to it either.
-func TestImportRefusesRowsThatAreNotResults(t *testing.T) {
+func TestFaultsImportRefusesRowsThatAreNotResults(t *testing.T) {
 	n, _ := openTemp(t)
 	prior := ImportFile{Name: "prior.jsonl", Data: benchTestdata(t, "bench-jsonl.stdout")}
 	if _, err := n.ImportBenchOutput(ctx, ImportRequest{Files: []ImportFile{prior}}); err != nil {

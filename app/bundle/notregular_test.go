@@ -11,7 +11,7 @@ import (
 
 // A bundle path that is a named pipe or a device is refused at once by every reader (opening
 // a FIFO for reading waits for a writer forever), and a link to a real .tar.gz still reads.
-func TestBundlePathThatIsNotAFileIsRefused(t *testing.T) {
+func TestFaultsBundlePathThatIsNotAFileIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "bundle.tar.gz")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

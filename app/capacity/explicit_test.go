@@ -91,9 +91,9 @@ func TestPlanSHA256Unchanged(t *testing.T) {
 	}
 }
 
-// TestExplicitValuesKept: a field the user wrote is never replaced by its default; a written
+// TestFaultsCapacityExplicitValuesKept: a field the user wrote is never replaced by its default; a written
 // value outside the field's range is refused at the field's path, naming the range.
-func TestExplicitValuesKept(t *testing.T) {
+func TestFaultsCapacityExplicitValuesKept(t *testing.T) {
 	limits := func(m map[string]any) map[string]any { return m["limits"].(map[string]any) }
 	cases := []struct {
 		name   string
@@ -128,10 +128,10 @@ func TestExplicitValuesKept(t *testing.T) {
 	}
 }
 
-// TestUnknownKeyLocated: an unknown key is reported at its own line and column, not at the
+// TestFaultsCapacityUnknownKeyLocated: an unknown key is reported at its own line and column, not at the
 // first place its name occurs as a key (which can be a field elsewhere, or the same typo in a
 // map whose keys are free).
-func TestUnknownKeyLocated(t *testing.T) {
+func TestFaultsCapacityUnknownKeyLocated(t *testing.T) {
 	cases := []struct{ name, data, want string }{
 		{"a field of another object", "{\n  \"measured\": 8,\n  \"limits\": {\"ttft_ms_p95_max\": 1,\n    \"measured\": 3}\n}",
 			`p.json:4:5: unknown field "measured"; check its spelling against docs/capacity.md`},

@@ -70,9 +70,9 @@ func tablesUnchanged(t *testing.T, name, nb string, before store.Stats) {
 	}
 }
 
-// TestCapacityFaultsRefused: plans that must be refused before anything runs (exit 2, the
+// TestFaultsCapacityRefused: plans that must be refused before anything runs (exit 2, the
 // message naming the field, flag or key, the notebook untouched, no run folder).
-func TestCapacityFaultsRefused(t *testing.T) {
+func TestFaultsCapacityRefused(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	capacityTag(t)
 	dir := t.TempDir()
@@ -180,9 +180,9 @@ func containsLine(text, line string) bool {
 	return false
 }
 
-// TestCapacityRunFlags: `capacity run` has one flag set for an id and a plan file, and its
+// TestFaultsCapacityRunFlags: `capacity run` has one flag set for an id and a plan file, and its
 // --help documents every flag.
-func TestCapacityRunFlags(t *testing.T) {
+func TestFaultsCapacityRunFlags(t *testing.T) {
 	code, out, errOut := runCLI("capacity", "run", "--help")
 	if code != 0 || out != "" {
 		t.Fatalf("--help: exit %d, stdout %q", code, out)
@@ -220,12 +220,12 @@ func TestCapacityRunFlags(t *testing.T) {
 	}
 }
 
-// TestCapacityFaultyServers: a llama-server that exits 1 at start, segfaults, reports it
+// TestFaultsCapacityFaultyServers: a llama-server that exits 1 at start, segfaults, reports it
 // could not bind, or hangs ignoring SIGTERM: every lifetime is recorded as failed with its
 // reason, the run goes on to the next one, and ends incomplete (exit 1) listing them, both
 // notebook-free (run.json's incomplete) and through the notebook (status incomplete, the
 // capacity.incomplete entry, no assembled result, no verdict).
-func TestCapacityFaultyServers(t *testing.T) {
+func TestFaultsCapacityFaultyServers(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	capacityTag(t)
 	dir := t.TempDir()
@@ -336,12 +336,12 @@ func checkIncompleteStudy(t *testing.T, nbPath string, lifetimes int) {
 	}
 }
 
-// TestCapacityRealServerIncomplete: on the real llama-server, one candidate serves and one
+// TestFaultsCapacityRealServerIncomplete: on the real llama-server, one candidate serves and one
 // cannot load its model. The run ends incomplete (exit 1) naming the broken lifetimes; the
 // study.json assembled from the rest is for inspection only (nothing journaled as assembled,
 // no verdict); the next `capacity run ID` keeps the lifetime with results and measures the
 // broken ones again, and is incomplete again.
-func TestCapacityRealServerIncomplete(t *testing.T) {
+func TestFaultsCapacityRealServerIncomplete(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	capacityTag(t)
 	dir := t.TempDir()

@@ -12,7 +12,7 @@ import (
 // A named pipe, a character device or a link to a named pipe given as a model is refused at
 // once with what it is (opening a FIFO for reading would wait for a writer forever); a link
 // to a real model reads as the model.
-func TestReadFileRefusesWhatIsNotARegularFile(t *testing.T) {
+func TestFaultsGGUFRefusesWhatIsNotARegularFile(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "model.gguf")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

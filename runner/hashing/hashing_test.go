@@ -219,7 +219,7 @@ func BenchmarkCachedReverify(b *testing.B) {
 
 // A named pipe given as a model path is refused at once (opening it for reading would wait
 // for a writer forever); a link to a regular file is hashed as the file.
-func TestFileRefusesNamedPipeAndFollowsLinks(t *testing.T) {
+func TestFaultsHashingRefusesNamedPipeAndFollowsLinks(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "model.gguf")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

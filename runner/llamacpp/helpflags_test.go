@@ -140,7 +140,7 @@ func TestRealHelpFlags(t *testing.T) {
 
 // A binary that is not a llama.cpp tool, one that fails, one that floods and one that hangs
 // ignoring SIGTERM: each is an error, none hangs or keeps its whole output.
-func TestHelpFlagsFaults(t *testing.T) {
+func TestFaultsHelpFlags(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)

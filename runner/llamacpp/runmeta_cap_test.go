@@ -15,7 +15,7 @@ import (
 // RunMeta (doctor's --version and --list-devices) keeps at most MetaCap bytes of a tool that
 // floods 100 MB, head and tail, so the version line and the device list printed after the
 // flood are still read. Before the cap it held all 100 MB in a bytes.Buffer.
-func TestRunMetaCapsAFloodingTool(t *testing.T) {
+func TestFaultsRunMetaCapsAFloodingTool(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "llama-bench")
 	line := strings.Repeat("flood ", 15) + "flooding." // 99 bytes and yes's newline
 	script := "#!/bin/sh\n" +
@@ -54,7 +54,7 @@ func TestRunMetaCapsAFloodingTool(t *testing.T) {
 
 // A named pipe where a binary should be is refused by HashBinary at once, not opened for a
 // read that waits for a writer forever.
-func TestHashBinaryRefusesANamedPipe(t *testing.T) {
+func TestFaultsHashBinaryRefusesANamedPipe(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "llama-bench")
 	if err := syscall.Mkfifo(p, 0o755); err != nil {
 		t.Fatal(err)

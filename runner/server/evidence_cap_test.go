@@ -8,7 +8,7 @@ import (
 
 // A log that floods layer and buffer lines (200,000 of each) keeps MaxEvidenceEntries of
 // each and counts the rest; a real log's evidence has no "omitted" key in its JSON.
-func TestEvidenceOfAFloodingLogIsCapped(t *testing.T) {
+func TestFaultsEvidenceOfAFloodingLogIsCapped(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("llama_model_loader: loaded meta data with 30 key-value pairs\n")
 	for i := 0; i < 200000; i++ {
