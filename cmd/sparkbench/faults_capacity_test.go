@@ -72,6 +72,16 @@ func tablesUnchanged(t *testing.T, name, nb string, before store.Stats) {
 
 // TestFaultsCapacityRefused: plans that must be refused before anything runs (exit 2, the
 // message naming the field, flag or key, the notebook untouched, no run folder).
+// capacityRefusal is one case of TestFaultsCapacityRefused.
+type capacityRefusal struct {
+	name  string
+	flags []string
+	edit  func(m map[string]any)
+	raw   string // the plan's bytes, when not built from flags and edit
+	args  func(plan string) []string
+	want  string // one exact line of stderr
+}
+
 func TestFaultsCapacityRefused(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	capacityTag(t)
@@ -90,14 +100,6 @@ func TestFaultsCapacityRefused(t *testing.T) {
 	limit := func(k string, v any) func(m map[string]any) {
 		return func(m map[string]any) { m["limits"].(map[string]any)[k] = v }
 	}
-	type tc struct {
-		name  string
-		flags []string
-		edit  func(m map[string]any)
-		raw   string // the plan's bytes, when not built from flags and edit
-		args  func(plan string) []string
-		want  string // one exact line of stderr
-	}
 	validate := func(plan string) []string { return []string{"capacity", "validate", plan} }
 	register := func(plan string) []string { return []string{"capacity", "register", plan, "--notebook", nb} }
 	runNB := func(plan string) []string {
@@ -106,7 +108,7 @@ func TestFaultsCapacityRefused(t *testing.T) {
 	runFree := func(plan string) []string {
 		return []string{"capacity", "run", plan, "--out", filepath.Join(dir, "never")}
 	}
-	var cases []tc
+	var cases []capacityRefusal
 	// an unknown server flag, through every command that takes a plan
 	for _, c := range []struct {
 		name string
@@ -114,12 +116,12 @@ func TestFaultsCapacityRefused(t *testing.T) {
 		pre  string
 	}{{"validate", validate, "error: "}, {"register", register, "sparkbench capacity register: plan refused: "},
 		{"run --notebook", runNB, "sparkbench capacity register: plan refused: "}, {"run", runFree, "sparkbench capacity run: plan refused: "}} {
-		cases = append(cases, tc{name: c.name + " unknown flag", flags: []string{"-t", "1", "--no-such-flag", "1"}, args: c.args,
+		cases = append(cases, capacityRefusal{name: c.name + " unknown flag", flags: []string{"-t", "1", "--no-such-flag", "1"}, args: c.args,
 			want: c.pre + flagMsg("", "--no-such-flag", 2)})
 	}
 	cases = append(cases,
-		tc{name: "validate joined flag", flags: []string{"--threads=1"}, args: validate, want: "error: " + flagMsg("", "--threads=1", 0)},
-		tc{name: "register typo flag", flags: []string{"-t", "1", "--flash-atn", "on"}, args: register,
+		capacityRefusal{name: "validate joined flag", flags: []string{"--threads=1"}, args: validate, want: "error: " + flagMsg("", "--threads=1", 0)},
+		capacityRefusal{name: "register typo flag", flags: []string{"-t", "1", "--flash-atn", "on"}, args: register,
 			want: "sparkbench capacity register: plan refused: " + flagMsg("", "--flash-atn", 2)},
 	)
 	// explicit values out of range: refused with the range, never the default
@@ -135,14 +137,23 @@ func TestFaultsCapacityRefused(t *testing.T) {
 		{"knee_threshold 0", set("knee_threshold", 0), "knee_threshold: 0: want a positive gain per doubling in (0, 10], e.g. 0.2 for 20%; or leave the field out for the default 0.2"},
 		{"passes []", set("passes", []string{}), "passes: empty; give forward and/or reverse"},
 	} {
-		cases = append(cases, tc{name: "register " + z.name, flags: []string{"-t", "1"}, edit: z.edit, args: register, want: "sparkbench capacity register: refused: " + z.want})
+		cases = append(cases, capacityRefusal{name: "register " + z.name, flags: []string{"-t", "1"}, edit: z.edit, args: register, want: "sparkbench capacity register: refused: " + z.want})
 	}
 	// an unknown key is located at itself: "measured" is a field at the top, not in limits
-	cases = append(cases, tc{name: "validate unknown key", args: validate,
+	cases = append(cases, capacityRefusal{name: "validate unknown key", args: validate,
 		raw:  "{\n  \"schema\": \"sparkbench.capacity/v1\",\n  \"measured\": 8,\n  \"limits\": {\"ttft_ms_p95_max\": 1,\n      \"measured\": 3}\n}\n",
 		want: `unknown key.json:5:7: unknown field "measured"; check its spelling against docs/capacity.md`})
 
 	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) { refusedCase(t, i, c, dir, model, nb, before) })
+	}
+	t.Logf("capacity refusal matrix: %d cases", len(cases))
+}
+
+// refusedCase runs one case of TestFaultsCapacityRefused: refused with its exact line, nothing
+// written.
+func refusedCase(t *testing.T, i int, c capacityRefusal, dir, model, nb string, before store.Stats) {
+	{
 		var plan string
 		if c.raw != "" {
 			plan = filepath.Join(dir, "unknown key.json")
@@ -168,7 +179,6 @@ func TestFaultsCapacityRefused(t *testing.T) {
 			t.Fatalf("%s: a run folder was made", c.name)
 		}
 	}
-	t.Logf("capacity refusal matrix: %d cases", len(cases))
 }
 
 func containsLine(text, line string) bool {
@@ -210,10 +220,12 @@ func TestFaultsCapacityRunFlags(t *testing.T) {
 		{[]string{"7", "--out", dir, "--resume", dir}, "sparkbench capacity run: give --out (a new run folder) or --resume (an existing one), not both"},
 		{[]string{}, "sparkbench capacity run: want one study id (or name) or one plan file: `sparkbench " + capacityRunUsage + "`"},
 	} {
-		code, _, errOut := runCLI(append([]string{"capacity", "run"}, c.args...)...)
-		if code != 2 || !containsLine(errOut, c.want) {
-			t.Errorf("%v: exit %d, stderr %q\nwant line %q", c.args, code, errOut, c.want)
-		}
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, _, errOut := runCLI(append([]string{"capacity", "run"}, c.args...)...)
+			if code != 2 || !containsLine(errOut, c.want) {
+				t.Errorf("%v: exit %d, stderr %q\nwant line %q", c.args, code, errOut, c.want)
+			}
+		})
 	}
 	if _, err := os.Stat(nb); err == nil {
 		t.Error("a refused run opened the notebook")

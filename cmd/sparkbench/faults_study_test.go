@@ -249,9 +249,11 @@ func TestFaultsPlanAndNotebookFIFOs(t *testing.T) {
 		{[]string{"plot", "--kind", "depth", "--data", fifo, "--out", filepath.Join(dir, "x.png")}, 2, "sparkbench plot: " + want},
 		{[]string{"study", "show", "1", "--notebook", fifo}, 0, "open notebook " + fifo + ": is a named pipe (FIFO), not a regular file; pass --notebook with a notebook file (or a new file name)"},
 	} {
-		code, out, errOut := runCLIWithin(t, 20*time.Second, c.args...)
-		if (c.code != 0 && code != c.code) || code == 0 || !strings.Contains(errOut, c.msg) || out != "" {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errOut, c.code, c.msg)
-		}
+		t.Run(strings.Join(c.args[:2], " "), func(t *testing.T) {
+			code, out, errOut := runCLIWithin(t, 20*time.Second, c.args...)
+			if (c.code != 0 && code != c.code) || code == 0 || !strings.Contains(errOut, c.msg) || out != "" {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errOut, c.code, c.msg)
+			}
+		})
 	}
 }
