@@ -7,7 +7,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"sparkbench/app/textsafe"
 	"strings"
 
 	"sparkbench/app/study"
@@ -128,12 +127,8 @@ func (v *validator) run() {
 func (v *validator) checkText() {
 	p := v.p
 	check := func(path, s string, line bool) {
-		err := textsafe.Check(path, s)
-		if line {
-			err = textsafe.CheckLine(path, s)
-		}
-		if err != nil {
-			v.problems = append(v.problems, study.Problem{Path: path, Severity: study.SevError, Msg: err.Error()})
+		if pr := study.TextProblem(path, s, line); pr != nil {
+			v.problems = append(v.problems, *pr)
 		}
 	}
 	check("name", p.Name, true)

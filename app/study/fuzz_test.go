@@ -26,6 +26,9 @@ func FuzzDecodePlan(f *testing.F) {
 		f.Add(bytes.Replace(b, []byte(`"split": "per_depth"`), []byte(`"split": "per_depth", "gates": {"cv_tg": 0}, "retries": 0`), 1))
 	}
 	f.Add([]byte(`{"schema":"sparkbench.throughput/v1"}`))
+	if b, err := os.ReadFile(filepath.Join("testdata", "valid.json")); err == nil {
+		f.Add(bytes.Replace(b, []byte(`"name"`), []byte(`"Name"`), 1)) // a key in another case
+	}
 	modelPath := regexp.MustCompile(`"path"\s*:\s*"([^"]*)"`)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Model files are read: only the test models, never whatever path the fuzzer writes.
@@ -88,6 +91,15 @@ func sameWritten(path string, written, canon any) (string, bool) {
 		for k, v := range w {
 			sub := strings.TrimPrefix(path+"."+k, ".")
 			cv, present := c[k]
+			if !present {
+				// encoding/json matches a key to a field ignoring case ("Name" is "name"); the
+				// canonical form spells it the plan's way.
+				for ck, v := range c {
+					if strings.EqualFold(ck, k) {
+						cv, present = v, true
+					}
+				}
+			}
 			if !present {
 				if isZeroJSON(v) && !defaulted(sub) {
 					continue

@@ -178,17 +178,26 @@ func (v *validator) run() {
 	v.checkPredictions()
 }
 
+// TextProblem is the error of a plan's free-text field that holds a control character (or is
+// not UTF-8); nil when it is clean. oneLine refuses tab and newline too.
+func TextProblem(path, s string, oneLine bool) *Problem {
+	err := textsafe.Check(path, s)
+	if oneLine {
+		err = textsafe.CheckLine(path, s)
+	}
+	if err == nil {
+		return nil
+	}
+	return &Problem{path, SevError, err.Error()}
+}
+
 // checkText refuses control characters in the plan's free text: it is printed to terminals
 // and into receipts.
 func (v *validator) checkText() {
 	p := v.p
 	check := func(path, s string, line bool) {
-		err := textsafe.Check(path, s)
-		if line {
-			err = textsafe.CheckLine(path, s)
-		}
-		if err != nil {
-			v.problems = append(v.problems, Problem{path, SevError, err.Error()})
+		if pr := TextProblem(path, s, line); pr != nil {
+			v.problems = append(v.problems, *pr)
 		}
 	}
 	check("name", p.Name, true)
