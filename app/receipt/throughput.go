@@ -776,22 +776,26 @@ func (tb *throughputBundle) results(bandwidth float64) (*study.Results, map[stri
 	for id, h := range tb.headers {
 		res.Models[id] = study.ModelInfo{Path: id, ContextLength: h.ContextLength, Header: h}
 	}
-	final := map[string]int{} // plan leg → index into tb.legs
 	order := make([]int, len(tb.legs))
 	for i := range order {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return tb.legs[order[a]].rec.StartedAt < tb.legs[order[b]].rec.StartedAt })
-	for _, i := range order {
+	stored := make([]study.StoredLeg, len(order))
+	index := map[int64]int{} // notebook leg id → index into tb.legs
+	for k, i := range order {
 		r := tb.legs[i].rec
-		if r.Role == study.RoleLeg && r.State == study.LegFinished && r.Class != string(runner.ClassStoppedByUser) {
-			final[r.PlanLeg] = i
-		}
+		stored[k] = study.StoredLeg{ID: r.ID, Label: r.Label, PlanLeg: r.PlanLeg, Role: r.Role, Attempt: r.Attempt, State: r.State, Class: r.Class}
+		index[r.ID] = i
 	}
-	planLegs := make([]string, 0, len(final))
-	for pl := range final {
+	// The engine's reading of the legs: final plan legs, and the attempt whose rows count.
+	finished, counting := study.FinalLegs(tb.plan, legs, stored)
+	res.Finished = finished
+	final := map[string]int{} // plan leg → index into tb.legs
+	planLegs := make([]string, 0, len(counting))
+	for pl, s := range counting {
+		final[pl] = index[s.ID]
 		planLegs = append(planLegs, pl)
-		res.Finished[pl] = true
 	}
 	sort.Slice(planLegs, func(a, b int) bool { return tb.legs[final[planLegs[a]]].rec.ID < tb.legs[final[planLegs[b]]].rec.ID })
 	for _, pl := range planLegs {

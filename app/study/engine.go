@@ -225,6 +225,20 @@ type LegStatus struct {
 // RetriesLeft is how many more failed attempts the plan allows before the leg is final.
 func (s LegStatus) RetriesLeft() int { return max(s.MaxAttempts-s.Failed, 0) }
 
+// FinalLegs is how the engine reads a study's recorded legs (stored in the order they
+// started): which plan legs are final (Results.Finished: results, or failures at the plan's
+// retry limit) and, for each plan leg with results, the notebook leg whose rows count. Receipts
+// read a bundle's legs through it too, so a receipt and `study show` never disagree.
+func FinalLegs(p *Plan, legs []LegPlan, stored []StoredLeg) (final map[string]bool, counting map[string]StoredLeg) {
+	final = map[string]bool{}
+	for _, st := range legStatuses(p, legs, stored) {
+		if st.Final {
+			final[st.Leg] = true
+		}
+	}
+	return final, finalLegs(stored)
+}
+
 // legStatuses is the status of every plan leg, in plan order.
 func legStatuses(p *Plan, legs []LegPlan, stored []StoredLeg) []LegStatus {
 	idx := map[string]int{}
@@ -257,14 +271,14 @@ func legStatuses(p *Plan, legs []LegPlan, stored []StoredLeg) []LegStatus {
 // buildResults gathers the rows that count as results: status result, from the final attempt
 // of each plan leg. Rows of failed, flagged, interrupted or canary legs never count.
 func buildResults(l *loadedStudy, models map[string]ModelInfo, bandwidth float64) *Results {
-	res := &Results{Plan: l.plan, Finished: map[string]bool{}, Models: models, BandwidthGBs: bandwidth}
-	for _, st := range legStatuses(l.plan, l.legs, l.stored) {
-		if st.Final && !l.reopened[st.Leg] {
-			res.Finished[st.Leg] = true
-		}
+	res := &Results{Plan: l.plan, Models: models, BandwidthGBs: bandwidth}
+	var counting map[string]StoredLeg
+	res.Finished, counting = FinalLegs(l.plan, l.legs, l.stored)
+	for leg := range l.reopened {
+		delete(res.Finished, leg)
 	}
 	byNotebookID := map[int64]string{}
-	for planLeg, s := range finalLegs(l.stored) {
+	for planLeg, s := range counting {
 		byNotebookID[s.ID] = planLeg
 	}
 	byID := map[string]LegPlan{}

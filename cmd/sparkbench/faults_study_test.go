@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -45,8 +46,10 @@ const retryPredictions = `,
     {"id": "P1", "text": "tiny tg slope to d256", "kind": "fork", "about": {"figure": "depth_slope", "model": "tiny", "test": "tg", "depth": 256},
      "arms": [{"name": "steep", "hi": -0.2}, {"name": "flat", "lo": -0.05}]},
     {"id": "P2", "text": "where does tiny tg cross 1e9?", "kind": "question", "about": {"figure": "crossing_depth", "model": "tiny", "test": "tg", "line": 1e9}},
-    {"id": "P3", "text": "tiny tg at d128", "kind": "band", "about": {"figure": "cell", "model": "tiny", "test": "tg", "depth": 128}, "lo": 1}
-  ]`
+    {"id": "P3", "text": "tiny tg at d128", "kind": "band", "about": {"figure": "cell", "model": "tiny", "test": "tg", "depth": 128}, "lo": 1},
+    {"id": "P4", "text": "tiny efficiency at d128?", "kind": "question", "about": {"figure": "efficiency", "model": "tiny", "test": "tg", "convention": "tensor_exact", "depth": 128}}
+  ],
+  "bandwidth": {"gbs": 20}`
 
 // The issue's repro: a two-pass study whose llama-bench segfaults on one depth, then the
 // real build. The first run must say incomplete and exit 1, with the crashed leg's predictions
@@ -79,7 +82,7 @@ func TestFaultsStudyCrashedLegIsRetried(t *testing.T) {
 		t.Fatalf("status %q after a crashed leg", rep.Study.Status)
 	}
 	for _, s := range rep.Scoreboard {
-		want := map[string]study.Outcome{"P1": study.Hit, "P2": study.Pending, "P3": study.Pending}[s.Prediction]
+		want := map[string]study.Outcome{"P1": study.Hit, "P2": study.Pending, "P3": study.Pending, "P4": study.Pending}[s.Prediction]
 		if s.Verdict.Outcome != want {
 			t.Errorf("after the crash %s is %s (%s), want %s", s.Prediction, s.Verdict.Outcome, s.Verdict.Problem, want)
 		}
@@ -88,8 +91,30 @@ func TestFaultsStudyCrashedLegIsRetried(t *testing.T) {
 		}
 	}
 
+	// The receipt of the incomplete study reads the legs as the engine does: it verifies, and
+	// its scoreboard is show's (P2 and P3 wait for the retry).
+	bundle := filepath.Join(dir, "receipt-incomplete")
+	if code, out, errOut := runCLI("receipt", id, "--out", bundle, "--notebook", nb); code != 0 {
+		t.Fatalf("receipt: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI("verify", bundle); code != 0 {
+		t.Fatalf("verify: %d %s %s", code, out, errOut)
+	}
+	var inBundle study.Report
+	if b, err := os.ReadFile(filepath.Join(bundle, "study.json")); err != nil || json.Unmarshal(b, &inBundle) != nil {
+		t.Fatalf("study.json: %v", err)
+	}
+	if len(inBundle.Scoreboard) != 4 || len(rep.Scoreboard) != 4 {
+		t.Fatalf("scoreboards: receipt %d, show %d predictions", len(inBundle.Scoreboard), len(rep.Scoreboard))
+	}
+	for i, s := range inBundle.Scoreboard {
+		if s.Verdict.Outcome != rep.Scoreboard[i].Verdict.Outcome {
+			t.Errorf("receipt says %s is %s, show says %s", s.Prediction, s.Verdict.Outcome, rep.Scoreboard[i].Verdict.Outcome)
+		}
+	}
+
 	code, out, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", loc.Dir)
-	if code != 0 || !strings.Contains(out, "study "+id+" complete: 6/6 legs (1 run now, 5 before), 2 verdict(s) journaled") {
+	if code != 0 || !strings.Contains(out, "study "+id+" complete: 6/6 legs (1 run now, 5 before), 3 verdict(s) journaled") {
 		t.Fatalf("second run: %d\n%s\n%s", code, out, errOut)
 	}
 	rep = showJSON(t, id, nb)
