@@ -19,7 +19,8 @@ import (
 // that holds results imports with its row count, every malformed one is refused with
 // file:line and the reason, and the notebook is left as it was.
 
-// wildImportRows is the number of llama-bench rows in each result-bearing bench-* file,
+// wildImportRows is the number of llama-bench rows in each result-bearing file (bench-*, and
+// the doc-bench-* report whose 6 llama-bench tables hold 10 rows each),
 // counted in the files (rows of the md tables, INSERTs, csv records, json objects).
 var wildImportRows = map[string]struct {
 	format string
@@ -67,6 +68,7 @@ var wildImportRows = map[string]struct {
 	"bench-md-vulkan-cuda-rtx5090-win-depth-sweep-r1-blockquoted-CRLF.md":    {"md", 45},
 	"bench-md-vulkan-radv-strixhalo-depth32768-b9187-2026.log":               {"md", 2},
 	"bench-md-vulkan-rx580-riscv-p550-pg-b4696-2025.md":                      {"md", 4},
+	"doc-bench-cuda-gb10-dgxspark-full-report-b7941-2026.md":                 {"md", 60},
 	"bench-sql-cpu-openblas-s390x-b6321-ttft-fork.sql":                       {"sql", 2},
 	"bench-sql-cuda-rtx3090ti-b1275-2023.sql":                                {"sql", 2},
 	"bench-sql-cuda-rtx4080-b5163-2025.sql":                                  {"sql", 2},
@@ -95,6 +97,8 @@ func wildFolder(t *testing.T) string {
 func TestWildImportEveryBenchFile(t *testing.T) {
 	dir := wildFolder(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "bench-*"))
+	docs, _ := filepath.Glob(filepath.Join(dir, "doc-bench-*")) // a report with llama-bench tables
+	files = append(files, docs...)
 	var good, bad []string
 	for _, f := range files {
 		base := filepath.Base(f)
@@ -172,6 +176,7 @@ func TestWildImportEveryBenchFile(t *testing.T) {
 		{"bench-md-vulkan-cuda-rtx5090-win-depth-sweep-r1-blockquoted-CRLF.md", 44, "pp1024 @ d15360", 8134.32, "CUDA"},
 		{"bench-md-metal-m2air-github-rendered-paste-2024.md", 5, "tg512", 13.96, "Metal"},
 		{"bench-md-cuda-prerelease-unaligned-pr2626-2023.md", 2, "pp512+tg128", 449.72, "CUDA"},
+		{"doc-bench-cuda-gb10-dgxspark-full-report-b7941-2026.md", 59, "tg32 @ d32768", 32.65, "CUDA"},
 		{"bench-jsonl-rocm-strixhalo-gfx1151-stderr-mixed-b6865-2025.jsonl", 5, "tg128 @ d4096", 142.840121, "ROCm"},
 		{"bench-csv-cuda-rtx4080-pr12874-fork-split-pp-tg-b5099-2025.csv", 0, "pp512", 27527.987050, "CUDA"},
 	}
@@ -187,8 +192,8 @@ func TestWildImportEveryBenchFile(t *testing.T) {
 		}
 	}
 	n.Close()
-	if stored != total || total != 594 {
-		t.Errorf("notebook holds %d rows, the import said %d, the files hold 594", stored, total)
+	if stored != total || total != 654 {
+		t.Errorf("notebook holds %d rows, the import said %d, the files hold 654", stored, total)
 	}
 
 	// Every malformed file is refused with file:line: reason, alone and beside a good file,

@@ -173,6 +173,11 @@ var wildResults = map[string]wildFile{
 		{-1, "pp1024 @ d15360", 8134.32, cfg{FBackends: "CUDA"}}}},
 	"bench-md-vulkan-radv-strixhalo-depth32768-b9187-2026.log": {FormatMD, 2, []wildSpot{
 		{0, "pp2048 @ d32768", 109.96, cfg{FBackends: "Vulkan"}}, {-1, "tg32 @ d32768", 7.96, nil}}},
+	// a whole Markdown document: an nvidia-smi box (a decoy table), 6 llama-bench tables of 10
+	// rows, 6 llama-batched-bench tables (not llama-bench results: skipped)
+	"doc-bench-cuda-gb10-dgxspark-full-report-b7941-2026.md": {FormatMD, 60, []wildSpot{
+		{0, "pp2048", 4505.82, cfg{FModelType: "gpt-oss 20B MXFP4 MoE", FNUbatch: int64(2048), FBuildCommit: "11fb327bf"}},
+		{-1, "tg32 @ d32768", 32.65, cfg{FModelType: "deepseek2 30B.A3B Q8_0", FBackends: "CUDA", FBuildNumber: int64(7941)}}}},
 	"bench-md-vulkan-rx580-riscv-p550-pg-b4696-2025.md": {FormatMD, 4, []wildSpot{
 		{0, "pp512", 346.76, cfg{FBackends: "Vulkan", FBuildCommit: "e598697d", FBuildNumber: int64(4696)}},
 		{-1, "pp4096+tg128", 182.59, nil}}},
@@ -191,9 +196,12 @@ var wildRefused = map[string]struct {
 	"bench-md-vulkan-rpc-verbose-log-interleaved-FRAGMENT-2025.txt":         {4, "no result rows"},
 }
 
-// wildBenchFiles lists the bench-* files of the wild folder.
+// wildBenchFiles lists the llama-bench files of the wild folder (bench-*, doc-bench-*).
 func wildBenchFiles(t *testing.T) []string {
-	files, err := filepath.Glob(filepath.Join(wildDir(t), "bench-*"))
+	dir := wildDir(t)
+	files, err := filepath.Glob(filepath.Join(dir, "bench-*"))
+	docs, _ := filepath.Glob(filepath.Join(dir, "doc-bench-*"))
+	files = append(files, docs...)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no bench-* files: %v", err)
 	}
