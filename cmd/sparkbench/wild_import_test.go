@@ -75,7 +75,8 @@ var wildImportRows = map[string]struct {
 	"bench-sql-cuda-rtx4080-pr12874-fork-split-pp-tg-b5099-2025.sql":         {"sql", 2},
 }
 
-// wildImportRefused are the malformed bench-* files: the line and reason of the refusal.
+// wildImportRefused are the malformed bench-* files and the batched-bench ones: the line and
+// reason of the refusal.
 var wildImportRefused = map[string]string{
 	"bench-csv-cuda-rtx3090ti-b1275-README-edited-colmismatch.csv":          "2:1: csv: row has 27 fields, the header has 26",
 	"bench-json-cuda-rtx4080-pr12874-fork-b5099-INVALID-missing-comma.json": `41:5: expected ',' or '}' after the value of "samples_prompt_ts", found '"'`,
@@ -83,6 +84,10 @@ var wildImportRefused = map[string]string{
 	"bench-md-NEGATIVE-error-no-table-vulkan-rpc-2026.log":                  "1: not llama-bench output",
 	"bench-md-vulkan-rpc-verbose-log-interleaved-FRAGMENT-2025.txt":         "4: a llama-bench table header with no result rows after it",
 	"bench-sql-cuda-rtx3090ti-b1275-README-edited-colmismatch.sql":          "30: INSERT INTO test has 27 values for 26 columns",
+	// llama-batched-bench output is not llama-bench results: refused as what it is
+	"batched-bench-README-llama7b-q8-2023.txt":                  "1: a llama-batched-bench table",
+	"batched-bench-cuda-gb10-dgxspark-gptoss20b-b7941-2026.txt": "3: a llama-batched-bench table",
+	"batched-bench-metal-m2ultra-gptoss20b-b7948-2026.txt":      "3: a llama-batched-bench table",
 }
 
 func wildFolder(t *testing.T) string {
@@ -98,7 +103,8 @@ func TestWildImportEveryBenchFile(t *testing.T) {
 	dir := wildFolder(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "bench-*"))
 	docs, _ := filepath.Glob(filepath.Join(dir, "doc-bench-*")) // a report with llama-bench tables
-	files = append(files, docs...)
+	batched, _ := filepath.Glob(filepath.Join(dir, "batched-bench-*"))
+	files = append(append(files, docs...), batched...)
 	var good, bad []string
 	for _, f := range files {
 		base := filepath.Base(f)

@@ -79,8 +79,9 @@ func parseMDFile(name string, data []byte) ([]Result, error) {
 	}
 	intern := map[string]string{}
 	var rows []Result
-	emptyHeader := 0 // the first benchmark table's header line that had no rows
-	consumed := 0    // lines before this belong to an earlier table or its footer
+	emptyHeader := 0   // the first benchmark table's header line that had no rows
+	batchedHeader := 0 // the first llama-batched-bench table's header line
+	consumed := 0      // lines before this belong to an earlier table or its footer
 	for i := 0; i < len(lines); {
 		outer := strings.HasPrefix(lines[i].text, "|")
 		if !outer && !isBareTableHeader(lines, i) {
@@ -94,6 +95,9 @@ func parseMDFile(name string, data []byte) ([]Result, error) {
 		}
 		if got == nil && emptyHeader == 0 && isBenchHeader(splitRow(tl[0].text)) {
 			emptyHeader = tl[0].no
+		}
+		if batchedHeader == 0 && isBatchedBenchHeader(splitRow(tl[0].text)) {
+			batchedHeader = tl[0].no
 		}
 		// llama-bench prints "build: <commit> (<number>)" after a blank line; a wrapper
 		// script or a paste may show it before the table instead.
@@ -134,6 +138,10 @@ func parseMDFile(name string, data []byte) ([]Result, error) {
 		}
 		rows = append(rows, got...)
 		i, consumed = end, end
+	}
+	if len(rows) == 0 && emptyHeader == 0 && batchedHeader > 0 {
+		return nil, &ParseError{File: name, Line: batchedHeader,
+			Msg: "a llama-batched-bench table (PP, TG, B, N_KV, S_PP t/s …), not llama-bench output: import reads llama-bench's results (-o jsonl, json, csv, sql or md)"}
 	}
 	if len(rows) == 0 && emptyHeader > 0 {
 		return nil, &ParseError{File: name, Line: emptyHeader,
@@ -199,6 +207,11 @@ func collectMDTable(lines []mdLine, start int, outer bool) ([]mdLine, int) {
 		end = j
 	}
 	return tl, end
+}
+
+// isBatchedBenchHeader recognises llama-batched-bench's table: | PP | TG | B | N_KV | T_PP s | S_PP t/s | ….
+func isBatchedBenchHeader(header []string) bool {
+	return len(header) >= 4 && header[0] == "PP" && header[1] == "TG" && header[2] == "B" && header[3] == "N_KV"
 }
 
 // isBenchHeader says whether a header row is one of a llama-bench table (one whose rows

@@ -181,3 +181,13 @@ func TestJSONLDeviceLines(t *testing.T) {
 	}
 	parseRefused(t, "device.jsonl", good+"\nDevice zero: x\n", 2, "expected a jsonl result object")
 }
+
+func TestBatchedBenchRefusedAsSuch(t *testing.T) {
+	data := "main: n_kv_max = 270336, n_batch = 2048, n_ubatch = 2048\n\n" +
+		"|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n" +
+		"|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n" +
+		"|   512 |     32 |    1 |    544 |    0.270 |  1895.57 |    0.399 |    80.13 |    0.669 |   812.60 |\n"
+	parseRefused(t, "batched.txt", data, 3, "a llama-batched-bench table")
+	// Beside a llama-bench table it is skipped, as any other table.
+	parseOK(t, "report.md", data+"\n"+mdWild+"| m | 1 MiB | 1 M | CUDA | 99 | pp8 | 9.0 ± 0.1 |\n", FormatMD, 1)
+}

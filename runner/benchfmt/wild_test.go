@@ -194,14 +194,20 @@ var wildRefused = map[string]struct {
 	"bench-jsonl-cuda-rtx4080-pr12874-fork-b5099-INVALID.jsonl":             {1, `after the value of "samples_prompt_ts"`},
 	"bench-md-NEGATIVE-error-no-table-vulkan-rpc-2026.log":                  {1, "not llama-bench output"},
 	"bench-md-vulkan-rpc-verbose-log-interleaved-FRAGMENT-2025.txt":         {4, "no result rows"},
+	// llama-batched-bench output: not llama-bench results, refused as what it is
+	"batched-bench-README-llama7b-q8-2023.txt":                  {1, "a llama-batched-bench table"},
+	"batched-bench-cuda-gb10-dgxspark-gptoss20b-b7941-2026.txt": {3, "a llama-batched-bench table"},
+	"batched-bench-metal-m2ultra-gptoss20b-b7948-2026.txt":      {3, "a llama-batched-bench table"},
 }
 
-// wildBenchFiles lists the llama-bench files of the wild folder (bench-*, doc-bench-*).
+// wildBenchFiles lists the llama-bench files of the wild folder (bench-*, doc-bench-*) and the
+// llama-batched-bench ones (batched-bench-*).
 func wildBenchFiles(t *testing.T) []string {
 	dir := wildDir(t)
 	files, err := filepath.Glob(filepath.Join(dir, "bench-*"))
 	docs, _ := filepath.Glob(filepath.Join(dir, "doc-bench-*"))
-	files = append(files, docs...)
+	batched, _ := filepath.Glob(filepath.Join(dir, "batched-bench-*"))
+	files = append(append(files, docs...), batched...)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no bench-* files: %v", err)
 	}
