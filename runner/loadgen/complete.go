@@ -19,6 +19,10 @@ type Completion struct {
 	Timings    *ServerTimings `json:"timings,omitempty"`
 }
 
+// MaxCompletionText bounds the text Complete collects: a server that streams without end
+// cannot grow the client's memory without end.
+const MaxCompletionText = 1 << 20
+
 // Complete sends one streamed /completion request (greedy, seeded, no prompt cache,
 // ignore_eos as the load does) and collects the generated text. An error says why no final
 // event came; the Completion then holds what arrived.
@@ -58,6 +62,10 @@ func Complete(ctx context.Context, client *http.Client, baseURL, prompt string, 
 		if ev.Error != nil {
 			c.Text = text.String()
 			return c, fmt.Errorf("server error event: %s", ev.Error)
+		}
+		if text.Len()+len(ev.Content) > MaxCompletionText {
+			c.Text = text.String()
+			return c, fmt.Errorf("the answer passed %d bytes without its final event; a quality case answers in a few tokens (check n_predict and the server)", MaxCompletionText)
 		}
 		text.WriteString(ev.Content)
 		if ev.TokensPredicted > 0 || ev.Stop {
