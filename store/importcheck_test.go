@@ -27,7 +27,7 @@ func TestFaultsImportRefusesRowsThatAreNotResults(t *testing.T) {
 		{"empty object", "x.jsonl", good + "{}\n", 2, "not a llama-bench result: no n_prompt, n_gen, avg_ts"},
 		{"object of other fields", "x.jsonl", good + `{"not":"a bench row"}` + "\n", 2, "not a llama-bench result: no n_prompt, n_gen, avg_ts"},
 		{"receipt rows.jsonl", "rows.jsonl", `{"seq":0,"status":"result","row":{"n_prompt":64,"n_gen":0,"avg_ts":288.3}}` + "\n", 1,
-			`a receipt bundle's rows.jsonl line ({"seq","status","row"}), not llama-bench output: import llama-bench's own output (-o jsonl, json, csv or md); a bundle is checked with sparkbench verify`},
+			`a receipt bundle's rows.jsonl line ({"seq","status","row"}), not llama-bench output: import llama-bench's own output (-o jsonl, json, csv, sql or md); a bundle is checked with sparkbench verify`},
 		{"csv without avg_ts", "x.csv", "n_prompt,n_gen,n_depth,avg_ns\n64,0,0,221974437\n", 2, "not a llama-bench result: no avg_ts"},
 		{"negative rate", "x.jsonl", good + `{"n_prompt": 64, "n_gen": 0, "avg_ts": -288.3}` + "\n", 2, "avg_ts is -288.3: a rate must be a number > 0 tokens/s"},
 		{"zero rate", "x.jsonl", `{"n_prompt": 64, "n_gen": 0, "avg_ts": 0}` + "\n", 1, "avg_ts is 0: a rate must be a number > 0 tokens/s"},

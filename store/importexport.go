@@ -78,7 +78,7 @@ func ParseImportFile(name string, data []byte) ([]benchfmt.Result, benchfmt.Form
 			if _, ok := r.Extra["row"]; ok && len(r.Extra) <= 3 && !r.Known.Has(benchfmt.FAvgTs) {
 				if _, ok := r.Extra["seq"]; ok {
 					msg = `a receipt bundle's rows.jsonl line ({"seq","status","row"}), not llama-bench output: ` +
-						"import llama-bench's own output (-o jsonl, json, csv or md); a bundle is checked with sparkbench verify"
+						"import llama-bench's own output (-o jsonl, json, csv, sql or md); a bundle is checked with sparkbench verify"
 				}
 			}
 			return nil, format, &benchfmt.ParseError{File: name, Line: r.Line, Msg: msg}
@@ -87,7 +87,7 @@ func ParseImportFile(name string, data []byte) ([]benchfmt.Result, benchfmt.Form
 	return rows, format, nil
 }
 
-// ImportBenchOutput parses every file first (-o jsonl, json, csv or md, see benchfmt; every
+// ImportBenchOutput parses every file first (-o jsonl, json, csv, sql or md, see benchfmt; every
 // row checked, see ParseImportFile) and imports nothing if any file or row is refused: the
 // error is a *benchfmt.ParseError naming the file and line. Each file becomes one leg of kind and state "imported" whose provenance is the file
 // name and SHA-256; all files go in one transaction.

@@ -158,7 +158,7 @@ func TestFaultMatrixFiles(t *testing.T) {
 			"sparkbench import: " + notBench + ":1: " + noRow + "n_prompt, n_gen, avg_ts" + fixFile},
 		{"import a receipt bundle's rows.jsonl", []string{"import", receipt}, 2,
 			"sparkbench import: " + receipt + `:1: a receipt bundle's rows.jsonl line ({"seq","status","row"}), not llama-bench output: ` +
-				"import llama-bench's own output (-o jsonl, json, csv or md); a bundle is checked with sparkbench verify" + fixFile},
+				"import llama-bench's own output (-o jsonl, json, csv, sql or md); a bundle is checked with sparkbench verify" + fixFile},
 		{"import a csv without avg_ts", []string{"import", csvNoRate}, 2,
 			"sparkbench import: " + csvNoRate + ":2: " + noRow + "avg_ts" + fixFile},
 		{"import a csv with a negative n_gen", []string{"import", csvNegGen}, 2,

@@ -204,8 +204,9 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 	study := flags.String("study", store.DefaultImportStudy, "throughput study to import into (created if missing)")
 	flags.Usage = func() {
 		fprintf(stderr, "usage: sparkbench import [--study NAME] [--notebook PATH] FILE...\n"+
-			"Imports llama-bench output (-o jsonl, json, csv or md, including hand-made md tables with\n"+
-			"\"pp512 @ d8192\" tests and \"mean ± sd\" cells) as imported legs. Nothing is imported if any file is refused.\n")
+			"Imports llama-bench output (-o jsonl, json, csv, sql or md, including hand-made and pasted md tables with\n"+
+			"\"pp512 @ d8192\" tests and \"mean ± sd\" cells, see docs/notebook.md) as imported legs. Nothing is imported if\n"+
+			"any file is refused.\n")
 		flags.PrintDefaults()
 	}
 	files, err := parseInterspersed(flags, args)
