@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -14,6 +16,7 @@ import (
 
 	"sparkbench/app/study"
 	"sparkbench/runner/llamatest"
+	"sparkbench/store"
 )
 
 // fakeBenchDir writes a llama-bench that runs the real one, except for the argument lists that
@@ -280,5 +283,38 @@ func TestFaultsPlanAndNotebookFIFOs(t *testing.T) {
 				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and %q", c.args, code, out, errOut, c.code, c.msg)
 			}
 		})
+	}
+}
+
+// The window's Register refuses a plan whose extra_args its build does not know, writing
+// nothing (no plan file, no notebook row).
+func TestFaultsWindowRegisterChecksExtraArgs(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	tmp := t.TempDir()
+	nbPath := filepath.Join(tmp, "notebook.db")
+	nb, err := store.Open(nbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
+	p, err := study.Load(writePlan(t, tmp, "window plan", tiny, moe, 2, 8, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Axes.ExtraArgs = []string{"--bogus-flag"}
+	svc := studyService{nb: nb, llamaDir: loc.Dir, dataDir: filepath.Join(tmp, "data")}
+	_, err = svc.Register(context.Background(), p)
+	var ref *study.RefusedError
+	if !errors.As(err, &ref) || !strings.Contains(err.Error(), "axes.extra_args[0]: --bogus-flag is not a flag of this build's llama-bench") {
+		t.Fatalf("register: %v", err)
+	}
+	if st, _ := nb.Stats(context.Background()); st.Tables["studies"] != 0 {
+		t.Fatalf("a refused plan was registered: %v", st.Tables)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "data", "plans")); err == nil {
+		if left, _ := os.ReadDir(filepath.Join(tmp, "data", "plans")); len(left) != 0 {
+			t.Fatalf("a refused plan left a file: %v", left)
+		}
 	}
 }

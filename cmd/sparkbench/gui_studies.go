@@ -91,6 +91,12 @@ func (s studyService) Register(ctx context.Context, p *study.Plan) (study.Regist
 	if err != nil {
 		return study.Registration{}, err
 	}
+	// extra_args the window's build does not know are refused before anything is written.
+	if flags, _ := benchFlagsFor(ctx, p, s.dir()); flags != nil {
+		if probs := study.CheckBenchFlags(p, flags); len(probs) > 0 {
+			return study.Registration{}, &study.RefusedError{Problems: probs}
+		}
+	}
 	file, err := writePlanFile(s.dataDir, p.Name, sum, p)
 	if err != nil {
 		return study.Registration{}, err
