@@ -5,6 +5,7 @@ package main
 // the notebook's tables are unchanged where nothing should be written.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -387,5 +388,29 @@ func TestFaultsCapacityRealServerIncomplete(t *testing.T) {
 	code, stdout, errOut = runCLI("capacity", "run", "1", "--notebook", nb, "--llama-dir", loc.Dir)
 	if code != 1 || !strings.Contains(errOut, first) || !strings.Contains(errOut, "(resumed: 1 kept from before)") {
 		t.Fatalf("second run: exit %d\nstdout %s\nstderr %s", code, stdout, errOut)
+	}
+}
+
+// The window's capacity Register refuses server_flags its build's llama-server does not know,
+// before anything is written.
+func TestFaultsWindowCapacityRegisterChecksServerFlags(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	dir := t.TempDir()
+	nb, err := store.Open(filepath.Join(dir, "nb.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	p, err := capacity.Load(faultPlan(t, dir, "window", llamatest.Model(t, "tiny-llama-f32.gguf"), []string{"-t", "1", "--no-such-flag"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := capacityService{nb: nb, llamaDir: loc.Dir, dataDir: filepath.Join(dir, "data")}
+	_, err = svc.RegisterCapacity(context.Background(), p)
+	if err == nil || !strings.Contains(err.Error(), `candidates[0].server_flags[2]: "--no-such-flag" is not a flag of llama-server`) {
+		t.Fatalf("register: %v", err)
+	}
+	if st, _ := nb.Stats(context.Background()); st.Tables["studies"] != 0 {
+		t.Fatalf("a refused plan was registered: %v", st.Tables)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sparkbench/runner/llamacpp"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/receipt"
@@ -54,6 +55,19 @@ func (s capacityService) RegisterCapacity(ctx context.Context, p *capacity.Plan)
 	sum, _, err := p.SHA256()
 	if err != nil {
 		return capacity.Registration{}, err
+	}
+	// server_flags the window's build does not know are refused before anything is written
+	// (every server lifetime would fail to start); a build that cannot be asked checks nothing.
+	dir := s.llamaDir
+	if s.folder != nil {
+		dir = s.folder()
+	}
+	if loc, err := llamacpp.Locate(dir); err == nil {
+		if known, err := llamacpp.HelpFlags(ctx, loc.Server); err == nil {
+			if probs := capacity.CheckServerFlags(p, known, loc.Server); len(probs) > 0 {
+				return capacity.Registration{}, &study.RefusedError{Problems: probs}
+			}
+		}
 	}
 	file, err := writePlanFile(s.dataDir, p.Name, sum, p)
 	if err != nil {
