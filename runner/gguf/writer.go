@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
+
+	"sparkbench/runner/atomicfile"
 )
 
 // TensorData is a tensor to write: its table entry and its bytes.
@@ -168,29 +168,18 @@ func Write(w io.Writer, kvs []KV, tensors []TensorData) (int64, error) {
 	return cw.n, cw.w.(*bufio.Writer).Flush()
 }
 
-// WriteFile writes the file atomically: to a temporary file in the same
+// WriteFile writes the file atomically (mode 0644): to a temporary file in the same
 // directory, then renamed over path.
-func WriteFile(path string, kvs []KV, tensors []TensorData) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".gguf-*")
+func WriteFile(path string, kvs []KV, tensors []TensorData) error {
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = Write(tmp, kvs, tensors); err != nil {
+	if _, err := Write(f, kvs, tensors); err != nil {
+		f.Abort()
 		return err
 	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return f.Commit()
 }
 
 // tensorSize returns ne0/blck * type_size * ne1 * ne2 * ne3.

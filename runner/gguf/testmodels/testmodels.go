@@ -13,8 +13,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 
+	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/gguf"
 )
 
@@ -212,32 +212,17 @@ func ByFile(name string) (Spec, bool) {
 // place, so a reader never sees half a model) and returns its SHA-256 in hex.
 func Write(path string, s Spec) (string, error) {
 	kvs, ts := Build(s)
-	tmp := path + ".tmp"
-	if err := gguf.WriteFile(tmp, kvs, ts); err != nil {
-		os.Remove(tmp)
+	f, err := atomicfile.Create(path, 0o644)
+	if err != nil {
 		return "", fmt.Errorf("write %s: %w", path, err)
 	}
-	sum, err := fileSHA256(tmp)
-	if err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return sum, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
+	if _, err := gguf.Write(io.MultiWriter(f, h), kvs, ts); err != nil {
+		f.Abort()
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Commit(); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

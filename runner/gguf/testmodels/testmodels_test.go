@@ -31,7 +31,7 @@ func TestWriteMatchesCommittedSums(t *testing.T) {
 	if _, ok := ByFile("absent.gguf"); ok {
 		t.Error("ByFile found a model that does not exist")
 	}
-	left, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	left, _ := filepath.Glob(filepath.Join(dir, ".*")) // atomicfile's temporary files are hidden
 	if len(left) > 0 {
 		t.Errorf("temporary files left: %v", left)
 	}
