@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"sparkbench/app/receipt"
+	"sparkbench/runner/atomicfile"
 )
 
 // ArchiveTime is the modification time of every archive entry: a fixed value, so the same
@@ -21,6 +21,7 @@ var ArchiveTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // WriteDir writes files into dir, which must not exist or be an empty folder. Files are
 // created exclusively (never overwritten) through an os.Root on dir.
+// A folder cannot be renamed over an old one the way atomicfile replaces a file, hence "new or empty".
 func WriteDir(dir string, files receipt.Files) error {
 	for _, name := range files.Names() {
 		if err := receipt.CheckName(name); err != nil {
@@ -125,21 +126,5 @@ func Write(out string, files receipt.Files) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	defer os.Remove(name)
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(name, fs.FileMode(0o644)); err != nil {
-		return err
-	}
-	return os.Rename(name, out)
+	return atomicfile.WriteFile(out, data, 0o644)
 }
