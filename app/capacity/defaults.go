@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"sparkbench/runner/atomicfile"
 )
 
 // DefaultPromptPlanFile is the name the built-in prompt plan is written under, beside the plans
@@ -43,21 +45,8 @@ func WriteDefaultPromptPlan(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, ".prompts-*.json")
-	if err != nil {
-		return "", err
-	}
-	if _, err := tmp.Write(DefaultPromptPlan); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	// 0600 is the mode this file has always been written with (os.CreateTemp's).
+	if err := atomicfile.WriteFile(path, DefaultPromptPlan, 0o600); err != nil {
 		return "", err
 	}
 	return path, nil

@@ -16,6 +16,7 @@ import (
 	"sparkbench/app/canon"
 	"sparkbench/app/study"
 	"sparkbench/runner"
+	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/loadgen"
 	"sparkbench/runner/quality"
@@ -547,7 +548,7 @@ func (r *Run) run() (*RunReport, error) {
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomic(filepath.Join(spec.OutDir, RunManifestFile), append(data, '\n')); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(spec.OutDir, RunManifestFile), append(data, '\n'), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", RunManifestFile, err)
 		}
 		return nil
@@ -658,7 +659,7 @@ func (r *Run) run() (*RunReport, error) {
 		} else if err != nil {
 			runErr = fmt.Errorf("assemble: %w", err)
 			r.emit(RunEvent{Type: AssemblyFailed, Error: clipText(err.Error())})
-		} else if err := writeFileAtomic(filepath.Join(spec.OutDir, RunStudyFile), data); err != nil {
+		} else if err := atomicfile.WriteFile(filepath.Join(spec.OutDir, RunStudyFile), data, 0o644); err != nil {
 			runErr = fmt.Errorf("write %s: %w", RunStudyFile, err)
 		} else {
 			rep.Result, rep.Study, rep.StudySHA = &res, RunStudyFile, canon.SHA256Hex(data)
@@ -677,7 +678,7 @@ func (r *Run) run() (*RunReport, error) {
 		rep.Error = runErr.Error()
 	}
 	if data, err := canon.Marshal(rep); err == nil {
-		if werr := writeFileAtomic(filepath.Join(spec.OutDir, RunManifestFile), append(data, '\n')); werr != nil && runErr == nil {
+		if werr := atomicfile.WriteFile(filepath.Join(spec.OutDir, RunManifestFile), append(data, '\n'), 0o644); werr != nil && runErr == nil {
 			runErr = werr
 		}
 	}
@@ -1080,28 +1081,6 @@ func assembleRun(out string, sched []Lifetime, guards []guardRun) (Result, []byt
 	}
 	data, err := res.Marshal()
 	return res, data, err
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(name)
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if err := os.Chmod(name, 0o644); err != nil {
-		os.Remove(name)
-		return err
-	}
-	return os.Rename(name, path)
 }
 
 func clipText(s string) string {
