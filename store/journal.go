@@ -10,10 +10,11 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
-	"sparkbench/app/canon"
 	"strconv"
 	"time"
+
+	"sparkbench/app/canon"
+	"sparkbench/runner/atomicfile"
 )
 
 // Journal entry kinds.
@@ -433,8 +434,8 @@ func IsJournalHash(s string) bool {
 	return true
 }
 
-// writeAnchor replaces the anchor file atomically: a temporary file in the same folder,
-// synced, renamed over it, the folder synced.
+// writeAnchor replaces the anchor file (mode 0600) atomically: a temporary file in the same
+// folder, synced, renamed over it, the folder synced.
 func writeAnchor(path string, a Anchor) error {
 	a.Schema = AnchorSchema
 	b, err := json.Marshal(a)
@@ -442,34 +443,7 @@ func writeAnchor(path string, a Anchor) error {
 		return err
 	}
 	b = append(b, '\n')
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o600)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.WriteFile(path, b, 0o600)
 }
 
 // AnchorCheck is what the anchor says about the journal.
