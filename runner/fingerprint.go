@@ -22,11 +22,14 @@ import (
 // temperatures before and after the leg. What could not be read is listed in Errors; no
 // temperature sensor is recorded as an empty list, not as an error.
 type Fingerprint struct {
-	VersionLine string            `json:"version_line"`
-	Version     string            `json:"version"`
-	BuildNumber int               `json:"build_number"`
-	Commit      string            `json:"commit"`
-	Binary      llamacpp.Binary   `json:"binary"`
+	VersionLine string          `json:"version_line"`
+	Version     string          `json:"version"`
+	BuildNumber int             `json:"build_number"`
+	Commit      string          `json:"commit"`
+	Binary      llamacpp.Binary `json:"binary"`
+	// Libraries are the llama.cpp libraries the tool ran with (libllama, libggml*, the loaded
+	// backends), hashed: the tool's own few KiB do not identify a build.
+	Libraries   []llamacpp.Binary `json:"libraries,omitempty"`
 	Devices     []llamacpp.Device `json:"devices"`
 	Backends    []string          `json:"backends"`
 	Machine     Machine           `json:"machine"`
@@ -174,6 +177,14 @@ func (f *Fingerprinter) build(ctx context.Context, bench string, env []string, f
 		fp.Errors = append(fp.Errors, err.Error())
 	}
 	fp.Binary = bin
+	libs, missing, err := llamacpp.Libraries(bench, fp.Backends)
+	if err != nil {
+		fp.Errors = append(fp.Errors, "libraries: "+err.Error())
+	}
+	for _, m := range missing {
+		fp.Errors = append(fp.Errors, "libraries: "+m+" was not found beside the tool or on its RUNPATH; not hashed")
+	}
+	fp.Libraries = libs
 }
 
 func (f *Fingerprinter) proc() string {

@@ -73,6 +73,9 @@ func TestFingerprintOfFakeBinary(t *testing.T) {
 	if len(fp.Binary.SHA256) != 64 || fp.Binary.Size == 0 || len(fp.Errors) != 0 {
 		t.Errorf("binary %+v errors %v", fp.Binary, fp.Errors)
 	}
+	if len(fp.Libraries) != 1 || fp.Libraries[0].Name != "libggml-cpu-fake.so" || len(fp.Libraries[0].SHA256) != 64 {
+		t.Errorf("libraries %+v: want the loaded backend beside the tool, hashed", fp.Libraries)
+	}
 	if runtime.GOOS == "linux" && (fp.Machine.Kernel == "" || fp.Machine.LogicalCPUs == 0 || fp.Machine.MemBytes == 0) {
 		t.Errorf("machine %+v", fp.Machine)
 	}

@@ -43,7 +43,10 @@ func fakeLlama(t testing.TB) string {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fakeErr = err
 			fakePath = string(out)
+			return
 		}
+		// The backend the fake says it loaded lies beside it, as a real build's does.
+		fakeErr = os.WriteFile(filepath.Join(fakeDir, "libggml-cpu-fake.so"), []byte("stand-in backend library\n"), 0o644)
 	})
 	if fakeErr != nil {
 		t.Fatalf("build fakellama: %v: %s", fakeErr, fakePath)

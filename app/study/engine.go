@@ -634,6 +634,9 @@ func (r *run) probe(ctx context.Context) (Environment, error) {
 	env := Environment{Machine: fp.Machine, BuildDir: filepath.Dir(r.e.Bench), VersionLine: fp.VersionLine,
 		BuildNumber: int64(fp.BuildNumber), Commit: fp.Commit, Backends: fp.Backends,
 		Binaries: map[string]string{fp.Binary.Name: fp.Binary.SHA256}}
+	for _, lib := range fp.Libraries { // the libraries hold the build's code: they identify it
+		env.Binaries[lib.Name] = lib.SHA256
+	}
 	for _, d := range fp.Devices {
 		env.Devices = append(env.Devices, d.Name+" ("+d.Description+")")
 	}

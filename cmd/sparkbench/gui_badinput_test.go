@@ -35,7 +35,12 @@ func TestWindowRunWithAMissingBuildFolder(t *testing.T) {
 	defer nb.Close()
 	data := filepath.Join(tmp, "data")
 	var wb *ui.Workbench
-	folder := func() string { return wb.Bench.LlamaDir() }
+	folder := func() string {
+		if wb == nil {
+			return loc.Dir // before the window opens (the capacity study is registered first)
+		}
+		return wb.Bench.LlamaDir()
+	}
 	svc := studyService{nb: nb, dataDir: data, folder: folder}
 	capSvc := capacityService{nb: nb, dataDir: data, folder: folder}
 	ctx := context.Background()

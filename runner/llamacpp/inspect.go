@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +33,9 @@ type Build struct {
 	Backends    []string // backend libraries loaded at start-up, e.g. "CPU (libggml-cpu-zen4.so)"
 	Devices     []Device // from llama-bench --list-devices (CPU-only builds list none)
 	Binaries    []Binary // SHA-256 of each tool used
+	// Libraries are the llama.cpp libraries the tools run with (libllama, libggml*, the loaded
+	// backends), hashed (Libraries): they hold the code a build is.
+	Libraries []Binary `json:",omitempty"`
 }
 
 // Device is one line of --list-devices: "  Vulkan0: NVIDIA ... (24576 MiB, 23000 MiB free)".
@@ -81,6 +85,20 @@ func Inspect(ctx context.Context, loc Location) (*Build, error) {
 		}
 		b.Binaries = append(b.Binaries, bin)
 	}
+	seen := map[string]bool{}
+	for _, p := range []string{loc.Bench, loc.Server} {
+		libs, _, err := Libraries(p, b.Backends)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range libs {
+			if !seen[l.Name] {
+				seen[l.Name] = true
+				b.Libraries = append(b.Libraries, l)
+			}
+		}
+	}
+	sort.Slice(b.Libraries, func(i, j int) bool { return b.Libraries[i].Name < b.Libraries[j].Name })
 	return b, nil
 }
 
