@@ -15,6 +15,7 @@ import (
 	"sparkbench/app/canon"
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
+	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
 )
@@ -247,7 +248,7 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench capacity assemble: %v\n", err)
 		return 1
 	}
-	if err := capacityWriteFile(*output, data); err != nil {
+	if err := atomicfile.WriteFile(*output, data, 0o644); err != nil {
 		fprintf(stderr, "sparkbench capacity assemble: write %s: %v; check the folder exists and is writable\n", *output, err)
 		return 1
 	}
@@ -289,32 +290,4 @@ func capacityReadInput(flag, key, path string) (capacity.InputFile, error) {
 		return capacity.InputFile{}, fmt.Errorf("%s %s: %v", flag, key, err)
 	}
 	return capacity.InputFile{Name: path, Data: data}, nil
-}
-
-// writeFileAtomic writes through a temporary file in the same folder and renames it, so a
-// failed run never leaves a half-written study.json.
-func capacityWriteFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(name)
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if err := os.Chmod(name, 0o644); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return err
-	}
-	return nil
 }

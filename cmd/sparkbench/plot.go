@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sparkbench/runner/fsread"
 	"strings"
 
@@ -15,6 +13,7 @@ import (
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
 	"sparkbench/plots"
+	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/benchfmt"
 	"sparkbench/store"
 )
@@ -101,23 +100,15 @@ func cmdPlot(args []string, stdout, stderr io.Writer) int {
 	}
 
 	// Write beside the target and rename, so a failed export leaves no half-written file.
-	dir := filepath.Dir(*out)
-	tmp, err := os.CreateTemp(dir, ".sparkbench-plot-*")
+	f, err := atomicfile.Create(*out, 0o644)
 	if err != nil {
-		return fail(1, "create %s: %v", *out, err)
+		return fail(1, "%v", err) // "create OUT: …"
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	err = plots.ExportDPI(p, format, plots.Pixels(*width), plots.Pixels(*height), *dpi, tmp)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if err := plots.ExportDPI(p, format, plots.Pixels(*width), plots.Pixels(*height), *dpi, f); err != nil {
+		f.Abort()
+		return fail(1, "write %s: %v", *out, err)
 	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), *out)
-	}
-	if err != nil {
+	if err := f.Commit(); err != nil {
 		return fail(1, "write %s: %v", *out, err)
 	}
 	size := fmt.Sprintf("%d×%d px", *width, *height)

@@ -55,7 +55,7 @@ func TestPlotWritesEveryKindAndFormat(t *testing.T) {
 			}
 		}
 	}
-	leftovers, _ := filepath.Glob(filepath.Join(dir, ".sparkbench-plot-*"))
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".*")) // atomicfile's temporary files are hidden
 	if len(leftovers) > 0 {
 		t.Errorf("temporary files left: %v", leftovers)
 	}
