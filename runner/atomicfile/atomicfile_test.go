@@ -24,6 +24,27 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
+// existing makes a folder holding name with data, mode perm, and returns the folder and the path.
+func existing(t *testing.T, name, data string, perm fs.FileMode) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(data), perm); err != nil {
+		t.Fatal(err)
+	}
+	return dir, path
+}
+
+// mustCreate starts a replacement of path with mode 0644, failing the test when it cannot.
+func mustCreate(t *testing.T, path string) *File {
+	t.Helper()
+	f, err := Create(path, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func wantOnly(t *testing.T, dir string, names ...string) {
 	t.Helper()
 	got := entries(t, dir)
@@ -66,10 +87,7 @@ func TestWriteFileContentAndMode(t *testing.T) {
 func TestCreateStreamsAndCommits(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "model.gguf")
-	f, err := Create(path, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := mustCreate(t, path)
 	defer f.Abort() // a no-op after Commit
 	for _, part := range []string{"GGUF", "-", "body"} {
 		if _, err := io.WriteString(f, part); err != nil {
@@ -98,11 +116,7 @@ func TestCreateStreamsAndCommits(t *testing.T) {
 // the replacement (the new file is a new inode renamed over the name, not the old one
 // rewritten in place), and the name gives the new bytes.
 func TestReplaceIsARename(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "anchor.json")
-	if err := os.WriteFile(path, []byte("old\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, path := existing(t, "anchor.json", "old\n", 0o600)
 	old, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -120,15 +134,8 @@ func TestReplaceIsARename(t *testing.T) {
 }
 
 func TestAbortLeavesTargetAndNoTemp(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "study.json")
-	if err := os.WriteFile(path, []byte("kept\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := Create(path, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, path := existing(t, "study.json", "kept\n", 0o644)
+	f := mustCreate(t, path)
 	if _, err := f.Write([]byte("half a stu")); err != nil {
 		t.Fatal(err)
 	}
@@ -149,15 +156,8 @@ func TestAbortLeavesTargetAndNoTemp(t *testing.T) {
 // under the writer) makes Commit fail too; the target keeps its bytes and no temporary file
 // stays.
 func TestFailedWriteLeavesTargetAndNoTemp(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "plot.png")
-	if err := os.WriteFile(path, []byte("old png"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := Create(path, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, path := existing(t, "plot.png", "old png", 0o644)
+	f := mustCreate(t, path)
 	f.f.Close()
 	if _, err := f.Write([]byte("new png")); err == nil {
 		t.Fatal("a write to a closed temporary file succeeded")
@@ -205,14 +205,8 @@ func TestMissingFolder(t *testing.T) {
 func TestTwoWritersDoNotShareATemp(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.json")
-	a, err := Create(path, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Create(path, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustCreate(t, path)
+	b := mustCreate(t, path)
 	if a.f.Name() == b.f.Name() {
 		t.Fatalf("both writers use %s", a.f.Name())
 	}
