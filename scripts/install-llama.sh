@@ -13,24 +13,36 @@ exec 3>&1 1>&2
 
 usage() {
   cat <<'EOF'
-Usage: scripts/install-llama.sh [--prefix DIR] [--force] [--upgrade] [--quiet] [--help]
+Usage: scripts/install-llama.sh [--prefix DIR] [--full] [--force] [--upgrade] [--quiet] [--help]
 
 Builds (once) a self-contained llama.cpp prefix from Debian sid binary packages
 (llama.cpp-tools, libllama0, libggml0 and sid's runtime libraries), patched to run
 on this machine, and prints its binaries folder (PREFIX/bin) as the only line on stdout.
 If a working prefix already exists it just prints the folder.
 
+With --full the prefix also holds llama.cpp-tools-extra (llama-batched-bench,
+llama-perplexity, llama-imatrix, llama-fit-params, llama-gguf-split, llama-tokenize,
+ggml-rpc-server) and the ggml Vulkan and RPC backends; a prefix that lacks one of them is
+rebuilt. The Vulkan loader and drivers are the host's (libvulkan1, mesa-vulkan-drivers:
+scripts/setup-system.sh); without libvulkan.so.1 the Vulkan backend is left out. Not yet
+the default: with the Vulkan backend loaded, llama-bench reports backends "Vulkan" even for
+CPU-only runs.
+
 Options:
   --prefix DIR   where the prefix goes (default: $SPARKBENCH_LLAMA_PREFIX, else
                  ${XDG_CACHE_HOME:-$HOME/.cache}/sparkbench/llama.cpp). PREFIX becomes a
                  symlink to a versioned sibling directory .<name>-<stamp>.
-  --force        rebuild even if the prefix works (from the cached .debs: no network)
+  --full         add the extra tools and the Vulkan and RPC backends (see above; env
+                 SPARKBENCH_LLAMA_COMPONENTS=full does the same)
+  --force        rebuild even if the prefix works (from the cached .debs: no network,
+                 unless the cache lacks a package)
   --upgrade      refresh the sid package lists, download the newest .debs and rebuild
   --quiet        print only errors on stderr
   --help         show this help
 
 Environment:
   SPARKBENCH_LLAMA_PREFIX   default for --prefix
+  SPARKBENCH_LLAMA_COMPONENTS  cpu (default) or full (as --full)
   SPARKBENCH_LLAMA_CACHE    private apt state and .deb cache
                             (default ${XDG_CACHE_HOME:-$HOME/.cache}/sparkbench/llama-apt)
   SPARKBENCH_LLAMA_MIRROR   Debian mirror URL (default: the machine's own Debian mirror
@@ -40,6 +52,7 @@ EOF
 }
 
 quiet=0
+components=${SPARKBENCH_LLAMA_COMPONENTS:-cpu}
 force=0
 upgrade=0
 prefix_arg=""
@@ -48,6 +61,7 @@ while [ $# -gt 0 ]; do
     --prefix) [ $# -ge 2 ] || { echo "$prog: --prefix needs a directory" >&2; exit 2; }
               prefix_arg=$2; shift 2 ;;
     --prefix=*) prefix_arg=${1#--prefix=}; shift ;;
+    --full) components=full; shift ;;
     --force) force=1; shift ;;
     --upgrade) upgrade=1; shift ;;
     --quiet|-q) quiet=1; shift ;;
@@ -63,11 +77,29 @@ cache_home=${XDG_CACHE_HOME:-${HOME:?HOME is not set}/.cache}
 prefix=${prefix_arg:-${SPARKBENCH_LLAMA_PREFIX:-$cache_home/sparkbench/llama.cpp}}
 cache=${SPARKBENCH_LLAMA_CACHE:-$cache_home/sparkbench/llama-apt}
 suite=sid
+case "$components" in cpu|full) ;; *) die "SPARKBENCH_LLAMA_COMPONENTS must be cpu or full, not '$components'" ;; esac
 roots=(llama.cpp-tools libllama0 libggml0)
+# the packages only --full uses (a cpu build from a full cache leaves them packed)
+full_only_re='^(llama\.cpp-tools-extra|libggml0-backend-vulkan|libggml0-backend-rpc)$'
+[ "$components" = cpu ] || roots+=(llama.cpp-tools-extra libggml0-backend-vulkan libggml0-backend-rpc)
 # shellcheck disable=SC2206  # word splitting is intended
 extra_pkgs=(${SPARKBENCH_LLAMA_EXTRA_PACKAGES:-})
-# Library packages that the dependency walk skips: not needed by the tools.
-exclude_re='^(libc-gconv-modules-extra|libc-l10n|libc-bin|gcc-[0-9]+-base)$'
+# Library packages that the dependency walk skips: not needed by the tools, or the host's
+# (libvulkan1: the Vulkan loader, like the GPU drivers it loads, must be the host's own).
+exclude_re='^(libc-gconv-modules-extra|libc-l10n|libc-bin|gcc-[0-9]+-base|libvulkan1)$'
+# What every complete prefix holds (an older prefix without one of them is rebuilt).
+# ggml-rpc-server comes from usr/libexec/<triplet>/llama/bin/ and goes to bin/ as well.
+required_tools=(llama-server llama-bench)
+required_backends=()
+if [ "$components" = full ]; then
+  required_tools+=(llama-cli llama-completion llama-quantize
+                   llama-batched-bench llama-perplexity llama-imatrix llama-fit-params
+                   llama-gguf-split llama-tokenize ggml-rpc-server)
+  required_backends+=(libggml-rpc.so)   # in bin/, next to the CPU backends
+fi
+# The only host library the prefix may use: the Vulkan loader, needed by libggml-vulkan.so
+# (the Mesa/GPU drivers it dlopens at run time are the host's too, and invisible to ldd).
+host_lib_ok_re='^libvulkan\.so\.1 libggml-vulkan\.so$'
 
 # Absolute, lexically clean prefix path (the prefix itself may be a symlink: do not resolve it).
 case "$prefix" in /*) ;; *) prefix=$PWD/$prefix ;; esac
@@ -79,16 +111,42 @@ case "$base" in .|..|'') die "bad prefix '$prefix'" ;; esac
 
 arch=$(dpkg --print-architecture 2>/dev/null || echo unknown)
 case "$arch" in
-  amd64) triplet=x86_64-linux-gnu; ldso=ld-linux-x86-64.so.2 ;;
-  arm64) triplet=aarch64-linux-gnu; ldso=ld-linux-aarch64.so.1 ;;
+  amd64) triplet=x86_64-linux-gnu; ldso=ld-linux-x86-64.so.2; ldconfig_tag=x86-64 ;;
+  arm64) triplet=aarch64-linux-gnu; ldso=ld-linux-aarch64.so.1; ldconfig_tag=AArch64 ;;
   *) die "unsupported architecture '$arch' (this recipe knows amd64 and arm64); use your own llama.cpp build's bin folder instead" ;;
 esac
 
+# Does the host's dynamic loader know a Vulkan loader (libvulkan.so.1) of this architecture?
+# (ld.so.cache, which the prefix's own ld.so reads too; without ldconfig, the standard folders)
+host_has_vulkan_loader() {
+  local c d
+  for c in /sbin/ldconfig /usr/sbin/ldconfig ldconfig; do
+    if command -v "$c" >/dev/null 2>&1; then
+      "$c" -p 2>/dev/null | grep -q "^[[:space:]]*libvulkan\.so\.1 (.*$ldconfig_tag.*) =>"
+      return
+    fi
+  done
+  for d in "/usr/lib/$triplet" "/lib/$triplet" /usr/lib64 /lib64 /usr/lib /lib; do
+    [ -e "$d/libvulkan.so.1" ] && return 0
+  done
+  return 1
+}
+
 # --- fast path: a working prefix --------------------------------------------------------
 prefix_works() {
-  local p=$1
-  [ -f "$p/VERSIONS.txt" ] && [ -x "$p/bin/llama-server" ] && [ -x "$p/bin/llama-bench" ] \
-    && [ -e "$p/lib/$ldso" ] || return 1
+  local p=$1 t
+  [ -f "$p/VERSIONS.txt" ] && [ -e "$p/lib/$ldso" ] || return 1
+  for t in "${required_tools[@]}"; do [ -x "$p/bin/$t" ] || return 1; done
+  for t in "${required_backends[@]}"; do [ -f "$p/bin/$t" ] || return 1; done
+  if [ "$components" = full ]; then
+  # the Vulkan backend: present, or left out because the host had no Vulkan loader and
+  # still has none (a host that gained libvulkan1 since gets it; one that lost it, a rebuild)
+  if [ -f "$p/bin/libggml-vulkan.so" ]; then
+    host_has_vulkan_loader || return 1
+  else
+    grep -q '^vulkan: left out' "$p/VERSIONS.txt" && ! host_has_vulkan_loader || return 1
+  fi
+  fi
   local out
   out=$(env -u LD_PRELOAD -u LD_LIBRARY_PATH "$p/bin/llama-server" --version 2>&1 </dev/null) || return 1
   case "$out" in *"version: "*) return 0 ;; *) return 1 ;; esac
@@ -296,28 +354,58 @@ resolve_set() {
 }
 
 # manifest format: one line per package: NAME VERSION SHA256 FILE (FILE relative to debs/)
+# manifest_ok M: every .deb of M is cached with its SHA-256, and M holds every root package
+# (a manifest from before a package joined the roots is incomplete: its set is fetched anew).
 manifest_ok() {
-  local m=$1 file n=0
+  local m=$1 file n=0 p
   [ -s "$m" ] || return 1
   while read -r _ _ _ file; do
     [ -n "$file" ] && [ -f "$cache/debs/$file" ] || return 1
     n=$((n + 1))
   done <"$m"
   [ "$n" -gt 0 ] || return 1
+  for p in "${roots[@]}" "${extra_pkgs[@]}"; do
+    awk -v p="$p" '$1 == p { found = 1 } END { exit !found }' "$m" || return 1
+  done
   (cd "$cache/debs" && awk '{print $3 "  " $4}' "$m" | sha256sum --quiet -c - >/dev/null 2>&1)
 }
 
+# download_set OUT: resolve the package set in the current lists and write its manifest to
+# OUT. A package whose listed version is already cached (same name and version in the current
+# manifest, .deb present with its SHA-256) is reused; only the others are downloaded.
 download_set() {
-  local out=$1 dl pkgs=() f resolved
+  local out=$1 dl pkgs=() f resolved fetch=() p v line
   resolved=$(resolve_set) || exit 1   # resolve_set has said why
   mapfile -t pkgs <<<"$resolved"
-  say "downloading ${#pkgs[@]} sid packages: ${pkgs[*]}"
+  local -A want=()
+  while read -r p v; do
+    [ -n "$p" ] && want[$p]=$v
+  done < <(apt-cache "${aptopts[@]}" show --no-all-versions "${pkgs[@]}" 2>>"$log" \
+             | awk '/^Package: / { p = $2 } /^Version: / { print p, $2 }')
+  : >"$out.tmp"
+  for p in "${pkgs[@]}"; do
+    line=""
+    if [ -n "${want[$p]:-}" ] && [ -f "$manifest" ]; then
+      line=$(awk -v p="$p" -v v="${want[$p]}" '$1 == p && $2 == v { print; exit }' "$manifest")
+    fi
+    if [ -n "$line" ] && [ -f "$cache/debs/${line##* }" ] \
+       && [ "$(sha256sum <"$cache/debs/${line##* }" | cut -d' ' -f1)" = "$(cut -d' ' -f3 <<<"$line")" ]; then
+      printf '%s\n' "$line" >>"$out.tmp"
+    else
+      fetch+=("$p")
+    fi
+  done
+  if [ ${#fetch[@]} -eq 0 ]; then
+    say "all ${#pkgs[@]} sid packages are cached at their listed versions"
+    sort -o "$out" "$out.tmp" && rm -f "$out.tmp"
+    return 0
+  fi
+  say "downloading ${#fetch[@]} of ${#pkgs[@]} sid packages: ${fetch[*]}"
   dl=$(mktemp -d "$cache/debs/.dl.XXXXXX")
-  if ! (cd "$dl" && run apt-get "${aptopts[@]}" -q download "${pkgs[@]}"); then
+  if ! (cd "$dl" && run apt-get "${aptopts[@]}" -q download "${fetch[@]}"); then
     rm -rf -- "$dl"
     return 1
   fi
-  : >"$out.tmp"
   for f in "$dl"/*.deb; do
     [ -f "$f" ] || continue
     printf '%s %s %s %s\n' "$(dpkg-deb -f "$f" Package)" "$(dpkg-deb -f "$f" Version)" \
@@ -357,17 +445,28 @@ printf '%s\n' "$prefix_real_parent_prefix" >"$build/.sparkbench-llama-build"
 stage=$build/.stage
 mkdir -p "$stage" "$build/bin" "$build/lib"
 say "building in $build"
+# the manifest lines this build uses (a cpu build from a full cache leaves out $full_only_re)
+if [ "$components" = full ]; then
+  cp "$use_manifest" "$build/.manifest"
+else
+  awk -v re="$full_only_re" '$1 !~ re' "$use_manifest" >"$build/.manifest"
+fi
 while read -r _ _ _ file; do
   run dpkg-deb -x "$cache/debs/$file" "$stage" || die "cannot unpack $file"
-done <"$use_manifest"
+done <"$build/.manifest"
 
-# tools
+# tools: every llama-* of llama.cpp-tools and llama.cpp-tools-extra, and the RPC server that
+# tools-extra keeps in usr/libexec/<triplet>/llama/bin/
 n_tools=0
-for f in "$stage/usr/bin/"llama-*; do
+for f in "$stage/usr/bin/"llama-* "$stage/usr/libexec/$triplet/llama/bin/"*; do
   [ -f "$f" ] || continue
+  [ -e "$build/bin/$(basename "$f")" ] && continue
   cp -p "$f" "$build/bin/" && n_tools=$((n_tools + 1))
 done
 [ "$n_tools" -gt 0 ] || die "no llama-* tools found in the llama.cpp-tools package"
+for t in "${required_tools[@]}"; do
+  [ -f "$build/bin/$t" ] || die "$t is missing from the sid packages (llama.cpp-tools, llama.cpp-tools-extra)"
+done
 
 # libraries: flatten every *.so* (files and same-folder symlinks) into lib/
 for d in "$stage/usr/lib/$triplet" "$stage/lib/$triplet" "$stage/usr/lib/$triplet/llama" \
@@ -385,12 +484,17 @@ for d in "$stage/usr/lib/$triplet" "$stage/lib/$triplet" "$stage/usr/lib/$triple
 done
 [ -f "$build/lib/$ldso" ] || die "$ldso is missing from sid's libc6 package"
 
-# ggml CPU backends next to the executables (ggml searches the executable's folder)
+# ggml backends next to the executables (ggml searches the executable's folder): the CPU
+# variants (libggml-cpu-*.so), Vulkan (libggml-vulkan.so) and RPC (libggml-rpc.so)
 n_backends=0
 while IFS= read -r -d '' f; do
   cp -p "$f" "$build/bin/" && n_backends=$((n_backends + 1))
-done < <(find "$stage/usr/lib/$triplet/ggml" "$stage/usr/lib/ggml" -name 'libggml-cpu-*.so' -print0 2>/dev/null)
-[ "$n_backends" -gt 0 ] || die "no ggml CPU backend (libggml-cpu-*.so) found in libggml0"
+done < <(find "$stage/usr/lib/$triplet/ggml" "$stage/usr/lib/ggml" -name 'libggml-*.so' -print0 2>/dev/null)
+compgen -G "$build/bin/libggml-cpu-*.so" >/dev/null || die "no ggml CPU backend (libggml-cpu-*.so) found in libggml0"
+vk=(); [ "$components" = cpu ] || vk=(libggml-vulkan.so)
+for t in "${required_backends[@]}" "${vk[@]}"; do
+  [ -f "$build/bin/$t" ] || die "$t is missing from the sid packages (libggml0-backend-*)"
+done
 rm -rf -- "$stage"
 
 # patchelf: interpreter on executables, RPATH (not RUNPATH) on every ELF, all pointing at
@@ -401,24 +505,51 @@ for f in "$build/bin/"* "$build/lib/"*; do
   if [ ! -f "$f" ] || [ -L "$f" ] || ! is_elf "$f"; then continue; fi
   [ "$(basename "$f")" = "$ldso" ] && continue
   [ -w "$f" ] || chmod u+w "$f"
-  if [[ $f == "$build/bin/llama-"* ]]; then
+  if [[ $f == "$build/bin/"* ]] && patchelf --print-interpreter "$f" >/dev/null 2>&1; then
+    # an executable (the tools and ggml-rpc-server; the backends in bin/ have no interpreter)
     run patchelf --set-interpreter "$build/lib/$ldso" "$f" || die "patchelf --set-interpreter failed on $f"
   fi
   run patchelf --force-rpath --set-rpath "$build/lib" "$f" || die "patchelf --set-rpath failed on $f"
   n_elf=$((n_elf + 1))
 done
-say "patched $n_elf ELF files ($n_tools tools, $n_backends CPU backends)"
+say "patched $n_elf ELF files ($n_tools tools, $n_backends ggml backends)"
+
+# list_libs FILE: "SONAME FILE PATH" for each library FILE needs, as the prefix's own loader
+# resolves it (ld.so --list, i.e. ldd); PATH is "not-found" when it cannot.
+list_libs() {
+  { env -u LD_PRELOAD -u LD_LIBRARY_PATH "$build/lib/$ldso" --list "$1" 2>&1 || true; } \
+    | awk -v f="$(basename "$1")" '/=>/ { print $1, f, (/not found/ ? "not-found" : $3) }'
+}
+
+# The Vulkan backend needs the host's Vulkan loader; without one it is left out (ggml would
+# only fail to load it) and the prefix is a CPU prefix. Found, the loader is the one host
+# library accepted below; the drivers (ICDs) it loads at run time are not ldd's business.
+vk_loader=""
+if [ "$components" = cpu ]; then
+  vulkan_status="not built (cpu components; --full adds it)"
+elif vk_loader=$(list_libs "$build/bin/libggml-vulkan.so" | awk '$1 == "libvulkan.so.1" { print $3 }') \
+     && { [ "$vk_loader" = not-found ] || [ -z "$vk_loader" ]; }; then
+  rm -f -- "$build/bin/libggml-vulkan.so"
+  vulkan_status="left out (no libvulkan.so.1 on the host; scripts/setup-system.sh installs libvulkan1 mesa-vulkan-drivers)"
+  say "no Vulkan loader (libvulkan.so.1) on this host: the Vulkan backend is left out (CPU and RPC only); run scripts/setup-system.sh, then this script again"
+else
+  vulkan_status="included (Vulkan loader: $vk_loader)"
+fi
 
 # every library resolvable inside the prefix? (the prefix's own loader in ldd mode; a library
-# found outside PREFIX/lib would mix in the host's copy, so it counts as unresolved too)
+# found outside PREFIX/lib would mix in the host's copy, so it counts as unresolved too; the
+# one exception is $host_lib_ok_re: the Vulkan loader, for the Vulkan backend only)
 unresolved=$(
   for f in "$build/bin/"* "$build/lib/"*.so*; do
     if [ ! -f "$f" ] || [ -L "$f" ] || ! is_elf "$f"; then continue; fi
     [ "$(basename "$f")" = "$ldso" ] && continue
-    env -u LD_PRELOAD -u LD_LIBRARY_PATH "$build/lib/$ldso" --list "$f" 2>&1 \
-      | awk -v f="$(basename "$f")" -v lib="$build/lib/" '
-          /=>/ && /not found/ { print $1 " (needed by " f ")"; next }
-          /=>/ && index($3, lib) != 1 { print $1 " (needed by " f ", found only on the host: " $3 ")" }'
+    list_libs "$f" | while read -r soname needer path; do
+      if [ "$path" = not-found ]; then
+        echo "$soname (needed by $needer)"
+      elif [[ $path != "$build/lib/"* ]] && ! [[ "$soname $needer" =~ $host_lib_ok_re ]]; then
+        echo "$soname (needed by $needer, found only on the host: $path)"
+      fi
+    done
   done | sort -u
 )
 if [ -n "$unresolved" ]; then
@@ -442,7 +573,21 @@ $(printf '%s\n' "$bench_help" | tail -n 20)"
 printf '%s\n' "$bench_help" | grep -q "load_backend: loaded CPU backend from $build/bin/" \
   || die "smoke test failed: llama-bench --help shows no 'load_backend: loaded CPU backend from $build/bin/...' line:
 $(printf '%s\n' "$bench_help" | grep -v '^ ' | tail -n 20)"
-say "smoke test passed: $version_line"
+[ "$components" = cpu ] || printf '%s\n' "$bench_help" | grep -q "load_backend: loaded RPC backend from $build/bin/" \
+  || die "smoke test failed: llama-bench --help shows no 'load_backend: loaded RPC backend from $build/bin/...' line:
+$(printf '%s\n' "$bench_help" | grep -v '^ ' | tail -n 20)"
+for t in "${required_tools[@]}"; do
+  case "$t" in
+    llama-quantize) continue ;;                       # no --version; --help exits 1
+    ggml-rpc-server) args=(--help); want="Usage: " ;;  # no --version
+    *) args=(--version); want="version: " ;;
+  esac
+  out=$(env -u LD_PRELOAD -u LD_LIBRARY_PATH timeout 60 "$build/bin/$t" "${args[@]}" 2>&1 </dev/null) \
+    && [[ $out == *"$want"* ]] \
+    || die "smoke test failed: $t ${args[*]}:
+$(printf '%s\n' "$out" | grep -v 'failed to enumerate' | tail -n 10)"
+done
+say "smoke test passed: $version_line; Vulkan backend $vulkan_status"
 
 # --- VERSIONS.txt -----------------------------------------------------------------------
 {
@@ -455,11 +600,21 @@ say "smoke test passed: $version_line"
   printf '%s\n' "$smoke" | grep -m1 '^built with' || true
   echo
   echo "# package version sha256(.deb) file"
-  cat "$use_manifest"
+  cat "$build/.manifest"
   echo
-  echo "# sha256 of the patched tools (paths are baked in, so these differ per prefix)"
-  (cd "$build" && sha256sum bin/llama-*)
+  echo "# components"
+  echo "components: $components"
+  echo "tools: $(cd "$build/bin" && for f in *; do [[ $f == lib* ]] || printf '%s ' "$f"; done)"
+  echo "backends: $(cd "$build/bin" && printf '%s ' lib*.so)"
+  echo "vulkan: $vulkan_status"
+  echo
+  echo "# sha256 of the patched tools and backends (paths are baked in, so these differ per prefix)"
+  (cd "$build" && sha256sum bin/*)
+  echo
+  echo "# sha256 of the patched libraries that hold llama.cpp's code"
+  (cd "$build" && find lib -maxdepth 1 -type f \( -name 'libllama*' -o -name 'libggml*' -o -name 'libmtmd*' \) | sort | xargs sha256sum)
 } >"$build/VERSIONS.txt"
+rm -f -- "$build/.manifest"
 
 # --- atomic swap ------------------------------------------------------------------------
 link_tmp=$parent/.$base.link.$$
