@@ -2,8 +2,11 @@
 # Installs the Debian packages sparkbench needs to build the GUI (Fyne's cgo libraries),
 # run headless GUI tests (Xvfb), take screenshots (ImageMagick; xdotool clicks where no flag
 # reaches), measure the GUI cost (jq derives its plan) and assemble the llama.cpp prefix
-# (patchelf, dpkg-deb, apt-get download). Idempotent: installs only what is missing,
-# and does nothing (not even `apt-get update`) when everything is present.
+# (patchelf, dpkg-deb, apt-get download), plus the host's Vulkan loader and Mesa's Vulkan
+# drivers (libvulkan1, mesa-vulkan-drivers: the prefix's Vulkan backend loads them at run time;
+# on a machine without a GPU Mesa's software device llvmpipe/lavapipe stands in).
+# Idempotent: installs only what is missing, and does nothing (not even `apt-get update`)
+# when everything is present.
 set -euo pipefail
 
 packages=(
@@ -11,6 +14,7 @@ packages=(
   libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev libxinerama-dev libxi-dev libxxf86vm-dev
   xvfb xauth imagemagick x11-utils xdotool jq
   patchelf debian-archive-keyring ca-certificates binutils file
+  libvulkan1 mesa-vulkan-drivers
 )
 
 missing=()
