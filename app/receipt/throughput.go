@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -576,17 +575,10 @@ func intText(p *int) string {
 	return fmt.Sprint(*p)
 }
 
-// bundleRecorder is study.Recorder over a bundle's parsed raw files: read-only.
+// bundleRecorder is study.RecordReader over a bundle's parsed raw files: a receipt is computed
+// by the same Show the notebook's study uses, and nothing can be written through it.
 type bundleRecorder struct{ tb *throughputBundle }
 
-var errReadOnly = errors.New("a receipt bundle is read-only")
-
-func (r bundleRecorder) StudyByPlan(context.Context, string) (int64, bool, error) {
-	return r.tb.st.ID, true, nil
-}
-func (r bundleRecorder) Register(context.Context, study.NewStudy) (int64, error) {
-	return 0, errReadOnly
-}
 func (r bundleRecorder) Study(_ context.Context, id int64) (study.StoredStudy, error) {
 	if id != r.tb.st.ID {
 		return study.StoredStudy{}, fmt.Errorf("the bundle holds study %d, not %d", r.tb.st.ID, id)
@@ -651,36 +643,8 @@ func (r bundleRecorder) Rows(context.Context, int64) ([]study.StoredRow, error) 
 	})
 	return out, nil
 }
-func (r bundleRecorder) SetStatus(context.Context, int64, string) error { return errReadOnly }
-func (r bundleRecorder) Note(context.Context, int64, string, any) error { return errReadOnly }
-func (r bundleRecorder) Environment(context.Context, study.Environment) (int64, int64, error) {
-	return 0, 0, errReadOnly
-}
-func (r bundleRecorder) Model(context.Context, study.ModelRecord) (int64, error) {
-	return 0, errReadOnly
-}
-func (r bundleRecorder) StartLeg(context.Context, study.LegStart) (int64, study.RowSink, error) {
-	return 0, nil, errReadOnly
-}
-func (r bundleRecorder) FinishLeg(context.Context, int64, study.LegEnd) error { return errReadOnly }
-func (r bundleRecorder) RecordGate(context.Context, study.GateRecord) error   { return errReadOnly }
-func (r bundleRecorder) RecordVerdict(context.Context, int64, study.Verdict) error {
-	return errReadOnly
-}
-func (r bundleRecorder) RecordHumanVerdict(context.Context, int64, study.HumanVerdict) error {
-	return errReadOnly
-}
-func (r bundleRecorder) AddAmendment(context.Context, int64, study.AmendmentRecord) error {
-	return errReadOnly
-}
-func (r bundleRecorder) AddDeviation(context.Context, int64, study.DeviationRecord) error {
-	return errReadOnly
-}
-func (r bundleRecorder) AddFinding(context.Context, int64, study.FindingRecord) (string, error) {
-	return "", errReadOnly
-}
 
-var _ study.Recorder = bundleRecorder{}
+var _ study.RecordReader = bundleRecorder{}
 
 // Report is the study's report (what `study show --json` prints) computed from the bundle's
 // raw files alone.

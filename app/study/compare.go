@@ -102,7 +102,7 @@ type sideCell struct {
 }
 
 // comparedSide loads one study's cells.
-func comparedSide(ctx context.Context, rec Recorder, id int64) (ComparedStudy, map[cellKey]sideCell, []cellKey, error) {
+func comparedSide(ctx context.Context, rec RecordReader, id int64) (ComparedStudy, map[cellKey]sideCell, []cellKey, error) {
 	l, err := loadStudy(ctx, rec, id)
 	if err != nil {
 		return ComparedStudy{}, nil, nil, err
@@ -157,7 +157,7 @@ func comparedSide(ctx context.Context, rec Recorder, id int64) (ComparedStudy, m
 // refuses (ErrNotComparable, naming why) when the two plans share no model file (by SHA-256),
 // when the shared models have no cell in common, or when a shared cell has fewer than
 // analysis.MinReps repetitions on either side.
-func CompareStudies(ctx context.Context, rec Recorder, baselineID, newID int64, alpha float64) (*StudyComparison, error) {
+func CompareStudies(ctx context.Context, rec RecordReader, baselineID, newID int64, alpha float64) (*StudyComparison, error) {
 	if alpha <= 0 || alpha >= 1 {
 		alpha = DefaultAlpha
 	}

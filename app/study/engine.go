@@ -124,7 +124,7 @@ type loadedStudy struct {
 	reopened map[string]bool
 }
 
-func loadStudy(ctx context.Context, rec Recorder, id int64) (*loadedStudy, error) {
+func loadStudy(ctx context.Context, rec RecordReader, id int64) (*loadedStudy, error) {
 	st, err := rec.Study(ctx, id)
 	if err != nil {
 		return nil, err

@@ -17,18 +17,12 @@ import (
 // dies loses at most the leg it was running (the notebook marks that leg interrupted when it is
 // next opened, and Run starts it again).
 type Recorder interface {
+	RecordReader
 	// StudyByPlan finds the study registered with this plan SHA-256 (the plan's identity).
 	StudyByPlan(ctx context.Context, planSHA256 string) (studyID int64, found bool, err error)
 	// Register creates a throughput study, freezes its plan and registers every prediction, as
 	// one journaled step, and returns the study's id.
 	Register(ctx context.Context, s NewStudy) (int64, error)
-	// Study reads a registered study with its amendments, deviations, findings, latest verdicts
-	// and the engine's notes.
-	Study(ctx context.Context, studyID int64) (StoredStudy, error)
-	// Legs lists the study's legs in the order they started.
-	Legs(ctx context.Context, studyID int64) ([]StoredLeg, error)
-	// Rows lists every llama-bench row of the study's legs with its status.
-	Rows(ctx context.Context, studyID int64) ([]StoredRow, error)
 
 	SetStatus(ctx context.Context, studyID int64, status string) error
 	// Note journals an engine entry (kinds start with "study.", see the Note* constants).
@@ -48,6 +42,18 @@ type Recorder interface {
 	AddAmendment(ctx context.Context, studyID int64, a AmendmentRecord) error
 	AddDeviation(ctx context.Context, studyID int64, d DeviationRecord) error
 	AddFinding(ctx context.Context, studyID int64, f FindingRecord) (label string, err error)
+}
+
+// RecordReader is the part of the notebook that reading a study needs (Show, CompareStudies,
+// and a receipt bundle's read-only notebook): nothing is written through it.
+type RecordReader interface {
+	// Study reads a registered study with its amendments, deviations, findings, latest verdicts
+	// and the engine's notes.
+	Study(ctx context.Context, studyID int64) (StoredStudy, error)
+	// Legs lists the study's legs in the order they started.
+	Legs(ctx context.Context, studyID int64) ([]StoredLeg, error)
+	// Rows lists every llama-bench row of the study's legs with its status.
+	Rows(ctx context.Context, studyID int64) ([]StoredRow, error)
 }
 
 // RowSink takes a running leg's rows, in order: the first row added is seq 0.

@@ -149,7 +149,7 @@ func (v Verdict) Word() string {
 
 // Show assembles a study's report from the notebook. Model files are read (not hashed) for
 // the ceilings; a missing one leaves those figures unresolvable.
-func Show(ctx context.Context, rec Recorder, studyID int64) (*Report, error) {
+func Show(ctx context.Context, rec RecordReader, studyID int64) (*Report, error) {
 	l, err := loadStudy(ctx, rec, studyID)
 	if err != nil {
 		return nil, err
