@@ -585,46 +585,14 @@ func refreshShownConsole(tabs *container.AppTabs, console *widget.List, follow *
 }
 
 func eventLine(e study.Event) string {
-	t := e.At.Format("15:04:05")
-	switch e.Kind {
-	case study.EventLegStarted:
-		return fmt.Sprintf("%s leg %s started: %s", t, e.Leg, strings.Join(e.Argv, " "))
-	case study.EventLegSkipped:
-		return fmt.Sprintf("%s leg %s finished in an earlier run", t, e.Leg)
-	case study.EventLine:
-		if l := e.Line; l != nil {
-			text := fmt.Sprintf("%s   │ %s", t, l.Text)
-			if l.Dropped > 0 {
-				text += fmt.Sprintf("   [%d earlier line(s) not shown: the console fell behind; the leg's transcript keeps them]", l.Dropped)
-			}
-			return text
-		}
-	case study.EventSample:
-		if s := e.Sample; s != nil {
-			return fmt.Sprintf("%s   %-16s %10.2f t/s  cv %4.1f%%", t, s.Test, s.AvgTs, s.CV*100)
-		}
-	case study.EventFlagged:
-		if f := e.Flagged; f != nil {
-			return fmt.Sprintf("%s   FLAGGED %s: %s", t, f.Test, f.Reason)
-		}
-	case study.EventLegFinished:
-		if o := e.Outcome; o != nil {
-			return fmt.Sprintf("%s leg %s: %s, %d/%d rows %s", t, e.Leg, o.Class, o.Results, o.Expected, o.Reason)
-		}
-	case study.EventCanary:
-		if c := e.Canary; c != nil {
-			return fmt.Sprintf("%s canary after %s: pass=%v %s", t, c.After, c.Pass, c.Reason)
-		}
-	case study.EventVerdict:
-		if vd := e.Verdict; vd != nil {
-			return fmt.Sprintf("%s verdict %s: %s — %s", t, vd.Prediction, vd.Word(), vd.Detail)
-		}
-	case study.EventHalted:
-		return fmt.Sprintf("%s HALTED: %s", t, e.Reason)
-	case study.EventDone:
-		return fmt.Sprintf("%s done", t)
+	if e.Kind == study.EventDone {
+		return e.At.Format("15:04:05") + " done"
 	}
-	return ""
+	text := study.EventText(e) // the CLI's wording: one renderer for both
+	if text == "" {
+		return ""
+	}
+	return e.At.Format("15:04:05") + " " + text
 }
 
 // liveDepthChart is the tg-by-depth chart from the rows seen so far in this run.

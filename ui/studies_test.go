@@ -119,7 +119,7 @@ func TestStudiesOpensOnTheDemoAndRunsIt(t *testing.T) {
 		v.mu.Lock()
 		console := strings.Join(v.console, "\n")
 		v.mu.Unlock()
-		for _, want := range []string{"leg tiny/d0 started: llama-bench -m tiny", "tg32", "verdict P1: HIT"} {
+		for _, want := range []string{"leg 1/2 tiny/d0 started: llama-bench -m tiny", "tiny/d0 tg32", "verdict P1: HIT (9000 inside >= 1000)"} {
 			if !strings.Contains(console, want) {
 				t.Errorf("console lacks %q:\n%s", want, console)
 			}

@@ -128,7 +128,7 @@ func capacityValidate(args []string, stdout, stderr io.Writer) int {
 			fprintf(stdout, "%s: valid %s plan %q, sha256 %s: %d candidates x %d cells x %d passes, %d server lifetimes in run order:\n",
 				file, rep.Kind, p.Name, rep.SHA256, len(p.Candidates), cells, len(p.Passes), len(rep.Lifetimes))
 			for _, l := range rep.Lifetimes {
-				fprintf(stdout, "  %-32s clients %-10s llama-server %s\n", l.Key, capacityJoinInts(l.Clients), joinArgs(l.Args))
+				fprintf(stdout, "  %-32s clients %-10s llama-server %s\n", l.Key, capacityJoinInts(l.Clients), study.JoinArgs(l.Args))
 			}
 		}
 	}

@@ -116,7 +116,7 @@ func studyValidate(args []string, stdout, stderr io.Writer) int {
 		if rep.Valid {
 			fprintf(stdout, "%s: valid throughput plan %q, sha256 %s, %d legs:\n", file, p.Name, rep.SHA256, len(rep.Legs))
 			for _, l := range rep.Legs {
-				fprintf(stdout, "  %-24s %d rows  llama-bench %s\n", l.ID, l.ExpectedRows, joinArgs(l.Args))
+				fprintf(stdout, "  %-24s %d rows  llama-bench %s\n", l.ID, l.ExpectedRows, study.JoinArgs(l.Args))
 			}
 		}
 	}
@@ -127,16 +127,6 @@ func studyValidate(args []string, stdout, stderr io.Writer) int {
 }
 
 // joinArgs prints argv for reading, quoting only the arguments that need it.
-func joinArgs(a []string) string {
-	out := make([]string, len(a))
-	for i, s := range a {
-		if s == "" || strings.ContainsAny(s, " \t\n'\"\\$`*?[]{}()<>|&;#~") {
-			s = strconv.Quote(s)
-		}
-		out[i] = s
-	}
-	return strings.Join(out, " ")
-}
 
 // studyCtx is a command's context: Ctrl-C (or SIGTERM) cancels it.
 func studyCtx() (context.Context, context.CancelFunc) {
@@ -526,60 +516,14 @@ func (p *runPrinter) bar(pr study.Progress, force bool) {
 func (p *runPrinter) event(e study.Event) {
 	pr := e.Progress
 	switch e.Kind {
-	case study.EventRunStarted:
-		if pr.LegsDone > 0 {
-			p.line("resuming: %d/%d legs finished before", pr.LegsDone, pr.LegsTotal)
+	case study.EventLegSkipped, study.EventLine, study.EventLegProgress, study.EventProgress:
+		// the bar (on a terminal) says enough; the leg's own output is in its transcript
+	case study.EventLegStarted, study.EventSample:
+		if !p.tty { // a terminal shows the running leg in the bar
+			p.line("%s", study.EventText(e))
 		}
-	case study.EventBandwidth:
-		p.line("memory bandwidth measured: %.1f GB/s (triad)", e.BandwidthGBs)
-	case study.EventLegStarted:
-		if !p.tty && e.Role != study.RoleLeg {
-			p.line("%s started: %s", e.Leg, joinArgs(e.Argv))
-		} else if !p.tty {
-			label := e.Leg
-			if e.Attempt > 1 {
-				label += fmt.Sprintf(" (attempt %d)", e.Attempt)
-			}
-			p.line("leg %d/%d %s started: %s", pr.LegsDone+1, pr.LegsTotal, label, joinArgs(e.Argv))
-		}
-	case study.EventSample:
-		if !p.tty {
-			s := e.Sample
-			p.line("  %s %-16s %10.2f t/s  cv %5.1f%%", e.Leg, s.Test, s.AvgTs, s.CV*100)
-		}
-	case study.EventFlagged:
-		p.line("  %s flagged: %s; the leg halts, the study continues", e.Leg, e.Flagged.Reason)
-	case study.EventLegFinished:
-		o := e.Outcome
-		msg := fmt.Sprintf("leg %s %s: %d/%d results", e.Leg, o.Class, o.Results, o.Expected)
-		if o.Flagged+o.Discarded > 0 {
-			msg += fmt.Sprintf(" (%d flagged, %d discarded)", o.Flagged, o.Discarded)
-		}
-		msg += " in " + o.Duration.Round(time.Millisecond).String()
-		if o.Reason != "" {
-			msg += ": " + o.Reason
-		}
-		p.line("%s", msg)
-	case study.EventCanary:
-		if c := e.Canary; c != nil {
-			word := "passed"
-			if !c.Pass {
-				word = "FAILED"
-			}
-			p.line("canary after %s %s: %s", c.After, word, c.Reason)
-		}
-	case study.EventVerdict:
-		v := e.Verdict
-		msg := fmt.Sprintf("verdict %s: %s", v.Prediction, v.Word())
-		if v.Detail != "" {
-			msg += " (" + v.Detail + ")"
-		}
-		if v.Problem != "" {
-			msg += ": " + v.Problem
-		}
-		p.line("%s", msg)
 	case study.EventHalted:
-		p.line("halted: %s", e.Reason)
+		p.line("%s", study.EventText(e))
 		return
 	case study.EventDone:
 		if p.tty {
@@ -588,6 +532,10 @@ func (p *runPrinter) event(e study.Event) {
 			p.barLen = 0
 		}
 		return
+	default:
+		if text := study.EventText(e); text != "" {
+			p.line("%s", text)
+		}
 	}
 	p.bar(pr, e.Kind != study.EventSample && e.Kind != study.EventLegProgress)
 }
