@@ -204,7 +204,10 @@ func TestVerboseShowsLayerDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Stop(context.Background())
-	ev := srv.Evidence()
+	// The evidence as Stop returns it (the log read to its end), as the capacity run uses it:
+	// right after Start the log reader may not have reached the layer lines yet (the server
+	// answers /health before the reader catches up on a loaded machine).
+	ev := srv.Stop(context.Background()).Evidence
 	if ev.Loads != 1 || len(ev.Layers) < 2 || ev.Layers[0].Device != "CPU" {
 		t.Fatalf("evidence at -v with -fit off: %+v", ev)
 	}
