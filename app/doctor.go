@@ -226,6 +226,9 @@ func (r *DoctorReport) WriteText(w io.Writer) error {
 		for _, bin := range b.Binaries {
 			p("  sha256:     %s  %s (%d bytes)\n", bin.SHA256, bin.Name, bin.Size)
 		}
+		for _, lib := range b.Libraries { // the code itself: the tools are a few KiB over it
+			p("  library:    %s  %s (%d bytes)\n", lib.SHA256, lib.Name, lib.Size)
+		}
 	} else {
 		p("  MISSING:    %s\n", r.LlamaErr)
 	}

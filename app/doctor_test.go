@@ -68,6 +68,16 @@ func TestDoctorRealBinariesAndModels(t *testing.T) {
 			t.Errorf("doctor text lacks %q:\n%s", want, out)
 		}
 	}
+	// The libraries that hold the build's code are listed with their hashes.
+	var lib string
+	for _, l := range rep.Llama.Libraries {
+		if l.Name == "libllama.so.0" {
+			lib = "library:    " + l.SHA256 + "  libllama.so.0"
+		}
+	}
+	if lib == "" || !strings.Contains(out, lib) {
+		t.Errorf("doctor lists no libllama.so.0 hash (libraries %+v):\n%s", rep.Llama.Libraries, out)
+	}
 }
 
 func TestDoctorNothingFound(t *testing.T) {

@@ -226,6 +226,9 @@ func (v *BenchView) show(r app.DoctorReport) {
 		for _, h := range b.Binaries {
 			hs = append(hs, fmt.Sprintf("%s  %s", h.SHA256, h.Name))
 		}
+		for _, h := range b.Libraries { // the code itself: the tools are a few KiB over it
+			hs = append(hs, fmt.Sprintf("%s  %s", h.SHA256, h.Name))
+		}
 		v.Hashes.SetText(strings.Join(hs, "\n"))
 	} else {
 		v.Folder.SetText("not found: " + r.LlamaErr)
