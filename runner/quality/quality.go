@@ -209,6 +209,10 @@ func Run(ctx context.Context, cfg Config, cases *Cases) (Evidence, error) {
 		cfg.Timeout = 2 * time.Minute
 	}
 	tr := loadgen.NewTransport(1)
+	// One connection per case: llama-server may close a kept-alive connection after a stream,
+	// and a POST sent on it then fails with EOF (Go does not resend a POST), which would read
+	// as a failed case. The cases are few and sequential, so a new connection each costs nothing.
+	tr.DisableKeepAlives = true
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	ev := Evidence{Schema: SchemaEvidence, Candidate: cfg.Candidate, Slots: cfg.Slots, Cases: []CaseOutcome{}}
