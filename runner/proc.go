@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -309,19 +310,46 @@ func (p *Proc) read() {
 		p.log.Observe(text)
 		p.h.onLine(p, Line{N: p.lines, Text: text, Cut: cut}, p.since())
 	}
+	readToEnd(p.master, buf, time.Sleep, func(b []byte) {
+		t := p.since()
+		p.lastByte.Store(int64(t))
+		p.rec.add(t, b)
+		p.split.feed(b, emit)
+	})
+	p.split.flush(emit)
+}
+
+// eioRetries is how many more reads follow a pty's EIO, eioPause apart, before the stream
+// counts as ended. A child that writes its last lines and exits at once can leave them still
+// queued in the pty when the first read after its exit already answers EIO (CI lost
+// llama-bench's closing "failed to load model" that way once); the reads that follow drain them.
+const (
+	eioRetries = 4
+	eioPause   = 5 * time.Millisecond
+)
+
+// readToEnd reads r until it ends, giving each chunk to got. On a pty, EIO means "no one
+// holds the other end": it is read again eioRetries times, and any data read starts the count
+// again. Any other error (EOF, a deadline, a closed file) ends the stream at once.
+func readToEnd(r io.Reader, buf []byte, sleep func(time.Duration), got func([]byte)) {
+	left := eioRetries
 	for {
-		n, err := p.master.Read(buf)
+		n, err := r.Read(buf)
 		if n > 0 {
-			t := p.since()
-			p.lastByte.Store(int64(t))
-			p.rec.add(t, buf[:n])
-			p.split.feed(buf[:n], emit)
+			got(buf[:n])
+			left = eioRetries
 		}
-		if err != nil {
-			break
+		switch {
+		case err == nil:
+		case errors.Is(err, syscall.EIO) && left > 0:
+			if n == 0 {
+				left--
+				sleep(eioPause)
+			}
+		default:
+			return
 		}
 	}
-	p.split.flush(emit)
 }
 
 // supervise enforces the limits, handles Stop and halts, reaps the process and its group,
