@@ -39,19 +39,6 @@ type Fingerprint struct {
 	TakenAt     time.Time         `json:"taken_at"`
 }
 
-// Machine is the host as /proc and uname describe it.
-type Machine struct {
-	CPUModel    string `json:"cpu_model"`
-	LogicalCPUs int    `json:"logical_cpus"`
-	Cores       int    `json:"cores"` // physical cores, when /proc/cpuinfo says
-	MemBytes    int64  `json:"mem_bytes"`
-	OS          string `json:"os"`
-	Kernel      string `json:"kernel"` // uname -r
-	KernelBuild string `json:"kernel_build,omitempty"`
-	Arch        string `json:"arch"`
-	Hostname    string `json:"hostname"`
-}
-
 // Temp is one hwmon temperature sensor.
 type Temp struct {
 	Chip    string  `json:"chip"`            // hwmon name, e.g. k10temp, coretemp, amdgpu
@@ -300,20 +287,4 @@ func readTrim(p string) string {
 func (f *Fingerprinter) Machine() Machine {
 	var fp Fingerprint
 	return f.machine(&fp)
-}
-
-// String is a one-line description: "Intel(R) Xeon(R), 2 CPUs, 23.5 GiB, Linux 6.1 x86_64".
-func (m Machine) String() string {
-	s := m.CPUModel
-	if s == "" {
-		s = "unknown CPU"
-	}
-	s += fmt.Sprintf(", %d CPUs", m.LogicalCPUs)
-	if m.MemBytes > 0 {
-		s += fmt.Sprintf(", %.1f GiB", float64(m.MemBytes)/(1<<30))
-	}
-	if m.Kernel != "" {
-		s += ", Linux " + m.Kernel
-	}
-	return s
 }

@@ -45,16 +45,6 @@ func (s LegSpec) Argv() []string {
 	return append([]string{s.Bench}, RunnerArgs(s.Args, s.Progress)...)
 }
 
-// RowStatus says whether a row counts as a result.
-type RowStatus string
-
-// Row statuses.
-const (
-	RowResult    RowStatus = "result"    // the leg ended ok (or the row came before a gate's flag)
-	RowFlagged   RowStatus = "flagged"   // a gate flagged this row; not a result
-	RowDiscarded RowStatus = "discarded" // the leg failed; kept for the record, never a result
-)
-
 // Row is a Sample with its final status.
 type Row struct {
 	Sample Sample    `json:"sample"`

@@ -13,7 +13,7 @@ import (
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
-	"sparkbench/runner"
+	"sparkbench/runner/vocab"
 )
 
 // capacityBundle is a capacity bundle's raw files, read through bundle.json's input map.
@@ -33,11 +33,11 @@ type capacityBundle struct {
 // runManifest is what the receipt reads of a capacity run's run.json (app/capacity.RunReport;
 // read leniently: the run folder's format may gain fields).
 type runManifest struct {
-	Schema     string          `json:"schema"`
-	Machine    *runner.Machine `json:"machine"`
-	PlanSHA256 string          `json:"plan_sha256"`
-	PromptPlan string          `json:"prompt_plan_sha256"`
-	Started    string          `json:"started"`
+	Schema     string         `json:"schema"`
+	Machine    *vocab.Machine `json:"machine"`
+	PlanSHA256 string         `json:"plan_sha256"`
+	PromptPlan string         `json:"prompt_plan_sha256"`
+	Started    string         `json:"started"`
 	Build      *struct {
 		VersionLine string
 		BuildNumber int

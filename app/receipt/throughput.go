@@ -16,9 +16,9 @@ import (
 
 	"sparkbench/app/canon"
 	"sparkbench/app/study"
-	"sparkbench/runner"
 	"sparkbench/runner/benchfmt"
 	"sparkbench/runner/gguf"
+	"sparkbench/runner/vocab"
 )
 
 // SchemaThroughputStudy identifies a throughput bundle's study.json.
@@ -211,7 +211,7 @@ func (tb *throughputBundle) readLegs(files Files) error {
 				return fmt.Errorf("%s: line %d: seq %d, want %d (rows in arrival order from 0)", rowsName, i+1, rr.Seq, len(lf.rows))
 			}
 			switch rr.Status {
-			case string(runner.RowResult), string(runner.RowFlagged), string(runner.RowDiscarded), "":
+			case string(vocab.RowResult), string(vocab.RowFlagged), string(vocab.RowDiscarded), "":
 			default:
 				return fmt.Errorf("%s: line %d: status %q is not result, flagged, discarded or empty", rowsName, i+1, rr.Status)
 			}
@@ -765,7 +765,7 @@ func (tb *throughputBundle) results(bandwidth float64) (*study.Results, map[stri
 	for _, pl := range planLegs {
 		lf := tb.legs[final[pl]]
 		for _, row := range lf.rows {
-			if row.Status != string(runner.RowResult) {
+			if row.Status != string(vocab.RowResult) {
 				continue
 			}
 			res.Rows = append(res.Rows, study.ResultRow{Leg: pl, Ref: study.RowRef(row.LegID, row.Seq),

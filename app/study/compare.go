@@ -103,25 +103,25 @@ type sideCell struct {
 
 // comparedSide loads one study's cells.
 func comparedSide(ctx context.Context, rec RecordReader, id int64) (ComparedStudy, map[cellKey]sideCell, []cellKey, error) {
-	l, err := loadStudy(ctx, rec, id)
+	l, err := LoadStudy(ctx, rec, id)
 	if err != nil {
 		return ComparedStudy{}, nil, nil, err
 	}
-	cs := ComparedStudy{ID: l.st.ID, Name: l.st.Name, Status: l.st.Status, PlanSHA256: l.st.PlanSHA256}
+	cs := ComparedStudy{ID: l.St.ID, Name: l.St.Name, Status: l.St.Status, PlanSHA256: l.St.PlanSHA256}
 	sha := map[string]string{}
 	order := map[string]int{}
-	for i, m := range l.plan.Models {
+	for i, m := range l.Plan.Models {
 		cs.Models = append(cs.Models, ComparedModel{ID: m.ID, SHA256: m.SHA256})
 		sha[m.ID] = m.SHA256
 		order[m.ID] = i
 	}
 	repeat := map[string]bool{}
-	for _, lp := range l.legs {
+	for _, lp := range l.Legs {
 		if lp.Repeat != "" {
 			repeat[lp.ID] = true
 		}
 	}
-	res := buildResults(l, nil, 0)
+	res := BuildResults(l, nil, 0)
 	cells := map[cellKey]sideCell{}
 	var keys []cellKey
 	for _, row := range res.Rows {

@@ -3,7 +3,7 @@ package study
 import (
 	"time"
 
-	"sparkbench/runner"
+	"sparkbench/runner/vocab"
 )
 
 // EventKind names what an engine Event reports.
@@ -43,15 +43,15 @@ type Event struct {
 	Attempt int      `json:"attempt,omitempty"`
 	Argv    []string `json:"argv,omitempty"`
 
-	Sample       *runner.Sample   `json:"sample,omitempty"`
-	LegProgress  *runner.Progress `json:"leg_progress,omitempty"`
-	Line         *runner.Line     `json:"line,omitempty"`
-	Flagged      *runner.Flagged  `json:"flagged,omitempty"`
-	Outcome      *LegOutcome      `json:"outcome,omitempty"`
-	Canary       *runner.Canary   `json:"canary,omitempty"`
-	Verdict      *Verdict         `json:"verdict,omitempty"`
-	BandwidthGBs float64          `json:"bandwidth_gbs,omitempty"`
-	Reason       string           `json:"reason,omitempty"`
+	Sample       *vocab.Sample   `json:"sample,omitempty"`
+	LegProgress  *vocab.Progress `json:"leg_progress,omitempty"`
+	Line         *vocab.Line     `json:"line,omitempty"`
+	Flagged      *vocab.Flagged  `json:"flagged,omitempty"`
+	Outcome      *LegOutcome     `json:"outcome,omitempty"`
+	Canary       *vocab.Canary   `json:"canary,omitempty"`
+	Verdict      *Verdict        `json:"verdict,omitempty"`
+	BandwidthGBs float64         `json:"bandwidth_gbs,omitempty"`
+	Reason       string          `json:"reason,omitempty"`
 
 	Progress Progress `json:"progress"`
 }
@@ -78,4 +78,21 @@ type Progress struct {
 	LegTests int           `json:"leg_tests"`
 	Elapsed  time.Duration `json:"elapsed"`
 	ETA      time.Duration `json:"eta"` // the study's remaining time; -1 while unknown
+}
+
+// RunSummary is what one run of the engine (app/study/studyrun) did.
+type RunSummary struct {
+	StudyID     int64     `json:"study"`
+	Status      string    `json:"status"`
+	LegsTotal   int       `json:"legs_total"`
+	LegsDone    int       `json:"legs_done"`
+	LegsRun     int       `json:"legs_run"`     // run by this call
+	LegsSkipped int       `json:"legs_skipped"` // finished before (resumed)
+	Verdicts    []Verdict `json:"verdicts"`     // journaled by this call
+	Halted      bool      `json:"halted"`
+	Reason      string    `json:"reason,omitempty"`
+	// Incomplete lists the plan legs that still have no results when the run ends (status
+	// incomplete): each with its attempts and whether a later run retries it.
+	Incomplete []LegStatus `json:"incomplete,omitempty"`
+	Elapsed    time.Duration
 }

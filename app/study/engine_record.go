@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"sparkbench/runner"
 	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/vocab"
 )
 
 // Recorder is the lab notebook as the study engine needs it. store.StudyRecorder implements it
@@ -197,13 +197,13 @@ type StoredLeg struct {
 type StoredRow struct {
 	LegID  int64
 	Seq    int64
-	Status string // runner.RowResult, RowFlagged, RowDiscarded; "" unmarked
+	Status string // vocab.RowResult, RowFlagged, RowDiscarded; "" unmarked
 	Result benchfmt.Result
 }
 
 // Environment is the machine and the build of a run.
 type Environment struct {
-	Machine      runner.Machine
+	Machine      vocab.Machine
 	Devices      []string
 	BandwidthGBs float64 // 0: not measured
 	Bandwidth    any     // the probe's report, if measured

@@ -294,28 +294,28 @@ func Amend(ctx context.Context, rec Recorder, studyID int64, req AmendRequest) (
 	if req.Set.Empty() {
 		return AmendResult{}, errors.New("the amendment changes nothing: give a new value (e.g. --set-lo 2000)")
 	}
-	l, err := loadStudy(ctx, rec, studyID)
+	l, err := LoadStudy(ctx, rec, studyID)
 	if err != nil {
 		return AmendResult{}, err
 	}
-	i := slices.IndexFunc(l.preds, func(p Prediction) bool { return p.ID == req.Prediction })
+	i := slices.IndexFunc(l.Preds, func(p Prediction) bool { return p.ID == req.Prediction })
 	if i < 0 {
-		return AmendResult{}, fmt.Errorf("study %d has no prediction %q (it has %s)", studyID, req.Prediction, predictionIDs(l.preds))
+		return AmendResult{}, fmt.Errorf("study %d has no prediction %q (it has %s)", studyID, req.Prediction, predictionIDs(l.Preds))
 	}
-	before := l.preds[i]
+	before := l.Preds[i]
 	after, err := req.Set.Apply(before)
 	if err != nil {
 		return AmendResult{}, fmt.Errorf("%s: %w", req.Prediction, err)
 	}
-	res := AmendResult{Before: before, After: after, Touches: Touches(before.About, l.legs), Ran: []string{}}
+	res := AmendResult{Before: before, After: after, Touches: Touches(before.About, l.Legs), Ran: []string{}}
 	if before.Than != nil {
-		res.Touches = dedupe(append(res.Touches, Touches(*before.Than, l.legs)...))
+		res.Touches = dedupe(append(res.Touches, Touches(*before.Than, l.Legs)...))
 	}
 	if res.Touches == nil {
 		res.Touches = []string{}
 	}
 	ran := map[string]string{}
-	for _, s := range l.stored {
+	for _, s := range l.Stored {
 		if s.Role != RoleLeg || !has(res.Touches, s.PlanLeg) {
 			continue
 		}
@@ -335,9 +335,9 @@ func Amend(ctx context.Context, rec Recorder, studyID int64, req AmendRequest) (
 		}
 		why = fmt.Sprintf("%s reads leg(s) that have run: %s; an amendment is accepted only while no leg it touches has run",
 			req.Prediction, strings.Join(parts, ", "))
-	case l.st.Verdicts[req.Prediction].Computed != nil:
+	case l.St.Verdicts[req.Prediction].Computed != nil:
 		why = fmt.Sprintf("%s already has a computed verdict (%s); an amendment is accepted only before its verdict",
-			req.Prediction, l.st.Verdicts[req.Prediction].Computed.Outcome)
+			req.Prediction, l.St.Verdicts[req.Prediction].Computed.Outcome)
 	}
 	ch := AmendmentChange{Prediction: req.Prediction, Set: req.Set, Before: before, After: after}
 	desc := req.Set.describe(before)
@@ -385,12 +385,12 @@ func RecordHumanVerdict(ctx context.Context, rec Recorder, studyID int64, h Huma
 	if err := textsafe.CheckLine("verdict author", h.Author); err != nil {
 		return err
 	}
-	l, err := loadStudy(ctx, rec, studyID)
+	l, err := LoadStudy(ctx, rec, studyID)
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(l.preds, func(p Prediction) bool { return p.ID == h.Prediction }) {
-		return fmt.Errorf("study %d has no prediction %q (it has %s)", studyID, h.Prediction, predictionIDs(l.preds))
+	if !slices.ContainsFunc(l.Preds, func(p Prediction) bool { return p.ID == h.Prediction }) {
+		return fmt.Errorf("study %d has no prediction %q (it has %s)", studyID, h.Prediction, predictionIDs(l.Preds))
 	}
 	return rec.RecordHumanVerdict(ctx, studyID, h)
 }
@@ -411,7 +411,7 @@ func AddFinding(ctx context.Context, rec Recorder, studyID int64, f FindingReque
 	if err := textsafe.Check("finding text", f.Text); err != nil {
 		return "", err
 	}
-	l, err := loadStudy(ctx, rec, studyID)
+	l, err := LoadStudy(ctx, rec, studyID)
 	if err != nil {
 		return "", err
 	}
@@ -424,8 +424,8 @@ func AddFinding(ctx context.Context, rec Recorder, studyID int64, f FindingReque
 		legIDs = append(legIDs, id)
 	}
 	for _, p := range f.Predictions {
-		if !slices.ContainsFunc(l.preds, func(x Prediction) bool { return x.ID == p }) {
-			return "", fmt.Errorf("study %d has no prediction %q (it has %s)", studyID, p, predictionIDs(l.preds))
+		if !slices.ContainsFunc(l.Preds, func(x Prediction) bool { return x.ID == p }) {
+			return "", fmt.Errorf("study %d has no prediction %q (it has %s)", studyID, p, predictionIDs(l.Preds))
 		}
 	}
 	return rec.AddFinding(ctx, studyID, FindingRecord{Text: f.Text, LegIDs: legIDs, Predictions: f.Predictions})
@@ -433,17 +433,17 @@ func AddFinding(ctx context.Context, rec Recorder, studyID int64, f FindingReque
 
 // resolveLeg finds a recorded leg by label, by plan leg ID (its final attempt, else its
 // latest) or by notebook id.
-func resolveLeg(l *loadedStudy, ref string) (int64, error) {
-	for _, s := range l.stored {
+func resolveLeg(l *Loaded, ref string) (int64, error) {
+	for _, s := range l.Stored {
 		if s.Label == ref {
 			return s.ID, nil
 		}
 	}
-	if s, ok := finalLegs(l.stored)[ref]; ok {
+	if s, ok := finalLegs(l.Stored)[ref]; ok {
 		return s.ID, nil
 	}
 	var latest int64
-	for _, s := range l.stored {
+	for _, s := range l.Stored {
 		if s.PlanLeg == ref && s.Role == RoleLeg {
 			latest = s.ID
 		}
@@ -452,18 +452,18 @@ func resolveLeg(l *loadedStudy, ref string) (int64, error) {
 		return latest, nil
 	}
 	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
-		for _, s := range l.stored {
+		for _, s := range l.Stored {
 			if s.ID == id {
 				return id, nil
 			}
 		}
 	}
 	var labels []string
-	for _, s := range l.stored {
+	for _, s := range l.Stored {
 		labels = append(labels, s.Label)
 	}
 	if len(labels) == 0 {
-		return 0, fmt.Errorf("leg %q: study %d has no legs recorded yet", ref, l.st.ID)
+		return 0, fmt.Errorf("leg %q: study %d has no legs recorded yet", ref, l.St.ID)
 	}
-	return 0, fmt.Errorf("leg %q is not a leg of study %d (legs: %s)", ref, l.st.ID, strings.Join(labels, ", "))
+	return 0, fmt.Errorf("leg %q is not a leg of study %d (legs: %s)", ref, l.St.ID, strings.Join(labels, ", "))
 }

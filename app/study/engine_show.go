@@ -150,28 +150,28 @@ func (v Verdict) Word() string {
 // Show assembles a study's report from the notebook. Model files are read (not hashed) for
 // the ceilings; a missing one leaves those figures unresolvable.
 func Show(ctx context.Context, rec RecordReader, studyID int64) (*Report, error) {
-	l, err := loadStudy(ctx, rec, studyID)
+	l, err := LoadStudy(ctx, rec, studyID)
 	if err != nil {
 		return nil, err
 	}
-	_, models := Validate(l.plan, ValidateOptions{PlanDir: l.st.PlanDir})
-	bw := l.bandwidth()
-	res := buildResults(l, models, bw)
-	rep := &Report{Study: ReportStudy{ID: l.st.ID, Name: l.st.Name, Status: l.st.Status, PlanSHA256: l.st.PlanSHA256,
-		RegisteredAt: l.st.RegisteredAt, PlanDir: l.st.PlanDir, LegsTotal: len(l.legs), LegsDone: len(res.Finished)},
-		Amendments: l.st.Amendments, Bandwidth: "none"}
+	_, models := Validate(l.Plan, ValidateOptions{PlanDir: l.St.PlanDir})
+	bw := l.Bandwidth()
+	res := BuildResults(l, models, bw)
+	rep := &Report{Study: ReportStudy{ID: l.St.ID, Name: l.St.Name, Status: l.St.Status, PlanSHA256: l.St.PlanSHA256,
+		RegisteredAt: l.St.RegisteredAt, PlanDir: l.St.PlanDir, LegsTotal: len(l.Legs), LegsDone: len(res.Finished)},
+		Amendments: l.St.Amendments, Bandwidth: "none"}
 	if rep.Amendments == nil {
 		rep.Amendments = []StoredAmendment{}
 	}
 	if bw > 0 {
 		rep.BandwidthGBs = fptr(bw)
 		rep.Bandwidth = "entered"
-		if b := l.plan.Bandwidth; b != nil && b.Measure {
+		if b := l.Plan.Bandwidth; b != nil && b.Measure {
 			rep.Bandwidth = "measured"
 		}
 	}
-	if l.st.Status == StatusHalted {
-		for _, n := range l.st.Notes {
+	if l.St.Status == StatusHalted {
+		for _, n := range l.St.Notes {
 			if n.Kind == NoteHalted {
 				var h struct {
 					Reason string `json:"reason"`
@@ -181,8 +181,8 @@ func Show(ctx context.Context, rec RecordReader, studyID int64) (*Report, error)
 			}
 		}
 	}
-	if l.st.Status == StatusIncomplete {
-		for _, st := range legStatuses(l.plan, l.legs, l.stored) {
+	if l.St.Status == StatusIncomplete {
+		for _, st := range LegStatuses(l.Plan, l.Legs, l.Stored) {
 			if st.Results {
 				continue
 			}
@@ -199,18 +199,18 @@ func Show(ctx context.Context, rec RecordReader, studyID int64) (*Report, error)
 		}
 	}
 	rep.Legs = reportLegs(l)
-	rep.Results = reportCells(l.plan, res)
+	rep.Results = reportCells(l.Plan, res)
 	rep.Figures = reportFigures(l, res)
 	rep.Scoreboard, rep.Deviations = reportScores(l, res)
 	rep.Findings = reportFindings(l)
 	return rep, nil
 }
 
-func reportLegs(l *loadedStudy) []ReportLeg {
-	final := finalLegs(l.stored)
+func reportLegs(l *Loaded) []ReportLeg {
+	final := finalLegs(l.Stored)
 	out := []ReportLeg{}
 	seen := map[string]bool{}
-	for _, s := range l.stored {
+	for _, s := range l.Stored {
 		started := s.StartedAt
 		rl := ReportLeg{ID: s.ID, Label: s.Label, PlanLeg: s.PlanLeg, Role: s.Role, Attempt: s.Attempt, State: s.State,
 			Class: s.Class, Reason: s.Reason, Rows: s.Rows, Results: s.Results, Flagged: s.Flagged, Discarded: s.Discarded,
@@ -229,7 +229,7 @@ func reportLegs(l *loadedStudy) []ReportLeg {
 		}
 		out = append(out, rl)
 	}
-	for _, lp := range l.legs {
+	for _, lp := range l.Legs {
 		if !seen[lp.ID] {
 			c := lp.Conditions
 			if c == nil {
@@ -285,7 +285,7 @@ func reportCells(p *Plan, res *Results) []ReportCell {
 // reportFigures derives, per model: the depth slope of every test at every depth after the
 // first, the crossings the predictions ask about, both ceiling conventions and the tg
 // efficiency at every depth (when a bandwidth is known), and the repeatability CV.
-func reportFigures(l *loadedStudy, res *Results) []ReportFigure {
+func reportFigures(l *Loaded, res *Results) []ReportFigure {
 	out := []ReportFigure{}
 	add := func(s Selector) {
 		v, err := res.Resolve(s)
@@ -300,7 +300,7 @@ func reportFigures(l *loadedStudy, res *Results) []ReportFigure {
 		}
 		out = append(out, f)
 	}
-	depths := slices.Clone(l.plan.Axes.Depths)
+	depths := slices.Clone(l.Plan.Axes.Depths)
 	sort.Ints(depths)
 	tests := map[string][]string{} // model -> exact test names measured
 	for _, r := range res.Rows {
@@ -309,7 +309,7 @@ func reportFigures(l *loadedStudy, res *Results) []ReportFigure {
 			tests[r.Model] = append(tests[r.Model], t)
 		}
 	}
-	for _, m := range l.plan.Models {
+	for _, m := range l.Plan.Models {
 		ts := tests[m.ID]
 		sort.Strings(ts)
 		for _, t := range ts {
@@ -320,7 +320,7 @@ func reportFigures(l *loadedStudy, res *Results) []ReportFigure {
 		}
 	}
 	seen := map[string]bool{}
-	for _, p := range l.preds {
+	for _, p := range l.Preds {
 		for _, s := range []*Selector{&p.About, p.Than} {
 			if s != nil && s.Figure == FigureCrossing && !seen[s.String()] {
 				seen[s.String()] = true
@@ -329,7 +329,7 @@ func reportFigures(l *loadedStudy, res *Results) []ReportFigure {
 		}
 	}
 	if res.BandwidthGBs > 0 {
-		for _, m := range l.plan.Models {
+		for _, m := range l.Plan.Models {
 			for _, conv := range []string{"house", "tensor_exact"} {
 				add(Selector{Figure: FigureCeiling, Model: m.ID, Conv: conv})
 			}
@@ -344,11 +344,11 @@ func reportFigures(l *loadedStudy, res *Results) []ReportFigure {
 			}
 		}
 	}
-	if l.plan.Repeatability != nil {
+	if l.Plan.Repeatability != nil {
 		var base *LegPlan
-		for i := range l.legs {
-			if l.legs[i].ID == l.plan.Repeatability.Leg {
-				base = &l.legs[i]
+		for i := range l.Legs {
+			if l.Legs[i].ID == l.Plan.Repeatability.Leg {
+				base = &l.Legs[i]
 			}
 		}
 		if base != nil && len(base.Models) == 1 {
@@ -362,16 +362,16 @@ func reportFigures(l *loadedStudy, res *Results) []ReportFigure {
 	return out
 }
 
-func reportScores(l *loadedStudy, res *Results) ([]ReportScore, []ReportDeviation) {
+func reportScores(l *Loaded, res *Results) ([]ReportScore, []ReportDeviation) {
 	amended := map[string]bool{}
-	for _, a := range l.st.Amendments {
+	for _, a := range l.St.Amendments {
 		if k, ok := strings.CutPrefix(a.Target, "prediction:"); ok {
 			amended[k] = true
 		}
 	}
 	devs := []ReportDeviation{}
 	byPred := map[string][]DeviationVerdict{}
-	for _, d := range l.st.Deviations {
+	for _, d := range l.St.Deviations {
 		rd := ReportDeviation{StoredDeviation: d}
 		var det struct {
 			Kind   string          `json:"kind"`
@@ -387,7 +387,7 @@ func reportScores(l *loadedStudy, res *Results) ([]ReportScore, []ReportDeviatio
 		devs = append(devs, rd)
 	}
 	out := []ReportScore{}
-	for _, p := range l.preds {
+	for _, p := range l.Preds {
 		v := res.Evaluate(p)
 		if v.Sources == nil {
 			v.Sources = []string{}
@@ -397,7 +397,7 @@ func reportScores(l *loadedStudy, res *Results) ([]ReportScore, []ReportDeviatio
 		if sc.Deviations == nil {
 			sc.Deviations = []DeviationVerdict{}
 		}
-		if sv, ok := l.st.Verdicts[p.ID]; ok {
+		if sv, ok := l.St.Verdicts[p.ID]; ok {
 			sc.Recorded, sc.Human = sv.Computed, sv.Human
 		}
 		out = append(out, sc)
@@ -405,13 +405,13 @@ func reportScores(l *loadedStudy, res *Results) ([]ReportScore, []ReportDeviatio
 	return out, devs
 }
 
-func reportFindings(l *loadedStudy) []ReportFinding {
+func reportFindings(l *Loaded) []ReportFinding {
 	labels := map[int64]string{}
-	for _, s := range l.stored {
+	for _, s := range l.Stored {
 		labels[s.ID] = s.Label
 	}
 	out := []ReportFinding{}
-	for _, f := range l.st.Findings {
+	for _, f := range l.St.Findings {
 		rf := ReportFinding{Label: f.Label, Text: f.Text, Legs: []string{}, LegIDs: f.LegIDs, Predictions: f.Predictions}
 		if rf.LegIDs == nil {
 			rf.LegIDs = []int64{}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"sparkbench/runner"
+	"sparkbench/runner/vocab"
 )
 
 // Where each plan leg stands across its attempts: whether it has results, whether it is final
@@ -31,8 +31,8 @@ func hasResults(s StoredLeg) bool {
 	if s.State != LegFinished {
 		return false
 	}
-	switch runner.Class(s.Class) {
-	case runner.ClassOK, "", runner.ClassFlagged:
+	switch vocab.Class(s.Class) {
+	case vocab.ClassOK, "", vocab.ClassFlagged:
 		return true
 	}
 	return false
@@ -42,7 +42,7 @@ func hasResults(s StoredLeg) bool {
 // leg itself (crashed, bad arguments, out of memory, timeout, …): those count toward the plan's
 // retry limit. A stop by the user and an attempt a dead process left interrupted do not.
 func failedAttempt(s StoredLeg) bool {
-	return s.State == LegFinished && !hasResults(s) && s.Class != string(runner.ClassStoppedByUser)
+	return s.State == LegFinished && !hasResults(s) && s.Class != string(vocab.ClassStoppedByUser)
 }
 
 // LegStatus is where one plan leg stands: whether it has results, how many attempts failed,
@@ -67,7 +67,7 @@ func (s LegStatus) RetriesLeft() int { return max(s.MaxAttempts-s.Failed, 0) }
 // read a bundle's legs through it too, so a receipt and `study show` never disagree.
 func FinalLegs(p *Plan, legs []LegPlan, stored []StoredLeg) (final map[string]bool, counting map[string]StoredLeg) {
 	final = map[string]bool{}
-	for _, st := range legStatuses(p, legs, stored) {
+	for _, st := range LegStatuses(p, legs, stored) {
 		if st.Final {
 			final[st.Leg] = true
 		}
@@ -75,8 +75,8 @@ func FinalLegs(p *Plan, legs []LegPlan, stored []StoredLeg) (final map[string]bo
 	return final, finalLegs(stored)
 }
 
-// legStatuses is the status of every plan leg, in plan order.
-func legStatuses(p *Plan, legs []LegPlan, stored []StoredLeg) []LegStatus {
+// LegStatuses is the status of every plan leg, in plan order.
+func LegStatuses(p *Plan, legs []LegPlan, stored []StoredLeg) []LegStatus {
 	idx := map[string]int{}
 	out := make([]LegStatus, len(legs))
 	for i, lp := range legs {
@@ -104,37 +104,8 @@ func legStatuses(p *Plan, legs []LegPlan, stored []StoredLeg) []LegStatus {
 	return out
 }
 
-// reopen checks the Engine's Retry request against the plan and the notebook: each leg must be
-// a plan leg without results; a leg whose failures have not reached the limit is run anyway.
-func (r *run) reopen() error {
-	l := r.l
-	l.reopened = map[string]bool{}
-	if len(r.e.Retry) == 0 {
-		return nil
-	}
-	statuses := map[string]LegStatus{}
-	var ids []string
-	for _, st := range legStatuses(l.plan, l.legs, l.stored) {
-		statuses[st.Leg] = st
-		ids = append(ids, st.Leg)
-	}
-	for _, leg := range r.e.Retry {
-		st, ok := statuses[leg]
-		switch {
-		case !ok:
-			return &RetryError{fmt.Sprintf("--retry %s: not a leg of this study's plan; its legs are %s", leg, strings.Join(ids, ", "))}
-		case st.Results:
-			return &RetryError{fmt.Sprintf("--retry %s: the leg has results (%s, attempt %d); only a leg that ended without results is retried (record a deviation to re-measure it)",
-				leg, st.Last.Label, st.Last.Attempt)}
-		case st.Final:
-			l.reopened[leg] = true
-		}
-	}
-	return nil
-}
-
-// readsAny reports whether the prediction reads one of the legs.
-func readsAny(p Prediction, legs []LegPlan, set map[string]bool) bool {
+// ReadsAny reports whether the prediction reads one of the legs.
+func ReadsAny(p Prediction, legs []LegPlan, set map[string]bool) bool {
 	if len(set) == 0 {
 		return false
 	}
@@ -148,4 +119,33 @@ func readsAny(p Prediction, legs []LegPlan, set map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// Reopen checks a run's --retry request (the legs named in retry) against the plan and the
+// notebook: each leg must be a plan leg without results; a final one is reopened (not final
+// until its new attempt ends); one whose failures have not reached the limit runs anyway.
+func (l *Loaded) Reopen(retry []string) error {
+	l.Reopened = map[string]bool{}
+	if len(retry) == 0 {
+		return nil
+	}
+	statuses := map[string]LegStatus{}
+	var ids []string
+	for _, st := range LegStatuses(l.Plan, l.Legs, l.Stored) {
+		statuses[st.Leg] = st
+		ids = append(ids, st.Leg)
+	}
+	for _, leg := range retry {
+		st, ok := statuses[leg]
+		switch {
+		case !ok:
+			return &RetryError{fmt.Sprintf("--retry %s: not a leg of this study's plan; its legs are %s", leg, strings.Join(ids, ", "))}
+		case st.Results:
+			return &RetryError{fmt.Sprintf("--retry %s: the leg has results (%s, attempt %d); only a leg that ended without results is retried (record a deviation to re-measure it)",
+				leg, st.Last.Label, st.Last.Attempt)}
+		case st.Final:
+			l.Reopened[leg] = true
+		}
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 // Package study holds throughput study plans: their JSON form, validation with precise
-// messages, expansion into llama-bench legs, predictions and their verdicts. It is pure: files
-// are read through the GGUF header reader and a caller-supplied hash lookup, nothing runs here.
+// messages, expansion into llama-bench legs, predictions and their verdicts, registration,
+// amendments, findings and the study's report, all through a notebook Recorder. It starts no
+// process: files are read through the GGUF header reader and a caller-supplied hash lookup,
+// and the run vocabulary comes from runner/vocab. Running a study's legs is app/study/studyrun.
 package study
 
 import (

@@ -2,7 +2,7 @@ package study
 
 import (
 	"sparkbench/app/textsafe"
-	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/vocab"
 
 	"errors"
 	"fmt"
@@ -105,7 +105,7 @@ func CheckBenchFlags(p *Plan, known map[string]bool) []Problem {
 		if _, controlled := controlledFlags[arg]; controlled {
 			continue // reported as set by the plan
 		}
-		if len(llamacpp.UnknownFlags([]string{arg}, known)) > 0 {
+		if len(vocab.UnknownFlags([]string{arg}, known)) > 0 {
 			out = append(out, Problem{fmt.Sprintf("axes.extra_args[%d]", i), SevError,
 				fmt.Sprintf("%s is not a flag of this build's llama-bench (its --help does not list it); check the spelling, or the build (llama-bench --help)", arg)})
 		}

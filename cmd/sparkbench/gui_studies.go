@@ -15,6 +15,7 @@ import (
 
 	"sparkbench/app/demo"
 	"sparkbench/app/study"
+	"sparkbench/app/study/studyrun"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
 	"sparkbench/ui"
@@ -71,7 +72,7 @@ func (s studyService) Run(ctx context.Context, id int64, onEvent func(study.Even
 	if err != nil {
 		return study.RunSummary{}, err
 	}
-	e := &study.Engine{Rec: rec, Bench: loc.Bench, Hash: cachedHash(ctx, s.nb, io.Discard), OnEvent: onEvent}
+	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: cachedHash(ctx, s.nb, io.Discard), OnEvent: onEvent}
 	return e.Run(ctx, id)
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"sparkbench/app/analysis"
 	"sparkbench/app/study"
+	"sparkbench/app/study/studyrun"
 	"sparkbench/app/textsafe"
 	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
@@ -408,7 +409,7 @@ func runStudy(ctx context.Context, nb *store.Notebook, id int64, llamaDir string
 		return 2
 	}
 	pr := newRunPrinter(stdout)
-	e := &study.Engine{Rec: rec, Bench: loc.Bench, Hash: cachedHash(ctx, nb, stderr), OnEvent: pr.event, Retry: retry}
+	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: cachedHash(ctx, nb, stderr), OnEvent: pr.event, Retry: retry}
 	sum, err := e.Run(ctx, id)
 	pr.close()
 	var retryErr *study.RetryError

@@ -22,38 +22,6 @@ import (
 	"sparkbench/runner/fsread"
 )
 
-// Build describes a binaries folder as its tools report it.
-type Build struct {
-	Location
-	VersionLine string   // e.g. "version: 0.7.0 (build 11669, commit Debian)"
-	Version     string   // e.g. "0.7.0"
-	BuildNumber int      // e.g. 11669
-	Commit      string   // e.g. "Debian" for Debian's reproducible build, else a git hash
-	BuiltWith   string   // e.g. "GNU 16.2.0 for Linux x86_64"
-	Backends    []string // backend libraries loaded at start-up, e.g. "CPU (libggml-cpu-zen4.so)"
-	Devices     []Device // from llama-bench --list-devices (CPU-only builds list none)
-	Binaries    []Binary // SHA-256 of each tool used
-	// Libraries are the llama.cpp libraries the tools run with (libllama, libggml*, the loaded
-	// backends), hashed (Libraries): they hold the code a build is.
-	Libraries []Binary `json:",omitempty"`
-}
-
-// Device is one line of --list-devices: "  Vulkan0: NVIDIA ... (24576 MiB, 23000 MiB free)".
-type Device struct {
-	Name        string
-	Description string
-	TotalMiB    int64
-	FreeMiB     int64
-}
-
-// Binary is one executable with its content hash.
-type Binary struct {
-	Name   string
-	Path   string
-	Size   int64
-	SHA256 string
-}
-
 // MetaTimeout bounds each metadata command (--version, --list-devices).
 const MetaTimeout = 20 * time.Second
 
@@ -69,7 +37,7 @@ func Inspect(ctx context.Context, loc Location) (*Build, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s --version: %w", loc.Server, err)
 	}
-	if err := b.parseVersion(out); err != nil {
+	if err := parseVersion(b, out); err != nil {
 		return nil, fmt.Errorf("%s --version: %w", loc.Server, err)
 	}
 	devOut, err := RunMeta(ctx, MetaTimeout, loc.Bench, "--list-devices")
@@ -127,7 +95,7 @@ func ParseVersion(out string) (line, version string, build int, commit string, e
 	return strings.TrimSpace(m[0]), m[1], n, m[3], nil
 }
 
-func (b *Build) parseVersion(out string) error {
+func parseVersion(b *Build, out string) error {
 	line, v, n, c, err := ParseVersion(out)
 	if err != nil {
 		return err

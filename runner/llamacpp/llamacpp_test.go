@@ -20,7 +20,7 @@ func TestParseVersion(t *testing.T) {
 		t.Fatalf("got %q %q %d %q", line, v, n, c)
 	}
 	var b Build
-	if err := b.parseVersion(out); err != nil || b.BuiltWith != "GNU 16.2.0 for Linux x86_64" {
+	if err := parseVersion(&b, out); err != nil || b.BuiltWith != "GNU 16.2.0 for Linux x86_64" {
 		t.Fatalf("built with = %q, err %v", b.BuiltWith, err)
 	}
 	if got := ParseBackends(out); len(got) != 1 || got[0] != "CPU (libggml-cpu-zen4.so)" {
@@ -47,9 +47,9 @@ func TestParseDevices(t *testing.T) {
 		"  BLAS: OpenBLAS\n\nsomething else\n  X0: not a device\n"
 	got := ParseDevices(out)
 	want := []Device{
-		{"CUDA0", "NVIDIA GeForce RTX 4090", 24076, 23500},
-		{"Vulkan0", "AMD Radeon (RADV)", 8192, 8000},
-		{"BLAS", "OpenBLAS", 0, 0},
+		{Name: "CUDA0", Description: "NVIDIA GeForce RTX 4090", TotalMiB: 24076, FreeMiB: 23500},
+		{Name: "Vulkan0", Description: "AMD Radeon (RADV)", TotalMiB: 8192, FreeMiB: 8000},
+		{Name: "BLAS", Description: "OpenBLAS", TotalMiB: 0, FreeMiB: 0},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d devices %+v", len(got), got)

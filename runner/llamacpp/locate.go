@@ -27,24 +27,6 @@ const EnvPrefix = "SPARKBENCH_LLAMA_PREFIX"
 // InstallCommand is the one command that installs llama.cpp binaries for sparkbench.
 const InstallCommand = "make llama   (runs scripts/install-llama.sh)"
 
-// Source says where a binaries folder came from.
-type Source string
-
-const (
-	SourceFlag   Source = "--llama-dir"
-	SourceEnv    Source = EnvDir
-	SourcePrefix Source = "installed prefix"
-	SourcePath   Source = "PATH"
-)
-
-// Location is a validated binaries folder.
-type Location struct {
-	Dir    string // absolute path of the folder holding the tools
-	Source Source
-	Bench  string // absolute path of llama-bench
-	Server string // absolute path of llama-server
-}
-
 // LocateError says why no usable folder was found, and what fixes it.
 type LocateError struct {
 	Dir    string // the folder that was tried, if one was named

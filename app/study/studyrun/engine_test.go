@@ -1,4 +1,4 @@
-package study
+package studyrun
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sparkbench/app/study"
 	"strings"
 	"sync"
 	"testing"
@@ -27,17 +28,17 @@ type harness struct {
 	bench  *fakeBench
 	id     int64
 	mu     sync.Mutex
-	events []Event
+	events []study.Event
 }
 
-func newHarness(t *testing.T, edit func(p *Plan)) *harness {
+func newHarness(t *testing.T, edit func(p *study.Plan)) *harness {
 	t.Helper()
 	p := loadValid(t)
 	if edit != nil {
 		edit(p)
 	}
 	h := &harness{t: t, rec: newMemRecorder(), bench: &fakeBench{tg: fakeRates, outcome: map[string]string{}}}
-	reg, err := Register(context.Background(), h.rec, p, filepath.Join("testdata", "valid.json"), sha256File)
+	reg, err := study.Register(context.Background(), h.rec, p, filepath.Join(planDir, "valid.json"), sha256File)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,15 +48,15 @@ func newHarness(t *testing.T, edit func(p *Plan)) *harness {
 
 func (h *harness) engine() *Engine {
 	return &Engine{Rec: h.rec, Bench: "/fake/llama-bench", Start: h.bench.start, Hash: sha256File,
-		Probe: func(context.Context) (Environment, error) { return Environment{}, nil },
-		OnEvent: func(e Event) {
+		Probe: func(context.Context) (study.Environment, error) { return study.Environment{}, nil },
+		OnEvent: func(e study.Event) {
 			h.mu.Lock()
 			h.events = append(h.events, e)
 			h.mu.Unlock()
 		}}
 }
 
-func (h *harness) run(ctx context.Context) (RunSummary, error) { return h.engine().Run(ctx, h.id) }
+func (h *harness) run(ctx context.Context) (study.RunSummary, error) { return h.engine().Run(ctx, h.id) }
 
 // trail is the events as short strings: "started tiny/d0", "verdict P1 HIT", …
 func (h *harness) trail() []string {
@@ -64,13 +65,13 @@ func (h *harness) trail() []string {
 	var out []string
 	for _, e := range h.events {
 		switch e.Kind {
-		case EventLegStarted, EventLegSkipped:
+		case study.EventLegStarted, study.EventLegSkipped:
 			out = append(out, string(e.Kind)+" "+e.Leg)
-		case EventLegFinished:
+		case study.EventLegFinished:
 			out = append(out, "finished "+e.Leg+" "+e.Outcome.Class)
-		case EventVerdict:
+		case study.EventVerdict:
 			out = append(out, "verdict "+e.Verdict.Prediction+" "+string(e.Verdict.Outcome))
-		case EventHalted, EventDone, EventCanary:
+		case study.EventHalted, study.EventDone, study.EventCanary:
 			out = append(out, string(e.Kind))
 		}
 	}
@@ -102,7 +103,7 @@ func TestEngineRunJournalsEachVerdictWhenItsLegsFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.LegsRun != 8 || sum.LegsSkipped != 0 || sum.Status != StatusComplete || len(sum.Verdicts) != 4 || sum.Halted {
+	if sum.LegsRun != 8 || sum.LegsSkipped != 0 || sum.Status != study.StatusComplete || len(sum.Verdicts) != 4 || sum.Halted {
 		t.Fatalf("summary %+v", sum)
 	}
 	want := []string{"canary baseline", "tiny/d0#start", "tiny/d0", "tiny/d128", "tiny/d256", "moe/d0", "moe/d128", "moe/d256", "tiny/d0#end"}
@@ -130,7 +131,7 @@ func TestEngineRunJournalsEachVerdictWhenItsLegsFinish(t *testing.T) {
 	}
 	// Progress: legs done counts up to the total; the last event is done.
 	last := h.events[len(h.events)-1]
-	if last.Kind != EventDone || last.Progress.LegsDone != 8 || last.Progress.LegsTotal != 8 || last.Progress.ETA != 0 {
+	if last.Kind != study.EventDone || last.Progress.LegsDone != 8 || last.Progress.LegsTotal != 8 || last.Progress.ETA != 0 {
 		t.Errorf("last event %+v", last)
 	}
 
@@ -145,7 +146,7 @@ func TestEngineRunJournalsEachVerdictWhenItsLegsFinish(t *testing.T) {
 		t.Errorf("second run journaled %q", extra)
 	}
 
-	rep, err := Show(context.Background(), h.rec, h.id)
+	rep, err := study.Show(context.Background(), h.rec, h.id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,12 +164,12 @@ func TestEngineRunJournalsEachVerdictWhenItsLegsFinish(t *testing.T) {
 }
 
 // checkReportTraces follows every reference of the report to the recorded rows.
-func checkReportTraces(t *testing.T, rec Recorder, rep *Report) {
+func checkReportTraces(t *testing.T, rec study.Recorder, rep *study.Report) {
 	t.Helper()
 	rows, _ := rec.Rows(context.Background(), rep.Study.ID)
-	byRef := map[string]StoredRow{}
+	byRef := map[string]study.StoredRow{}
 	for _, r := range rows {
-		byRef[RowRef(r.LegID, r.Seq)] = r
+		byRef[study.RowRef(r.LegID, r.Seq)] = r
 	}
 	for _, c := range rep.Results {
 		r, ok := byRef[c.Source]
@@ -178,11 +179,11 @@ func checkReportTraces(t *testing.T, rec Recorder, rep *Report) {
 	}
 	slopes := 0
 	for _, f := range rep.Figures {
-		if f.Figure != FigureSlope || f.Value == nil {
+		if f.Figure != study.FigureSlope || f.Value == nil {
 			continue
 		}
 		slopes++
-		var first, at *StoredRow
+		var first, at *study.StoredRow
 		for _, ref := range f.Sources {
 			r := byRef[ref]
 			if r.Status != "result" {
@@ -242,7 +243,7 @@ func TestEngineResumesAfterAKillWithoutDuplicates(t *testing.T) {
 	<-seen
 	legs, _ := h.rec.Legs(context.Background(), h.id)
 	last := legs[len(legs)-1]
-	if last.Label != "tiny/d128" || last.State != LegRunning || last.Rows != 1 {
+	if last.Label != "tiny/d128" || last.State != study.LegRunning || last.Rows != 1 {
 		t.Fatalf("at the kill: %+v", last)
 	}
 	h.rec.interrupt(last.ID) // what the notebook does when it is next opened
@@ -258,7 +259,7 @@ func TestEngineResumesAfterAKillWithoutDuplicates(t *testing.T) {
 	if want := []string{"tiny/d128", "tiny/d256", "moe/d0", "moe/d128", "moe/d256", "tiny/d0#end"}; !slices.Equal(h.bench.ran, want) {
 		t.Fatalf("resumed with %q, want %q (no canary baseline again)", h.bench.ran, want)
 	}
-	if sum.LegsSkipped != 2 || sum.LegsRun != 6 || sum.Status != StatusComplete {
+	if sum.LegsSkipped != 2 || sum.LegsRun != 6 || sum.Status != study.StatusComplete {
 		t.Fatalf("summary %+v", sum)
 	}
 	legs, _ = h.rec.Legs(context.Background(), h.id)
@@ -266,13 +267,13 @@ func TestEngineResumesAfterAKillWithoutDuplicates(t *testing.T) {
 	finished := map[string]int{}
 	for _, l := range legs {
 		labels[l.Label]++
-		if l.Role == RoleLeg && l.State == LegFinished {
+		if l.Role == study.RoleLeg && l.State == study.LegFinished {
 			finished[l.PlanLeg]++
 			if l.Rows != 2 || l.Results != 2 {
 				t.Errorf("%s: %d rows, %d results", l.Label, l.Rows, l.Results)
 			}
 		}
-		if l.Label == "tiny/d128" && (l.State != LegInterrupted || l.Unmarked != 1 || l.Results != 0) {
+		if l.Label == "tiny/d128" && (l.State != study.LegInterrupted || l.Unmarked != 1 || l.Results != 0) {
 			t.Errorf("interrupted attempt: %+v", l)
 		}
 	}
@@ -294,7 +295,7 @@ func TestEngineResumesAfterAKillWithoutDuplicates(t *testing.T) {
 			t.Errorf("%s journaled %d times", p, n)
 		}
 	}
-	rep, _ := Show(context.Background(), h.rec, h.id)
+	rep, _ := study.Show(context.Background(), h.rec, h.id)
 	if len(rep.Results) != 16 {
 		t.Errorf("%d result rows: the interrupted attempt's row must not count", len(rep.Results))
 	}
@@ -309,7 +310,7 @@ type failingVerdicts struct {
 	failed bool
 }
 
-func (f *failingVerdicts) RecordVerdict(ctx context.Context, id int64, v Verdict) error {
+func (f *failingVerdicts) RecordVerdict(ctx context.Context, id int64, v study.Verdict) error {
 	if v.Prediction == f.key && !f.failed {
 		f.failed = true
 		return errors.New("disk full")
@@ -346,7 +347,7 @@ func TestEngineFlaggedAndCrashedRowsNeverCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The crashed leg has no results and retries left: the study is incomplete, not complete.
-	if sum.Status != StatusIncomplete || sum.LegsRun != 8 || len(sum.Incomplete) != 1 || sum.Incomplete[0].Leg != "tiny/d128" ||
+	if sum.Status != study.StatusIncomplete || sum.LegsRun != 8 || len(sum.Incomplete) != 1 || sum.Incomplete[0].Leg != "tiny/d128" ||
 		sum.Incomplete[0].Final || sum.Incomplete[0].RetriesLeft() != 2 {
 		t.Fatalf("a flagged leg and a passing canary continue the queue, a crash leaves it incomplete: %+v", sum)
 	}
@@ -363,20 +364,20 @@ func TestEngineFlaggedAndCrashedRowsNeverCount(t *testing.T) {
 				t.Errorf("crashed leg %+v", l)
 			}
 		case "canary after tiny/d128":
-			sawCanary = l.Role == RoleCanary && l.Class == "ok" && l.PlanLeg == "tiny/d128"
+			sawCanary = l.Role == study.RoleCanary && l.Class == "ok" && l.PlanLeg == "tiny/d128"
 		}
 	}
 	if !sawCanary {
 		t.Errorf("no canary leg recorded: %+v", legs)
 	}
-	rep, _ := Show(context.Background(), h.rec, h.id)
+	rep, _ := study.Show(context.Background(), h.rec, h.id)
 	for _, s := range rep.Scoreboard {
 		// P1 reads the flagged leg (final: the gate's flag is its answer); P4 reads the crashed
 		// one, which a later run retries: it waits.
-		if s.Prediction == "P1" && s.Verdict.Outcome != Unresolvable {
+		if s.Prediction == "P1" && s.Verdict.Outcome != study.Unresolvable {
 			t.Errorf("%s reads a flagged leg without results: %+v", s.Prediction, s.Verdict)
 		}
-		if s.Prediction == "P4" && s.Verdict.Outcome != Pending {
+		if s.Prediction == "P4" && s.Verdict.Outcome != study.Pending {
 			t.Errorf("%s reads a crashed leg that will be retried: %+v", s.Prediction, s.Verdict)
 		}
 	}
@@ -398,7 +399,7 @@ func TestEngineHaltsWhenTheCanaryFailsAndResumesAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sum.Halted || sum.Status != StatusHalted || !strings.Contains(sum.Reason, "tiny/d128 ended crashed") || sum.LegsDone != 3 {
+	if !sum.Halted || sum.Status != study.StatusHalted || !strings.Contains(sum.Reason, "tiny/d128 ended crashed") || sum.LegsDone != 3 {
 		t.Fatalf("summary %+v", sum)
 	}
 	if tr := h.trail(); tr[len(tr)-1] != "halted" || slices.Contains(tr, "leg_started tiny/d256") {
@@ -409,7 +410,7 @@ func TestEngineHaltsWhenTheCanaryFailsAndResumesAfter(t *testing.T) {
 	h.bench.canaryFails, h.bench.outcome = false, map[string]string{}
 	h.bench.ran = nil
 	sum, err = h.run(context.Background())
-	if err != nil || sum.Status != StatusComplete || h.bench.ran[0] != "tiny/d128" || h.bench.ran[1] != "tiny/d256" {
+	if err != nil || sum.Status != study.StatusComplete || h.bench.ran[0] != "tiny/d128" || h.bench.ran[1] != "tiny/d256" {
 		t.Fatalf("resume after a halt: %+v %v %q", sum, err, h.bench.ran)
 	}
 	if tr := h.trail(); !slices.Contains(tr, "leg_started tiny/d128") {
@@ -426,7 +427,7 @@ func TestEngineStopIsResumable(t *testing.T) {
 		}
 	}
 	sum, err := h.run(ctx)
-	if !errors.Is(err, ErrStopped) || sum.Status != StatusHalted || sum.LegsDone != 2 {
+	if !errors.Is(err, study.ErrStopped) || sum.Status != study.StatusHalted || sum.LegsDone != 2 {
 		t.Fatalf("stop: %+v %v", sum, err)
 	}
 	h.bench.onLeg = nil
@@ -438,7 +439,7 @@ func TestEngineStopIsResumable(t *testing.T) {
 	legs, _ := h.rec.Legs(context.Background(), h.id)
 	var got []string
 	for _, l := range legs {
-		if l.PlanLeg == "tiny/d128" && l.Role == RoleLeg {
+		if l.PlanLeg == "tiny/d128" && l.Role == study.RoleLeg {
 			got = append(got, l.Label+" "+l.Class)
 		}
 	}
@@ -453,14 +454,14 @@ func TestAmendBeforeAndAfterItsLegsRan(t *testing.T) {
 	lo := 2000.0
 	hi := -0.3
 	// Before any leg: accepted; the fork's arm change makes P2 inconclusive (-0.25 is between arms).
-	if _, err := Amend(ctx, h.rec, h.id, AmendRequest{Prediction: "P1", Set: Change{Lo: &lo}, Reason: "typo in the registered floor"}); err != nil {
+	if _, err := study.Amend(ctx, h.rec, h.id, study.AmendRequest{Prediction: "P1", Set: study.Change{Lo: &lo}, Reason: "typo in the registered floor"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Amend(ctx, h.rec, h.id, AmendRequest{Prediction: "P2", Set: Change{Arms: []Arm{{Name: "steep", Hi: &hi}}}, Reason: "recalibrated"}); err != nil {
+	if _, err := study.Amend(ctx, h.rec, h.id, study.AmendRequest{Prediction: "P2", Set: study.Change{Arms: []study.Arm{{Name: "steep", Hi: &hi}}}, Reason: "recalibrated"}); err != nil {
 		t.Fatal(err)
 	}
 	bad := -0.01
-	if _, err := Amend(ctx, h.rec, h.id, AmendRequest{Prediction: "P2", Set: Change{Arms: []Arm{{Name: "steep", Hi: &bad}}}, Reason: "x"}); err == nil || !strings.Contains(err.Error(), "overlap") {
+	if _, err := study.Amend(ctx, h.rec, h.id, study.AmendRequest{Prediction: "P2", Set: study.Change{Arms: []study.Arm{{Name: "steep", Hi: &bad}}}, Reason: "x"}); err == nil || !strings.Contains(err.Error(), "overlap") {
 		t.Errorf("overlapping arms accepted: %v", err)
 	}
 	if _, err := h.run(ctx); err != nil {
@@ -468,16 +469,16 @@ func TestAmendBeforeAndAfterItsLegsRan(t *testing.T) {
 	}
 	// After: refused with the reason, recordable as a deviation.
 	hi2 := 8000.0
-	_, err := Amend(ctx, h.rec, h.id, AmendRequest{Prediction: "P1", Set: Change{Hi: &hi2}, Reason: "tighten"})
-	if !errors.Is(err, ErrAmendmentRefused) || !strings.Contains(err.Error(), "tiny/d0 (finished)") || !strings.Contains(err.Error(), "--as-deviation") {
+	_, err := study.Amend(ctx, h.rec, h.id, study.AmendRequest{Prediction: "P1", Set: study.Change{Hi: &hi2}, Reason: "tighten"})
+	if !errors.Is(err, study.ErrAmendmentRefused) || !strings.Contains(err.Error(), "tiny/d0 (finished)") || !strings.Contains(err.Error(), "--as-deviation") {
 		t.Fatalf("refusal: %v", err)
 	}
-	res, err := Amend(ctx, h.rec, h.id, AmendRequest{Prediction: "P1", Set: Change{Hi: &hi2}, Reason: "tighten", AsDeviation: true})
+	res, err := study.Amend(ctx, h.rec, h.id, study.AmendRequest{Prediction: "P1", Set: study.Change{Hi: &hi2}, Reason: "tighten", AsDeviation: true})
 	if err != nil || res.Kind != "deviation" {
 		t.Fatalf("deviation: %+v %v", res, err)
 	}
-	rep, _ := Show(ctx, h.rec, h.id)
-	var p1, p2 ReportScore
+	rep, _ := study.Show(ctx, h.rec, h.id)
+	var p1, p2 study.ReportScore
 	for _, s := range rep.Scoreboard {
 		switch s.Prediction {
 		case "P1":
@@ -498,20 +499,20 @@ func TestAmendBeforeAndAfterItsLegsRan(t *testing.T) {
 	}
 
 	// Human verdicts and findings.
-	if err := RecordHumanVerdict(ctx, h.rec, h.id, HumanVerdict{Prediction: "P3", Outcome: "NOTE", Rationale: "moe wins at depth"}); err != nil {
+	if err := study.RecordHumanVerdict(ctx, h.rec, h.id, study.HumanVerdict{Prediction: "P3", Outcome: "NOTE", Rationale: "moe wins at depth"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := RecordHumanVerdict(ctx, h.rec, h.id, HumanVerdict{Prediction: "P3", Outcome: "MAYBE", Rationale: "x"}); err == nil {
+	if err := study.RecordHumanVerdict(ctx, h.rec, h.id, study.HumanVerdict{Prediction: "P3", Outcome: "MAYBE", Rationale: "x"}); err == nil {
 		t.Error("MAYBE accepted")
 	}
-	label, err := AddFinding(ctx, h.rec, h.id, FindingRequest{Text: "moe holds its rate deeper", Legs: []string{"moe/d256", "tiny/d256"}, Predictions: []string{"P3"}})
+	label, err := study.AddFinding(ctx, h.rec, h.id, study.FindingRequest{Text: "moe holds its rate deeper", Legs: []string{"moe/d256", "tiny/d256"}, Predictions: []string{"P3"}})
 	if err != nil || label != "F1" {
 		t.Fatalf("finding %q %v", label, err)
 	}
-	if _, err := AddFinding(ctx, h.rec, h.id, FindingRequest{Text: "x", Legs: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), "not a leg") {
+	if _, err := study.AddFinding(ctx, h.rec, h.id, study.FindingRequest{Text: "x", Legs: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), "not a leg") {
 		t.Errorf("unknown leg: %v", err)
 	}
-	rep, _ = Show(ctx, h.rec, h.id)
+	rep, _ = study.Show(ctx, h.rec, h.id)
 	if len(rep.Findings) != 1 || !slices.Equal(rep.Findings[0].Legs, []string{"moe/d256", "tiny/d256"}) || rep.Scoreboard[2].Human.Outcome != "NOTE" {
 		t.Errorf("findings %+v human %+v", rep.Findings, rep.Scoreboard[2].Human)
 	}
@@ -522,23 +523,23 @@ func TestMismatchIsRefused(t *testing.T) {
 	// Registering a plan whose model does not match its SHA-256.
 	p := loadValid(t)
 	p.Models[0].SHA256 = strings.Repeat("0", 64)
-	_, err := Register(ctx, newMemRecorder(), p, filepath.Join("testdata", "valid.json"), sha256File)
-	var ref *RefusedError
+	_, err := study.Register(ctx, newMemRecorder(), p, filepath.Join(planDir, "valid.json"), sha256File)
+	var ref *study.RefusedError
 	if !errors.As(err, &ref) || !strings.Contains(err.Error(), "MISMATCH") {
 		t.Fatalf("register: %v", err)
 	}
 	// A model replaced after registration: the run refuses before any leg.
 	dir := t.TempDir()
 	for _, name := range []string{"tiny-llama-f32.gguf", "tiny-moe-f32.gguf"} {
-		b, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "models", name))
+		b, _ := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "models", name))
 		os.WriteFile(filepath.Join(dir, name), b, 0o644)
 	}
-	h := newHarness(t, func(p *Plan) {
+	h := newHarness(t, func(p *study.Plan) {
 		for i := range p.Models {
 			p.Models[i].Path = filepath.Join(dir, filepath.Base(p.Models[i].Path))
 		}
 	})
-	f16, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "models", "tiny-llama-f16.gguf"))
+	f16, _ := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "models", "tiny-llama-f16.gguf"))
 	os.WriteFile(filepath.Join(dir, "tiny-llama-f32.gguf"), f16, 0o644)
 	_, err = h.run(ctx)
 	if !errors.As(err, &ref) || !strings.Contains(err.Error(), "MISMATCH") || len(h.bench.ran) != 0 {
@@ -548,7 +549,7 @@ func TestMismatchIsRefused(t *testing.T) {
 
 func TestRegisterIsIdempotent(t *testing.T) {
 	h := newHarness(t, nil)
-	reg, err := Register(context.Background(), h.rec, loadValid(t), filepath.Join("testdata", "valid.json"), sha256File)
+	reg, err := study.Register(context.Background(), h.rec, loadValid(t), filepath.Join(planDir, "valid.json"), sha256File)
 	if err != nil || !reg.Existing || reg.StudyID != h.id || reg.Legs != 8 {
 		t.Fatalf("%+v %v", reg, err)
 	}
@@ -558,19 +559,19 @@ func TestRegisterIsIdempotent(t *testing.T) {
 }
 
 func TestRowRefRoundTrip(t *testing.T) {
-	l, s, err := ParseRowRef(RowRef(12, 3))
+	l, s, err := study.ParseRowRef(study.RowRef(12, 3))
 	if err != nil || l != 12 || s != 3 {
 		t.Fatal(l, s, err)
 	}
 	for _, bad := range []string{"", "leg 1", "leg x seq 2", "row 1 seq 2"} {
-		if _, _, err := ParseRowRef(bad); err == nil {
+		if _, _, err := study.ParseRowRef(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}
 }
 
 func TestEngineMeasuresBandwidthOnceAndRefusesASecondRunner(t *testing.T) {
-	h := newHarness(t, func(p *Plan) { p.Bandwidth = &Bandwidth{Measure: true} })
+	h := newHarness(t, func(p *study.Plan) { p.Bandwidth = &study.Bandwidth{Measure: true} })
 	measured := 0
 	e := h.engine()
 	e.MeasureBandwidth = func(context.Context) (BandwidthMeasurement, error) {
@@ -583,7 +584,7 @@ func TestEngineMeasuresBandwidthOnceAndRefusesASecondRunner(t *testing.T) {
 			cancel()
 		}
 	}
-	if _, err := e.Run(ctx, h.id); !errors.Is(err, ErrStopped) {
+	if _, err := e.Run(ctx, h.id); !errors.Is(err, study.ErrStopped) {
 		t.Fatal(err)
 	}
 	h.bench.onLeg = nil
@@ -593,13 +594,13 @@ func TestEngineMeasuresBandwidthOnceAndRefusesASecondRunner(t *testing.T) {
 	if measured != 1 || len(h.rec.envs) != 2 || h.rec.envs[0].BandwidthGBs != 25 || h.rec.envs[1].BandwidthGBs != 25 {
 		t.Fatalf("measured %d times, machines %+v", measured, h.rec.envs)
 	}
-	rep, _ := Show(context.Background(), h.rec, h.id)
+	rep, _ := study.Show(context.Background(), h.rec, h.id)
 	if rep.Bandwidth != "measured" || rep.BandwidthGBs == nil || *rep.BandwidthGBs != 25 {
 		t.Errorf("report bandwidth %s %v", rep.Bandwidth, rep.BandwidthGBs)
 	}
 	ceilings := 0
 	for _, f := range rep.Figures {
-		if f.Figure == FigureCeiling && f.Value != nil {
+		if f.Figure == study.FigureCeiling && f.Value != nil {
 			ceilings++
 		}
 	}
@@ -609,8 +610,8 @@ func TestEngineMeasuresBandwidthOnceAndRefusesASecondRunner(t *testing.T) {
 
 	// A leg left running belongs to a live process: a second run refuses.
 	h2 := newHarness(t, nil)
-	h2.rec.StartLeg(context.Background(), LegStart{StudyID: h2.id, Label: "tiny/d0#start", PlanLeg: "tiny/d0#start", Role: RoleLeg, Attempt: 1})
-	if _, err := h2.run(context.Background()); !errors.Is(err, ErrBusy) || len(h2.bench.ran) != 0 {
+	h2.rec.StartLeg(context.Background(), study.LegStart{StudyID: h2.id, Label: "tiny/d0#start", PlanLeg: "tiny/d0#start", Role: study.RoleLeg, Attempt: 1})
+	if _, err := h2.run(context.Background()); !errors.Is(err, study.ErrBusy) || len(h2.bench.ran) != 0 {
 		t.Fatalf("second runner: %v, ran %q", err, h2.bench.ran)
 	}
 }

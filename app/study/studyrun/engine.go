@@ -1,13 +1,12 @@
-package study
+package studyrun
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sparkbench/app/study"
 	"strconv"
-	"strings"
 	"time"
 
 	"sparkbench/runner"
@@ -35,20 +34,20 @@ type BandwidthMeasurement struct {
 // verdict as soon as the legs it reads have finished. Its dependencies are fields, so tests
 // can replace the runner, the probes and the notebook.
 type Engine struct {
-	Rec   Recorder
-	Bench string   // llama-bench
-	Hash  HashFunc // model hashing (cmd passes the notebook-cached one); nil: hashing.File
+	Rec   study.Recorder
+	Bench string         // llama-bench
+	Hash  study.HashFunc // model hashing (cmd passes the notebook-cached one); nil: hashing.File
 	// Start runs a queue; nil: runner.StartQueue with one Fingerprinter for the whole run.
 	Start func(ctx context.Context, spec runner.QueueSpec) QueueRun
 	// Probe fingerprints the machine and the build once per run; nil: the runner's
 	// Fingerprinter on Bench.
-	Probe func(ctx context.Context) (Environment, error)
+	Probe func(ctx context.Context) (study.Environment, error)
 	// MeasureBandwidth runs the bandwidth probe for plans with bandwidth.measure; nil: membw
 	// (3 x 256 MiB, best of 10).
 	MeasureBandwidth func(ctx context.Context) (BandwidthMeasurement, error)
 	// OnEvent receives every engine event, synchronously: it must return quickly (the GUI
 	// hands them to its own goroutine; the CLI prints them).
-	OnEvent func(Event)
+	OnEvent func(study.Event)
 	Now     func() time.Time
 	// BenchFlags lists the flags llama-bench accepts (nil: llamacpp.HelpFlags); a build that
 	// cannot say leaves extra_args unchecked.
@@ -61,49 +60,6 @@ type Engine struct {
 	fp *runner.Fingerprinter
 }
 
-// RunSummary is what a Run did.
-type RunSummary struct {
-	StudyID     int64     `json:"study"`
-	Status      string    `json:"status"`
-	LegsTotal   int       `json:"legs_total"`
-	LegsDone    int       `json:"legs_done"`
-	LegsRun     int       `json:"legs_run"`     // run by this call
-	LegsSkipped int       `json:"legs_skipped"` // finished before (resumed)
-	Verdicts    []Verdict `json:"verdicts"`     // journaled by this call
-	Halted      bool      `json:"halted"`
-	Reason      string    `json:"reason,omitempty"`
-	// Incomplete lists the plan legs that still have no results when the run ends (status
-	// incomplete): each with its attempts and whether a later run retries it.
-	Incomplete []LegStatus `json:"incomplete,omitempty"`
-	Elapsed    time.Duration
-}
-
-// RetryError refuses a --retry request: the leg is not a plan leg, or it has results.
-type RetryError struct{ Msg string }
-
-func (e *RetryError) Error() string { return e.Msg }
-
-// RefusedError is a plan the engine will not register or run, with every error-level problem
-// (a model whose SHA-256 differs from the plan's reads "MISMATCH").
-type RefusedError struct {
-	Problems []Problem
-}
-
-func (e *RefusedError) Error() string {
-	var lines []string
-	for _, p := range Errors(e.Problems) {
-		lines = append(lines, p.Path+": "+p.Msg)
-	}
-	return "plan refused: " + strings.Join(lines, "; ")
-}
-
-// ErrBusy is returned by Run when another process is running a leg of the study.
-var ErrBusy = errors.New("study is being run by another process")
-
-// ErrStopped is returned by Run when ctx was cancelled: the running leg was stopped and
-// recorded (stopped_by_user); Run again to resume.
-var ErrStopped = errors.New("study stopped before its last leg")
-
 func (e *Engine) now() time.Time {
 	if e.Now != nil {
 		return e.Now()
@@ -111,118 +67,11 @@ func (e *Engine) now() time.Time {
 	return time.Now()
 }
 
-// study is a registered study read back from the notebook.
-type loadedStudy struct {
-	st     StoredStudy
-	plan   *Plan
-	preds  []Prediction // the plan's, with accepted amendments applied
-	legs   []LegPlan
-	stored []StoredLeg
-	rows   []StoredRow
-	// reopened lists final legs without results that a Run was asked to retry (Engine.Retry):
-	// not final again until that attempt ends.
-	reopened map[string]bool
-}
-
-func loadStudy(ctx context.Context, rec RecordReader, id int64) (*loadedStudy, error) {
-	st, err := rec.Study(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	p, err := Decode(fmt.Sprintf("study %d's registered plan", id), st.PlanJSON)
-	if err != nil {
-		return nil, err
-	}
-	legs, err := Expand(p, st.PlanDir)
-	if err != nil {
-		return nil, err
-	}
-	preds, err := effectivePredictions(p, st.Amendments)
-	if err != nil {
-		return nil, err
-	}
-	l := &loadedStudy{st: st, plan: p, preds: preds, legs: legs}
-	if l.stored, err = rec.Legs(ctx, id); err != nil {
-		return nil, err
-	}
-	if l.rows, err = rec.Rows(ctx, id); err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// measuredBandwidth is the last bandwidth the study journaled (0: none).
-func (st *StoredStudy) measuredBandwidth() float64 {
-	var gbs float64
-	for _, n := range st.Notes {
-		if n.Kind != NoteBandwidth {
-			continue
-		}
-		var b struct {
-			GBs float64 `json:"gbs"`
-		}
-		if json.Unmarshal(n.Payload, &b) == nil && b.GBs > 0 {
-			gbs = b.GBs
-		}
-	}
-	return gbs
-}
-
-func (l *loadedStudy) bandwidth() float64 {
-	if b := l.plan.Bandwidth; b != nil && b.GBs > 0 {
-		return b.GBs
-	}
-	return l.st.measuredBandwidth()
-}
-
-// buildResults gathers the rows that count as results: status result, from the final attempt
-// of each plan leg. Rows of failed, flagged, interrupted or canary legs never count.
-func buildResults(l *loadedStudy, models map[string]ModelInfo, bandwidth float64) *Results {
-	res := &Results{Plan: l.plan, Models: models, BandwidthGBs: bandwidth}
-	var counting map[string]StoredLeg
-	res.Finished, counting = FinalLegs(l.plan, l.legs, l.stored)
-	for leg := range l.reopened {
-		delete(res.Finished, leg)
-	}
-	byNotebookID := map[int64]string{}
-	for planLeg, s := range counting {
-		byNotebookID[s.ID] = planLeg
-	}
-	byID := map[string]LegPlan{}
-	for _, lp := range l.legs {
-		byID[lp.ID] = lp
-	}
-	for _, r := range l.rows {
-		planLeg, ok := byNotebookID[r.LegID]
-		if !ok || r.Status != string(runner.RowResult) {
-			continue
-		}
-		res.Rows = append(res.Rows, ResultRow{Leg: planLeg, Ref: RowRef(r.LegID, r.Seq),
-			Model: modelOfRow(l.plan, l.st.PlanDir, byID[planLeg], &r.Result), Result: r.Result})
-	}
-	return res
-}
-
-// modelOfRow names the plan model a row measured: the leg's only model, or (one leg with
-// every model) the model whose path llama-bench printed.
-func modelOfRow(p *Plan, planDir string, lp LegPlan, r *benchfmt.Result) string {
-	if len(lp.Models) == 1 {
-		return lp.Models[0]
-	}
-	for _, m := range p.Models {
-		path := ResolvePath(planDir, m.Path)
-		if r.ModelFilename == path || filepath.Base(r.ModelFilename) == filepath.Base(path) {
-			return m.ID
-		}
-	}
-	return ""
-}
-
 // run is one Run call's state.
 type run struct {
 	e         *Engine
-	l         *loadedStudy
-	models    map[string]ModelInfo
+	l         *study.Loaded
+	models    map[string]study.ModelInfo
 	artefacts map[string]int64
 	machineID int64
 	buildID   int64
@@ -234,17 +83,17 @@ type run struct {
 	start     time.Time
 	legTime   time.Duration // spent in legs run by this call
 	legsRun   int
-	progress  Progress
-	verdicts  []Verdict
+	progress  study.Progress
+	verdicts  []study.Verdict
 	legStart  time.Time
 }
 
-func (r *run) emit(ev Event) {
+func (r *run) emit(ev study.Event) {
 	if r.e.OnEvent == nil {
 		return
 	}
 	ev.At = r.e.now()
-	ev.StudyID = r.l.st.ID
+	ev.StudyID = r.l.St.ID
 	p := r.progress
 	p.Elapsed = ev.At.Sub(r.start)
 	p.ETA = -1
@@ -262,73 +111,73 @@ func (r *run) emit(ev Event) {
 // Run runs the study's unfinished legs in plan order: a study run before (and interrupted,
 // stopped or halted) resumes at its first unfinished leg; nothing that finished runs again.
 // Models are hashed first and a MISMATCH refuses the run (RefusedError).
-func (e *Engine) Run(ctx context.Context, studyID int64) (RunSummary, error) {
+func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, error) {
 	if e.Rec == nil {
-		return RunSummary{}, errors.New("study engine: no notebook")
+		return study.RunSummary{}, errors.New("study engine: no notebook")
 	}
-	l, err := loadStudy(ctx, e.Rec, studyID)
+	l, err := study.LoadStudy(ctx, e.Rec, studyID)
 	if err != nil {
-		return RunSummary{}, err
+		return study.RunSummary{}, err
 	}
 	r := &run{e: e, l: l, artefacts: map[string]int64{}, done: map[string]bool{}, attempts: map[string]int{},
 		recorded: map[string]bool{}, start: e.now()}
-	sum := RunSummary{StudyID: studyID, LegsTotal: len(l.legs)}
+	sum := study.RunSummary{StudyID: studyID, LegsTotal: len(l.Legs)}
 	// The notebook marks legs of dead processes interrupted when it opens: a leg still running
 	// belongs to a live process, and a second run would duplicate its legs.
-	for _, s := range l.stored {
-		if s.State == LegRunning {
-			return sum, fmt.Errorf("%w: leg %s (%d) is running; wait for it, or stop that run", ErrBusy, s.Label, s.ID)
+	for _, s := range l.Stored {
+		if s.State == study.LegRunning {
+			return sum, fmt.Errorf("%w: leg %s (%d) is running; wait for it, or stop that run", study.ErrBusy, s.Label, s.ID)
 		}
 	}
-	if err := r.reopen(); err != nil {
+	if err := r.l.Reopen(r.e.Retry); err != nil {
 		return sum, err
 	}
 	if err := r.prepare(ctx); err != nil {
 		return sum, err
 	}
-	for key, v := range l.st.Verdicts {
+	for key, v := range l.St.Verdicts {
 		if v.Computed != nil {
 			r.recorded[key] = true
 		}
 	}
 	// A verdict journaled before a forced retry of a leg it reads is journaled again (a new
 	// entry: the earlier one stays) once that leg is final.
-	for _, p := range l.preds {
-		if r.recorded[p.ID] && readsAny(p, l.legs, l.reopened) {
+	for _, p := range l.Preds {
+		if r.recorded[p.ID] && study.ReadsAny(p, l.Legs, l.Reopened) {
 			r.recorded[p.ID] = false
 		}
 	}
-	for _, s := range l.stored {
-		if s.Role == RoleLeg {
+	for _, s := range l.Stored {
+		if s.Role == study.RoleLeg {
 			r.attempts[s.PlanLeg] = max(r.attempts[s.PlanLeg], s.Attempt)
 		}
 	}
-	for _, st := range legStatuses(l.plan, l.legs, l.stored) {
-		if st.Final && !l.reopened[st.Leg] {
+	for _, st := range study.LegStatuses(l.Plan, l.Legs, l.Stored) {
+		if st.Final && !l.Reopened[st.Leg] {
 			r.done[st.Leg] = true
 		}
 	}
-	r.progress = Progress{LegsTotal: len(l.legs), ETA: -1}
-	for _, lp := range l.legs {
+	r.progress = study.Progress{LegsTotal: len(l.Legs), ETA: -1}
+	for _, lp := range l.Legs {
 		if r.done[lp.ID] {
 			r.progress.LegsDone++
 		}
 	}
 	sum.LegsSkipped = r.progress.LegsDone
-	if err := e.Rec.SetStatus(ctx, studyID, StatusRunning); err != nil {
+	if err := e.Rec.SetStatus(ctx, studyID, study.StatusRunning); err != nil {
 		return sum, err
 	}
-	if err := e.Rec.Note(ctx, studyID, NoteRun, map[string]any{"legs_done": r.progress.LegsDone, "legs_total": len(l.legs),
+	if err := e.Rec.Note(ctx, studyID, study.NoteRun, map[string]any{"legs_done": r.progress.LegsDone, "legs_total": len(l.Legs),
 		"bench": e.Bench, "bandwidth_gbs": r.bandwidth}); err != nil {
 		return sum, err
 	}
-	r.emit(Event{Kind: EventRunStarted})
+	r.emit(study.Event{Kind: study.EventRunStarted})
 	// Verdicts whose legs finished in an earlier run but were not journaled (the process died
 	// in between) are journaled now.
 	if err := r.updateVerdicts(ctx); err != nil {
 		return sum, err
 	}
-	finish := func(err error) (RunSummary, error) {
+	finish := func(err error) (study.RunSummary, error) {
 		sum.LegsDone, sum.LegsRun, sum.Verdicts = r.progress.LegsDone, r.legsRun, r.verdicts
 		sum.Elapsed = e.now().Sub(r.start)
 		st, serr := e.Rec.Study(context.WithoutCancel(ctx), studyID)
@@ -337,15 +186,15 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (RunSummary, error) {
 		}
 		return sum, err
 	}
-	for _, lp := range l.legs {
+	for _, lp := range l.Legs {
 		if r.done[lp.ID] {
-			r.emit(Event{Kind: EventLegSkipped, Leg: lp.ID})
+			r.emit(study.Event{Kind: study.EventLegSkipped, Leg: lp.ID})
 			continue
 		}
 		if ctx.Err() != nil {
 			return finish(r.halt(ctx, lp.ID, string(runner.ClassStoppedByUser), "stopped by the user before "+lp.ID, &sum))
 		}
-		if r.l.plan.Canary != nil && r.baseline == nil {
+		if r.l.Plan.Canary != nil && r.baseline == nil {
 			if err := r.canaryBaseline(ctx); err != nil {
 				return finish(err)
 			}
@@ -361,44 +210,44 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (RunSummary, error) {
 	wctx := context.WithoutCancel(ctx)
 	// Legs still without results make the study incomplete, never complete: a later run retries
 	// those whose failures have not reached the plan's retry limit.
-	for _, st := range legStatuses(l.plan, l.legs, l.stored) {
+	for _, st := range study.LegStatuses(l.Plan, l.Legs, l.Stored) {
 		if !st.Results {
 			sum.Incomplete = append(sum.Incomplete, st)
 		}
 	}
-	status := StatusComplete
+	status := study.StatusComplete
 	if len(sum.Incomplete) > 0 {
-		status = StatusIncomplete
+		status = study.StatusIncomplete
 		var legs []map[string]any
 		for _, st := range sum.Incomplete {
 			legs = append(legs, map[string]any{"leg": st.Leg, "class": st.Last.Class, "reason": st.Last.Reason,
 				"attempts": st.Attempts, "failed": st.Failed, "max_attempts": st.MaxAttempts, "final": st.Final})
 		}
-		if err := e.Rec.Note(wctx, studyID, NoteIncomplete, map[string]any{"legs": legs}); err != nil {
+		if err := e.Rec.Note(wctx, studyID, study.NoteIncomplete, map[string]any{"legs": legs}); err != nil {
 			return finish(err)
 		}
 	}
 	if err := e.Rec.SetStatus(wctx, studyID, status); err != nil {
 		return finish(err)
 	}
-	r.emit(Event{Kind: EventDone})
+	r.emit(study.Event{Kind: study.EventDone})
 	return finish(nil)
 }
 
 // halt records why the study stopped early; a stop by the user returns ErrStopped.
-func (r *run) halt(ctx context.Context, leg, class, reason string, sum *RunSummary) error {
+func (r *run) halt(ctx context.Context, leg, class, reason string, sum *study.RunSummary) error {
 	wctx := context.WithoutCancel(ctx)
 	sum.Halted, sum.Reason = true, reason
-	if err := r.e.Rec.Note(wctx, r.l.st.ID, NoteHalted, map[string]any{"leg": leg, "class": class, "reason": reason}); err != nil {
+	if err := r.e.Rec.Note(wctx, r.l.St.ID, study.NoteHalted, map[string]any{"leg": leg, "class": class, "reason": reason}); err != nil {
 		return err
 	}
-	if err := r.e.Rec.SetStatus(wctx, r.l.st.ID, StatusHalted); err != nil {
+	if err := r.e.Rec.SetStatus(wctx, r.l.St.ID, study.StatusHalted); err != nil {
 		return err
 	}
 	r.progress.Current = ""
-	r.emit(Event{Kind: EventHalted, Leg: leg, Reason: reason})
+	r.emit(study.Event{Kind: study.EventHalted, Leg: leg, Reason: reason})
 	if class == string(runner.ClassStoppedByUser) {
-		return fmt.Errorf("%w: %s", ErrStopped, reason)
+		return fmt.Errorf("%w: %s", study.ErrStopped, reason)
 	}
 	return nil
 }
@@ -411,14 +260,14 @@ func (r *run) prepare(ctx context.Context) error {
 	if hash == nil {
 		hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
 	}
-	probs, models := Validate(l.plan, ValidateOptions{PlanDir: l.st.PlanDir, Hash: hash, BenchFlags: e.benchFlags(ctx)})
+	probs, models := study.Validate(l.Plan, study.ValidateOptions{PlanDir: l.St.PlanDir, Hash: hash, BenchFlags: e.benchFlags(ctx)})
 	r.models = models
-	for _, m := range l.plan.Models {
+	for _, m := range l.Plan.Models {
 		info, ok := models[m.ID]
 		if !ok || info.SHA256 == "" {
 			continue
 		}
-		mr := ModelRecord{Path: info.Path, SHA256: info.SHA256, ExpectedSHA256: m.SHA256, Source: m.Source, Revision: m.Revision}
+		mr := study.ModelRecord{Path: info.Path, SHA256: info.SHA256, ExpectedSHA256: m.SHA256, Source: m.Source, Revision: m.Revision}
 		if h := info.Header; h != nil {
 			mr.Name, mr.Architecture, mr.Quant, mr.NParams = h.Name, h.Architecture, h.FileTypeName, int64(h.ParamCount)
 		}
@@ -428,8 +277,8 @@ func (r *run) prepare(ctx context.Context) error {
 		}
 		r.artefacts[m.ID] = id
 	}
-	if len(Errors(probs)) > 0 {
-		return &RefusedError{Problems: probs}
+	if len(study.Errors(probs)) > 0 {
+		return &study.RefusedError{Problems: probs}
 	}
 	if e.Bench == "" {
 		return errors.New("study run: no llama-bench binary (pass --llama-dir or set build.dir in the plan)")
@@ -438,8 +287,8 @@ func (r *run) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.bandwidth = l.bandwidth()
-	if b := l.plan.Bandwidth; b != nil && b.Measure && r.bandwidth == 0 {
+	r.bandwidth = l.Bandwidth()
+	if b := l.Plan.Bandwidth; b != nil && b.Measure && r.bandwidth == 0 {
 		measure := e.MeasureBandwidth
 		if measure == nil {
 			measure = measureBandwidth
@@ -449,13 +298,13 @@ func (r *run) prepare(ctx context.Context) error {
 			return fmt.Errorf("measure memory bandwidth: %w", err)
 		}
 		r.bandwidth = m.GBs
-		if err := e.Rec.Note(ctx, l.st.ID, NoteBandwidth, map[string]any{"gbs": m.GBs, "probe": m.Report}); err != nil {
+		if err := e.Rec.Note(ctx, l.St.ID, study.NoteBandwidth, map[string]any{"gbs": m.GBs, "probe": m.Report}); err != nil {
 			return err
 		}
 		env.Bandwidth = m.Report
-		r.emit(Event{Kind: EventBandwidth, BandwidthGBs: m.GBs})
+		r.emit(study.Event{Kind: study.EventBandwidth, BandwidthGBs: m.GBs})
 	}
-	if b := l.plan.Bandwidth; b != nil && b.Measure {
+	if b := l.Plan.Bandwidth; b != nil && b.Measure {
 		env.BandwidthGBs = r.bandwidth
 	}
 	r.machineID, r.buildID, err = e.Rec.Environment(ctx, env)
@@ -487,12 +336,12 @@ func measureBandwidth(ctx context.Context) (BandwidthMeasurement, error) {
 	return BandwidthMeasurement{GBs: res.TriadGBs, Report: res}, nil
 }
 
-func (r *run) probe(ctx context.Context) (Environment, error) {
+func (r *run) probe(ctx context.Context) (study.Environment, error) {
 	if r.e.Probe != nil {
 		return r.e.Probe(ctx)
 	}
 	fp := r.e.fingerprinter().Take(ctx, r.e.Bench, nil)
-	env := Environment{Machine: fp.Machine, BuildDir: filepath.Dir(r.e.Bench), VersionLine: fp.VersionLine,
+	env := study.Environment{Machine: fp.Machine, BuildDir: filepath.Dir(r.e.Bench), VersionLine: fp.VersionLine,
 		BuildNumber: int64(fp.BuildNumber), Commit: fp.Commit, Backends: fp.Backends,
 		Binaries: map[string]string{fp.Binary.Name: fp.Binary.SHA256}}
 	for _, lib := range fp.Libraries { // the libraries hold the build's code: they identify it
@@ -519,19 +368,19 @@ func (e *Engine) startQueue(ctx context.Context, spec runner.QueueSpec) QueueRun
 }
 
 func (r *run) gate() runner.CVGate {
-	g := r.l.plan.Gates
+	g := r.l.Plan.Gates
 	return runner.CVGate{TG: g.CVTG, PPDepth: g.CVPPDepth, PP: g.CVPPD0}
 }
 
 // canaryLeg is the plan's canary: a short bench of the canary model, never gated (its job is
 // to complete at its usual speed).
 func (r *run) canaryLeg(id string) runner.LegSpec {
-	p := r.l.plan
+	p := r.l.Plan
 	c := p.Canary
 	var path string
 	for _, m := range p.Models {
 		if m.ID == c.Model {
-			path = ResolvePath(r.l.st.PlanDir, m.Path)
+			path = study.ResolvePath(r.l.St.PlanDir, m.Path)
 		}
 	}
 	args := []string{"-m", path, "-p", strconv.Itoa(c.NPrompt), "-n", strconv.Itoa(c.NGen), "-r", "3"}
@@ -545,25 +394,25 @@ func (r *run) canaryLeg(id string) runner.LegSpec {
 	return runner.LegSpec{ID: id, Bench: r.e.Bench, Args: args, CVGate: runner.CVGate{Off: true}}
 }
 
-func (r *run) canaryTest() string { return benchfmt.TestName(0, int64(r.l.plan.Canary.NGen), 0) }
+func (r *run) canaryTest() string { return benchfmt.TestName(0, int64(r.l.Plan.Canary.NGen), 0) }
 
 // canaryBaseline sets the canary's baseline: the plan's baseline_tg, else the tg rate of the
 // study's baseline canary run (run now, before the first leg, when no earlier run made one).
 func (r *run) canaryBaseline(ctx context.Context) error {
-	c := r.l.plan.Canary
+	c := r.l.Plan.Canary
 	r.baseline = map[string]float64{}
 	if c.BaselineTG > 0 {
 		r.baseline[r.canaryTest()] = c.BaselineTG
 		return nil
 	}
 	attempt := 0
-	for _, s := range r.l.stored {
-		if s.Role != RoleCanaryBaseline {
+	for _, s := range r.l.Stored {
+		if s.Role != study.RoleCanaryBaseline {
 			continue
 		}
 		attempt = max(attempt, s.Attempt)
-		if s.State == LegFinished && s.Class == string(runner.ClassOK) {
-			for _, row := range r.l.rows {
+		if s.State == study.LegFinished && s.Class == string(runner.ClassOK) {
+			for _, row := range r.l.Rows {
 				if row.LegID == s.ID && row.Result.TestName() == r.canaryTest() && row.Result.AvgTs > 0 {
 					r.baseline[r.canaryTest()] = row.Result.AvgTs
 				}
@@ -578,9 +427,9 @@ func (r *run) canaryBaseline(ctx context.Context) error {
 		label = fmt.Sprintf("canary baseline (attempt %d)", attempt+1)
 	}
 	spec := r.canaryLeg(label)
-	st, err := r.stream(ctx, spec, LegStart{StudyID: r.l.st.ID, Label: label, Kind: "canary", Role: RoleCanaryBaseline,
+	st, err := r.stream(ctx, spec, study.LegStart{StudyID: r.l.St.ID, Label: label, Kind: "canary", Role: study.RoleCanaryBaseline,
 		Attempt: attempt + 1, MachineID: r.machineID, BuildID: r.buildID, ArtefactID: r.artefacts[c.Model],
-		Detail: map[string]any{"plan_sha256": r.l.st.PlanSHA256}}, nil, 2)
+		Detail: map[string]any{"plan_sha256": r.l.St.PlanSHA256}}, nil, 2)
 	if err != nil {
 		return err
 	}
@@ -596,9 +445,9 @@ func (r *run) canaryBaseline(ctx context.Context) error {
 // recordAfterTheFact records a finished runner leg (a canary) in one go: start, rows, finish.
 func (r *run) recordAfterTheFact(ctx context.Context, res *runner.LegResult, label, planLeg, role string, attempt int) (int64, error) {
 	wctx := context.WithoutCancel(ctx)
-	id, sink, err := r.e.Rec.StartLeg(wctx, LegStart{StudyID: r.l.st.ID, Label: label, Kind: "canary", PlanLeg: planLeg,
+	id, sink, err := r.e.Rec.StartLeg(wctx, study.LegStart{StudyID: r.l.St.ID, Label: label, Kind: "canary", PlanLeg: planLeg,
 		Role: role, Attempt: attempt, Argv: res.Argv, MachineID: r.machineID, BuildID: r.buildID,
-		ArtefactID: r.artefacts[r.l.plan.Canary.Model], Detail: map[string]any{"plan_sha256": r.l.st.PlanSHA256}})
+		ArtefactID: r.artefacts[r.l.Plan.Canary.Model], Detail: map[string]any{"plan_sha256": r.l.St.PlanSHA256}})
 	if err != nil {
 		return 0, err
 	}
@@ -612,9 +461,9 @@ func (r *run) recordAfterTheFact(ctx context.Context, res *runner.LegResult, lab
 	return id, r.e.Rec.FinishLeg(wctx, id, legEnd(res, status))
 }
 
-func legEnd(res *runner.LegResult, status []string) LegEnd {
+func legEnd(res *runner.LegResult, status []string) study.LegEnd {
 	x := res.Exit
-	end := LegEnd{Class: string(x.Class), Reason: x.Reason, Signal: x.Signal, PeakRSS: x.PeakRSS, RowStatus: status}
+	end := study.LegEnd{Class: string(x.Class), Reason: x.Reason, Signal: x.Signal, PeakRSS: x.PeakRSS, RowStatus: status}
 	if x.Code >= 0 {
 		c := x.Code
 		end.ExitCode = &c
@@ -633,7 +482,7 @@ type legRun struct {
 type streamed struct {
 	legID   int64
 	results []*runner.LegResult // the leg's, then the canary's when one ran
-	out     LegOutcome
+	out     study.LegOutcome
 	canary  *runner.Canary
 	halted  *runner.QueueStatus
 }
@@ -641,7 +490,7 @@ type streamed struct {
 // stream runs spec through a queue (with the canary cs after a crash-class end), recording it
 // as the leg ls: each row is added to the notebook as it arrives; the leg is finished with
 // its outcome, transcript and row statuses when the queue is done.
-func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls LegStart, cs *runner.CanarySpec, expected int) (streamed, error) {
+func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart, cs *runner.CanarySpec, expected int) (streamed, error) {
 	e, l := r.e, r.l
 	ls.Argv = spec.Argv()
 	legID, sink, err := e.Rec.StartLeg(ctx, ls)
@@ -650,12 +499,12 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls LegStart, cs *
 	}
 	st := streamed{legID: legID}
 	event := ls.PlanLeg
-	if ls.Role != RoleLeg {
+	if ls.Role != study.RoleLeg {
 		event = ls.Label
 	}
 	r.legStart = e.now()
 	r.progress.Current, r.progress.LegTest, r.progress.LegTests = event, 0, expected
-	r.emit(Event{Kind: EventLegStarted, Leg: event, LegID: legID, Role: ls.Role, Attempt: ls.Attempt, Argv: ls.Argv})
+	r.emit(study.Event{Kind: study.EventLegStarted, Leg: event, LegID: legID, Role: ls.Role, Attempt: ls.Attempt, Argv: ls.Argv})
 
 	wctx := context.WithoutCancel(ctx)
 	q := e.startQueue(ctx, runner.QueueSpec{Legs: []runner.LegSpec{spec}, Canary: cs})
@@ -674,23 +523,23 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls LegStart, cs *
 			seqOf[ev.Sample.Row] = n
 			n++
 			r.progress.LegTest = int(n)
-			r.emit(Event{Kind: EventSample, Leg: event, LegID: legID, Sample: ev.Sample})
+			r.emit(study.Event{Kind: study.EventSample, Leg: event, LegID: legID, Sample: ev.Sample})
 		case runner.EventProgress:
 			if ev.Leg == spec.ID && ev.Progress != nil {
 				r.progress.LegTest = ev.Progress.Done
 				if ev.Progress.Total > 0 {
 					r.progress.LegTests = ev.Progress.Total
 				}
-				r.emit(Event{Kind: EventLegProgress, Leg: event, LegID: legID, LegProgress: ev.Progress})
+				r.emit(study.Event{Kind: study.EventLegProgress, Leg: event, LegID: legID, LegProgress: ev.Progress})
 			}
 		case runner.EventFlagged:
 			if ev.Leg == spec.ID && ev.Flagged != nil {
 				f := ev.Flagged
-				if err := e.Rec.RecordGate(wctx, GateRecord{StudyID: l.st.ID, LegID: legID, Name: "cv:" + f.Test, Code: "cv_above_limit",
+				if err := e.Rec.RecordGate(wctx, study.GateRecord{StudyID: l.St.ID, LegID: legID, Name: "cv:" + f.Test, Code: "cv_above_limit",
 					Observed: f.Value, Limit: f.Limit, Detail: f}); err != nil && addErr == nil {
 					addErr = err
 				}
-				r.emit(Event{Kind: EventFlagged, Leg: event, LegID: legID, Flagged: f})
+				r.emit(study.Event{Kind: study.EventFlagged, Leg: event, LegID: legID, Flagged: f})
 			}
 		case runner.EventLine:
 			if ev.Line != nil {
@@ -698,7 +547,7 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls LegStart, cs *
 				if ev.Leg != spec.ID {
 					label = ev.Leg // the canary's output
 				}
-				r.emit(Event{Kind: EventLine, Leg: label, LegID: legID, Line: ev.Line})
+				r.emit(study.Event{Kind: study.EventLine, Leg: label, LegID: legID, Line: ev.Line})
 			}
 		case runner.EventCanary:
 			st.canary = ev.Canary
@@ -720,7 +569,7 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls LegStart, cs *
 			status[s] = string(row.Status)
 		}
 	}
-	st.out = LegOutcome{Class: string(res.Exit.Class), Reason: res.Exit.Reason, Rows: int(n), Expected: expected, Duration: res.Exit.Duration}
+	st.out = study.LegOutcome{Class: string(res.Exit.Class), Reason: res.Exit.Reason, Rows: int(n), Expected: expected, Duration: res.Exit.Duration}
 	for _, s := range status {
 		switch runner.RowStatus(s) {
 		case runner.RowResult:
@@ -739,13 +588,13 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls LegStart, cs *
 	}
 	r.progress.Current, r.progress.LegTest, r.progress.LegTests = "", 0, 0
 	o := st.out
-	r.emit(Event{Kind: EventLegFinished, Leg: event, LegID: legID, Role: ls.Role, Attempt: ls.Attempt, Outcome: &o})
+	r.emit(study.Event{Kind: study.EventLegFinished, Leg: event, LegID: legID, Role: ls.Role, Attempt: ls.Attempt, Outcome: &o})
 	return st, nil
 }
 
 // runLeg runs one plan leg (and the canary after a crash-class end), then journals the
 // verdicts its rows decide.
-func (r *run) runLeg(ctx context.Context, lp LegPlan) (legRun, error) {
+func (r *run) runLeg(ctx context.Context, lp study.LegPlan) (legRun, error) {
 	e, l := r.e, r.l
 	attempt := r.attempts[lp.ID] + 1
 	r.attempts[lp.ID] = attempt
@@ -758,21 +607,21 @@ func (r *run) runLeg(ctx context.Context, lp LegPlan) (legRun, error) {
 	if len(lp.Models) == 1 {
 		artefact = r.artefacts[lp.Models[0]]
 	}
-	detail := map[string]any{"plan_sha256": l.st.PlanSHA256, "expected_rows": lp.ExpectedRows}
+	detail := map[string]any{"plan_sha256": l.St.PlanSHA256, "expected_rows": lp.ExpectedRows}
 	if lp.Repeat != "" {
 		detail["repeat"], detail["of"] = lp.Repeat, lp.Of
 	}
 	var cs *runner.CanarySpec
-	if l.plan.Canary != nil {
-		cs = &runner.CanarySpec{Leg: r.canaryLeg("canary after " + label), Baseline: r.baseline, MaxDrop: l.plan.Canary.MaxDrop}
+	if l.Plan.Canary != nil {
+		cs = &runner.CanarySpec{Leg: r.canaryLeg("canary after " + label), Baseline: r.baseline, MaxDrop: l.Plan.Canary.MaxDrop}
 	}
-	st, err := r.stream(ctx, spec, LegStart{StudyID: l.st.ID, Label: label, Kind: "bench", PlanLeg: lp.ID, Role: RoleLeg,
+	st, err := r.stream(ctx, spec, study.LegStart{StudyID: l.St.ID, Label: label, Kind: "bench", PlanLeg: lp.ID, Role: study.RoleLeg,
 		Attempt: attempt, Conditions: lp.Conditions, MachineID: r.machineID, BuildID: r.buildID, ArtefactID: artefact,
 		Detail: detail}, cs, lp.ExpectedRows)
 	if err != nil {
 		return legRun{}, err
 	}
-	delete(l.reopened, lp.ID) // a forced attempt ended: the leg is final again if it failed again
+	delete(l.Reopened, lp.ID) // a forced attempt ended: the leg is final again if it failed again
 	if st.results[0].Exit.Class != runner.ClassStoppedByUser {
 		r.done[lp.ID] = true
 		r.progress.LegsDone++
@@ -781,44 +630,44 @@ func (r *run) runLeg(ctx context.Context, lp LegPlan) (legRun, error) {
 	}
 	if len(st.results) > 1 {
 		cl := "canary after " + label
-		cid, err := r.recordAfterTheFact(ctx, st.results[1], cl, lp.ID, RoleCanary, attempt)
+		cid, err := r.recordAfterTheFact(ctx, st.results[1], cl, lp.ID, study.RoleCanary, attempt)
 		if err != nil {
 			return legRun{}, err
 		}
-		r.emit(Event{Kind: EventCanary, Leg: cl, LegID: cid, Role: RoleCanary, Canary: st.canary})
+		r.emit(study.Event{Kind: study.EventCanary, Leg: cl, LegID: cid, Role: study.RoleCanary, Canary: st.canary})
 	}
 	if err := r.updateVerdicts(context.WithoutCancel(ctx)); err != nil {
 		return legRun{}, err
 	}
-	r.emit(Event{Kind: EventProgress})
+	r.emit(study.Event{Kind: study.EventProgress})
 	return legRun{halted: st.halted}, nil
 }
 
 // updateVerdicts journals every prediction whose verdict left PENDING since the last call.
 func (r *run) updateVerdicts(ctx context.Context) error {
 	var err error
-	if r.l.stored, err = r.e.Rec.Legs(ctx, r.l.st.ID); err != nil {
+	if r.l.Stored, err = r.e.Rec.Legs(ctx, r.l.St.ID); err != nil {
 		return err
 	}
-	if r.l.rows, err = r.e.Rec.Rows(ctx, r.l.st.ID); err != nil {
+	if r.l.Rows, err = r.e.Rec.Rows(ctx, r.l.St.ID); err != nil {
 		return err
 	}
-	res := buildResults(r.l, r.models, r.bandwidth)
-	for _, p := range r.l.preds {
+	res := study.BuildResults(r.l, r.models, r.bandwidth)
+	for _, p := range r.l.Preds {
 		if r.recorded[p.ID] {
 			continue
 		}
 		v := res.Evaluate(p)
-		if v.Outcome == Pending {
+		if v.Outcome == study.Pending {
 			continue
 		}
-		if err := r.e.Rec.RecordVerdict(ctx, r.l.st.ID, v); err != nil {
+		if err := r.e.Rec.RecordVerdict(ctx, r.l.St.ID, v); err != nil {
 			return err
 		}
 		r.recorded[p.ID] = true
 		r.verdicts = append(r.verdicts, v)
 		vv := v
-		r.emit(Event{Kind: EventVerdict, Verdict: &vv})
+		r.emit(study.Event{Kind: study.EventVerdict, Verdict: &vv})
 	}
 	return nil
 }

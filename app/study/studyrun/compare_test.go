@@ -1,10 +1,11 @@
-package study
+package studyrun
 
 import (
 	"context"
 	"errors"
 	"math"
 	"path/filepath"
+	"sparkbench/app/study"
 	"strings"
 	"testing"
 
@@ -13,19 +14,19 @@ import (
 
 // recordStudy registers p in rec and records every plan leg as finished with a pp and a tg row
 // at the leg's depth, whose repetitions (samples_ts) samples gives.
-func recordStudy(t *testing.T, rec *memRecorder, p *Plan, samples func(leg LegPlan, tg bool) []float64) int64 {
+func recordStudy(t *testing.T, rec *memRecorder, p *study.Plan, samples func(leg study.LegPlan, tg bool) []float64) int64 {
 	t.Helper()
 	ctx := context.Background()
-	reg, err := Register(ctx, rec, p, filepath.Join("testdata", "valid.json"), sha256File)
+	reg, err := study.Register(ctx, rec, p, filepath.Join(planDir, "valid.json"), sha256File)
 	if err != nil {
 		t.Fatal(err)
 	}
-	legs, err := Expand(p, "testdata")
+	legs, err := study.Expand(p, planDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, lp := range legs {
-		id, sink, err := rec.StartLeg(ctx, LegStart{StudyID: reg.StudyID, Label: lp.ID, Kind: "bench", PlanLeg: lp.ID, Role: RoleLeg, Attempt: 1})
+		id, sink, err := rec.StartLeg(ctx, study.LegStart{StudyID: reg.StudyID, Label: lp.ID, Kind: "bench", PlanLeg: lp.ID, Role: study.RoleLeg, Attempt: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +49,7 @@ func recordStudy(t *testing.T, rec *memRecorder, p *Plan, samples func(leg LegPl
 		if err := sink.AddBench(rows...); err != nil {
 			t.Fatal(err)
 		}
-		if err := rec.FinishLeg(ctx, id, LegEnd{Class: "ok", RowStatus: []string{"result", "result"}}); err != nil {
+		if err := rec.FinishLeg(ctx, id, study.LegEnd{Class: "ok", RowStatus: []string{"result", "result"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,7 +71,7 @@ func TestCompareStudiesBenchstat(t *testing.T) {
 	rec := newMemRecorder()
 	ctx := context.Background()
 	same := []float64{50, 51, 49}
-	baseID := recordStudy(t, rec, loadValid(t), func(lp LegPlan, tg bool) []float64 {
+	baseID := recordStudy(t, rec, loadValid(t), func(lp study.LegPlan, tg bool) []float64 {
 		if lp.Models[0] == "tiny" && tg && lp.Depths[0] <= 128 {
 			return []float64{100, 102, 98}
 		}
@@ -78,7 +79,7 @@ func TestCompareStudiesBenchstat(t *testing.T) {
 	})
 	np := loadValid(t)
 	np.Name = "tiny depth curve, new build"
-	newID := recordStudy(t, rec, np, func(lp LegPlan, tg bool) []float64 {
+	newID := recordStudy(t, rec, np, func(lp study.LegPlan, tg bool) []float64 {
 		switch {
 		case lp.Repeat != "":
 			return []float64{500, 500, 500} // repeatability copies are not the cell: never compared
@@ -90,11 +91,11 @@ func TestCompareStudiesBenchstat(t *testing.T) {
 		return same
 	})
 
-	c, err := CompareStudies(ctx, rec, baseID, newID, 0)
+	c, err := study.CompareStudies(ctx, rec, baseID, newID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Alpha != DefaultAlpha || c.Baseline.ID != baseID || c.New.ID != newID || len(c.OnlyBaseline)+len(c.OnlyNew) != 0 {
+	if c.Alpha != study.DefaultAlpha || c.Baseline.ID != baseID || c.New.ID != newID || len(c.OnlyBaseline)+len(c.OnlyNew) != 0 {
 		t.Fatalf("comparison head: %+v", c)
 	}
 	// 2 models x 3 depths x (pp64, tg32); the baseline plan's model order, then test, depth.
@@ -131,35 +132,35 @@ func TestCompareStudiesBenchstat(t *testing.T) {
 	}
 
 	// Refusals, each with its reason.
-	if _, err := CompareStudies(ctx, rec, baseID, baseID, 0); !errors.Is(err, ErrNotComparable) || !strings.Contains(err.Error(), "both the baseline and the new study") {
+	if _, err := study.CompareStudies(ctx, rec, baseID, baseID, 0); !errors.Is(err, study.ErrNotComparable) || !strings.Contains(err.Error(), "both the baseline and the new study") {
 		t.Errorf("same study: %v", err)
 	}
 	other := loadValid(t)
 	other.Name = "another model"
-	f16 := filepath.Join("..", "..", "testdata", "models", "tiny-llama-f16.gguf")
+	f16 := filepath.Join("..", "..", "..", "testdata", "models", "tiny-llama-f16.gguf")
 	f16SHA, err := sha256File(f16)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other.Models = []Model{{ID: "tiny", Path: "../" + f16, SHA256: f16SHA}}
+	other.Models = []study.Model{{ID: "tiny", Path: f16, SHA256: f16SHA}} // the plan folder is as deep as this one
 	other.Predictions = nil
-	otherID := recordStudy(t, rec, other, func(LegPlan, bool) []float64 { return same })
-	_, err = CompareStudies(ctx, rec, baseID, otherID, 0)
-	if !errors.Is(err, ErrNotComparable) || !strings.Contains(err.Error(), "different model files") ||
+	otherID := recordStudy(t, rec, other, func(study.LegPlan, bool) []float64 { return same })
+	_, err = study.CompareStudies(ctx, rec, baseID, otherID, 0)
+	if !errors.Is(err, study.ErrNotComparable) || !strings.Contains(err.Error(), "different model files") ||
 		!strings.Contains(err.Error(), "tiny (sha256 "+f16SHA+")") || !strings.Contains(err.Error(), "tiny (sha256 "+sig.ModelSHA256+")") {
 		t.Errorf("different models: %v", err)
 	}
 	few := loadValid(t)
 	few.Name = "two reps"
 	few.Axes.Reps = 2
-	fewID := recordStudy(t, rec, few, func(lp LegPlan, tg bool) []float64 {
+	fewID := recordStudy(t, rec, few, func(lp study.LegPlan, tg bool) []float64 {
 		if lp.ID == "moe/d256" && tg {
 			return []float64{50, 51}
 		}
 		return same
 	})
-	_, err = CompareStudies(ctx, rec, baseID, fewID, 0)
-	if !errors.Is(err, ErrNotComparable) || !strings.Contains(err.Error(), "need >= 3 reps") ||
+	_, err = study.CompareStudies(ctx, rec, baseID, fewID, 0)
+	if !errors.Is(err, study.ErrNotComparable) || !strings.Contains(err.Error(), "need >= 3 reps") ||
 		!strings.Contains(err.Error(), "tg32 @ d256 of moe [ub512 b2048 fa-auto kv-f16/f16 t1 ngl-1]: baseline 3 rep(s)") ||
 		!strings.Contains(err.Error(), "new 2") || strings.Contains(err.Error(), "pp64") {
 		t.Errorf("too few reps: %v", err)

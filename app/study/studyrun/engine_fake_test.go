@@ -1,4 +1,4 @@
-package study
+package studyrun
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"sparkbench/app/study"
 	"strconv"
 	"sync"
 	"time"
@@ -20,22 +21,22 @@ import (
 // (frozen legs, row statuses written at the end, verdicts kept in order) without SQLite.
 type memRecorder struct {
 	mu      sync.Mutex
-	studies map[int64]*StoredStudy
+	studies map[int64]*study.StoredStudy
 	legs    []*memLeg
 	journal []string // "kind key" lines, in order
-	envs    []Environment
+	envs    []study.Environment
 	now     time.Time
 }
 
 type memLeg struct {
-	StoredLeg
+	study.StoredLeg
 	study  int64
 	rows   []benchfmt.Result
 	status []string
 }
 
 func newMemRecorder() *memRecorder {
-	return &memRecorder{studies: map[int64]*StoredStudy{}, now: time.Date(2026, 7, 3, 12, 0, 0, 0, time.UTC)}
+	return &memRecorder{studies: map[int64]*study.StoredStudy{}, now: time.Date(2026, 7, 3, 12, 0, 0, 0, time.UTC)}
 }
 
 func (m *memRecorder) tick() time.Time { m.now = m.now.Add(time.Second); return m.now }
@@ -55,15 +56,15 @@ func (m *memRecorder) StudyByPlan(_ context.Context, sha string) (int64, bool, e
 	return 0, false, nil
 }
 
-func (m *memRecorder) Register(_ context.Context, s NewStudy) (int64, error) {
+func (m *memRecorder) Register(_ context.Context, s study.NewStudy) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if canon.SHA256Hex(s.PlanJSON) != s.PlanSHA256 {
 		return 0, fmt.Errorf("plan bytes do not hash to %s", s.PlanSHA256)
 	}
 	id := int64(len(m.studies) + 1)
-	m.studies[id] = &StoredStudy{ID: id, Name: s.Name, Status: StatusRegistered, PlanSHA256: s.PlanSHA256,
-		PlanJSON: s.PlanJSON, PlanDir: s.PlanDir, RegisteredAt: m.tick(), Verdicts: map[string]StoredVerdicts{}}
+	m.studies[id] = &study.StoredStudy{ID: id, Name: s.Name, Status: study.StatusRegistered, PlanSHA256: s.PlanSHA256,
+		PlanJSON: s.PlanJSON, PlanDir: s.PlanDir, RegisteredAt: m.tick(), Verdicts: map[string]study.StoredVerdicts{}}
 	m.log("plan.registered %s", s.PlanSHA256[:8])
 	for _, p := range s.Predictions {
 		m.log("prediction.registered %s", p.ID)
@@ -71,12 +72,12 @@ func (m *memRecorder) Register(_ context.Context, s NewStudy) (int64, error) {
 	return id, nil
 }
 
-func (m *memRecorder) Study(_ context.Context, id int64) (StoredStudy, error) {
+func (m *memRecorder) Study(_ context.Context, id int64) (study.StoredStudy, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.studies[id]
 	if !ok {
-		return StoredStudy{}, fmt.Errorf("study %d does not exist", id)
+		return study.StoredStudy{}, fmt.Errorf("study %d does not exist", id)
 	}
 	out := *s
 	out.Verdicts = maps.Clone(s.Verdicts)
@@ -87,10 +88,10 @@ func (m *memRecorder) Study(_ context.Context, id int64) (StoredStudy, error) {
 	return out, nil
 }
 
-func (m *memRecorder) Legs(_ context.Context, id int64) ([]StoredLeg, error) {
+func (m *memRecorder) Legs(_ context.Context, id int64) ([]study.StoredLeg, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []StoredLeg
+	var out []study.StoredLeg
 	for _, l := range m.legs {
 		if l.study != id {
 			continue
@@ -118,10 +119,10 @@ func (m *memRecorder) Legs(_ context.Context, id int64) ([]StoredLeg, error) {
 	return out, nil
 }
 
-func (m *memRecorder) Rows(_ context.Context, id int64) ([]StoredRow, error) {
+func (m *memRecorder) Rows(_ context.Context, id int64) ([]study.StoredRow, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []StoredRow
+	var out []study.StoredRow
 	for _, l := range m.legs {
 		if l.study != id {
 			continue
@@ -131,7 +132,7 @@ func (m *memRecorder) Rows(_ context.Context, id int64) ([]StoredRow, error) {
 			if i < len(l.status) {
 				st = l.status[i]
 			}
-			out = append(out, StoredRow{LegID: l.ID, Seq: int64(i), Status: st, Result: r})
+			out = append(out, study.StoredRow{LegID: l.ID, Seq: int64(i), Status: st, Result: r})
 		}
 	}
 	return out, nil
@@ -151,19 +152,19 @@ func (m *memRecorder) Note(_ context.Context, id int64, kind string, payload any
 	if err != nil {
 		return err
 	}
-	m.studies[id].Notes = append(m.studies[id].Notes, StoredNote{Kind: kind, Payload: b, At: m.tick()})
+	m.studies[id].Notes = append(m.studies[id].Notes, study.StoredNote{Kind: kind, Payload: b, At: m.tick()})
 	m.log("%s", kind)
 	return nil
 }
 
-func (m *memRecorder) Environment(_ context.Context, env Environment) (int64, int64, error) {
+func (m *memRecorder) Environment(_ context.Context, env study.Environment) (int64, int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.envs = append(m.envs, env)
 	return 1, 1, nil
 }
 
-func (m *memRecorder) Model(context.Context, ModelRecord) (int64, error) { return 1, nil }
+func (m *memRecorder) Model(context.Context, study.ModelRecord) (int64, error) { return 1, nil }
 
 type memSink struct {
 	m   *memRecorder
@@ -173,14 +174,14 @@ type memSink struct {
 func (s memSink) AddBench(rows ...benchfmt.Result) error {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
-	if s.leg.State != LegRunning {
+	if s.leg.State != study.LegRunning {
 		return fmt.Errorf("leg %d is %s: only a running leg takes samples", s.leg.ID, s.leg.State)
 	}
 	s.leg.rows = append(s.leg.rows, rows...)
 	return nil
 }
 
-func (m *memRecorder) StartLeg(_ context.Context, l LegStart) (int64, RowSink, error) {
+func (m *memRecorder) StartLeg(_ context.Context, l study.LegStart) (int64, study.RowSink, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, x := range m.legs {
@@ -188,24 +189,24 @@ func (m *memRecorder) StartLeg(_ context.Context, l LegStart) (int64, RowSink, e
 			return 0, nil, fmt.Errorf("duplicate leg label %q", l.Label)
 		}
 	}
-	leg := &memLeg{StoredLeg: StoredLeg{ID: int64(len(m.legs) + 1), Label: l.Label, Kind: l.Kind, PlanLeg: l.PlanLeg, Role: l.Role,
-		Attempt: l.Attempt, State: LegRunning, Argv: l.Argv, Conditions: l.Conditions, StartedAt: m.tick()}, study: l.StudyID}
+	leg := &memLeg{StoredLeg: study.StoredLeg{ID: int64(len(m.legs) + 1), Label: l.Label, Kind: l.Kind, PlanLeg: l.PlanLeg, Role: l.Role,
+		Attempt: l.Attempt, State: study.LegRunning, Argv: l.Argv, Conditions: l.Conditions, StartedAt: m.tick()}, study: l.StudyID}
 	m.legs = append(m.legs, leg)
 	m.log("leg.started %s", l.Label)
 	return leg.ID, memSink{m, leg}, nil
 }
 
-func (m *memRecorder) FinishLeg(_ context.Context, id int64, end LegEnd) error {
+func (m *memRecorder) FinishLeg(_ context.Context, id int64, end study.LegEnd) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	leg := m.legs[id-1]
-	if leg.State != LegRunning {
+	if leg.State != study.LegRunning {
 		return fmt.Errorf("leg %d is already %s", id, leg.State)
 	}
 	if len(end.RowStatus) != len(leg.rows) {
 		return fmt.Errorf("leg %d: %d statuses for %d rows", id, len(end.RowStatus), len(leg.rows))
 	}
-	leg.State, leg.Class, leg.Reason, leg.EndedAt, leg.status = LegFinished, end.Class, end.Reason, m.tick(), end.RowStatus
+	leg.State, leg.Class, leg.Reason, leg.EndedAt, leg.status = study.LegFinished, end.Class, end.Reason, m.tick(), end.RowStatus
 	m.log("leg.finished %s %s", leg.Label, end.Class)
 	return nil
 }
@@ -215,55 +216,55 @@ func (m *memRecorder) interrupt(id int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	leg := m.legs[id-1]
-	leg.State, leg.Class, leg.EndedAt = LegInterrupted, "interrupted", m.tick()
+	leg.State, leg.Class, leg.EndedAt = study.LegInterrupted, "interrupted", m.tick()
 }
 
-func (m *memRecorder) RecordGate(context.Context, GateRecord) error { return nil }
+func (m *memRecorder) RecordGate(context.Context, study.GateRecord) error { return nil }
 
-func (m *memRecorder) RecordVerdict(_ context.Context, id int64, v Verdict) error {
+func (m *memRecorder) RecordVerdict(_ context.Context, id int64, v study.Verdict) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d, _ := json.Marshal(v)
 	sv := m.studies[id].Verdicts[v.Prediction]
-	sv.Computed = &StoredVerdict{Outcome: string(v.Outcome), Observed: v.Value, Detail: d, At: m.tick()}
+	sv.Computed = &study.StoredVerdict{Outcome: string(v.Outcome), Observed: v.Value, Detail: d, At: m.tick()}
 	m.studies[id].Verdicts[v.Prediction] = sv
 	m.log("verdict %s %s", v.Prediction, v.Outcome)
 	return nil
 }
 
-func (m *memRecorder) RecordHumanVerdict(_ context.Context, id int64, h HumanVerdict) error {
+func (m *memRecorder) RecordHumanVerdict(_ context.Context, id int64, h study.HumanVerdict) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sv := m.studies[id].Verdicts[h.Prediction]
-	sv.Human = &StoredVerdict{Outcome: h.Outcome, Rationale: h.Rationale, At: m.tick()}
+	sv.Human = &study.StoredVerdict{Outcome: h.Outcome, Rationale: h.Rationale, At: m.tick()}
 	m.studies[id].Verdicts[h.Prediction] = sv
 	m.log("verdict.human %s %s", h.Prediction, h.Outcome)
 	return nil
 }
 
-func (m *memRecorder) AddAmendment(_ context.Context, id int64, a AmendmentRecord) error {
+func (m *memRecorder) AddAmendment(_ context.Context, id int64, a study.AmendmentRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, _ := json.Marshal(a.Change)
-	m.studies[id].Amendments = append(m.studies[id].Amendments, StoredAmendment{Target: a.Target, Reason: a.Reason, Change: b, At: m.tick()})
+	m.studies[id].Amendments = append(m.studies[id].Amendments, study.StoredAmendment{Target: a.Target, Reason: a.Reason, Change: b, At: m.tick()})
 	m.log("amendment %s", a.Target)
 	return nil
 }
 
-func (m *memRecorder) AddDeviation(_ context.Context, id int64, d DeviationRecord) error {
+func (m *memRecorder) AddDeviation(_ context.Context, id int64, d study.DeviationRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, _ := json.Marshal(d.Detail)
-	m.studies[id].Deviations = append(m.studies[id].Deviations, StoredDeviation{Description: d.Description, LegID: d.LegID, Detail: b, At: m.tick()})
+	m.studies[id].Deviations = append(m.studies[id].Deviations, study.StoredDeviation{Description: d.Description, LegID: d.LegID, Detail: b, At: m.tick()})
 	m.log("deviation")
 	return nil
 }
 
-func (m *memRecorder) AddFinding(_ context.Context, id int64, f FindingRecord) (string, error) {
+func (m *memRecorder) AddFinding(_ context.Context, id int64, f study.FindingRecord) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	label := "F" + strconv.Itoa(len(m.studies[id].Findings)+1)
-	m.studies[id].Findings = append(m.studies[id].Findings, StoredFinding{Label: label, Text: f.Text, LegIDs: f.LegIDs, Predictions: f.Predictions, At: m.tick()})
+	m.studies[id].Findings = append(m.studies[id].Findings, study.StoredFinding{Label: label, Text: f.Text, LegIDs: f.LegIDs, Predictions: f.Predictions, At: m.tick()})
 	m.log("finding %s", label)
 	return label, nil
 }

@@ -1,9 +1,10 @@
-package study
+package studyrun
 
 import (
 	"context"
 	"errors"
 	"slices"
+	"sparkbench/app/study"
 	"strings"
 	"testing"
 )
@@ -17,18 +18,18 @@ func TestFaultsEngineRetriesACrashedLegOnResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Status != StatusIncomplete || len(sum.Incomplete) != 1 || sum.Incomplete[0].Leg != "tiny/d128" {
+	if sum.Status != study.StatusIncomplete || len(sum.Incomplete) != 1 || sum.Incomplete[0].Leg != "tiny/d128" {
 		t.Fatalf("a crashed leg must leave the study incomplete: %+v", sum)
 	}
 	if n := h.journalCount("verdict P4 "); n != 0 {
 		t.Fatalf("P4 (crossing over every tiny depth) journaled while its crashed leg can be retried: %q", h.rec.journal)
 	}
 	st, _ := h.rec.Study(context.Background(), h.id)
-	if st.Status != StatusIncomplete {
+	if st.Status != study.StatusIncomplete {
 		t.Fatalf("notebook status %q", st.Status)
 	}
-	if !slices.ContainsFunc(st.Notes, func(n StoredNote) bool {
-		return n.Kind == NoteIncomplete && strings.Contains(string(n.Payload), `"leg":"tiny/d128"`)
+	if !slices.ContainsFunc(st.Notes, func(n study.StoredNote) bool {
+		return n.Kind == study.NoteIncomplete && strings.Contains(string(n.Payload), `"leg":"tiny/d128"`)
 	}) {
 		t.Fatalf("no study.incomplete note naming the leg: %+v", st.Notes)
 	}
@@ -41,13 +42,13 @@ func TestFaultsEngineRetriesACrashedLegOnResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Status != StatusComplete || len(sum.Incomplete) != 0 || !slices.Equal(h.bench.ran, []string{"tiny/d128"}) {
+	if sum.Status != study.StatusComplete || len(sum.Incomplete) != 0 || !slices.Equal(h.bench.ran, []string{"tiny/d128"}) {
 		t.Fatalf("resume: %+v ran %q", sum, h.bench.ran)
 	}
 	legs, _ := h.rec.Legs(context.Background(), h.id)
 	var labels []string
 	for _, l := range legs {
-		if l.PlanLeg == "tiny/d128" && l.Role == RoleLeg {
+		if l.PlanLeg == "tiny/d128" && l.Role == study.RoleLeg {
 			labels = append(labels, l.Label+" "+l.Class)
 		}
 	}
@@ -57,7 +58,7 @@ func TestFaultsEngineRetriesACrashedLegOnResume(t *testing.T) {
 	if n := h.journalCount("verdict P4 ANSWERED"); n != 1 {
 		t.Fatalf("P4 must be answered once from the retried leg: %q", h.rec.journal)
 	}
-	rep, err := Show(context.Background(), h.rec, h.id)
+	rep, err := study.Show(context.Background(), h.rec, h.id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +72,9 @@ func TestFaultsEngineRetriesACrashedLegOnResume(t *testing.T) {
 // nothing; --retry LEG forces one more attempt and its verdicts are journaled again.
 func TestFaultsEngineRetryLimitAndForcedRetry(t *testing.T) {
 	one := 1
-	h := newHarness(t, func(p *Plan) { p.Retries = &one })
+	h := newHarness(t, func(p *study.Plan) { p.Retries = &one })
 	h.bench.outcome["tiny/d128"] = "crash"
-	if sum, err := h.run(context.Background()); err != nil || sum.Status != StatusIncomplete || sum.Incomplete[0].Final {
+	if sum, err := h.run(context.Background()); err != nil || sum.Status != study.StatusIncomplete || sum.Incomplete[0].Final {
 		t.Fatalf("first run: %+v %v", sum, err)
 	}
 	if n := h.journalCount("verdict P4 "); n != 0 {
@@ -81,7 +82,7 @@ func TestFaultsEngineRetryLimitAndForcedRetry(t *testing.T) {
 	}
 	h.bench.ran = nil
 	sum, err := h.run(context.Background())
-	if err != nil || sum.Status != StatusIncomplete || !sum.Incomplete[0].Final || sum.Incomplete[0].Failed != 2 ||
+	if err != nil || sum.Status != study.StatusIncomplete || !sum.Incomplete[0].Final || sum.Incomplete[0].Failed != 2 ||
 		!slices.Equal(h.bench.ran, []string{"tiny/d128", "canary after tiny/d128 (attempt 2)"}) {
 		t.Fatalf("second run: %+v %v ran %q", sum, err, h.bench.ran)
 	}
@@ -90,7 +91,7 @@ func TestFaultsEngineRetryLimitAndForcedRetry(t *testing.T) {
 	}
 	h.bench.ran = nil
 	sum, err = h.run(context.Background())
-	if err != nil || sum.Status != StatusIncomplete || sum.LegsRun != 0 || len(h.bench.ran) != 0 {
+	if err != nil || sum.Status != study.StatusIncomplete || sum.LegsRun != 0 || len(h.bench.ran) != 0 {
 		t.Fatalf("third run must run nothing: %+v %v ran %q", sum, err, h.bench.ran)
 	}
 
@@ -103,7 +104,7 @@ func TestFaultsEngineRetryLimitAndForcedRetry(t *testing.T) {
 		e := h.engine()
 		e.Retry = []string{leg}
 		_, err := e.Run(context.Background(), h.id)
-		var re *RetryError
+		var re *study.RetryError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), want) {
 			t.Errorf("--retry %s: %v, want %q", leg, err, want)
 		}
@@ -118,7 +119,7 @@ func TestFaultsEngineRetryLimitAndForcedRetry(t *testing.T) {
 	e := h.engine()
 	e.Retry = []string{"tiny/d128"}
 	sum, err = e.Run(context.Background(), h.id)
-	if err != nil || sum.Status != StatusComplete || !slices.Equal(h.bench.ran, []string{"tiny/d128"}) {
+	if err != nil || sum.Status != study.StatusComplete || !slices.Equal(h.bench.ran, []string{"tiny/d128"}) {
 		t.Fatalf("forced retry: %+v %v ran %q", sum, err, h.bench.ran)
 	}
 	if h.journalCount("verdict P4 UNRESOLVABLE") != 1 || h.journalCount("verdict P4 ANSWERED") != 1 {
@@ -146,7 +147,7 @@ func TestFaultsEngineFailedMiddleDepthDoesNotDecideTheSlope(t *testing.T) {
 	if h.journalCount("verdict P2 UNRESOLVABLE") != 0 {
 		t.Fatalf("P2 condemned by a failed middle depth: %q", h.rec.journal)
 	}
-	rep, _ := Show(context.Background(), h.rec, h.id)
+	rep, _ := study.Show(context.Background(), h.rec, h.id)
 	for _, s := range rep.Scoreboard {
 		if s.Prediction == "P2" && (s.Verdict.Value == nil || *s.Verdict.Value != -0.25) {
 			t.Fatalf("P2 must be the d0→d256 slope -0.25: %+v", s.Verdict)
@@ -156,13 +157,13 @@ func TestFaultsEngineFailedMiddleDepthDoesNotDecideTheSlope(t *testing.T) {
 
 // A registered plan whose extra_args the build does not know is refused before any leg runs.
 func TestFaultsEngineRefusesExtraArgsTheBuildDoesNotKnow(t *testing.T) {
-	h := newHarness(t, func(p *Plan) { p.Axes.ExtraArgs = []string{"--no-warmup", "--warmup-twice"} })
+	h := newHarness(t, func(p *study.Plan) { p.Axes.ExtraArgs = []string{"--no-warmup", "--warmup-twice"} })
 	e := h.engine()
 	e.BenchFlags = func(context.Context, string) (map[string]bool, error) {
 		return map[string]bool{"--no-warmup": true, "-m": true}, nil
 	}
 	_, err := e.Run(context.Background(), h.id)
-	var ref *RefusedError
+	var ref *study.RefusedError
 	if !errors.As(err, &ref) || !strings.Contains(err.Error(), "axes.extra_args[1]: --warmup-twice is not a flag of this build's llama-bench") ||
 		strings.Contains(err.Error(), "--no-warmup is not") {
 		t.Fatalf("want the unknown flag refused, got %v", err)

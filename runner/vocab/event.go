@@ -1,4 +1,4 @@
-package runner
+package vocab
 
 import (
 	"encoding/json"
