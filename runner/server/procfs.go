@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,7 +68,10 @@ func listenerOwner(pid, port int) (owns, known bool) {
 		return false, true // nobody listens there (yet)
 	}
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, true // the process is gone (reaped): it listens nowhere
+	case err != nil:
 		return false, false
 	}
 	target := "socket:[" + inode + "]"
