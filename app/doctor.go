@@ -1,6 +1,8 @@
-// Package app is sparkbench's core: studies, plans, pre-registration, verdicts, derived
-// figures and the data behind receipts. It has no Fyne, no SQL and starts no process itself;
-// the CLI and the GUI call exactly the same functions.
+// Package app is the doctor and the model library that the CLI and the window share: it finds
+// and inspects a llama.cpp build (runner/llamacpp runs the tools' --version and
+// --list-devices), lists and hashes models, and reaches the file hasher and the bandwidth probe
+// for the window (probes.go). It has no Fyne and no SQL. The study kinds live below it:
+// app/study and app/capacity (pure), app/study/studyrun and app/capacity/caprun (they run).
 package app
 
 import (

@@ -12,7 +12,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app"
-	"sparkbench/runner/membw"
 )
 
 // BenchView is the Bench section: which llama.cpp build sparkbench will drive, what it
@@ -37,7 +36,7 @@ type BenchView struct {
 	MeasureBW  *widget.Button
 	BWProgress *widget.ProgressBar
 	BWResult   *widget.Label
-	BWOptions  membw.Options // zero: membw's defaults (3 x 256 MiB, every core, best of 10)
+	BWOptions  app.BandwidthOptions // zero: membw's defaults (3 x 256 MiB, every core, best of 10)
 	bwCancel   context.CancelFunc
 	BWMeasured chan struct{} // receives after each measurement ended (tests wait on it)
 
@@ -118,7 +117,7 @@ func (v *BenchView) toggleBandwidth() {
 		onUI(func() { v.BWProgress.SetValue(float64(done) / float64(total)) })
 	}
 	go func() {
-		res, err := membw.Measure(ctx, opts)
+		res, err := app.MeasureBandwidth(ctx, opts)
 		cancel()
 		onUI(func() {
 			v.mu.Lock()

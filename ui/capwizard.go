@@ -17,7 +17,6 @@ import (
 	"sparkbench/app"
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
-	"sparkbench/runner/hashing"
 )
 
 // Capacity study kinds the New study section offers besides throughput.
@@ -437,7 +436,7 @@ func (v *CapacityWizard) prepareFiles(ctx context.Context, p *capacity.Plan) (*c
 		if !filepath.IsAbs(f.Path) {
 			return fmt.Errorf("%s %q: give the file's full path (the plan is written to the data folder's plans/)", what, f.Path)
 		}
-		sum, err := hashing.File(ctx, f.Path, nil)
+		sum, err := app.HashFile(ctx, f.Path, nil)
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}

@@ -17,7 +17,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app"
-	"sparkbench/runner/hashing"
 )
 
 // prefModelPaths remembers files and folders the user added to the Models section.
@@ -167,9 +166,9 @@ func (v *ModelsView) statusText(m app.ModelEntry) string {
 			return "PENDING — not hashed yet (expected " + short(st.Expected) + ")"
 		}
 		return "PENDING — not hashed yet"
-	case st.Status == hashing.Verified:
+	case st.Status == app.HashVerified:
 		return "VERIFIED " + short(st.SHA256)
-	case st.Status == hashing.Mismatch:
+	case st.Status == app.HashMismatch:
 		return "MISMATCH " + short(st.SHA256) + " ≠ expected " + short(st.Expected)
 	default:
 		return "PENDING — " + short(st.SHA256) + ", no expected SHA-256"
@@ -372,7 +371,7 @@ func (v *ModelsView) HashSelected() {
 	v.Table.Refresh()
 	go func() {
 		var last time.Time
-		st, err := v.lib.Hash(ctx, path, func(p hashing.Progress) {
+		st, err := v.lib.Hash(ctx, path, func(p app.HashProgress) {
 			if now := time.Now(); now.Sub(last) >= 100*time.Millisecond || p.Done == p.Total {
 				last = now
 				frac, done, total := p.Fraction(), p.Done, p.Total

@@ -15,7 +15,6 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"sparkbench/app"
-	"sparkbench/runner/hashing"
 	"sparkbench/ui/uitest"
 )
 
@@ -30,7 +29,7 @@ type fakeLibrary struct {
 
 func (f *fakeLibrary) st(path string, cached bool) app.ModelStatus {
 	return app.ModelStatus{Path: path, SHA256: f.sums[path], Expected: f.expected[path],
-		Status: hashing.Compare(f.sums[path], f.expected[path]), FromCache: cached}
+		Status: app.CompareHash(f.sums[path], f.expected[path]), FromCache: cached}
 }
 
 func (f *fakeLibrary) Status(_ context.Context, path string) (app.ModelStatus, error) {
@@ -39,16 +38,16 @@ func (f *fakeLibrary) Status(_ context.Context, path string) (app.ModelStatus, e
 	return f.st(path, true), nil
 }
 
-func (f *fakeLibrary) Hash(ctx context.Context, path string, progress func(hashing.Progress)) (app.ModelStatus, error) {
+func (f *fakeLibrary) Hash(ctx context.Context, path string, progress func(app.HashProgress)) (app.ModelStatus, error) {
 	if progress == nil {
-		progress = func(hashing.Progress) {}
+		progress = func(app.HashProgress) {}
 	}
-	progress(hashing.Progress{Path: path, Done: 50, Total: 100})
+	progress(app.HashProgress{Path: path, Done: 50, Total: 100})
 	if f.block {
 		<-ctx.Done()
 		return app.ModelStatus{}, ctx.Err()
 	}
-	progress(hashing.Progress{Path: path, Done: 100, Total: 100})
+	progress(app.HashProgress{Path: path, Done: 100, Total: 100})
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.hashed++

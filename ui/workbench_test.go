@@ -17,7 +17,6 @@ import (
 	"sparkbench/app"
 	"sparkbench/app/study"
 	"sparkbench/runner/llamacpp"
-	"sparkbench/runner/membw"
 	"sparkbench/ui/uitest"
 )
 
@@ -168,7 +167,7 @@ func TestBenchMeasuresMemoryBandwidth(t *testing.T) {
 		return newBenchView(a.NewWindow("t"), a.Preferences(), func(context.Context, string) app.DoctorReport { return app.DoctorReport{} }, nil)
 	})
 	Locked(func() {
-		v.BWOptions = membw.Options{ArrayBytes: 4 << 20, Threads: 1, Trials: 3}
+		v.BWOptions = app.BandwidthOptions{ArrayBytes: 4 << 20, Threads: 1, Trials: 3}
 		test.Tap(v.MeasureBW)
 		if v.MeasureBW.Text != "Cancel" || !v.BWProgress.Visible() {
 			t.Errorf("while measuring: button %q, progress visible %v", v.MeasureBW.Text, v.BWProgress.Visible())
@@ -182,7 +181,7 @@ func TestBenchMeasuresMemoryBandwidth(t *testing.T) {
 			t.Fatalf("after: %q, button %q", v.BWResult.Text, v.MeasureBW.Text)
 		}
 		// A long measurement, cancelled at once.
-		v.BWOptions = membw.Options{ArrayBytes: 64 << 20, Threads: 1, Trials: 1000}
+		v.BWOptions = app.BandwidthOptions{ArrayBytes: 64 << 20, Threads: 1, Trials: 1000}
 		test.Tap(v.MeasureBW)
 		test.Tap(v.MeasureBW)
 	})

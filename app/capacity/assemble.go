@@ -80,7 +80,7 @@ type lifetime struct {
 // deterministic: maps are only looked up, never ranged over for output, and every sum runs in
 // a fixed order. Errors are *InputError (bad input) unless the result cannot be encoded.
 func Assemble(plan *Plan, in Inputs) (Result, error) {
-	p, err := clonePlan(plan)
+	p, err := ClonePlan(plan)
 	if err != nil {
 		return Result{}, err
 	}
@@ -113,9 +113,9 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 }
 
 // Clone is a deep copy of the plan (its JSON, read back), which fields it wrote included.
-func (p *Plan) Clone() (*Plan, error) { return clonePlan(p) }
+func (p *Plan) Clone() (*Plan, error) { return ClonePlan(p) }
 
-func clonePlan(p *Plan) (*Plan, error) {
+func ClonePlan(p *Plan) (*Plan, error) {
 	if p == nil {
 		return nil, &InputError{Flag: FlagPlan, Err: errors.New("no plan")}
 	}

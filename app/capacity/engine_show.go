@@ -72,7 +72,7 @@ func Show(ctx context.Context, rec Recorder, id int64) (*Report, error) {
 	}
 	rep := &Report{Study: ReportStudy{ID: st.ID, Name: st.Name, Kind: st.Kind, Status: st.Status, PlanSHA256: st.PlanSHA256},
 		Selected: []SelectedPoint{}, Envelope: []EnvelopeReport{}, Verdicts: []ReportVerdict{}, Pending: []string{}}
-	if n, ok := latestNote(st.Notes, NoteHalted); ok {
+	if n, ok := LatestNote(st.Notes, NoteHalted); ok {
 		var h struct {
 			Reason string `json:"reason"`
 		}

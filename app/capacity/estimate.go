@@ -55,7 +55,7 @@ func round(d time.Duration) time.Duration {
 // model's rates, min(C, P) at a time.
 func EstimateDuration(p *Plan, history map[string]study.BenchHistory) Estimate {
 	var e Estimate
-	q, err := clonePlan(p)
+	q, err := ClonePlan(p)
 	if err != nil {
 		return e
 	}

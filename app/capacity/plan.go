@@ -1,9 +1,11 @@
 // Package capacity holds capacity and concurrency study plans (llama-server slots x client
 // concurrency under SLO gates) and the pure assembly that turns a study's raw files (request
 // records, peak RSS, server logs, quality evidence) into its result: per-cell metrics, gates
-// with the exact failure codes of docs/DOMAIN.md, the selected operating point, derived figures
-// and prediction verdicts. Nothing here runs a process or touches a database; the runner writes
-// the raw files, this package reads them. Formats: docs/capacity.md and docs/requests.md.
+// with the exact failure codes of docs/domain.md, the selected operating point, derived figures
+// and prediction verdicts; registration and the study's report through a notebook Recorder.
+// Nothing here runs a process or touches a database: app/capacity/caprun drives llama-server,
+// the load generator and the quality guard and writes the raw files, this package reads them.
+// Formats: docs/capacity.md and docs/requests.md.
 package capacity
 
 import (
@@ -33,7 +35,7 @@ const (
 	PassReverse = "reverse"
 )
 
-// Defaults of docs/DOMAIN.md.
+// Defaults of docs/domain.md.
 const (
 	DefaultWarmups            = 4
 	DefaultMeasured           = 8

@@ -9,7 +9,7 @@ import (
 // SchemaResult identifies version 1 of the assembled study (study.json).
 const SchemaResult = "sparkbench.capacity-study/v1"
 
-// Exact gate failure codes (docs/DOMAIN.md). The per-pass codes are prefixed with the pass:
+// Exact gate failure codes (docs/domain.md). The per-pass codes are prefixed with the pass:
 // "forward:ttft_ms_p95_above_maximum".
 const (
 	CodeTTFTAbove           = "ttft_ms_p95_above_maximum"

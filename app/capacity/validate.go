@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"sparkbench/app/study"
-	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/vocab"
 )
 
 // ValidateOptions says where relative paths start and how to hash files.
@@ -37,7 +37,7 @@ func CheckServerFlags(p *Plan, known map[string]bool, bin string) []study.Proble
 			if _, harness := serverControlled[flagName(f)]; harness {
 				continue // refused by Validate with its own reason
 			}
-			if len(llamacpp.UnknownFlags([]string{f}, known)) == 0 {
+			if len(vocab.UnknownFlags([]string{f}, known)) == 0 {
 				continue
 			}
 			out = append(out, study.Problem{Path: fmt.Sprintf("candidates[%d].server_flags[%d]", i, j), Severity: study.SevError,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sparkbench/app/capacity"
+	"sparkbench/app/capacity/caprun"
 	"sparkbench/app/study"
 	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
@@ -123,7 +124,7 @@ func capacityRun(o *capacityRunOpts, planFile string, stdout, stderr io.Writer) 
 		fprintf(stderr, "sparkbench capacity run: warning: %v (the build is not fingerprinted in run.json)\n", err)
 		build = nil
 	}
-	run := capacity.StartRun(context.Background(), capacity.RunSpec{PlanFile: planFile, Plan: plan, Server: loc.Server,
+	run := caprun.StartRun(context.Background(), caprun.RunSpec{PlanFile: planFile, Plan: plan, Server: loc.Server,
 		OutDir: *out, Resume: *resume != "", Build: build, StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace, QualityCases: o.qualityCases,
 		Hash: func(path string) (string, error) { return hashing.File(ctx, path, nil) }})
 	go func() {

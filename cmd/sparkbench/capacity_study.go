@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sparkbench/app/capacity"
+	"sparkbench/app/capacity/caprun"
 	"sparkbench/app/demo"
 	"sparkbench/app/study"
 	"sparkbench/runner/llamacpp"
@@ -226,7 +227,7 @@ func capacityKeptText(sum *capacity.RunSummary) string {
 // fingerprinted (a warning on warn when it cannot be); model and prompt-plan files hashed
 // through the notebook's cache. needDataDir: no --out was given, so runs go under the data
 // folder. code is the exit status for the error (2: bad input, 1: the notebook).
-func capacityEngine(ctx context.Context, nb *store.Notebook, id int64, llamaDir string, needDataDir bool, warn io.Writer) (*capacity.Engine, capacity.StoredStudy, int, error) {
+func capacityEngine(ctx context.Context, nb *store.Notebook, id int64, llamaDir string, needDataDir bool, warn io.Writer) (*caprun.Engine, capacity.StoredStudy, int, error) {
 	rec := store.CapacityRecorder{N: nb}
 	st, err := rec.Study(ctx, id)
 	if err != nil {
@@ -264,7 +265,7 @@ func capacityEngine(ctx context.Context, nb *store.Notebook, id int64, llamaDir 
 	if err != nil && needDataDir {
 		return nil, st, 2, fmt.Errorf("%v; give --out DIR", err)
 	}
-	return &capacity.Engine{Rec: rec, Server: loc.Server, Build: build, Hash: cachedHash(ctx, nb, warn), DataDir: dataDir}, st, 0, nil
+	return &caprun.Engine{Rec: rec, Server: loc.Server, Build: build, Hash: cachedHash(ctx, nb, warn), DataDir: dataDir}, st, 0, nil
 }
 
 // capacityShowSelected is one line per candidate: the selected point and its gain.

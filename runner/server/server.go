@@ -123,16 +123,6 @@ func (s Spec) Argv(port int) []string {
 	return append(argv, "--host", Host, "--port", strconv.Itoa(port))
 }
 
-// Attempt is one try at starting the server.
-type Attempt struct {
-	Port   int           `json:"port"`
-	Argv   []string      `json:"argv"`
-	Pid    int           `json:"pid"`
-	Class  runner.Class  `json:"class,omitempty"` // how it ended, when it did not become the server
-	Reason string        `json:"reason,omitempty"`
-	Took   time.Duration `json:"took"`
-}
-
 // StartError says why no healthy server came up. The log (Spec.Log) holds what llama-server
 // said; Exit is the last attempt's exit (PeakRSS from wait4).
 type StartError struct {
@@ -215,12 +205,6 @@ func (s *Server) Track(t *http.Transport) {
 	s.mu.Lock()
 	s.transports = append(s.transports, t)
 	s.mu.Unlock()
-}
-
-// RSS is a server lifetime's peak resident set size.
-type RSS struct {
-	KiB    int64  `json:"vmhwm_kib"`
-	Source string `json:"source"` // "/proc/PID/status" (VmHWM, read just before the stop) or "wait4 rusage"
 }
 
 // Stopped is how a lifetime ended.

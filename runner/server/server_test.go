@@ -33,10 +33,10 @@ func TestEvidenceFromSample(t *testing.T) {
 	if ev.Loads != 2 || ev.BlockLine != 349 {
 		t.Fatalf("loads %d block %d; want the second (real) load at line 349", ev.Loads, ev.BlockLine)
 	}
-	if len(ev.Layers) != 3 || ev.Layers[2] != (LayerDevice{2, "CPU"}) {
+	if len(ev.Layers) != 3 || ev.Layers[2] != (LayerDevice{Layer: 2, Device: "CPU"}) {
 		t.Fatalf("layers %+v", ev.Layers)
 	}
-	want := []Buffer{{BufferModel, "CPU_Mapped", 0.63, 504}, {BufferOutput, "CPU", 0, 522}, {BufferKV, "CPU", 0.5, 525}, {BufferCompute, "CPU", 2.64, 659}}
+	want := []Buffer{{Kind: BufferModel, Device: "CPU_Mapped", MiB: 0.63, Line: 504}, {Kind: BufferOutput, Device: "CPU", MiB: 0, Line: 522}, {Kind: BufferKV, Device: "CPU", MiB: 0.5, Line: 525}, {Kind: BufferCompute, Device: "CPU", MiB: 2.64, Line: 659}}
 	if len(ev.Buffers) != len(want) {
 		t.Fatalf("buffers %+v", ev.Buffers)
 	}

@@ -1,4 +1,4 @@
-package capacity
+package caprun
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sparkbench/app/capacity"
 	"strings"
 	"sync"
 	"testing"
@@ -26,17 +27,17 @@ type memRecorder struct {
 }
 
 type memStudy struct {
-	st    StoredStudy
-	plan  NewStudy
+	st    capacity.StoredStudy
+	plan  capacity.NewStudy
 	order []int64
 }
 
 type memLeg struct {
 	study int64
-	start LegStart
+	start capacity.LegStart
 	at    time.Time
-	reqs  []LegRequests
-	end   *LegEnd
+	reqs  []capacity.LegRequests
+	end   *capacity.LegEnd
 	// interrupted: the recording process died (the store marks such legs when it opens).
 	interrupted bool
 }
@@ -52,7 +53,7 @@ func (m *memRecorder) StudyByPlan(ctx context.Context, sha string) (int64, bool,
 	return 0, false, nil
 }
 
-func (m *memRecorder) Register(ctx context.Context, s NewStudy) (int64, error) {
+func (m *memRecorder) Register(ctx context.Context, s capacity.NewStudy) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.studies == nil {
@@ -60,18 +61,18 @@ func (m *memRecorder) Register(ctx context.Context, s NewStudy) (int64, error) {
 	}
 	id := int64(len(m.studies) + 1)
 	src, _ := json.Marshal(map[string]string{"plan_dir": s.PlanDir, "plan_file": s.PlanFile})
-	m.studies[id] = &memStudy{plan: s, st: StoredStudy{ID: id, Name: s.Name, Kind: s.Kind, Status: "registered", PlanSHA256: s.PlanSHA256,
+	m.studies[id] = &memStudy{plan: s, st: capacity.StoredStudy{ID: id, Name: s.Name, Kind: s.Kind, Status: "registered", PlanSHA256: s.PlanSHA256,
 		PlanJSON: s.PlanJSON, PlanDir: s.PlanDir, PlanFile: s.PlanFile, Verdicts: map[string]study.StoredVerdict{},
-		Notes: []study.StoredNote{{Kind: NotePlanSource, Payload: src}}}}
+		Notes: []study.StoredNote{{Kind: capacity.NotePlanSource, Payload: src}}}}
 	return id, nil
 }
 
-func (m *memRecorder) Study(ctx context.Context, id int64) (StoredStudy, error) {
+func (m *memRecorder) Study(ctx context.Context, id int64) (capacity.StoredStudy, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.studies[id]
 	if !ok {
-		return StoredStudy{}, errors.New("no such study")
+		return capacity.StoredStudy{}, errors.New("no such study")
 	}
 	st := s.st
 	st.Verdicts = map[string]study.StoredVerdict{}
@@ -105,14 +106,14 @@ type memSink struct {
 	id int64
 }
 
-func (s memSink) AddRequests(l LegRequests) error {
+func (s memSink) AddRequests(l capacity.LegRequests) error {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
 	s.m.legs[s.id].reqs = append(s.m.legs[s.id].reqs, l)
 	return nil
 }
 
-func (m *memRecorder) StartLeg(ctx context.Context, l LegStart) (int64, LegSink, error) {
+func (m *memRecorder) StartLeg(ctx context.Context, l capacity.LegStart) (int64, capacity.LegSink, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.nextLeg++
@@ -121,7 +122,7 @@ func (m *memRecorder) StartLeg(ctx context.Context, l LegStart) (int64, LegSink,
 	return m.nextLeg, memSink{m, m.nextLeg}, nil
 }
 
-func (m *memRecorder) FinishLeg(ctx context.Context, id int64, end LegEnd) error {
+func (m *memRecorder) FinishLeg(ctx context.Context, id int64, end capacity.LegEnd) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.legs[id].end != nil {
@@ -140,13 +141,13 @@ func (m *memRecorder) RecordVerdict(ctx context.Context, id int64, v study.Verdi
 	return nil
 }
 
-func (m *memRecorder) Legs(ctx context.Context, id int64) ([]StoredLeg, error) {
+func (m *memRecorder) Legs(ctx context.Context, id int64) ([]capacity.StoredLeg, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []StoredLeg
+	var out []capacity.StoredLeg
 	for _, lid := range m.studies[id].order {
 		l := m.legs[lid]
-		sl := StoredLeg{ID: lid, Label: l.start.Label, Argv: l.start.Argv, State: "running", StartedAt: l.at}
+		sl := capacity.StoredLeg{ID: lid, Label: l.start.Label, Argv: l.start.Argv, State: "running", StartedAt: l.at}
 		for _, r := range l.reqs {
 			sl.RequestRows += int64(len(r.Records))
 		}
@@ -166,13 +167,13 @@ func writeEnginePlan(t *testing.T, dir string) string {
 	t.Helper()
 	model := filepath.Join(dir, "model.gguf")
 	_ = os.WriteFile(model, []byte("GGUF stand-in"), 0o644)
-	path := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, Markers{Must: []string{`CPU_Mapped model buffer`}}}},
+	path := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, capacity.Markers{Must: []string{`CPU_Mapped model buffer`}}}},
 		[]int{1}, []int{1, 2}, 1, 3, 8)
 	p := mustLoad(t, path)
 	one := 1
-	p.Predictions = []Prediction{
-		{ID: "P1", Text: "a rate above zero", Kind: study.KindBand, About: Selector{Figure: FigureCellRate, Candidate: "fake", Slots: &one, Clients: &one}, Lo: fptr(0)},
-		{ID: "P2", Text: "which slot count", Kind: study.KindQuestion, About: Selector{Figure: FigureSelectedSlots, Candidate: "fake"}},
+	p.Predictions = []capacity.Prediction{
+		{ID: "P1", Text: "a rate above zero", Kind: study.KindBand, About: capacity.Selector{Figure: capacity.FigureCellRate, Candidate: "fake", Slots: &one, Clients: &one}, Lo: ptrTo(0)},
+		{ID: "P2", Text: "which slot count", Kind: study.KindQuestion, About: capacity.Selector{Figure: capacity.FigureSelectedSlots, Candidate: "fake"}},
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -189,11 +190,11 @@ func TestEngineRegisterRunShow(t *testing.T) {
 	planPath := writeEnginePlan(t, dir)
 	ctx := context.Background()
 	rec := &memRecorder{}
-	reg, err := Register(ctx, rec, mustLoad(t, planPath), planPath, hashFile)
+	reg, err := capacity.Register(ctx, rec, mustLoad(t, planPath), planPath, hashFile)
 	if err != nil || reg.Existing || reg.StudyID != 1 || reg.Kind != "capacity" {
 		t.Fatalf("register: %+v %v", reg, err)
 	}
-	again, err := Register(ctx, rec, mustLoad(t, planPath), planPath, hashFile)
+	again, err := capacity.Register(ctx, rec, mustLoad(t, planPath), planPath, hashFile)
 	if err != nil || !again.Existing || again.StudyID != reg.StudyID || again.PlanSHA256 != reg.PlanSHA256 {
 		t.Fatalf("register again: %+v %v", again, err)
 	}
@@ -207,7 +208,7 @@ func TestEngineRegisterRunShow(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if want := filepath.Join(dir, "data", "runs", "1"); sum.RunDir != want || sum.Status != StatusComplete || sum.Legs != 2 {
+	if want := filepath.Join(dir, "data", "runs", "1"); sum.RunDir != want || sum.Status != capacity.StatusComplete || sum.Legs != 2 {
 		t.Fatalf("summary %+v, want run dir %s", sum, want)
 	}
 	if len(sum.Verdicts) != 2 || rec.verdicts != 2 {
@@ -230,16 +231,16 @@ func TestEngineRegisterRunShow(t *testing.T) {
 			}
 		}
 	}
-	a, err := LoadAssembled(ctx, rec, reg.StudyID)
+	a, err := capacity.LoadAssembled(ctx, rec, reg.StudyID)
 	if err != nil || a.Result == nil || a.Problem != "" || a.FileSHA256 != sum.StudySHA256 {
 		t.Fatalf("load assembled: %+v %v", a, err)
 	}
-	rep, err := Show(ctx, rec, reg.StudyID)
+	rep, err := capacity.Show(ctx, rec, reg.StudyID)
 	if err != nil || !rep.Trusted || len(rep.Envelope) != 1 || len(rep.Envelope[0].Cells) != 2 || len(rep.Verdicts) != 2 || len(rep.Pending) != 0 {
 		t.Fatalf("show: %+v %v", rep, err)
 	}
 	// A second run is refused; nothing is journaled twice.
-	if _, err := e.Run(ctx, reg.StudyID, ""); !errors.Is(err, ErrAlreadyAssembled) {
+	if _, err := e.Run(ctx, reg.StudyID, ""); !errors.Is(err, capacity.ErrAlreadyAssembled) {
 		t.Errorf("second run: %v", err)
 	}
 	if vs, _ := journalVerdicts(ctx, rec, reg.StudyID, mustStudy(t, rec, reg.StudyID).Verdicts, a.Result.Verdicts); len(vs) != 0 || rec.verdicts != 2 {
@@ -249,16 +250,16 @@ func TestEngineRegisterRunShow(t *testing.T) {
 	f, _ := os.OpenFile(a.Path, os.O_APPEND|os.O_WRONLY, 0)
 	_, _ = f.WriteString(" ")
 	f.Close()
-	rep, err = Show(ctx, rec, reg.StudyID)
+	rep, err = capacity.Show(ctx, rec, reg.StudyID)
 	if err != nil || rep.Trusted || !strings.Contains(rep.Problem, "not the journaled") || len(rep.Envelope) != 0 || len(rep.Selected) != 1 {
 		t.Fatalf("tampered show: %+v %v", rep, err)
 	}
-	if a, err := LoadAssembled(ctx, rec, reg.StudyID); err != nil || a.Result != nil || a.Problem == "" {
+	if a, err := capacity.LoadAssembled(ctx, rec, reg.StudyID); err != nil || a.Result != nil || a.Problem == "" {
 		t.Errorf("tampered load: %+v %v", a, err)
 	}
 }
 
-func mustStudy(t *testing.T, rec Recorder, id int64) StoredStudy {
+func mustStudy(t *testing.T, rec capacity.Recorder, id int64) capacity.StoredStudy {
 	t.Helper()
 	st, err := rec.Study(context.Background(), id)
 	if err != nil {
@@ -272,7 +273,7 @@ func TestEngineRunStoppedHalts(t *testing.T) {
 	dir := t.TempDir()
 	planPath := writeEnginePlan(t, dir)
 	rec := &memRecorder{}
-	reg, err := Register(context.Background(), rec, mustLoad(t, planPath), planPath, nil)
+	reg, err := capacity.Register(context.Background(), rec, mustLoad(t, planPath), planPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,20 +281,20 @@ func TestEngineRunStoppedHalts(t *testing.T) {
 	defer cancel()
 	e := &Engine{Rec: rec, Server: os.Args[0], Env: []string{tag(t), fakeServerEnv + "=1"}, StartTimeout: time.Minute,
 		RequestTimeout: time.Minute, Grace: 2 * time.Second,
-		OnEvent: func(ev RunEvent) {
-			if ev.Type == CellDone {
+		OnEvent: func(ev capacity.RunEvent) {
+			if ev.Type == capacity.CellDone {
 				cancel()
 			}
 		}}
 	sum, err := e.Run(ctx, reg.StudyID, filepath.Join(dir, "out"))
-	if err == nil || sum == nil || sum.Status != StatusHalted {
+	if err == nil || sum == nil || sum.Status != capacity.StatusHalted {
 		t.Fatalf("run: %+v %v", sum, err)
 	}
 	st := mustStudy(t, rec, reg.StudyID)
-	if st.Status != StatusHalted || rec.verdicts != 0 {
+	if st.Status != capacity.StatusHalted || rec.verdicts != 0 {
 		t.Errorf("status %s, %d verdicts", st.Status, rec.verdicts)
 	}
-	if _, ok := latestNote(st.Notes, NoteHalted); !ok {
+	if _, ok := capacity.LatestNote(st.Notes, capacity.NoteHalted); !ok {
 		t.Error("no halt journaled")
 	}
 	legs, _ := rec.Legs(context.Background(), reg.StudyID)
@@ -305,7 +306,7 @@ func TestEngineRunStoppedHalts(t *testing.T) {
 			t.Errorf("leg %+v left open", l)
 		}
 	}
-	if _, err := LoadAssembled(context.Background(), rec, reg.StudyID); !errors.Is(err, ErrNotAssembled) {
+	if _, err := capacity.LoadAssembled(context.Background(), rec, reg.StudyID); !errors.Is(err, capacity.ErrNotAssembled) {
 		t.Errorf("load assembled: %v", err)
 	}
 }
@@ -317,7 +318,7 @@ func TestFaultsEngineSilentServerLegIsNotOK(t *testing.T) {
 	planPath := writeEnginePlan(t, dir)
 	ctx := context.Background()
 	rec := &memRecorder{}
-	reg, err := Register(ctx, rec, mustLoad(t, planPath), planPath, hashFile)
+	reg, err := capacity.Register(ctx, rec, mustLoad(t, planPath), planPath, hashFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func TestFaultsEngineSilentServerLegIsNotOK(t *testing.T) {
 	e := &Engine{Rec: rec, Server: os.Args[0], Env: []string{tag(t), fakeServerEnv + "=1", fakeServerFaultsEnv + "=" + string(fb)},
 		DataDir: filepath.Join(dir, "data"), StartTimeout: time.Minute, RequestTimeout: time.Minute, Grace: 2 * time.Second, Hash: hashFile}
 	sum, err := e.Run(ctx, reg.StudyID, "")
-	if _, ok := IsIncomplete(err); !ok || sum == nil || sum.Status != StatusIncomplete {
+	if _, ok := capacity.IsIncomplete(err); !ok || sum == nil || sum.Status != capacity.StatusIncomplete {
 		t.Fatalf("run: %+v %v", sum, err)
 	}
 	legs, _ := rec.Legs(ctx, reg.StudyID)

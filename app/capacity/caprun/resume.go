@@ -1,4 +1,4 @@
-package capacity
+package caprun
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sparkbench/app/capacity"
 	"strings"
 	"syscall"
 	"time"
@@ -25,22 +26,6 @@ import (
 // results: a lifetime without results, no_results, is measured again),
 // empties the folders of the others, runs them on the pass clocks recorded in pass_origins,
 // and assembles the whole folder as `capacity assemble` would.
-
-// ResumeError refuses to resume a run folder, before anything runs.
-type ResumeError struct {
-	Dir string
-	Why string
-}
-
-func (e *ResumeError) Error() string {
-	return fmt.Sprintf("cannot resume the run in %s: %s; start the study afresh in a new run folder (`sparkbench capacity run ID --fresh`)", e.Dir, e.Why)
-}
-
-// IsResumeError says whether err refuses to resume a run folder.
-func IsResumeError(err error) bool {
-	var r *ResumeError
-	return errors.As(err, &r)
-}
 
 // errLocked: another process holds the run folder's lock.
 var errLocked = errors.New("the run folder is locked")
@@ -64,11 +49,13 @@ func lockRunDir(dir string) (func(), error) {
 
 // openResume checks that dir is a run folder of the plan with this SHA-256, locks it and reads
 // its run.json (nil when there is none).
-func openResume(dir, planSHA string) (*RunReport, func(), error) {
+func openResume(dir, planSHA string) (*capacity.RunReport, func(), error) {
 	if dir == "" {
-		return nil, nil, refuse("no run folder to resume")
+		return nil, nil, capacity.Refuse("no run folder to resume")
 	}
-	bad := func(format string, a ...any) error { return &ResumeError{Dir: dir, Why: fmt.Sprintf(format, a...)} }
+	bad := func(format string, a ...any) error {
+		return &capacity.ResumeError{Dir: dir, Why: fmt.Sprintf(format, a...)}
+	}
 	if st, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil, bad("it does not exist")
 	} else if err != nil {
@@ -78,62 +65,62 @@ func openResume(dir, planSHA string) (*RunReport, func(), error) {
 	}
 	unlock, err := lockRunDir(dir)
 	if errors.Is(err, errLocked) {
-		return nil, nil, fmt.Errorf("%w: %v", ErrBusy, err) // not a folder to give up on: busy
+		return nil, nil, fmt.Errorf("%w: %v", capacity.ErrBusy, err) // not a folder to give up on: busy
 	} else if err != nil {
 		return nil, nil, bad("%v", err)
 	}
-	fail := func(err error) (*RunReport, func(), error) {
+	fail := func(err error) (*capacity.RunReport, func(), error) {
 		unlock()
 		return nil, nil, err
 	}
-	planPath := filepath.Join(dir, RunPlanFile)
+	planPath := filepath.Join(dir, capacity.RunPlanFile)
 	if _, err := os.Stat(planPath); err != nil {
-		return fail(bad("it has no %s: it is not a capacity run folder", RunPlanFile))
+		return fail(bad("it has no %s: it is not a capacity run folder", capacity.RunPlanFile))
 	}
-	p, err := Load(planPath)
+	p, err := capacity.Load(planPath)
 	if err != nil {
 		return fail(bad("%v", err))
 	}
 	p.Defaults()
 	sum, _, err := p.SHA256()
 	if err != nil {
-		return fail(bad("%s: %v", RunPlanFile, err))
+		return fail(bad("%s: %v", capacity.RunPlanFile, err))
 	}
 	if sum != planSHA {
-		return fail(bad("its %s is plan %s, not this plan (%s): it is the run folder of another plan, or the plan changed since it ran", RunPlanFile, sum, planSHA))
+		return fail(bad("its %s is plan %s, not this plan (%s): it is the run folder of another plan, or the plan changed since it ran", capacity.RunPlanFile, sum, planSHA))
 	}
-	data, err := os.ReadFile(filepath.Join(dir, RunManifestFile))
+	data, err := os.ReadFile(filepath.Join(dir, capacity.RunManifestFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, unlock, nil
 	}
 	if err != nil {
 		return fail(bad("%v", err))
 	}
-	var prev RunReport
+	var prev capacity.RunReport
 	if err := json.Unmarshal(data, &prev); err != nil {
-		return fail(bad("%s: %v", RunManifestFile, err))
+		return fail(bad("%s: %v", capacity.RunManifestFile, err))
 	}
 	return &prev, unlock, nil
 }
 
 // resumeState is what a resumed run keeps: finished lifetimes and guards by key.
 type resumeState struct {
-	lifetimes map[string]RunLifetime
-	guards    map[string]RunGuard
-	info      RunResume
+	lifetimes map[string]capacity.RunLifetime
+	guards    map[string]capacity.RunGuard
+	info      capacity.RunResume
 }
 
-func (s *resumeState) lifetime(k LifetimeKey) (RunLifetime, bool) {
+func (s *resumeState) lifetime(k capacity.LifetimeKey) (capacity.RunLifetime, bool) {
 	if s == nil {
-		return RunLifetime{}, false
+		return capacity.RunLifetime{}, false
 	}
 	rl, ok := s.lifetimes[k.String()]
 	return rl, ok
 }
 
-func (s *resumeState) guard(k QualityKey) (RunGuard, bool) {
+func (s *resumeState) guard(k capacity.QualityKey) (capacity.RunGuard, bool) {
 	if s == nil {
-		return RunGuard{}, false
+		return capacity.RunGuard{}, false
 	}
 	rg, ok := s.guards[k.String()]
 	return rg, ok
@@ -143,23 +130,25 @@ func (s *resumeState) guard(k QualityKey) (RunGuard, bool) {
 // none) and empties the folders of everything it runs again. cur is the new run's report as
 // far as it is known (prompt plan, quality cases, build, machine); server the llama-server
 // binary it will run.
-func planResume(out string, prev *RunReport, cur *RunReport, sched []Lifetime, guards []guardRun, server string) (*resumeState, error) {
-	bad := func(format string, a ...any) error { return &ResumeError{Dir: out, Why: fmt.Sprintf(format, a...)} }
-	s := &resumeState{lifetimes: map[string]RunLifetime{}, guards: map[string]RunGuard{}, info: RunResume{Lifetimes: []string{}}}
+func planResume(out string, prev *capacity.RunReport, cur *capacity.RunReport, sched []capacity.Lifetime, guards []guardRun, server string) (*resumeState, error) {
+	bad := func(format string, a ...any) error {
+		return &capacity.ResumeError{Dir: out, Why: fmt.Sprintf(format, a...)}
+	}
+	s := &resumeState{lifetimes: map[string]capacity.RunLifetime{}, guards: map[string]capacity.RunGuard{}, info: capacity.RunResume{Lifetimes: []string{}}}
 	if prev == nil {
 		for _, sub := range []string{"runs", "quality"} {
 			if ents, err := os.ReadDir(filepath.Join(out, sub)); err == nil && len(ents) > 0 {
-				return nil, bad("it has no %s but holds %s/: the run was killed before it wrote one, so which server lifetimes finished is unknown", RunManifestFile, sub)
+				return nil, bad("it has no %s but holds %s/: the run was killed before it wrote one, so which server lifetimes finished is unknown", capacity.RunManifestFile, sub)
 			}
 		}
-		s.info.Previous = "no " + RunManifestFile + ": the run ended before any lifetime"
+		s.info.Previous = "no " + capacity.RunManifestFile + ": the run ended before any lifetime"
 		return s, s.clear(out, sched, guards)
 	}
 	switch {
 	case prev.Schema != SchemaRun:
-		return nil, bad("%s is %q, not %s", RunManifestFile, prev.Schema, SchemaRun)
+		return nil, bad("%s is %q, not %s", capacity.RunManifestFile, prev.Schema, SchemaRun)
 	case prev.PlanSHA256 != cur.PlanSHA256:
-		return nil, bad("%s records plan %s, not this plan (%s)", RunManifestFile, prev.PlanSHA256, cur.PlanSHA256)
+		return nil, bad("%s records plan %s, not this plan (%s)", capacity.RunManifestFile, prev.PlanSHA256, cur.PlanSHA256)
 	case prev.PromptPlan != cur.PromptPlan:
 		return nil, bad("the prompt plan hashed to %s in that run and to %s now", prev.PromptPlan, cur.PromptPlan)
 	}
@@ -169,7 +158,7 @@ func planResume(out string, prev *RunReport, cur *RunReport, sched []Lifetime, g
 	if why := machineDiffers(prev.Machine, cur.Machine); why != "" {
 		return nil, bad("%s: a study measures one machine", why)
 	}
-	byKey := map[string]Lifetime{}
+	byKey := map[string]capacity.Lifetime{}
 	for _, lt := range sched {
 		byKey[lt.Key.String()] = lt
 	}
@@ -185,7 +174,7 @@ func planResume(out string, prev *RunReport, cur *RunReport, sched []Lifetime, g
 			}
 		}
 		if prev.PassOrigins[lt.Key.Pass].IsZero() {
-			return nil, bad("%s records no clock origin for pass %s (it was written before runs could be resumed)", RunManifestFile, lt.Key.Pass)
+			return nil, bad("%s records no clock origin for pass %s (it was written before runs could be resumed)", capacity.RunManifestFile, lt.Key.Pass)
 		}
 		s.lifetimes[rl.Key] = rl
 	}
@@ -214,7 +203,7 @@ func planResume(out string, prev *RunReport, cur *RunReport, sched []Lifetime, g
 	case prev.Error != "":
 		s.info.Previous = prev.Error
 	case prev.InProgress:
-		s.info.Previous = "killed: the run ended without its final " + RunManifestFile + " (its last checkpoint was read)"
+		s.info.Previous = "killed: the run ended without its final " + capacity.RunManifestFile + " (its last checkpoint was read)"
 	case prev.Study != "":
 		s.info.Previous = "complete"
 	}
@@ -222,7 +211,7 @@ func planResume(out string, prev *RunReport, cur *RunReport, sched []Lifetime, g
 }
 
 // clear empties the folders of the lifetimes and guards the resumed run runs again.
-func (s *resumeState) clear(out string, sched []Lifetime, guards []guardRun) error {
+func (s *resumeState) clear(out string, sched []capacity.Lifetime, guards []guardRun) error {
 	var rels []string
 	for _, lt := range sched {
 		if _, ok := s.lifetimes[lt.Key.String()]; !ok {
@@ -310,7 +299,7 @@ func passClock(wall time.Time) time.Time {
 // passUsed says whether a kept lifetime belongs to pass.
 func (s *resumeState) passUsed(pass string) bool {
 	for _, rl := range s.lifetimes {
-		if k, err := ParseLifetimeKey(rl.Key); err == nil && k.Pass == pass {
+		if k, err := capacity.ParseLifetimeKey(rl.Key); err == nil && k.Pass == pass {
 			return true
 		}
 	}

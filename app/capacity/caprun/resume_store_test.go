@@ -1,4 +1,4 @@
-package capacity_test
+package caprun
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 func TestEngineResumeRealServer(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	dir := t.TempDir()
-	plan := capacity.WriteRunPlanForTest(t, dir, "dense", llamatest.Model(t, "tiny-llama-f32.gguf"), []string{"-t", llamatest.Threads, "-lv", "4"},
+	plan := writeRunPlanOne(t, dir, "dense", llamatest.Model(t, "tiny-llama-f32.gguf"), []string{"-t", llamatest.Threads, "-lv", "4"},
 		[]int{1, 2}, []int{1}, 0, 2, 4)
 	nbPath := filepath.Join(dir, "notebook.db")
 	nb, err := store.Open(nbPath)
@@ -36,14 +36,14 @@ func TestEngineResumeRealServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := capacity.Register(ctx, store.CapacityRecorder{N: nb}, p, plan, capacity.HashFileForTest)
+	reg, err := capacity.Register(ctx, store.CapacityRecorder{N: nb}, p, plan, hashFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := []string{capacity.TagForTest(t)}
-	engine := func(onEvent func(capacity.RunEvent)) *capacity.Engine {
-		return &capacity.Engine{Rec: store.CapacityRecorder{N: nb}, Server: loc.Server, Env: env, DataDir: filepath.Join(dir, "data"),
-			StartTimeout: time.Minute, RequestTimeout: time.Minute, Grace: 2 * time.Second, Hash: capacity.HashFileForTest, OnEvent: onEvent}
+	env := []string{tag(t)}
+	engine := func(onEvent func(capacity.RunEvent)) *Engine {
+		return &Engine{Rec: store.CapacityRecorder{N: nb}, Server: loc.Server, Env: env, DataDir: filepath.Join(dir, "data"),
+			StartTimeout: time.Minute, RequestTimeout: time.Minute, Grace: 2 * time.Second, Hash: hashFile, OnEvent: onEvent}
 	}
 
 	stopCtx, stop := context.WithCancel(ctx)
@@ -59,7 +59,7 @@ func TestEngineResumeRealServer(t *testing.T) {
 	}
 	t.Logf("stopped after the first lifetime in %v: %v", time.Since(t0).Round(time.Millisecond), err)
 	const kept = "forward/dense/p1"
-	keptDir := filepath.Join(first.RunDir, capacity.LifetimeDirForTest(capacity.LifetimeKey{Pass: "forward", Candidate: "dense", Slots: 1}))
+	keptDir := filepath.Join(first.RunDir, lifetimeDir(capacity.LifetimeKey{Pass: "forward", Candidate: "dense", Slots: 1}))
 	reqBefore, err := os.ReadFile(filepath.Join(keptDir, capacity.RunRequestsFile))
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestEngineResumeRealServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := capacity.AssembleFromArgsForTest(t, rep.AssembleArgs); !bytes.Equal(got, study) {
+	if got := assembleFromArgs(t, rep.AssembleArgs); !bytes.Equal(got, study) {
 		t.Error("study.json differs from `capacity assemble` of the run folder")
 	}
 	for _, c := range rep.Result.Candidates[0].Cells {
@@ -116,9 +116,9 @@ func TestEngineResumeRealServer(t *testing.T) {
 		}
 	}
 	// One clock per pass: forward/dense/p2, measured after the resume, comes after p1.
-	_, p1End := capacity.RequestSpanForTest(t, filepath.Join(keptDir, capacity.RunRequestsFile))
-	p2Start, _ := capacity.RequestSpanForTest(t, filepath.Join(sum.RunDir,
-		capacity.LifetimeDirForTest(capacity.LifetimeKey{Pass: "forward", Candidate: "dense", Slots: 2}), capacity.RunRequestsFile))
+	_, p1End := requestSpan(t, filepath.Join(keptDir, capacity.RunRequestsFile))
+	p2Start, _ := requestSpan(t, filepath.Join(sum.RunDir,
+		lifetimeDir(capacity.LifetimeKey{Pass: "forward", Candidate: "dense", Slots: 2}), capacity.RunRequestsFile))
 	if p2Start <= p1End {
 		t.Errorf("forward/dense/p2 starts at %.1f ms, before forward/dense/p1 ended (%.1f ms)", p2Start, p1End)
 	}

@@ -1,4 +1,4 @@
-package capacity
+package caprun
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sparkbench/app/capacity"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func fakePlan(t *testing.T, dir string) string {
 	t.Helper()
 	model := filepath.Join(dir, "model.gguf")
 	_ = os.WriteFile(model, []byte("GGUF stand-in"), 0o644)
-	return writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, Markers{Must: []string{`CPU_Mapped model buffer`}}}},
+	return writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, capacity.Markers{Must: []string{`CPU_Mapped model buffer`}}}},
 		[]int{1, 2}, []int{1, 2}, 1, 3, 8)
 }
 
@@ -34,29 +35,29 @@ func startFake(t *testing.T, plan, out string, resume bool, env []string) *Run {
 }
 
 // stopAfterFirstLifetime runs until the first lifetime is done, then stops the run.
-func stopAfterFirstLifetime(t *testing.T, r *Run) (*RunReport, []RunEvent) {
+func stopAfterFirstLifetime(t *testing.T, r *Run) (*capacity.RunReport, []capacity.RunEvent) {
 	t.Helper()
-	var evs []RunEvent
+	var evs []capacity.RunEvent
 	for ev := range r.Events() {
 		evs = append(evs, ev)
-		if ev.Type == LifetimeDone {
+		if ev.Type == capacity.LifetimeDone {
 			r.Stop()
 		}
 	}
 	rep, err := r.Wait()
-	if !errors.Is(err, ErrRunStopped) || rep == nil {
+	if !errors.Is(err, capacity.ErrRunStopped) || rep == nil {
 		t.Fatalf("stopped run: %v", err)
 	}
 	return rep, evs
 }
 
-func readManifest(t *testing.T, out string) RunReport {
+func readManifest(t *testing.T, out string) capacity.RunReport {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(out, RunManifestFile))
+	b, err := os.ReadFile(filepath.Join(out, capacity.RunManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep RunReport
+	var rep capacity.RunReport
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -76,9 +77,9 @@ func readFile(t *testing.T, path string) []byte {
 // assemble_args: read each named file and assemble; it returns the bytes it would write.
 func assembleFromArgs(t *testing.T, args []string) []byte {
 	t.Helper()
-	in := Inputs{Requests: map[LifetimeKey]InputFile{}, RSS: map[LifetimeKey]InputFile{}, ServerLogs: map[LifetimeKey]InputFile{},
-		Quality: map[QualityKey]InputFile{}, BenchTG: map[string]float64{}}
-	var plan *Plan
+	in := capacity.Inputs{Requests: map[capacity.LifetimeKey]capacity.InputFile{}, RSS: map[capacity.LifetimeKey]capacity.InputFile{}, ServerLogs: map[capacity.LifetimeKey]capacity.InputFile{},
+		Quality: map[capacity.QualityKey]capacity.InputFile{}, BenchTG: map[string]float64{}}
+	var plan *capacity.Plan
 	for i := 0; i+1 < len(args); i += 2 {
 		flag, val := args[i], args[i+1]
 		switch flag {
@@ -92,25 +93,25 @@ func assembleFromArgs(t *testing.T, args []string) []byte {
 		if !ok {
 			t.Fatalf("assemble arg %s %s", flag, val)
 		}
-		f := InputFile{Name: path, Data: readFile(t, path)}
-		if flag == FlagQuality {
-			k, err := ParseQualityKey(ks)
+		f := capacity.InputFile{Name: path, Data: readFile(t, path)}
+		if flag == capacity.FlagQuality {
+			k, err := capacity.ParseQualityKey(ks)
 			if err != nil {
 				t.Fatal(err)
 			}
 			in.Quality[k] = f
 			continue
 		}
-		k, err := ParseLifetimeKey(ks)
+		k, err := capacity.ParseLifetimeKey(ks)
 		if err != nil {
 			t.Fatal(err)
 		}
-		map[string]map[LifetimeKey]InputFile{FlagRequests: in.Requests, FlagRSS: in.RSS, FlagServerLog: in.ServerLogs}[flag][k] = f
+		map[string]map[capacity.LifetimeKey]capacity.InputFile{capacity.FlagRequests: in.Requests, capacity.FlagRSS: in.RSS, capacity.FlagServerLog: in.ServerLogs}[flag][k] = f
 	}
 	if plan == nil {
 		t.Fatal("no --plan in the assemble args")
 	}
-	res, err := Assemble(plan, in)
+	res, err := capacity.Assemble(plan, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func assembleFromArgs(t *testing.T, args []string) []byte {
 // requestSpan is the first send and the last end (ms) of a lifetime's request file.
 func requestSpan(t *testing.T, path string) (first, last float64) {
 	t.Helper()
-	f, err := ReadRequests(path, readFile(t, path))
+	f, err := capacity.ReadRequests(path, readFile(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,23 +147,23 @@ func TestRunResume(t *testing.T) {
 	env := []string{tag(t), fakeServerEnv + "=1"}
 	r1 := startFake(t, plan, out, false, env)
 	for ev := range r1.Events() {
-		if ev.Type == RequestDone && ev.Lifetime == "forward/fake/p2" && ev.Clients == 1 {
+		if ev.Type == capacity.RequestDone && ev.Lifetime == "forward/fake/p2" && ev.Clients == 1 {
 			r1.Stop() // in its first client level
 		}
 	}
 	rep1, err := r1.Wait()
-	if !errors.Is(err, ErrRunStopped) || rep1 == nil || len(rep1.Lifetimes) != 2 {
+	if !errors.Is(err, capacity.ErrRunStopped) || rep1 == nil || len(rep1.Lifetimes) != 2 {
 		t.Fatalf("stopped run: %v %+v", err, rep1)
 	}
 	first, cut := rep1.Lifetimes[0], rep1.Lifetimes[1]
 	if first.Key != "forward/fake/p1" || first.Interrupted != "" || len(first.Cells) != 2 {
 		t.Fatalf("first lifetime %+v", first)
 	}
-	if cut.Key != "forward/fake/p2" || !strings.Contains(cut.Interrupted, ErrRunStopped.Error()) {
+	if cut.Key != "forward/fake/p2" || !strings.Contains(cut.Interrupted, capacity.ErrRunStopped.Error()) {
 		t.Fatalf("the lifetime the stop cut: %+v", cut)
 	}
 	m1 := readManifest(t, out)
-	if m1.InProgress || !strings.Contains(m1.Error, ErrRunStopped.Error()) || m1.PassOrigins["forward"].IsZero() {
+	if m1.InProgress || !strings.Contains(m1.Error, capacity.ErrRunStopped.Error()) || m1.PassOrigins["forward"].IsZero() {
 		t.Fatalf("run.json of the stopped run: %+v", m1)
 	}
 	firstReq := filepath.Join(out, first.Files["requests"])
@@ -171,10 +172,10 @@ func TestRunResume(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // the resumed part of the pass starts measurably later
 
 	r := startFake(t, plan, out, true, env)
-	var evs []RunEvent
+	var evs []capacity.RunEvent
 	for ev := range r.Events() {
 		evs = append(evs, ev)
-		if ev.Type == RunStarted {
+		if ev.Type == capacity.RunStarted {
 			// Were the resumed run killed now, its checkpoint still keeps what it kept.
 			// (Read as run_started arrives: the run may be a lifetime further, never less.)
 			if cp := readManifest(t, out); !cp.InProgress || len(cp.Lifetimes) == 0 || cp.Lifetimes[0].Key != first.Key || len(cp.Resumes) != 1 {
@@ -186,21 +187,21 @@ func TestRunResume(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	t.Logf("resumed: %s", ProgressLine(evs[0]))
-	if evs[0].Type != RunStarted || evs[0].Resume == nil || !slices.Equal(evs[0].Resume.Lifetimes, []string{"forward/fake/p1"}) ||
+	t.Logf("resumed: %s", capacity.ProgressLine(evs[0]))
+	if evs[0].Type != capacity.RunStarted || evs[0].Resume == nil || !slices.Equal(evs[0].Resume.Lifetimes, []string{"forward/fake/p1"}) ||
 		!slices.Equal(evs[0].Resume.Cleared, []string{cut.Dir}) {
 		t.Fatalf("run_started %+v", evs[0])
 	}
 	if p := evs[0].Progress; p.LifetimesDone != 1 || p.CellsDone != 2 || p.LifetimesKept != 1 || p.CellsKept != 2 {
 		t.Errorf("progress at the start of the resumed run: %+v", p)
 	}
-	line := ProgressLine(evs[0])
+	line := capacity.ProgressLine(evs[0])
 	if !strings.Contains(line, "resumed: 1 lifetime done before") {
 		t.Errorf("console line %q", line)
 	}
 	var started []string
 	for _, ev := range evs {
-		if ev.Type == LifetimeStarted {
+		if ev.Type == capacity.LifetimeStarted {
 			started = append(started, ev.Lifetime)
 			if !ev.Origin.Equal(m1.PassOrigins["forward"]) && strings.HasPrefix(ev.Lifetime, "forward/") {
 				t.Errorf("%s: origin %v, the pass's recorded origin is %v", ev.Lifetime, ev.Origin, m1.PassOrigins["forward"])
@@ -233,11 +234,11 @@ func TestRunResume(t *testing.T) {
 	}
 	// One time axis per pass: forward/p2, measured after the pause, comes after forward/p1.
 	_, p1End := requestSpan(t, firstReq)
-	p2Start, _ := requestSpan(t, filepath.Join(out, lifetimeDir(LifetimeKey{"forward", "fake", 2}), RunRequestsFile))
+	p2Start, _ := requestSpan(t, filepath.Join(out, lifetimeDir(capacity.LifetimeKey{Pass: "forward", Candidate: "fake", Slots: 2}), capacity.RunRequestsFile))
 	if p2Start <= p1End+50 {
 		t.Errorf("forward/fake/p2 starts at %.1f ms, forward/fake/p1 ended at %.1f ms: not one clock", p2Start, p1End)
 	}
-	study := readFile(t, filepath.Join(out, RunStudyFile))
+	study := readFile(t, filepath.Join(out, capacity.RunStudyFile))
 	if got := assembleFromArgs(t, rep.AssembleArgs); !bytes.Equal(got, study) {
 		t.Error("study.json differs from `capacity assemble` of the folder")
 	}
@@ -248,7 +249,7 @@ func TestRunResume(t *testing.T) {
 	// Resuming the complete folder runs nothing and assembles the same bytes.
 	r = startFake(t, plan, out, true, env)
 	for ev := range r.Events() {
-		if ev.Type == LifetimeStarted {
+		if ev.Type == capacity.LifetimeStarted {
 			t.Errorf("resuming a complete folder started %s", ev.Lifetime)
 		}
 	}
@@ -268,32 +269,32 @@ func TestRunResumeAfterKill(t *testing.T) {
 	r := startFake(t, plan, out, false, env)
 	for ev := range r.Events() {
 		// After forward/fake/p2 started the checkpoint lists forward/fake/p1 only.
-		if ev.Type == ServerReady && ev.Lifetime == "forward/fake/p2" && checkpoint == nil {
-			checkpoint = readFile(t, filepath.Join(out, RunManifestFile))
+		if ev.Type == capacity.ServerReady && ev.Lifetime == "forward/fake/p2" && checkpoint == nil {
+			checkpoint = readFile(t, filepath.Join(out, capacity.RunManifestFile))
 		}
 	}
 	if _, err := r.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	var cp RunReport
+	var cp capacity.RunReport
 	if err := json.Unmarshal(checkpoint, &cp); err != nil || !cp.InProgress || len(cp.Lifetimes) != 1 {
 		t.Fatalf("checkpoint %s (%v)", checkpoint, err)
 	}
 	// The kill: the final run.json and study.json never written, later lifetimes' folders
 	// missing, forward/fake/p2 half there.
-	_ = os.WriteFile(filepath.Join(out, RunManifestFile), checkpoint, 0o644)
-	_ = os.Remove(filepath.Join(out, RunStudyFile))
+	_ = os.WriteFile(filepath.Join(out, capacity.RunManifestFile), checkpoint, 0o644)
+	_ = os.Remove(filepath.Join(out, capacity.RunStudyFile))
 	for _, k := range []string{"reverse/fake/p1", "reverse/fake/p2"} {
-		lk, _ := ParseLifetimeKey(k)
+		lk, _ := capacity.ParseLifetimeKey(k)
 		_ = os.RemoveAll(filepath.Join(out, lifetimeDir(lk)))
 	}
-	p2 := filepath.Join(out, lifetimeDir(LifetimeKey{"forward", "fake", 2}), RunRequestsFile)
+	p2 := filepath.Join(out, lifetimeDir(capacity.LifetimeKey{Pass: "forward", Candidate: "fake", Slots: 2}), capacity.RunRequestsFile)
 	_ = os.Truncate(p2, 100)
 
 	r = startFake(t, plan, out, true, env)
-	var rs *RunResume
+	var rs *capacity.RunResume
 	for ev := range r.Events() {
-		if ev.Type == RunStarted {
+		if ev.Type == capacity.RunStarted {
 			rs = ev.Resume
 		}
 	}
@@ -301,10 +302,10 @@ func TestRunResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume after the kill: %v", err)
 	}
-	if rs == nil || len(rs.Lifetimes) != 1 || !slices.Equal(rs.Cleared, []string{lifetimeDir(LifetimeKey{"forward", "fake", 2})}) || !strings.HasPrefix(rs.Previous, "killed") {
+	if rs == nil || len(rs.Lifetimes) != 1 || !slices.Equal(rs.Cleared, []string{lifetimeDir(capacity.LifetimeKey{Pass: "forward", Candidate: "fake", Slots: 2})}) || !strings.HasPrefix(rs.Previous, "killed") {
 		t.Fatalf("resume %+v", rs)
 	}
-	if got := assembleFromArgs(t, rep.AssembleArgs); !bytes.Equal(got, readFile(t, filepath.Join(out, RunStudyFile))) {
+	if got := assembleFromArgs(t, rep.AssembleArgs); !bytes.Equal(got, readFile(t, filepath.Join(out, capacity.RunStudyFile))) {
 		t.Error("study.json differs from `capacity assemble` of the folder")
 	}
 }
@@ -316,18 +317,18 @@ func TestRunResumeRefusals(t *testing.T) {
 	out := filepath.Join(dir, "run")
 	env := []string{tag(t), fakeServerEnv + "=1"}
 	stopAfterFirstLifetime(t, startFake(t, plan, out, false, env))
-	manifest := readFile(t, filepath.Join(out, RunManifestFile))
+	manifest := readFile(t, filepath.Join(out, capacity.RunManifestFile))
 
 	refused := func(name, plan, out, want string) {
 		t.Helper()
 		r := startFake(t, plan, out, true, env)
 		for ev := range r.Events() {
-			if ev.Type != RunDone {
+			if ev.Type != capacity.RunDone {
 				t.Errorf("%s: event %s before the refusal", name, ev.Type)
 			}
 		}
 		_, err := r.Wait()
-		if !IsResumeError(err) || !IsRefusal(err) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--fresh") {
+		if !capacity.IsResumeError(err) || !capacity.IsRefusal(err) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--fresh") {
 			t.Errorf("%s: %v, want a resume refusal saying %q", name, err, want)
 		}
 	}
@@ -344,34 +345,34 @@ func TestRunResumeRefusals(t *testing.T) {
 	empty := filepath.Join(dir, "empty")
 	_ = os.MkdirAll(empty, 0o755)
 	refused("not a run folder", plan, empty, "no plan.json")
-	if !bytes.Equal(readFile(t, filepath.Join(out, RunManifestFile)), manifest) {
+	if !bytes.Equal(readFile(t, filepath.Join(out, capacity.RunManifestFile)), manifest) {
 		t.Error("a refused resume changed run.json")
 	}
 
 	// Another build: a study measures one build.
-	var m RunReport
+	var m capacity.RunReport
 	_ = json.Unmarshal(manifest, &m)
 	m.Build = &llamacpp.Build{VersionLine: "version: 1 (build 1, commit old)"}
 	b, _ = json.Marshal(m)
-	_ = os.WriteFile(filepath.Join(out, RunManifestFile), b, 0o644)
+	_ = os.WriteFile(filepath.Join(out, capacity.RunManifestFile), b, 0o644)
 	r := StartRun(context.Background(), RunSpec{PlanFile: plan, Plan: mustLoad(t, plan), Server: os.Args[0], OutDir: out, Resume: true, Env: env,
 		Build: &llamacpp.Build{VersionLine: "version: 2 (build 2, commit new)"}})
 	for range r.Events() {
 	}
-	if _, err := r.Wait(); !IsResumeError(err) || !strings.Contains(err.Error(), "one build") {
+	if _, err := r.Wait(); !capacity.IsResumeError(err) || !strings.Contains(err.Error(), "one build") {
 		t.Errorf("another build: %v", err)
 	}
 	// A run.json from before runs could be resumed (no pass origins) with finished lifetimes.
 	m.Build, m.PassOrigins = nil, nil
 	b, _ = json.Marshal(m)
-	_ = os.WriteFile(filepath.Join(out, RunManifestFile), b, 0o644)
+	_ = os.WriteFile(filepath.Join(out, capacity.RunManifestFile), b, 0o644)
 	refused("no pass origins", plan, out, "no clock origin")
 	// No run.json at all, but lifetime folders: which ones finished is unknown.
-	_ = os.Remove(filepath.Join(out, RunManifestFile))
+	_ = os.Remove(filepath.Join(out, capacity.RunManifestFile))
 	refused("no run.json", plan, out, "killed before")
 
 	// Another process runs into the folder.
-	_ = os.WriteFile(filepath.Join(out, RunManifestFile), manifest, 0o644)
+	_ = os.WriteFile(filepath.Join(out, capacity.RunManifestFile), manifest, 0o644)
 	unlock, err := lockRunDir(out)
 	if err != nil {
 		t.Fatal(err)
@@ -379,37 +380,37 @@ func TestRunResumeRefusals(t *testing.T) {
 	r = startFake(t, plan, out, true, env)
 	for range r.Events() {
 	}
-	if _, err := r.Wait(); !errors.Is(err, ErrBusy) || IsResumeError(err) || !strings.Contains(err.Error(), "another sparkbench process is running into") {
+	if _, err := r.Wait(); !errors.Is(err, capacity.ErrBusy) || capacity.IsResumeError(err) || !strings.Contains(err.Error(), "another sparkbench process is running into") {
 		t.Errorf("locked: %v, want ErrBusy", err)
 	}
 	unlock()
 }
 
 // engineFor is an engine on the fake server.
-func engineFor(t *testing.T, rec Recorder, dataDir string, onEvent func(RunEvent)) *Engine {
+func engineFor(t *testing.T, rec capacity.Recorder, dataDir string, onEvent func(capacity.RunEvent)) *Engine {
 	return &Engine{Rec: rec, Server: os.Args[0], Env: []string{tag(t), fakeServerEnv + "=1"}, DataDir: dataDir,
 		StartTimeout: time.Minute, RequestTimeout: time.Minute, Grace: 2 * time.Second, OnEvent: onEvent}
 }
 
 // haltInSecondLifetime runs study id with the engine and cancels it at the first request of
 // its second lifetime (forward/fake/p2): the study is halted.
-func haltInSecondLifetime(t *testing.T, rec Recorder, id int64, dataDir string) *RunSummary {
+func haltInSecondLifetime(t *testing.T, rec capacity.Recorder, id int64, dataDir string) *capacity.RunSummary {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	e := engineFor(t, rec, dataDir, func(ev RunEvent) {
-		if ev.Type == RequestDone && ev.Lifetime == "forward/fake/p2" {
+	e := engineFor(t, rec, dataDir, func(ev capacity.RunEvent) {
+		if ev.Type == capacity.RequestDone && ev.Lifetime == "forward/fake/p2" {
 			cancel()
 		}
 	})
 	sum, err := e.Run(ctx, id, "")
-	if err == nil || sum == nil || sum.Status != StatusHalted {
+	if err == nil || sum == nil || sum.Status != capacity.StatusHalted {
 		t.Fatalf("halted run: %+v %v", sum, err)
 	}
 	return sum
 }
 
-func notesOf(st StoredStudy, kind string) []map[string]any {
+func notesOf(st capacity.StoredStudy, kind string) []map[string]any {
 	var out []map[string]any
 	for _, n := range st.Notes {
 		if n.Kind == kind {
@@ -429,7 +430,7 @@ func TestEngineResume(t *testing.T) {
 	planPath := fakePlan(t, dir)
 	rec := &memRecorder{}
 	ctx := context.Background()
-	reg, err := Register(ctx, rec, mustLoad(t, planPath), planPath, nil)
+	reg, err := capacity.Register(ctx, rec, mustLoad(t, planPath), planPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +448,7 @@ func TestEngineResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engineFor(t, rec, data, nil).Run(ctx, reg.StudyID, ""); !errors.Is(err, ErrBusy) {
+	if _, err := engineFor(t, rec, data, nil).Run(ctx, reg.StudyID, ""); !errors.Is(err, capacity.ErrBusy) {
 		t.Errorf("run while the folder is locked: %v", err)
 	}
 	unlock()
@@ -455,12 +456,12 @@ func TestEngineResume(t *testing.T) {
 		t.Error("a busy run made a new folder")
 	}
 
-	var evs []RunEvent
-	sum, err := engineFor(t, rec, data, func(ev RunEvent) { evs = append(evs, ev) }).Run(ctx, reg.StudyID, "")
+	var evs []capacity.RunEvent
+	sum, err := engineFor(t, rec, data, func(ev capacity.RunEvent) { evs = append(evs, ev) }).Run(ctx, reg.StudyID, "")
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	if !sum.Resumed || sum.LifetimesKept != 1 || sum.RunDir != first.RunDir || sum.Status != StatusComplete || sum.Legs != 3 || sum.NotResumed != "" {
+	if !sum.Resumed || sum.LifetimesKept != 1 || sum.RunDir != first.RunDir || sum.Status != capacity.StatusComplete || sum.Legs != 3 || sum.NotResumed != "" {
 		t.Fatalf("summary %+v (first run in %s)", sum, first.RunDir)
 	}
 	for _, ev := range evs {
@@ -488,11 +489,11 @@ func TestEngineResume(t *testing.T) {
 		t.Errorf("the lifetime cut by the halt and run again: labels %v", labels)
 	}
 	st := mustStudy(t, rec, reg.StudyID)
-	res := notesOf(st, NoteResumed)
+	res := notesOf(st, capacity.NoteResumed)
 	if len(res) != 1 || res[0]["run_dir"] != first.RunDir || res[0]["lifetimes_skipped"] != float64(1) || res[0]["lifetimes_total"] != float64(4) {
 		t.Errorf("resume notes %v", res)
 	}
-	if n := notesOf(st, NoteRun); len(n) != 1 {
+	if n := notesOf(st, capacity.NoteRun); len(n) != 1 {
 		t.Errorf("run notes %v", n)
 	}
 	// Rows of the lifetimes measured after the resume hang on the pass's first origin.
@@ -503,7 +504,7 @@ func TestEngineResume(t *testing.T) {
 			}
 		}
 	}
-	a, err := LoadAssembled(ctx, rec, reg.StudyID)
+	a, err := capacity.LoadAssembled(ctx, rec, reg.StudyID)
 	if err != nil || a.Result == nil || a.Problem != "" {
 		t.Fatalf("assembled: %+v %v", a, err)
 	}
@@ -519,7 +520,7 @@ func TestEngineFreshNotResumedBusy(t *testing.T) {
 	planPath := fakePlan(t, dir)
 	rec := &memRecorder{}
 	ctx := context.Background()
-	reg, err := Register(ctx, rec, mustLoad(t, planPath), planPath, nil)
+	reg, err := capacity.Register(ctx, rec, mustLoad(t, planPath), planPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,8 +528,8 @@ func TestEngineFreshNotResumedBusy(t *testing.T) {
 	first := haltInSecondLifetime(t, rec, reg.StudyID, data)
 
 	ctx2, cancel := context.WithCancel(ctx)
-	e := engineFor(t, rec, data, func(ev RunEvent) {
-		if ev.Type == LifetimeDone {
+	e := engineFor(t, rec, data, func(ev capacity.RunEvent) {
+		if ev.Type == capacity.LifetimeDone {
 			cancel()
 		}
 	})
@@ -544,29 +545,29 @@ func TestEngineFreshNotResumedBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var notResumed []string
-	sum, err = engineFor(t, rec, data, func(ev RunEvent) {
-		if ev.Type == NotResumed {
-			notResumed = append(notResumed, ProgressLine(ev))
+	sum, err = engineFor(t, rec, data, func(ev capacity.RunEvent) {
+		if ev.Type == capacity.NotResumed {
+			notResumed = append(notResumed, capacity.ProgressLine(ev))
 		}
-		if ev.Type == RunDone && ev.Error != "" {
+		if ev.Type == capacity.RunDone && ev.Error != "" {
 			t.Errorf("run_done of the refused resume reached the console: %s", ev.Error)
 		}
 	}).Run(ctx, reg.StudyID, "")
-	if err != nil || sum.Resumed || !strings.Contains(sum.NotResumed, "does not exist") || len(notResumed) != 1 || sum.Status != StatusComplete {
+	if err != nil || sum.Resumed || !strings.Contains(sum.NotResumed, "does not exist") || len(notResumed) != 1 || sum.Status != capacity.StatusComplete {
 		t.Fatalf("not resumed: %+v %v %q", sum, err, notResumed)
 	}
 	t.Logf("%s", notResumed[0])
-	runs := notesOf(mustStudy(t, rec, reg.StudyID), NoteRun)
+	runs := notesOf(mustStudy(t, rec, reg.StudyID), capacity.NoteRun)
 	if last := runs[len(runs)-1]; last["not_resumed"] == nil || last["run_dir"] != sum.RunDir {
 		t.Errorf("run note %v", last)
 	}
 
 	// A leg left running: another process runs the study.
-	reg2, _ := Register(ctx, rec, mustLoad(t, writeEnginePlan(t, t.TempDir())), filepath.Join(dir, "x.json"), nil)
-	if _, _, err := rec.StartLeg(ctx, LegStart{StudyID: reg2.StudyID, Label: "forward/fake/p1"}); err != nil {
+	reg2, _ := capacity.Register(ctx, rec, mustLoad(t, writeEnginePlan(t, t.TempDir())), filepath.Join(dir, "x.json"), nil)
+	if _, _, err := rec.StartLeg(ctx, capacity.LegStart{StudyID: reg2.StudyID, Label: "forward/fake/p1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engineFor(t, rec, data, nil).Run(ctx, reg2.StudyID, ""); !errors.Is(err, ErrBusy) {
+	if _, err := engineFor(t, rec, data, nil).Run(ctx, reg2.StudyID, ""); !errors.Is(err, capacity.ErrBusy) {
 		t.Errorf("busy: %v", err)
 	}
 }
@@ -578,7 +579,7 @@ func TestEngineResumeRecordsAnUnrecordedLifetime(t *testing.T) {
 	planPath := fakePlan(t, dir)
 	rec := &memRecorder{}
 	ctx := context.Background()
-	reg, err := Register(ctx, rec, mustLoad(t, planPath), planPath, nil)
+	reg, err := capacity.Register(ctx, rec, mustLoad(t, planPath), planPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -589,8 +590,8 @@ func TestEngineResumeRecordsAnUnrecordedLifetime(t *testing.T) {
 	firstLeg.end, firstLeg.reqs, firstLeg.interrupted = nil, nil, true
 
 	var started []string
-	sum, err := engineFor(t, rec, data, func(ev RunEvent) {
-		if ev.Type == LifetimeStarted {
+	sum, err := engineFor(t, rec, data, func(ev capacity.RunEvent) {
+		if ev.Type == capacity.LifetimeStarted {
 			started = append(started, ev.Lifetime)
 		}
 	}).Run(ctx, reg.StudyID, "")
@@ -621,11 +622,11 @@ func TestRunResumeQualityGuards(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model.gguf")
 	_ = os.WriteFile(model, []byte("GGUF stand-in"), 0o644)
-	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, Markers{}}}, []int{1, 2}, []int{1}, 0, 2, 4)
+	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, capacity.Markers{}}}, []int{1, 2}, []int{1}, 0, 2, 4)
 	p := mustLoad(t, plan)
 	floor := 0.5
 	p.Limits.QualityFloor = &floor
-	p.Passes = []string{PassForward}
+	p.Passes = []string{capacity.PassForward}
 	b, _ := json.Marshal(p)
 	_ = os.WriteFile(plan, b, 0o644)
 	casesPath := filepath.Join(dir, "cases.json")
@@ -639,21 +640,21 @@ func TestRunResumeQualityGuards(t *testing.T) {
 	}
 	r := start(false)
 	for ev := range r.Events() {
-		if ev.Type == GuardDone {
+		if ev.Type == capacity.GuardDone {
 			r.Stop()
 		}
 	}
-	if rep, err := r.Wait(); !errors.Is(err, ErrRunStopped) || len(rep.Guards) == 0 || rep.Guards[0].Interrupted != "" {
+	if rep, err := r.Wait(); !errors.Is(err, capacity.ErrRunStopped) || len(rep.Guards) == 0 || rep.Guards[0].Interrupted != "" {
 		t.Fatalf("stopped in the guards: %v %+v", err, rep)
 	}
 	r = start(true)
 	var guardsRun []string
-	var rs *RunResume
+	var rs *capacity.RunResume
 	for ev := range r.Events() {
 		switch ev.Type {
-		case RunStarted:
+		case capacity.RunStarted:
 			rs = ev.Resume
-		case GuardStarted, LifetimeStarted:
+		case capacity.GuardStarted, capacity.LifetimeStarted:
 			guardsRun = append(guardsRun, string(ev.Type)+" "+ev.Lifetime)
 		}
 	}
@@ -667,7 +668,7 @@ func TestRunResumeQualityGuards(t *testing.T) {
 	if q := rep.Result.Candidates[0].Quality; len(q) != 2 || !q[0].Passed || !q[1].Passed {
 		t.Errorf("quality %+v", q)
 	}
-	if got := assembleFromArgs(t, rep.AssembleArgs); !bytes.Equal(got, readFile(t, filepath.Join(out, RunStudyFile))) {
+	if got := assembleFromArgs(t, rep.AssembleArgs); !bytes.Equal(got, readFile(t, filepath.Join(out, capacity.RunStudyFile))) {
 		t.Error("study.json differs from `capacity assemble` of the folder")
 	}
 	// Another case list: every guard runs again, no lifetime does.
@@ -677,7 +678,7 @@ func TestRunResumeQualityGuards(t *testing.T) {
 	r = start(true)
 	guardsRun = nil
 	for ev := range r.Events() {
-		if ev.Type == GuardStarted || ev.Type == LifetimeStarted {
+		if ev.Type == capacity.GuardStarted || ev.Type == capacity.LifetimeStarted {
 			guardsRun = append(guardsRun, string(ev.Type)+" "+ev.Lifetime)
 		}
 	}

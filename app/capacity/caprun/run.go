@@ -1,4 +1,4 @@
-package capacity
+package caprun
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sparkbench/app/capacity"
 	"strings"
 	"sync"
 	"time"
@@ -23,33 +24,12 @@ import (
 	"sparkbench/runner/server"
 )
 
-// The run folder's layout, the one `capacity assemble` reads:
-//
-//	OUT/plan.json                              the plan's bytes, verbatim (same SHA-256)
-//	OUT/runs/PASS/CANDIDATE/pP/requests.jsonl  request records (docs/requests.md)
-//	OUT/runs/PASS/CANDIDATE/pP/rss.json        {"schema":"sparkbench.rss/v1","vmhwm_kib":N,"source":…}
-//	OUT/runs/PASS/CANDIDATE/pP/server.log      llama-server's log (CR and ANSI removed)
-//	OUT/runs/PASS/CANDIDATE/pP/evidence.json   backend evidence of the last load block, the server's argv
-//	OUT/quality/CANDIDATE/pP/quality-evidence.json, server.log   the quality guard (gated plans)
-//	OUT/run.json                               what happened: lifetimes, ports, classes, files
-//	OUT/study.json                             the assembled study
-const (
-	RunPlanFile      = "plan.json"
-	RunManifestFile  = "run.json"
-	RunStudyFile     = "study.json"
-	RunRequestsFile  = "requests.jsonl"
-	RunRSSFile       = "rss.json"
-	RunServerLogFile = "server.log"
-	RunEvidenceFile  = "evidence.json"
-	RunQualityFile   = "quality-evidence.json"
-)
-
 // RunSpec is a capacity (or concurrency) run: every server lifetime of the plan's schedule,
 // then the assembly.
 type RunSpec struct {
 	PlanFile string // the plan; its bytes are copied into the run folder
 	// Plan is the plan as loaded from PlanFile (Defaults are applied by the run).
-	Plan   *Plan
+	Plan   *capacity.Plan
 	Server string // llama-server
 	// OutDir is the run folder: created, and refused when it exists and is not empty, unless
 	// Resume is set.
@@ -77,214 +57,6 @@ type RunSpec struct {
 	QualityCases string
 }
 
-// RunEventType names a run event.
-type RunEventType string
-
-// Run events, in the order they occur. Every lifetime emits lifetime_started, then
-// server_ready or server_failed, then per client level cell_started, request…, cell_done,
-// then lifetime_done. The run ends with assembled (or assembly_failed), then run_done.
-const (
-	RunStarted      RunEventType = "run_started" // Resume set when the run resumes a folder
-	LifetimeStarted RunEventType = "lifetime_started"
-	ServerReady     RunEventType = "server_ready"
-	ServerFailed    RunEventType = "server_failed"
-	CellStarted     RunEventType = "cell_started"
-	ServerLine      RunEventType = "server_line" // one line of the server's log (Line; Dropped before it)
-	RequestDone     RunEventType = "request"
-	CellDone        RunEventType = "cell_done"
-	LifetimeDone    RunEventType = "lifetime_done"
-	GuardStarted    RunEventType = "guard_started" // quality guard of one (candidate, P)
-	GuardDone       RunEventType = "guard_done"
-	Assembled       RunEventType = "assembled"
-	AssemblyFailed  RunEventType = "assembly_failed"
-	RunDone         RunEventType = "run_done"
-	// NotResumed comes from Engine.Run, before run_started: the study's last run folder could
-	// not be resumed (Error says why), so a new one is started.
-	NotResumed       RunEventType = "not_resumed"
-	maxEventErrorLen              = 400
-)
-
-// RunEvent is one thing that happened during a run: plain data, for a console, the notebook
-// or the UI. Exactly the fields its type needs are set.
-type RunEvent struct {
-	Type     RunEventType   `json:"type"`
-	T        time.Duration  `json:"t"` // since the run started
-	Progress RunProgress    `json:"progress"`
-	Lifetime string         `json:"lifetime,omitempty"` // PASS/CANDIDATE/pP
-	Clients  int            `json:"clients,omitempty"`
-	Server   *RunServer     `json:"server,omitempty"`  // server_ready, server_failed, lifetime_done
-	Request  *RequestRecord `json:"request,omitempty"` // request
-	Cell     *RunCell       `json:"cell,omitempty"`    // cell_done
-	Error    string         `json:"error,omitempty"`
-	Study    string         `json:"study,omitempty"` // assembled: path of study.json
-	Guard    *RunGuard      `json:"guard,omitempty"` // guard_done
-	// Line is a server_line's text. Dropped counts the log lines before it that were not
-	// sent as events because the consumer fell behind (the log file keeps every line).
-	Line    string `json:"line,omitempty"`
-	Dropped int    `json:"dropped,omitempty"`
-	// Origin (lifetime_started) is the wall-clock origin of the pass's clock: the lifetime's
-	// request times are milliseconds since it (run.json's pass_origins).
-	Origin time.Time `json:"origin,omitzero"`
-	// Resume (run_started) says what a resumed run kept from before.
-	Resume *RunResume `json:"resume,omitempty"`
-	// NoResults (lifetime_done) says why the lifetime ended without results.
-	NoResults string `json:"no_results,omitempty"`
-}
-
-// RunResume is one resumption of a run folder: what was kept and what is run again.
-type RunResume struct {
-	At time.Time `json:"at"`
-	// Lifetimes and Guards are the keys kept from before: finished, not run again.
-	Lifetimes []string `json:"lifetimes_done"`
-	Guards    []string `json:"guards_done,omitempty"`
-	// Cleared are the run-folder relative folders emptied to be run again: the lifetime (or
-	// guard) the interruption cut, and any partial folder a killed run left.
-	Cleared []string `json:"cleared,omitempty"`
-	// Previous is how the run before ended: its run.json error, or "killed" when it never
-	// wrote its final run.json (the last checkpoint was read).
-	Previous string `json:"previous,omitempty"`
-}
-
-// RunGuard is one quality-guard run: CANDIDATE/pP, its score and its server.
-type RunGuard struct {
-	Key    string            `json:"key"`
-	Dir    string            `json:"dir"`
-	Score  int               `json:"score"`
-	Cases  int               `json:"cases"`
-	Server RunServer         `json:"server"`
-	Files  map[string]string `json:"files"`
-	// Interrupted says why the guard did not finish; a resumed run runs it again.
-	Interrupted string `json:"interrupted,omitempty"`
-}
-
-// RunProgress counts what is done.
-type RunProgress struct {
-	LifetimesDone  int `json:"lifetimes_done"`
-	LifetimesTotal int `json:"lifetimes_total"`
-	CellsDone      int `json:"cells_done"`
-	CellsTotal     int `json:"cells_total"`
-	GuardsDone     int `json:"guards_done,omitempty"`
-	GuardsTotal    int `json:"guards_total,omitempty"`
-	// LifetimesKept and CellsKept are the parts of the done counts a resumed run kept from
-	// before (not measured by this run).
-	LifetimesKept int           `json:"lifetimes_kept,omitempty"`
-	CellsKept     int           `json:"cells_kept,omitempty"`
-	Elapsed       time.Duration `json:"elapsed"`
-	ETA           time.Duration `json:"eta"` // -1 while unknown
-}
-
-// RunServer is one server lifetime's process as the run saw it.
-type RunServer struct {
-	Argv     []string         `json:"argv,omitempty"`
-	Port     int              `json:"port,omitempty"`
-	Pid      int              `json:"pid,omitempty"`
-	ReadyIn  time.Duration    `json:"ready_in,omitempty"`
-	Attempts []server.Attempt `json:"attempts,omitempty"`
-	// Class and Reason: how the lifetime ended ("stopped_by_user" is the normal end), or why
-	// the server never became healthy.
-	Class     string           `json:"class,omitempty"`
-	Reason    string           `json:"reason,omitempty"`
-	Unexpect  bool             `json:"unexpected_exit,omitempty"` // it ended before the run stopped it
-	RSS       *server.RSS      `json:"rss,omitempty"`
-	Evidence  *server.Evidence `json:"evidence,omitempty"`
-	Escalated bool             `json:"escalated,omitempty"` // SIGKILL was needed
-}
-
-// RunCell summarises one client level of one lifetime.
-type RunCell struct {
-	Clients   int     `json:"clients"`
-	Attempted int     `json:"attempted"` // measured requests
-	Completed int     `json:"completed"` // measured, HTTP 200, n_predict tokens
-	Retries   int     `json:"retries,omitempty"`
-	Rate      float64 `json:"generation_rate"` // tok/s of the measured window (0 when undefined)
-	FirstErr  string  `json:"first_error,omitempty"`
-}
-
-// RunLifetime is a lifetime's record in run.json.
-type RunLifetime struct {
-	Key    string            `json:"key"`
-	Dir    string            `json:"dir"` // relative to the run folder
-	Server RunServer         `json:"server"`
-	Cells  []RunCell         `json:"cells"`
-	Files  map[string]string `json:"files"` // role -> path relative to the run folder
-	// Interrupted says why the lifetime did not finish (Stop, a halt, an I/O failure): its
-	// client levels were cut short, so a resumed run measures it again.
-	Interrupted string `json:"interrupted,omitempty"`
-	// NoResults says why the lifetime ended without results: no measured request completed
-	// (the server did not start, died, or answered none). The run ends incomplete, and a
-	// resumed run measures the lifetime again.
-	NoResults string `json:"no_results,omitempty"`
-}
-
-// IncompleteLifetime is a server lifetime that ended without results.
-type IncompleteLifetime struct {
-	Key    string `json:"key"`
-	Class  string `json:"class,omitempty"` // how its server ended (or why it never started)
-	Reason string `json:"reason"`
-}
-
-// IncompleteError ends a run in which server lifetimes ended without results: the run is
-// incomplete, not complete, whatever the assembly made of the rest (Assembled says whether
-// study.json was written from them).
-type IncompleteError struct {
-	Lifetimes []IncompleteLifetime
-	Total     int
-	Assembled bool
-}
-
-func (e *IncompleteError) Error() string {
-	parts := make([]string, len(e.Lifetimes))
-	for i, l := range e.Lifetimes {
-		parts[i] = l.Key + " (" + l.Reason + ")"
-	}
-	return fmt.Sprintf("incomplete: %d of %d server lifetimes ended without results: %s", len(e.Lifetimes), e.Total, strings.Join(parts, "; "))
-}
-
-// IsIncomplete says whether err ends an incomplete run, and returns it.
-func IsIncomplete(err error) (*IncompleteError, bool) {
-	var ie *IncompleteError
-	ok := errors.As(err, &ie)
-	return ie, ok
-}
-
-// RunReport is what a run did; run.json holds it.
-type RunReport struct {
-	Schema     string          `json:"schema"`
-	Plan       string          `json:"plan"` // run-folder relative
-	PlanSHA256 string          `json:"plan_sha256"`
-	PromptPlan string          `json:"prompt_plan_sha256"`
-	Build      *llamacpp.Build `json:"build,omitempty"`
-	Machine    *runner.Machine `json:"machine,omitempty"` // CPU, cores, memory, kernel (from /proc)
-	// Started is when the run folder's first run started; Duration the time spent running,
-	// summed over the resumptions (the pauses between them excluded).
-	Started   time.Time     `json:"started"`
-	Duration  time.Duration `json:"duration"`
-	Lifetimes []RunLifetime `json:"lifetimes"`
-	// PassOrigins are the wall-clock origins of each pass's clock (request times are
-	// milliseconds since it): a resumed run measures the rest of a pass on the same axis.
-	PassOrigins map[string]time.Time `json:"pass_origins,omitempty"`
-	// Resumes lists each time the folder's run was resumed, in order.
-	Resumes []RunResume `json:"resumes,omitempty"`
-	// InProgress marks a checkpoint: run.json is rewritten after every lifetime and guard
-	// while the run goes on, so a killed run leaves what it finished; the final run.json has
-	// it false.
-	InProgress bool       `json:"in_progress,omitempty"`
-	Guards     []RunGuard `json:"guards,omitempty"`
-	// QualityCases is the SHA-256 of the guard's case list (when the plan gates quality).
-	QualityCases string `json:"quality_cases_sha256,omitempty"`
-	Study        string `json:"study,omitempty"` // run-folder relative; empty when not assembled
-	StudySHA     string `json:"study_sha256,omitempty"`
-	Error        string `json:"error,omitempty"`
-	// Incomplete lists the lifetimes that ended without results (the run is incomplete).
-	Incomplete []IncompleteLifetime `json:"incomplete,omitempty"`
-	// AssembleArgs reproduce study.json: `sparkbench capacity assemble ARGS…` from the run
-	// folder's parent gives the same bytes.
-	AssembleArgs []string `json:"assemble_args"`
-
-	OutDir string  `json:"-"`
-	Result *Result `json:"-"` // the assembled study (nil when assembly failed)
-}
-
 // SchemaRun identifies run.json.
 const SchemaRun = "sparkbench.capacity-run/v1"
 
@@ -295,17 +67,14 @@ type Run struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
-	report *RunReport
+	report *capacity.RunReport
 	err    error
 	start  time.Time
-	prog   RunProgress
+	prog   capacity.RunProgress
 	mu     sync.Mutex
 	// droppedLines counts server log lines not sent since the last one sent (under mu).
 	droppedLines int
 }
-
-// ErrRunStopped is the cause of a run ended by Stop.
-var ErrRunStopped = errors.New("capacity run stopped")
 
 // StartRun checks the plan and the folder, then runs every server lifetime of the schedule in
 // its own goroutine. Consume Events until it is closed, then Wait for the report.
@@ -317,7 +86,7 @@ func StartRun(ctx context.Context, spec RunSpec) *Run {
 		defer r.q.close()
 		defer r.cancel(nil)
 		r.report, r.err = r.run()
-		ev := RunEvent{Type: RunDone}
+		ev := capacity.RunEvent{Type: capacity.RunDone}
 		if r.err != nil {
 			ev.Error = clipText(r.err.Error())
 		}
@@ -327,16 +96,16 @@ func StartRun(ctx context.Context, spec RunSpec) *Run {
 }
 
 // Events is the run's channel; it is closed after run_done. Events are never dropped.
-func (r *Run) Events() <-chan RunEvent { return r.q.out }
+func (r *Run) Events() <-chan capacity.RunEvent { return r.q.out }
 
 // Stop ends the run: requests in flight are cancelled, the server is stopped, nothing is
 // assembled. Idempotent.
-func (r *Run) Stop() { r.cancel(ErrRunStopped) }
+func (r *Run) Stop() { r.cancel(capacity.ErrRunStopped) }
 
 // Wait returns the report once the run is over. The error says why the run failed (a refused
 // plan or folder, an I/O error, Stop, an assembly refusal); the report is non-nil whenever the
 // run got as far as creating its folder.
-func (r *Run) Wait() (*RunReport, error) {
+func (r *Run) Wait() (*capacity.RunReport, error) {
 	<-r.done
 	return r.report, r.err
 }
@@ -359,7 +128,7 @@ func (r *Run) emitLine(lifetime, text string) {
 	dropped := r.droppedLines
 	r.droppedLines = 0
 	r.mu.Unlock()
-	r.emit(RunEvent{Type: ServerLine, Lifetime: lifetime, Line: text, Dropped: dropped})
+	r.emit(capacity.RunEvent{Type: capacity.ServerLine, Lifetime: lifetime, Line: text, Dropped: dropped})
 }
 
 // logLines is the server log's writer: every line goes to the file and, as an event, to the
@@ -378,7 +147,7 @@ func (l logLines) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (r *Run) emit(ev RunEvent) {
+func (r *Run) emit(ev capacity.RunEvent) {
 	r.mu.Lock()
 	ev.T = time.Since(r.start)
 	r.prog.Elapsed = ev.T
@@ -401,44 +170,30 @@ func (r *Run) advance(cells, lifetimes int) {
 	}
 }
 
-// InputError-like refusals before anything runs.
-type runRefusal struct{ msg string }
-
-func (e *runRefusal) Error() string { return e.msg }
-
-// IsRefusal says whether a run error is a refusal of its input (plan, prompt plan, folder)
-// before anything ran.
-func IsRefusal(err error) bool {
-	var r *runRefusal
-	return errors.As(err, &r) || IsResumeError(err)
-}
-
-func refuse(format string, a ...any) error { return &runRefusal{fmt.Sprintf(format, a...)} }
-
-func (r *Run) run() (*RunReport, error) {
+func (r *Run) run() (*capacity.RunReport, error) {
 	spec := r.spec
 	if spec.Plan == nil || spec.PlanFile == "" {
-		return nil, refuse("no plan")
+		return nil, capacity.Refuse("no plan")
 	}
 	if spec.Server == "" {
-		return nil, refuse("no llama-server binary")
+		return nil, capacity.Refuse("no llama-server binary")
 	}
 	planBytes, err := os.ReadFile(spec.PlanFile)
 	if err != nil {
-		return nil, refuse("read plan: %v", err)
+		return nil, capacity.Refuse("read plan: %v", err)
 	}
-	p, err := clonePlan(spec.Plan)
+	p, err := capacity.ClonePlan(spec.Plan)
 	if err != nil {
 		return nil, err
 	}
 	p.Defaults()
 	planDir, _ := filepath.Abs(filepath.Dir(spec.PlanFile))
-	if errs := study.Errors(Validate(p, ValidateOptions{PlanDir: planDir, Hash: spec.Hash})); len(errs) > 0 {
+	if errs := study.Errors(capacity.Validate(p, capacity.ValidateOptions{PlanDir: planDir, Hash: spec.Hash})); len(errs) > 0 {
 		msgs := make([]string, len(errs))
 		for i, e := range errs {
 			msgs[i] = e.String()
 		}
-		return nil, refuse("plan refused: %s", strings.Join(msgs, "; "))
+		return nil, capacity.Refuse("plan refused: %s", strings.Join(msgs, "; "))
 	}
 	var cases *quality.Cases
 	var casesSHA string
@@ -447,20 +202,20 @@ func (r *Run) run() (*RunReport, error) {
 	}
 	switch {
 	case p.Limits.QualityGated() && spec.QualityCases == "":
-		return nil, refuse("the plan has a quality gate (limits.quality_floor / quality_retention_min): give the guard's case list (--quality-cases FILE, format sparkbench.quality-cases/v1, docs/server.md)")
+		return nil, capacity.Refuse("the plan has a quality gate (limits.quality_floor / quality_retention_min): give the guard's case list (--quality-cases FILE, format sparkbench.quality-cases/v1, docs/server.md)")
 	case !p.Limits.QualityGated() && spec.QualityCases != "":
-		return nil, refuse("a quality case list was given but the plan has no quality gate (limits.quality_floor / quality_retention_min)")
+		return nil, capacity.Refuse("a quality case list was given but the plan has no quality gate (limits.quality_floor / quality_retention_min)")
 	case spec.QualityCases != "":
 		if cases, casesSHA, err = quality.Load(spec.QualityCases); err != nil {
-			return nil, refuse("%v", err)
+			return nil, capacity.Refuse("%v", err)
 		}
 		if q := p.QualityCases; q != nil && casesSHA != q.SHA256 {
-			return nil, refuse("the quality case list %s hashes to %s, the plan freezes %s: it changed since the plan was written; restore it or write a new plan", spec.QualityCases, casesSHA, q.SHA256)
+			return nil, capacity.Refuse("the quality case list %s hashes to %s, the plan freezes %s: it changed since the plan was written; restore it or write a new plan", spec.QualityCases, casesSHA, q.SHA256)
 		}
 	}
 	prompts, promptSHA, err := loadgen.LoadPromptPlan(study.ResolvePath(planDir, p.PromptPlan.Path), p.PromptPlan.SHA256)
 	if err != nil {
-		return nil, refuse("%v", err)
+		return nil, capacity.Refuse("%v", err)
 	}
 	sha, _, err := p.SHA256()
 	if err != nil {
@@ -469,7 +224,7 @@ func (r *Run) run() (*RunReport, error) {
 	machine := (&runner.Fingerprinter{}).Machine()
 	machine.Hostname = "" // run.json travels in receipt bundles
 	var (
-		prev   *RunReport
+		prev   *capacity.RunReport
 		unlock func()
 	)
 	if spec.Resume {
@@ -478,16 +233,16 @@ func (r *Run) run() (*RunReport, error) {
 		}
 	} else {
 		if err := makeRunDir(spec.OutDir); err != nil {
-			return nil, refuse("%v", err)
+			return nil, capacity.Refuse("%v", err)
 		}
 		if unlock, err = lockRunDir(spec.OutDir); err != nil {
-			return nil, refuse("%v", err)
+			return nil, capacity.Refuse("%v", err)
 		}
 	}
 	defer unlock()
-	rep := &RunReport{Schema: SchemaRun, Plan: RunPlanFile, PlanSHA256: sha, PromptPlan: promptSHA, Build: spec.Build, Machine: &machine,
-		Started: r.start.UTC(), OutDir: spec.OutDir, Lifetimes: []RunLifetime{}, QualityCases: casesSHA, PassOrigins: map[string]time.Time{}}
-	sched := Schedule(p, planDir)
+	rep := &capacity.RunReport{Schema: SchemaRun, Plan: capacity.RunPlanFile, PlanSHA256: sha, PromptPlan: promptSHA, Build: spec.Build, Machine: &machine,
+		Started: r.start.UTC(), OutDir: spec.OutDir, Lifetimes: []capacity.RunLifetime{}, QualityCases: casesSHA, PassOrigins: map[string]time.Time{}}
+	sched := capacity.Schedule(p, planDir)
 	guards := guardSchedule(p, sched)
 	if cases == nil {
 		guards = nil
@@ -509,13 +264,13 @@ func (r *Run) run() (*RunReport, error) {
 			}
 		}
 		rep.Resumes = append(rep.Resumes, kept.info)
-	} else if err := os.WriteFile(filepath.Join(spec.OutDir, RunPlanFile), planBytes, 0o644); err != nil {
+	} else if err := os.WriteFile(filepath.Join(spec.OutDir, capacity.RunPlanFile), planBytes, 0o644); err != nil {
 		return rep, err
 	}
 	// run.json is written now, after every lifetime and guard, and at the end.
 	// What finished or was cut, by key (the kept ones from the start): run.json lists them in
 	// schedule order, so even the first checkpoint of a resumed run keeps what it kept.
-	lifetimes, guardsRun := map[string]RunLifetime{}, map[string]RunGuard{}
+	lifetimes, guardsRun := map[string]capacity.RunLifetime{}, map[string]capacity.RunGuard{}
 	for _, lt := range sched {
 		if rl, ok := kept.lifetime(lt.Key); ok {
 			lifetimes[rl.Key] = rl
@@ -527,7 +282,7 @@ func (r *Run) run() (*RunReport, error) {
 		}
 	}
 	list := func() {
-		rep.Lifetimes, rep.Guards = []RunLifetime{}, nil
+		rep.Lifetimes, rep.Guards = []capacity.RunLifetime{}, nil
 		for _, lt := range sched {
 			if rl, ok := lifetimes[lt.Key.String()]; ok {
 				rep.Lifetimes = append(rep.Lifetimes, rl)
@@ -548,8 +303,8 @@ func (r *Run) run() (*RunReport, error) {
 		if err != nil {
 			return err
 		}
-		if err := atomicfile.WriteFile(filepath.Join(spec.OutDir, RunManifestFile), append(data, '\n'), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", RunManifestFile, err)
+		if err := atomicfile.WriteFile(filepath.Join(spec.OutDir, capacity.RunManifestFile), append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", capacity.RunManifestFile, err)
 		}
 		return nil
 	}
@@ -557,7 +312,7 @@ func (r *Run) run() (*RunReport, error) {
 		return rep, err
 	}
 	r.mu.Lock()
-	r.prog = RunProgress{LifetimesTotal: len(sched), ETA: -1}
+	r.prog = capacity.RunProgress{LifetimesTotal: len(sched), ETA: -1}
 	for _, l := range sched {
 		r.prog.CellsTotal += len(l.Clients)
 		if _, ok := kept.lifetime(l.Key); ok {
@@ -571,7 +326,7 @@ func (r *Run) run() (*RunReport, error) {
 		r.prog.GuardsDone = len(kept.guardKeys())
 	}
 	r.mu.Unlock()
-	started := RunEvent{Type: RunStarted}
+	started := capacity.RunEvent{Type: capacity.RunStarted}
 	if kept != nil {
 		info := kept.info
 		started.Resume = &info
@@ -638,14 +393,14 @@ func (r *Run) run() (*RunReport, error) {
 		runErr = context.Cause(r.ctx)
 	}
 	list()
-	var incomplete *IncompleteError
+	var incomplete *capacity.IncompleteError
 	if runErr == nil {
 		for _, rl := range rep.Lifetimes {
 			if rl.NoResults != "" {
 				if incomplete == nil {
-					incomplete = &IncompleteError{Total: len(sched)}
+					incomplete = &capacity.IncompleteError{Total: len(sched)}
 				}
-				incomplete.Lifetimes = append(incomplete.Lifetimes, IncompleteLifetime{Key: rl.Key, Class: rl.Server.Class, Reason: rl.NoResults})
+				incomplete.Lifetimes = append(incomplete.Lifetimes, capacity.IncompleteLifetime{Key: rl.Key, Class: rl.Server.Class, Reason: rl.NoResults})
 			}
 		}
 	}
@@ -658,12 +413,12 @@ func (r *Run) run() (*RunReport, error) {
 			runErr = incomplete
 		} else if err != nil {
 			runErr = fmt.Errorf("assemble: %w", err)
-			r.emit(RunEvent{Type: AssemblyFailed, Error: clipText(err.Error())})
-		} else if err := atomicfile.WriteFile(filepath.Join(spec.OutDir, RunStudyFile), data, 0o644); err != nil {
-			runErr = fmt.Errorf("write %s: %w", RunStudyFile, err)
+			r.emit(capacity.RunEvent{Type: capacity.AssemblyFailed, Error: clipText(err.Error())})
+		} else if err := atomicfile.WriteFile(filepath.Join(spec.OutDir, capacity.RunStudyFile), data, 0o644); err != nil {
+			runErr = fmt.Errorf("write %s: %w", capacity.RunStudyFile, err)
 		} else {
-			rep.Result, rep.Study, rep.StudySHA = &res, RunStudyFile, canon.SHA256Hex(data)
-			r.emit(RunEvent{Type: Assembled, Study: filepath.Join(spec.OutDir, RunStudyFile)})
+			rep.Result, rep.Study, rep.StudySHA = &res, capacity.RunStudyFile, canon.SHA256Hex(data)
+			r.emit(capacity.RunEvent{Type: capacity.Assembled, Study: filepath.Join(spec.OutDir, capacity.RunStudyFile)})
 			if incomplete != nil {
 				incomplete.Assembled = true
 				runErr = incomplete
@@ -678,7 +433,7 @@ func (r *Run) run() (*RunReport, error) {
 		rep.Error = runErr.Error()
 	}
 	if data, err := canon.Marshal(rep); err == nil {
-		if werr := atomicfile.WriteFile(filepath.Join(spec.OutDir, RunManifestFile), append(data, '\n'), 0o644); werr != nil && runErr == nil {
+		if werr := atomicfile.WriteFile(filepath.Join(spec.OutDir, capacity.RunManifestFile), append(data, '\n'), 0o644); werr != nil && runErr == nil {
 			runErr = werr
 		}
 	}
@@ -695,7 +450,7 @@ func makeRunDir(dir string) error {
 	return os.MkdirAll(dir, 0o755)
 }
 
-func lifetimeDir(k LifetimeKey) string {
+func lifetimeDir(k capacity.LifetimeKey) string {
 	return filepath.Join("runs", k.Pass, k.Candidate, fmt.Sprintf("p%d", k.Slots))
 }
 
@@ -704,31 +459,31 @@ func lifetimeDir(k LifetimeKey) string {
 // A lifetime whose client levels the run's end cut short still ends with lifetime_done (its
 // Error says so) and returns the run's end as its error: it did not finish. origin is the
 // pass's clock; wall the same origin as a wall-clock time.
-func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, prompts *loadgen.PromptPlan, origin, wall time.Time) (RunLifetime, error) {
+func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate, lt capacity.Lifetime, prompts *loadgen.PromptPlan, origin, wall time.Time) (capacity.RunLifetime, error) {
 	spec := r.spec
 	rel := lifetimeDir(lt.Key)
 	dir := filepath.Join(spec.OutDir, rel)
-	rl := RunLifetime{Key: lt.Key.String(), Dir: rel, Cells: []RunCell{}, Files: map[string]string{}}
+	rl := capacity.RunLifetime{Key: lt.Key.String(), Dir: rel, Cells: []capacity.RunCell{}, Files: map[string]string{}}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return rl, err
 	}
-	r.emit(RunEvent{Type: LifetimeStarted, Lifetime: rl.Key, Origin: wall})
-	logf, err := os.Create(filepath.Join(dir, RunServerLogFile))
+	r.emit(capacity.RunEvent{Type: capacity.LifetimeStarted, Lifetime: rl.Key, Origin: wall})
+	logf, err := os.Create(filepath.Join(dir, capacity.RunServerLogFile))
 	if err != nil {
 		return rl, err
 	}
 	defer logf.Close()
-	reqf, err := os.Create(filepath.Join(dir, RunRequestsFile))
+	reqf, err := os.Create(filepath.Join(dir, capacity.RunRequestsFile))
 	if err != nil {
 		return rl, err
 	}
 	defer reqf.Close()
-	rw, err := NewRequestWriter(reqf, RequestHeader{Pass: lt.Key.Pass, Candidate: lt.Key.Candidate, Slots: lt.Key.Slots, PlanSHA256: planSHA})
+	rw, err := capacity.NewRequestWriter(reqf, capacity.RequestHeader{Pass: lt.Key.Pass, Candidate: lt.Key.Candidate, Slots: lt.Key.Slots, PlanSHA256: planSHA})
 	if err != nil {
 		return rl, err
 	}
-	rl.Files["requests"] = filepath.Join(rel, RunRequestsFile)
-	rl.Files["server_log"] = filepath.Join(rel, RunServerLogFile)
+	rl.Files["requests"] = filepath.Join(rel, capacity.RunRequestsFile)
+	rl.Files["server_log"] = filepath.Join(rel, capacity.RunServerLogFile)
 
 	srv, serr := server.Start(r.ctx, server.Spec{Binary: spec.Server, Args: lt.Args, Env: spec.Env, Log: logLines{logf, r, rl.Key},
 		StartTimeout: spec.StartTimeout, Grace: spec.Grace, Markers: server.Markers{Must: cand.Markers.Must, MustNot: cand.Markers.MustNot}})
@@ -742,7 +497,7 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 		if !errors.As(serr, &se) {
 			return rl, serr
 		}
-		rl.Server = RunServer{Attempts: se.Attempts, Class: string(se.Class), Reason: se.Reason}
+		rl.Server = capacity.RunServer{Attempts: se.Attempts, Class: string(se.Class), Reason: se.Reason}
 		if n := len(se.Attempts); n > 0 {
 			rl.Server.Argv, rl.Server.Port, rl.Server.Pid = se.Attempts[n-1].Argv, se.Attempts[n-1].Port, se.Attempts[n-1].Pid
 		}
@@ -751,10 +506,10 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 		}
 		evidence = se.Evidence
 		gone = "llama-server did not become healthy: " + se.Reason
-		r.emit(RunEvent{Type: ServerFailed, Lifetime: rl.Key, Server: &rl.Server, Error: clipText(serr.Error())})
+		r.emit(capacity.RunEvent{Type: capacity.ServerFailed, Lifetime: rl.Key, Server: &rl.Server, Error: clipText(serr.Error())})
 	} else {
-		rl.Server = RunServer{Argv: srv.Argv(), Port: srv.Port(), Pid: srv.Pid(), ReadyIn: srv.ReadyIn(), Attempts: srv.Attempts()}
-		r.emit(RunEvent{Type: ServerReady, Lifetime: rl.Key, Server: &rl.Server})
+		rl.Server = capacity.RunServer{Argv: srv.Argv(), Port: srv.Port(), Pid: srv.Pid(), ReadyIn: srv.ReadyIn(), Attempts: srv.Attempts()}
+		r.emit(capacity.RunEvent{Type: capacity.ServerReady, Lifetime: rl.Key, Server: &rl.Server})
 	}
 
 	next := 1 // prompt numbers: unique within the lifetime
@@ -763,7 +518,7 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 		if r.ctx.Err() != nil {
 			break
 		}
-		r.emit(RunEvent{Type: CellStarted, Lifetime: rl.Key, Clients: c})
+		r.emit(capacity.RunEvent{Type: capacity.CellStarted, Lifetime: rl.Key, Clients: c})
 		if gone == "" && srv != nil && !srv.Alive() {
 			gone = serverGone(srv)
 		}
@@ -772,7 +527,7 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 			Seed: p.Seed, Prompt: func(i int) string { return prompts.Prompt(base + i) }, Timeout: spec.RequestTimeout,
 			Origin: origin}
 		next += per
-		var cell RunCell
+		var cell capacity.RunCell
 		var werr error
 		if gone != "" {
 			cell, werr = r.notSent(rw, rl.Key, c, p, origin, gone)
@@ -790,7 +545,7 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 		}
 		rl.Cells = append(rl.Cells, cell)
 		r.advance(1, 0)
-		r.emit(RunEvent{Type: CellDone, Lifetime: rl.Key, Clients: c, Cell: &cell})
+		r.emit(capacity.RunEvent{Type: capacity.CellDone, Lifetime: rl.Key, Clients: c, Cell: &cell})
 	}
 	// Every client level ran to its end unless the run was stopped by now: a stop after this
 	// point leaves the measurements whole.
@@ -801,16 +556,16 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 		rl.Server.Class, rl.Server.Reason = string(st.Exit.Class), st.Exit.Reason
 		rl.Server.Unexpect, rl.Server.Escalated = st.Unexpected, st.Exit.Escalated
 		if err := srv.LogError(); err != nil {
-			return rl, fmt.Errorf("write %s: %w", filepath.Join(rel, RunServerLogFile), err)
+			return rl, fmt.Errorf("write %s: %w", filepath.Join(rel, capacity.RunServerLogFile), err)
 		}
 	}
 	if rss.KiB > 0 {
 		rl.Server.RSS = &rss
-		b, _ := canon.Marshal(RSSRecord{Schema: SchemaRSS, VmHWMKiB: rss.KiB, Source: rss.Source})
-		if err := os.WriteFile(filepath.Join(dir, RunRSSFile), append(b, '\n'), 0o644); err != nil {
+		b, _ := canon.Marshal(capacity.RSSRecord{Schema: capacity.SchemaRSS, VmHWMKiB: rss.KiB, Source: rss.Source})
+		if err := os.WriteFile(filepath.Join(dir, capacity.RunRSSFile), append(b, '\n'), 0o644); err != nil {
 			return rl, err
 		}
-		rl.Files["rss"] = filepath.Join(rel, RunRSSFile)
+		rl.Files["rss"] = filepath.Join(rel, capacity.RunRSSFile)
 	}
 	rl.Server.Evidence = &evidence
 	eb, _ := canon.Marshal(struct {
@@ -818,10 +573,10 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 		Argv     []string        `json:"argv"`
 		Evidence server.Evidence `json:"evidence"`
 	}{rl.Key, rl.Server.Argv, evidence})
-	if err := os.WriteFile(filepath.Join(dir, RunEvidenceFile), append(eb, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, capacity.RunEvidenceFile), append(eb, '\n'), 0o644); err != nil {
 		return rl, err
 	}
-	rl.Files["evidence"] = filepath.Join(rel, RunEvidenceFile)
+	rl.Files["evidence"] = filepath.Join(rel, capacity.RunEvidenceFile)
 	if err := reqf.Sync(); err != nil {
 		return rl, err
 	}
@@ -829,7 +584,7 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 		rl.NoResults = noResultsReason(rl, gone)
 	}
 	r.advance(0, 1)
-	done := RunEvent{Type: LifetimeDone, Lifetime: rl.Key, Server: &rl.Server, NoResults: rl.NoResults}
+	done := capacity.RunEvent{Type: capacity.LifetimeDone, Lifetime: rl.Key, Server: &rl.Server, NoResults: rl.NoResults}
 	if cut {
 		done.Error = clipText("cut short: " + context.Cause(r.ctx).Error())
 	}
@@ -841,7 +596,7 @@ func (r *Run) lifetime(p *Plan, planSHA string, cand Candidate, lt Lifetime, pro
 }
 
 // hasResults says whether any measured request of the lifetime completed.
-func hasResults(rl RunLifetime) bool {
+func hasResults(rl capacity.RunLifetime) bool {
 	for _, c := range rl.Cells {
 		if c.Completed > 0 {
 			return true
@@ -852,7 +607,7 @@ func hasResults(rl RunLifetime) bool {
 
 // noResultsReason says why a lifetime ended without results: why its server was not there
 // (gone), else its first failed request.
-func noResultsReason(rl RunLifetime, gone string) string {
+func noResultsReason(rl capacity.RunLifetime, gone string) string {
 	if gone != "" {
 		return clipText(gone)
 	}
@@ -887,7 +642,7 @@ func exitText[C ~string](class C, reason string) string {
 // cell runs one client level against a live server. A server that dies during the cell cuts
 // its requests short with that reason. Request events go out as requests end; the file gets
 // the cell's records at its end, where a failed record also names the server's exit.
-func (r *Run) cell(rw *RequestWriter, key string, srv *server.Server, cfg loadgen.Config, nPredict int) (RunCell, error) {
+func (r *Run) cell(rw *capacity.RequestWriter, key string, srv *server.Server, cfg loadgen.Config, nPredict int) (capacity.RunCell, error) {
 	cfg.URL = srv.URL()
 	cfg.Transport = loadgen.NewTransport(cfg.Clients)
 	srv.Track(cfg.Transport)
@@ -903,19 +658,19 @@ func (r *Run) cell(rw *RequestWriter, key string, srv *server.Server, cfg loadge
 		}
 	}()
 	a := loadgen.Start(actx, cfg)
-	var recs []RequestRecord
+	var recs []capacity.RequestRecord
 	var werr error
 	retries := 0
 	for res := range a.Results() {
 		rec := requestRecord(res)
 		recs = append(recs, rec)
 		retries += res.Retries
-		r.emit(RunEvent{Type: RequestDone, Lifetime: key, Clients: cfg.Clients, Request: &rec})
+		r.emit(capacity.RunEvent{Type: capacity.RequestDone, Lifetime: key, Clients: cfg.Clients, Request: &rec})
 	}
 	// A request cut by a lost connection usually means the server died; its exit may not have
 	// been observed yet on a loaded machine (the pty drains, then the wait returns): give it a
 	// bounded moment before deciding the server is alive.
-	if srv.Alive() && slices.ContainsFunc(recs, func(r RequestRecord) bool { return connectionLost(r.Error) }) {
+	if srv.Alive() && slices.ContainsFunc(recs, func(r capacity.RequestRecord) bool { return connectionLost(r.Error) }) {
 		select {
 		case <-srv.Done():
 		case <-time.After(3 * time.Second):
@@ -930,7 +685,7 @@ func (r *Run) cell(rw *RequestWriter, key string, srv *server.Server, cfg loadge
 			}
 		}
 	}
-	cell := RunCell{Clients: cfg.Clients, Retries: retries}
+	cell := capacity.RunCell{Clients: cfg.Clients, Retries: retries}
 	for i := range recs {
 		if werr = rw.Write(recs[i]); werr != nil {
 			break
@@ -952,32 +707,32 @@ func connectionLost(e string) bool {
 }
 
 // notSent writes the records of a client level the server was not there to serve.
-func (r *Run) notSent(rw *RequestWriter, key string, c int, p *Plan, origin time.Time, why string) (RunCell, error) {
+func (r *Run) notSent(rw *capacity.RequestWriter, key string, c int, p *capacity.Plan, origin time.Time, why string) (capacity.RunCell, error) {
 	now := msSince(time.Since(origin))
-	var recs []RequestRecord
+	var recs []capacity.RequestRecord
 	for i := 0; i < p.WarmupCount()+p.Measured; i++ {
-		rec := RequestRecord{Clients: c, Phase: PhaseWarmup, Seq: i, SendMs: now, EndMs: now, Error: "not sent: " + why}
+		rec := capacity.RequestRecord{Clients: c, Phase: capacity.PhaseWarmup, Seq: i, SendMs: now, EndMs: now, Error: "not sent: " + why}
 		if i >= p.WarmupCount() {
-			rec.Phase, rec.Seq = PhaseMeasured, i-p.WarmupCount()
+			rec.Phase, rec.Seq = capacity.PhaseMeasured, i-p.WarmupCount()
 		}
 		recs = append(recs, rec)
 	}
-	cell := RunCell{Clients: c}
+	cell := capacity.RunCell{Clients: c}
 	for i := range recs {
 		if err := rw.Write(recs[i]); err != nil {
 			return cell, err
 		}
 		rec := recs[i]
-		r.emit(RunEvent{Type: RequestDone, Lifetime: key, Clients: c, Request: &rec})
+		r.emit(capacity.RunEvent{Type: capacity.RequestDone, Lifetime: key, Clients: c, Request: &rec})
 	}
 	summarise(&cell, recs, p.NPredict)
 	return cell, nil
 }
 
-func summarise(cell *RunCell, recs []RequestRecord, nPredict int) {
-	var measured []RequestRecord
+func summarise(cell *capacity.RunCell, recs []capacity.RequestRecord, nPredict int) {
+	var measured []capacity.RequestRecord
 	for _, rec := range recs {
-		if rec.Phase != PhaseMeasured {
+		if rec.Phase != capacity.PhaseMeasured {
 			continue
 		}
 		measured = append(measured, rec)
@@ -991,7 +746,7 @@ func summarise(cell *RunCell, recs []RequestRecord, nPredict int) {
 			}
 		}
 	}
-	m := CellMetrics("", measured, nPredict)
+	m := capacity.CellMetrics("", measured, nPredict)
 	if m.GenerationRate != nil {
 		cell.Rate = *m.GenerationRate
 	}
@@ -1000,8 +755,8 @@ func summarise(cell *RunCell, recs []RequestRecord, nPredict int) {
 func msSince(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // requestRecord turns a load generator result into a request record the reader accepts.
-func requestRecord(res loadgen.Result) RequestRecord {
-	rec := RequestRecord{Clients: res.Clients, Phase: res.Phase, Seq: res.Seq, SendMs: msSince(res.Send),
+func requestRecord(res loadgen.Result) capacity.RequestRecord {
+	rec := capacity.RequestRecord{Clients: res.Clients, Phase: res.Phase, Seq: res.Seq, SendMs: msSince(res.Send),
 		EndMs: msSince(res.End), Tokens: res.Tokens, HTTPStatus: res.HTTPStatus, Error: res.Error}
 	if rec.EndMs < rec.SendMs {
 		rec.EndMs = rec.SendMs
@@ -1020,7 +775,7 @@ func requestRecord(res loadgen.Result) RequestRecord {
 		}
 	}
 	if t := res.Timings; t != nil {
-		rec.Timings = &Timings{PromptN: t.PromptN, PromptMs: t.PromptMs, PredictedN: t.PredictedN, PredictedMs: t.PredictedMs}
+		rec.Timings = &capacity.Timings{PromptN: t.PromptN, PromptMs: t.PromptMs, PredictedN: t.PredictedN, PredictedMs: t.PredictedMs}
 	}
 	if res.HTTPStatus != 0 && (res.HTTPStatus < 100 || res.HTTPStatus > 599) {
 		rec.HTTPStatus = 0
@@ -1029,63 +784,63 @@ func requestRecord(res loadgen.Result) RequestRecord {
 }
 
 // assembleArgs are the `capacity assemble` arguments that reproduce study.json.
-func assembleArgs(out string, sched []Lifetime, guards []guardRun) []string {
-	args := []string{"--plan", filepath.Join(out, RunPlanFile)}
+func assembleArgs(out string, sched []capacity.Lifetime, guards []guardRun) []string {
+	args := []string{"--plan", filepath.Join(out, capacity.RunPlanFile)}
 	for _, lt := range sched {
 		dir := filepath.Join(out, lifetimeDir(lt.Key))
 		k := lt.Key.String()
-		args = append(args, FlagRequests, k+"="+filepath.Join(dir, RunRequestsFile),
-			FlagRSS, k+"="+filepath.Join(dir, RunRSSFile), FlagServerLog, k+"="+filepath.Join(dir, RunServerLogFile))
+		args = append(args, capacity.FlagRequests, k+"="+filepath.Join(dir, capacity.RunRequestsFile),
+			capacity.FlagRSS, k+"="+filepath.Join(dir, capacity.RunRSSFile), capacity.FlagServerLog, k+"="+filepath.Join(dir, capacity.RunServerLogFile))
 	}
 	for _, g := range guards {
-		args = append(args, FlagQuality, g.key.String()+"="+filepath.Join(out, guardDir(g.key), RunQualityFile))
+		args = append(args, capacity.FlagQuality, g.key.String()+"="+filepath.Join(out, guardDir(g.key), capacity.RunQualityFile))
 	}
-	return append(args, "--output", filepath.Join(out, RunStudyFile))
+	return append(args, "--output", filepath.Join(out, capacity.RunStudyFile))
 }
 
 // assembleRun reads the run folder's files back and assembles them exactly as `capacity
 // assemble` would.
-func assembleRun(out string, sched []Lifetime, guards []guardRun) (Result, []byte, error) {
-	plan, err := Load(filepath.Join(out, RunPlanFile))
+func assembleRun(out string, sched []capacity.Lifetime, guards []guardRun) (capacity.Result, []byte, error) {
+	plan, err := capacity.Load(filepath.Join(out, capacity.RunPlanFile))
 	if err != nil {
-		return Result{}, nil, err
+		return capacity.Result{}, nil, err
 	}
-	in := Inputs{Requests: map[LifetimeKey]InputFile{}, RSS: map[LifetimeKey]InputFile{}, ServerLogs: map[LifetimeKey]InputFile{},
-		Quality: map[QualityKey]InputFile{}}
+	in := capacity.Inputs{Requests: map[capacity.LifetimeKey]capacity.InputFile{}, RSS: map[capacity.LifetimeKey]capacity.InputFile{}, ServerLogs: map[capacity.LifetimeKey]capacity.InputFile{},
+		Quality: map[capacity.QualityKey]capacity.InputFile{}}
 	for _, g := range guards {
-		path := filepath.Join(out, guardDir(g.key), RunQualityFile)
+		path := filepath.Join(out, guardDir(g.key), capacity.RunQualityFile)
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return Result{}, nil, &InputError{Flag: FlagQuality, Key: g.key.String(), Err: err}
+			return capacity.Result{}, nil, &capacity.InputError{Flag: capacity.FlagQuality, Key: g.key.String(), Err: err}
 		}
-		in.Quality[g.key] = InputFile{Name: path, Data: data}
+		in.Quality[g.key] = capacity.InputFile{Name: path, Data: data}
 	}
 	for _, lt := range sched {
 		dir := filepath.Join(out, lifetimeDir(lt.Key))
 		for _, f := range []struct {
 			flag  string
 			name  string
-			files map[LifetimeKey]InputFile
-		}{{FlagRequests, RunRequestsFile, in.Requests}, {FlagRSS, RunRSSFile, in.RSS}, {FlagServerLog, RunServerLogFile, in.ServerLogs}} {
+			files map[capacity.LifetimeKey]capacity.InputFile
+		}{{capacity.FlagRequests, capacity.RunRequestsFile, in.Requests}, {capacity.FlagRSS, capacity.RunRSSFile, in.RSS}, {capacity.FlagServerLog, capacity.RunServerLogFile, in.ServerLogs}} {
 			path := filepath.Join(dir, f.name)
 			data, err := os.ReadFile(path)
 			if err != nil {
-				return Result{}, nil, &InputError{Flag: f.flag, Key: lt.Key.String(), Err: err}
+				return capacity.Result{}, nil, &capacity.InputError{Flag: f.flag, Key: lt.Key.String(), Err: err}
 			}
-			f.files[lt.Key] = InputFile{Name: path, Data: data}
+			f.files[lt.Key] = capacity.InputFile{Name: path, Data: data}
 		}
 	}
-	res, err := Assemble(plan, in)
+	res, err := capacity.Assemble(plan, in)
 	if err != nil {
-		return Result{}, nil, err
+		return capacity.Result{}, nil, err
 	}
 	data, err := res.Marshal()
 	return res, data, err
 }
 
 func clipText(s string) string {
-	if len(s) > maxEventErrorLen {
-		return s[:maxEventErrorLen] + "…"
+	if len(s) > capacity.MaxEventErrorLen {
+		return s[:capacity.MaxEventErrorLen] + "…"
 	}
 	return s
 }
@@ -1095,19 +850,19 @@ func clipText(s string) string {
 type runQueue struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
-	items  []RunEvent
+	items  []capacity.RunEvent
 	closed bool
-	out    chan RunEvent
+	out    chan capacity.RunEvent
 }
 
 func newRunQueue() *runQueue {
-	q := &runQueue{out: make(chan RunEvent)}
+	q := &runQueue{out: make(chan capacity.RunEvent)}
 	q.cond = sync.NewCond(&q.mu)
 	go q.pump()
 	return q
 }
 
-func (q *runQueue) push(ev RunEvent) {
+func (q *runQueue) push(ev capacity.RunEvent) {
 	q.mu.Lock()
 	q.items = append(q.items, ev)
 	q.mu.Unlock()
@@ -1133,7 +888,7 @@ func (q *runQueue) pump() {
 			return
 		}
 		ev := q.items[0]
-		q.items[0] = RunEvent{}
+		q.items[0] = capacity.RunEvent{}
 		q.items = q.items[1:]
 		q.mu.Unlock()
 		q.out <- ev
@@ -1143,47 +898,47 @@ func (q *runQueue) pump() {
 // guardRun is one quality-guard server: a candidate at a slot count, with the arguments its
 // load lifetimes had.
 type guardRun struct {
-	key  QualityKey
+	key  capacity.QualityKey
 	args []string
 }
 
 // guardSchedule lists the guard runs: candidates and slots in plan order.
-func guardSchedule(p *Plan, sched []Lifetime) []guardRun {
-	args := map[QualityKey][]string{}
+func guardSchedule(p *capacity.Plan, sched []capacity.Lifetime) []guardRun {
+	args := map[capacity.QualityKey][]string{}
 	for _, lt := range sched {
-		args[QualityKey{lt.Key.Candidate, lt.Key.Slots}] = lt.Args
+		args[capacity.QualityKey{Candidate: lt.Key.Candidate, Slots: lt.Key.Slots}] = lt.Args
 	}
 	var out []guardRun
 	for _, c := range p.Candidates {
 		for _, s := range p.Slots {
-			k := QualityKey{c.ID, s}
+			k := capacity.QualityKey{Candidate: c.ID, Slots: s}
 			out = append(out, guardRun{k, args[k]})
 		}
 	}
 	return out
 }
 
-func guardDir(k QualityKey) string {
+func guardDir(k capacity.QualityKey) string {
 	return filepath.Join("quality", k.Candidate, fmt.Sprintf("p%d", k.Slots))
 }
 
 // guard runs the quality cases sequentially on a fresh server of one (candidate, P) and writes
 // its evidence. A server that does not start fails every case, with the reason.
-func (r *Run) guard(p *Plan, g guardRun, cases *quality.Cases) (RunGuard, error) {
+func (r *Run) guard(p *capacity.Plan, g guardRun, cases *quality.Cases) (capacity.RunGuard, error) {
 	spec := r.spec
 	rel := guardDir(g.key)
 	dir := filepath.Join(spec.OutDir, rel)
-	rg := RunGuard{Key: g.key.String(), Dir: rel, Files: map[string]string{}}
+	rg := capacity.RunGuard{Key: g.key.String(), Dir: rel, Files: map[string]string{}}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return rg, err
 	}
-	r.emit(RunEvent{Type: GuardStarted, Lifetime: rg.Key})
-	logf, err := os.Create(filepath.Join(dir, RunServerLogFile))
+	r.emit(capacity.RunEvent{Type: capacity.GuardStarted, Lifetime: rg.Key})
+	logf, err := os.Create(filepath.Join(dir, capacity.RunServerLogFile))
 	if err != nil {
 		return rg, err
 	}
 	defer logf.Close()
-	rg.Files["server_log"] = filepath.Join(rel, RunServerLogFile)
+	rg.Files["server_log"] = filepath.Join(rel, capacity.RunServerLogFile)
 	ev := quality.Evidence{Schema: quality.SchemaEvidence, Candidate: g.key.Candidate, Slots: g.key.Slots}
 	srv, serr := server.Start(r.ctx, server.Spec{Binary: spec.Server, Args: g.args, Env: spec.Env, Log: logLines{logf, r, rg.Key},
 		StartTimeout: spec.StartTimeout, Grace: spec.Grace})
@@ -1192,7 +947,7 @@ func (r *Run) guard(p *Plan, g guardRun, cases *quality.Cases) (RunGuard, error)
 		if !errors.As(serr, &se) {
 			return rg, serr
 		}
-		rg.Server = RunServer{Attempts: se.Attempts, Class: string(se.Class), Reason: se.Reason}
+		rg.Server = capacity.RunServer{Attempts: se.Attempts, Class: string(se.Class), Reason: se.Reason}
 		if r.ctx.Err() != nil {
 			return rg, context.Cause(r.ctx) // the stop, not the server: not a failed guard
 		}
@@ -1201,7 +956,7 @@ func (r *Run) guard(p *Plan, g guardRun, cases *quality.Cases) (RunGuard, error)
 				Detail: clipText("not run: llama-server did not become healthy: " + se.Reason)})
 		}
 	} else {
-		rg.Server = RunServer{Argv: srv.Argv(), Port: srv.Port(), Pid: srv.Pid(), ReadyIn: srv.ReadyIn(), Attempts: srv.Attempts()}
+		rg.Server = capacity.RunServer{Argv: srv.Argv(), Port: srv.Port(), Pid: srv.Pid(), ReadyIn: srv.ReadyIn(), Attempts: srv.Attempts()}
 		ev, err = quality.Run(r.ctx, quality.Config{URL: srv.URL(), Candidate: g.key.Candidate, Slots: g.key.Slots,
 			Seed: p.Seed, Timeout: spec.RequestTimeout}, cases)
 		cut := r.ctx.Err() != nil // the stop came while the cases ran: some may be cut
@@ -1222,13 +977,13 @@ func (r *Run) guard(p *Plan, g guardRun, cases *quality.Cases) (RunGuard, error)
 	if err != nil {
 		return rg, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, RunQualityFile), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, capacity.RunQualityFile), append(b, '\n'), 0o644); err != nil {
 		return rg, err
 	}
-	rg.Files["quality"] = filepath.Join(rel, RunQualityFile)
+	rg.Files["quality"] = filepath.Join(rel, capacity.RunQualityFile)
 	r.mu.Lock()
 	r.prog.GuardsDone++
 	r.mu.Unlock()
-	r.emit(RunEvent{Type: GuardDone, Lifetime: rg.Key, Guard: &rg})
+	r.emit(capacity.RunEvent{Type: capacity.GuardDone, Lifetime: rg.Key, Guard: &rg})
 	return rg, nil
 }

@@ -1,4 +1,4 @@
-package capacity
+package caprun
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sparkbench/app/capacity"
 	"strconv"
 	"strings"
 	"syscall"
@@ -118,7 +119,7 @@ func fileSHA(t *testing.T, path string) string {
 type runCand struct {
 	id, model string
 	flags     []string
-	markers   Markers
+	markers   capacity.Markers
 }
 
 // writeRunPlan writes a small capacity plan (and its prompt plan) into dir.
@@ -128,11 +129,11 @@ func writeRunPlan(t *testing.T, dir string, cands []runCand, slots, clients []in
 	if err := os.WriteFile(pp, []byte(`{"schema":"sparkbench.prompts/v1","prefix":"Request {n}. ","body":"The quick brown fox jumps over the lazy dog."}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := Plan{Schema: SchemaCapacity, Name: "run test", Slots: slots, Clients: clients, Warmups: &warmups, Measured: measured,
-		NPredict: nPredict, CtxPerSlot: 256, Seed: 42, PromptPlan: FileRef{Path: "prompt-plan.json", SHA256: fileSHA(t, pp)},
-		Limits: Limits{TTFTMsP95Max: 5000, E2EMsP95Max: 20000, PeakRSSMiBMax: 8192, GenRateSpreadMax: 0.9, E2EP95SpreadMax: 0.9}}
+	p := capacity.Plan{Schema: capacity.SchemaCapacity, Name: "run test", Slots: slots, Clients: clients, Warmups: &warmups, Measured: measured,
+		NPredict: nPredict, CtxPerSlot: 256, Seed: 42, PromptPlan: capacity.FileRef{Path: "prompt-plan.json", SHA256: fileSHA(t, pp)},
+		Limits: capacity.Limits{TTFTMsP95Max: 5000, E2EMsP95Max: 20000, PeakRSSMiBMax: 8192, GenRateSpreadMax: 0.9, E2EP95SpreadMax: 0.9}}
 	for _, c := range cands {
-		p.Candidates = append(p.Candidates, Candidate{ID: c.id, Label: c.id, Model: FileRef{Path: c.model, SHA256: fileSHA(t, c.model)},
+		p.Candidates = append(p.Candidates, capacity.Candidate{ID: c.id, Label: c.id, Model: capacity.FileRef{Path: c.model, SHA256: fileSHA(t, c.model)},
 			ServerFlags: c.flags, Markers: c.markers})
 	}
 	p.Defaults() // a plan file states its values: a written 0 is not the default
@@ -157,15 +158,15 @@ func hashFile(path string) (string, error) {
 }
 
 // runPlan runs a plan and collects its events; onEvent sees each as it arrives.
-func runPlan(t *testing.T, planPath, bin, out string, env []string, onEvent func(RunEvent)) (*RunReport, []RunEvent, error) {
+func runPlan(t *testing.T, planPath, bin, out string, env []string, onEvent func(capacity.RunEvent)) (*capacity.RunReport, []capacity.RunEvent, error) {
 	t.Helper()
-	p, err := Load(planPath)
+	p, err := capacity.Load(planPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := StartRun(context.Background(), RunSpec{PlanFile: planPath, Plan: p, Server: bin, OutDir: out, Env: env,
 		StartTimeout: time.Minute, RequestTimeout: time.Minute, Grace: 2 * time.Second, Hash: hashFile})
-	var evs []RunEvent
+	var evs []capacity.RunEvent
 	for ev := range r.Events() {
 		if onEvent != nil {
 			onEvent(ev)
@@ -179,8 +180,8 @@ func runPlan(t *testing.T, planPath, bin, out string, env []string, onEvent func
 func tinyCandidates(t *testing.T) []runCand {
 	th := []string{"-t", llamatest.Threads, "-lv", "4"}
 	return []runCand{
-		{"dense", llamatest.Model(t, "tiny-llama-f32.gguf"), th, Markers{Must: []string{`CPU_Mapped model buffer`}}},
-		{"moe", llamatest.Model(t, "tiny-moe-f32.gguf"), th, Markers{MustNot: []string{`CPU_KLEIDIAI model buffer`}}},
+		{"dense", llamatest.Model(t, "tiny-llama-f32.gguf"), th, capacity.Markers{Must: []string{`CPU_Mapped model buffer`}}},
+		{"moe", llamatest.Model(t, "tiny-moe-f32.gguf"), th, capacity.Markers{MustNot: []string{`CPU_KLEIDIAI model buffer`}}},
 	}
 }
 
@@ -226,22 +227,22 @@ func TestRunRealServer(t *testing.T) {
 		t.Fatalf("%d cells, want 8", cells)
 	}
 	// Re-assembling the saved files gives the same bytes.
-	study1, err := os.ReadFile(filepath.Join(out, RunStudyFile))
+	study1, err := os.ReadFile(filepath.Join(out, capacity.RunStudyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, again, err := assembleRun(out, Schedule(mustLoad(t, plan), dir), nil)
+	_, again, err := assembleRun(out, capacity.Schedule(mustLoad(t, plan), dir), nil)
 	if err != nil || !bytes.Equal(study1, again) {
 		t.Fatalf("re-assembly differs (err %v)", err)
 	}
 	// Events: progress reached the totals; every lifetime had its server.
 	last := evs[len(evs)-1]
-	if last.Type != RunDone || last.Progress.CellsDone != 16 || last.Progress.LifetimesDone != 8 {
+	if last.Type != capacity.RunDone || last.Progress.CellsDone != 16 || last.Progress.LifetimesDone != 8 {
 		t.Errorf("last event %+v", last)
 	}
 	ready := 0
 	for _, ev := range evs {
-		if ev.Type == ServerReady {
+		if ev.Type == capacity.ServerReady {
 			ready++
 		}
 	}
@@ -258,9 +259,9 @@ func TestRunRealServer(t *testing.T) {
 	}
 }
 
-func mustLoad(t *testing.T, path string) *Plan {
+func mustLoad(t *testing.T, path string) *capacity.Plan {
 	t.Helper()
-	p, err := Load(path)
+	p, err := capacity.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,19 +280,19 @@ func TestRunServerKilledMidCell(t *testing.T) {
 	// request lands while the level's other requests run.
 	plan := writeRunPlan(t, dir, cands, []int{1, 2}, []int{1, 2}, 1, 3, 1500)
 	p := mustLoad(t, plan)
-	p.Passes = []string{PassForward}
+	p.Passes = []string{capacity.PassForward}
 	p.CtxPerSlot = 2048
 	b, _ := json.Marshal(p)
 	_ = os.WriteFile(plan, b, 0o644)
 
 	pids := map[string]int{}
 	killed := false
-	rep, _, err := runPlan(t, plan, loc.Server, filepath.Join(dir, "run"), []string{tag(t)}, func(ev RunEvent) {
-		if ev.Type == ServerReady {
+	rep, _, err := runPlan(t, plan, loc.Server, filepath.Join(dir, "run"), []string{tag(t)}, func(ev capacity.RunEvent) {
+		if ev.Type == capacity.ServerReady {
 			pids[ev.Lifetime] = ev.Server.Pid
 		}
 		// The first measured request of forward/dense/p1 at C=1 has ended: kill the server.
-		if !killed && ev.Type == RequestDone && ev.Lifetime == "forward/dense/p1" && ev.Clients == 1 && ev.Request.Phase == PhaseMeasured {
+		if !killed && ev.Type == capacity.RequestDone && ev.Lifetime == "forward/dense/p1" && ev.Clients == 1 && ev.Request.Phase == capacity.PhaseMeasured {
 			killed = true
 			_ = syscall.Kill(pids[ev.Lifetime], syscall.SIGKILL)
 		}
@@ -318,7 +319,7 @@ func TestRunServerKilledMidCell(t *testing.T) {
 	if next.Server.Pid == lt.Server.Pid || next.Server.Pid == 0 || next.Cells[0].Completed != next.Cells[0].Attempted {
 		t.Errorf("the next configuration: %+v %+v", next.Server, next.Cells)
 	}
-	var cell *CellResult
+	var cell *capacity.CellResult
 	for i, c := range rep.Result.Candidates[0].Cells {
 		if c.Slots == 1 && c.Clients == 1 {
 			cell = &rep.Result.Candidates[0].Cells[i]
@@ -348,10 +349,10 @@ func TestRunServerNeverHealthy(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("not a model at all\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cands := []runCand{tinyCandidates(t)[0], {"broken", bad, []string{"-t", "1"}, Markers{}}}
+	cands := []runCand{tinyCandidates(t)[0], {"broken", bad, []string{"-t", "1"}, capacity.Markers{}}}
 	plan := writeRunPlan(t, dir, cands, []int{1}, []int{1}, 1, 2, 8)
 	rep, evs, err := runPlan(t, plan, loc.Server, filepath.Join(dir, "run"), []string{tag(t)}, nil)
-	ie, ok := IsIncomplete(err)
+	ie, ok := capacity.IsIncomplete(err)
 	if !ok || !ie.Assembled || ie.Total != 4 || len(ie.Lifetimes) != 2 || ie.Lifetimes[0].Key != "forward/broken/p1" || ie.Lifetimes[1].Key != "reverse/broken/p1" ||
 		!strings.Contains(ie.Lifetimes[0].Reason, "llama-server did not become healthy") || ie.Lifetimes[0].Class != "load_failed" {
 		t.Fatalf("run: %v, want incomplete with forward/broken/p1 and reverse/broken/p1", err)
@@ -359,13 +360,13 @@ func TestRunServerNeverHealthy(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "incomplete: 2 of 4 server lifetimes ended without results: forward/broken/p1 (llama-server did not become healthy: ") {
 		t.Errorf("message %q", err)
 	}
-	var manifest RunReport
-	if jerr := json.Unmarshal(readFile(t, filepath.Join(dir, "run", RunManifestFile)), &manifest); jerr != nil || len(manifest.Incomplete) != 2 || manifest.Error != err.Error() {
+	var manifest capacity.RunReport
+	if jerr := json.Unmarshal(readFile(t, filepath.Join(dir, "run", capacity.RunManifestFile)), &manifest); jerr != nil || len(manifest.Incomplete) != 2 || manifest.Error != err.Error() {
 		t.Errorf("run.json incomplete %+v error %q (%v)", manifest.Incomplete, manifest.Error, jerr)
 	}
 	failed := 0
 	for _, ev := range evs {
-		if ev.Type == ServerFailed {
+		if ev.Type == capacity.ServerFailed {
 			failed++
 			if ev.Server.Class != "load_failed" || !strings.Contains(ev.Error, "invalid magic") {
 				t.Errorf("server_failed %+v", ev)
@@ -397,7 +398,7 @@ func TestRunFakeServerFaults(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model.gguf")
 	_ = os.WriteFile(model, []byte("GGUF stand-in"), 0o644)
-	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, Markers{Must: []string{`CPU_Mapped model buffer`}}}},
+	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, capacity.Markers{Must: []string{`CPU_Mapped model buffer`}}}},
 		[]int{1}, []int{1, 2}, 1, 4, 8)
 	faults := `{"2":{"CutAfter":3},"3":{"Status":500,"Body":"{\"error\":{\"code\":500,\"message\":\"injected failure\",\"type\":\"server_error\"}}"}}`
 	env := []string{tag(t), fakeServerEnv + "=1", fakeServerFaultsEnv + "=" + faults}
@@ -407,20 +408,20 @@ func TestRunFakeServerFaults(t *testing.T) {
 	}
 	// Requests 0..4 go to C=1 in the forward pass (1 warmup, then measured seq 0..3): request
 	// 2 is measured seq 1, request 3 measured seq 2. The reverse pass visits C=2 first.
-	data, err := os.ReadFile(filepath.Join(dir, "run", "runs", "forward", "fake", "p1", RunRequestsFile))
+	data, err := os.ReadFile(filepath.Join(dir, "run", "runs", "forward", "fake", "p1", capacity.RunRequestsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := ReadRequests("requests.jsonl", data)
+	f, err := capacity.ReadRequests("requests.jsonl", data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cut, http500 *RequestRecord
+	var cut, http500 *capacity.RequestRecord
 	for i, r := range f.Records {
-		if r.Clients == 1 && r.Phase == PhaseMeasured && r.Seq == 1 {
+		if r.Clients == 1 && r.Phase == capacity.PhaseMeasured && r.Seq == 1 {
 			cut = &f.Records[i]
 		}
-		if r.Clients == 1 && r.Phase == PhaseMeasured && r.Seq == 2 {
+		if r.Clients == 1 && r.Phase == capacity.PhaseMeasured && r.Seq == 2 {
 			http500 = &f.Records[i]
 		}
 	}
@@ -436,7 +437,7 @@ func TestRunFakeServerFaults(t *testing.T) {
 		}
 		for _, ps := range c.Passes {
 			want := 1.0
-			if ps.Pass == PassForward {
+			if ps.Pass == capacity.PassForward {
 				want = 0.5
 			}
 			if ps.CompletionRate != want {
@@ -459,7 +460,7 @@ func TestRunRefusals(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model.gguf")
 	_ = os.WriteFile(model, []byte("x"), 0o644)
-	plan := writeRunPlan(t, dir, []runCand{{"a", model, nil, Markers{}}}, []int{1}, []int{1}, 0, 1, 4)
+	plan := writeRunPlan(t, dir, []runCand{{"a", model, nil, capacity.Markers{}}}, []int{1}, []int{1}, 0, 1, 4)
 	p := mustLoad(t, plan)
 	// The folder must be new or empty.
 	out := filepath.Join(dir, "busy")
@@ -468,7 +469,7 @@ func TestRunRefusals(t *testing.T) {
 	r := StartRun(context.Background(), RunSpec{PlanFile: plan, Plan: p, Server: "/bin/false", OutDir: out})
 	for range r.Events() {
 	}
-	if _, err := r.Wait(); err == nil || !IsRefusal(err) || !strings.Contains(err.Error(), "not empty") {
+	if _, err := r.Wait(); err == nil || !capacity.IsRefusal(err) || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("busy folder: %v", err)
 	}
 	// A changed prompt plan is refused by its checksum.
@@ -476,7 +477,7 @@ func TestRunRefusals(t *testing.T) {
 	r = StartRun(context.Background(), RunSpec{PlanFile: plan, Plan: p, Server: "/bin/false", OutDir: filepath.Join(dir, "o2"), Hash: hashFile})
 	for range r.Events() {
 	}
-	if _, err := r.Wait(); err == nil || !IsRefusal(err) || !strings.Contains(err.Error(), "prompt_plan") {
+	if _, err := r.Wait(); err == nil || !capacity.IsRefusal(err) || !strings.Contains(err.Error(), "prompt_plan") {
 		t.Errorf("changed prompt plan: %v", err)
 	}
 }
@@ -500,7 +501,7 @@ func TestRequestRecordConversion(t *testing.T) {
 	} {
 		rec := requestRecord(tc.in)
 		var buf bytes.Buffer
-		rw, _ := NewRequestWriter(&buf, RequestHeader{Pass: PassForward, Candidate: "a", Slots: 1})
+		rw, _ := capacity.NewRequestWriter(&buf, capacity.RequestHeader{Pass: capacity.PassForward, Candidate: "a", Slots: 1})
 		if err := rw.Write(rec); err != nil {
 			t.Errorf("%s: the writer refused %+v: %v", tc.name, rec, err)
 			continue
@@ -508,7 +509,7 @@ func TestRequestRecordConversion(t *testing.T) {
 		if !strings.Contains(buf.String(), tc.want) {
 			t.Errorf("%s: %s lacks %s", tc.name, buf.String(), tc.want)
 		}
-		if _, err := ReadRequests("x", buf.Bytes()); err != nil {
+		if _, err := capacity.ReadRequests("x", buf.Bytes()); err != nil {
 			t.Errorf("%s: the reader refused it: %v", tc.name, err)
 		}
 	}
@@ -520,11 +521,11 @@ func TestRunQualityGuard(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model.gguf")
 	_ = os.WriteFile(model, []byte("GGUF stand-in"), 0o644)
-	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, Markers{}}}, []int{1, 2}, []int{1}, 0, 2, 4)
+	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, capacity.Markers{}}}, []int{1, 2}, []int{1}, 0, 2, 4)
 	p := mustLoad(t, plan)
 	floor := 0.5
 	p.Limits.QualityFloor = &floor
-	p.Passes = []string{PassForward}
+	p.Passes = []string{capacity.PassForward}
 	b, _ := json.Marshal(p)
 	_ = os.WriteFile(plan, b, 0o644)
 	// The stand-in answers prompt "ab" with "cde" (letters from the prompt's length).
@@ -538,7 +539,7 @@ func TestRunQualityGuard(t *testing.T) {
 	r := StartRun(context.Background(), RunSpec{PlanFile: plan, Plan: mustLoad(t, plan), Server: os.Args[0], OutDir: filepath.Join(dir, "none"), Env: env})
 	for range r.Events() {
 	}
-	if _, err := r.Wait(); !IsRefusal(err) || !strings.Contains(err.Error(), "--quality-cases") {
+	if _, err := r.Wait(); !capacity.IsRefusal(err) || !strings.Contains(err.Error(), "--quality-cases") {
 		t.Fatalf("gated plan without cases: %v", err)
 	}
 
@@ -547,7 +548,7 @@ func TestRunQualityGuard(t *testing.T) {
 		QualityCases: casesPath, StartTimeout: time.Minute, Grace: 2 * time.Second})
 	guards := 0
 	for ev := range r.Events() {
-		if ev.Type == GuardDone {
+		if ev.Type == capacity.GuardDone {
 			guards++
 			if ev.Guard.Score != 1 || ev.Guard.Cases != 2 {
 				t.Errorf("guard %+v", ev.Guard)
@@ -565,7 +566,7 @@ func TestRunQualityGuard(t *testing.T) {
 	if len(q) != 2 || q[0].Score != 1 || q[0].Cases != 2 || !q[0].Passed {
 		t.Errorf("quality results %+v", q)
 	}
-	if !strings.Contains(strings.Join(rep.AssembleArgs, " "), "--quality fake/p2="+filepath.Join(out, "quality", "fake", "p2", RunQualityFile)) {
+	if !strings.Contains(strings.Join(rep.AssembleArgs, " "), "--quality fake/p2="+filepath.Join(out, "quality", "fake", "p2", capacity.RunQualityFile)) {
 		t.Errorf("assemble args %v", rep.AssembleArgs)
 	}
 }
@@ -575,20 +576,20 @@ func TestRunStop(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model.gguf")
 	_ = os.WriteFile(model, []byte("GGUF stand-in"), 0o644)
-	plan := writeRunPlan(t, dir, []runCand{{"fake", model, nil, Markers{}}}, []int{1, 2}, []int{1, 2}, 1, 3, 8)
+	plan := writeRunPlan(t, dir, []runCand{{"fake", model, nil, capacity.Markers{}}}, []int{1, 2}, []int{1, 2}, 1, 3, 8)
 	out := filepath.Join(dir, "run")
 	r := StartRun(context.Background(), RunSpec{PlanFile: plan, Plan: mustLoad(t, plan), Server: os.Args[0], OutDir: out,
 		Env: []string{tag(t), fakeServerEnv + "=1"}, StartTimeout: time.Minute, Grace: 2 * time.Second})
 	var stoppedAt time.Time
 	for ev := range r.Events() {
-		if ev.Type == CellDone && stoppedAt.IsZero() {
+		if ev.Type == capacity.CellDone && stoppedAt.IsZero() {
 			stoppedAt = time.Now()
 			r.Stop()
 			r.Stop()
 		}
 	}
 	rep, err := r.Wait()
-	if err == nil || !strings.Contains(err.Error(), ErrRunStopped.Error()) || IsRefusal(err) {
+	if err == nil || !strings.Contains(err.Error(), capacity.ErrRunStopped.Error()) || capacity.IsRefusal(err) {
 		t.Fatalf("err %v", err)
 	}
 	if d := time.Since(stoppedAt); d > 10*time.Second {
@@ -597,11 +598,11 @@ func TestRunStop(t *testing.T) {
 	if rep == nil || rep.Result != nil || rep.Study != "" {
 		t.Fatalf("report %+v", rep)
 	}
-	if _, err := os.Stat(filepath.Join(out, RunStudyFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(out, capacity.RunStudyFile)); err == nil {
 		t.Error("a stopped run wrote study.json")
 	}
-	b, err := os.ReadFile(filepath.Join(out, RunManifestFile))
-	if err != nil || !strings.Contains(string(b), ErrRunStopped.Error()) {
+	b, err := os.ReadFile(filepath.Join(out, capacity.RunManifestFile))
+	if err != nil || !strings.Contains(string(b), capacity.ErrRunStopped.Error()) {
 		t.Errorf("run.json: %v %s", err, b)
 	}
 }
@@ -612,7 +613,7 @@ func TestRunQualityCasesFromThePlan(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model.gguf")
 	_ = os.WriteFile(model, []byte("GGUF stand-in"), 0o644)
-	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, Markers{}}}, []int{1}, []int{1}, 0, 2, 4)
+	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-t", "1"}, capacity.Markers{}}}, []int{1}, []int{1}, 0, 2, 4)
 	casesPath := filepath.Join(dir, "cases.json")
 	cases := []byte(`{"schema":"sparkbench.quality-cases/v1","cases":[{"id":"right","prompt":"ab","n_predict":3,"matcher":"exact","expect":"cde"}]}`)
 	_ = os.WriteFile(casesPath, cases, 0o644)
@@ -620,8 +621,8 @@ func TestRunQualityCasesFromThePlan(t *testing.T) {
 	p := mustLoad(t, plan)
 	floor := 0.5
 	p.Limits.QualityFloor = &floor
-	p.Passes = []string{PassForward}
-	p.QualityCases = &FileRef{Path: "cases.json", SHA256: hex.EncodeToString(sum[:])}
+	p.Passes = []string{capacity.PassForward}
+	p.QualityCases = &capacity.FileRef{Path: "cases.json", SHA256: hex.EncodeToString(sum[:])}
 	b, _ := json.Marshal(p)
 	_ = os.WriteFile(plan, b, 0o644)
 	env := []string{tag(t), fakeServerEnv + "=1"}
@@ -639,13 +640,20 @@ func TestRunQualityCasesFromThePlan(t *testing.T) {
 	r = StartRun(context.Background(), RunSpec{PlanFile: plan, Plan: mustLoad(t, plan), Server: os.Args[0], OutDir: filepath.Join(dir, "run2"), Env: env})
 	for range r.Events() {
 	}
-	if _, err := r.Wait(); !IsRefusal(err) {
+	if _, err := r.Wait(); !capacity.IsRefusal(err) {
 		t.Fatalf("a changed case list must be refused, got %v", err)
 	}
 
 	p.Limits.QualityFloor = nil
-	probs := Validate(p, ValidateOptions{PlanDir: dir})
+	probs := capacity.Validate(p, capacity.ValidateOptions{PlanDir: dir})
 	if errs := study.Errors(probs); len(errs) == 0 || !strings.Contains(errs[0].Msg, "no quality gate") {
 		t.Fatalf("cases without a gate: %v", probs)
 	}
+}
+
+func ptrTo(v float64) *float64 { return &v }
+
+// writeRunPlanOne writes a one-candidate plan (and its prompt plan) into dir.
+func writeRunPlanOne(t *testing.T, dir, id, model string, flags []string, slots, clients []int, warmups, measured, nPredict int) string {
+	return writeRunPlan(t, dir, []runCand{{id, model, flags, capacity.Markers{}}}, slots, clients, warmups, measured, nPredict)
 }
