@@ -68,9 +68,9 @@ func TestNotebookOperationsCancel(t *testing.T) {
 // slowReceipts' export waits for its context.
 type slowReceipts struct{ *fakeStudies }
 
-func (slowReceipts) Receipt(ctx context.Context, _ int64, _ string) (string, error) {
+func (slowReceipts) Receipt(ctx context.Context, _ int64, _ string) (ReceiptExport, error) {
 	<-ctx.Done()
-	return "", ctx.Err()
+	return ReceiptExport{}, ctx.Err()
 }
 
 // Cancel export stops a receipt being written, and says nothing was written.

@@ -1,13 +1,9 @@
 package ui
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -49,8 +45,16 @@ type StudyService interface {
 	HumanVerdict(ctx context.Context, id int64, h study.HumanVerdict) error
 	// AddFinding numbers (F1, F2, …) and records a finding linked to legs and predictions.
 	AddFinding(ctx context.Context, id int64, f study.FindingRequest) (string, error)
-	// Receipt writes the study's receipt bundle into the folder out and says what it wrote.
-	Receipt(ctx context.Context, id int64, out string) (string, error)
+	// Receipt writes the study's receipt bundle to out (a new folder, or FILE.tar.gz) and
+	// returns what it wrote.
+	Receipt(ctx context.Context, id int64, out string) (ReceiptExport, error)
+}
+
+// ReceiptExport is a written receipt bundle: the lines that say what was written, and every
+// file of the bundle by its path in it (receipt.md and plots/NAME.png make the preview).
+type ReceiptExport struct {
+	Summary string
+	Files   map[string][]byte
 }
 
 // StudiesView lists the notebook's studies and shows one: its predictions and verdicts, its
@@ -921,12 +925,10 @@ func (v *StudiesView) ExportReceipt(parent string, done func(string, error)) {
 	bar.Start()
 	ctx, end := ops.start()
 	go func() {
-		summary, err := v.svc.Receipt(ctx, id, out)
-		var md []byte
-		var imgs []fyne.Resource
-		if err == nil {
-			md, imgs = readReceipt(out)
-		} else if ctx.Err() != nil {
+		x, err := v.svc.Receipt(ctx, id, out)
+		summary := x.Summary
+		md, imgs := receiptPreview(x.Files)
+		if err != nil && ctx.Err() != nil {
 			err = fmt.Errorf("the export was cancelled: nothing was written (%w)", err)
 		}
 		onUI(func() {
@@ -947,52 +949,16 @@ func (v *StudiesView) ExportReceipt(parent string, done func(string, error)) {
 	}()
 }
 
-// readReceipt reads an exported receipt's receipt.md and chart PNGs for the preview, from its
-// folder or its .tar.gz (nothing when it cannot be read: the export itself said what it wrote).
-func readReceipt(out string) ([]byte, []fyne.Resource) {
-	var md []byte
+// receiptPreview is an exported bundle's receipt.md and chart PNGs (by name), for the preview.
+func receiptPreview(files map[string][]byte) ([]byte, []fyne.Resource) {
 	var imgs []fyne.Resource
-	if !strings.HasSuffix(out, ".tar.gz") {
-		md, _ = os.ReadFile(filepath.Join(out, "receipt.md"))
-		pngs, _ := filepath.Glob(filepath.Join(out, "plots", "*.png"))
-		for _, p := range pngs {
-			if b, err := os.ReadFile(p); err == nil {
-				imgs = append(imgs, fyne.NewStaticResource(filepath.Base(p), b))
-			}
-		}
-		return md, imgs
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		return nil, nil
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, nil
-	}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			break
-		}
-		if h.Typeflag != tar.TypeReg || h.Size > 32<<20 {
-			continue
-		}
-		// Members are BUNDLE/receipt.md and BUNDLE/plots/NAME.png.
-		_, rel, _ := strings.Cut(h.Name, "/")
-		switch {
-		case rel == "receipt.md":
-			md, _ = io.ReadAll(tr)
-		case strings.HasPrefix(rel, "plots/") && strings.HasSuffix(rel, ".png"):
-			if b, err := io.ReadAll(tr); err == nil {
-				imgs = append(imgs, fyne.NewStaticResource(filepath.Base(rel), b))
-			}
+	for name, b := range files {
+		if strings.HasPrefix(name, "plots/") && strings.HasSuffix(name, ".png") {
+			imgs = append(imgs, fyne.NewStaticResource(filepath.Base(name), b))
 		}
 	}
 	sort.Slice(imgs, func(i, j int) bool { return imgs[i].Name() < imgs[j].Name() })
-	return md, imgs
+	return files["receipt.md"], imgs
 }
 
 func slugify(s string) string {

@@ -70,8 +70,8 @@ func (f *fakeStudies) EnsureDemo(context.Context) (int64, error) { return 7, f.d
 
 func (f *fakeStudies) HumanVerdict(context.Context, int64, study.HumanVerdict) error { return nil }
 
-func (f *fakeStudies) Receipt(_ context.Context, id int64, out string) (string, error) {
-	return "wrote " + out, nil
+func (f *fakeStudies) Receipt(_ context.Context, id int64, out string) (ReceiptExport, error) {
+	return ReceiptExport{Summary: "wrote " + out}, nil
 }
 
 func (f *fakeStudies) AddFinding(context.Context, int64, study.FindingRequest) (string, error) {

@@ -16,11 +16,11 @@ import (
 	"io"
 	"reflect"
 	"regexp"
-	"sparkbench/runner/fsread"
 	"strings"
 
 	"sparkbench/app/canon"
 	"sparkbench/app/study"
+	"sparkbench/runner/fsread"
 )
 
 // Plan schemas.

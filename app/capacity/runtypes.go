@@ -3,10 +3,10 @@ package capacity
 import (
 	"errors"
 	"fmt"
-	"sparkbench/app/study"
 	"strings"
 	"time"
 
+	"sparkbench/app/study"
 	"sparkbench/runner/vocab"
 )
 

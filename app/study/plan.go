@@ -12,10 +12,10 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"sparkbench/runner/fsread"
 	"strings"
 
 	"sparkbench/app/canon"
+	"sparkbench/runner/fsread"
 )
 
 // SchemaThroughput identifies version 1 of the throughput plan format (docs/plans.md).

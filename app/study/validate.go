@@ -1,9 +1,6 @@
 package study
 
 import (
-	"sparkbench/app/textsafe"
-	"sparkbench/runner/vocab"
-
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"sparkbench/app/textsafe"
 	"sparkbench/runner/gguf"
+	"sparkbench/runner/vocab"
 )
 
 // Severity of a validation problem: errors refuse the plan, warnings are shown.

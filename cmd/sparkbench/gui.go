@@ -74,7 +74,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		} else {
 			defer nb.Close()
 			lib = notebookLibrary{nb}
-			svc := studyService{nb: nb, llamaDir: *llamaDir, nbPath: nbPath, folder: folder}
+			svc := studyService{nb: nb, llamaDir: *llamaDir, folder: folder}
 			studies, registrar = svc, svc
 			notebookSvc = notebookService{nb}
 			capacitySvc = capacityService{nb: nb, llamaDir: *llamaDir, folder: folder}

@@ -36,7 +36,7 @@ func TestWindowBuildsRegistersAndRunsACapacityStudy(t *testing.T) {
 	var a fyne.App
 	ui.Locked(func() { a = test.NewApp() })
 	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
-	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data"), nbPath: nbPath}
+	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data")}
 	capSvc := capacityService{nb: nb, llamaDir: filepath.Dir(loc.Server), dataDir: filepath.Join(tmp, "data")}
 	var wb *ui.Workbench
 	ui.Locked(func() {

@@ -55,7 +55,7 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 	var a fyne.App
 	ui.Locked(func() { a = test.NewApp() })
 	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
-	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data"), nbPath: nbPath}
+	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data")}
 	var wb *ui.Workbench
 	ui.Locked(func() {
 		wb = ui.NewWorkbench(a, ui.Deps{
@@ -246,7 +246,7 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 	receipts := make(chan error, 1)
 	verified := make(chan bool, 1)
 
-	// The same as a .tar.gz: the preview is read from the archive, and the archive verifies.
+	// The same as a .tar.gz: the preview comes from the export's files, and the archive verifies.
 	ui.Locked(func() {
 		st.ExportTarGz.SetChecked(true)
 		st.Receipt.ParseMarkdown("")

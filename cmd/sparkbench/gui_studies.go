@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"sparkbench/app/demo"
 	"sparkbench/app/study"
 	"sparkbench/app/study/studyrun"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
 	"sparkbench/ui"
@@ -30,7 +29,6 @@ type studyService struct {
 	// --llama-dir); "" from it falls back to the plan's build.dir and the default search.
 	folder  func() string
 	dataDir string // where the demo's models and plan go
-	nbPath  string // the notebook's file, for the commands the window runs in-process
 }
 
 var _ ui.StudyService = studyService{}
@@ -159,18 +157,18 @@ func (s studyService) AddFinding(ctx context.Context, id int64, f study.FindingR
 	return study.AddFinding(ctx, store.StudyRecorder{N: s.nb}, id, f)
 }
 
-// Receipt runs `sparkbench receipt ID --out DIR` on the window's notebook: the same bundle the
-// command writes.
-func (s studyService) Receipt(ctx context.Context, id int64, out string) (string, error) {
-	var stdout, stderr bytes.Buffer
-	args := []string{strconv.FormatInt(id, 10), "--out", out}
-	if s.nbPath != "" {
-		args = append(args, "--notebook", s.nbPath)
+// Receipt writes study id's receipt bundle to out through the same call `sparkbench receipt`
+// makes, on the window's notebook connection.
+func (s studyService) Receipt(ctx context.Context, id int64, out string) (ui.ReceiptExport, error) {
+	x, err := workbench.ExportReceipt(ctx, s.nb, workbench.ReceiptRequest{Study: strconv.FormatInt(id, 10), Out: out})
+	if err != nil {
+		return ui.ReceiptExport{}, err
 	}
-	if code := cmdReceiptCtx(ctx, args, &stdout, &stderr); code != 0 {
-		return "", errors.New(strings.TrimSpace(stderr.String()))
+	text := workbench.ReceiptText(x)
+	if x.RecordErr != nil {
+		text += "the bundle is written, but the notebook could not record it: " + x.RecordErr.Error() + "\n"
 	}
-	return strings.TrimSpace(stdout.String()), nil
+	return ui.ReceiptExport{Summary: strings.TrimSpace(text), Files: x.Files}, nil
 }
 
 // EstimateStudy is ui.Estimator: the plan's duration from this notebook's history of its

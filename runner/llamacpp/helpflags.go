@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sparkbench/runner/vocab"
 	"sync"
 	"syscall"
 	"time"
+
+	"sparkbench/runner/vocab"
 )
 
 // HelpTimeout bounds one `BIN --help` (llama.cpp answers in milliseconds).

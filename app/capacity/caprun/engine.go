@@ -8,12 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sparkbench/app/capacity"
-	"sparkbench/app/study"
-	"sparkbench/runner/llamacpp"
 	"strconv"
 	"strings"
 	"time"
+
+	"sparkbench/app/capacity"
+	"sparkbench/app/study"
+	"sparkbench/runner/llamacpp"
 )
 
 // Engine runs registered capacity and concurrency studies. Set Rec and Server; the rest is

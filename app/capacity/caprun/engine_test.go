@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sparkbench/app/capacity"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"sparkbench/app/canon"
+	"sparkbench/app/capacity"
 	"sparkbench/app/study"
 )
 

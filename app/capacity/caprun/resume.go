@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sparkbench/app/capacity"
 	"strings"
 	"syscall"
 	"time"
 
+	"sparkbench/app/capacity"
 	"sparkbench/runner"
 	"sparkbench/runner/llamacpp"
 )

@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sparkbench/app/capacity"
 	"strings"
 	"testing"
 	"time"
 
 	"sparkbench/app/canon"
+	"sparkbench/app/capacity"
 	"sparkbench/runner/llamacpp"
 )
 

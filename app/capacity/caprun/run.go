@@ -9,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sparkbench/app/capacity"
 	"strings"
 	"sync"
 	"time"
 
 	"sparkbench/app/canon"
+	"sparkbench/app/capacity"
 	"sparkbench/app/study"
 	"sparkbench/runner"
 	"sparkbench/runner/atomicfile"

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
-	"sparkbench/app/study"
 	"strings"
 	"testing"
 
+	"sparkbench/app/study"
 	"sparkbench/runner/benchfmt"
 )
 

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sparkbench/app/study"
 	"strconv"
 	"time"
 
+	"sparkbench/app/study"
 	"sparkbench/runner"
 	"sparkbench/runner/benchfmt"
 	"sparkbench/runner/hashing"

@@ -7,12 +7,12 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
-	"sparkbench/app/study"
 	"strconv"
 	"sync"
 	"time"
 
 	"sparkbench/app/canon"
+	"sparkbench/app/study"
 	"sparkbench/runner"
 	"sparkbench/runner/benchfmt"
 )

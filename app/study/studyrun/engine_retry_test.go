@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sparkbench/app/study"
 	"strings"
 	"testing"
+
+	"sparkbench/app/study"
 )
 
 // Issue: a crashed leg was never run again. Resume must re-run it as a new attempt (the

@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sparkbench/app/study"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"sparkbench/app/study"
 	"sparkbench/runner"
 )
 
@@ -56,7 +56,9 @@ func (h *harness) engine() *Engine {
 		}}
 }
 
-func (h *harness) run(ctx context.Context) (study.RunSummary, error) { return h.engine().Run(ctx, h.id) }
+func (h *harness) run(ctx context.Context) (study.RunSummary, error) {
+	return h.engine().Run(ctx, h.id)
+}
 
 // trail is the events as short strings: "started tiny/d0", "verdict P1 HIT", …
 func (h *harness) trail() []string {

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"sparkbench/app/study"
 	"strings"
 	"testing"
+
+	"sparkbench/app/study"
 )
 
 // A plan refused for anything but a hash is refused before any model file is hashed: the hash

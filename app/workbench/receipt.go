@@ -1,0 +1,193 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sparkbench/app"
+	"sparkbench/app/bundle"
+	"sparkbench/app/canon"
+	"sparkbench/app/capacity"
+	"sparkbench/app/receipt"
+	"sparkbench/store"
+)
+
+// ReceiptRequest asks for one receipt bundle: of a notebook study (Study, its id or name) or of
+// a capacity run folder (CapacityRun), written to Out (a new or empty folder, or FILE.tar.gz).
+type ReceiptRequest struct {
+	Study       string
+	CapacityRun string
+	Out         string
+	// NoRedact keeps home-folder paths as recorded (default: written as ~).
+	NoRedact bool
+	// PromptPlan is the prompt plan file when the run folder has no copy (CapacityRun only).
+	PromptPlan string
+	// BenchTG is llama-bench's tg (t/s) per candidate, for a capacity study's serving tax
+	// (CapacityRun only).
+	BenchTG map[string]float64
+}
+
+// ReceiptExport is a written bundle: where, every file in it, and the study it records.
+type ReceiptExport struct {
+	Out      string
+	Files    receipt.Files
+	StudyID  int64 // 0 for a capacity run folder
+	Redacted bool
+	// RecordErr is set when the bundle was written but the notebook could not record it.
+	RecordErr error
+}
+
+// RequestError is a request refused as given (the CLI exits 2): what is wrong and what to do.
+type RequestError struct{ Msg string }
+
+func (e *RequestError) Error() string { return e.Msg }
+
+// ErrCancelled: ctx ended before the bundle was written; nothing was written.
+var ErrCancelled = errors.New("cancelled: nothing was written")
+
+// Check refuses a request that cannot be exported as given (a *RequestError), before any
+// notebook is opened or file read.
+func (req ReceiptRequest) Check() error {
+	switch {
+	case req.Out == "":
+		return refused("--out is required: a new folder or a FILE.tar.gz")
+	case req.CapacityRun == "" && req.Study == "":
+		return refused("want one study id or name (or --capacity-run DIR)")
+	case req.CapacityRun != "" && req.Study != "":
+		return refused("give either a study or --capacity-run, not both")
+	case req.CapacityRun == "" && (len(req.BenchTG) > 0 || req.PromptPlan != ""):
+		return refused("--bench-tg and --prompt-plan apply to --capacity-run only")
+	}
+	if _, err := os.Stat(req.Out); err == nil && bundle.IsArchiveName(req.Out) {
+		return refused("%s exists; choose a new file name", req.Out)
+	}
+	return nil
+}
+
+func refused(format string, a ...any) error { return &RequestError{fmt.Sprintf(format, a...)} }
+
+// ExportReceipt assembles the receipt bundle in memory, then writes it: a cancel before the
+// write leaves nothing on disk. nb is the process's notebook (nil: only a CapacityRun can be
+// exported); the written bundle is recorded in it.
+func ExportReceipt(ctx context.Context, nb *store.Notebook, req ReceiptRequest) (*ReceiptExport, error) {
+	if err := req.Check(); err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, ErrCancelled
+	}
+	home, _ := os.UserHomeDir()
+	opt := bundle.Options{Redact: !req.NoRedact, Home: home, Version: app.VersionString()}
+	res := &ReceiptExport{Out: req.Out, Redacted: !req.NoRedact}
+	var err error
+	switch {
+	case req.CapacityRun != "":
+		if res.Files, err = bundle.Capacity(req.CapacityRun, bundle.CapacityOptions{Options: opt, BenchTG: req.BenchTG, PromptPlan: req.PromptPlan}); err != nil {
+			return nil, &RequestError{err.Error()}
+		}
+	case nb == nil:
+		return nil, errors.New("no notebook is open")
+	default:
+		if res.Files, res.StudyID, err = studyFiles(ctx, nb, req.Study, opt); err != nil {
+			return nil, err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ErrCancelled
+	}
+	if err := bundle.Write(req.Out, res.Files); err != nil {
+		return nil, err
+	}
+	if nb != nil && res.StudyID != 0 {
+		abs, _ := filepath.Abs(req.Out)
+		sums := canon.SHA256Hex(res.Files[receipt.FileSums])
+		if _, err := nb.RecordReceipt(ctx, store.Receipt{StudyID: res.StudyID, Format: "bundle", SHA256: sums, Bytes: res.Files.Bytes(), Path: abs}); err != nil {
+			res.RecordErr = err
+		}
+	}
+	return res, nil
+}
+
+// studyFiles collects a notebook study's bundle: a throughput study from its rows and
+// journal, a capacity or concurrency study from the run folder the notebook journaled.
+func studyFiles(ctx context.Context, nb *store.Notebook, ref string, opt bundle.Options) (receipt.Files, int64, error) {
+	s, err := nb.FindStudy(ctx, ref)
+	if err != nil {
+		return nil, 0, &RequestError{err.Error()}
+	}
+	switch s.Kind {
+	case store.StudyCapacity, store.StudyConcurrency:
+		files, err := capacityStudyFiles(ctx, nb, s, opt)
+		return files, s.ID, err
+	case store.StudyThroughput:
+	default:
+		return nil, 0, refused("study %d (%s) is a %s study: receipts cover throughput and capacity studies", s.ID, s.Name, s.Kind)
+	}
+	if _, err := nb.Plan(ctx, s.ID); err != nil {
+		return nil, 0, refused("study %d (%s) has no registered plan (an imported study?): a receipt re-assembles a registered study", s.ID, s.Name)
+	}
+	src, err := ThroughputSource(ctx, nb, s)
+	if err != nil {
+		return nil, 0, err
+	}
+	files, err := bundle.Throughput(src, opt)
+	return files, s.ID, err
+}
+
+// capacityStudyFiles builds a capacity study's bundle from its run folder, which the notebook
+// journaled with the SHA-256 of the study.json assembled there.
+func capacityStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error) {
+	a, err := capacity.LoadAssembled(ctx, store.CapacityRecorder{N: nb}, s.ID)
+	if err != nil {
+		return nil, refused("study %d (%s): %v", s.ID, s.Name, err)
+	}
+	if a.Result == nil {
+		return nil, refused("study %d (%s): %s", s.ID, s.Name, a.Problem)
+	}
+	// The study's journal entries go with it, as with a throughput study: the receipt shows
+	// the plan and predictions registered before the results.
+	journal, planDir, err := JournalExcerpt(ctx, nb, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	// The prompt plan goes with it too (capacity run read it from the registered plan's
+	// folder): the bundle refuses a file that is missing or hashes differently.
+	pp, err := capacityPromptPlan(ctx, nb, s.ID, planDir)
+	if err != nil {
+		return nil, refused("study %d (%s): %v", s.ID, s.Name, err)
+	}
+	files, err := bundle.Capacity(a.Note.RunDir, bundle.CapacityOptions{Options: opt, Journal: journal, StudyID: s.ID,
+		PromptPlan: pp, RequirePromptPlan: true})
+	if err != nil {
+		return nil, refused("study %d (%s): %v", s.ID, s.Name, err)
+	}
+	// The bundle re-assembles study.json from its own (redacted) raw files, so its input
+	// hashes may differ from the run's; every figure must still equal the journaled one.
+	var got capacity.Result
+	if err := json.Unmarshal(files[receipt.FileStudy], &got); err != nil {
+		return nil, err
+	}
+	want, _ := canon.Marshal(a.Result.Candidates)
+	have, _ := canon.Marshal(got.Candidates)
+	if !bytes.Equal(want, have) || got.PlanSHA256 != a.Result.PlanSHA256 {
+		return nil, fmt.Errorf("the bundle's figures differ from the study.json the notebook journaled (sha256 %s); the run folder changed since it ran", a.Note.StudySHA256)
+	}
+	return files, nil
+}
+
+// ReceiptText is what an export says it wrote: the CLI prints it, the window shows it.
+func ReceiptText(x *ReceiptExport) string {
+	redacted := "home folder written as ~"
+	if !x.Redacted {
+		redacted = "not redacted"
+	}
+	return fmt.Sprintf("%s: %s; %s\n", x.Out, receipt.Summary(x.Files), redacted) +
+		fmt.Sprintf("  receipt.md sha256 %s\n  study.json sha256 %s\n  SHA256SUMS sha256 %s\n", canon.SHA256Hex(x.Files[receipt.FileReceipt]),
+			canon.SHA256Hex(x.Files[receipt.FileStudy]), canon.SHA256Hex(x.Files[receipt.FileSums])) +
+		fmt.Sprintf("check it anywhere with `sparkbench verify %s`\n", x.Out)
+}
