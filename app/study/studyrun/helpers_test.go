@@ -1,31 +1,18 @@
 package studyrun
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
-	"os"
+	"context"
 	"path/filepath"
 	"testing"
 
 	"sparkbench/app/study"
+	"sparkbench/runner/hashing"
 )
 
 // The engine's tests run the plans of app/study/testdata.
 var planDir = filepath.Join("..", "testdata")
 
-func sha256File(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+func sha256File(path string) (string, error) { return hashing.File(context.Background(), path, nil) }
 
 func loadValid(t *testing.T) *study.Plan {
 	t.Helper()
