@@ -95,3 +95,13 @@ func WalkChain(entries []JournalLine, studyID int64) (ChainSummary, error) {
 	}
 	return s, nil
 }
+
+// ChainSummary describes the journal excerpt after its chain was re-walked.
+type ChainSummary struct {
+	FirstSeq      int64  `json:"first_seq"`
+	LastSeq       int64  `json:"last_seq"`
+	Entries       int    `json:"entries"`
+	StudyEntries  int    `json:"study_entries"`
+	FirstPrevHash string `json:"first_prev_hash"`
+	LastHash      string `json:"last_hash"`
+}

@@ -1,0 +1,557 @@
+package receipt
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"sparkbench/app/study"
+	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/gguf"
+	"sparkbench/runner/vocab"
+)
+
+// throughputBundle is a throughput bundle's raw files, parsed and checked against each other.
+type throughputBundle struct {
+	ix        *Index
+	nb        NotebookRecord
+	planJSON  []byte
+	plan      *study.Plan
+	journal   []JournalLine
+	chain     ChainSummary
+	legs      []legFolder
+	models    []ModelRecord
+	headers   map[string]*gguf.File // plan model ID → GGUF header
+	build     *BuildRecord
+	machines  []NotebookMachine
+	redaction Redaction
+	rowsTied  int // legs whose rows.jsonl matched the rows_sha256 of their leg.finished
+	rowsOld   int // finished legs journaled before rows_sha256 existed
+	st        study.StoredStudy
+	rawFiles  int
+	rawBytes  int64
+}
+
+type legFolder struct {
+	dir        string
+	rec        LegRecord
+	rows       []study.StoredRow
+	statuses   []string
+	transcript []byte
+	rowsJSONL  []byte
+	results    []benchfmt.Result
+}
+
+// readThroughput parses and cross-checks every raw file a throughput receipt reads.
+func readThroughput(files Files, ix *Index) (*throughputBundle, error) {
+	tb := &throughputBundle{ix: ix, headers: map[string]*gguf.File{}}
+	for name, b := range files {
+		if !IsDerived(name) {
+			tb.rawFiles++
+			tb.rawBytes += int64(len(b))
+		}
+	}
+	b, err := need(files, FileNotebook)
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeStrict(FileNotebook, b, &tb.nb); err != nil {
+		return nil, err
+	}
+	if tb.planJSON, err = need(files, FilePlan); err != nil {
+		return nil, err
+	}
+	if tb.plan, err = study.Decode(FilePlan, tb.planJSON); err != nil {
+		return nil, err
+	}
+	if b, err = need(files, FileJournal); err != nil {
+		return nil, err
+	}
+	if tb.journal, err = ParseJournal(b); err != nil {
+		return nil, err
+	}
+	if tb.chain, err = WalkChain(tb.journal, tb.nb.StudyID); err != nil {
+		return nil, err
+	}
+	if b, err = need(files, FileRedaction); err != nil {
+		return nil, err
+	}
+	if err := decodeStrict(FileRedaction, b, &tb.redaction); err != nil {
+		return nil, err
+	}
+	if b, ok := files[FileBuild]; ok {
+		tb.build = &BuildRecord{}
+		if err := decodeStrict(FileBuild, b, tb.build); err != nil {
+			return nil, err
+		}
+	}
+	if b, ok := files[FileMachines]; ok {
+		if err := decodeStrict(FileMachines, b, &tb.machines); err != nil {
+			return nil, err
+		}
+	}
+	if err := tb.checkRecords(); err != nil {
+		return nil, err
+	}
+	if err := tb.readModels(files); err != nil {
+		return nil, err
+	}
+	if err := tb.readLegs(files); err != nil {
+		return nil, err
+	}
+	if err := tb.storedStudy(); err != nil {
+		return nil, err
+	}
+	if err := tb.checkLegs(); err != nil {
+		return nil, err
+	}
+	return tb, nil
+}
+
+func (tb *throughputBundle) readModels(files Files) error {
+	b, err := need(files, FileModels)
+	if err != nil {
+		return err
+	}
+	if err := decodeStrict(FileModels, b, &tb.models); err != nil {
+		return err
+	}
+	for _, m := range tb.models {
+		if m.Header == "" || m.Model == "" {
+			continue
+		}
+		hb, err := need(files, m.Header)
+		if err != nil {
+			return fmt.Errorf("%s: model %s: %w", FileModels, m.Model, err)
+		}
+		h, err := gguf.Read(bytes.NewReader(hb), m.Bytes)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.Header, err)
+		}
+		tb.headers[m.Model] = h
+	}
+	return nil
+}
+
+func (tb *throughputBundle) readLegs(files Files) error {
+	dirs := map[string]bool{}
+	for name := range files {
+		if rest, ok := strings.CutPrefix(name, DirLegs); ok {
+			dir, _, ok := strings.Cut(rest, "/")
+			if !ok {
+				return fmt.Errorf("%s: a leg's files live in a folder legs/NNN-label/", name)
+			}
+			dirs[DirLegs+dir] = true
+		}
+	}
+	names := make([]string, 0, len(dirs))
+	for d := range dirs {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	seenID := map[int64]string{}
+	for _, dir := range names {
+		lf := legFolder{dir: dir}
+		b, err := need(files, dir+"/"+LegFile)
+		if err != nil {
+			return err
+		}
+		if err := decodeStrict(dir+"/"+LegFile, b, &lf.rec); err != nil {
+			return err
+		}
+		if other, dup := seenID[lf.rec.ID]; dup {
+			return fmt.Errorf("%s/%s: leg %d is also %s", dir, LegFile, lf.rec.ID, other)
+		}
+		seenID[lf.rec.ID] = dir
+		if lf.transcript, err = need(files, dir+"/"+LegTranscript); err != nil {
+			return err
+		}
+		rowsName := dir + "/" + LegRowsFile
+		if b, err = need(files, rowsName); err != nil {
+			return err
+		}
+		lf.rowsJSONL = b
+		var parser benchfmt.Parser
+		lines := bytes.Split(b, []byte("\n"))
+		if len(lines[len(lines)-1]) == 0 {
+			lines = lines[:len(lines)-1]
+		}
+		for i, line := range lines {
+			if len(line) == 0 {
+				return fmt.Errorf("%s: line %d is empty", rowsName, i+1)
+			}
+			var rr RowRecord
+			if err := decodeStrict(fmt.Sprintf("%s: line %d", rowsName, i+1), line, &rr); err != nil {
+				return err
+			}
+			if rr.Seq != int64(len(lf.rows)) {
+				return fmt.Errorf("%s: line %d: seq %d, want %d (rows in arrival order from 0)", rowsName, i+1, rr.Seq, len(lf.rows))
+			}
+			switch rr.Status {
+			case string(vocab.RowResult), string(vocab.RowFlagged), string(vocab.RowDiscarded), "":
+			default:
+				return fmt.Errorf("%s: line %d: status %q is not result, flagged, discarded or empty", rowsName, i+1, rr.Status)
+			}
+			res, err := parser.ParseLine(rr.Row)
+			if err != nil {
+				return fmt.Errorf("%s: line %d: %w", rowsName, i+1, err)
+			}
+			lf.rows = append(lf.rows, study.StoredRow{LegID: lf.rec.ID, Seq: rr.Seq, Status: rr.Status, Result: res})
+			lf.statuses = append(lf.statuses, rr.Status)
+		}
+		tb.legs = append(tb.legs, lf)
+	}
+	return nil
+}
+
+// checkRecords holds the notebook's build and machine records to the record ids notebook.json
+// lists (the ids the legs name; each leg.started journals its own).
+func (tb *throughputBundle) checkRecords() error {
+	if tb.build != nil {
+		for _, b := range tb.build.NotebookBuilds {
+			if !slices.Contains(tb.nb.BuildIDs, b.ID) {
+				return fmt.Errorf("%s: build record %d is not one the legs name (%s lists %v)", FileBuild, b.ID, FileNotebook, tb.nb.BuildIDs)
+			}
+		}
+	}
+	for _, m := range tb.machines {
+		if !slices.Contains(tb.nb.MachineIDs, m.ID) {
+			return fmt.Errorf("%s: machine record %d is not one the legs name (%s lists %v)", FileMachines, m.ID, FileNotebook, tb.nb.MachineIDs)
+		}
+	}
+	return nil
+}
+
+func parseAt(j JournalLine) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, j.At)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: entry %d: at %q: %w", FileJournal, j.Seq, j.At, err)
+	}
+	return t, nil
+}
+
+func payloadOf(j JournalLine, v any) error {
+	if err := json.Unmarshal(j.Payload, v); err != nil {
+		return fmt.Errorf("%s: entry %d (%s): payload: %w", FileJournal, j.Seq, j.Kind, err)
+	}
+	return nil
+}
+
+// storedStudy rebuilds what the notebook's study.Recorder returns from the journal excerpt
+// (chain-checked) and notebook.json: the plan as registered, amendments, deviations, the
+// latest computed and human verdict of each prediction, findings and the engine's notes.
+func (tb *throughputBundle) storedStudy() error {
+	id := tb.nb.StudyID
+	st := study.StoredStudy{ID: id, Name: tb.nb.Name, Status: tb.nb.Status, PlanJSON: tb.planJSON,
+		Verdicts: map[string]study.StoredVerdicts{}}
+	keys := map[int64]string{}
+	for _, p := range tb.nb.Predictions {
+		keys[p.ID] = p.Key
+	}
+	type finding struct {
+		number int
+		f      study.StoredFinding
+	}
+	var findings []finding
+	var created, registered bool
+	for _, j := range tb.journal {
+		if j.StudyID() != id {
+			continue
+		}
+		at, err := parseAt(j)
+		if err != nil {
+			return err
+		}
+		switch j.Kind {
+		case "study.created":
+			var p struct {
+				Name string `json:"name"`
+				Kind string `json:"kind"`
+			}
+			if err := payloadOf(j, &p); err != nil {
+				return err
+			}
+			if p.Name != tb.nb.Name || p.Kind != tb.nb.Kind {
+				return fmt.Errorf("%s: study %d is %q (%s), the journal's study.created (entry %d) says %q (%s)", FileNotebook, id, tb.nb.Name, tb.nb.Kind, j.Seq, p.Name, p.Kind)
+			}
+			created = true
+		case "plan.registered":
+			var p struct {
+				SHA256 string          `json:"plan_sha256"`
+				Plan   json.RawMessage `json:"plan"`
+			}
+			if err := payloadOf(j, &p); err != nil {
+				return err
+			}
+			sum := sha256.Sum256(tb.planJSON)
+			if hex.EncodeToString(sum[:]) != p.SHA256 {
+				return fmt.Errorf("%s: hashes to %s, the journal registered plan %s (entry %d)", FilePlan, hex.EncodeToString(sum[:]), p.SHA256, j.Seq)
+			}
+			if !bytes.Equal(p.Plan, tb.planJSON) {
+				return fmt.Errorf("%s: differs from the plan journaled in entry %d", FilePlan, j.Seq)
+			}
+			st.PlanSHA256, st.RegisteredAt, registered = p.SHA256, at, true
+		case "amendment":
+			var p struct {
+				Target string          `json:"target"`
+				Reason string          `json:"reason"`
+				Change json.RawMessage `json:"change"`
+			}
+			if err := payloadOf(j, &p); err != nil {
+				return err
+			}
+			st.Amendments = append(st.Amendments, study.StoredAmendment{Target: p.Target, Reason: p.Reason, Change: p.Change, At: at})
+		case "deviation":
+			var p struct {
+				Leg         *int64          `json:"leg"`
+				Description string          `json:"description"`
+				Detail      json.RawMessage `json:"detail"`
+			}
+			if err := payloadOf(j, &p); err != nil {
+				return err
+			}
+			d := study.StoredDeviation{Description: p.Description, Detail: p.Detail, At: at}
+			if p.Leg != nil {
+				d.LegID = *p.Leg
+			}
+			st.Deviations = append(st.Deviations, d)
+		case "verdict", "verdict.human":
+			var p struct {
+				Key       string          `json:"key"`
+				Outcome   string          `json:"outcome"`
+				Observed  *float64        `json:"observed"`
+				Detail    json.RawMessage `json:"detail"`
+				Rationale string          `json:"rationale"`
+				Author    string          `json:"author"`
+			}
+			if err := payloadOf(j, &p); err != nil {
+				return err
+			}
+			v := &study.StoredVerdict{Outcome: p.Outcome, Observed: p.Observed, Detail: p.Detail, Rationale: p.Rationale, Author: p.Author, At: at}
+			sv := st.Verdicts[p.Key]
+			if j.Kind == "verdict" {
+				sv.Computed = v
+			} else {
+				sv.Human = v
+			}
+			st.Verdicts[p.Key] = sv
+		case "finding":
+			var p struct {
+				Number      int     `json:"number"`
+				Label       string  `json:"label"`
+				Title       string  `json:"title"`
+				Legs        []int64 `json:"legs"`
+				Predictions []int64 `json:"predictions"`
+			}
+			if err := payloadOf(j, &p); err != nil {
+				return err
+			}
+			f := study.StoredFinding{Label: p.Label, Text: p.Title, LegIDs: p.Legs, At: at}
+			if len(f.LegIDs) == 0 {
+				f.LegIDs = nil
+			}
+			for _, pid := range p.Predictions {
+				k, ok := keys[pid]
+				if !ok {
+					return fmt.Errorf("%s: finding %s (entry %d) names prediction id %d, which %s does not list", FileJournal, p.Label, j.Seq, pid, FileNotebook)
+				}
+				f.Predictions = append(f.Predictions, k)
+			}
+			findings = append(findings, finding{p.Number, f})
+		}
+		if strings.HasPrefix(j.Kind, "study.") {
+			st.Notes = append(st.Notes, study.StoredNote{Kind: j.Kind, Payload: j.Payload, At: at})
+		}
+	}
+	switch {
+	case !created:
+		return fmt.Errorf("%s: no study.created entry for study %d in the excerpt", FileJournal, id)
+	case !registered:
+		return fmt.Errorf("%s: no plan.registered entry for study %d in the excerpt", FileJournal, id)
+	}
+	sort.SliceStable(findings, func(a, b int) bool { return findings[a].number < findings[b].number })
+	for _, f := range findings {
+		st.Findings = append(st.Findings, f.f)
+	}
+	// Model files are not in the bundle: a plan folder that cannot exist (a NUL byte makes
+	// every lookup fail before it reaches the file system) keeps study.Show from reading
+	// whatever happens to lie at the recorded path on this machine. Ceilings are computed
+	// from the bundle's GGUF headers instead (fixModelFigures).
+	st.PlanDir = "\x00bundle"
+	tb.st = st
+	return nil
+}
+
+// checkLegs holds every leg record against its journal entries: leg.started (label, kind,
+// start, fingerprint, conditions, argv when not redacted), leg.rows_marked (row counts and the
+// digest of the row statuses) and leg.finished (state, class, reason, exit, end, row count,
+// and the transcript's SHA-256 when not redacted). Every leg the excerpt starts must be there.
+func (tb *throughputBundle) checkLegs() error {
+	type entries struct{ started, marked, finished *JournalLine }
+	byLeg := map[int64]*entries{}
+	for i := range tb.journal {
+		j := &tb.journal[i]
+		if j.StudyID() != tb.nb.StudyID {
+			continue
+		}
+		var p struct {
+			Leg int64 `json:"leg"`
+		}
+		switch j.Kind {
+		case "leg.started", "leg.rows_marked", "leg.finished":
+			if err := payloadOf(*j, &p); err != nil {
+				return err
+			}
+		default:
+			continue
+		}
+		e := byLeg[p.Leg]
+		if e == nil {
+			e = &entries{}
+			byLeg[p.Leg] = e
+		}
+		switch j.Kind {
+		case "leg.started":
+			e.started = j
+		case "leg.rows_marked":
+			e.marked = j
+		case "leg.finished":
+			e.finished = j
+		}
+	}
+	have := map[int64]bool{}
+	for _, lf := range tb.legs {
+		r := lf.rec
+		have[r.ID] = true
+		name := lf.dir + "/" + LegFile
+		e := byLeg[r.ID]
+		if e == nil || e.started == nil {
+			return fmt.Errorf("%s: leg %d has no leg.started entry in %s", name, r.ID, FileJournal)
+		}
+		var s struct {
+			Label       string   `json:"label"`
+			Kind        string   `json:"kind"`
+			StartedAt   string   `json:"started_at"`
+			Fingerprint string   `json:"fingerprint"`
+			Conditions  []string `json:"conditions"`
+			Argv        []string `json:"argv"`
+		}
+		if err := payloadOf(*e.started, &s); err != nil {
+			return err
+		}
+		mismatch := func(field string, got, want any, seq int64) error {
+			return fmt.Errorf("%s: %s is %v, the journal (entry %d) recorded %v", name, field, got, seq, want)
+		}
+		switch {
+		case s.Label != r.Label:
+			return mismatch("label", r.Label, s.Label, e.started.Seq)
+		case s.Kind != r.Kind:
+			return mismatch("kind", r.Kind, s.Kind, e.started.Seq)
+		case s.StartedAt != r.StartedAt:
+			return mismatch("started_at", r.StartedAt, s.StartedAt, e.started.Seq)
+		case s.Fingerprint != r.Fingerprint:
+			return mismatch("fingerprint", r.Fingerprint, s.Fingerprint, e.started.Seq)
+		case !slices.Equal(s.Conditions, r.Conditions) && len(s.Conditions)+len(r.Conditions) > 0:
+			return mismatch("conditions", r.Conditions, s.Conditions, e.started.Seq)
+		case len(s.Argv) != len(r.Argv) || !tb.redaction.Redacted && !slices.Equal(s.Argv, r.Argv):
+			return mismatch("argv", r.Argv, s.Argv, e.started.Seq)
+		}
+		if e.marked != nil {
+			var m struct {
+				Rows, Result, Flagged, Discarded int
+				Statuses                         string `json:"statuses_sha256"`
+			}
+			if err := payloadOf(*e.marked, &m); err != nil {
+				return err
+			}
+			var digest []byte
+			counts := map[string]int{}
+			for _, st := range lf.statuses {
+				digest = append(append(digest, st...), '\n')
+				counts[st]++
+			}
+			sum := sha256.Sum256(digest)
+			rowsName := lf.dir + "/" + LegRowsFile
+			if m.Rows != len(lf.rows) || m.Result != counts["result"] || m.Flagged != counts["flagged"] || m.Discarded != counts["discarded"] {
+				return fmt.Errorf("%s: %d rows (%d result, %d flagged, %d discarded), the journal (entry %d) recorded %d (%d, %d, %d)", rowsName,
+					len(lf.rows), counts["result"], counts["flagged"], counts["discarded"], e.marked.Seq, m.Rows, m.Result, m.Flagged, m.Discarded)
+			}
+			if hex.EncodeToString(sum[:]) != m.Statuses {
+				return fmt.Errorf("%s: the row statuses hash to %s, the journal (entry %d) recorded %s", rowsName, hex.EncodeToString(sum[:]), e.marked.Seq, m.Statuses)
+			}
+		}
+		if e.finished == nil {
+			if r.EndedAt != "" {
+				return fmt.Errorf("%s: the leg ended at %s but %s has no leg.finished entry for it", name, r.EndedAt, FileJournal)
+			}
+			continue
+		}
+		var f struct {
+			State      string `json:"state"`
+			Class      string `json:"class"`
+			Reason     string `json:"reason"`
+			ExitCode   *int   `json:"exit_code"`
+			Signal     string `json:"signal"`
+			EndedAt    string `json:"ended_at"`
+			BenchRows  int    `json:"bench_rows"`
+			Transcript string `json:"transcript_sha256"`
+			Rows       string `json:"rows_sha256"`
+		}
+		if err := payloadOf(*e.finished, &f); err != nil {
+			return err
+		}
+		switch {
+		case f.State != r.State:
+			return mismatch("state", r.State, f.State, e.finished.Seq)
+		case f.Class != r.Class:
+			return mismatch("class", r.Class, f.Class, e.finished.Seq)
+		case !tb.redaction.Redacted && f.Reason != r.Reason:
+			return mismatch("reason", r.Reason, f.Reason, e.finished.Seq)
+		case f.Signal != r.Signal:
+			return mismatch("signal", r.Signal, f.Signal, e.finished.Seq)
+		case (f.ExitCode == nil) != (r.ExitCode == nil) || f.ExitCode != nil && *f.ExitCode != *r.ExitCode:
+			return mismatch("exit_code", intText(r.ExitCode), intText(f.ExitCode), e.finished.Seq)
+		case f.EndedAt != r.EndedAt:
+			return mismatch("ended_at", r.EndedAt, f.EndedAt, e.finished.Seq)
+		case f.BenchRows != len(lf.rows):
+			return fmt.Errorf("%s/%s: %d rows, the journal (entry %d) recorded %d", lf.dir, LegRowsFile, len(lf.rows), e.finished.Seq, f.BenchRows)
+		}
+		// The row values: rows.jsonl is written verbatim in the canonical serialization the
+		// notebook hashed into rows_sha256 (canon.AppendRowLine). Entries journaled before
+		// rows_sha256 existed tie the rows by count and status only.
+		if f.Rows == "" {
+			tb.rowsOld++
+		} else {
+			sum := sha256.Sum256(lf.rowsJSONL)
+			if got := hex.EncodeToString(sum[:]); got != f.Rows {
+				return fmt.Errorf("%s/%s: hashes to %s, the rows_sha256 the journal (entry %d) recorded is %s: a row's values or status differ from the notebook's", lf.dir, LegRowsFile, got, e.finished.Seq, f.Rows)
+			}
+			tb.rowsTied++
+		}
+		if !tb.redaction.Redacted {
+			sum := sha256.Sum256(lf.transcript)
+			if got := hex.EncodeToString(sum[:]); got != f.Transcript {
+				return fmt.Errorf("%s/%s: hashes to %s, the journal (entry %d) recorded %s", lf.dir, LegTranscript, got, e.finished.Seq, f.Transcript)
+			}
+		}
+	}
+	for id, e := range byLeg {
+		if !have[id] && e.started != nil {
+			return fmt.Errorf("%s: entry %d starts leg %d, which has no folder under %s", FileJournal, e.started.Seq, id, DirLegs)
+		}
+	}
+	return nil
+}
+
+func intText(p *int) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprint(*p)
+}

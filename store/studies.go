@@ -1,0 +1,186 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The notebook's studies and plans.
+
+// Study kinds and statuses.
+const (
+	StudyThroughput  = "throughput"
+	StudyCapacity    = "capacity"
+	StudyConcurrency = "concurrency"
+
+	StatusDraft      = "draft"
+	StatusRegistered = "registered"
+	StatusRunning    = "running"
+	StatusComplete   = "complete"
+	StatusHalted     = "halted"
+	StatusImported   = "imported"
+	// StatusIncomplete: the run is over but some legs or lifetimes ended without results.
+	StatusIncomplete = "incomplete"
+)
+
+// Study is a named study.
+type Study struct {
+	ID          int64
+	Name        string
+	Kind        string
+	Status      string
+	Description string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// CreateStudy creates a study (status draft unless given) and journals study.created.
+func (n *Notebook) CreateStudy(ctx context.Context, s Study) (Study, error) {
+	s.Name = strings.TrimSpace(s.Name)
+	if s.Name == "" {
+		return Study{}, errors.New("a study needs a name")
+	}
+	if s.Status == "" {
+		s.Status = StatusDraft
+	}
+	var id int64
+	err := n.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		id, err = n.createStudyTx(tx, s)
+		return err
+	})
+	if err != nil {
+		return Study{}, err
+	}
+	return n.Study(ctx, id)
+}
+
+func (n *Notebook) createStudyTx(tx *sql.Tx, s Study) (int64, error) {
+	now := n.nowText()
+	res, err := tx.Exec("INSERT INTO studies (name, kind, status, description, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+		s.Name, s.Kind, s.Status, s.Description, now, now)
+	if err != nil {
+		if isConstraint(err) {
+			return 0, fmt.Errorf("create study %q: %w (names are unique; kind is throughput, capacity or concurrency)", s.Name, err)
+		}
+		return 0, fmt.Errorf("create study %q: %w", s.Name, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	_, err = n.appendJournalTx(tx, KindStudyCreated, id, map[string]any{"study": id, "name": s.Name, "kind": s.Kind, "description": s.Description})
+	return id, err
+}
+
+const studyCols = "id, name, kind, status, description, created_at, updated_at"
+
+func scanStudy(sc interface{ Scan(...any) error }) (Study, error) {
+	var s Study
+	var c, u string
+	err := sc.Scan(&s.ID, &s.Name, &s.Kind, &s.Status, &s.Description, &c, &u)
+	s.CreatedAt, s.UpdatedAt = mustParseTime(c), mustParseTime(u)
+	return s, err
+}
+
+// Study reads a study by id.
+func (n *Notebook) Study(ctx context.Context, id int64) (Study, error) {
+	s, err := scanStudy(n.rdb.QueryRowContext(ctx, "SELECT "+studyCols+" FROM studies WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, fmt.Errorf("study %d does not exist", id)
+	}
+	return s, err
+}
+
+// FindStudy resolves a name, or a number as id, to a study.
+func (n *Notebook) FindStudy(ctx context.Context, ref string) (Study, error) {
+	s, err := scanStudy(n.rdb.QueryRowContext(ctx, "SELECT "+studyCols+" FROM studies WHERE name = ?", ref))
+	if err == nil {
+		return s, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return s, err
+	}
+	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil {
+		if s, err := n.Study(ctx, id); err == nil {
+			return s, nil
+		}
+	}
+	return Study{}, fmt.Errorf("no study named %q in the notebook", ref)
+}
+
+// SetStudyStatus changes a study's status.
+func (n *Notebook) SetStudyStatus(ctx context.Context, id int64, status string) error {
+	return n.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec("UPDATE studies SET status = ?, updated_at = ? WHERE id = ?", status, n.nowText(), id)
+		if err != nil {
+			return fmt.Errorf("study %d status %q: %w", id, status, err)
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return fmt.Errorf("study %d does not exist", id)
+		}
+		return nil
+	})
+}
+
+// Plan is a study's frozen plan.
+type Plan struct {
+	ID           int64
+	StudyID      int64
+	SHA256       string // of JSON: the plan's identity
+	JSON         json.RawMessage
+	RegisteredAt time.Time
+	JournalSeq   int64
+}
+
+// RegisterPlan freezes a study's plan: stores its canonical JSON and SHA-256, sets the study
+// registered, and journals plan.registered with the whole plan. A study has one plan; later
+// changes are amendments or deviations.
+func (n *Notebook) RegisterPlan(ctx context.Context, studyID int64, plan any) (Plan, error) {
+	canon, err := CanonicalJSON(plan)
+	if err != nil {
+		return Plan{}, fmt.Errorf("register plan: %w", err)
+	}
+	sum := SHA256Hex(canon)
+	err = n.write(ctx, func(tx *sql.Tx) error {
+		var existing string
+		if err := tx.QueryRow("SELECT sha256 FROM plans WHERE study_id = ?", studyID).Scan(&existing); err == nil {
+			return fmt.Errorf("study %d already has a registered plan (%s…): record an amendment instead", studyID, existing[:12])
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		je, err := n.appendJournalTx(tx, KindPlanRegistered, studyID, map[string]any{"study": studyID, "plan_sha256": sum, "plan": json.RawMessage(canon)})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec("INSERT INTO plans (study_id, sha256, canonical_json, registered_at, journal_seq) VALUES (?, ?, ?, ?, ?)",
+			studyID, sum, string(canon), FormatTime(je.At), je.Seq); err != nil {
+			return fmt.Errorf("register plan: %w", err)
+		}
+		_, err = tx.Exec("UPDATE studies SET status = 'registered', updated_at = ? WHERE id = ? AND status = 'draft'", FormatTime(je.At), studyID)
+		return err
+	})
+	if err != nil {
+		return Plan{}, err
+	}
+	return n.Plan(ctx, studyID)
+}
+
+// Plan reads a study's registered plan.
+func (n *Notebook) Plan(ctx context.Context, studyID int64) (Plan, error) {
+	var p Plan
+	var js, at string
+	err := n.rdb.QueryRowContext(ctx, "SELECT id, study_id, sha256, canonical_json, registered_at, journal_seq FROM plans WHERE study_id = ?", studyID).
+		Scan(&p.ID, &p.StudyID, &p.SHA256, &js, &at, &p.JournalSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, fmt.Errorf("study %d has no registered plan", studyID)
+	}
+	p.JSON, p.RegisteredAt = json.RawMessage(js), mustParseTime(at)
+	return p, err
+}

@@ -1,0 +1,396 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/app/study"
+	"sparkbench/plots"
+)
+
+const maxConsoleLines = 2000
+
+// RunSelected runs (or resumes) the selected study in the background.
+func (v *StudiesView) RunSelected() {
+	id := v.selected
+	if id == 0 {
+		return
+	}
+	if v.capShown {
+		v.Cap.Run()
+		return
+	}
+	if v.Cap != nil && v.Cap.Running() {
+		showOneAtATime(v.win)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	v.mu.Lock()
+	if v.running != 0 {
+		v.mu.Unlock()
+		cancel()
+		return
+	}
+	v.running, v.cancel = id, cancel
+	v.console = nil
+	v.liveRows = map[string][]plots.DepthPoint{}
+	v.gates = gateCounts{}
+	v.mu.Unlock()
+	v.Progress.SetValue(0)
+	v.Progress.Show()
+	v.ProgressMsg.SetText("starting…")
+	v.Tabs.SelectIndex(1) // the chart fills in while it runs
+	v.updateButtons()
+	name := v.Title.Text
+	go func() {
+		sum, err := v.svc.Run(ctx, id, v.onEvent)
+		cancel()
+		onUI(func() {
+			v.mu.Lock()
+			v.running, v.cancel = 0, nil
+			v.mu.Unlock()
+			v.Progress.Hide()
+			msg := fmt.Sprintf("finished: %d/%d legs, %d verdict(s) in %s", sum.LegsDone, sum.LegsTotal, len(sum.Verdicts), sum.Elapsed.Round(10*time.Millisecond))
+			switch {
+			case errors.Is(err, study.ErrStopped) || errors.Is(err, context.Canceled):
+				msg = "stopped by you; the running leg is recorded as stopped_by_user. Run resumes at the first unfinished leg."
+			case err != nil:
+				msg = "could not run: " + err.Error()
+				dialog.ShowError(fmt.Errorf("the study could not run: %w. Legs that finished are kept; fix it and press Run to resume", err), v.win)
+			case sum.Halted:
+				msg = fmt.Sprintf("halted after %d/%d legs: %s", sum.LegsDone, sum.LegsTotal, sum.Reason)
+			case len(sum.Incomplete) > 0:
+				msg = incompleteMessage(sum)
+			}
+			v.ProgressMsg.SetText(msg)
+			v.mu.Lock()
+			v.Gates.SetText(v.gates.String())
+			v.mu.Unlock()
+			v.app.SendNotification(fyne.NewNotification("sparkbench: "+name, msg))
+			v.Select(id)
+		})
+	}()
+}
+
+// incompleteMessage says which legs of a finished run have no results and what Run does next.
+func incompleteMessage(sum study.RunSummary) string {
+	var retry, final []string
+	for _, st := range sum.Incomplete {
+		if st.Final {
+			final = append(final, st.Leg)
+		} else {
+			retry = append(retry, st.Leg)
+		}
+	}
+	msg := fmt.Sprintf("incomplete: %d of %d legs have no results", len(sum.Incomplete), sum.LegsTotal)
+	if len(retry) > 0 {
+		msg += "; Run tries again " + strings.Join(retry, ", ")
+	}
+	if len(final) > 0 {
+		msg += "; out of retries: " + strings.Join(final, ", ")
+	}
+	return msg
+}
+
+// onEvent runs on the engine's goroutine: it only records and schedules a throttled update.
+func (v *StudiesView) onEvent(e study.Event) {
+	line := eventLine(e)
+	var chart plots.Chart
+	v.mu.Lock()
+	v.console = appendConsole(v.console, line)
+	v.gates.observe(e)
+	if e.Kind == study.EventSample && e.Sample != nil && e.Sample.Kind == "tg" {
+		test, _, _ := strings.Cut(e.Sample.Test, " @ ")
+		key := strings.TrimSuffix(filepath.Base(e.Sample.Model), ".gguf") + " " + test
+		v.liveRows[key] = append(v.liveRows[key], plots.DepthPoint{Depth: int(e.Sample.Depth), Mean: e.Sample.AvgTs,
+			SD: e.Sample.Result.StddevTs, N: len(e.Sample.Result.SamplesTs)})
+		chart = liveDepthChart(v.liveRows, v.meta)
+	}
+	v.liveProgress, v.liveStudy = e.Progress, e.StudyID
+	v.mu.Unlock()
+	if chart != nil {
+		v.Chart.Show(chart)
+	}
+	// Leg boundaries, flags and verdicts show at once (within the text throttle); rows,
+	// in-leg progress and transcript lines at most every slowTextInterval: each change of the
+	// shown text repaints the window. Both show the latest state, whichever runs.
+	switch e.Kind {
+	case study.EventSample, study.EventLegProgress, study.EventLine:
+		v.slowText.Submit(v.showLive)
+	default:
+		v.text.Submit(v.showLive)
+	}
+}
+
+// showLive shows the run as it stands: progress, status, gate lights, the console if shown.
+func (v *StudiesView) showLive() {
+	v.mu.Lock()
+	live := v.running != 0
+	p, id, gates := v.liveProgress, v.liveStudy, v.gates.Live()
+	v.mu.Unlock()
+	if !live { // the run has ended: its final message stands
+		return
+	}
+	if p.LegsTotal > 0 {
+		setProgress(v.Progress, float64(p.LegsDone)/float64(p.LegsTotal))
+	}
+	eta := "ETA unknown"
+	if p.ETA >= 0 {
+		eta = "ETA " + etaText(p.ETA)
+	}
+	cur := p.Current
+	if p.LegTests > 0 {
+		cur += fmt.Sprintf(" (test %d/%d)", p.LegTest, p.LegTests)
+	}
+	setText(v.ProgressMsg, fmt.Sprintf("%d/%d legs · %s · %s", p.LegsDone, p.LegsTotal, cur, eta))
+	if r := v.report; r != nil && r.Study.ID == id {
+		setText(v.Status, "running · plan sha256 "+short(r.Study.PlanSHA256)) // the legs done are in the progress line
+	}
+	setText(v.Gates, gates)
+	v.refreshConsole()
+}
+
+// refreshConsole redraws the console when its tab is shown (switching to it redraws it):
+// a hidden console costs nothing while a run streams lines into it.
+func (v *StudiesView) refreshConsole() { refreshShownConsole(v.Tabs, v.Console, v.Follow) }
+
+// refreshShownConsole redraws a console list when its tab ("Console") is the one shown, and
+// follows its end when follow is checked.
+func refreshShownConsole(tabs *container.AppTabs, console *widget.List, follow *widget.Check) {
+	if tabs.Selected() == nil || tabs.Selected().Text != "Console" {
+		return
+	}
+	console.Refresh()
+	if follow.Checked {
+		console.ScrollToBottom()
+	}
+}
+
+func eventLine(e study.Event) string {
+	if e.Kind == study.EventDone {
+		return e.At.Format("15:04:05") + " done"
+	}
+	text := study.EventText(e) // the CLI's wording: one renderer for both
+	if text == "" {
+		return ""
+	}
+	return e.At.Format("15:04:05") + " " + text
+}
+
+// liveDepthChart is the tg-by-depth chart from the rows seen so far in this run.
+func liveDepthChart(rows map[string][]plots.DepthPoint, meta plots.Meta) plots.Chart {
+	keys := make([]string, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	meta.Model = "live, this run"
+	c := &plots.DepthChart{Metric: "tg", Meta: meta}
+	for _, k := range keys {
+		pts := append([]plots.DepthPoint(nil), rows[k]...)
+		sort.Slice(pts, func(i, j int) bool { return pts[i].Depth < pts[j].Depth })
+		c.Series = append(c.Series, plots.DepthSeries{Label: k, Points: dedupeDepths(pts)})
+	}
+	return c
+}
+
+// dedupeDepths keeps the last point per depth (a repeated leg measures a depth again).
+func dedupeDepths(pts []plots.DepthPoint) []plots.DepthPoint {
+	var out []plots.DepthPoint
+	for _, p := range pts {
+		if n := len(out); n > 0 && out[n-1].Depth == p.Depth {
+			out[n-1] = p
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func (v *StudiesView) confirmAbort() {
+	dialog.ShowConfirm("Abort the study?", "The running leg is stopped and recorded as stopped_by_user; its rows never count. Run resumes at the first unfinished leg.",
+		func(ok bool) {
+			if ok {
+				v.Abort()
+			}
+		}, v.win)
+}
+
+// Abort stops the running study.
+func (v *StudiesView) Abort() {
+	v.mu.Lock()
+	c := v.cancel
+	v.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+func (v *StudiesView) signal() {
+	select {
+	case v.Updated <- struct{}{}:
+	default:
+	}
+}
+
+// appendConsole adds line ("" adds nothing), keeping the last maxConsoleLines lines.
+func appendConsole(lines []string, line string) []string {
+	if line == "" {
+		return lines
+	}
+	lines = append(lines, line)
+	if over := len(lines) - maxConsoleLines; over > 0 {
+		lines = append([]string(nil), lines[over:]...)
+	}
+	return lines
+}
+
+// newConsoleList is a monospace list of *lines, read under mu (the run goroutine appends).
+func newConsoleList(mu *sync.Mutex, lines *[]string) *widget.List {
+	return widget.NewList(func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(*lines)
+	}, func() fyne.CanvasObject {
+		l := widget.NewLabel("")
+		l.TextStyle = fyne.TextStyle{Monospace: true}
+		return l
+	}, func(i widget.ListItemID, o fyne.CanvasObject) {
+		mu.Lock()
+		line := ""
+		if i < len(*lines) {
+			line = (*lines)[i]
+		}
+		mu.Unlock()
+		o.(*widget.Label).SetText(line)
+	})
+}
+
+// gateCounts are the run's gate lights: rows measured, rows a CV gate flagged, legs that
+// crashed (with the canary's verdict), legs that ended otherwise than ok.
+type gateCounts struct {
+	rows, flagged, legsOK, legsBad int
+	crashes                        []string
+	canary                         string
+	// backends counts the rows by the backend evidence llama-bench printed with them
+	// (backends, GPU layers offloaded, GPU): rows of one study that disagree mean the build or
+	// the device changed under it.
+	backends map[string]int
+}
+
+func (g *gateCounts) observe(e study.Event) {
+	switch e.Kind {
+	case study.EventSample:
+		g.rows++
+		if sm := e.Sample; sm != nil {
+			r := sm.Result
+			key := r.Backends
+			if key == "" {
+				key = "backend not reported"
+			}
+			key += fmt.Sprintf(", ngl %d", r.NGPULayers)
+			if r.GPUInfo != "" {
+				key += ", " + r.GPUInfo
+			}
+			if g.backends == nil {
+				g.backends = map[string]int{}
+			}
+			g.backends[key]++
+		}
+	case study.EventFlagged:
+		g.flagged++
+	case study.EventLegFinished:
+		if o := e.Outcome; o != nil {
+			if o.Class == "ok" {
+				g.legsOK++
+			} else {
+				g.legsBad++
+				if o.Class == "crashed" || o.Class == "device_lost" || o.Class == "oom" {
+					g.crashes = append(g.crashes, e.Leg+" "+o.Class)
+				}
+			}
+		}
+	case study.EventCanary:
+		if c := e.Canary; c != nil {
+			g.canary = "PASS"
+			if !c.Pass {
+				g.canary = "FAIL: " + c.Reason
+			}
+		}
+	}
+}
+
+// Live is the gate lights while a run goes on: each light and only what is wrong, so the line
+// changes when a gate does, not with every row (each change repaints the window). String,
+// with the counts, is shown when the run ends.
+func (g gateCounts) Live() string {
+	s := "gates: CV ●ok"
+	if g.flagged > 0 {
+		s = fmt.Sprintf("gates: CV ●STOP (%d row(s) flagged)", g.flagged)
+	}
+	if g.legsBad == 0 {
+		s += " · legs ●ok"
+	} else {
+		s += fmt.Sprintf(" · legs: %d not ok", g.legsBad)
+	}
+	if len(g.crashes) > 0 {
+		s += " · crashes: " + strings.Join(g.crashes, ", ")
+	}
+	if g.canary != "" {
+		s += " · canary " + g.canary
+	}
+	switch len(g.backends) {
+	case 0:
+	case 1:
+		for k := range g.backends {
+			s += " · backend evidence ●ok " + k
+		}
+	default:
+		s += " · backend evidence ●MIXED (rows disagree: check the build and device)"
+	}
+	return s
+}
+
+func (g gateCounts) String() string {
+	light := func(ok bool) string {
+		if ok {
+			return "●ok"
+		}
+		return "●STOP"
+	}
+	s := fmt.Sprintf("gates: CV %s (%d of %d rows flagged) · legs %d ok, %d not ok", light(g.flagged == 0), g.flagged, g.rows, g.legsOK, g.legsBad)
+	if len(g.crashes) > 0 {
+		s += " · crashes: " + strings.Join(g.crashes, ", ")
+	}
+	if g.canary != "" {
+		s += " · canary " + g.canary
+	}
+	if len(g.backends) > 0 {
+		keys := make([]string, 0, len(g.backends))
+		for k := range g.backends {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s ×%d", k, g.backends[k])
+		}
+		if len(keys) == 1 {
+			s += " · backend evidence ●ok " + parts[0] + " rows"
+		} else {
+			s += " · backend evidence ●MIXED (rows disagree: check the build and device): " + strings.Join(parts, "; ")
+		}
+	}
+	return s
+}
