@@ -91,14 +91,16 @@ const (
 
 // writePlan writes a per-depth plan over the generated tiny and MoE models (absolute paths).
 // The CV gates are opened to 100%: tests of about a millisecond on a shared 2-core machine
-// vary by more than 5% (see the demo plan).
+// vary by more than 5% (see the demo plan). For the same reason the canary tolerates a 95%
+// drop: its tg after a crash fell 39% below its baseline once in CI, which halted a test about
+// retries; canary failures have their own tests, with fakes (app/study/studyrun).
 func writePlan(t *testing.T, dir, name string, tiny, moe string, reps, nGen int, extra string) string {
 	t.Helper()
 	plan := fmt.Sprintf(`{
   "schema": "sparkbench.throughput/v1", "name": %q,
   "models": [{"id": "tiny", "path": %q, "sha256": %q}, {"id": "moe", "path": %q, "sha256": %q}],
   "axes": {"depths": [0, 128, 256], "n_prompt": [64], "n_gen": [%d], "reps": %d, "threads": [1]},
-  "split": "per_depth", "canary": {"model": "tiny"},
+  "split": "per_depth", "canary": {"model": "tiny", "max_drop": 0.95},
   "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1}%s
 }`, name, tiny, tinySHA, moe, moeSHA, nGen, reps, extra)
 	path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
