@@ -4,18 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"sparkbench/runner/benchfmt"
 )
@@ -391,38 +386,6 @@ func configID(tx *sql.Tx, cache map[benchConfig]int64, cfg benchConfig) (int64, 
 	return id, nil
 }
 
-// RequestRecord is one llama-server request as the load generator measured it. Times are the
-// client's clock; a zero time is "not observed" (stored NULL).
-type RequestRecord struct {
-	Candidate string // e.g. "Q4 + 512-token micro-batch"
-	Arm       string // concurrency studies: the arm (e.g. KV-cache type)
-	Slots     int    // server --parallel P
-	Clients   int    // client concurrency C
-	Pass      string // forward / reverse
-	Phase     string // warmup, measured or quality
-	Index     int    // request number within the cell
-	Client    int    // which client sent it
-
-	TSend  time.Time // request bytes written
-	TFirst time.Time // first SSE event carrying generated content
-	TLast  time.Time // last token event
-	TEnd   time.Time // final event (stop)
-
-	HTTPStatus      int
-	NPredict        int // requested
-	TokensPredicted int // server-reported
-	TokensEvaluated int
-	StopType        string
-
-	// The server's own timings.
-	PromptMs           float64
-	PredictedMs        float64
-	PredictedPerSecond float64
-
-	Error string
-	Extra json.RawMessage // anything else, stored canonically
-}
-
 // Request phases.
 const (
 	PhaseWarmup   = "warmup"
@@ -430,48 +393,7 @@ const (
 	PhaseQuality  = "quality"
 )
 
-type pendingRequest struct {
-	legID, studyID, seq int64
-	r                   RequestRecord
-}
-
 const requestCols = "leg_id, study_id, seq, candidate, arm, slots, clients, pass, phase, req_index, client_index, t_send_ns, t_first_ns, t_last_ns, t_end_ns, http_status, n_predict, tokens_predicted, tokens_evaluated, stop_type, prompt_ms, predicted_ms, predicted_per_second, error, extra_json"
-
-func nsOrNil(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixNano()
-}
-
-func insertRequests(tx *sql.Tx, rows []pendingRequest) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	stmt, err := tx.Prepare("INSERT INTO request_samples (" + requestCols + ") VALUES (?" + strings.Repeat(", ?", strings.Count(requestCols, ",")) + ")")
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for _, p := range rows {
-		r := &p.r
-		var extra any
-		if len(r.Extra) > 0 {
-			b, err := CanonicalJSON(r.Extra)
-			if err != nil {
-				return fmt.Errorf("leg %d request %d: extra: %w", p.legID, p.seq, err)
-			}
-			extra = string(b)
-		}
-		if _, err := stmt.Exec(p.legID, p.studyID, p.seq, r.Candidate, r.Arm, r.Slots, r.Clients, r.Pass, r.Phase,
-			r.Index, r.Client, r.TSend.UnixNano(), nsOrNil(r.TFirst), nsOrNil(r.TLast), nsOrNil(r.TEnd),
-			r.HTTPStatus, r.NPredict, r.TokensPredicted, r.TokensEvaluated, r.StopType,
-			r.PromptMs, r.PredictedMs, r.PredictedPerSecond, r.Error, extra); err != nil {
-			return fmt.Errorf("insert request of leg %d: %w", p.legID, err)
-		}
-	}
-	return nil
-}
 
 type pendingChunk struct {
 	legID, seq int64
@@ -616,132 +538,9 @@ func (sw *SampleWriter) AddTranscript(b []byte) error {
 // this leg's samples.
 func (sw *SampleWriter) Flush(ctx context.Context) error { return sw.n.w.flushLeg(ctx, sw.leg) }
 
-// Transcript returns a leg's transcript, decompressed.
-func (n *Notebook) Transcript(ctx context.Context, legID int64) ([]byte, error) {
-	var out bytes.Buffer
-	_, err := transcriptDigest(ctx, n.rdb, legID, &out)
-	return out.Bytes(), err
-}
-
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func transcriptDigest(ctx context.Context, q querier, legID int64, w io.Writer) (string, error) {
-	rows, err := q.QueryContext(ctx, "SELECT data FROM transcript_chunks WHERE leg_id = ? ORDER BY seq", legID)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	h := sha256.New()
-	dst := io.Writer(h)
-	if w != nil {
-		dst = io.MultiWriter(h, w)
-	}
-	for rows.Next() {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return "", err
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return "", fmt.Errorf("leg %d transcript: %w", legID, err)
-		}
-		if _, err := io.Copy(dst, zr); err != nil {
-			return "", fmt.Errorf("leg %d transcript: %w", legID, err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // The columns hashed into a leg's sample digest, in order. Never change these lists: digests
 // recorded in the journal depend on them.
 const (
 	benchDigestCols   = "seq, build_commit, build_number, cpu_info, gpu_info, backends, model_filename, model_type, model_size, model_n_params, n_batch, n_ubatch, n_threads, cpu_mask, cpu_strict, poll, type_k, type_v, n_gpu_layers, n_cpu_moe, split_mode, main_gpu, no_kv_offload, flash_attn, devices, tensor_split, tensor_buft_overrides, load_mode, lazy_mode, embeddings, no_op_offload, no_host, repack, fit_target, fit_min_ctx, n_prompt, n_gen, n_depth, test_time, avg_ns, stddev_ns, avg_ts, stddev_ts, samples_ns, samples_ts, extra_json, known_mask"
 	requestDigestCols = "seq, candidate, arm, slots, clients, pass, phase, req_index, client_index, t_send_ns, t_first_ns, t_last_ns, t_end_ns, http_status, n_predict, tokens_predicted, tokens_evaluated, stop_type, prompt_ms, predicted_ms, predicted_per_second, error, extra_json"
 )
-
-type digest struct {
-	BenchRows, RequestRows int64
-	SamplesSHA256          string
-	TranscriptSHA256       string
-}
-
-// legDigest hashes a leg's rows: for each row (bench rows by seq, then request rows by seq)
-// each column value as type letter + text, 0x1f between values, 0x1e after each row.
-func legDigest(ctx context.Context, q querier, legID int64) (digest, error) {
-	var d digest
-	h := sha256.New()
-	var buf []byte
-	for _, t := range []struct {
-		sql   string
-		count *int64
-		tag   string
-	}{
-		{"SELECT " + benchDigestCols + " FROM bench_rows WHERE leg_id = ? ORDER BY seq", &d.BenchRows, "bench\n"},
-		{"SELECT " + requestDigestCols + " FROM request_samples WHERE leg_id = ? ORDER BY seq", &d.RequestRows, "request\n"},
-	} {
-		h.Write([]byte(t.tag))
-		rows, err := q.QueryContext(ctx, t.sql, legID)
-		if err != nil {
-			return d, err
-		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return d, err
-			}
-			buf = buf[:0]
-			for i, v := range vals {
-				if i > 0 {
-					buf = append(buf, 0x1f)
-				}
-				buf = appendDigestValue(buf, v)
-			}
-			buf = append(buf, 0x1e)
-			h.Write(buf)
-			*t.count++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return d, err
-		}
-	}
-	d.SamplesSHA256 = hex.EncodeToString(h.Sum(nil))
-	var err error
-	d.TranscriptSHA256, err = transcriptDigest(ctx, q, legID, nil)
-	return d, err
-}
-
-func appendDigestValue(b []byte, v any) []byte {
-	switch x := v.(type) {
-	case nil:
-		return append(b, 'n')
-	case int64:
-		return strconv.AppendInt(append(b, 'i'), x, 10)
-	case float64:
-		return strconv.AppendFloat(append(b, 'f'), x, 'g', -1, 64)
-	case string:
-		return append(append(b, 's'), x...)
-	case []byte:
-		return append(append(b, 's'), x...)
-	case bool:
-		if x {
-			return append(b, 'i', '1')
-		}
-		return append(b, 'i', '0')
-	case time.Time:
-		return append(append(b, 's'), FormatTime(x)...)
-	}
-	return append(append(b, '?'), fmt.Sprint(v)...)
-}

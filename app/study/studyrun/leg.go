@@ -1,0 +1,210 @@
+package studyrun
+
+import (
+	"context"
+	"fmt"
+
+	"sparkbench/app/study"
+	"sparkbench/runner"
+)
+
+// recordAfterTheFact records a finished runner leg (a canary) in one go: start, rows, finish.
+func (r *run) recordAfterTheFact(ctx context.Context, res *runner.LegResult, label, planLeg, role string, attempt int) (int64, error) {
+	wctx := context.WithoutCancel(ctx)
+	id, sink, err := r.e.Rec.StartLeg(wctx, study.LegStart{StudyID: r.l.St.ID, Label: label, Kind: "canary", PlanLeg: planLeg,
+		Role: role, Attempt: attempt, Argv: res.Argv, MachineID: r.machineID, BuildID: r.buildID,
+		ArtefactID: r.artefacts[r.l.Plan.Canary.Model], Detail: map[string]any{"plan_sha256": r.l.St.PlanSHA256}})
+	if err != nil {
+		return 0, err
+	}
+	status := make([]string, 0, len(res.Rows))
+	for _, row := range res.Rows {
+		if err := sink.AddBench(row.Sample.Result); err != nil {
+			return id, err
+		}
+		status = append(status, string(row.Status))
+	}
+	return id, r.e.Rec.FinishLeg(wctx, id, legEnd(res, status))
+}
+
+func legEnd(res *runner.LegResult, status []string) study.LegEnd {
+	x := res.Exit
+	end := study.LegEnd{Class: string(x.Class), Reason: x.Reason, Signal: x.Signal, PeakRSS: x.PeakRSS, RowStatus: status}
+	if x.Code >= 0 {
+		c := x.Code
+		end.ExitCode = &c
+	}
+	if res.Transcript != nil {
+		end.Transcript = res.Transcript.Bytes()
+	}
+	return end
+}
+
+type legRun struct {
+	halted *runner.QueueStatus
+}
+
+// streamed is one leg run through a queue and recorded as it ran.
+type streamed struct {
+	legID   int64
+	results []*runner.LegResult // the leg's, then the canary's when one ran
+	out     study.LegOutcome
+	canary  *runner.Canary
+	halted  *runner.QueueStatus
+}
+
+// stream runs spec through a queue (with the canary cs after a crash-class end), recording it
+// as the leg ls: each row is added to the notebook as it arrives; the leg is finished with
+// its outcome, transcript and row statuses when the queue is done.
+func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart, cs *runner.CanarySpec, expected int) (streamed, error) {
+	e, l := r.e, r.l
+	ls.Argv = spec.Argv()
+	legID, sink, err := e.Rec.StartLeg(ctx, ls)
+	if err != nil {
+		return streamed{}, err
+	}
+	st := streamed{legID: legID}
+	event := ls.PlanLeg
+	if ls.Role != study.RoleLeg {
+		event = ls.Label
+	}
+	r.legStart = e.now()
+	r.progress.Current, r.progress.LegTest, r.progress.LegTests = event, 0, expected
+	r.emit(study.Event{Kind: study.EventLegStarted, Leg: event, LegID: legID, Role: ls.Role, Attempt: ls.Attempt, Argv: ls.Argv})
+
+	wctx := context.WithoutCancel(ctx)
+	q := e.startQueue(ctx, runner.QueueSpec{Legs: []runner.LegSpec{spec}, Canary: cs})
+	seqOf := map[int]int64{}
+	var n int64
+	var addErr error
+	for ev := range q.Events() {
+		switch ev.Type {
+		case runner.EventSample:
+			if ev.Leg != spec.ID {
+				continue // the canary's rows are recorded with the canary's own leg
+			}
+			if addErr == nil {
+				addErr = sink.AddBench(ev.Sample.Result)
+			}
+			seqOf[ev.Sample.Row] = n
+			n++
+			r.progress.LegTest = int(n)
+			r.emit(study.Event{Kind: study.EventSample, Leg: event, LegID: legID, Sample: ev.Sample})
+		case runner.EventProgress:
+			if ev.Leg == spec.ID && ev.Progress != nil {
+				r.progress.LegTest = ev.Progress.Done
+				if ev.Progress.Total > 0 {
+					r.progress.LegTests = ev.Progress.Total
+				}
+				r.emit(study.Event{Kind: study.EventLegProgress, Leg: event, LegID: legID, LegProgress: ev.Progress})
+			}
+		case runner.EventFlagged:
+			if ev.Leg == spec.ID && ev.Flagged != nil {
+				f := ev.Flagged
+				if err := e.Rec.RecordGate(wctx, study.GateRecord{StudyID: l.St.ID, LegID: legID, Name: "cv:" + f.Test, Code: "cv_above_limit",
+					Observed: f.Value, Limit: f.Limit, Detail: f}); err != nil && addErr == nil {
+					addErr = err
+				}
+				r.emit(study.Event{Kind: study.EventFlagged, Leg: event, LegID: legID, Flagged: f})
+			}
+		case runner.EventLine:
+			if ev.Line != nil {
+				label := event
+				if ev.Leg != spec.ID {
+					label = ev.Leg // the canary's output
+				}
+				r.emit(study.Event{Kind: study.EventLine, Leg: label, LegID: legID, Line: ev.Line})
+			}
+		case runner.EventCanary:
+			st.canary = ev.Canary
+		case runner.EventQueueHalted:
+			st.halted = ev.Queue
+		}
+	}
+	st.results = q.Results()
+	if len(st.results) == 0 {
+		return st, fmt.Errorf("leg %s: the runner returned no result", ls.Label)
+	}
+	res := st.results[0]
+	status := make([]string, n)
+	for i := range status {
+		status[i] = string(runner.RowDiscarded) // a row the result does not list never counts
+	}
+	for _, row := range res.Rows {
+		if s, ok := seqOf[row.Sample.Row]; ok {
+			status[s] = string(row.Status)
+		}
+	}
+	st.out = study.LegOutcome{Class: string(res.Exit.Class), Reason: res.Exit.Reason, Rows: int(n), Expected: expected, Duration: res.Exit.Duration}
+	for _, s := range status {
+		switch runner.RowStatus(s) {
+		case runner.RowResult:
+			st.out.Results++
+		case runner.RowFlagged:
+			st.out.Flagged++
+		default:
+			st.out.Discarded++
+		}
+	}
+	if err := e.Rec.FinishLeg(wctx, legID, legEnd(res, status)); err != nil {
+		return st, err
+	}
+	if addErr != nil {
+		return st, fmt.Errorf("leg %s: recording its rows: %w", ls.Label, addErr)
+	}
+	r.progress.Current, r.progress.LegTest, r.progress.LegTests = "", 0, 0
+	o := st.out
+	r.emit(study.Event{Kind: study.EventLegFinished, Leg: event, LegID: legID, Role: ls.Role, Attempt: ls.Attempt, Outcome: &o})
+	return st, nil
+}
+
+// runLeg runs one plan leg (and the canary after a crash-class end), then journals the
+// verdicts its rows decide.
+func (r *run) runLeg(ctx context.Context, lp study.LegPlan) (legRun, error) {
+	e, l := r.e, r.l
+	attempt := r.attempts[lp.ID] + 1
+	r.attempts[lp.ID] = attempt
+	label := lp.ID
+	if attempt > 1 {
+		label = fmt.Sprintf("%s (attempt %d)", lp.ID, attempt)
+	}
+	spec := runner.LegSpec{ID: lp.ID, Bench: e.Bench, Args: lp.Args, CVGate: r.gate()}
+	var artefact int64
+	if len(lp.Models) == 1 {
+		artefact = r.artefacts[lp.Models[0]]
+	}
+	detail := map[string]any{"plan_sha256": l.St.PlanSHA256, "expected_rows": lp.ExpectedRows}
+	if lp.Repeat != "" {
+		detail["repeat"], detail["of"] = lp.Repeat, lp.Of
+	}
+	var cs *runner.CanarySpec
+	if l.Plan.Canary != nil {
+		cs = &runner.CanarySpec{Leg: r.canaryLeg("canary after " + label), Baseline: r.baseline, MaxDrop: l.Plan.Canary.MaxDrop}
+	}
+	st, err := r.stream(ctx, spec, study.LegStart{StudyID: l.St.ID, Label: label, Kind: "bench", PlanLeg: lp.ID, Role: study.RoleLeg,
+		Attempt: attempt, Conditions: lp.Conditions, MachineID: r.machineID, BuildID: r.buildID, ArtefactID: artefact,
+		Detail: detail}, cs, lp.ExpectedRows)
+	if err != nil {
+		return legRun{}, err
+	}
+	delete(l.Reopened, lp.ID) // a forced attempt ended: the leg is final again if it failed again
+	if st.results[0].Exit.Class != runner.ClassStoppedByUser {
+		r.done[lp.ID] = true
+		r.progress.LegsDone++
+		r.legsRun++
+		r.legTime += e.now().Sub(r.legStart)
+	}
+	if len(st.results) > 1 {
+		cl := "canary after " + label
+		cid, err := r.recordAfterTheFact(ctx, st.results[1], cl, lp.ID, study.RoleCanary, attempt)
+		if err != nil {
+			return legRun{}, err
+		}
+		r.emit(study.Event{Kind: study.EventCanary, Leg: cl, LegID: cid, Role: study.RoleCanary, Canary: st.canary})
+	}
+	if err := r.updateVerdicts(context.WithoutCancel(ctx)); err != nil {
+		return legRun{}, err
+	}
+	r.emit(study.Event{Kind: study.EventProgress})
+	return legRun{halted: st.halted}, nil
+}

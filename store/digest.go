@@ -1,0 +1,137 @@
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Transcript returns a leg's transcript, decompressed.
+func (n *Notebook) Transcript(ctx context.Context, legID int64) ([]byte, error) {
+	var out bytes.Buffer
+	_, err := transcriptDigest(ctx, n.rdb, legID, &out)
+	return out.Bytes(), err
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func transcriptDigest(ctx context.Context, q querier, legID int64, w io.Writer) (string, error) {
+	rows, err := q.QueryContext(ctx, "SELECT data FROM transcript_chunks WHERE leg_id = ? ORDER BY seq", legID)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	h := sha256.New()
+	dst := io.Writer(h)
+	if w != nil {
+		dst = io.MultiWriter(h, w)
+	}
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return "", err
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return "", fmt.Errorf("leg %d transcript: %w", legID, err)
+		}
+		if _, err := io.Copy(dst, zr); err != nil {
+			return "", fmt.Errorf("leg %d transcript: %w", legID, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+type digest struct {
+	BenchRows, RequestRows int64
+	SamplesSHA256          string
+	TranscriptSHA256       string
+}
+
+// legDigest hashes a leg's rows: for each row (bench rows by seq, then request rows by seq)
+// each column value as type letter + text, 0x1f between values, 0x1e after each row.
+func legDigest(ctx context.Context, q querier, legID int64) (digest, error) {
+	var d digest
+	h := sha256.New()
+	var buf []byte
+	for _, t := range []struct {
+		sql   string
+		count *int64
+		tag   string
+	}{
+		{"SELECT " + benchDigestCols + " FROM bench_rows WHERE leg_id = ? ORDER BY seq", &d.BenchRows, "bench\n"},
+		{"SELECT " + requestDigestCols + " FROM request_samples WHERE leg_id = ? ORDER BY seq", &d.RequestRows, "request\n"},
+	} {
+		h.Write([]byte(t.tag))
+		rows, err := q.QueryContext(ctx, t.sql, legID)
+		if err != nil {
+			return d, err
+		}
+		cols, _ := rows.Columns()
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return d, err
+			}
+			buf = buf[:0]
+			for i, v := range vals {
+				if i > 0 {
+					buf = append(buf, 0x1f)
+				}
+				buf = appendDigestValue(buf, v)
+			}
+			buf = append(buf, 0x1e)
+			h.Write(buf)
+			*t.count++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return d, err
+		}
+	}
+	d.SamplesSHA256 = hex.EncodeToString(h.Sum(nil))
+	var err error
+	d.TranscriptSHA256, err = transcriptDigest(ctx, q, legID, nil)
+	return d, err
+}
+
+func appendDigestValue(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, 'n')
+	case int64:
+		return strconv.AppendInt(append(b, 'i'), x, 10)
+	case float64:
+		return strconv.AppendFloat(append(b, 'f'), x, 'g', -1, 64)
+	case string:
+		return append(append(b, 's'), x...)
+	case []byte:
+		return append(append(b, 's'), x...)
+	case bool:
+		if x {
+			return append(b, 'i', '1')
+		}
+		return append(b, 'i', '0')
+	case time.Time:
+		return append(append(b, 's'), FormatTime(x)...)
+	}
+	return append(append(b, '?'), fmt.Sprint(v)...)
+}
