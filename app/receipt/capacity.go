@@ -173,8 +173,31 @@ func readCapacity(files Files, ix *Index) (*capacityBundle, *capacity.Result, []
 	return cb, &res, js, nil
 }
 
+// capacityMarkdown is the receipt of a capacity or concurrency study, one section after
+// another.
 func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	w := &mdWriter{}
+	capHeader(w, r)
+	capSelected(w, r)
+	capQuality(w, r)
+	capScaling(w, r)
+	capPredictions(w, cb, r)
+	capMethodology(w, r)
+	capProvenance(w, cb, r)
+	w.heading(2, "Redaction")
+	redactionSection(w, cb.redaction)
+	plotsSection(w, capacityPlotNames(r))
+	capReproduce(w, cb, r)
+	w.heading(2, "Boundary")
+	w.line("This is a bounded fixed-concurrency study on one machine. It is not an open-loop production-capacity benchmark, a cost or energy claim, or a model-quality evaluation beyond its guard. Backend log markers establish only that llama.cpp logged them; they are not kernel-level proof.")
+	w.blank()
+	w.heading(2, "Metric definitions")
+	definitionsSection(w, r.Definitions)
+	return w.bytes()
+}
+
+// capHeader writes the title, scope, abbreviations and decision boundary.
+func capHeader(w *mdWriter, r *capacity.Result) {
 	p := r.Plan
 	kind := "Capacity"
 	if r.Kind == "concurrency" {
@@ -200,7 +223,11 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 		w.line("**Decision boundary:** this receipt does not choose between the candidates. Choose the model candidate first, then use its row here to select a serving point.")
 		w.blank()
 	}
+}
 
+// capSelected writes the selected point of each candidate, the selection rule and each envelope.
+func capSelected(w *mdWriter, r *capacity.Result) {
+	p := r.Plan
 	w.heading(2, "Selected operating points")
 	var base capacity.PointRef
 	if len(r.Candidates) > 0 {
@@ -245,7 +272,11 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	for _, c := range r.Candidates {
 		envelope(w, p, c)
 	}
+}
 
+// capQuality writes the quality guard's scores and its gate.
+func capQuality(w *mdWriter, r *capacity.Result) {
+	p := r.Plan
 	w.heading(2, "Quality guard")
 	if !p.Limits.QualityGated() {
 		w.line("The plan declares no quality guard.")
@@ -281,7 +312,11 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 		w.line("Gate: score at least %s of the cases (floor), retention against %s at least %s, and identical per-case outcomes at every slot count.", floor, code(ref), ret)
 		w.blank()
 	}
+}
 
+// capScaling writes scaling along the clients = slots diagonal.
+func capScaling(w *mdWriter, r *capacity.Result) {
+	p := r.Plan
 	w.heading(2, "Scaling along the diagonal")
 	var srows [][]string
 	for _, c := range r.Candidates {
@@ -308,7 +343,11 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	w.table([]string{"Candidate", "Aggregate speedup", "Gain per doubling", "Knee", "TTFT growth", "Serving tax"}, "lrllrr", srows)
 	w.line("Along the cells where clients = slots: speedup = rate at the largest P / rate at the smallest; the knee is the first P whose gain per doubling is below %s; TTFT growth is the observed-p95 TTFT ratio between the same two points.", pct(p.KneeThreshold))
 	w.blank()
+}
 
+// capPredictions writes the predictions and their verdicts (when the plan has any).
+func capPredictions(w *mdWriter, cb *capacityBundle, r *capacity.Result) {
+	p := r.Plan
 	if len(r.Verdicts) > 0 {
 		w.heading(2, "Predictions")
 		texts := map[string]string{}
@@ -335,7 +374,11 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 		}
 		w.blank()
 	}
+}
 
+// capMethodology writes how the study was run: slots, clients, passes, requests, servers, gates.
+func capMethodology(w *mdWriter, r *capacity.Result) {
+	p := r.Plan
 	w.heading(2, "Methodology")
 	w.line("- Server slots: %s.", code(joinInts(p.Slots)))
 	if r.Kind == "concurrency" {
@@ -394,7 +437,11 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	w.line("- Gate limits: observed-p95 TTFT at most %s ms and E2E at most %s ms in every pass, completion rate at least %s, generation-rate spread at most %s, observed-p95 E2E spread at most %s, peak RSS at most %s MiB.",
 		f1(p.Limits.TTFTMsP95Max), f1(p.Limits.E2EMsP95Max), pct(p.Limits.CompletionRateMin), pct(p.Limits.GenRateSpreadMax), pct(p.Limits.E2EP95SpreadMax), f1(p.Limits.PeakRSSMiBMax))
 	w.blank()
+}
 
+// capProvenance writes what identifies the plan, the build, the models, the machine and the journal.
+func capProvenance(w *mdWriter, cb *capacityBundle, r *capacity.Result) {
+	p := r.Plan
 	w.heading(2, "Provenance and fingerprints")
 	prov := [][]string{
 		{"Classification", code(r.Kind)},
@@ -449,20 +496,11 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 			code(FileJournal), code("sparkbench verify"), code(FilePlan), code("sparkbench notebook verify"))
 		w.blank()
 	}
+}
 
-	w.heading(2, "Redaction")
-	redactionSection(w, cb.redaction)
-
-	if names := capacityPlotNames(r); len(names) > 0 {
-		w.heading(2, "Plots")
-		for _, n := range names {
-			if strings.HasSuffix(n, ".png") {
-				w.line("![%s](%s) ([SVG](%s))", inline(strings.TrimSuffix(strings.TrimPrefix(n, DirPlots), ".png")), n, strings.TrimSuffix(n, ".png")+".svg")
-				w.blank()
-			}
-		}
-	}
-
+// capReproduce writes the commands that re-derive study.json from the raw files.
+func capReproduce(w *mdWriter, cb *capacityBundle, r *capacity.Result) {
+	p := r.Plan
 	w.heading(2, "Reproduce and compare")
 	w.line("Run from the extracted bundle with %s. This first verifies every archived file, then requires byte-for-byte matches for both derived outputs.", code(cb.ix.Sparkbench))
 	w.blank()
@@ -506,19 +544,4 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	w.blank()
 	w.line("</details>")
 	w.blank()
-
-	w.heading(2, "Boundary")
-	w.line("This is a bounded fixed-concurrency study on one machine. It is not an open-loop production-capacity benchmark, a cost or energy claim, or a model-quality evaluation beyond its guard. Backend log markers establish only that llama.cpp logged them; they are not kernel-level proof.")
-	w.blank()
-
-	w.heading(2, "Metric definitions")
-	dk := make([]string, 0, len(r.Definitions))
-	for k := range r.Definitions {
-		dk = append(dk, k)
-	}
-	sort.Strings(dk)
-	for _, k := range dk {
-		w.line("- %s: %s", code(k), inline(r.Definitions[k]))
-	}
-	return w.bytes()
 }

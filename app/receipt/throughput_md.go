@@ -11,15 +11,43 @@ import (
 	"sparkbench/app/study"
 )
 
-// throughputMarkdown renders receipt.md from study.json's content only.
+// throughputMarkdown is the receipt of a throughput study, one section after another; the
+// closing sections (redaction, plots, definitions) are the capacity receipt's too.
 func throughputMarkdown(d *ThroughputStudy) []byte {
 	w := &mdWriter{}
-	rep := d.Report
-	s := rep.Study
 	plan, err := study.Decode(FilePlan, d.Plan)
 	if err != nil {
 		plan = &study.Plan{}
 	}
+	tmHeader(w, d, plan)
+	w.heading(2, "Results by depth")
+	depthTables(w, d, plan)
+	tmFigures(w, d)
+	tmScoreboard(w, d)
+	tmAmendments(w, d)
+	tmDeviations(w, d)
+	tmFindings(w, d)
+	tmLegs(w, d)
+	w.heading(2, "Methodology")
+	methodology(w, plan)
+	w.heading(2, "Provenance and fingerprints")
+	provenanceTable(w, d)
+	w.heading(2, "Redaction")
+	redactionSection(w, d.Redaction)
+	plotsSection(w, d.Plots)
+	tmReproduce(w, d)
+	w.heading(2, "Boundary")
+	w.line("This is a bounded llama-bench study on one machine, with this build and these model files. It is not a serving benchmark (no concurrent requests, no HTTP, no time to first token), not a quality evaluation, and not a cost or energy claim. Prompt and generation rates are closed-loop microbenchmarks at fixed depths; other depths, batch sizes, flags, builds or machines need their own legs.")
+	w.blank()
+	w.heading(2, "Metric definitions")
+	definitionsSection(w, d.Definitions)
+	return w.bytes()
+}
+
+// tmHeader writes the title, scope, abbreviations and halt.
+func tmHeader(w *mdWriter, d *ThroughputStudy, plan *study.Plan) {
+	rep := d.Report
+	s := rep.Study
 	w.line("# %s — throughput receipt", inline(s.Name))
 	w.blank()
 	w.line("> **Study %d · %s · %d/%d legs finished** · plan SHA-256 %s", s.ID, inline(s.Status), s.LegsDone, s.LegsTotal, code(s.PlanSHA256))
@@ -36,10 +64,11 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 		w.line("**Halted:** %s", inline(s.Halted))
 		w.blank()
 	}
+}
 
-	w.heading(2, "Results by depth")
-	depthTables(w, d, plan)
-
+// tmFigures writes the derived figures and their sources.
+func tmFigures(w *mdWriter, d *ThroughputStudy) {
+	rep := d.Report
 	w.heading(2, "Derived figures")
 	if len(rep.Figures) == 0 {
 		w.line("No derived figures: the study has no results yet.")
@@ -57,7 +86,11 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 		}
 		w.table([]string{"Figure", "Value", "Detail", "Sources"}, "lrll", rows)
 	}
+}
 
+// tmScoreboard writes every prediction, its computed and journaled verdicts, deviations and human verdicts.
+func tmScoreboard(w *mdWriter, d *ThroughputStudy) {
+	rep := d.Report
 	w.heading(2, "Prediction scoreboard")
 	if len(rep.Scoreboard) == 0 {
 		w.line("The plan registered no predictions.")
@@ -117,7 +150,11 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 			w.table([]string{"Prediction", "Verdict", "Rationale", "Author", "Recorded"}, "lllll", hv)
 		}
 	}
+}
 
+// tmAmendments writes the amendments accepted before their legs ran.
+func tmAmendments(w *mdWriter, d *ThroughputStudy) {
+	rep := d.Report
 	w.heading(2, "Amendments")
 	if len(rep.Amendments) == 0 {
 		w.line("None: every prediction was judged as registered.")
@@ -133,7 +170,11 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 		w.line("Amendments were accepted only while no leg they touch had run.")
 		w.blank()
 	}
+}
 
+// tmDeviations writes the recorded deviations.
+func tmDeviations(w *mdWriter, d *ThroughputStudy) {
+	rep := d.Report
 	w.heading(2, "Deviations")
 	if len(rep.Deviations) == 0 {
 		w.line("None recorded.")
@@ -149,7 +190,11 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 		}
 		w.table([]string{"Kind", "Description", "Prediction", "Recorded"}, "llll", rows)
 	}
+}
 
+// tmFindings writes the numbered findings.
+func tmFindings(w *mdWriter, d *ThroughputStudy) {
+	rep := d.Report
 	w.heading(2, "Findings")
 	if len(rep.Findings) == 0 {
 		w.line("None recorded.")
@@ -168,7 +213,10 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 		}
 		w.table([]string{"Finding", "Text", "Legs", "Predictions"}, "llll", rows)
 	}
+}
 
+// tmLegs writes one row per leg: state, class, rows, duration, conditions.
+func tmLegs(w *mdWriter, d *ThroughputStudy) {
 	w.heading(2, "Legs")
 	var legRows [][]string
 	for _, l := range d.Legs {
@@ -193,27 +241,10 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 	w.table([]string{"Leg", "Label", "State", "Class", "Rows", "Results", "Flagged", "Discarded", "Duration", "Conditions"}, "rlllrrrrrl", legRows)
 	w.line("Each leg is one llama-bench process; its rows, transcript and record are in `legs/NNN-label/`. A crashed, interrupted or stopped leg never yields results, nor do flagged or discarded rows.")
 	w.blank()
+}
 
-	w.heading(2, "Methodology")
-	methodology(w, plan)
-
-	w.heading(2, "Provenance and fingerprints")
-	provenanceTable(w, d)
-
-	w.heading(2, "Redaction")
-	redactionSection(w, d.Redaction)
-
-	if len(d.Plots) > 0 {
-		w.heading(2, "Plots")
-		for _, p := range d.Plots {
-			if strings.HasSuffix(p, ".png") {
-				svg := strings.TrimSuffix(p, ".png") + ".svg"
-				w.line("![%s](%s) ([SVG](%s))", inline(strings.TrimSuffix(path.Base(p), ".png")), p, svg)
-				w.blank()
-			}
-		}
-	}
-
+// tmReproduce writes the commands that verify and re-derive the bundle.
+func tmReproduce(w *mdWriter, d *ThroughputStudy) {
 	w.heading(2, "Reproduce and compare")
 	w.line("From the bundle's folder (or on the `.tar.gz`), with %s, the version that wrote it:", code(d.Provenance.Sparkbench))
 	w.blank()
@@ -224,21 +255,33 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 	w.blank()
 	w.line("`sparkbench verify` checks every file against SHA256SUMS, re-walks the journal excerpt's hash chain, re-assembles `study.json` and `receipt.md` from the raw files (plan, journal, leg records, rows, model records) and re-renders the plots, and compares each byte for byte. It exits 0 only if all hold; otherwise it names each file that differs and its first differing line.")
 	w.blank()
+}
 
-	w.heading(2, "Boundary")
-	w.line("This is a bounded llama-bench study on one machine, with this build and these model files. It is not a serving benchmark (no concurrent requests, no HTTP, no time to first token), not a quality evaluation, and not a cost or energy claim. Prompt and generation rates are closed-loop microbenchmarks at fixed depths; other depths, batch sizes, flags, builds or machines need their own legs.")
-	w.blank()
+// plotsSection lists the bundle's charts (PNG, with a link to the SVG), when there are any.
+func plotsSection(w *mdWriter, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	w.heading(2, "Plots")
+	for _, p := range names {
+		if strings.HasSuffix(p, ".png") {
+			svg := strings.TrimSuffix(p, ".png") + ".svg"
+			w.line("![%s](%s) ([SVG](%s))", inline(strings.TrimSuffix(path.Base(p), ".png")), p, svg)
+			w.blank()
+		}
+	}
+}
 
-	w.heading(2, "Metric definitions")
-	keys := make([]string, 0, len(d.Definitions))
-	for k := range d.Definitions {
+// definitionsSection writes every metric definition, by name.
+func definitionsSection(w *mdWriter, defs map[string]string) {
+	keys := make([]string, 0, len(defs))
+	for k := range defs {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		w.line("- %s: %s", code(k), inline(d.Definitions[k]))
+		w.line("- %s: %s", code(k), inline(defs[k]))
 	}
-	return w.bytes()
 }
 
 // figureValue prints a derived figure as `study show` does: changes signed, fractions of

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sparkbench/runner"
 	"strings"
 	"syscall"
 	"testing"
@@ -63,13 +64,13 @@ func TestFaultsStudyCrashedLegIsRetried(t *testing.T) {
 	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
 	dir := t.TempDir()
 	nb := filepath.Join(dir, "notebook.db")
-	file := writePlan(t, dir, "crash then fix", tiny, moe, 2, 8, retryPredictions)
+	file := writePlan(t, dir, "crash then fix", tiny, moe, 2, 32, retryPredictions) // tg32: less jitter than tg8 under load (a CV flag would end a leg without results)
 	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
 	if code != 0 {
 		t.Fatalf("register: %d %s %s", code, out, errOut)
 	}
 	id := registeredID(t, out)
-	fake := fakeBenchDir(t, loc.Bench, map[string]string{"tiny-llama-f32.gguf -p 64 -n 8 -d 128": "segv"})
+	fake := fakeBenchDir(t, loc.Bench, map[string]string{"tiny-llama-f32.gguf -p 64 -n 32 -d 128": "segv"})
 
 	code, out, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", fake)
 	wantErr := []string{
@@ -81,6 +82,13 @@ func TestFaultsStudyCrashedLegIsRetried(t *testing.T) {
 		t.Fatalf("first run: exit %d, want 1 with %q\nstdout %s\nstderr %s", code, wantErr, out, errOut)
 	}
 	rep := showJSON(t, id, nb)
+	for _, l := range rep.Legs {
+		// A CV gate can flag a row of a millisecond-long test on a machine under load: that
+		// leg ends with fewer results, which this test about crashes cannot tell from a bug.
+		if l.Class == string(runner.ClassFlagged) {
+			t.Skipf("leg %s was flagged by the CV gate (the machine is too busy for this test's timings):\n%s", l.Label, out)
+		}
+	}
 	if rep.Study.Status != study.StatusIncomplete {
 		t.Fatalf("status %q after a crashed leg", rep.Study.Status)
 	}
@@ -92,6 +100,9 @@ func TestFaultsStudyCrashedLegIsRetried(t *testing.T) {
 		if s.Prediction != "P1" && s.Recorded != nil {
 			t.Errorf("%s journaled while its leg can be retried: %+v", s.Prediction, s.Recorded)
 		}
+	}
+	if t.Failed() {
+		t.Fatalf("the first run said:\n%s\n%s", out, errOut)
 	}
 
 	// The receipt of the incomplete study reads the legs as the engine does: it verifies, and
