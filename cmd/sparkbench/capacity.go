@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"sparkbench/runner/fsread"
 	"strconv"
 	"strings"
 
@@ -16,8 +13,9 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
 	"sparkbench/runner/atomicfile"
-	"sparkbench/runner/hashing"
+	"sparkbench/runner/fsread"
 	"sparkbench/runner/llamacpp"
+	"sparkbench/store"
 )
 
 const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] --output study.json"
@@ -32,7 +30,7 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "validate":
-		return capacityValidate(args[1:], stdout, stderr)
+		return validateCommand(capacityKind, args[1:], stdout, stderr)
 	case "assemble":
 		return capacityAssemble(args[1:], stdout, stderr)
 	case "run":
@@ -40,7 +38,7 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) int {
 	case "register":
 		return capacityRegister(args[1:], stdout, stderr)
 	case "show":
-		return capacityShow(args[1:], stdout, stderr)
+		return showCommand(capacityKind, args[1:], stdout, stderr)
 	}
 	fprintf(stderr, "sparkbench capacity: unknown verb %q; want validate, assemble, register, run or show\n", args[0])
 	return 2
@@ -56,35 +54,34 @@ type capacityValidateReport struct {
 	Lifetimes []capacity.Lifetime `json:"lifetimes,omitempty"`
 }
 
+// capacityKind is the capacity and concurrency study kinds as the CLI's shared verbs see them.
+var capacityKind = cliKind{
+	verb:         "capacity",
+	noHashHelp:   "skip opening and hashing the model and prompt-plan files",
+	llamaDirHelp: "folder holding the llama-server whose --help the candidates' server_flags are checked against (default: the plan's build.dir, then the usual search; none found: a warning)",
+	showJSONHelp: "print the report as JSON",
+	validate:     capacityValidate,
+	find:         capacityFindStudy,
+	show: func(ctx context.Context, nb *store.Notebook, id int64) (*shownStudy, error) {
+		rep, err := capacity.Show(ctx, store.CapacityRecorder{N: nb}, id)
+		if err != nil {
+			return nil, err
+		}
+		return &shownStudy{report: rep, print: func(w io.Writer) { capacityPrintReport(w, rep) }, problem: rep.Problem}, nil
+	},
+}
+
 // capacityValidate checks a capacity or concurrency plan: strict JSON, every rule of
-// docs/capacity.md, model and prompt-plan files hashed against the plan (unless --no-hash).
-func capacityValidate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("capacity validate", stderr)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	noHash := fs.Bool("no-hash", false, "skip opening and hashing the model and prompt-plan files")
-	llamaDir := fs.String("llama-dir", "", "folder holding the llama-server whose --help the candidates' server_flags are checked against (default: the plan's build.dir, then the usual search; none found: a warning)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return usageError(err)
-	}
-	if len(pos) != 1 {
-		fprintf(stderr, "sparkbench capacity validate: want exactly one plan file\n")
-		return 2
-	}
-	file := pos[0]
+// docs/capacity.md, model and prompt-plan files hashed against the plan (unless --no-hash),
+// server_flags against the build's llama-server --help (a warning when there is none).
+func capacityValidate(ctx context.Context, file string, hash study.HashFunc, llamaDir string, stderr io.Writer) (*planCheck, error) {
 	p, err := capacity.Load(file)
 	if err != nil {
-		fprintf(stderr, "sparkbench capacity validate: %v\n", err)
-		return 2
+		return nil, err
 	}
 	p.Defaults()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	opts := capacity.ValidateOptions{PlanDir: filepath.Dir(file)}
-	if !*noHash {
-		opts.Hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
-	}
-	dir := *llamaDir
+	opts := capacity.ValidateOptions{PlanDir: filepath.Dir(file), Hash: hash}
+	dir := llamaDir
 	if dir == "" && p.Build.Dir != "" {
 		dir = study.ResolvePath(filepath.Dir(file), p.Build.Dir)
 	}
@@ -108,34 +105,17 @@ func capacityValidate(args []string, stdout, stderr io.Writer) int {
 		rep.SHA256, _, _ = p.SHA256()
 		rep.Lifetimes = capacity.Schedule(p, opts.PlanDir)
 	}
-	if *asJSON {
-		if code := printJSON(stdout, stderr, "capacity validate", rep); code != 0 {
-			return code
+	return &planCheck{problems: probs, valid: rep.Valid, report: rep, summary: func(w io.Writer) {
+		cells := 0
+		for _, s := range p.Slots {
+			cells += len(p.ClientLevels(s))
 		}
-	} else {
-		for _, pr := range probs {
-			w := stdout
-			if pr.Severity == study.SevError {
-				w = stderr
-			}
-			fprintf(w, "%s: %s\n", file, pr)
+		fprintf(w, "%s: valid %s plan %q, sha256 %s: %d candidates x %d cells x %d passes, %d server lifetimes in run order:\n",
+			file, rep.Kind, p.Name, rep.SHA256, len(p.Candidates), cells, len(p.Passes), len(rep.Lifetimes))
+		for _, l := range rep.Lifetimes {
+			fprintf(w, "  %-32s clients %-10s llama-server %s\n", l.Key, capacityJoinInts(l.Clients), study.JoinArgs(l.Args))
 		}
-		if rep.Valid {
-			cells := 0
-			for _, s := range p.Slots {
-				cells += len(p.ClientLevels(s))
-			}
-			fprintf(stdout, "%s: valid %s plan %q, sha256 %s: %d candidates x %d cells x %d passes, %d server lifetimes in run order:\n",
-				file, rep.Kind, p.Name, rep.SHA256, len(p.Candidates), cells, len(p.Passes), len(rep.Lifetimes))
-			for _, l := range rep.Lifetimes {
-				fprintf(stdout, "  %-32s clients %-10s llama-server %s\n", l.Key, capacityJoinInts(l.Clients), study.JoinArgs(l.Args))
-			}
-		}
-	}
-	if !rep.Valid {
-		return 2
-	}
-	return 0
+	}}, nil
 }
 
 func capacityJoinInts(xs []int) string {

@@ -288,45 +288,6 @@ func capacitySelectedLine(id string, s *capacity.Selection, base capacity.PointR
 	return fmt.Sprintf("%-24s selected P%d/C%d  %.2f tok/s  %s", id, s.Slots, s.Clients, s.GenerationRate, gain)
 }
 
-// capacityShow: sparkbench capacity show ID [--json] [--notebook P]. Exit 0; 1 when the
-// journaled study.json is missing or no longer matches its journaled SHA-256 (reported, not
-// trusted); 2 bad input.
-func capacityShow(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("capacity show", stderr)
-	nbFlag := fs.String("notebook", "", nbFlagHelp)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return usageError(err)
-	}
-	if len(pos) != 1 {
-		fprintf(stderr, "sparkbench capacity show: want one study id or name\n")
-		return 2
-	}
-	nb, ctx, id, done, code := openShown("capacity show", *nbFlag, pos[0], capacityFindStudy, stderr)
-	if nb == nil {
-		return code
-	}
-	defer done()
-	rep, err := capacity.Show(ctx, store.CapacityRecorder{N: nb}, id)
-	if err != nil {
-		fprintf(stderr, "sparkbench capacity show: %v\n", err)
-		return 1
-	}
-	if *asJSON {
-		if code := printJSON(stdout, stderr, "capacity show", rep); code != 0 {
-			return code
-		}
-	} else {
-		capacityPrintReport(stdout, rep)
-	}
-	if rep.Problem != "" {
-		fprintf(stderr, "sparkbench capacity show: %s\n", rep.Problem)
-		return 1
-	}
-	return 0
-}
-
 func capacityPrintReport(w io.Writer, r *capacity.Report) {
 	// Recorded text reaches the terminal escaped: a control character stored by an older
 	// version (or imported) is shown, never replayed.

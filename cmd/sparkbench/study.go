@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"sparkbench/app/study"
-	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
 )
@@ -25,13 +24,13 @@ func cmdStudy(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "validate":
-		return studyValidate(args[1:], stdout, stderr)
+		return validateCommand(throughputKind, args[1:], stdout, stderr)
 	case "register":
 		return studyRegister(args[1:], stdout, stderr)
 	case "run":
 		return studyRun(args[1:], stdout, stderr)
 	case "show":
-		return studyShow(args[1:], stdout, stderr)
+		return showCommand(throughputKind, args[1:], stdout, stderr)
 	case "compare":
 		return studyCompare(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
@@ -51,74 +50,49 @@ type studyValidateReport struct {
 	Legs     []study.LegPlan `json:"legs,omitempty"`
 }
 
-// studyValidate checks a plan file: strict JSON, every rule of docs/plans.md, model files read
-// and hashed (SHA-256 against the plan). Exit 0 valid, 2 refused. Nothing is written.
-func studyValidate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("study validate", stderr)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	noHash := fs.Bool("no-hash", false, "skip hashing the model files (only their form is checked)")
-	llamaDir := fs.String("llama-dir", "", "the build whose llama-bench checks extra_args (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return usageError(err)
-	}
-	if len(pos) != 1 {
-		fprintf(stderr, "sparkbench study validate: want exactly one plan file\n")
-		return 2
-	}
-	file := pos[0]
-	p, err := study.Load(file)
-	if err != nil {
-		fprintf(stderr, "sparkbench study validate: %v\n", err)
-		return 2
-	}
-	p.Defaults()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	opts := study.ValidateOptions{PlanDir: filepath.Dir(file)}
-	if !*noHash {
-		opts.Hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
-	}
-	var unchecked *study.Problem
-	opts.BenchFlags, unchecked = benchFlagsFor(ctx, p, *llamaDir)
-	probs, _ := study.Validate(p, opts)
-	if unchecked != nil {
-		probs = append(probs, *unchecked)
-	}
-	rep := studyValidateReport{File: file, Valid: len(study.Errors(probs)) == 0, Problems: probs}
-	if rep.Problems == nil {
-		rep.Problems = []study.Problem{}
-	}
-	if rep.Valid {
-		rep.SHA256, _, _ = p.SHA256()
-		rep.Legs, _ = study.Expand(p, opts.PlanDir)
-	}
-	if *asJSON {
-		if code := printJSON(stdout, stderr, "study validate", rep); code != 0 {
-			return code
+// throughputKind is the throughput study kind as the CLI's shared verbs see it.
+var throughputKind = cliKind{
+	verb:         "study",
+	noHashHelp:   "skip hashing the model files (only their form is checked)",
+	llamaDirHelp: "the build whose llama-bench checks extra_args (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)",
+	showJSONHelp: "print the report as JSON (every figure with the stored rows it came from)",
+	validate: func(ctx context.Context, file string, hash study.HashFunc, llamaDir string, _ io.Writer) (*planCheck, error) {
+		p, err := study.Load(file)
+		if err != nil {
+			return nil, err
 		}
-	} else {
-		for _, pr := range probs {
-			w := stdout
-			if pr.Severity == study.SevError {
-				w = stderr
-			}
-			fprintf(w, "%s: %s\n", file, pr)
+		p.Defaults()
+		opts := study.ValidateOptions{PlanDir: filepath.Dir(file), Hash: hash}
+		var unchecked *study.Problem
+		opts.BenchFlags, unchecked = benchFlagsFor(ctx, p, llamaDir)
+		probs, _ := study.Validate(p, opts)
+		if unchecked != nil {
+			probs = append(probs, *unchecked)
+		}
+		rep := studyValidateReport{File: file, Valid: len(study.Errors(probs)) == 0, Problems: probs}
+		if rep.Problems == nil {
+			rep.Problems = []study.Problem{}
 		}
 		if rep.Valid {
-			fprintf(stdout, "%s: valid throughput plan %q, sha256 %s, %d legs:\n", file, p.Name, rep.SHA256, len(rep.Legs))
-			for _, l := range rep.Legs {
-				fprintf(stdout, "  %-24s %d rows  llama-bench %s\n", l.ID, l.ExpectedRows, study.JoinArgs(l.Args))
-			}
+			rep.SHA256, _, _ = p.SHA256()
+			rep.Legs, _ = study.Expand(p, opts.PlanDir)
 		}
-	}
-	if !rep.Valid {
-		return 2
-	}
-	return 0
+		return &planCheck{problems: probs, valid: rep.Valid, report: rep, summary: func(w io.Writer) {
+			fprintf(w, "%s: valid throughput plan %q, sha256 %s, %d legs:\n", file, p.Name, rep.SHA256, len(rep.Legs))
+			for _, l := range rep.Legs {
+				fprintf(w, "  %-24s %d rows  llama-bench %s\n", l.ID, l.ExpectedRows, study.JoinArgs(l.Args))
+			}
+		}}, nil
+	},
+	find: findStudy,
+	show: func(ctx context.Context, nb *store.Notebook, id int64) (*shownStudy, error) {
+		rep, err := study.Show(ctx, store.StudyRecorder{N: nb}, id)
+		if err != nil {
+			return nil, err
+		}
+		return &shownStudy{report: rep, print: func(w io.Writer) { printReport(w, rep) }}, nil
+	},
 }
-
-// joinArgs prints argv for reading, quoting only the arguments that need it.
 
 // studyCtx is a command's context: Ctrl-C (or SIGTERM) cancels it.
 func studyCtx() (context.Context, context.CancelFunc) {

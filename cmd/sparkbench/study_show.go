@@ -42,36 +42,6 @@ func openShown(verb, nbFlag, ref string, find func(context.Context, *store.Noteb
 	return nb, ctx, id, done, 0
 }
 
-// studyShow: sparkbench study show ID [--json] [--notebook P].
-func studyShow(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("study show", stderr)
-	nbFlag := fs.String("notebook", "", nbFlagHelp)
-	asJSON := fs.Bool("json", false, "print the report as JSON (every figure with the stored rows it came from)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return usageError(err)
-	}
-	if len(pos) != 1 {
-		fprintf(stderr, "sparkbench study show: want one study id or name\n")
-		return 2
-	}
-	nb, ctx, id, done, code := openShown("study show", *nbFlag, pos[0], findStudy, stderr)
-	if nb == nil {
-		return code
-	}
-	defer done()
-	rep, err := study.Show(ctx, store.StudyRecorder{N: nb}, id)
-	if err != nil {
-		fprintf(stderr, "sparkbench study show: %v\n", err)
-		return 1
-	}
-	if *asJSON {
-		return printJSON(stdout, stderr, "study show", rep)
-	}
-	printReport(stdout, rep)
-	return 0
-}
-
 // studyCompare: sparkbench study compare BASELINE NEW [--alpha A] [--json] [--notebook P]. It
 // compares every cell the two studies measured on the same model file (same SHA-256), test,
 // depth and configuration, the benchstat way. Exit 0 compared; 2 refused (different model

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+
+	"sparkbench/app/study"
+	"sparkbench/runner/hashing"
+	"sparkbench/store"
+)
+
+// cliKind is what the CLI's shared verbs need of one study kind (throughput under `study`,
+// capacity and concurrency under `capacity`): `validate` and `show` are one command each,
+// written once over this table.
+type cliKind struct {
+	verb         string // "study" or "capacity"
+	noHashHelp   string
+	llamaDirHelp string
+	showJSONHelp string
+	// validate checks a plan file (hash nil: files are not hashed); a load error refuses it.
+	validate func(ctx context.Context, file string, hash study.HashFunc, llamaDir string, stderr io.Writer) (*planCheck, error)
+	// find resolves a study id or name, with the kind's hint when none matches.
+	find func(ctx context.Context, nb *store.Notebook, ref string) (int64, error)
+	// show reads a study's report: the value --json prints, the text otherwise, and a problem
+	// that makes `show` exit 1 after printing (a journaled result that no longer matches).
+	show func(ctx context.Context, nb *store.Notebook, id int64) (*shownStudy, error)
+}
+
+// planCheck is one kind's verdict on a plan file.
+type planCheck struct {
+	problems []study.Problem
+	valid    bool
+	report   any               // what --json prints
+	summary  func(w io.Writer) // the lines after the problems, for a valid plan
+}
+
+// shownStudy is one kind's report of a registered study.
+type shownStudy struct {
+	report  any
+	print   func(w io.Writer)
+	problem string
+}
+
+// validateCommand is `sparkbench VERB validate PLAN [--json] [--no-hash] [--llama-dir DIR]`:
+// strict JSON, every rule of the kind's plan format, model files hashed against the plan.
+// Exit 0 valid, 2 refused. Nothing is written.
+func validateCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
+	cmd := k.verb + " validate"
+	fs := newFlagSet(cmd, stderr)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	noHash := fs.Bool("no-hash", false, k.noHashHelp)
+	llamaDir := fs.String("llama-dir", "", k.llamaDirHelp)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench %s: want exactly one plan file\n", cmd)
+		return 2
+	}
+	file := pos[0]
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var hash study.HashFunc
+	if !*noHash {
+		hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
+	}
+	c, err := k.validate(ctx, file, hash, *llamaDir, stderr)
+	if err != nil {
+		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
+		return 2
+	}
+	if *asJSON {
+		if code := printJSON(stdout, stderr, cmd, c.report); code != 0 {
+			return code
+		}
+	} else {
+		for _, pr := range c.problems {
+			w := stdout
+			if pr.Severity == study.SevError {
+				w = stderr
+			}
+			fprintf(w, "%s: %s\n", file, pr)
+		}
+		if c.valid {
+			c.summary(stdout)
+		}
+	}
+	if !c.valid {
+		return 2
+	}
+	return 0
+}
+
+// showCommand is `sparkbench VERB show ID [--json] [--notebook P]`. Exit 0; 1 when the report
+// cannot be read or names a problem; 2 bad input.
+func showCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
+	cmd := k.verb + " show"
+	fs := newFlagSet(cmd, stderr)
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
+	asJSON := fs.Bool("json", false, k.showJSONHelp)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench %s: want one study id or name\n", cmd)
+		return 2
+	}
+	nb, ctx, id, done, code := openShown(cmd, *nbFlag, pos[0], k.find, stderr)
+	if nb == nil {
+		return code
+	}
+	defer done()
+	s, err := k.show(ctx, nb, id)
+	if err != nil {
+		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
+		return 1
+	}
+	if *asJSON {
+		if code := printJSON(stdout, stderr, cmd, s.report); code != 0 {
+			return code
+		}
+	} else {
+		s.print(stdout)
+	}
+	if s.problem != "" {
+		fprintf(stderr, "sparkbench %s: %s\n", cmd, s.problem)
+		return 1
+	}
+	return 0
+}
