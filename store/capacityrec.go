@@ -24,7 +24,7 @@ var _ capacity.Recorder = CapacityRecorder{}
 func (r CapacityRecorder) StudyByPlan(ctx context.Context, planSHA256 string) (int64, bool, error) {
 	var id int64
 	err := r.N.rdb.QueryRowContext(ctx, `SELECT p.study_id FROM plans p JOIN studies s ON s.id = p.study_id
-		WHERE p.sha256 = ? AND s.kind IN ('capacity', 'concurrency') ORDER BY p.study_id LIMIT 1`, planSHA256).Scan(&id)
+		WHERE p.sha256 = ? AND s.kind IN (?, ?) ORDER BY p.study_id LIMIT 1`, planSHA256, StudyCapacity, StudyConcurrency).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}

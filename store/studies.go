@@ -9,15 +9,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sparkbench/app/kinds"
 )
 
 // The notebook's studies and plans.
 
 // Study kinds and statuses.
 const (
-	StudyThroughput  = "throughput"
-	StudyCapacity    = "capacity"
-	StudyConcurrency = "concurrency"
+	StudyThroughput  = kinds.Throughput
+	StudyCapacity    = kinds.Capacity
+	StudyConcurrency = kinds.Concurrency
 
 	StatusDraft      = "draft"
 	StatusRegistered = "registered"

@@ -27,7 +27,7 @@ const KindRowsMarked = "leg.rows_marked"
 func (r StudyRecorder) StudyByPlan(ctx context.Context, planSHA256 string) (int64, bool, error) {
 	var id int64
 	err := r.N.rdb.QueryRowContext(ctx, `SELECT p.study_id FROM plans p JOIN studies s ON s.id = p.study_id
-		WHERE p.sha256 = ? AND s.kind = 'throughput' ORDER BY p.study_id LIMIT 1`, planSHA256).Scan(&id)
+		WHERE p.sha256 = ? AND s.kind = ? ORDER BY p.study_id LIMIT 1`, planSHA256, StudyThroughput).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}

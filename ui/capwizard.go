@@ -16,13 +16,14 @@ import (
 
 	"sparkbench/app"
 	"sparkbench/app/capacity"
+	"sparkbench/app/kinds"
 	"sparkbench/app/study"
 )
 
 // Capacity study kinds the New study section offers besides throughput.
 const (
-	KindCapacity    = "capacity"
-	KindConcurrency = "concurrency"
+	KindCapacity    = kinds.Capacity
+	KindConcurrency = kinds.Concurrency
 )
 
 // CapacityWizard builds a capacity (slots × clients grid) or concurrency (the diagonal

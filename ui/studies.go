@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app/charts"
+	"sparkbench/app/kinds"
 	"sparkbench/app/study"
 	"sparkbench/plots"
 )
@@ -237,7 +238,7 @@ func (v *StudiesView) kindOf(id int64) string {
 	return ""
 }
 
-func isCapacityKind(kind string) bool { return kind == "capacity" || kind == "concurrency" }
+func isCapacityKind(kind string) bool { return kinds.Server(kind) }
 
 // showCapacity swaps the detail between the throughput view and the capacity panel.
 func (v *StudiesView) showCapacity(on bool) {

@@ -12,6 +12,7 @@ import (
 
 	"sparkbench/app"
 	"sparkbench/app/capacity"
+	"sparkbench/app/kinds"
 	"sparkbench/app/study"
 	"sparkbench/assets"
 	"sparkbench/plots"
@@ -86,8 +87,8 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		wb.CapWiz.RefreshModels()
 	}
 	wb.CapWiz.Object.Hide()
-	wb.Kind = widget.NewRadioGroup([]string{"throughput", KindCapacity, KindConcurrency}, func(k string) {
-		if k == "throughput" || k == "" {
+	wb.Kind = widget.NewRadioGroup(kinds.All, func(k string) {
+		if k == kinds.Throughput || k == "" {
 			wb.CapWiz.Object.Hide()
 			wb.Wizard.Object.Show()
 			return
@@ -98,7 +99,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	})
 	wb.Kind.Horizontal = true
 	wb.Kind.Required = true
-	wb.Kind.SetSelected("throughput")
+	wb.Kind.SetSelected(kinds.Throughput)
 	wb.CapWiz.OnKind = func(k string) {
 		if wb.Kind.Selected != k {
 			wb.Kind.SetSelected(k)
@@ -118,7 +119,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		if err != nil {
 			return false
 		}
-		wb.Kind.SetSelected("throughput")
+		wb.Kind.SetSelected(kinds.Throughput)
 		wb.Wizard.LoadPlan(p, filepath.Dir(path))
 		return true
 	}

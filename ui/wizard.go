@@ -326,7 +326,7 @@ func (v *WizardView) Validate() {
 			p.Defaults()
 			probs, _ := study.Validate(p, study.ValidateOptions{})
 			for _, pr := range probs {
-				if strings.HasSuffix(pr.Path, ".sha256") && strings.Contains(pr.Msg, "unhashed") {
+				if pr.Code == study.ProblemUnhashed {
 					continue // Register hashes the models (cached) and fills these in
 				}
 				lines = append(lines, pr.String())

@@ -11,6 +11,7 @@ import (
 
 	"sparkbench/app/analysis"
 	"sparkbench/app/canon"
+	"sparkbench/app/kinds"
 	"sparkbench/app/study"
 )
 
@@ -99,10 +100,10 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	if err := a.read(); err != nil {
 		return Result{}, err
 	}
-	res := Result{Schema: SchemaResult, Kind: "capacity", PlanSHA256: sha, Plan: p,
+	res := Result{Schema: SchemaResult, Kind: kinds.Capacity, PlanSHA256: sha, Plan: p,
 		Definitions: definitions, Inputs: a.refs, Candidates: []CandidateResult{}}
 	if p.Concurrency() {
-		res.Kind = "concurrency"
+		res.Kind = kinds.Concurrency
 	}
 	for _, c := range p.Candidates {
 		res.Candidates = append(res.Candidates, a.candidate(c))

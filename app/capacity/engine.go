@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sparkbench/app/canon"
+	"sparkbench/app/kinds"
 	"sparkbench/app/study"
 )
 
@@ -195,9 +196,9 @@ func Register(ctx context.Context, rec Recorder, p *Plan, planFile string, hash 
 
 func planKind(p *Plan) string {
 	if p.Concurrency() {
-		return "concurrency"
+		return kinds.Concurrency
 	}
-	return "capacity"
+	return kinds.Capacity
 }
 
 // ErrAlreadyAssembled refuses to run a study whose assembled result is already journaled.

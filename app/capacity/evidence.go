@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"sparkbench/runner/vocab"
 )
 
 // SchemaRSS identifies the project's own peak-RSS record: {"schema": …, "vmhwm_kib": N}, the
@@ -151,7 +153,7 @@ func CheckMarkers(name string, log []byte, m Markers) (LoadBlock, []MarkerCheck,
 }
 
 // SchemaQuality identifies quality evidence: one guard run of one (candidate, P).
-const SchemaQuality = "sparkbench.quality/v1"
+const SchemaQuality = vocab.SchemaQualityEvidence
 
 // QualityEvidence is the outcome of the quality guard's fixed case list on a fresh server of
 // one candidate at one slot count.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"sparkbench/app/capacity"
+	"sparkbench/app/kinds"
 	"sparkbench/runner/vocab"
 )
 
@@ -200,7 +201,7 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 func capHeader(w *mdWriter, r *capacity.Result) {
 	p := r.Plan
 	kind := "Capacity"
-	if r.Kind == "concurrency" {
+	if r.Kind == kinds.Concurrency {
 		kind = "Concurrency"
 	}
 	w.line("# %s — %s receipt", inline(p.Name), strings.ToLower(kind))
@@ -381,7 +382,7 @@ func capMethodology(w *mdWriter, r *capacity.Result) {
 	p := r.Plan
 	w.heading(2, "Methodology")
 	w.line("- Server slots: %s.", code(joinInts(p.Slots)))
-	if r.Kind == "concurrency" {
+	if r.Kind == kinds.Concurrency {
 		w.line("- Simultaneous clients equal the server slots (the diagonal); arms vary %s.", code(p.ArmAxis))
 	} else {
 		w.line("- Simultaneous clients: %s.", code(joinInts(p.Clients)))

@@ -15,6 +15,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"sparkbench/app/kinds"
 )
 
 // Files is a bundle's content: slash-separated paths relative to the bundle's root → bytes.
@@ -73,8 +75,8 @@ const (
 	LegTranscript  = "transcript.txt"
 	HeaderSuffix   = ".gguf-header"
 	SchemaBundle   = "sparkbench.bundle/v1"
-	KindThroughput = "throughput"
-	KindCapacity   = "capacity"
+	KindThroughput = kinds.Throughput
+	KindCapacity   = kinds.Capacity
 )
 
 // IsDerived says whether a bundle file is re-made from the raw files (study.json, receipt.md,

@@ -267,3 +267,29 @@ func TestVerdictsSeedValues(t *testing.T) {
 		t.Errorf("question: %+v", v)
 	}
 }
+
+// An unhashed model is a problem with a code the window acts on (it hashes the model when it
+// registers), so nothing matches its words; the code is not part of the JSON report.
+func TestUnhashedModelHasItsCode(t *testing.T) {
+	p := loadValid(t)
+	p.Models[0].SHA256 = ""
+	probs, _ := Validate(p, ValidateOptions{PlanDir: "testdata"})
+	var found *Problem
+	for i := range probs {
+		if probs[i].Code == ProblemUnhashed {
+			found = &probs[i]
+		}
+	}
+	if found == nil || found.Path != "models[0].sha256" || found.Severity != SevError {
+		t.Fatalf("no unhashed problem with its code in %v", probs)
+	}
+	b, err := json.Marshal(found)
+	if err != nil || strings.Contains(string(b), `"code"`) || strings.Contains(string(b), `"Code"`) {
+		t.Fatalf("JSON %s (%v): the code must stay out of it", b, err)
+	}
+	for _, pr := range probs {
+		if pr.Code == ProblemUnhashed && pr != *found {
+			t.Errorf("a second unhashed problem: %v", pr)
+		}
+	}
+}

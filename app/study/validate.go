@@ -25,7 +25,16 @@ type Problem struct {
 	Path     string   `json:"path"`
 	Severity Severity `json:"severity"`
 	Msg      string   `json:"message"`
+	// Code names a problem a caller acts on, instead of matching its words (not in JSON).
+	Code ProblemCode `json:"-"`
 }
+
+// ProblemCode names a kind of problem.
+type ProblemCode string
+
+// ProblemUnhashed: a model has no SHA-256 in the plan yet; registering from the window hashes
+// it (through the notebook's cache) and fills it in.
+const ProblemUnhashed ProblemCode = "unhashed"
 
 func (p Problem) String() string { return fmt.Sprintf("%s: %s: %s", p.Severity, p.Path, p.Msg) }
 
@@ -103,8 +112,8 @@ func CheckBenchFlags(p *Plan, known map[string]bool) []Problem {
 			continue // reported as set by the plan
 		}
 		if len(vocab.UnknownFlags([]string{arg}, known)) > 0 {
-			out = append(out, Problem{fmt.Sprintf("axes.extra_args[%d]", i), SevError,
-				fmt.Sprintf("%s is not a flag of this build's llama-bench (its --help does not list it); check the spelling, or the build (llama-bench --help)", arg)})
+			out = append(out, Problem{Path: fmt.Sprintf("axes.extra_args[%d]", i), Severity: SevError,
+				Msg: fmt.Sprintf("%s is not a flag of this build's llama-bench (its --help does not list it); check the spelling, or the build (llama-bench --help)", arg)})
 		}
 	}
 	return out
@@ -131,11 +140,11 @@ type validator struct {
 }
 
 func (v *validator) errf(path, format string, a ...any) {
-	v.problems = append(v.problems, Problem{path, SevError, fmt.Sprintf(format, a...)})
+	v.problems = append(v.problems, Problem{Path: path, Severity: SevError, Msg: fmt.Sprintf(format, a...)})
 }
 
 func (v *validator) warnf(path, format string, a ...any) {
-	v.problems = append(v.problems, Problem{path, SevWarning, fmt.Sprintf(format, a...)})
+	v.problems = append(v.problems, Problem{Path: path, Severity: SevWarning, Msg: fmt.Sprintf(format, a...)})
 }
 
 func (v *validator) run() {
@@ -185,7 +194,7 @@ func TextProblem(path, s string, oneLine bool) *Problem {
 	if err == nil {
 		return nil
 	}
-	return &Problem{path, SevError, err.Error()}
+	return &Problem{Path: path, Severity: SevError, Msg: err.Error()}
 }
 
 // checkText refuses control characters in the plan's free text: it is printed to terminals
@@ -256,6 +265,7 @@ func (v *validator) checkModels() {
 		switch {
 		case m.SHA256 == "":
 			v.errf(at+".sha256", "model %q is unhashed; run `sparkbench model verify %s` and put the SHA-256 here (from the source, if it publishes one)", m.ID, m.Path)
+			v.problems[len(v.problems)-1].Code = ProblemUnhashed
 		case !hexRE.MatchString(m.SHA256):
 			v.errf(at+".sha256", "%q is not a SHA-256 (want 64 lowercase hex digits)", m.SHA256)
 		case v.opts.Hash != nil:

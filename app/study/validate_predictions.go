@@ -32,7 +32,7 @@ func (v *validator) checkPredictions() {
 func CheckPredictionIDs(n int, get func(i int) (id, text string)) []Problem {
 	var out []Problem
 	errf := func(path, format string, a ...any) {
-		out = append(out, Problem{path, SevError, fmt.Sprintf(format, a...)})
+		out = append(out, Problem{Path: path, Severity: SevError, Msg: fmt.Sprintf(format, a...)})
 	}
 	seen := map[string]bool{}
 	for i := 0; i < n; i++ {
@@ -68,7 +68,7 @@ type Expectation struct {
 func CheckExpectation(at string, e Expectation) []Problem {
 	var out []Problem
 	errf := func(path, format string, a ...any) {
-		out = append(out, Problem{path, SevError, fmt.Sprintf(format, a...)})
+		out = append(out, Problem{Path: path, Severity: SevError, Msg: fmt.Sprintf(format, a...)})
 	}
 	switch e.Kind {
 	case KindBand:

@@ -11,6 +11,7 @@ import (
 
 	"sparkbench/app/canon"
 	"sparkbench/app/capacity"
+	"sparkbench/app/kinds"
 	"sparkbench/app/study"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/fsread"
@@ -98,9 +99,9 @@ func capacityValidate(ctx context.Context, file string, hash study.HashFunc, lla
 		rep.Problems = []study.Problem{}
 	}
 	if rep.Valid {
-		rep.Kind = "capacity"
+		rep.Kind = kinds.Capacity
 		if p.Concurrency() {
-			rep.Kind = "concurrency"
+			rep.Kind = kinds.Concurrency
 		}
 		rep.SHA256, _, _ = p.SHA256()
 		rep.Lifetimes = capacity.Schedule(p, opts.PlanDir)

@@ -14,6 +14,7 @@ import (
 	fyneapp "fyne.io/fyne/v2/app"
 
 	"sparkbench/app"
+	"sparkbench/app/kinds"
 	"sparkbench/assets"
 	"sparkbench/store"
 	"sparkbench/ui"
@@ -31,7 +32,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
 	}
-	if !slices.Contains([]string{"throughput", ui.KindCapacity, ui.KindConcurrency}, *newKind) {
+	if !slices.Contains(kinds.All, *newKind) {
 		fprintf(stderr, "sparkbench: --new-kind %q: want throughput, capacity or concurrency\n", *newKind)
 		return 2
 	}

@@ -17,18 +17,19 @@ import (
 	"math"
 	"net/http"
 	"regexp"
-	"sparkbench/runner/fsread"
 	"strconv"
 	"strings"
 	"time"
 
+	"sparkbench/runner/fsread"
 	"sparkbench/runner/loadgen"
+	"sparkbench/runner/vocab"
 )
 
 // Schemas.
 const (
 	SchemaCases    = "sparkbench.quality-cases/v1" // the case list
-	SchemaEvidence = "sparkbench.quality/v1"       // one guard run's outcome
+	SchemaEvidence = vocab.SchemaQualityEvidence   // one guard run's outcome
 )
 
 // Matchers.

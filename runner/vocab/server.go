@@ -99,3 +99,7 @@ type RSS struct {
 	KiB    int64  `json:"vmhwm_kib"`
 	Source string `json:"source"` // "/proc/PID/status" (VmHWM, read just before the stop) or "wait4 rusage"
 }
+
+// SchemaQualityEvidence identifies one quality-guard run's outcome (one candidate at one slot
+// count): runner/quality writes it, app/capacity reads it.
+const SchemaQualityEvidence = "sparkbench.quality/v1"
