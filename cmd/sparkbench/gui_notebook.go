@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 	"sparkbench/ui"
 )
@@ -75,14 +73,12 @@ func (s notebookService) Import(ctx context.Context, paths []string) ([]string, 
 	return lines, nil
 }
 
-// VerifyBundle runs `sparkbench verify` on the bundle: the window shows exactly what the
-// command prints.
+// VerifyBundle checks a bundle through the call `sparkbench verify` makes; the window shows
+// the lines the command prints.
 func (s notebookService) VerifyBundle(ctx context.Context, path string) (bool, []string, error) {
-	var out, errOut bytes.Buffer
-	code := cmdVerifyCtx(ctx, []string{path}, &out, &errOut)
-	lines := strings.Split(strings.TrimSpace(out.String()+errOut.String()), "\n")
-	if code == 2 {
-		return false, nil, errors.New(strings.Join(lines, "\n"))
+	v, err := workbench.VerifyBundle(ctx, workbench.VerifyRequest{Path: path})
+	if err != nil {
+		return false, nil, fmt.Errorf("sparkbench verify: %w", err)
 	}
-	return code == 0, lines, nil
+	return v.OK(), workbench.VerifyText(v), nil
 }

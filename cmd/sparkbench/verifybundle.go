@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
-	"os"
-	"time"
 
-	"sparkbench/app/bundle"
 	"sparkbench/app/receipt"
+	"sparkbench/app/workbench"
 )
 
 const verifyUsage = "verify BUNDLE [--extract DIR] [--hash-plots] [--json]"
@@ -45,68 +42,22 @@ func cmdVerifyCtx(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fprintf(stderr, "sparkbench verify: want one bundle (a folder or a .tar.gz); usage: sparkbench %s\n", verifyUsage)
 		return 2
 	}
-	path := pos[0]
-	start := time.Now()
-	var files receipt.Files
-	if *extract != "" {
-		arch, err := bundle.IsArchive(path)
-		if err == nil && !arch {
-			fprintf(stderr, "sparkbench verify: --extract takes a .tar.gz; %s is a folder\n", path)
-			return 2
-		}
-		if err == nil {
-			files, err = bundle.Extract(path, *extract, bundle.DefaultLimits)
-		}
-		if err != nil {
-			return verifyReadError(path, err, stderr)
-		}
-	} else if files, err = bundle.Read(path, bundle.DefaultLimits); err != nil {
-		return verifyReadError(path, err, stderr)
-	}
-	if ctx.Err() != nil {
-		fprintf(stderr, "sparkbench verify: cancelled before %s was checked\n", path)
-		return 2
-	}
-	rep := receipt.Verify(files, receipt.VerifyOptions{HashPlots: *hashPlots})
-	if ctx.Err() != nil {
-		fprintf(stderr, "sparkbench verify: cancelled while %s was checked\n", path)
-		return 2
-	}
-	took := time.Since(start)
-	if *asJSON {
-		if code := printJSON(stdout, stderr, "verify", verifyReport{Bundle: path, OK: rep.OK(), VerifyReport: rep, Seconds: took.Seconds()}); code != 0 {
-			return code
-		}
-	} else {
-		fprintf(stdout, "%s: %s bundle, %s\n", path, rep.Kind, receipt.Summary(files))
-		for _, c := range rep.Checked {
-			fprintf(stdout, "  checked %s\n", c)
-		}
-		for _, p := range rep.Problems {
-			fprintf(stdout, "  DIFFERS %s\n", p)
-		}
-		if rep.OK() {
-			fprintf(stdout, "OK: every file matches SHA256SUMS and the derived files re-assemble byte for byte (%s)\n", took.Round(time.Millisecond))
-		} else {
-			fprintf(stdout, "FAILED: %d problem(s) (%s)\n", len(rep.Problems), took.Round(time.Millisecond))
-		}
-	}
-	if !rep.OK() {
-		return 1
-	}
-	return 0
-}
-
-func verifyReadError(path string, err error, stderr io.Writer) int {
-	var re *bundle.RefusedError
-	if errors.As(err, &re) {
+	v, err := workbench.VerifyBundle(ctx, workbench.VerifyRequest{Path: pos[0], Extract: *extract, HashPlots: *hashPlots})
+	if err != nil {
 		fprintf(stderr, "sparkbench verify: %v\n", err)
 		return 2
 	}
-	if errors.Is(err, os.ErrNotExist) {
-		fprintf(stderr, "sparkbench verify: %s does not exist\n", path)
-		return 2
+	if *asJSON {
+		if code := printJSON(stdout, stderr, "verify", verifyReport{Bundle: v.Path, OK: v.OK(), VerifyReport: v.Report, Seconds: v.Took.Seconds()}); code != 0 {
+			return code
+		}
+	} else {
+		for _, l := range workbench.VerifyText(v) {
+			fprintf(stdout, "%s\n", l)
+		}
 	}
-	fprintf(stderr, "sparkbench verify: cannot read %s: %v\n", path, err)
-	return 2
+	if !v.OK() {
+		return 1
+	}
+	return 0
 }
