@@ -17,10 +17,7 @@ func Assemble(files Files) (studyJSON, receiptMD []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if ix.Kind == KindCapacity {
-		return assembleCapacity(files, ix)
-	}
-	return assembleThroughput(files, ix)
+	return bundleKinds[ix.Kind].Assemble(files, ix)
 }
 
 // Finish adds the derived files to a bundle's raw files: study.json, receipt.md, the plots
@@ -148,10 +145,9 @@ func Verify(files Files, opt VerifyOptions) *VerifyReport {
 			rep.Checked = append(rep.Checked, fmt.Sprintf("journal chain: %d entries, seq %d to %d, re-walked from prev_hash %s…", rep.Chain.Entries, rep.Chain.FirstSeq, rep.Chain.LastSeq, rep.Chain.FirstPrevHash[:12]))
 		}
 	}
-	// 2b. A capacity bundle's prompt plan against the plan's prompt_plan.sha256 (the receipt
-	// prints the comparison; a different file is a problem, not only a line in receipt.md).
-	if ix.Kind == KindCapacity && ix.Capacity != nil {
-		checkPromptPlan(rep, files, ix.Capacity, add)
+	// 2b. The kind's own checks of the raw files (a capacity bundle's prompt plan).
+	if k := bundleKinds[ix.Kind]; k.Check != nil {
+		k.Check(rep, files, ix, add)
 	}
 	// 3. The derived files, re-assembled.
 	js, md, err := Assemble(files)
@@ -217,18 +213,10 @@ func hash12(h string) string {
 	return h
 }
 
-// excerptStudy says whether a bundle carries a journal excerpt and whose study it is: a
-// throughput bundle always (notebook.json names the study), a capacity bundle when it was
-// written from the notebook (bundle.json names the study).
+// excerptStudy says whether a bundle carries a journal excerpt and whose study it is (its
+// kind says: a throughput bundle always, a capacity bundle when written from the notebook).
 func excerptStudy(files Files, ix *Index) (int64, bool) {
-	if ix.Kind == KindCapacity {
-		return ix.Capacity.StudyID, ix.Capacity.Journal != ""
-	}
-	var nb NotebookRecord
-	if b, ok := files[FileNotebook]; ok {
-		_ = decodeStrict(FileNotebook, b, &nb)
-	}
-	return nb.StudyID, true
+	return bundleKinds[ix.Kind].Excerpt(files, ix)
 }
 
 func sum(b []byte) []byte {

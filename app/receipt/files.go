@@ -411,17 +411,14 @@ func ReadIndex(files Files) (*Index, error) {
 	if ix.Schema != SchemaBundle {
 		return nil, fmt.Errorf("%s: schema %q, want %q", FileIndex, ix.Schema, SchemaBundle)
 	}
-	switch ix.Kind {
-	case KindThroughput:
-	case KindCapacity:
-		if ix.Capacity == nil {
-			return nil, fmt.Errorf("%s: a capacity bundle needs its \"capacity\" input map", FileIndex)
+	k, ok := bundleKinds[ix.Kind]
+	if !ok {
+		return nil, fmt.Errorf("%s: kind %q, want %s", FileIndex, ix.Kind, bundleKindsText())
+	}
+	if k.CheckIndex != nil {
+		if err := k.CheckIndex(&ix); err != nil {
+			return nil, err
 		}
-		if j := ix.Capacity.Journal; j != "" && j != FileJournal || (j != "") != (ix.Capacity.StudyID > 0) {
-			return nil, fmt.Errorf("%s: capacity journal %q with study id %d: want %q with the notebook's study id, or neither", FileIndex, j, ix.Capacity.StudyID, FileJournal)
-		}
-	default:
-		return nil, fmt.Errorf("%s: kind %q, want %q or %q", FileIndex, ix.Kind, KindThroughput, KindCapacity)
 	}
 	return &ix, nil
 }

@@ -137,25 +137,13 @@ func capacityPlotNames(r *capacity.Result) []string {
 // RenderPlots draws the plots of a bundle from its study.json (PNG and SVG with the
 // deterministic exporters): the same study.json gives the same bytes.
 func RenderPlots(kind string, studyJSON []byte) (Files, error) {
-	var cs []namedChart
-	switch kind {
-	case KindThroughput:
-		d, err := DecodeThroughputStudy(studyJSON)
-		if err != nil {
-			return nil, err
-		}
-		cs = throughputCharts(d)
-	case KindCapacity:
-		var r capacity.Result
-		if err := json.Unmarshal(studyJSON, &r); err != nil {
-			return nil, fmt.Errorf("%s: %w", FileStudy, err)
-		}
-		if r.Plan == nil {
-			return nil, fmt.Errorf("%s: no plan", FileStudy)
-		}
-		cs = capacityCharts(&r)
-	default:
+	k, ok := bundleKinds[kind]
+	if !ok {
 		return nil, fmt.Errorf("no plots for a %q bundle", kind)
+	}
+	cs, err := k.Charts(studyJSON)
+	if err != nil {
+		return nil, err
 	}
 	out := Files{}
 	for _, c := range cs {
