@@ -23,7 +23,7 @@ func TestMigrationAddsIncompleteStatus(t *testing.T) {
 	}
 	old.Close()
 
-	n, err := Open(path)
+	n, err := OpenWith(path, Options{migrateTo: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
