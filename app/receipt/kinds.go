@@ -24,7 +24,7 @@ type BundleKind struct {
 	// Assemble re-makes study.json and receipt.md from the raw files alone.
 	Assemble func(files Files, ix *Index) (studyJSON, receiptMD []byte, err error)
 	// Charts are the plots of a study.json, by name (plots/NAME, no extension).
-	Charts func(studyJSON []byte) ([]namedChart, error)
+	Charts func(studyJSON []byte) ([]NamedChart, error)
 }
 
 var (
@@ -68,7 +68,7 @@ func init() {
 			return nb.StudyID, true
 		},
 		Assemble: assembleThroughput,
-		Charts: func(studyJSON []byte) ([]namedChart, error) {
+		Charts: func(studyJSON []byte) ([]NamedChart, error) {
 			d, err := DecodeThroughputStudy(studyJSON)
 			if err != nil {
 				return nil, err
@@ -96,7 +96,7 @@ func init() {
 			}
 		},
 		Assemble: assembleCapacity,
-		Charts: func(studyJSON []byte) ([]namedChart, error) {
+		Charts: func(studyJSON []byte) ([]NamedChart, error) {
 			var r capacity.Result
 			if err := json.Unmarshal(studyJSON, &r); err != nil {
 				return nil, fmt.Errorf("%s: %w", FileStudy, err)

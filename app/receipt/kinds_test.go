@@ -23,7 +23,7 @@ func TestARegisteredBundleKindVerifies(t *testing.T) {
 			js, err := canon.Marshal(map[string]string{"echo": string(raw)})
 			return js, []byte("# echo\n\n" + string(raw) + "\n"), err
 		},
-		Charts: func([]byte) ([]namedChart, error) { return nil, nil },
+		Charts: func([]byte) ([]NamedChart, error) { return nil, nil },
 	})
 	t.Cleanup(func() {
 		delete(bundleKinds, kind)

@@ -16,14 +16,15 @@ import (
 // Plot size in CSS pixels (PNG at 96 dpi; SVG 600 × 375 pt).
 const plotW, plotH = 800, 500
 
-type namedChart struct {
-	name  string // plots/depth-tg (no extension)
-	chart plots.Chart
+// NamedChart is one plot of a bundle: its name (plots/depth-tg, no extension) and its chart.
+type NamedChart struct {
+	Name  string
+	Chart plots.Chart
 }
 
 // throughputCharts are the charts of a throughput study: tg and pp by depth, the repeated leg
 // run after run and the ubatch sweep, each when the study has the data.
-func throughputCharts(d *ThroughputStudy) []namedChart {
+func throughputCharts(d *ThroughputStudy) []NamedChart {
 	rep := d.Report
 	meta := func(m plots.Meta) plots.Meta {
 		if len(d.Provenance.Builds) > 0 {
@@ -35,20 +36,20 @@ func throughputCharts(d *ThroughputStudy) []namedChart {
 		}
 		return m
 	}
-	var out []namedChart
+	var out []NamedChart
 	for _, metric := range []string{"tg", "pp"} {
 		if ch, err := charts.Depth(rep, metric, charts.CrossingLine(rep, metric)); err == nil {
 			ch.Meta = meta(ch.Meta)
-			out = append(out, namedChart{DirPlots + "depth-" + metric, *ch})
+			out = append(out, NamedChart{DirPlots + "depth-" + metric, *ch})
 		}
 	}
 	if ch, err := charts.Repeatability(rep, "tg"); err == nil {
 		ch.Meta = meta(ch.Meta)
-		out = append(out, namedChart{DirPlots + "repeatability-tg", *ch})
+		out = append(out, NamedChart{DirPlots + "repeatability-tg", *ch})
 	}
 	if ch, err := charts.Ubatch(rep, "pp"); err == nil {
 		ch.Meta = meta(ch.Meta)
-		out = append(out, namedChart{DirPlots + "ubatch-pp", *ch})
+		out = append(out, NamedChart{DirPlots + "ubatch-pp", *ch})
 	}
 	return out
 }
@@ -56,7 +57,7 @@ func throughputCharts(d *ThroughputStudy) []namedChart {
 func throughputPlotNames(d *ThroughputStudy) []string {
 	var names []string
 	for _, c := range throughputCharts(d) {
-		names = append(names, c.name+".png", c.name+".svg")
+		names = append(names, c.Name+".png", c.Name+".svg")
 	}
 	sort.Strings(names)
 	if names == nil {
@@ -67,8 +68,8 @@ func throughputPlotNames(d *ThroughputStudy) []string {
 
 // capacityCharts are, per candidate, its envelope and its latency against clients, and one
 // chart of the aggregate and per-stream rate along the diagonal (clients = slots).
-func capacityCharts(r *capacity.Result) []namedChart {
-	var out []namedChart
+func capacityCharts(r *capacity.Result) []NamedChart {
+	var out []NamedChart
 	meta := plots.Meta{Model: r.Plan.Name}
 	slots := plots.SlotsChart{Meta: meta, Knee: r.Plan.KneeThreshold}
 	for _, c := range r.Candidates {
@@ -113,14 +114,14 @@ func capacityCharts(r *capacity.Result) []namedChart {
 		if sel := c.Selected; sel != nil {
 			grid.Selected = &[2]int{sel.Slots, sel.Clients}
 		}
-		out = append(out, namedChart{DirPlots + "envelope-" + c.ID, plots.EnvelopeChart{Meta: m, Grid: grid}})
-		out = append(out, namedChart{DirPlots + "latency-" + c.ID, lat})
+		out = append(out, NamedChart{DirPlots + "envelope-" + c.ID, plots.EnvelopeChart{Meta: m, Grid: grid}})
+		out = append(out, NamedChart{DirPlots + "latency-" + c.ID, lat})
 		if len(diag) > 0 {
 			slots.Series = append(slots.Series, plots.SlotsSeries{Label: c.Label, Points: diag})
 		}
 	}
 	if len(slots.Series) > 0 {
-		out = append(out, namedChart{DirPlots + "slots", slots})
+		out = append(out, NamedChart{DirPlots + "slots", slots})
 	}
 	return out
 }
@@ -128,7 +129,7 @@ func capacityCharts(r *capacity.Result) []namedChart {
 func capacityPlotNames(r *capacity.Result) []string {
 	var names []string
 	for _, c := range capacityCharts(r) {
-		names = append(names, c.name+".png", c.name+".svg")
+		names = append(names, c.Name+".png", c.Name+".svg")
 	}
 	sort.Strings(names)
 	return names
@@ -148,15 +149,15 @@ func RenderPlots(kind string, studyJSON []byte) (Files, error) {
 	out := Files{}
 	for _, c := range cs {
 		for _, f := range []plots.Format{plots.PNG, plots.SVG} {
-			p, err := c.chart.Plot() // a plot is drawn once: build it for each format
+			p, err := c.Chart.Plot() // a plot is drawn once: build it for each format
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", c.name, err)
+				return nil, fmt.Errorf("%s: %w", c.Name, err)
 			}
 			var b bytes.Buffer
 			if err := plots.Export(p, f, plots.Pixels(plotW), plots.Pixels(plotH), &b); err != nil {
-				return nil, fmt.Errorf("%s.%s: %w", c.name, f, err)
+				return nil, fmt.Errorf("%s.%s: %w", c.Name, f, err)
 			}
-			out[c.name+"."+string(f)] = b.Bytes()
+			out[c.Name+"."+string(f)] = b.Bytes()
 		}
 	}
 	return out, nil
@@ -204,8 +205,8 @@ func CapacityChart(r *capacity.Result, kind plots.Kind, candidate string) (plots
 		ids = append(ids, c.ID)
 	}
 	for _, c := range capacityCharts(r) {
-		if c.name == name {
-			return c.chart, nil
+		if c.Name == name {
+			return c.Chart, nil
 		}
 	}
 	if kind == plots.KindSlots {

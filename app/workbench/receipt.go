@@ -113,30 +113,30 @@ func ExportReceipt(ctx context.Context, nb *store.Notebook, req ReceiptRequest) 
 	return res, nil
 }
 
-// studyFiles collects a notebook study's bundle: a throughput study from its rows and
-// journal, a capacity or concurrency study from the run folder the notebook journaled.
+// studyFiles collects a notebook study's bundle through its kind.
 func studyFiles(ctx context.Context, nb *store.Notebook, ref string, opt bundle.Options) (receipt.Files, int64, error) {
 	s, err := nb.FindStudy(ctx, ref)
 	if err != nil {
 		return nil, 0, &RequestError{err.Error()}
 	}
-	switch s.Kind {
-	case store.StudyCapacity, store.StudyConcurrency:
-		files, err := capacityStudyFiles(ctx, nb, s, opt)
-		return files, s.ID, err
-	case store.StudyThroughput:
-	default:
-		return nil, 0, refused("study %d (%s) is a %s study: receipts cover throughput and capacity studies", s.ID, s.Name, s.Kind)
+	k := KindOf(s.Kind)
+	if k == nil || k.Receipt == nil {
+		return nil, 0, refused("study %d (%s) is a %s study: receipts cover %s studies", s.ID, s.Name, s.Kind, receiptKindsText())
 	}
+	files, err := k.Receipt(ctx, nb, s, opt)
+	return files, s.ID, err
+}
+
+// throughputStudyFiles builds a throughput study's bundle from its notebook rows and journal.
+func throughputStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error) {
 	if _, err := nb.Plan(ctx, s.ID); err != nil {
-		return nil, 0, refused("study %d (%s) has no registered plan (an imported study?): a receipt re-assembles a registered study", s.ID, s.Name)
+		return nil, refused("study %d (%s) has no registered plan (an imported study?): a receipt re-assembles a registered study", s.ID, s.Name)
 	}
 	src, err := ThroughputSource(ctx, nb, s)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	files, err := bundle.Throughput(src, opt)
-	return files, s.ID, err
+	return bundle.Throughput(src, opt)
 }
 
 // capacityStudyFiles builds a capacity study's bundle from its run folder, which the notebook
