@@ -3,31 +3,31 @@ package caprun
 import (
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"sparkbench/app/capacity"
+	"sparkbench/runner/evq"
 )
 
-// maxQueuedLines bounds the server_line events waiting for a slow consumer; lines beyond it
-// are counted, not queued (the server log file has them all).
-const maxQueuedLines = 1000
+// maxQueuedLineBytes bounds the server_line events waiting for a slow consumer (about a
+// thousand log lines); lines beyond it are counted, not queued (the server log file has them
+// all), and the next line sent says how many.
+const maxQueuedLineBytes = 256 << 10
 
-// emitLine sends one server log line as a server_line event, unless the queue is backed up.
+// newRunQueue is the run's event queue (runner/evq): server log lines may be dropped under a
+// slow consumer, no other event is.
+func newRunQueue() *evq.Queue[capacity.RunEvent] {
+	return evq.New(maxQueuedLineBytes, 0, func(ev *capacity.RunEvent) (evq.Class, int) {
+		if ev.Type == capacity.ServerLine {
+			return evq.Line, len(ev.Line) + 64
+		}
+		return evq.Keep, 0
+	}, func(ev *capacity.RunEvent, n int) { ev.Dropped = n })
+}
+
+// emitLine sends one server log line as a server_line event.
 func (r *Run) emitLine(lifetime, text string) {
-	r.q.mu.Lock()
-	backed := len(r.q.items) >= maxQueuedLines
-	r.q.mu.Unlock()
-	r.mu.Lock()
-	if backed {
-		r.droppedLines++
-		r.mu.Unlock()
-		return
-	}
-	dropped := r.droppedLines
-	r.droppedLines = 0
-	r.mu.Unlock()
-	r.emit(capacity.RunEvent{Type: capacity.ServerLine, Lifetime: lifetime, Line: text, Dropped: dropped})
+	r.emit(capacity.RunEvent{Type: capacity.ServerLine, Lifetime: lifetime, Line: text})
 }
 
 // logLines is the server log's writer: every line goes to the file and, as an event, to the
@@ -52,7 +52,7 @@ func (r *Run) emit(ev capacity.RunEvent) {
 	r.prog.Elapsed = ev.T
 	ev.Progress = r.prog
 	r.mu.Unlock()
-	r.q.push(ev)
+	r.q.Push(ev)
 }
 
 // advance updates the counts and the ETA: the mean time per cell this run measured times the
@@ -74,54 +74,4 @@ func clipText(s string) string {
 		return s[:capacity.MaxEventErrorLen] + "…"
 	}
 	return s
-}
-
-// runQueue is an unbounded FIFO in front of the events channel: the run never waits for its
-// consumer, and no event is dropped.
-type runQueue struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	items  []capacity.RunEvent
-	closed bool
-	out    chan capacity.RunEvent
-}
-
-func newRunQueue() *runQueue {
-	q := &runQueue{out: make(chan capacity.RunEvent)}
-	q.cond = sync.NewCond(&q.mu)
-	go q.pump()
-	return q
-}
-
-func (q *runQueue) push(ev capacity.RunEvent) {
-	q.mu.Lock()
-	q.items = append(q.items, ev)
-	q.mu.Unlock()
-	q.cond.Signal()
-}
-
-func (q *runQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.mu.Unlock()
-	q.cond.Signal()
-}
-
-func (q *runQueue) pump() {
-	defer close(q.out)
-	for {
-		q.mu.Lock()
-		for len(q.items) == 0 && !q.closed {
-			q.cond.Wait()
-		}
-		if len(q.items) == 0 {
-			q.mu.Unlock()
-			return
-		}
-		ev := q.items[0]
-		q.items[0] = capacity.RunEvent{}
-		q.items = q.items[1:]
-		q.mu.Unlock()
-		q.out <- ev
-	}
 }

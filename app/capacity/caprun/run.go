@@ -14,6 +14,7 @@ import (
 	"sparkbench/app/study"
 	"sparkbench/runner"
 	"sparkbench/runner/atomicfile"
+	"sparkbench/runner/evq"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/loadgen"
 	"sparkbench/runner/quality"
@@ -58,7 +59,7 @@ const SchemaRun = "sparkbench.capacity-run/v1"
 // Run is a capacity run in progress: a producer with a channel of events, an idempotent Stop.
 type Run struct {
 	spec   RunSpec
-	q      *runQueue
+	q      *evq.Queue[capacity.RunEvent]
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
@@ -67,8 +68,6 @@ type Run struct {
 	start  time.Time
 	prog   capacity.RunProgress
 	mu     sync.Mutex
-	// droppedLines counts server log lines not sent since the last one sent (under mu).
-	droppedLines int
 }
 
 // StartRun checks the plan and the folder, then runs every server lifetime of the schedule in
@@ -78,7 +77,7 @@ func StartRun(ctx context.Context, spec RunSpec) *Run {
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	go func() {
 		defer close(r.done)
-		defer r.q.close()
+		defer r.q.Close()
 		defer r.cancel(nil)
 		r.report, r.err = r.run()
 		ev := capacity.RunEvent{Type: capacity.RunDone}
@@ -91,7 +90,7 @@ func StartRun(ctx context.Context, spec RunSpec) *Run {
 }
 
 // Events is the run's channel; it is closed after run_done. Events are never dropped.
-func (r *Run) Events() <-chan capacity.RunEvent { return r.q.out }
+func (r *Run) Events() <-chan capacity.RunEvent { return r.q.Out() }
 
 // Stop ends the run: requests in flight are cancelled, the server is stopped, nothing is
 // assembled. Idempotent.
