@@ -188,8 +188,15 @@ func TestRealServerLifetime(t *testing.T) {
 
 func loadgenOnce(t *testing.T, url string, c, n int) []loadgen.Result {
 	t.Helper()
+	// No keep-alive: a connection the test's client left idle would make llama-server wait
+	// out its keep-alive timeout (5 s) on SIGTERM, and Stop escalate to SIGKILL (seen once
+	// under load: the last response's connection went back to the idle pool after the run had
+	// closed its idle connections).
+	tr := loadgen.NewTransport(c)
+	tr.DisableKeepAlives = true
+	defer tr.CloseIdleConnections()
 	a := loadgen.Start(context.Background(), loadgen.Config{URL: url, Clients: c, Measured: c, NPredict: n, Seed: 42,
-		Prompt: func(i int) string { return "Request " + string(rune('A'+i)) + ". hello" }, Timeout: time.Minute})
+		Prompt: func(i int) string { return "Request " + string(rune('A'+i)) + ". hello" }, Timeout: time.Minute, Transport: tr})
 	var rs []loadgen.Result
 	for r := range a.Results() {
 		rs = append(rs, r)
