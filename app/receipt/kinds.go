@@ -33,8 +33,8 @@ var (
 )
 
 // RegisterBundleKind adds a study kind's bundles; a kind registered twice is a programming
-// error.
-func RegisterBundleKind(k BundleKind) {
+// error. The returned func removes it again (for a test's own kind).
+func RegisterBundleKind(k BundleKind) (unregister func()) {
 	if k.Kind == "" || k.Excerpt == nil || k.Assemble == nil || k.Charts == nil {
 		panic("receipt: a bundle kind needs its name, Excerpt, Assemble and Charts")
 	}
@@ -43,6 +43,15 @@ func RegisterBundleKind(k BundleKind) {
 	}
 	bundleKinds[k.Kind] = &k
 	bundleKindOrder = append(bundleKindOrder, k.Kind)
+	return func() {
+		delete(bundleKinds, k.Kind)
+		for i, n := range bundleKindOrder {
+			if n == k.Kind {
+				bundleKindOrder = append(bundleKindOrder[:i:i], bundleKindOrder[i+1:]...)
+				break
+			}
+		}
+	}
 }
 
 // bundleKindsText is "\"a\" or \"b\"" (or "\"a\", \"b\" or \"c\"") for messages.

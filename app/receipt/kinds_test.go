@@ -12,7 +12,7 @@ import (
 // RenderPlots naming it; a bundle of an unregistered kind is refused with the kinds there are.
 func TestARegisteredBundleKindVerifies(t *testing.T) {
 	const kind = "test-echo"
-	RegisterBundleKind(BundleKind{
+	t.Cleanup(RegisterBundleKind(BundleKind{
 		Kind:    kind,
 		Excerpt: func(Files, *Index) (int64, bool) { return 0, false },
 		Assemble: func(files Files, _ *Index) ([]byte, []byte, error) {
@@ -24,11 +24,7 @@ func TestARegisteredBundleKindVerifies(t *testing.T) {
 			return js, []byte("# echo\n\n" + string(raw) + "\n"), err
 		},
 		Charts: func([]byte) ([]NamedChart, error) { return nil, nil },
-	})
-	t.Cleanup(func() {
-		delete(bundleKinds, kind)
-		bundleKindOrder = bundleKindOrder[:len(bundleKindOrder)-1]
-	})
+	}))
 	ix, err := canon.Marshal(Index{Schema: SchemaBundle, Kind: kind, Sparkbench: "sparkbench test"})
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // VerifyBundle naming it.
 func TestARegisteredKindExportsAndVerifies(t *testing.T) {
 	const kind = "test-note"
-	receipt.RegisterBundleKind(receipt.BundleKind{
+	t.Cleanup(receipt.RegisterBundleKind(receipt.BundleKind{
 		Kind:    kind,
 		Excerpt: func(receipt.Files, *receipt.Index) (int64, bool) { return 0, false },
 		Assemble: func(files receipt.Files, _ *receipt.Index) ([]byte, []byte, error) {
@@ -27,19 +27,15 @@ func TestARegisteredKindExportsAndVerifies(t *testing.T) {
 			return js, []byte("# " + string(name) + "\n"), err
 		},
 		Charts: func([]byte) ([]receipt.NamedChart, error) { return nil, nil },
-	})
-	RegisterKind(Kind{Names: []string{kind}, Receipt: func(_ context.Context, _ *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error) {
+	}))
+	t.Cleanup(RegisterKind(Kind{Names: []string{kind}, Receipt: func(_ context.Context, _ *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error) {
 		ix, err := canon.Marshal(receipt.Index{Schema: receipt.SchemaBundle, Kind: kind, Sparkbench: opt.Version})
 		if err != nil {
 			return nil, err
 		}
 		files := receipt.Files{receipt.FileIndex: ix, "raw/name.txt": []byte(s.Name)}
 		return files, receipt.Finish(files)
-	}})
-	t.Cleanup(func() {
-		delete(registry, kind)
-		registryOrder = registryOrder[:len(registryOrder)-1]
-	})
+	}}))
 
 	ctx := context.Background()
 	nb, err := store.Open(filepath.Join(t.TempDir(), "notebook.db"))

@@ -84,8 +84,20 @@ var throughputKind = cliKind{
 			}
 		}}, nil
 	},
-	find: findStudy,
+	find: func(ctx context.Context, nb *store.Notebook, ref string) (int64, error) {
+		if k, s := sharedKind(ctx, nb, ref, takesShow); k != nil {
+			return s.ID, nil
+		}
+		return findStudy(ctx, nb, ref)
+	},
 	show: func(ctx context.Context, nb *store.Notebook, id int64) (*shownStudy, error) {
+		if k, s := sharedKind(ctx, nb, fmt.Sprint(id), takesShow); k != nil {
+			sh, err := k.Show(ctx, nb, s)
+			if err != nil {
+				return nil, err
+			}
+			return &shownStudy{report: sh.Report, print: sh.Print, problem: sh.Problem}, nil
+		}
 		rep, err := study.Show(ctx, store.StudyRecorder{N: nb}, id)
 		if err != nil {
 			return nil, err
@@ -212,7 +224,10 @@ func registerFile(ctx context.Context, nb *store.Notebook, file string, stdout, 
 
 // studyRegister: sparkbench study register FILE [--notebook P] [--json].
 func studyRegister(args []string, stdout, stderr io.Writer) int {
-	return registerCommand("study register", args, stdout, stderr, registerFile)
+	return registerCommand("study register", args, stdout, stderr, func(ctx context.Context, nb *store.Notebook, file string, out, stderr io.Writer) (any, int) {
+		reg, _, code := registerAnyFile(ctx, nb, file, out, stderr)
+		return reg, code
+	})
 }
 
 // registerCommand is a `… register PLAN [--notebook P] [--json]` verb: it opens the notebook,

@@ -39,15 +39,22 @@ func studyRun(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := studyCtx()
 	defer stop()
 	var id int64
-	if st, err := os.Stat(pos[0]); err == nil && !st.IsDir() {
-		reg, code := registerFile(ctx, nb, pos[0], stdout, stderr)
+	ref := pos[0]
+	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
+		_, sid, code := registerAnyFile(ctx, nb, ref, stdout, stderr)
 		if code != 0 {
 			return code
 		}
-		id = reg.StudyID
-	} else if id, err = findStudy(ctx, nb, pos[0]); err != nil {
-		fprintf(stderr, "sparkbench study run: %v\n", err)
-		return 2
+		id, ref = sid, fmt.Sprint(sid)
+	}
+	if k, s := sharedKind(ctx, nb, ref, takesRun); k != nil {
+		return runKind(ctx, nb, k, s, *llamaDir, stdout, stderr)
+	}
+	if id == 0 {
+		if id, err = findStudy(ctx, nb, ref); err != nil {
+			fprintf(stderr, "sparkbench study run: %v\n", err)
+			return 2
+		}
 	}
 	return runStudy(ctx, nb, id, *llamaDir, retry, stdout, stderr)
 }

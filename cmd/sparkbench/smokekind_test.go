@@ -1,0 +1,303 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sparkbench/app/bundle"
+	"sparkbench/app/canon"
+	"sparkbench/app/receipt"
+	"sparkbench/app/study"
+	"sparkbench/app/workbench"
+	"sparkbench/runner"
+	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/llamatest"
+	"sparkbench/store"
+)
+
+// A study kind written in one file, registered with the kind registries (workbench.Kind for
+// the service layer and the CLI's shared verbs, receipt.BundleKind for its bundles), and
+// nothing else: the "smoke" kind runs one llama-bench leg of one model. The test below takes
+// it through the same CLI verbs as a throughput study — study register, study run, study
+// show, receipt, verify — on the real llama-bench and a real notebook.
+
+const (
+	smokeKind   = "smoke-test"
+	smokeSchema = "sparkbench.smoke-test/v1"
+)
+
+type smokePlan struct {
+	Schema      string `json:"schema"`
+	Name        string `json:"name"`
+	Model       string `json:"model"`
+	ModelSHA256 string `json:"model_sha256"`
+	NPrompt     int    `json:"n_prompt"`
+	NGen        int    `json:"n_gen"`
+}
+
+type smokeRow struct {
+	Test  string  `json:"test"`
+	AvgTs float64 `json:"avg_ts"`
+}
+
+type smokeReport struct {
+	Study int64      `json:"study"`
+	Name  string     `json:"name"`
+	Rows  []smokeRow `json:"rows"`
+}
+
+func registerSmokeKind(t *testing.T) {
+	t.Cleanup(receipt.RegisterBundleKind(receipt.BundleKind{
+		Kind:     smokeKind,
+		Excerpt:  func(receipt.Files, *receipt.Index) (int64, bool) { return 0, false },
+		Assemble: smokeAssemble,
+		Charts:   func([]byte) ([]receipt.NamedChart, error) { return nil, nil },
+	}))
+	t.Cleanup(workbench.RegisterKind(workbench.Kind{Names: []string{smokeKind}, PlanSchema: smokeSchema,
+		Register: smokeRegister, Run: smokeRun, Show: smokeShow, Receipt: smokeReceipt}))
+}
+
+func decodeSmokePlan(data []byte) (*smokePlan, error) {
+	var p smokePlan
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("smoke plan: %w", err)
+	}
+	if p.Schema != smokeSchema || p.Name == "" || p.Model == "" || p.NPrompt <= 0 || p.NGen <= 0 {
+		return nil, fmt.Errorf("smoke plan: want schema %q, a name, a model and positive n_prompt, n_gen", smokeSchema)
+	}
+	return &p, nil
+}
+
+func smokeRegister(ctx context.Context, nb *store.Notebook, file string, data []byte, hash study.HashFunc) (*workbench.Registered, error) {
+	p, err := decodeSmokePlan(data)
+	if err != nil {
+		return nil, err
+	}
+	p.Model = study.ResolvePath(filepath.Dir(file), p.Model)
+	sum, err := hash(p.Model)
+	if err != nil {
+		return nil, err
+	}
+	if sum != p.ModelSHA256 {
+		return nil, &study.RefusedError{Problems: []study.Problem{{Path: "model_sha256", Severity: study.SevError,
+			Msg: fmt.Sprintf("MISMATCH: the file hashes to %s", sum)}}}
+	}
+	st, err := nb.CreateStudy(ctx, store.Study{Name: p.Name, Kind: smokeKind, Status: store.StatusRegistered})
+	if err != nil {
+		return nil, err
+	}
+	pl, err := nb.RegisterPlan(ctx, st.ID, p)
+	if err != nil {
+		return nil, err
+	}
+	return &workbench.Registered{StudyID: st.ID, Name: st.Name, PlanSHA256: pl.SHA256,
+		Lines: []string{fmt.Sprintf("study %d %q registered: plan sha256 %s, 1 leg", st.ID, st.Name, pl.SHA256)}}, nil
+}
+
+func smokeRun(ctx context.Context, nb *store.Notebook, s store.Study, req workbench.RunRequest) (*workbench.RunDone, error) {
+	pl, err := nb.Plan(ctx, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := decodeSmokePlan(pl.JSON)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := llamacpp.Locate(req.LlamaDir)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-m", p.Model, "-p", fmt.Sprint(p.NPrompt), "-n", fmt.Sprint(p.NGen), "-r", "1", "-t", llamatest.Threads}
+	leg := runner.StartLeg(ctx, runner.LegSpec{Bench: loc.Bench, Args: args, NoFingerprint: true})
+	for ev := range leg.Events() {
+		if ev.Type == runner.EventSample {
+			req.Event(fmt.Sprintf("row %s %.2f t/s", ev.Sample.Test, ev.Sample.AvgTs))
+		}
+	}
+	res := leg.Result()
+	l, sw, err := nb.StartLeg(ctx, store.LegSpec{StudyID: s.ID, Label: "smoke", Kind: "bench", Argv: res.Argv})
+	if err != nil {
+		return nil, err
+	}
+	var rows []benchfmt.Result
+	for _, r := range res.Results() {
+		rows = append(rows, r.Result)
+	}
+	if err := sw.AddBench(rows...); err != nil {
+		return nil, err
+	}
+	if err := sw.Flush(ctx); err != nil {
+		return nil, err
+	}
+	class := string(res.Exit.Class)
+	if _, _, err := nb.FinishLeg(ctx, l.ID, store.LegOutcome{Class: class, Reason: res.Exit.Reason}); err != nil {
+		return nil, err
+	}
+	ok := res.Exit.Class == runner.ClassOK
+	status := store.StatusComplete
+	if !ok {
+		status = store.StatusIncomplete
+	}
+	if err := nb.SetStudyStatus(ctx, s.ID, status); err != nil {
+		return nil, err
+	}
+	return &workbench.RunDone{Status: status, Complete: ok,
+		Lines: []string{fmt.Sprintf("study %d %s: 1 leg (%s), %d rows", s.ID, status, class, len(rows))}}, nil
+}
+
+func smokeRows(ctx context.Context, nb *store.Notebook, id int64) ([]smokeRow, error) {
+	legs, err := nb.LegTimeline(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := []smokeRow{}
+	for _, l := range legs {
+		rows, err := nb.BenchRows(ctx, l.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			out = append(out, smokeRow{Test: r.TestName(), AvgTs: r.AvgTs})
+		}
+	}
+	return out, nil
+}
+
+func smokeShow(ctx context.Context, nb *store.Notebook, s store.Study) (*workbench.Shown, error) {
+	rows, err := smokeRows(ctx, nb, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	rep := smokeReport{Study: s.ID, Name: s.Name, Rows: rows}
+	return &workbench.Shown{Report: rep, Print: func(w io.Writer) {
+		fmt.Fprintf(w, "study %d %q (%s, %s)\n", s.ID, s.Name, s.Kind, s.Status)
+		for _, r := range rows {
+			fmt.Fprintf(w, "  %-12s %10.2f t/s\n", r.Test, r.AvgTs)
+		}
+	}}, nil
+}
+
+func smokeReceipt(ctx context.Context, nb *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error) {
+	pl, err := nb.Plan(ctx, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := smokeRows(ctx, nb, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := canon.Marshal(receipt.Index{Schema: receipt.SchemaBundle, Kind: smokeKind, Sparkbench: opt.Version})
+	if err != nil {
+		return nil, err
+	}
+	rj, err := canon.Marshal(rows)
+	if err != nil {
+		return nil, err
+	}
+	files := receipt.Files{receipt.FileIndex: ix, "plan.json": pl.JSON, "rows.json": rj}
+	return files, receipt.Finish(files)
+}
+
+// smokeAssemble re-makes study.json and receipt.md from plan.json and rows.json alone.
+func smokeAssemble(files receipt.Files, _ *receipt.Index) ([]byte, []byte, error) {
+	p, err := decodeSmokePlan(files["plan.json"])
+	if err != nil {
+		return nil, nil, err
+	}
+	var rows []smokeRow
+	if err := json.Unmarshal(files["rows.json"], &rows); err != nil {
+		return nil, nil, fmt.Errorf("rows.json: %w", err)
+	}
+	js, err := canon.Marshal(map[string]any{"name": p.Name, "rows": rows})
+	if err != nil {
+		return nil, nil, err
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "# %s — smoke receipt\n\n| test | t/s |\n| --- | ---: |\n", p.Name)
+	for _, r := range rows {
+		fmt.Fprintf(&md, "| %s | %.2f |\n", r.Test, r.AvgTs)
+	}
+	return js, []byte(md.String()), nil
+}
+
+func TestASmokeKindThroughTheSharedVerbs(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	tiny := llamatest.Model(t, "tiny-llama-f32.gguf")
+	registerSmokeKind(t)
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "notebook.db")
+	writeSmoke := func(name, sha string) string {
+		b, _ := json.Marshal(smokePlan{Schema: smokeSchema, Name: name, Model: tiny, ModelSHA256: sha, NPrompt: 16, NGen: 8})
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+
+	code, out, errOut := runCLI("study", "register", writeSmoke("smoke one", tinySHA), "--notebook", nb)
+	if code != 0 || !strings.Contains(out, `"smoke one" registered: plan sha256 `) {
+		t.Fatalf("register: %d %q %q", code, out, errOut)
+	}
+	id := registeredID(t, out)
+	if code, out, errOut := runCLI("study", "register", writeSmoke("smoke bad hash", strings.Repeat("0", 64)), "--notebook", nb); code != 2 ||
+		!strings.Contains(errOut, "refused: model_sha256: MISMATCH: the file hashes to "+tinySHA) {
+		t.Errorf("a plan whose hash differs: %d %q %q", code, out, errOut)
+	}
+
+	code, out, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", loc.Dir)
+	if code != 0 || !strings.Contains(out, "row pp16 ") || !strings.Contains(out, "row tg8 ") || !strings.Contains(out, "study "+id+" complete: 1 leg (ok), 2 rows") {
+		t.Fatalf("run: %d %q %q", code, out, errOut)
+	}
+
+	code, out, errOut = runCLI("study", "show", id, "--json", "--notebook", nb)
+	var rep smokeReport
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Rows) != 2 {
+		t.Fatalf("show --json: %d %q %q", code, out, errOut)
+	}
+	// The report is the notebook's rows: read them back directly.
+	n, err := store.OpenWith(nb, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := smokeRows(context.Background(), n, mustAtoi(t, id))
+	n.Close()
+	if err != nil || len(stored) != 2 || stored[0] != rep.Rows[0] || stored[1] != rep.Rows[1] || !(rep.Rows[0].AvgTs > 0) || rep.Rows[0].Test != "pp16" || rep.Rows[1].Test != "tg8" {
+		t.Fatalf("shown rows %+v, stored %+v (%v)", rep.Rows, stored, err)
+	}
+	if code, out, _ := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, "(smoke-test, complete)") ||
+		!strings.Contains(out, fmt.Sprintf("%10.2f t/s", rep.Rows[1].AvgTs)) {
+		t.Errorf("show: %d %q", code, out)
+	}
+
+	bundleDir := filepath.Join(dir, "smoke-receipt")
+	if code, out, errOut := runCLI("receipt", id, "--out", bundleDir, "--notebook", nb); code != 0 {
+		t.Fatalf("receipt: %d %q %q", code, out, errOut)
+	}
+	md, _ := os.ReadFile(filepath.Join(bundleDir, "receipt.md"))
+	if !strings.Contains(string(md), fmt.Sprintf("| tg8 | %.2f |", rep.Rows[1].AvgTs)) {
+		t.Errorf("receipt.md: %q", md)
+	}
+	if code, out, errOut := runCLI("verify", bundleDir); code != 0 || !strings.Contains(out, "smoke-test bundle") || !strings.Contains(out, "OK: every file matches") {
+		t.Fatalf("verify: %d %q %q", code, out, errOut)
+	}
+	// A changed row is caught by the same verify.
+	rows := filepath.Join(bundleDir, "rows.json")
+	b, _ := os.ReadFile(rows)
+	if err := os.WriteFile(rows, bytes.Replace(b, []byte(`"tg8"`), []byte(`"tg9"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI("verify", bundleDir); code != 1 || !strings.Contains(out, "DIFFERS rows.json") {
+		t.Errorf("verify of a changed row: %d %q", code, out)
+	}
+}
