@@ -20,8 +20,8 @@ import (
 // new kind implements:
 //
 //   - Names: the stored kind names it covers (a lowercase name; the notebook takes any);
-//   - PlanSchema and Register: the "schema" of its plan files, and how one is checked and
-//     frozen into the notebook before anything runs;
+//   - PlanSchema, Validate and Register: the "schema" of its plan files, how one is checked,
+//     and how it is frozen into the notebook before anything runs;
 //   - Run: running (or resuming) a registered study, reporting each thing that happens;
 //   - Show: its report (printed, and as JSON);
 //   - Receipt: its bundle's files, and a receipt.BundleKind that re-derives them.
@@ -35,6 +35,9 @@ type Kind struct {
 	Names []string
 	// PlanSchema is the "schema" of the kind's plan files ("": not registered by file here).
 	PlanSchema string
+	// Validate checks a plan file (its bytes, data) without writing anything; hash nil: the
+	// files it names are not hashed.
+	Validate func(ctx context.Context, file string, data []byte, hash study.HashFunc) (*Validated, error)
 	// Register checks a plan file (its bytes, data) and freezes it into the notebook. hash is
 	// the notebook-cached file hasher.
 	Register func(ctx context.Context, nb *store.Notebook, file string, data []byte, hash study.HashFunc) (*Registered, error)
@@ -44,6 +47,15 @@ type Kind struct {
 	Show func(ctx context.Context, nb *store.Notebook, s store.Study) (*Shown, error)
 	// Receipt collects a notebook study's bundle: its raw files and the derived ones.
 	Receipt func(ctx context.Context, nb *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error)
+}
+
+// Validated is a plan file's check: its problems, whether it can be registered, the value
+// --json prints and the lines that describe a valid plan.
+type Validated struct {
+	Problems []study.Problem
+	Valid    bool
+	Report   any
+	Lines    []string
 }
 
 // Registered is a frozen plan: the study, and the lines that say so.

@@ -30,7 +30,7 @@ func planKind(file string) (*workbench.Kind, []byte) {
 	if json.Unmarshal(data, &head) != nil {
 		return nil, nil
 	}
-	if k := workbench.KindOfPlan(head.Schema); k != nil && k.Register != nil {
+	if k := workbench.KindOfPlan(head.Schema); k != nil {
 		return k, data
 	}
 	return nil, nil
@@ -40,7 +40,7 @@ func planKind(file string) (*workbench.Kind, []byte) {
 // --json prints, the study and the exit code.
 func registerAnyFile(ctx context.Context, nb *store.Notebook, file string, stdout, stderr io.Writer) (any, int64, int) {
 	k, data := planKind(file)
-	if k == nil {
+	if k == nil || k.Register == nil {
 		reg, code := registerFile(ctx, nb, file, stdout, stderr)
 		return reg, reg.StudyID, code
 	}

@@ -62,7 +62,37 @@ func registerSmokeKind(t *testing.T) {
 		Charts:   func([]byte) ([]receipt.NamedChart, error) { return nil, nil },
 	}))
 	t.Cleanup(workbench.RegisterKind(workbench.Kind{Names: []string{smokeKind}, PlanSchema: smokeSchema,
-		Register: smokeRegister, Run: smokeRun, Show: smokeShow, Receipt: smokeReceipt}))
+		Validate: smokeValidate, Register: smokeRegister, Run: smokeRun, Show: smokeShow, Receipt: smokeReceipt}))
+}
+
+// smokeCheck decodes a smoke plan and compares its model with its SHA-256 (hash nil: not).
+func smokeCheck(file string, data []byte, hash study.HashFunc) (*smokePlan, []study.Problem, error) {
+	p, err := decodeSmokePlan(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Model = study.ResolvePath(filepath.Dir(file), p.Model)
+	if hash == nil {
+		return p, nil, nil
+	}
+	sum, err := hash(p.Model)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sum != p.ModelSHA256 {
+		return p, []study.Problem{{Path: "model_sha256", Severity: study.SevError, Msg: fmt.Sprintf("MISMATCH: the file hashes to %s", sum)}}, nil
+	}
+	return p, nil, nil
+}
+
+func smokeValidate(_ context.Context, file string, data []byte, hash study.HashFunc) (*workbench.Validated, error) {
+	p, probs, err := smokeCheck(file, data, hash)
+	if err != nil {
+		return nil, err
+	}
+	valid := len(study.Errors(probs)) == 0
+	return &workbench.Validated{Problems: probs, Valid: valid, Report: map[string]any{"file": file, "valid": valid},
+		Lines: []string{fmt.Sprintf("%s: valid smoke plan %q: 1 leg, llama-bench -p %d -n %d", file, p.Name, p.NPrompt, p.NGen)}}, nil
 }
 
 func decodeSmokePlan(data []byte) (*smokePlan, error) {
@@ -79,18 +109,12 @@ func decodeSmokePlan(data []byte) (*smokePlan, error) {
 }
 
 func smokeRegister(ctx context.Context, nb *store.Notebook, file string, data []byte, hash study.HashFunc) (*workbench.Registered, error) {
-	p, err := decodeSmokePlan(data)
+	p, probs, err := smokeCheck(file, data, hash)
 	if err != nil {
 		return nil, err
 	}
-	p.Model = study.ResolvePath(filepath.Dir(file), p.Model)
-	sum, err := hash(p.Model)
-	if err != nil {
-		return nil, err
-	}
-	if sum != p.ModelSHA256 {
-		return nil, &study.RefusedError{Problems: []study.Problem{{Path: "model_sha256", Severity: study.SevError,
-			Msg: fmt.Sprintf("MISMATCH: the file hashes to %s", sum)}}}
+	if len(probs) > 0 {
+		return nil, &study.RefusedError{Problems: probs}
 	}
 	st, err := nb.CreateStudy(ctx, store.Study{Name: p.Name, Kind: smokeKind, Status: store.StatusRegistered})
 	if err != nil {
@@ -245,7 +269,14 @@ func TestASmokeKindThroughTheSharedVerbs(t *testing.T) {
 		return path
 	}
 
-	code, out, errOut := runCLI("study", "register", writeSmoke("smoke one", tinySHA), "--notebook", nb)
+	good := writeSmoke("smoke one", tinySHA)
+	if code, out, errOut := runCLI("study", "validate", good); code != 0 || !strings.Contains(out, `valid smoke plan "smoke one": 1 leg, llama-bench -p 16 -n 8`) {
+		t.Errorf("validate: %d %q %q", code, out, errOut)
+	}
+	if code, out, errOut := runCLI("study", "validate", writeSmoke("smoke wrong hash", strings.Repeat("1", 64))); code != 2 || !strings.Contains(errOut, "model_sha256: MISMATCH") {
+		t.Errorf("validate of a wrong hash: %d %q %q", code, out, errOut)
+	}
+	code, out, errOut := runCLI("study", "register", good, "--notebook", nb)
 	if code != 0 || !strings.Contains(out, `"smoke one" registered: plan sha256 `) {
 		t.Fatalf("register: %d %q %q", code, out, errOut)
 	}

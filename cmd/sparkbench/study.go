@@ -57,6 +57,17 @@ var throughputKind = cliKind{
 	llamaDirHelp: "the build whose llama-bench checks extra_args (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)",
 	showJSONHelp: "print the report as JSON (every figure with the stored rows it came from)",
 	validate: func(ctx context.Context, file string, hash study.HashFunc, llamaDir string, _ io.Writer) (*planCheck, error) {
+		if k, data := planKind(file); k != nil && k.Validate != nil {
+			v, err := k.Validate(ctx, file, data, hash)
+			if err != nil {
+				return nil, err
+			}
+			return &planCheck{problems: v.Problems, valid: v.Valid, report: v.Report, summary: func(w io.Writer) {
+				for _, l := range v.Lines {
+					fprintf(w, "%s\n", l)
+				}
+			}}, nil
+		}
 		p, err := study.Load(file)
 		if err != nil {
 			return nil, err
