@@ -19,9 +19,11 @@ system:
 llama:
 	@bash scripts/install-llama.sh --quiet >/dev/null && echo "llama.cpp: $$(bash scripts/install-llama.sh --quiet)"
 
-## models: the committed tiny models are checked; the medium one is generated when missing
+## models: the committed tiny models are checked; the medium one and its Q8_0, Q4_0 and Q4_K_M
+## variants (the build's llama-quantize; testdata/models/QUANTIZED.json) are made when missing
 models:
-	@if [ ! -f testdata/models/medium-llama-f16.gguf ]; then $(GO) run ./cmd/mkmodel -out testdata/models -medium; fi
+	@if [ ! -f testdata/models/medium-llama-f16.gguf ] || [ ! -f testdata/models/medium-llama-q4_k_m.gguf ]; then \
+		$(GO) run ./cmd/mkmodel -out testdata/models -medium -quantize; fi
 
 build:
 	$(GO) build -tags $(TAGS) -o $(BIN) ./cmd/sparkbench

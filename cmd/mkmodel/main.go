@@ -4,11 +4,16 @@
 //
 //	go run ./cmd/mkmodel -out testdata/models          # the committed tiny models + SHA256SUMS
 //	go run ./cmd/mkmodel -out testdata/models -medium  # also medium-llama-f16.gguf (~51 MB, not committed)
+//	go run ./cmd/mkmodel -out testdata/models -medium -quantize  # and its Q8_0, Q4_0, Q4_K_M variants
+//
+// -quantize runs the llama.cpp build's llama-quantize (-llama-dir, else the usual search) and
+// checks the variants against testdata/models/QUANTIZED.json (quantize.go).
 //
 // The same flags always give the same bytes (see testdata/models/README.md).
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
@@ -24,15 +29,27 @@ import (
 func main() {
 	out := flag.String("out", "testdata/models", "folder to write the models into")
 	medium := flag.Bool("medium", false, "also write the medium model (large; not committed)")
+	quant := flag.Bool("quantize", false, "also write the medium model's Q8_0, Q4_0 and Q4_K_M variants with the build's llama-quantize (needs -medium)")
+	llamaDir := flag.String("llama-dir", "", "the llama.cpp build whose llama-quantize -quantize runs (default: $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "mkmodel: unexpected argument %q\n", flag.Arg(0))
 		flag.Usage()
 		os.Exit(2)
 	}
+	if *quant && !*medium {
+		fmt.Fprintln(os.Stderr, "mkmodel: -quantize quantizes the medium model: give -medium too")
+		os.Exit(2)
+	}
 	if err := run(*out, *medium, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "mkmodel:", err)
 		os.Exit(1)
+	}
+	if *quant {
+		if err := quantize(context.Background(), *out, *llamaDir, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "mkmodel:", err)
+			os.Exit(1)
+		}
 	}
 }
 
