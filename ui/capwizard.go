@@ -386,11 +386,7 @@ func (v *CapacityWizard) Validate() {
 			if !latest {
 				return
 			}
-			if len(lines) == 0 {
-				v.Problems.SetText("no problems: ready to register")
-			} else {
-				v.Problems.SetText(strings.Join(lines, "\n"))
-			}
+			showProblems(v.Problems, lines)
 			v.Estimate.SetText(estimate)
 			setEnabled(v.RegisterBtn, ok && v.svc != nil)
 			select {
@@ -503,17 +499,7 @@ var capFigures = []string{
 // predictionDialog adds a band or question prediction about one figure of one candidate.
 func (v *CapacityWizard) predictionDialog() {
 	f := v.newPredictionForm()
-	dialog.ShowCustomConfirm("Add a prediction", "Add", "Cancel", f.content, func(ok bool) {
-		if !ok {
-			return
-		}
-		pr, err := f.build()
-		if err != nil {
-			dialog.ShowError(err, v.win)
-			return
-		}
-		v.AddPrediction(pr)
-	}, v.win)
+	addPredictionDialog(v.win, f.content, f.build, v.AddPrediction)
 }
 
 // capPredictionForm is the capacity Add a prediction dialog's content: the claim and its

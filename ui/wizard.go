@@ -357,11 +357,7 @@ func (v *WizardView) Validate() {
 			if !latest {
 				return
 			}
-			if len(lines) == 0 {
-				v.Problems.SetText("no problems: ready to register")
-			} else {
-				v.Problems.SetText(strings.Join(lines, "\n"))
-			}
+			showProblems(v.Problems, lines)
 			if ok {
 				reps := max(p.Axes.Reps, 1)
 				text := fmt.Sprintf("%d legs, %d llama-bench tests of %d repetitions each", legs, tests, reps)
@@ -379,4 +375,13 @@ func (v *WizardView) Validate() {
 			}
 		})
 	}()
+}
+
+// showProblems lists a plan's problems under its form, or says it is ready to register.
+func showProblems(l *widget.Label, lines []string) {
+	if len(lines) == 0 {
+		l.SetText("no problems: ready to register")
+	} else {
+		l.SetText(strings.Join(lines, "\n"))
+	}
 }

@@ -66,17 +66,23 @@ func predictionList[T any](items *[]T, line func(T) string, changed func()) (*wi
 // predictionDialog adds a prediction with a form per kind and a selector picker.
 func (v *WizardView) predictionDialog() {
 	f := v.newPredictionForm()
-	dialog.ShowCustomConfirm("Add a prediction", "Add", "Cancel", f.content, func(ok bool) {
+	addPredictionDialog(v.win, f.content, f.build, v.AddPrediction)
+}
+
+// addPredictionDialog shows a kind's Add a prediction form (content) and hands the prediction
+// it builds to add; a form that cannot build one says why and adds nothing.
+func addPredictionDialog[P any](win fyne.Window, content fyne.CanvasObject, build func() (P, error), add func(P)) {
+	dialog.ShowCustomConfirm("Add a prediction", "Add", "Cancel", content, func(ok bool) {
 		if !ok {
 			return
 		}
-		pr, err := f.build()
+		pr, err := build()
 		if err != nil {
-			dialog.ShowError(err, v.win)
+			dialog.ShowError(err, win)
 			return
 		}
-		v.AddPrediction(pr)
-	}, v.win)
+		add(pr)
+	}, win)
 }
 
 // predictionForm is the Add a prediction dialog's content: the claim and its selector, then
