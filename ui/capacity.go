@@ -211,28 +211,17 @@ func (v *CapacityPanel) Show(id int64) {
 		v.signal()
 		return
 	}
-	go func() {
-		cs, err := v.svc.ShowCapacity(context.Background(), id)
-		onUI(func() {
-			if gen != v.gen {
-				v.signal()
-				return
-			}
-			if err != nil {
-				v.Status.SetText(fmt.Sprintf("study %d: %v", id, err))
-				dialog.ShowError(fmt.Errorf("study %d could not be shown: %w. Check the notebook in the Bench section, then choose the study again", id, err), v.win)
-			} else {
-				v.show(cs)
-				if v.runOnLoad == id {
-					v.runOnLoad = 0
-					if !v.RunButton.Disabled() {
-						v.Run()
-					}
+	loadStudy(v.win, v.Status, id, func() bool { return gen == v.gen }, v.signal,
+		func(ctx context.Context) (*CapacityStudy, error) { return v.svc.ShowCapacity(ctx, id) },
+		func(cs *CapacityStudy) {
+			v.show(cs)
+			if v.runOnLoad == id {
+				v.runOnLoad = 0
+				if !v.RunButton.Disabled() {
+					v.Run()
 				}
 			}
-			v.signal()
 		})
-	}()
 }
 
 func (v *CapacityPanel) show(cs *CapacityStudy) {
@@ -386,17 +375,13 @@ func (v *CapacityPanel) Run() {
 		showOneAtATime(v.win)
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	v.mu.Lock()
-	if v.running != 0 {
-		v.mu.Unlock()
-		cancel()
+	ctx, cancel, ok := claimRun(&v.mu, &v.running, &v.cancel, id, func() {
+		v.console = nil
+		v.live = newLiveCapacity(v.study.Plan)
+	})
+	if !ok {
 		return
 	}
-	v.running, v.cancel = id, cancel
-	v.console = nil
-	v.live = newLiveCapacity(v.study.Plan)
-	v.mu.Unlock()
 	v.rows = nil
 	v.Envelope.Refresh()
 	v.Progress.SetValue(0)

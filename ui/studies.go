@@ -360,28 +360,43 @@ func (v *StudiesView) Select(id int64) {
 	v.showGen++
 	gen := v.showGen
 	v.updateButtons()
+	// A later Select (another study, or a reload after a new verdict or finding) makes this
+	// load stale: it may predate the latest write.
+	loadStudy(v.win, v.Status, id, func() bool { return gen == v.showGen }, v.signal,
+		func(ctx context.Context) (*study.Report, error) { return v.svc.Show(ctx, id) },
+		func(rep *study.Report) {
+			if v.selected != id {
+				return
+			}
+			v.showReport(rep)
+			if v.runOnLoad == id {
+				v.runOnLoad = 0
+				if !v.RunButton.Disabled() {
+					v.RunSelected()
+				}
+			}
+		})
+}
+
+// loadStudy reads a study off the UI goroutine and, back on it, shows it — unless current
+// says a later load began meanwhile — or says in the status line and a dialog why it could
+// not be read; signal runs last either way (tests wait on it). Both run views load so.
+func loadStudy[T any](win fyne.Window, status *widget.Label, id int64, current func() bool, signal func(),
+	load func(context.Context) (T, error), show func(T)) {
 	go func() {
-		rep, err := v.svc.Show(context.Background(), id)
+		x, err := load(context.Background())
 		onUI(func() {
-			if gen != v.showGen {
-				// A later Select (another study, or a reload after a new verdict or
-				// finding) is under way: this load may predate the latest write.
-				v.signal()
+			if !current() {
+				signal()
 				return
 			}
 			if err != nil {
-				v.Status.SetText(fmt.Sprintf("study %d: %v", id, err))
-				dialog.ShowError(fmt.Errorf("study %d could not be shown: %w. Check the notebook in the Bench section, then choose the study again", id, err), v.win)
-			} else if v.selected == id {
-				v.showReport(rep)
-				if v.runOnLoad == id {
-					v.runOnLoad = 0
-					if !v.RunButton.Disabled() {
-						v.RunSelected()
-					}
-				}
+				status.SetText(fmt.Sprintf("study %d: %v", id, err))
+				dialog.ShowError(fmt.Errorf("study %d could not be shown: %w. Check the notebook in the Bench section, then choose the study again", id, err), win)
+			} else {
+				show(x)
 			}
-			v.signal()
+			signal()
 		})
 	}()
 }

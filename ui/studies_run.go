@@ -35,18 +35,14 @@ func (v *StudiesView) RunSelected() {
 		showOneAtATime(v.win)
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	v.mu.Lock()
-	if v.running != 0 {
-		v.mu.Unlock()
-		cancel()
+	ctx, cancel, ok := claimRun(&v.mu, &v.running, &v.cancel, id, func() {
+		v.console = nil
+		v.liveRows = map[string][]plots.DepthPoint{}
+		v.gates = gateCounts{}
+	})
+	if !ok {
 		return
 	}
-	v.running, v.cancel = id, cancel
-	v.console = nil
-	v.liveRows = map[string][]plots.DepthPoint{}
-	v.gates = gateCounts{}
-	v.mu.Unlock()
 	v.Progress.SetValue(0)
 	v.Progress.Show()
 	v.ProgressMsg.SetText("starting…")
@@ -81,6 +77,22 @@ func (v *StudiesView) RunSelected() {
 			v.Select(id)
 		})
 	}()
+}
+
+// claimRun makes id the view's running study unless one runs already (then it does nothing
+// and ok is false); reset clears the view's live state under the same lock. Cancelling the
+// returned context is the view's Abort. Both run views start their runs so.
+func claimRun(mu *sync.Mutex, running *int64, cancelp *context.CancelFunc, id int64, reset func()) (ctx context.Context, cancel context.CancelFunc, ok bool) {
+	ctx, cancel = context.WithCancel(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	if *running != 0 {
+		cancel()
+		return nil, nil, false
+	}
+	*running, *cancelp = id, cancel
+	reset()
+	return ctx, cancel, true
 }
 
 // incompleteMessage says which legs of a finished run have no results and what Run does next.

@@ -17,7 +17,6 @@ import (
 
 	"sparkbench/app/study"
 	"sparkbench/runner/llamatest"
-	"sparkbench/store"
 )
 
 // fakeBenchDir writes a llama-bench that runs the real one, except for the argument lists that
@@ -301,13 +300,7 @@ func TestFaultsPlanAndNotebookFIFOs(t *testing.T) {
 // nothing (no plan file, no notebook row).
 func TestFaultsWindowRegisterChecksExtraArgs(t *testing.T) {
 	loc := llamatest.Binaries(t)
-	tmp := t.TempDir()
-	nbPath := filepath.Join(tmp, "notebook.db")
-	nb, err := store.Open(nbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nb.Close()
+	nb, tmp, _ := tempNotebook(t)
 	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
 	p, err := study.Load(writePlan(t, tmp, "window plan", tiny, moe, 2, 8, ""))
 	if err != nil {

@@ -131,12 +131,7 @@ func TestWindowRunWithAMissingBuildFolder(t *testing.T) {
 // Register… with a dialog naming both hashes. The notebook's studies and journal are unchanged.
 func TestWindowBadInputLeavesTheNotebookUnchanged(t *testing.T) {
 	llamatest.Binaries(t)
-	tmp := t.TempDir()
-	nb, err := store.Open(filepath.Join(tmp, "notebook.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nb.Close()
+	nb, tmp, _ := tempNotebook(t)
 	ctx := context.Background()
 	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data")}
 	capSvc := capacityService{nb: nb, dataDir: filepath.Join(tmp, "data")}

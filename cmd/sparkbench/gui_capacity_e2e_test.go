@@ -14,7 +14,6 @@ import (
 	"sparkbench/app"
 	"sparkbench/app/capacity"
 	"sparkbench/runner/llamatest"
-	"sparkbench/store"
 	"sparkbench/ui"
 	"sparkbench/ui/uitest"
 )
@@ -26,13 +25,7 @@ import (
 func TestWindowBuildsRegistersAndRunsACapacityStudy(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	capacityTag(t)
-	tmp := t.TempDir()
-	nbPath := filepath.Join(tmp, "notebook.db")
-	nb, err := store.Open(nbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nb.Close()
+	nb, tmp, _ := tempNotebook(t)
 	var a fyne.App
 	ui.Locked(func() { a = test.NewApp() })
 	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })

@@ -19,7 +19,6 @@ import (
 	"sparkbench/app"
 	"sparkbench/app/study"
 	"sparkbench/runner/llamatest"
-	"sparkbench/store"
 	"sparkbench/ui"
 	"sparkbench/ui/uitest"
 )
@@ -45,13 +44,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // run it against the real llama-bench, and read the verdict and the console.
 func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 	llamatest.Binaries(t)
-	tmp := t.TempDir()
-	nbPath := filepath.Join(tmp, "notebook.db")
-	nb, err := store.Open(nbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nb.Close()
+	nb, tmp, _ := tempNotebook(t)
 	var a fyne.App
 	ui.Locked(func() { a = test.NewApp() })
 	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })

@@ -18,12 +18,7 @@ import (
 // again finds the same study.
 func TestStudyServiceRunsTheDemoForReal(t *testing.T) {
 	llamatest.Binaries(t)
-	tmp := t.TempDir()
-	nb, err := store.Open(filepath.Join(tmp, "notebook.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nb.Close()
+	nb, tmp, _ := tempNotebook(t)
 	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data")}
 	ctx := context.Background()
 	id, err := svc.EnsureDemo(ctx)
@@ -65,12 +60,7 @@ func TestStudyServiceRunsTheDemoForReal(t *testing.T) {
 // TestPlotFromAStudy charts the demo study's results from the notebook, as PNG and SVG.
 func TestPlotFromAStudy(t *testing.T) {
 	llamatest.Binaries(t)
-	tmp := t.TempDir()
-	nbPath := filepath.Join(tmp, "notebook.db")
-	nb, err := store.Open(nbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nb, tmp, nbPath := tempNotebook(t)
 	svc := studyService{nb: nb, dataDir: filepath.Join(tmp, "data")}
 	id, err := svc.EnsureDemo(context.Background())
 	if err == nil {
@@ -104,4 +94,18 @@ func TestPlotFromAStudy(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "charts a capacity study") {
 		t.Fatalf("envelope from a throughput study: %d %s", code, errOut)
 	}
+}
+
+// tempNotebook opens a new notebook in a temporary folder, closed when the test ends; it
+// returns the notebook, the folder and the notebook's path.
+func tempNotebook(t *testing.T) (*store.Notebook, string, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	path := filepath.Join(tmp, "notebook.db")
+	nb, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nb.Close() })
+	return nb, tmp, path
 }
