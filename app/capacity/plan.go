@@ -13,14 +13,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"regexp"
-	"strings"
 
 	"sparkbench/app/canon"
 	"sparkbench/app/study"
 	"sparkbench/runner/fsread"
+	"sparkbench/runner/jsonlex"
 )
 
 // Plan schemas.
@@ -297,64 +296,43 @@ func Load(path string) (*Plan, error) {
 	return Decode(path, data)
 }
 
-// decodeStrict decodes exactly one JSON value into v with unknown fields refused.
+// decodeStrict decodes exactly one JSON value into v with unknown fields refused (the one
+// strict decoder, jsonlex.DecodeStrict), worded for the file: oneValue says what the file
+// holds, doc where its format is described.
 func decodeStrict(name string, data []byte, v any, oneValue, doc string) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeError(name, data, dec, err, doc, reflect.TypeOf(v))
+	e := jsonlex.DecodeStrict(data, v)
+	if e == nil {
+		return nil
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		l, c := lineCol(data, dec.InputOffset())
-		return &study.DecodeError{File: name, Line: l, Col: c, Msg: "trailing data after the JSON object; " + oneValue}
+	at := func(off int64, msg string) error {
+		l, c := jsonlex.LineCol(data, off)
+		return &study.DecodeError{File: name, Line: l, Col: c, Msg: msg}
 	}
-	return nil
-}
-
-func decodeError(name string, data []byte, dec *json.Decoder, err error, doc string, t reflect.Type) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		l, c := lineCol(data, syn.Offset)
-		return &study.DecodeError{File: name, Line: l, Col: c, Msg: "invalid JSON: " + syn.Error()}
-	case errors.As(err, &typ):
-		l, c := lineCol(data, typ.Offset)
-		return &study.DecodeError{File: name, Line: l, Col: c, Msg: fmt.Sprintf("%s: want %s, got JSON %s", typ.Field, typ.Type, typ.Value)}
-	case errors.Is(err, io.EOF):
+	switch e.Kind {
+	case jsonlex.StrictSyntax:
+		errors.As(e.Err, &syn)
+		return at(e.Offset, "invalid JSON: "+syn.Error())
+	case jsonlex.StrictType:
+		errors.As(e.Err, &typ)
+		return at(e.Offset, fmt.Sprintf("%s: want %s, got JSON %s", typ.Field, typ.Type, typ.Value))
+	case jsonlex.StrictEmpty:
 		return &study.DecodeError{File: name, Line: 1, Col: 1, Msg: "empty file; want a JSON object (see " + doc + ")"}
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		l, c := lineCol(data, int64(len(data)))
-		return &study.DecodeError{File: name, Line: l, Col: c, Msg: "the JSON ends before the object is closed"}
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
+	case jsonlex.StrictUnclosed:
+		return at(e.Offset, "the JSON ends before the object is closed")
+	case jsonlex.StrictUnknown:
 		// The decoder reports neither the key's place nor its object: walk the tokens with
 		// the type to the first key no field takes, where the decoder refused it.
-		off := dec.InputOffset()
-		if at, key, ok := canon.UnknownKeyOffset(data, t); ok && fmt.Sprintf("%q", key) == field {
-			off = at
-		} else if loc := regexp.MustCompile(regexp.QuoteMeta(field) + `\s*:`).FindIndex(data); loc != nil {
+		off := e.Offset
+		if o, key, ok := canon.UnknownKeyOffset(data, reflect.TypeOf(v)); ok && fmt.Sprintf("%q", key) == e.Field {
+			off = o
+		} else if loc := regexp.MustCompile(regexp.QuoteMeta(e.Field) + `\s*:`).FindIndex(data); loc != nil {
 			off = int64(loc[0]) // fallback: the first occurrence of the key
 		}
-		l, c := lineCol(data, off)
-		return &study.DecodeError{File: name, Line: l, Col: c, Msg: "unknown field " + field + "; check its spelling against " + doc}
+		return at(off, "unknown field "+e.Field+"; check its spelling against "+doc)
+	case jsonlex.StrictTrailing:
+		return at(e.Offset, "trailing data after the JSON object; "+oneValue)
 	}
-	l, c := lineCol(data, dec.InputOffset())
-	return &study.DecodeError{File: name, Line: l, Col: c, Msg: err.Error()}
-}
-
-func lineCol(data []byte, off int64) (int, int) {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	line, col := 1, 1
-	for _, b := range data[:off] {
-		if b == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
-	}
-	return line, col
+	return at(e.Offset, e.Err.Error())
 }

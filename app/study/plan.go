@@ -6,16 +6,15 @@
 package study
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"strings"
 
 	"sparkbench/app/canon"
 	"sparkbench/runner/fsread"
+	"sparkbench/runner/jsonlex"
 )
 
 // SchemaThroughput identifies version 1 of the throughput plan format (docs/plans.md).
@@ -251,16 +250,9 @@ func (e *DecodeError) Error() string {
 // Decode reads a plan strictly: unknown fields (a typo such as "depth" for "depths") and
 // trailing data are errors with file, line and column.
 func Decode(name string, data []byte) (*Plan, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var p Plan
-	if err := dec.Decode(&p); err != nil {
-		return nil, decodeError(name, data, dec, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		off := dec.InputOffset()
-		l, c := lineCol(data, off)
-		return nil, &DecodeError{name, l, c, "trailing data after the plan object; a plan file holds exactly one JSON object"}
+	if e := jsonlex.DecodeStrict(data, &p); e != nil {
+		return nil, decodeError(name, data, e)
 	}
 	p.given = givenFields(data)
 	return &p, nil
@@ -279,47 +271,34 @@ func Load(path string) (*Plan, error) {
 	return Decode(path, data)
 }
 
-func decodeError(name string, data []byte, dec *json.Decoder, err error) error {
+// decodeError words a strict decode's refusal of a plan, placed at its line and column.
+func decodeError(name string, data []byte, e *jsonlex.StrictError) error {
+	at := func(off int64, msg string) error {
+		l, c := jsonlex.LineCol(data, off)
+		return &DecodeError{name, l, c, msg}
+	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		l, c := lineCol(data, syn.Offset)
-		return &DecodeError{name, l, c, "invalid JSON: " + syn.Error()}
-	case errors.As(err, &typ):
-		l, c := lineCol(data, typ.Offset)
-		return &DecodeError{name, l, c, fmt.Sprintf("%s: want %s, got JSON %s", typ.Field, typ.Type, typ.Value)}
-	case errors.Is(err, io.EOF):
+	switch e.Kind {
+	case jsonlex.StrictSyntax:
+		errors.As(e.Err, &syn)
+		return at(e.Offset, "invalid JSON: "+syn.Error())
+	case jsonlex.StrictType:
+		errors.As(e.Err, &typ)
+		return at(e.Offset, fmt.Sprintf("%s: want %s, got JSON %s", typ.Field, typ.Type, typ.Value))
+	case jsonlex.StrictEmpty:
 		return &DecodeError{name, 1, 1, "empty file; a plan is a JSON object (see docs/plans.md)"}
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		l, c := lineCol(data, int64(len(data)))
-		return &DecodeError{name, l, c, "the JSON ends before the plan object is closed"}
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
+	case jsonlex.StrictUnclosed:
+		return at(e.Offset, "the JSON ends before the plan object is closed")
+	case jsonlex.StrictUnknown:
 		// The decoder reports the key after reading the whole plan: find the key itself.
-		off := dec.InputOffset()
-		if at, key, ok := canon.UnknownKeyOffset(data, reflect.TypeFor[Plan]()); ok && fmt.Sprintf("%q", key) == field {
-			off = at
+		off := e.Offset
+		if o, key, ok := canon.UnknownKeyOffset(data, reflect.TypeFor[Plan]()); ok && fmt.Sprintf("%q", key) == e.Field {
+			off = o
 		}
-		l, c := lineCol(data, off)
-		return &DecodeError{name, l, c, "unknown field " + field + "; check its spelling against docs/plans.md"}
+		return at(off, "unknown field "+e.Field+"; check its spelling against docs/plans.md")
+	case jsonlex.StrictTrailing:
+		return at(e.Offset, "trailing data after the plan object; a plan file holds exactly one JSON object")
 	}
-	l, c := lineCol(data, dec.InputOffset())
-	return &DecodeError{name, l, c, err.Error()}
-}
-
-func lineCol(data []byte, off int64) (int, int) {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	line, col := 1, 1
-	for _, b := range data[:off] {
-		if b == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
-	}
-	return line, col
+	return at(e.Offset, e.Err.Error())
 }

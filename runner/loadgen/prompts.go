@@ -1,16 +1,14 @@
 package loadgen
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"sparkbench/runner/fsread"
 	"strconv"
 	"strings"
+
+	"sparkbench/runner/fsread"
+	"sparkbench/runner/jsonlex"
 )
 
 // SchemaPrompts identifies version 1 of the prompt plan format.
@@ -39,17 +37,15 @@ func (p *PromptPlan) Prompt(n int) string {
 // DecodePromptPlan reads a prompt plan strictly (unknown fields are errors). name is used in
 // messages only.
 func DecodePromptPlan(name string, data []byte) (*PromptPlan, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var p PromptPlan
-	if err := dec.Decode(&p); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty file; want {\"schema\":%q,\"prefix\":\"Request {n}. \",\"body\":\"…\"}", name, SchemaPrompts)
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	switch e := jsonlex.DecodeStrict(data, &p); {
+	case e == nil:
+	case e.Kind == jsonlex.StrictEmpty:
+		return nil, fmt.Errorf("%s: empty file; want {\"schema\":%q,\"prefix\":\"Request {n}. \",\"body\":\"…\"}", name, SchemaPrompts)
+	case e.Kind == jsonlex.StrictTrailing:
 		return nil, fmt.Errorf("%s: trailing data after the JSON object", name)
+	default:
+		return nil, fmt.Errorf("%s: %w", name, e.Err)
 	}
 	switch {
 	case p.Schema != SchemaPrompts:

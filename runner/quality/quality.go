@@ -6,14 +6,11 @@
 package quality
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"regexp"
@@ -22,6 +19,7 @@ import (
 	"time"
 
 	"sparkbench/runner/fsread"
+	"sparkbench/runner/jsonlex"
 	"sparkbench/runner/loadgen"
 	"sparkbench/runner/vocab"
 )
@@ -66,17 +64,15 @@ type Case struct {
 
 // Decode reads a case list strictly and checks every case.
 func Decode(name string, data []byte) (*Cases, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var c Cases
-	if err := dec.Decode(&c); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty file; want {\"schema\":%q,\"cases\":[…]}", name, SchemaCases)
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	switch e := jsonlex.DecodeStrict(data, &c); {
+	case e == nil:
+	case e.Kind == jsonlex.StrictEmpty:
+		return nil, fmt.Errorf("%s: empty file; want {\"schema\":%q,\"cases\":[…]}", name, SchemaCases)
+	case e.Kind == jsonlex.StrictTrailing:
 		return nil, fmt.Errorf("%s: trailing data after the JSON object", name)
+	default:
+		return nil, fmt.Errorf("%s: %w", name, e.Err)
 	}
 	if c.Schema != SchemaCases {
 		return nil, fmt.Errorf("%s: schema %q: want %q", name, c.Schema, SchemaCases)
