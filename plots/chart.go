@@ -1,8 +1,6 @@
 package plots
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -11,6 +9,8 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+
+	"sparkbench/runner/jsonlex"
 )
 
 // Meta says where the data comes from; every chart puts it under its title.
@@ -111,13 +111,12 @@ func Decode(kind Kind, r io.Reader) (Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(c); err != nil {
-		return nil, fmt.Errorf("decode %s chart: %w", kind, err)
-	}
-	if dec.More() {
+	switch e := jsonlex.DecodeStrict(data, c); {
+	case e == nil:
+	case e.Kind == jsonlex.StrictTrailing:
 		return nil, fmt.Errorf("decode %s chart: more than one JSON value", kind)
+	default:
+		return nil, fmt.Errorf("decode %s chart: %w", kind, e.Err)
 	}
 	// Hand back the value, not the pointer, so the Chart is a snapshot.
 	switch v := c.(type) {

@@ -15,6 +15,7 @@ import (
 
 	"sparkbench/app/canon"
 	"sparkbench/runner/atomicfile"
+	"sparkbench/runner/jsonlex"
 )
 
 // Journal entry kinds.
@@ -407,10 +408,8 @@ func ReadAnchor(path string) (a Anchor, found bool, err error) {
 	if err != nil {
 		return a, false, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return Anchor{}, false, fmt.Errorf("%s is not an anchor: %v", path, err)
+	if e := jsonlex.DecodeStrict(b, &a); e != nil {
+		return Anchor{}, false, fmt.Errorf("%s is not an anchor: %v", path, e)
 	}
 	switch {
 	case a.Schema != AnchorSchema:

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"sparkbench/app/kinds"
+	"sparkbench/runner/jsonlex"
 )
 
 // Files is a bundle's content: slash-separated paths relative to the bundle's root → bytes.
@@ -379,15 +380,14 @@ func CheckName(name string) error {
 }
 
 func decodeStrict(name string, data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if dec.More() {
+	switch e := jsonlex.DecodeStrict(data, v); {
+	case e == nil:
+		return nil
+	case e.Kind == jsonlex.StrictTrailing:
 		return fmt.Errorf("%s: more than one JSON value", name)
+	default:
+		return fmt.Errorf("%s: %w", name, e.Err)
 	}
-	return nil
 }
 
 func need(files Files, name string) ([]byte, error) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 
 	"sparkbench/app/canon"
 	"sparkbench/runner/atomicfile"
+	"sparkbench/runner/jsonlex"
 	"sparkbench/runner/llamacpp"
 )
 
@@ -118,10 +118,8 @@ func checkManifest(path string, rec quantRecord, log io.Writer) error {
 	case err != nil:
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&was); err != nil || was.Schema != quantSchema {
-		return fmt.Errorf("%s: not a %s manifest (%v); remove it to write it anew", path, quantSchema, err)
+	if e := jsonlex.DecodeStrict(b, &was); e != nil || was.Schema != quantSchema {
+		return fmt.Errorf("%s: not a %s manifest (%v); remove it to write it anew", path, quantSchema, e)
 	}
 	if was.Source.SHA256 != rec.Source.SHA256 || was.Build.SHA256 != rec.Build.SHA256 {
 		fmt.Fprintf(log, "%s: made by another build or from another source (build sha256 %s, was %s; source %s, was %s): the models are re-hashed and the manifest rewritten\n",
