@@ -18,6 +18,12 @@ import (
 // next opened, and Run starts it again).
 type Recorder interface {
 	RecordReader
+	RecordWriter
+}
+
+// RecordWriter is the notebook as the engine and the registration write it (and the one
+// lookup registration makes: the study a plan already registered).
+type RecordWriter interface {
 	// StudyByPlan finds the study registered with this plan SHA-256 (the plan's identity).
 	StudyByPlan(ctx context.Context, planSHA256 string) (studyID int64, found bool, err error)
 	// Register creates a throughput study, freezes its plan and registers every prediction, as
