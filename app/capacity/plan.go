@@ -11,7 +11,6 @@ package capacity
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -308,15 +307,7 @@ func decodeStrict(name string, data []byte, v any, oneValue, doc string) error {
 		l, c := jsonlex.LineCol(data, off)
 		return &study.DecodeError{File: name, Line: l, Col: c, Msg: msg}
 	}
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
 	switch e.Kind {
-	case jsonlex.StrictSyntax:
-		errors.As(e.Err, &syn)
-		return at(e.Offset, "invalid JSON: "+syn.Error())
-	case jsonlex.StrictType:
-		errors.As(e.Err, &typ)
-		return at(e.Offset, fmt.Sprintf("%s: want %s, got JSON %s", typ.Field, typ.Type, typ.Value))
 	case jsonlex.StrictEmpty:
 		return &study.DecodeError{File: name, Line: 1, Col: 1, Msg: "empty file; want a JSON object (see " + doc + ")"}
 	case jsonlex.StrictUnclosed:
@@ -334,5 +325,5 @@ func decodeStrict(name string, data []byte, v any, oneValue, doc string) error {
 	case jsonlex.StrictTrailing:
 		return at(e.Offset, "trailing data after the JSON object; "+oneValue)
 	}
-	return at(e.Offset, e.Err.Error())
+	return at(e.Offset, e.Detail())
 }

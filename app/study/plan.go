@@ -7,7 +7,6 @@ package study
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -277,15 +276,7 @@ func decodeError(name string, data []byte, e *jsonlex.StrictError) error {
 		l, c := jsonlex.LineCol(data, off)
 		return &DecodeError{name, l, c, msg}
 	}
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
 	switch e.Kind {
-	case jsonlex.StrictSyntax:
-		errors.As(e.Err, &syn)
-		return at(e.Offset, "invalid JSON: "+syn.Error())
-	case jsonlex.StrictType:
-		errors.As(e.Err, &typ)
-		return at(e.Offset, fmt.Sprintf("%s: want %s, got JSON %s", typ.Field, typ.Type, typ.Value))
 	case jsonlex.StrictEmpty:
 		return &DecodeError{name, 1, 1, "empty file; a plan is a JSON object (see docs/plans.md)"}
 	case jsonlex.StrictUnclosed:
@@ -300,5 +291,5 @@ func decodeError(name string, data []byte, e *jsonlex.StrictError) error {
 	case jsonlex.StrictTrailing:
 		return at(e.Offset, "trailing data after the plan object; a plan file holds exactly one JSON object")
 	}
-	return at(e.Offset, e.Err.Error())
+	return at(e.Offset, e.Detail())
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 )
@@ -38,6 +39,20 @@ func (e *StrictError) Error() string {
 		return "trailing data after the JSON value"
 	}
 	return e.Err.Error()
+}
+
+// Detail words a syntax or type refusal as sparkbench's files say it ("invalid JSON: …",
+// "FIELD: want TYPE, got JSON VALUE"), and any other refusal as the decoder did.
+func (e *StrictError) Detail() string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case e.Kind == StrictSyntax && errors.As(e.Err, &syn):
+		return "invalid JSON: " + syn.Error()
+	case e.Kind == StrictType && errors.As(e.Err, &typ):
+		return fmt.Sprintf("%s: want %s, got JSON %s", typ.Field, typ.Type, typ.Value)
+	}
+	return e.Error()
 }
 
 // DecodeStrict is sparkbench's one strict JSON decoder: exactly one value of data into v,
