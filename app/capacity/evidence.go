@@ -128,26 +128,21 @@ func CheckMarkers(name string, log []byte, m Markers) (LoadBlock, []MarkerCheck,
 	if b.StartLine == 0 {
 		return b, nil, &LineError{name, 1, "no model-load block (no \"llama_model_loader: loaded meta data\" line): the marker gate cannot see the load; run llama-server with -lv 4 (info) or -v"}
 	}
+	rules, err := vocab.CompileMarkers(m.Must, m.MustNot)
+	if err != nil {
+		return b, nil, err
+	}
 	out := []MarkerCheck{}
-	for _, rule := range []struct {
-		name string
-		res  []string
-	}{{"must", m.Must}, {"must_not", m.MustNot}} {
-		for _, expr := range rule.res {
-			re, err := regexp.Compile(expr)
-			if err != nil {
-				return b, nil, fmt.Errorf("marker %q: %w", expr, err)
+	for _, r := range rules {
+		c := MarkerCheck{Rule: r.Rule, Regex: r.Regex}
+		for i, l := range b.lines {
+			if r.Re.MatchString(l) {
+				c.Found, c.Line = true, b.StartLine+i
+				break
 			}
-			c := MarkerCheck{Rule: rule.name, Regex: expr}
-			for i, l := range b.lines {
-				if re.MatchString(l) {
-					c.Found, c.Line = true, b.StartLine+i
-					break
-				}
-			}
-			c.Ok = c.Found == (rule.name == "must")
-			out = append(out, c)
 		}
+		c.Ok = c.Found == (r.Rule == "must")
+		out = append(out, c)
 	}
 	return b, out, nil
 }

@@ -234,26 +234,7 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fprintf(stdout, "%s: %s study %q, sha256 %s (plan %s)\n", *output, res.Kind, res.Plan.Name, canon.SHA256Hex(data), res.PlanSHA256)
-	for _, c := range res.Candidates {
-		rejected := 0
-		for _, cell := range c.Cells {
-			if !cell.Passed {
-				rejected++
-			}
-		}
-		if s := c.Selected; s != nil {
-			gain := "gain n/a"
-			if s.Gain != nil {
-				gain = fmt.Sprintf("%+.1f%% vs P%d/C%d", *s.Gain*100, c.Base.Slots, c.Base.Clients)
-			}
-			fprintf(stdout, "  %-24s selected P%d/C%d  %.2f tok/s  %s  (%d of %d cells rejected)\n", c.ID, s.Slots, s.Clients, s.GenerationRate, gain, rejected, len(c.Cells))
-		} else {
-			fprintf(stdout, "  %-24s no point selected: %s (%d of %d cells rejected)\n", c.ID, c.SelectionNote, rejected, len(c.Cells))
-		}
-	}
-	for _, v := range res.Verdicts {
-		fprintf(stdout, "  %-8s %-12s %s\n", v.Prediction, v.Outcome, v.Detail)
-	}
+	printSelections(stdout, &res)
 	return 0
 }
 
@@ -271,4 +252,29 @@ func capacityReadInput(flag, key, path string) (capacity.InputFile, error) {
 		return capacity.InputFile{}, fmt.Errorf("%s %s: %v", flag, key, err)
 	}
 	return capacity.InputFile{Name: path, Data: data}, nil
+}
+
+// printSelections prints each candidate's selected point (or why none) and the verdicts, as
+// `capacity assemble` and `capacity run` both end.
+func printSelections(w io.Writer, res *capacity.Result) {
+	for _, c := range res.Candidates {
+		rejected := 0
+		for _, cell := range c.Cells {
+			if !cell.Passed {
+				rejected++
+			}
+		}
+		if s := c.Selected; s != nil {
+			gain := "gain n/a"
+			if s.Gain != nil {
+				gain = fmt.Sprintf("%+.1f%% vs P%d/C%d", *s.Gain*100, c.Base.Slots, c.Base.Clients)
+			}
+			fprintf(w, "  %-24s selected P%d/C%d  %.2f tok/s  %s  (%d of %d cells rejected)\n", c.ID, s.Slots, s.Clients, s.GenerationRate, gain, rejected, len(c.Cells))
+		} else {
+			fprintf(w, "  %-24s no point selected: %s (%d of %d cells rejected)\n", c.ID, c.SelectionNote, rejected, len(c.Cells))
+		}
+	}
+	for _, v := range res.Verdicts {
+		fprintf(w, "  %-8s %-12s %s\n", v.Prediction, v.Outcome, v.Detail)
+	}
 }

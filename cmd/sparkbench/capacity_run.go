@@ -203,25 +203,6 @@ func capacityRunSummary(w io.Writer, rep *capacity.RunReport) {
 	res := rep.Result
 	fprintf(w, "%s: %s study %q, sha256 %s (plan %s), %d server lifetimes in %s\n", filepath.Join(rep.OutDir, rep.Study),
 		res.Kind, res.Plan.Name, rep.StudySHA, res.PlanSHA256, len(rep.Lifetimes), rep.Duration.Round(time.Millisecond))
-	for _, c := range res.Candidates {
-		rejected := 0
-		for _, cell := range c.Cells {
-			if !cell.Passed {
-				rejected++
-			}
-		}
-		if s := c.Selected; s != nil {
-			gain := "gain n/a"
-			if s.Gain != nil {
-				gain = fmt.Sprintf("%+.1f%% vs P%d/C%d", *s.Gain*100, c.Base.Slots, c.Base.Clients)
-			}
-			fprintf(w, "  %-24s selected P%d/C%d  %.2f tok/s  %s  (%d of %d cells rejected)\n", c.ID, s.Slots, s.Clients, s.GenerationRate, gain, rejected, len(c.Cells))
-		} else {
-			fprintf(w, "  %-24s no point selected: %s (%d of %d cells rejected)\n", c.ID, c.SelectionNote, rejected, len(c.Cells))
-		}
-	}
-	for _, v := range res.Verdicts {
-		fprintf(w, "  %-8s %-12s %s\n", v.Prediction, v.Outcome, v.Detail)
-	}
+	printSelections(w, res)
 	fprintf(w, "reproduce: sparkbench capacity assemble %s\n", strings.Join(rep.AssembleArgs, " "))
 }

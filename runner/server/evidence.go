@@ -1,8 +1,8 @@
 package server
 
 import (
-	"fmt"
 	"regexp"
+	"sparkbench/runner/vocab"
 	"strconv"
 )
 
@@ -23,29 +23,15 @@ var (
 // evidenceScanner builds Evidence line by line, keeping nothing but the current block's
 // findings (a new load block starts them over).
 type evidenceScanner struct {
-	markers []compiledMarker
+	markers []vocab.MarkerRule
 	ev      Evidence
-}
-
-type compiledMarker struct {
-	rule string
-	src  string
-	re   *regexp.Regexp
 }
 
 func newEvidenceScanner(m Markers) (*evidenceScanner, error) {
 	s := &evidenceScanner{}
-	for _, rule := range []struct {
-		name string
-		res  []string
-	}{{"must", m.Must}, {"must_not", m.MustNot}} {
-		for _, expr := range rule.res {
-			re, err := regexp.Compile(expr)
-			if err != nil {
-				return nil, fmt.Errorf("marker %q: %w", expr, err)
-			}
-			s.markers = append(s.markers, compiledMarker{rule.name, expr, re})
-		}
+	var err error
+	if s.markers, err = vocab.CompileMarkers(m.Must, m.MustNot); err != nil {
+		return nil, err
 	}
 	s.reset(0)
 	return s, nil
@@ -58,7 +44,7 @@ func (s *evidenceScanner) reset(line int) {
 	s.ev.Buffers = []Buffer{}
 	s.ev.Markers = make([]MarkerCheck, len(s.markers))
 	for i, m := range s.markers {
-		s.ev.Markers[i] = MarkerCheck{Rule: m.rule, Regex: m.src, Ok: m.rule == "must_not"}
+		s.ev.Markers[i] = MarkerCheck{Rule: m.Rule, Regex: m.Regex, Ok: m.Rule == "must_not"}
 	}
 }
 
@@ -73,9 +59,9 @@ func (s *evidenceScanner) observe(n int, line string) {
 	}
 	for i, m := range s.markers {
 		c := &s.ev.Markers[i]
-		if !c.Found && m.re.MatchString(line) {
+		if !c.Found && m.Re.MatchString(line) {
 			c.Found, c.Line = true, n
-			c.Ok = m.rule == "must"
+			c.Ok = m.Rule == "must"
 		}
 	}
 	if m := layerRE.FindStringSubmatch(line); m != nil {

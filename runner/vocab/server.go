@@ -1,6 +1,10 @@
 package vocab
 
-import "time"
+import (
+	"fmt"
+	"regexp"
+	"time"
+)
 
 // Evidence is what llama-server's log says about the backend of its last model load: the
 // device of every layer (shown at -v), the size of every model, KV, compute and output buffer
@@ -103,3 +107,30 @@ type RSS struct {
 // SchemaQualityEvidence identifies one quality-guard run's outcome (one candidate at one slot
 // count): runner/quality writes it, app/capacity reads it.
 const SchemaQualityEvidence = "sparkbench.quality/v1"
+
+// MarkerRule is one compiled marker: its rule ("must" or "must_not"), its regex as written and
+// compiled.
+type MarkerRule struct {
+	Rule  string
+	Regex string
+	Re    *regexp.Regexp
+}
+
+// CompileMarkers compiles a candidate's markers, must before must_not, each in order; a regex
+// that does not compile is named in the error.
+func CompileMarkers(must, mustNot []string) ([]MarkerRule, error) {
+	var out []MarkerRule
+	for _, rule := range []struct {
+		name string
+		res  []string
+	}{{"must", must}, {"must_not", mustNot}} {
+		for _, expr := range rule.res {
+			re, err := regexp.Compile(expr)
+			if err != nil {
+				return nil, fmt.Errorf("marker %q: %w", expr, err)
+			}
+			out = append(out, MarkerRule{Rule: rule.name, Regex: expr, Re: re})
+		}
+	}
+	return out, nil
+}
