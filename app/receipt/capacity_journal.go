@@ -49,11 +49,8 @@ func readCapacityJournal(files Files, ci *CapacityIndex, res *capacity.Result, s
 		}
 		switch j.Kind {
 		case "study.created":
-			var p struct {
-				Name string `json:"name"`
-				Kind string `json:"kind"`
-			}
-			if err := payloadOf(j, &p); err != nil {
+			p, err := createdPayload(j)
+			if err != nil {
 				return nil, err
 			}
 			if p.Kind != res.Kind {

@@ -236,6 +236,19 @@ func parseAt(j JournalLine) (time.Time, error) {
 	return t, nil
 }
 
+// studyCreated is a study.created entry's payload, as far as receipts read it.
+type studyCreated struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+}
+
+// createdPayload reads a study.created entry's study name and kind.
+func createdPayload(j JournalLine) (studyCreated, error) {
+	var p studyCreated
+	err := payloadOf(j, &p)
+	return p, err
+}
+
 func payloadOf(j JournalLine, v any) error {
 	if err := json.Unmarshal(j.Payload, v); err != nil {
 		return fmt.Errorf("%s: entry %d (%s): payload: %w", FileJournal, j.Seq, j.Kind, err)
@@ -270,11 +283,8 @@ func (tb *throughputBundle) storedStudy() error {
 		}
 		switch j.Kind {
 		case "study.created":
-			var p struct {
-				Name string `json:"name"`
-				Kind string `json:"kind"`
-			}
-			if err := payloadOf(j, &p); err != nil {
+			p, err := createdPayload(j)
+			if err != nil {
 				return err
 			}
 			if p.Name != tb.nb.Name || p.Kind != tb.nb.Kind {
