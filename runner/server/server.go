@@ -216,6 +216,18 @@ type Stopped struct {
 	Unexpected bool `json:"unexpected,omitempty"`
 }
 
+// idleSettle is how long Stop lets the tracked clients' last connections go idle before it
+// closes them again.
+const idleSettle = 20 * time.Millisecond
+
+func (s *Server) closeIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.transports {
+		t.CloseIdleConnections()
+	}
+}
+
 // Stop reads the peak RSS (VmHWM) while the process lives, closes the tracked client
 // connections, then sends SIGTERM to its group and SIGKILL after the grace period. It is
 // idempotent and returns once the group is gone, or when ctx ends (the kill still follows the
@@ -230,11 +242,12 @@ func (s *Server) Stop(ctx context.Context) Stopped {
 				rss = RSS{KiB: kib, Source: fmt.Sprintf("/proc/%d/status", a.proc.Pid())}
 			}
 		}
-		s.mu.Lock()
-		for _, t := range s.transports {
-			t.CloseIdleConnections()
-		}
-		s.mu.Unlock()
+		// Close the tracked clients' idle connections (llama-server waits on SIGTERM for a
+		// kept-alive client until its keep-alive timeout), twice: a connection whose last
+		// response was just read goes back to the idle pool a moment after the request ended.
+		s.closeIdle()
+		time.Sleep(idleSettle)
+		s.closeIdle()
 		_ = a.proc.Stop(ctx)
 		select {
 		case <-a.done:
