@@ -146,6 +146,16 @@ func printComparison(w io.Writer, c *study.StudyComparison) {
 func printReport(w io.Writer, r *study.Report) {
 	w, flush := escaped(w)
 	defer flush()
+	printStudyHead(w, r)
+	printLegs(w, r)
+	printResults(w, r)
+	printFigures(w, r)
+	printScoreboard(w, r)
+	printRecorded(w, r)
+}
+
+// printStudyHead prints the study line, its plan, halt, legs without results and bandwidth.
+func printStudyHead(w io.Writer, r *study.Report) {
 	s := r.Study
 	fprintf(w, "study %d %q: %s, %d/%d legs finished\nplan sha256 %s, registered %s\n", s.ID, s.Name, s.Status, s.LegsDone, s.LegsTotal,
 		s.PlanSHA256, s.RegisteredAt.Local().Format("2006-01-02 15:04:05"))
@@ -158,7 +168,10 @@ func printReport(w io.Writer, r *study.Report) {
 	if r.BandwidthGBs != nil {
 		fprintf(w, "memory bandwidth %.1f GB/s (%s)\n", *r.BandwidthGBs, r.Bandwidth)
 	}
+}
 
+// printLegs prints the legs table.
+func printLegs(w io.Writer, r *study.Report) {
 	fprintf(w, "\nlegs\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fprintf(tw, "  id\tlabel\tstate\tclass\trows\tresults\tflagged\tdiscarded\tduration\tconditions\n")
@@ -178,7 +191,10 @@ func printReport(w io.Writer, r *study.Report) {
 			l.Discarded+l.Unmarked, dur, strings.Join(l.Conditions, "; "))
 	}
 	tw.Flush()
+}
 
+// printResults prints results by depth (mean ± sd), one row per model, leg repeat, test and configuration.
+func printResults(w io.Writer, r *study.Report) {
 	if len(r.Results) > 0 {
 		fprintf(w, "\nresults by depth (t/s, mean ± sd over the repetitions)\n")
 		var depths []int64
@@ -201,7 +217,7 @@ func printReport(w io.Writer, r *study.Report) {
 			cells[k][c.Depth] = c
 		}
 		slices.Sort(depths)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fprintf(tw, "  model\ttest")
 		for _, d := range depths {
 			fprintf(tw, "\td%d", d)
@@ -220,10 +236,13 @@ func printReport(w io.Writer, r *study.Report) {
 		}
 		tw.Flush()
 	}
+}
 
+// printFigures prints the derived figures with their sources.
+func printFigures(w io.Writer, r *study.Report) {
 	if len(r.Figures) > 0 {
 		fprintf(w, "\nderived figures\n")
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, f := range r.Figures {
 			val := "-"
 			switch {
@@ -242,9 +261,12 @@ func printReport(w io.Writer, r *study.Report) {
 		}
 		tw.Flush()
 	}
+}
 
+// printScoreboard prints the prediction scoreboard, with deviations and problems under their prediction.
+func printScoreboard(w io.Writer, r *study.Report) {
 	fprintf(w, "\nprediction scoreboard\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fprintf(tw, "  id\tkind\tabout\texpected\tobserved\tverdict\thuman\n")
 	for _, sc := range r.Scoreboard {
 		obs := "-"
@@ -268,7 +290,10 @@ func printReport(w io.Writer, r *study.Report) {
 		}
 	}
 	tw.Flush()
+}
 
+// printRecorded prints the amendments, deviations and findings, when there are any.
+func printRecorded(w io.Writer, r *study.Report) {
 	if len(r.Amendments) > 0 {
 		fprintf(w, "\namendments (accepted before the legs they touch ran)\n")
 		for _, a := range r.Amendments {
