@@ -238,8 +238,6 @@ func (v *StudiesView) kindOf(id int64) string {
 	return ""
 }
 
-func isCapacityKind(kind string) bool { return kinds.Server(kind) }
-
 // showCapacity swaps the detail between the throughput view and the capacity panel.
 func (v *StudiesView) showCapacity(on bool) {
 	if v.Cap == nil || on == v.capShown {
@@ -333,7 +331,7 @@ func (v *StudiesView) Reload(id int64) {
 
 // Select shows study id.
 func (v *StudiesView) Select(id int64) {
-	if v.Cap != nil && isCapacityKind(v.kindOf(id)) {
+	if v.Cap != nil && kinds.Server(v.kindOf(id)) {
 		v.selected = id
 		v.showGen++ // a throughput load still under way is stale now
 		v.report = nil

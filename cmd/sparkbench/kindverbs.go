@@ -16,9 +16,9 @@ import (
 // run ID` and `study show ID` the stored study's kind. Throughput (and capacity, under its own
 // verbs) keep their paths; a kind registered later needs no change here.
 
-// planKind is the registered kind of a plan file that registers through the service layer,
-// with the file's bytes; nil when there is none (the throughput path then reads the file and
-// says what is wrong with it).
+// planKind reads a plan file once: its bytes (nil when it cannot be read: the throughput path
+// then says why) and, when its schema names a kind registered with the service layer, that
+// kind (nil otherwise).
 func planKind(file string) (*workbench.Kind, []byte) {
 	data, err := fsread.ReadFile(file, study.MaxPlanBytes, "plan")
 	if err != nil {
@@ -28,12 +28,18 @@ func planKind(file string) (*workbench.Kind, []byte) {
 		Schema string `json:"schema"`
 	}
 	if json.Unmarshal(data, &head) != nil {
-		return nil, nil
+		return nil, data
 	}
-	if k := workbench.KindOfPlan(head.Schema); k != nil {
-		return k, data
+	return workbench.KindOfPlan(head.Schema), data
+}
+
+// loadPlan decodes a throughput plan from the bytes planKind read, or reads the file when
+// those are nil (and says why it cannot be read).
+func loadPlan(file string, data []byte) (*study.Plan, error) {
+	if data == nil {
+		return study.Load(file)
 	}
-	return nil, nil
+	return study.Decode(file, data)
 }
 
 // registerAnyFile registers a plan file of any kind `study register` takes; it returns what
@@ -41,7 +47,7 @@ func planKind(file string) (*workbench.Kind, []byte) {
 func registerAnyFile(ctx context.Context, nb *store.Notebook, file string, stdout, stderr io.Writer) (any, int64, int) {
 	k, data := planKind(file)
 	if k == nil || k.Register == nil {
-		reg, code := registerFile(ctx, nb, file, stdout, stderr)
+		reg, code := registerFile(ctx, nb, file, data, stdout, stderr)
 		return reg, reg.StudyID, code
 	}
 	hash, commit := registrationHash(ctx, nb, stderr)

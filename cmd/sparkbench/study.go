@@ -57,7 +57,8 @@ var throughputKind = cliKind{
 	llamaDirHelp: "the build whose llama-bench checks extra_args (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)",
 	showJSONHelp: "print the report as JSON (every figure with the stored rows it came from)",
 	validate: func(ctx context.Context, file string, hash study.HashFunc, llamaDir string, _ io.Writer) (*planCheck, error) {
-		if k, data := planKind(file); k != nil && k.Validate != nil {
+		k, data := planKind(file)
+		if k != nil && k.Validate != nil {
 			v, err := k.Validate(ctx, file, data, hash)
 			if err != nil {
 				return nil, err
@@ -68,7 +69,7 @@ var throughputKind = cliKind{
 				}
 			}}, nil
 		}
-		p, err := study.Load(file)
+		p, err := loadPlan(file, data)
 		if err != nil {
 			return nil, err
 		}
@@ -200,9 +201,10 @@ func benchFlagsFor(ctx context.Context, p *study.Plan, llamaDir string) (map[str
 		Msg: fmt.Sprintf("not checked against a llama-bench (%v); pass --llama-dir with the build that will run the plan", err)}
 }
 
-// registerFile registers a plan file (idempotently) and prints what happened.
-func registerFile(ctx context.Context, nb *store.Notebook, file string, stdout, stderr io.Writer) (study.Registration, int) {
-	p, err := study.Load(file)
+// registerFile registers a throughput plan file (idempotently; data: its bytes, already read,
+// or nil) and prints what happened.
+func registerFile(ctx context.Context, nb *store.Notebook, file string, data []byte, stdout, stderr io.Writer) (study.Registration, int) {
+	p, err := loadPlan(file, data)
 	if err != nil {
 		fprintf(stderr, "sparkbench study register: %v\n", err)
 		return study.Registration{}, 2
