@@ -13,27 +13,30 @@ exec 3>&1 1>&2
 
 usage() {
   cat <<'EOF'
-Usage: scripts/install-llama.sh [--prefix DIR] [--full] [--force] [--upgrade] [--quiet] [--help]
+Usage: scripts/install-llama.sh [--prefix DIR] [--full|--cpu] [--force] [--upgrade] [--quiet] [--help]
 
 Builds (once) a self-contained llama.cpp prefix from Debian sid binary packages
 (llama.cpp-tools, libllama0, libggml0 and sid's runtime libraries), patched to run
 on this machine, and prints its binaries folder (PREFIX/bin) as the only line on stdout.
 If a working prefix already exists it just prints the folder.
 
-With --full the prefix also holds llama.cpp-tools-extra (llama-batched-bench,
+By default (--full) the prefix also holds llama.cpp-tools-extra (llama-batched-bench,
 llama-perplexity, llama-imatrix, llama-fit-params, llama-gguf-split, llama-tokenize,
 ggml-rpc-server) and the ggml Vulkan and RPC backends; a prefix that lacks one of them is
 rebuilt. The Vulkan loader and drivers are the host's (libvulkan1, mesa-vulkan-drivers:
-scripts/setup-system.sh); without libvulkan.so.1 the Vulkan backend is left out. Not yet
-the default: with the Vulkan backend loaded, llama-bench reports backends "Vulkan" even for
-CPU-only runs.
+scripts/setup-system.sh); without libvulkan.so.1 the Vulkan backend is left out and the
+prefix still works on the CPU. With the Vulkan backend loaded, llama-bench's "backends"
+field says "Vulkan" even for a run that used no Vulkan device: sparkbench reads where a
+row ran from its gpu_info and n_gpu_layers instead (docs/install-llama.md).
+With --cpu the prefix holds the CPU tools only (llama.cpp-tools, libllama0, libggml0).
 
 Options:
   --prefix DIR   where the prefix goes (default: $SPARKBENCH_LLAMA_PREFIX, else
                  ${XDG_CACHE_HOME:-$HOME/.cache}/sparkbench/llama.cpp). PREFIX becomes a
                  symlink to a versioned sibling directory .<name>-<stamp>.
-  --full         add the extra tools and the Vulkan and RPC backends (see above; env
+  --full         the extra tools and the Vulkan and RPC backends (the default; env
                  SPARKBENCH_LLAMA_COMPONENTS=full does the same)
+  --cpu          the CPU tools only (env SPARKBENCH_LLAMA_COMPONENTS=cpu does the same)
   --force        rebuild even if the prefix works (from the cached .debs: no network,
                  unless the cache lacks a package)
   --upgrade      refresh the sid package lists, download the newest .debs and rebuild
@@ -42,7 +45,7 @@ Options:
 
 Environment:
   SPARKBENCH_LLAMA_PREFIX   default for --prefix
-  SPARKBENCH_LLAMA_COMPONENTS  cpu (default) or full (as --full)
+  SPARKBENCH_LLAMA_COMPONENTS  full (default, as --full) or cpu (as --cpu)
   SPARKBENCH_LLAMA_CACHE    private apt state and .deb cache
                             (default ${XDG_CACHE_HOME:-$HOME/.cache}/sparkbench/llama-apt)
   SPARKBENCH_LLAMA_MIRROR   Debian mirror URL (default: the machine's own Debian mirror
@@ -52,7 +55,7 @@ EOF
 }
 
 quiet=0
-components=${SPARKBENCH_LLAMA_COMPONENTS:-cpu}
+components=${SPARKBENCH_LLAMA_COMPONENTS:-full}
 force=0
 upgrade=0
 prefix_arg=""
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
               prefix_arg=$2; shift 2 ;;
     --prefix=*) prefix_arg=${1#--prefix=}; shift ;;
     --full) components=full; shift ;;
+    --cpu) components=cpu; shift ;;
     --force) force=1; shift ;;
     --upgrade) upgrade=1; shift ;;
     --quiet|-q) quiet=1; shift ;;

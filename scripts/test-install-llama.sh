@@ -17,6 +17,9 @@ installer=$here/install-llama.sh
 model=$repo/../shared/llama-samples/reference-tiny.gguf
 cache_home=${XDG_CACHE_HOME:-$HOME/.cache}
 unset SPARKBENCH_LLAMA_PREFIX
+# The sections below build a cpu prefix first and add the rest with --full; the installer's
+# default (full) is checked in (f) by a run without this variable.
+export SPARKBENCH_LLAMA_COMPONENTS=cpu
 
 mkdir -p "$cache_home/sparkbench"
 tmp=$(mktemp -d "$cache_home/sparkbench/test-install-llama.XXXXXX")
@@ -292,6 +295,15 @@ if [ "$out" = "$prefix/bin" ] && [ ! -s "$tmp/full3.log" ] && [ -f "$prefix/bin/
   pass "a plain (cpu) run keeps the full prefix ($(elapsed "$t0") s)"
 else
   fail "a plain run after --full rebuilt or failed: $(head -c 300 "$tmp/full3.log")"
+fi
+# the default is full: a run with no option and no SPARKBENCH_LLAMA_COMPONENTS takes the full
+# prefix's fast path, and --help says so
+out=$(env -u SPARKBENCH_LLAMA_COMPONENTS "$installer" --prefix "$prefix" 2>"$tmp/full4.log") || true
+if [ "$out" = "$prefix/bin" ] && [ ! -s "$tmp/full4.log" ] \
+   && env -u SPARKBENCH_LLAMA_COMPONENTS "$installer" --help 2>/dev/null | grep -q -- '--full .*the default'; then
+  pass "the default components are full (fast path on the full prefix; --help says so)"
+else
+  fail "default components: out '$out', stderr: $(head -c 300 "$tmp/full4.log")"
 fi
 
 # --- (g) a foreign host library is still refused ------------------------------------------------

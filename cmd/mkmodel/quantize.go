@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"sparkbench/app/canon"
 	"sparkbench/runner/atomicfile"
+	"sparkbench/runner/fsread"
 	"sparkbench/runner/jsonlex"
 	"sparkbench/runner/llamacpp"
 )
@@ -161,18 +163,26 @@ func upToDate(dir string, rec quantRecord) bool {
 
 // quantizerBuild is the build's version line (its llama-bench's: llama-quantize has no
 // --version) and the SHA-256 of llama-quantize's code: the binary and the libraries it loads.
+// The installer patches each file with the absolute path of the prefix's versioned folder
+// (interpreter and RUNPATH, e.g. ~/.cache/sparkbench/.llama.cpp-20261203T163835Z.pxou), which
+// is new on every install: that path is replaced by a fixed token before hashing, so the same
+// packages installed again, on this machine or a fresh one, give the same build SHA-256.
 func quantizerBuild(ctx context.Context, tool, bench string) (quantBuild, error) {
-	bin, err := llamacpp.HashBinary(tool)
-	if err != nil {
-		return quantBuild{}, err
-	}
 	libs, _, err := llamacpp.Libraries(tool, nil)
 	if err != nil {
 		return quantBuild{}, err
 	}
-	parts := []string{bin.Name + " " + bin.SHA256}
-	for _, l := range libs {
-		parts = append(parts, l.Name+" "+l.SHA256)
+	root := ""
+	if real, err := filepath.EvalSymlinks(filepath.Dir(filepath.Dir(tool))); err == nil {
+		root = real
+	}
+	parts := []string{}
+	for _, p := range append([]string{tool}, libPaths(libs)...) {
+		sum, err := codeSHA256(p, root)
+		if err != nil {
+			return quantBuild{}, err
+		}
+		parts = append(parts, filepath.Base(p)+" "+sum)
 	}
 	sort.Strings(parts)
 	version := ""
@@ -182,6 +192,30 @@ func quantizerBuild(ctx context.Context, tool, bench string) (quantBuild, error)
 		}
 	}
 	return quantBuild{Version: version, SHA256: canon.SHA256Hex([]byte(fmt.Sprint(parts)))}, nil
+}
+
+func libPaths(libs []llamacpp.Binary) []string {
+	out := make([]string, len(libs))
+	for i, l := range libs {
+		out[i] = l.Path
+	}
+	return out
+}
+
+// maxCodeFile bounds one code file read for the build hash (libggml-vulkan.so is about 60 MB).
+const maxCodeFile = 512 << 20
+
+// codeSHA256 hashes a code file with every occurrence of the prefix folder root (when not
+// empty) replaced by a fixed token.
+func codeSHA256(path, root string) (string, error) {
+	b, err := fsread.ReadFile(path, maxCodeFile, "code file")
+	if err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	if root != "" && root != "/" {
+		b = bytes.ReplaceAll(b, []byte(root), []byte("<prefix>"))
+	}
+	return canon.SHA256Hex(b), nil
 }
 
 // mediumName is the medium model's file name (specs).
