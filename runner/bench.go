@@ -208,6 +208,8 @@ var benchValueFlags = map[string]bool{
 	"-r": true, "--repetitions": true, "--prio": true, "--delay": true, "-o": true, "--output": true,
 	"-oe": true, "--output-err": true, "--numa": true, "-fitt": true, "--fit-target": true,
 	"-fitc": true, "--fit-ctx": true, "-hff": true, "--hf-file": true, "-hft": true, "--hf-token": true,
+	// --rpc registers endpoints for every test ("a,b" is two servers, not two tests)
+	"-rpc": true, "--rpc": true,
 }
 
 // instance parameters: every value multiplies the test count. int ones accept ranges.
@@ -244,7 +246,6 @@ var benchListFlags = map[string]struct {
 	"-ot": {"ot", false, false}, "--override-tensor": {"ot", false, false},
 	"-nopo": {"nopo", false, true}, "--no-op-offload": {"nopo", false, true},
 	"--no-host": {"nohost", false, true}, "--repack": {"repack", false, true},
-	"-rpc": {"rpc", false, true}, "--rpc": {"rpc", false, true},
 }
 
 var rangeRE = regexp.MustCompile(`^(\d+)-(\d+)(?:([+*])(\d+))?$`)

@@ -118,3 +118,39 @@ func EvaluateCanary(spec CanarySpec, res *LegResult) (pass bool, reason string, 
 	}
 	return true, "canary passed", observed
 }
+
+// DeviceGate is the device evidence a leg must show: every row must have run on Want's
+// backends (benchfmt's RanOn), not on the CPU. Want is the leg's devices value ("Vulkan0",
+// "CUDA0/CUDA1", "RPC0"), or, for a leg that asked for offload without naming a device
+// (-dev auto with -ngl ≠ 0 and a device visible), "auto": any device but the CPU.
+type DeviceGate struct {
+	Want string `json:"want"`
+}
+
+// Device gate failure codes.
+const (
+	CodeDeviceNotUsed      = "device:not_used"      // the row ran on the CPU
+	CodeDeviceOtherBackend = "device:other_backend" // the row ran on another backend's device
+)
+
+// Check returns "" when row r ran where the gate wants, else the failure code and why.
+func (g DeviceGate) Check(r *benchfmt.Result) (code, why string) {
+	if g.Want == "" || g.Want == "none" {
+		return "", ""
+	}
+	if !r.Known.Has(benchfmt.FGPUInfo) || !r.Known.Has(benchfmt.FNGPULayers) {
+		return CodeDeviceNotUsed, fmt.Sprintf("asked for %s, and the row does not say where it ran (no gpu_info or n_gpu_layers)", g.Want)
+	}
+	ran := r.RanOn()
+	if ran == "CPU" {
+		return CodeDeviceNotUsed, fmt.Sprintf("asked for %s, and the row ran on the CPU (gpu_info %q, n_gpu_layers %d, devices %q)",
+			g.Want, r.GPUInfo, r.NGPULayers, r.Devices)
+	}
+	if g.Want == "auto" {
+		return "", ""
+	}
+	if want := benchfmt.DeviceBackends(g.Want); want != "" && want != ran {
+		return CodeDeviceOtherBackend, fmt.Sprintf("asked for %s (%s), and the row ran on %s (gpu_info %q)", g.Want, want, ran, r.GPUInfo)
+	}
+	return "", ""
+}

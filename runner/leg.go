@@ -28,6 +28,9 @@ type LegSpec struct {
 	Dir    string   `json:"dir,omitempty"`
 	Limits Limits   `json:"limits"`
 	CVGate CVGate   `json:"cv_gate"`
+	// DeviceGate, when set, flags the first row that did not run where the leg asked (device
+	// evidence, DeviceGate.Check) and halts the leg, as the CV gate does.
+	DeviceGate *DeviceGate `json:"device_gate,omitempty"`
 	// Progress adds --progress: llama-bench's own test total and phase lines. Off by default
 	// because llama-bench prints them inside its timed region (see RunnerArgs); without them
 	// the total comes from the arguments and the ETA from the rows' arrival times.
@@ -236,21 +239,28 @@ func (h *benchHandler) row(p *Proc, ln Line, text string, t time.Duration) {
 	}
 	s := Sample{Row: len(h.rows) + 1, Line: ln.N, Test: r.TestName(), Kind: r.Kind(), Depth: r.NDepth,
 		Model: r.ModelFilename, AvgTs: r.AvgTs, CV: CV(&r), Result: r}
-	cv, limit, ok := h.gate.Check(&r)
-	flag := !ok && h.flagRow == 0
-	if flag {
-		s.Flag = "cv"
+	var flagged *Flagged
+	if h.flagRow == 0 && h.spec.DeviceGate != nil {
+		if code, why := h.spec.DeviceGate.Check(&r); code != "" {
+			flagged = &Flagged{Row: s.Row, Test: s.Test, Gate: "device", Code: code,
+				Reason: fmt.Sprintf("%s: %s: %s", s.Test, code, why)}
+		}
+	}
+	if cv, limit, ok := h.gate.Check(&r); !ok && h.flagRow == 0 && flagged == nil {
+		flagged = &Flagged{Row: s.Row, Test: s.Test, Gate: "cv", Code: "cv_above_limit", Value: cv, Limit: limit,
+			Reason: fmt.Sprintf("%s: CV %.1f%% above the %.1f%% gate (avg %.2f ± %.2f t/s over %d repetitions)",
+				s.Test, 100*cv, 100*limit, r.AvgTs, r.StddevTs, len(r.SamplesTs))}
+	}
+	if flagged != nil {
+		s.Flag = flagged.Gate
 		h.flagRow = s.Row
 	}
 	h.rows = append(h.rows, Row{Sample: s})
 	p.emit(Event{Type: EventSample, T: t, Sample: &s})
 	p.emit(Event{Type: EventProgress, T: t, Progress: h.progress(t)})
-	if flag {
-		reason := fmt.Sprintf("%s: CV %.1f%% above the %.1f%% gate (avg %.2f ± %.2f t/s over %d repetitions)",
-			s.Test, 100*cv, 100*limit, r.AvgTs, r.StddevTs, len(r.SamplesTs))
-		p.emit(Event{Type: EventFlagged, T: t, Flagged: &Flagged{Row: s.Row, Test: s.Test, Gate: "cv",
-			Value: cv, Limit: limit, Reason: reason}})
-		p.halt(ClassFlagged, reason)
+	if flagged != nil {
+		p.emit(Event{Type: EventFlagged, T: t, Flagged: flagged})
+		p.halt(ClassFlagged, flagged.Reason)
 	}
 }
 

@@ -243,7 +243,41 @@ func reportLegs(l *Loaded) []ReportLeg {
 
 func configLabel(r *benchfmt.Result) string {
 	fa := map[int64]string{-1: "auto", 0: "off", 1: "on"}[r.FlashAttn]
-	return fmt.Sprintf("ub%d b%d fa-%s kv-%s/%s t%d ngl%d", r.NUbatch, r.NBatch, fa, r.TypeK, r.TypeV, r.NThreads, r.NGPULayers)
+	return fmt.Sprintf("ub%d b%d fa-%s kv-%s/%s t%d ngl%d", r.NUbatch, r.NBatch, fa, r.TypeK, r.TypeV, r.NThreads, r.NGPULayers) +
+		deviceLabel(r)
+}
+
+// deviceLabel is the device part of a row's configuration label: only what differs from
+// llama-bench's defaults (so rows of plans without device axes, run on the CPU, keep the label
+// they always had), then where the row ran when that was not the CPU.
+func deviceLabel(r *benchfmt.Result) string {
+	var b strings.Builder
+	k := r.Known
+	if k.Has(benchfmt.FDevices) && r.Devices != "" && r.Devices != "auto" {
+		b.WriteString(" dev-" + r.Devices)
+	}
+	if k.Has(benchfmt.FSplitMode) && r.SplitMode != "" && r.SplitMode != "layer" {
+		b.WriteString(" sm-" + r.SplitMode)
+	}
+	if k.Has(benchfmt.FTensorSplit) && strings.Trim(r.TensorSplit, "0./") != "" {
+		b.WriteString(" ts-" + r.TensorSplit)
+	}
+	if k.Has(benchfmt.FNCPUMoE) && r.NCPUMoE != 0 {
+		fmt.Fprintf(&b, " ncmoe%d", r.NCPUMoE)
+	}
+	if k.Has(benchfmt.FTensorBuftOverrides) && r.TensorBuftOverrides != "" && r.TensorBuftOverrides != "none" {
+		b.WriteString(" ot-" + r.TensorBuftOverrides)
+	}
+	if k.Has(benchfmt.FNoKVOffload) && r.NoKVOffload {
+		b.WriteString(" nkvo")
+	}
+	if k.Has(benchfmt.FLoadMode) && r.LoadMode != "" && r.LoadMode != "auto" {
+		b.WriteString(" lm-" + r.LoadMode)
+	}
+	if on := r.RanOn(); on != "" && on != "CPU" && k.Has(benchfmt.FGPUInfo) && k.Has(benchfmt.FNGPULayers) {
+		b.WriteString(" on-" + on)
+	}
+	return b.String()
 }
 
 func testOf(r *benchfmt.Result) string { return benchfmt.TestName(r.NPrompt, r.NGen, 0) }

@@ -13,6 +13,10 @@ type LegPlan struct {
 	Models []string `json:"models"` // model IDs
 	Depths []int    `json:"depths"`
 	KV     KVType   `json:"kv"`
+	// Device is the leg's devices value (-dev) when the plan sweeps devices; "" otherwise.
+	Device string `json:"device,omitempty"`
+	// Env are the plan's device visibility variables (KEY=VALUE), given to llama-bench.
+	Env []string `json:"env,omitempty"`
 	// Args are llama-bench's arguments (without the binary): -m …, the axes, -o jsonl.
 	Args []string `json:"args"`
 	// ExpectedRows is how many result rows a complete run prints.
@@ -32,28 +36,40 @@ func Expand(p *Plan, planDir string) ([]LegPlan, error) {
 		byID[m.ID] = m
 	}
 	kvs := p.Axes.KV
+	devs := p.Axes.Devices
+	if len(devs) == 0 {
+		devs = []string{""}
+	}
 	var base []LegPlan
 	for _, kv := range kvs {
-		suffix := ""
-		if len(kvs) > 1 {
-			suffix = "/kv-" + kv.K + "-" + kv.V
-		}
-		switch p.Split {
-		case SplitCombinedModel:
-			var ids []string
-			for _, m := range p.Models {
-				ids = append(ids, m.ID)
+		for _, dev := range devs {
+			suffix := ""
+			if len(kvs) > 1 {
+				suffix = "/kv-" + kv.K + "-" + kv.V
 			}
-			base = append(base, p.leg("all"+suffix, ids, p.Axes.Depths, kv))
-		case SplitPerDepth:
-			for _, m := range p.Models {
-				for _, d := range p.Axes.Depths {
-					base = append(base, p.leg(fmt.Sprintf("%s/d%d%s", m.ID, d, suffix), []string{m.ID}, []int{d}, kv))
+			if len(devs) > 1 {
+				suffix += "/dev-" + DeviceLegName(dev)
+			}
+			add := func(id string, models []string, depths []int) {
+				base = append(base, p.leg(id, models, depths, kv, dev))
+			}
+			switch p.Split {
+			case SplitCombinedModel:
+				var ids []string
+				for _, m := range p.Models {
+					ids = append(ids, m.ID)
 				}
-			}
-		default: // SplitCombined
-			for _, m := range p.Models {
-				base = append(base, p.leg(m.ID+suffix, []string{m.ID}, p.Axes.Depths, kv))
+				add("all"+suffix, ids, p.Axes.Depths)
+			case SplitPerDepth:
+				for _, m := range p.Models {
+					for _, d := range p.Axes.Depths {
+						add(fmt.Sprintf("%s/d%d%s", m.ID, d, suffix), []string{m.ID}, []int{d})
+					}
+				}
+			default: // SplitCombined
+				for _, m := range p.Models {
+					add(m.ID+suffix, []string{m.ID}, p.Axes.Depths)
+				}
 			}
 		}
 	}
@@ -111,7 +127,7 @@ func Expand(p *Plan, planDir string) ([]LegPlan, error) {
 	return legs, nil
 }
 
-func (p *Plan) leg(id string, models []string, depths []int, kv KVType) LegPlan {
+func (p *Plan) leg(id string, models []string, depths []int, kv KVType, dev string) LegPlan {
 	a := p.Axes
 	args := []string{
 		"-p", joinInts(a.NPrompt), "-n", joinInts(a.NGen), "-d", joinInts(depths),
@@ -121,6 +137,8 @@ func (p *Plan) leg(id string, models []string, depths []int, kv KVType) LegPlan 
 	if len(a.Threads) > 0 {
 		args = append(args, "-t", joinInts(a.Threads))
 	}
+	combos := len(a.Batch) * len(a.Ubatch) * len(a.FlashAttn) * len(a.NGL) * max(1, len(a.Threads))
+	args, combos = a.deviceArgs(args, combos, dev)
 	args = append(args, a.ExtraArgs...)
 	args = append(args, "-o", "jsonl")
 	tests := 0
@@ -134,9 +152,55 @@ func (p *Plan) leg(id string, models []string, depths []int, kv KVType) LegPlan 
 			tests++
 		}
 	}
-	combos := len(a.Batch) * len(a.Ubatch) * len(a.FlashAttn) * len(a.NGL) * max(1, len(a.Threads))
-	return LegPlan{ID: id, Models: models, Depths: append([]int(nil), depths...), KV: kv, Args: args,
-		ExpectedRows: len(models) * len(depths) * tests * combos}
+	return LegPlan{ID: id, Models: models, Depths: append([]int(nil), depths...), KV: kv, Device: dev,
+		Env: p.Build.EnvList(), Args: args, ExpectedRows: len(models) * len(depths) * tests * combos}
+}
+
+// deviceArgs appends the device axes' flags (only those the plan sets) and multiplies combos by
+// the configurations they add; dev is the leg's devices value ("" when the plan has none).
+func (a Axes) deviceArgs(args []string, combos int, dev string) ([]string, int) {
+	if len(a.RPC) > 0 {
+		args = append(args, "--rpc", strings.Join(a.RPC, ","))
+	}
+	if dev != "" {
+		args = append(args, "-dev", dev)
+	}
+	if len(a.SplitMode) > 0 {
+		args = append(args, "-sm", strings.Join(a.SplitMode, ","))
+		combos *= len(a.SplitMode)
+	}
+	if len(a.TensorSplit) > 0 {
+		args = append(args, "-ts", strings.Join(a.TensorSplit, ","))
+		combos *= len(a.TensorSplit)
+	}
+	if len(a.NCPUMoE) > 0 {
+		args = append(args, "-ncmoe", joinInts(a.NCPUMoE))
+		combos *= len(a.NCPUMoE)
+	}
+	// one -ot per value: a pattern may hold commas, which llama-bench would split on
+	for _, ot := range a.OverrideTensors {
+		args = append(args, "-ot", OverrideArg(ot))
+	}
+	combos *= max(1, len(a.OverrideTensors))
+	if len(a.NoKVOffload) > 0 {
+		v := make([]string, len(a.NoKVOffload))
+		for i, b := range a.NoKVOffload {
+			v[i] = map[bool]string{false: "0", true: "1"}[b]
+		}
+		args = append(args, "-nkvo", strings.Join(v, ","))
+		combos *= len(a.NoKVOffload)
+	}
+	if len(a.LoadMode) > 0 {
+		args = append(args, "-lm", strings.Join(a.LoadMode, ","))
+		combos *= len(a.LoadMode)
+	}
+	return args, combos
+}
+
+// DeviceLegName is a devices value as it appears in a leg ID: "Vulkan0/Vulkan1" → "Vulkan0+Vulkan1".
+func DeviceLegName(dev string) string {
+	r := strings.NewReplacer("/", "+", "[", "", "]", "", ":", "-")
+	return r.Replace(dev)
 }
 
 // ResolvePath makes a model path absolute against the plan's folder.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 
 	"sparkbench/app/canon"
@@ -107,6 +108,32 @@ func (p *Plan) RetryLimit() int {
 // Build names the llama.cpp binaries folder; empty means the default search order.
 type Build struct {
 	Dir string `json:"dir,omitempty"`
+	// Env are device visibility variables every leg runs with (e.g. GGML_VK_VISIBLE_DEVICES=0,
+	// which ggml needs to use a Vulkan device of CPU type such as Mesa's llvmpipe); only the
+	// names in DeviceEnvNames are accepted. Written only when given.
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// DeviceEnvNames are the environment variables a plan may set for its legs: they choose which
+// devices a backend shows, and so where a run can go.
+var DeviceEnvNames = []string{"CUDA_VISIBLE_DEVICES", "GGML_VK_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+	"ONEAPI_DEVICE_SELECTOR", "ROCR_VISIBLE_DEVICES"}
+
+// EnvList is the plan's Env as KEY=VALUE, sorted by key (nil when none).
+func (b Build) EnvList() []string {
+	if len(b.Env) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(b.Env))
+	for k := range b.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + "=" + b.Env[k]
+	}
+	return out
 }
 
 // Model is one GGUF artefact of the study.
@@ -131,6 +158,39 @@ type Axes struct {
 	Threads   []int    `json:"threads,omitempty"`
 	NGL       []int    `json:"ngl,omitempty"`
 	ExtraArgs []string `json:"extra_args,omitempty"`
+
+	// The device axes (docs/plans.md, "Devices"). Each is written only when given, so plans
+	// without them keep their SHA-256, and llama-bench gets the flag only then.
+	Devices         []string `json:"devices,omitempty"`          // -dev: one leg per value ("none", "auto", "Vulkan0", "CUDA0/CUDA1")
+	SplitMode       []string `json:"split_mode,omitempty"`       // -sm: none, layer, row, tensor
+	TensorSplit     []string `json:"tensor_split,omitempty"`     // -ts: "3/1" — one entry per device
+	NCPUMoE         []int    `json:"n_cpu_moe,omitempty"`        // -ncmoe: MoE layers whose experts stay on the CPU
+	OverrideTensors []string `json:"override_tensors,omitempty"` // -ot, one flag per value: "PATTERN=BUFT;…" or a preset (OverridePresets)
+	NoKVOffload     []bool   `json:"no_kv_offload,omitempty"`    // -nkvo 0|1
+	LoadMode        []string `json:"load_mode,omitempty"`        // -lm: auto, none, mmap, mlock, mmap+mlock, dio (the mmap axis)
+	// RPC are ggml-rpc-server endpoints (host:port) every leg registers (--rpc); their devices
+	// are then named RPC0, RPC1 … in the devices axis.
+	RPC []string `json:"rpc,omitempty"`
+}
+
+// OverridePresets are named override_tensors values.
+var OverridePresets = map[string]string{
+	// every MoE expert tensor in host memory: attention and dense layers go to the device
+	"experts_on_cpu": `\.ffn_(up|down|gate)_exps=CPU`,
+}
+
+// OverrideArg is an override_tensors value as llama-bench takes it (a preset expanded).
+func OverrideArg(v string) string {
+	if x, ok := OverridePresets[v]; ok {
+		return x
+	}
+	return v
+}
+
+// HasDeviceAxes reports whether the plan sets any device axis.
+func (a Axes) HasDeviceAxes() bool {
+	return len(a.Devices)+len(a.SplitMode)+len(a.TensorSplit)+len(a.NCPUMoE)+len(a.OverrideTensors)+
+		len(a.NoKVOffload)+len(a.LoadMode)+len(a.RPC) > 0
 }
 
 // KVType is one KV-cache type pair (-ctk/-ctv).

@@ -64,6 +64,9 @@ type ValidateOptions struct {
 	// BenchFlags are the flags the build's llama-bench lists in its --help
 	// (llamacpp.HelpFlags); nil: extra_args are not checked against a build.
 	BenchFlags map[string]bool
+	// Devices are the build's devices as listed with the plan's env and endpoints
+	// (studyrun.ListBuildDevices); nil: the device axes are checked by their form only.
+	Devices *BuildDevices
 }
 
 // ModelInfo is what validation learned about a model file.
@@ -90,6 +93,11 @@ var controlledFlags = map[string]string{
 	"-fa": "axes.flash_attn", "--flash-attn": "axes.flash_attn", "-ctk": "axes.kv_types", "--cache-type-k": "axes.kv_types",
 	"-ctv": "axes.kv_types", "--cache-type-v": "axes.kv_types", "-t": "axes.threads", "--threads": "axes.threads",
 	"-ngl": "axes.ngl", "--n-gpu-layers": "axes.ngl",
+	"-dev": "axes.devices", "--device": "axes.devices", "-sm": "axes.split_mode", "--split-mode": "axes.split_mode",
+	"-ts": "axes.tensor_split", "--tensor-split": "axes.tensor_split", "-ncmoe": "axes.n_cpu_moe", "--n-cpu-moe": "axes.n_cpu_moe",
+	"-ot": "axes.override_tensors", "--override-tensor": "axes.override_tensors", "-nkvo": "axes.no_kv_offload",
+	"--no-kv-offload": "axes.no_kv_offload", "-lm": "axes.load_mode", "--load-mode": "axes.load_mode",
+	"-rpc": "axes.rpc", "--rpc": "axes.rpc",
 }
 
 // Validate checks a plan (after Defaults) and returns every problem, errors and warnings, plus
@@ -158,6 +166,10 @@ func (v *validator) run() {
 	v.checkText()
 	v.checkModels()
 	v.checkAxes()
+	v.checkDevices()
+	if v.opts.Devices != nil {
+		v.problems = append(v.problems, CheckDevices(v.p, *v.opts.Devices)...)
+	}
 	switch p.Split {
 	case SplitCombined, SplitPerDepth, SplitCombinedModel:
 	default:

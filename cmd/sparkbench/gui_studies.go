@@ -90,11 +90,10 @@ func (s studyService) Register(ctx context.Context, p *study.Plan) (study.Regist
 	if err != nil {
 		return study.Registration{}, err
 	}
-	// extra_args the window's build does not know are refused before anything is written.
-	if flags, _ := benchFlagsFor(ctx, p, s.dir()); flags != nil {
-		if probs := study.CheckBenchFlags(p, flags); len(probs) > 0 {
-			return study.Registration{}, &study.RefusedError{Problems: probs}
-		}
+	// extra_args the window's build does not know, devices it does not have and RPC endpoints
+	// that do not answer are refused before anything is written.
+	if err := buildRefusal(ctx, p, s.dir()); err != nil {
+		return study.Registration{}, err
 	}
 	file, err := writePlanFile(s.dataDir, p.Name, sum, p)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"sparkbench/app/study"
+	"sparkbench/app/study/studyrun"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
 )
@@ -77,7 +78,10 @@ var throughputKind = cliKind{
 		opts := study.ValidateOptions{PlanDir: filepath.Dir(file), Hash: hash}
 		var unchecked *study.Problem
 		opts.BenchFlags, unchecked = benchFlagsFor(ctx, p, llamaDir)
+		var devProbs []study.Problem
+		opts.Devices, devProbs = devicesFor(ctx, p, llamaDir)
 		probs, _ := study.Validate(p, opts)
+		probs = append(probs, devProbs...)
 		if unchecked != nil {
 			probs = append(probs, *unchecked)
 		}
@@ -180,6 +184,51 @@ func reportRefusal(cmd string, err error, stderr io.Writer) int {
 	return 1
 }
 
+// devicesFor asks the build that would run the plan for its devices, with the plan's env and
+// RPC endpoints, when the plan has device axes or env (nil otherwise). An RPC endpoint that
+// refuses or does not answer is an error problem at axes.rpc; a build that cannot be found or
+// asked, a warning that the devices were not checked.
+func devicesFor(ctx context.Context, p *study.Plan, llamaDir string) (*study.BuildDevices, []study.Problem) {
+	if !p.Axes.HasDeviceAxes() && len(p.Build.Env) == 0 {
+		return nil, nil
+	}
+	if llamaDir == "" {
+		llamaDir = p.Build.Dir
+	}
+	loc, err := llamacpp.Locate(llamaDir)
+	if err != nil {
+		return nil, []study.Problem{{Path: "axes.devices", Severity: study.SevWarning,
+			Msg: fmt.Sprintf("not checked against a build (%v); pass --llama-dir with the build that will run the plan", err)}}
+	}
+	devs, err := studyrun.ListBuildDevices(ctx, loc.Bench, p)
+	if err != nil {
+		return nil, []study.Problem{{Path: "axes.rpc", Severity: study.SevError, Msg: err.Error()}}
+	}
+	if devs != nil && !devs.Listed {
+		return nil, []study.Problem{{Path: "axes.devices", Severity: study.SevWarning,
+			Msg: fmt.Sprintf("not checked: %s --list-devices did not run", loc.Bench)}}
+	}
+	return devs, nil
+}
+
+// buildRefusal is what the build says against registering the plan: extra_args it does not
+// know, devices it does not have, RPC endpoints that do not answer (nil: nothing).
+func buildRefusal(ctx context.Context, p *study.Plan, llamaDir string) error {
+	var probs []study.Problem
+	if flags, _ := benchFlagsFor(ctx, p, llamaDir); flags != nil {
+		probs = append(probs, study.CheckBenchFlags(p, flags)...)
+	}
+	devs, devProbs := devicesFor(ctx, p, llamaDir)
+	probs = append(probs, study.Errors(devProbs)...)
+	if devs != nil {
+		probs = append(probs, study.Errors(study.CheckDevices(p, *devs))...)
+	}
+	if len(probs) > 0 {
+		return &study.RefusedError{Problems: probs}
+	}
+	return nil
+}
+
 // benchFlagsFor lists the flags of the llama-bench that would run the plan, when the plan has
 // extra_args to check (nil otherwise); a build that cannot be found or asked gives a warning
 // saying the extra_args were not checked.
@@ -209,11 +258,10 @@ func registerFile(ctx context.Context, nb *store.Notebook, file string, data []b
 		fprintf(stderr, "sparkbench study register: %v\n", err)
 		return study.Registration{}, 2
 	}
-	// extra_args the build does not know are refused before anything is hashed or written.
-	if flags, _ := benchFlagsFor(ctx, p, ""); flags != nil {
-		if probs := study.CheckBenchFlags(p, flags); len(probs) > 0 {
-			return study.Registration{}, reportRefusal("study register", &study.RefusedError{Problems: probs}, stderr)
-		}
+	// extra_args the build does not know, devices it does not have and RPC endpoints that do
+	// not answer are refused before anything is hashed or written.
+	if err := buildRefusal(ctx, p, ""); err != nil {
+		return study.Registration{}, reportRefusal("study register", err, stderr)
 	}
 	hash, commit := registrationHash(ctx, nb, stderr)
 	reg, err := study.Register(ctx, store.StudyRecorder{N: nb}, p, file, hash)

@@ -175,6 +175,12 @@ func HashBinary(path string) (Binary, error) {
 // stderr merged, at most MetaCap bytes of them (head and tail, with a marker line saying how
 // many bytes were left out). A non-zero exit is an error carrying the output's last lines.
 func RunMeta(ctx context.Context, timeout time.Duration, argv0 string, args ...string) (string, error) {
+	return RunMetaEnv(ctx, timeout, nil, argv0, args...)
+}
+
+// RunMetaEnv is RunMeta with KEY=VALUE extras in the child's environment (after the process's
+// own, NO_COLOR=1 and TERM=dumb).
+func RunMetaEnv(ctx context.Context, timeout time.Duration, env []string, argv0 string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.Command(argv0, args...)
@@ -182,7 +188,7 @@ func RunMeta(ctx context.Context, timeout time.Duration, argv0 string, args ...s
 	cmd.Stdout = buf
 	cmd.Stderr = buf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=dumb")
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1", "TERM=dumb"), env...)
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}

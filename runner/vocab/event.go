@@ -131,9 +131,12 @@ type Malformed struct {
 
 // Flagged says which test a gate flagged and why.
 type Flagged struct {
-	Row    int     `json:"row"`
-	Test   string  `json:"test"`
-	Gate   string  `json:"gate"` // "cv"
+	Row  int    `json:"row"`
+	Test string `json:"test"`
+	Gate string `json:"gate"` // "cv" or "device"
+	// Code is the failure code: "cv_above_limit", "device:not_used", "device:other_backend".
+	// Not written for the CV gate, whose code it always was.
+	Code   string  `json:"-"`
 	Value  float64 `json:"value"`
 	Limit  float64 `json:"limit"`
 	Reason string  `json:"reason"`

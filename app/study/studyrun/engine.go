@@ -258,7 +258,11 @@ func (r *run) prepare(ctx context.Context) error {
 	if hash == nil {
 		hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
 	}
-	probs, models := study.Validate(l.Plan, study.ValidateOptions{PlanDir: l.St.PlanDir, Hash: hash, BenchFlags: e.benchFlags(ctx)})
+	devs, err := ListBuildDevices(ctx, e.Bench, l.Plan)
+	if err != nil {
+		return err // an RPC endpoint that refuses or hangs: no leg could run
+	}
+	probs, models := study.Validate(l.Plan, study.ValidateOptions{PlanDir: l.St.PlanDir, Hash: hash, BenchFlags: e.benchFlags(ctx), Devices: devs})
 	r.models = models
 	for _, m := range l.Plan.Models {
 		info, ok := models[m.ID]
@@ -326,6 +330,25 @@ func (e *Engine) benchFlags(ctx context.Context) map[string]bool {
 	return flags
 }
 
+// ListBuildDevices asks the build's llama-bench for its devices with the plan's env and RPC
+// endpoints, for the device checks (study.CheckDevices). A plan without device axes or env asks
+// nothing (nil). An RPC endpoint that refuses the connection or does not answer is an error
+// naming it (*llamacpp.RPCError); a build that cannot be asked otherwise gives Listed false.
+func ListBuildDevices(ctx context.Context, bench string, p *study.Plan) (*study.BuildDevices, error) {
+	if bench == "" || (!p.Axes.HasDeviceAxes() && len(p.Build.Env) == 0) {
+		return nil, nil
+	}
+	dl, err := llamacpp.ListDevices(ctx, bench, p.Build.EnvList(), p.Axes.RPC)
+	var rpcErr *llamacpp.RPCError
+	if errors.As(err, &rpcErr) {
+		return nil, err
+	}
+	if err != nil {
+		return &study.BuildDevices{}, nil
+	}
+	return &study.BuildDevices{Devices: dl.Devices, Backends: dl.Backends, Listed: true}, nil
+}
+
 func measureBandwidth(ctx context.Context) (BandwidthMeasurement, error) {
 	res, err := membw.Measure(ctx, membw.Options{})
 	if err != nil {
@@ -338,7 +361,7 @@ func (r *run) probe(ctx context.Context) (study.Environment, error) {
 	if r.e.Probe != nil {
 		return r.e.Probe(ctx)
 	}
-	fp := r.e.fingerprinter().Take(ctx, r.e.Bench, nil)
+	fp := r.e.fingerprinter().Take(ctx, r.e.Bench, r.l.Plan.Build.EnvList())
 	env := study.Environment{Machine: fp.Machine, BuildDir: filepath.Dir(r.e.Bench), VersionLine: fp.VersionLine,
 		BuildNumber: int64(fp.BuildNumber), Commit: fp.Commit, Backends: fp.Backends,
 		Binaries: map[string]string{fp.Binary.Name: fp.Binary.SHA256}}

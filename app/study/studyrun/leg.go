@@ -101,7 +101,11 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart
 		case runner.EventFlagged:
 			if ev.Leg == spec.ID && ev.Flagged != nil {
 				f := ev.Flagged
-				if err := e.Rec.RecordGate(wctx, study.GateRecord{StudyID: l.St.ID, LegID: legID, Name: "cv:" + f.Test, Code: "cv_above_limit",
+				name, code := "cv:"+f.Test, "cv_above_limit"
+				if f.Gate == "device" {
+					name, code = "device:"+spec.DeviceGate.Want, f.Code
+				}
+				if err := e.Rec.RecordGate(wctx, study.GateRecord{StudyID: l.St.ID, LegID: legID, Name: name, Code: code,
 					Observed: f.Value, Limit: f.Limit, Detail: f}); err != nil && addErr == nil {
 					addErr = err
 				}
@@ -168,7 +172,10 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan) (legRun, error) {
 	if attempt > 1 {
 		label = fmt.Sprintf("%s (attempt %d)", lp.ID, attempt)
 	}
-	spec := runner.LegSpec{ID: lp.ID, Bench: e.Bench, Args: lp.Args, CVGate: r.gate()}
+	spec := runner.LegSpec{ID: lp.ID, Bench: e.Bench, Args: lp.Args, Env: lp.Env, CVGate: r.gate()}
+	if lp.Device != "" && lp.Device != "none" && lp.Device != "auto" {
+		spec.DeviceGate = &runner.DeviceGate{Want: lp.Device}
+	}
 	var artefact int64
 	if len(lp.Models) == 1 {
 		artefact = r.artefacts[lp.Models[0]]
