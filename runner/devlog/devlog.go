@@ -98,7 +98,7 @@ var (
 	numberRE        = regexp.MustCompile(`-?[0-9]+(?:\.[0-9]+)?`)
 
 	foundRE      = regexp.MustCompile(`ggml_cuda_init: found (\d+) (\w+) devices`)
-	cudaDevRE    = regexp.MustCompile(`^[>\s]*Device (\d+): ([^,]+)(.*)$`)
+	cudaDevRE    = regexp.MustCompile(`(?:^|\s)Device (\d+): ([^,]+)(.*)$`)
 	vramRE       = regexp.MustCompile(`VRAM: (\d+) MiB`)
 	vulkanDevRE  = regexp.MustCompile(`ggml_vulkan: (\d+) = ([^|]*?)\s*(?:\||$)`)
 	metalDevRE   = regexp.MustCompile(`ggml_metal_init: found device: (.+?)\s*$`)
@@ -137,8 +137,8 @@ type Scanner struct {
 
 	timings    []Timing
 	timOmitted int
-	cur        *Timing // the generation whose lines are being read
-	obj        []byte  // a "timings" object spread over lines
+	open       []*Timing // the generations whose lines are being read, oldest first
+	obj        []byte    // a "timings" object spread over lines
 	objLine    int
 	objLines   int
 }
@@ -442,28 +442,42 @@ func (s *Scanner) timingLine(n int, line string) {
 	if m := promptRE.FindStringSubmatch(line); m != nil {
 		ms, tok, tps := num(m[2]), count(m[3]), num(m[4])
 		task := taskOf(line)
+		cur := s.openFor(task)
 		if m[1] == "prompt eval" {
-			s.closeTiming()
-			s.openTiming(n, line, task)
-			s.cur.PromptMS, s.cur.PromptTokens, s.cur.PromptTPS = ms, tok, tps
+			s.closeTiming(cur)
+			cur = s.openTiming(n, line, task)
+			cur.PromptMS, cur.PromptTokens, cur.PromptTPS = ms, tok, tps
 			return
 		}
-		if s.cur == nil || s.cur.GenMS != 0 || s.cur.GenTokens != 0 || s.cur.TotalMS != 0 || (task != "" && s.cur.Task != "" && task != s.cur.Task) {
-			s.closeTiming()
-			s.openTiming(n, line, task)
+		if cur == nil || cur.GenMS != 0 || cur.GenTokens != 0 || cur.TotalMS != 0 {
+			s.closeTiming(cur)
+			cur = s.openTiming(n, line, task)
 		}
-		s.cur.GenMS, s.cur.GenTokens, s.cur.GenTPS = ms, tok, tps
+		cur.GenMS, cur.GenTokens, cur.GenTPS = ms, tok, tps
 		return
 	}
 	if m := totalRE.FindStringSubmatch(line); m != nil {
 		task := taskOf(line)
-		if s.cur == nil || (task != "" && s.cur.Task != "" && task != s.cur.Task) {
-			s.closeTiming()
-			s.openTiming(n, line, task)
+		cur := s.openFor(task)
+		if cur == nil {
+			cur = s.openTiming(n, line, task)
 		}
-		s.cur.TotalMS, s.cur.TotalTokens = num(m[1]), count(m[2])
-		s.closeTiming()
+		cur.TotalMS, cur.TotalTokens = num(m[1]), count(m[2])
+		s.closeTiming(cur)
 	}
+}
+
+// maxOpen bounds the generations being read at once (one per task whose lines interleave).
+const maxOpen = 64
+
+// openFor is the generation being read for a task ("" for lines without one).
+func (s *Scanner) openFor(task string) *Timing {
+	for _, t := range s.open {
+		if t.Task == task {
+			return t
+		}
+	}
+	return nil
 }
 
 func taskOf(line string) string {
@@ -489,16 +503,24 @@ func sourceOf(line string) string {
 	return "plain"
 }
 
-func (s *Scanner) openTiming(n int, line, task string) {
-	s.cur = &Timing{Source: sourceOf(line), Line: n, Task: task}
+func (s *Scanner) openTiming(n int, line, task string) *Timing {
+	if len(s.open) >= maxOpen {
+		s.closeTiming(s.open[0])
+	}
+	t := &Timing{Source: sourceOf(line), Line: n, Task: task}
+	s.open = append(s.open, t)
+	return t
 }
 
-func (s *Scanner) closeTiming() {
-	if s.cur == nil {
-		return
+// closeTiming ends a generation being read (nil: none).
+func (s *Scanner) closeTiming(t *Timing) {
+	for i, o := range s.open {
+		if o == t {
+			s.open = append(s.open[:i], s.open[i+1:]...)
+			s.addTiming(*t)
+			return
+		}
 	}
-	s.addTiming(*s.cur)
-	s.cur = nil
 }
 
 func (s *Scanner) addTiming(t Timing) {
@@ -597,8 +619,8 @@ func (s *Scanner) Evidence() vocab.Evidence {
 // Timings are the generations read so far, the one being read included.
 func (s *Scanner) Timings() []Timing {
 	out := append([]Timing{}, s.timings...)
-	if s.cur != nil {
-		out = append(out, *s.cur)
+	for _, t := range s.open {
+		out = append(out, *t)
 	}
 	return out
 }
