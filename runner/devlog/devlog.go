@@ -534,6 +534,9 @@ func (s *Scanner) addTiming(t Timing) {
 // objectLine reads a response's "timings" object, on one line or over several.
 func (s *Scanner) objectLine(n int, line string) {
 	if s.obj == nil {
+		if !strings.Contains(line, `"timings"`) {
+			return
+		}
 		loc := timingsKeyRE.FindStringIndex(line)
 		if loc == nil {
 			return

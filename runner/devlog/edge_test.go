@@ -235,3 +235,15 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkScanVerboseLog: the -v log of this build (2,000 lines of a server lifetime).
+func BenchmarkScanVerboseLog(b *testing.B) {
+	log, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "llama-samples", "server-v.stderr.log"))
+	if err != nil {
+		b.Skip(err)
+	}
+	b.SetBytes(int64(len(log)))
+	for b.Loop() {
+		ScanText(log, nil)
+	}
+}
