@@ -138,7 +138,13 @@ func (g given) noiseFloorGiven(i int) bool { return i < len(g.noiseFloor) && g.n
 // Build names the llama.cpp binaries folder; empty means the default search order.
 type Build struct {
 	Dir string `json:"dir,omitempty"`
+	// Env are device visibility variables every server runs with (study.DeviceEnvNames, e.g.
+	// GGML_VK_VISIBLE_DEVICES=0 for Mesa's llvmpipe); written only when given.
+	Env map[string]string `json:"env,omitempty"`
 }
+
+// EnvList is Env as sorted KEY=VALUE pairs.
+func (b Build) EnvList() []string { return study.Build{Env: b.Env}.EnvList() }
 
 // FileRef is a file the study depends on, with its expected SHA-256.
 type FileRef struct {
@@ -168,10 +174,15 @@ type Markers struct {
 
 // Limits are the predeclared SLO, stability, resource and quality limits.
 type Limits struct {
-	TTFTMsP95Max       float64 `json:"ttft_ms_p95_max"`
-	E2EMsP95Max        float64 `json:"e2e_ms_p95_max"`
-	CompletionRateMin  float64 `json:"completion_rate_min"` // default 1.0
-	PeakRSSMiBMax      float64 `json:"peak_rss_mib_max"`
+	TTFTMsP95Max      float64 `json:"ttft_ms_p95_max"`
+	E2EMsP95Max       float64 `json:"e2e_ms_p95_max"`
+	CompletionRateMin float64 `json:"completion_rate_min"` // default 1.0
+	PeakRSSMiBMax     float64 `json:"peak_rss_mib_max"`
+	// MaxDeviceMiB, when set, is the device memory gate: every server lifetime must show its
+	// layers on a device (offloaded as many as -ngl asked, a device other than the CPU holding
+	// memory) and the device's peak memory (the server log's memory breakdown, else its buffer
+	// lines) must stay at or below it. Written only when given.
+	MaxDeviceMiB       float64 `json:"max_device_mib,omitempty"`
 	GenRateSpreadMax   float64 `json:"generation_rate_spread_max"` // default 0.15
 	E2EP95SpreadMax    float64 `json:"e2e_p95_spread_max"`         // default 0.20
 	ObjectiveTolerance float64 `json:"objective_tolerance"`        // default 0.01

@@ -4,6 +4,7 @@ import (
 	"sparkbench/app/analysis"
 	"sparkbench/app/canon"
 	"sparkbench/app/study"
+	"sparkbench/runner/vocab"
 )
 
 // SchemaResult identifies version 1 of the assembled study (study.json).
@@ -19,6 +20,9 @@ const (
 	CodeRateSpreadAbove     = "generation_rate_spread_above_maximum"
 	CodeE2ESpreadAbove      = "e2e_p95_spread_above_maximum"
 	CodePeakRSSAbove        = "peak_rss_above_maximum"
+	CodePeakDeviceAbove     = "peak_device_mib_above_maximum"
+	CodeDeviceNotUsed       = "device:not_used"
+	CodeOffloadBelow        = "offload:layers_below_requested"
 	CodeQualityFailed       = "quality_gate_failed"
 	CodeMarkerMissing       = "backend_marker_missing"
 	CodeMarkerForbidden     = "backend_marker_forbidden_present"
@@ -92,6 +96,16 @@ type LifetimeResult struct {
 	LoadBlockLine int           `json:"load_block_line"`
 	LoadBlocks    int           `json:"load_blocks"`
 	Markers       []MarkerCheck `json:"markers"`
+	// Device evidence, read only for plans with a device memory gate (limits.max_device_mib):
+	// the layers offloaded and each device's peak memory in the last load block.
+	Offloaded *vocab.Offload `json:"offloaded,omitempty"`
+	Devices   []DeviceMemory `json:"devices,omitempty"`
+}
+
+// DeviceMemory is a device's peak memory in a server lifetime (vocab.Evidence.PeakDeviceMiB).
+type DeviceMemory struct {
+	Device  string  `json:"device"`
+	PeakMiB float64 `json:"peak_mib"`
 }
 
 // CellResult is one (candidate, P, C) across passes. Reported figures are medians over passes.
@@ -107,13 +121,16 @@ type CellResult struct {
 	// CompletionRateWorst is the lowest completion rate over passes.
 	CompletionRateWorst float64 `json:"completion_rate_worst"`
 	// Spreads are (max - min) / median over passes; nil when they cannot be computed.
-	GenerationRateSpread *float64      `json:"generation_rate_spread"`
-	E2EP95Spread         *float64      `json:"e2e_p95_spread"`
-	PeakRSSMiB           float64       `json:"peak_rss_mib"` // worst pass of the (candidate, P) server
-	Passes               []PassMetrics `json:"passes"`
-	Checks               []GateCheck   `json:"checks"`
-	Failures             []string      `json:"failures"` // exact codes, fixed order
-	Passed               bool          `json:"passed"`
+	GenerationRateSpread *float64 `json:"generation_rate_spread"`
+	E2EP95Spread         *float64 `json:"e2e_p95_spread"`
+	PeakRSSMiB           float64  `json:"peak_rss_mib"`
+	// PeakDeviceMiB is the worst device peak over the cell's server lifetimes (device memory
+	// gate plans only).
+	PeakDeviceMiB *float64      `json:"peak_device_mib,omitempty"` // worst pass of the (candidate, P) server
+	Passes        []PassMetrics `json:"passes"`
+	Checks        []GateCheck   `json:"checks"`
+	Failures      []string      `json:"failures"` // exact codes, fixed order
+	Passed        bool          `json:"passed"`
 }
 
 // PassMetrics are one cell's figures in one pass, from its measured requests.

@@ -353,6 +353,14 @@ func (v *validator) checkLimits() {
 	positive("ttft_ms_p95_max", l.TTFTMsP95Max, "1500 (ms)")
 	positive("e2e_ms_p95_max", l.E2EMsP95Max, "6500 (ms)")
 	positive("peak_rss_mib_max", l.PeakRSSMiBMax, "4096 (MiB)")
+	if l.MaxDeviceMiB < 0 || math.IsInf(l.MaxDeviceMiB, 0) || math.IsNaN(l.MaxDeviceMiB) {
+		v.errf("limits.max_device_mib", "%g: want a positive limit in MiB, e.g. 2048, or leave it out for no device memory gate", l.MaxDeviceMiB)
+	}
+	for k := range v.p.Build.Env {
+		if !slices.Contains(study.DeviceEnvNames, k) {
+			v.errf("build.env."+k, "not a device visibility variable; a plan may set %s", strings.Join(study.DeviceEnvNames, ", "))
+		}
+	}
 	if !(l.CompletionRateMin > 0 && l.CompletionRateMin <= 1) {
 		v.errf("limits.completion_rate_min", "%g: want a fraction in (0, 1], e.g. 1.0%s", l.CompletionRateMin, orOmit(DefaultCompletionRateMin))
 	}

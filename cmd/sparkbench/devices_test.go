@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"sparkbench/app/capacity"
 	"sparkbench/app/charts"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/llamatest"
@@ -153,4 +156,138 @@ func TestDeviceStudyCPUAndVulkan(t *testing.T) {
 	if code, out, errOut := runCLI("verify", bundle); code != 0 {
 		t.Fatalf("verify: %d\n%s\n%s", code, out, errOut)
 	}
+}
+
+// capacityCell finds a candidate's cell in an assembled capacity study.
+func capacityCell(t *testing.T, res *capacity.Result, cand string) capacity.CellResult {
+	t.Helper()
+	for _, c := range res.Candidates {
+		if c.ID == cand && len(c.Cells) > 0 {
+			return c.Cells[0]
+		}
+	}
+	t.Fatalf("no candidate %q in the study", cand)
+	return capacity.CellResult{}
+}
+
+func gateOf(cell capacity.CellResult, gate string) *capacity.GateCheck {
+	for i := range cell.Checks {
+		if cell.Checks[i].Gate == gate {
+			return &cell.Checks[i]
+		}
+	}
+	return nil
+}
+
+// runCapacityPlan writes a one-cell capacity plan (P1, C1, forward and reverse) with the given
+// candidates and limits, runs it on the real llama-server and returns the assembled study.
+func runCapacityPlan(t *testing.T, name, build, candidates, limits string) *capacity.Result {
+	t.Helper()
+	dir := t.TempDir()
+	pp := filepath.Join(dir, "prompt-plan.json")
+	os.WriteFile(pp, []byte(`{"schema":"sparkbench.prompts/v1","prefix":"Request {n}. ","body":"The quick brown fox."}`+"\n"), 0o644)
+	plan := fmt.Sprintf(`{
+  "schema": "sparkbench.capacity/v1", "name": %q, %s
+  "candidates": [%s],
+  "slots": [1], "clients": [1], "warmups": 0, "measured": 2, "n_predict": 4, "ctx_per_slot": 128, "seed": 42,
+  "prompt_plan": {"path": "prompt-plan.json", "sha256": %q},
+  "limits": {"ttft_ms_p95_max": 60000, "e2e_ms_p95_max": 120000, "peak_rss_mib_max": 8192,
+             "generation_rate_spread_max": 10, "e2e_p95_spread_max": 10 %s}
+}`, name, build, candidates, capacitySHA(t, pp), limits)
+	file := filepath.Join(dir, "plan.json")
+	os.WriteFile(file, []byte(plan), 0o644)
+	out := filepath.Join(dir, "run")
+	code, stdout, stderr := runCapacity("run", file, "--out", out)
+	if code != 0 {
+		t.Fatalf("capacity run: %d\n%s\n%s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "study.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res capacity.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	return &res
+}
+
+// TestCapacityDeviceMemoryGate runs capacity candidates on the Vulkan device: the tiny model
+// fits the device memory limit (every device gate passes), the medium one is over it
+// (peak_device_mib_above_maximum), and the tiny model kept on the CPU fails device:not_used.
+func TestCapacityDeviceMemoryGate(t *testing.T) {
+	vulkanDevice(t)
+	capacityTag(t)
+	tiny, medium := llamatest.Model(t, "tiny-llama-f16.gguf"), llamatest.Model(t, "medium-llama-f16.gguf")
+	cand := func(id, model, flags string) string {
+		return fmt.Sprintf(`{"id": %q, "label": %q, "model": {"path": %q, "sha256": %q}, "server_flags": [%s]}`,
+			id, id, model, capacitySHA(t, model), flags)
+	}
+	res := runCapacityPlan(t, "vulkan device memory", `"build": {"env": {"GGML_VK_VISIBLE_DEVICES": "0"}},`,
+		strings.Join([]string{
+			cand("tiny-vk", tiny, `"-t", "1", "-lv", "4", "-ngl", "99"`),
+			cand("medium-vk", medium, `"-t", "1", "-lv", "4", "-ngl", "99"`),
+			cand("tiny-cpu", tiny, `"-t", "1", "-lv", "4", "-ngl", "0"`),
+		}, ",\n"), `, "max_device_mib": 32`)
+
+	ok := capacityCell(t, res, "tiny-vk")
+	if !ok.Passed || ok.PeakDeviceMiB == nil || *ok.PeakDeviceMiB <= 0 || *ok.PeakDeviceMiB > 32 {
+		t.Errorf("tiny-vk: passed %v, peak device %s MiB, failures %v", ok.Passed, fmtPtr(ok.PeakDeviceMiB), ok.Failures)
+	}
+	for _, g := range []string{"device_used", "offloaded_layers", "peak_device_mib"} {
+		if c := gateOf(ok, g); c == nil || !c.Passed {
+			t.Errorf("tiny-vk gate %s: %+v", g, c)
+		}
+	}
+	for _, c := range res.Candidates {
+		if c.ID != "tiny-vk" {
+			continue
+		}
+		for _, l := range c.Lifetimes {
+			if l.Offloaded == nil || l.Offloaded.Layers != l.Offloaded.Of || l.Offloaded.Of == 0 ||
+				len(l.Devices) != 1 || !strings.HasPrefix(l.Devices[0].Device, "Vulkan") {
+				t.Errorf("tiny-vk %s lifetime: offloaded %+v, devices %+v", l.Pass, l.Offloaded, l.Devices)
+			}
+		}
+	}
+	big := capacityCell(t, res, "medium-vk")
+	if big.Passed || !slices.Contains(big.Failures, capacity.CodePeakDeviceAbove) || big.PeakDeviceMiB == nil || *big.PeakDeviceMiB <= 32 {
+		t.Errorf("medium-vk: passed %v, peak %s, failures %v (want %s)", big.Passed, fmtPtr(big.PeakDeviceMiB), big.Failures, capacity.CodePeakDeviceAbove)
+	}
+	cpu := capacityCell(t, res, "tiny-cpu")
+	if cpu.Passed || !slices.Contains(cpu.Failures, capacity.CodeDeviceNotUsed) {
+		t.Errorf("tiny-cpu: passed %v, failures %v (want %s)", cpu.Passed, cpu.Failures, capacity.CodeDeviceNotUsed)
+	}
+}
+
+// TestCapacityCPURepackMarker: llama-server repacks a Q4_0 model's weights for this x86 CPU
+// (a CPU_REPACK buffer in the last load block, the counterpart of the seed's CPU_KLEIDIAI): a
+// candidate that requires the marker passes its gate, its twin that forbids it fails with
+// backend_marker_forbidden_present.
+func TestCapacityCPURepackMarker(t *testing.T) {
+	llamatest.Binaries(t)
+	capacityTag(t)
+	q4 := llamatest.Model(t, "medium-llama-q4_0.gguf")
+	sha := capacitySHA(t, q4)
+	cand := func(id, markers string) string {
+		return fmt.Sprintf(`{"id": %q, "label": %q, "model": {"path": %q, "sha256": %q},
+		  "server_flags": ["-t", "1", "-lv", "4", "--device", "none"], "markers": %s}`, id, id, q4, sha, markers)
+	}
+	res := runCapacityPlan(t, "cpu repack marker", "", cand("q4-repack", `{"must": ["CPU_REPACK model buffer"]}`)+",\n"+
+		cand("q4-no-repack", `{"must_not": ["CPU_REPACK model buffer"]}`), "")
+	must := capacityCell(t, res, "q4-repack")
+	if g := gateOf(must, "backend_markers_required"); g == nil || !g.Passed || !must.Passed {
+		t.Errorf("q4-repack: gate %+v, passed %v, failures %v", g, must.Passed, must.Failures)
+	}
+	not := capacityCell(t, res, "q4-no-repack")
+	if g := gateOf(not, "backend_markers_forbidden"); g == nil || g.Passed || !slices.Contains(not.Failures, capacity.CodeMarkerForbidden) {
+		t.Errorf("q4-no-repack: gate %+v, failures %v (want %s)", g, not.Failures, capacity.CodeMarkerForbidden)
+	}
+}
+
+func fmtPtr(p *float64) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
 }

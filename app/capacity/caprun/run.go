@@ -73,6 +73,10 @@ type Run struct {
 // StartRun checks the plan and the folder, then runs every server lifetime of the schedule in
 // its own goroutine. Consume Events until it is closed, then Wait for the report.
 func StartRun(ctx context.Context, spec RunSpec) *Run {
+	if spec.Plan != nil {
+		// the plan's device visibility variables reach every server and quality guard
+		spec.Env = append(append([]string(nil), spec.Env...), spec.Plan.Build.EnvList()...)
+	}
 	r := &Run{spec: spec, q: newRunQueue(), done: make(chan struct{}), start: time.Now()}
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	go func() {
