@@ -94,6 +94,16 @@ func (r *BatchedResult) Label() string {
 	return "pp" + strconv.FormatInt(r.PP, 10) + "+tg" + strconv.FormatInt(r.TG, 10) + " B" + strconv.FormatInt(r.B, 10)
 }
 
+// GenRate is the generated tokens over the whole measurement, B×TG / T (tokens per second):
+// generation with the prompts' processing included, the batched-bench counterpart of a
+// server cell's generation rate. 0 when T is 0.
+func (r *BatchedResult) GenRate() float64 {
+	if !(r.T > 0) {
+		return 0
+	}
+	return float64(r.B*r.TG) / r.T
+}
+
 // Check refuses a row that cannot be a llama-batched-bench measurement: counts below their
 // minimum, an N_KV the tool could not have printed for PP, TG and B, a time or rate that is
 // negative or not finite, or a rate of zero where tokens were processed.

@@ -206,3 +206,15 @@ func FuzzParseBatchedFile(f *testing.F) {
 		}
 	})
 }
+
+// GenRate by hand: the 2023 README's B=8, TG=128 row took T = 8.095 s: 1024 generated tokens
+// / 8.095 s = 126.4978 tok/s (its S column, N_KV / T, is 252.99); T = 0 has no rate.
+func TestBatchedGenRate(t *testing.T) {
+	r := BatchedResult{PP: 128, TG: 128, B: 8, NKV: 2048, T: 8.095, S: 252.99}
+	if g := r.GenRate(); g < 126.49783 || g > 126.49784 {
+		t.Errorf("GenRate %v, want 126.4978", g)
+	}
+	if g := (&BatchedResult{B: 1, TG: 1}).GenRate(); g != 0 {
+		t.Errorf("GenRate with T = 0: %v", g)
+	}
+}
