@@ -102,6 +102,14 @@ func Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	model := ModelArg(req.Args)
+	nb := req.Notebook
+	if req.Study == "" {
+		req.Study = DefaultStudy
+	}
+	study, findErr := nb.FindStudy(ctx, req.Study)
+	if findErr == nil && study.Kind != store.StudyThroughput {
+		return Result{}, &UsageError{fmt.Sprintf("study %q is a %s study: batched-bench legs go into a throughput study (pass another --study)", req.Study, study.Kind)}
+	}
 	hash := req.Hash
 	if hash == nil {
 		hash = func(ctx context.Context, p string) (string, error) { return hashing.File(ctx, p, nil) }
@@ -111,18 +119,11 @@ func Run(ctx context.Context, req Request) (Result, error) {
 		return Result{}, fmt.Errorf("hash model %s: %w", model, err)
 	}
 	res := Result{Model: store.BatchedModel{Filename: model, SHA256: sum}}
-	nb := req.Notebook
-	if req.Study == "" {
-		req.Study = DefaultStudy
-	}
-	study, err := nb.FindStudy(ctx, req.Study)
-	if err != nil {
+	if findErr != nil {
 		if study, err = nb.CreateStudy(ctx, store.Study{Name: req.Study, Kind: store.StudyThroughput, Status: store.StatusImported,
 			Description: "llama-batched-bench legs run by sparkbench batched run"}); err != nil {
 			return res, err
 		}
-	} else if study.Kind != store.StudyThroughput {
-		return res, &UsageError{fmt.Sprintf("study %q is a %s study: batched-bench legs go into a throughput study (pass another --study)", req.Study, study.Kind)}
 	}
 	res.StudyID = study.ID
 
