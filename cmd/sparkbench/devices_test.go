@@ -518,3 +518,62 @@ func TestDevicePlanRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestNGLSweepOnVulkan sweeps -ngl over the tiny model's layers on the Vulkan device: one
+// cell per value (ngl 0 runs on the CPU and says so, the others on Vulkan), the t/s-vs-ngl
+// chart has one series with every value, and the receipt carries it and verifies.
+func TestNGLSweepOnVulkan(t *testing.T) {
+	_, dev := vulkanDevice(t)
+	tiny := llamatest.Model(t, "tiny-llama-f16.gguf")
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "notebook.db")
+	plan := fmt.Sprintf(`{
+  "schema": "sparkbench.throughput/v1", "name": "ngl sweep",
+  "build": {"env": {"GGML_VK_VISIBLE_DEVICES": "0"}},
+  "models": [{"id": "tiny", "path": %q, "sha256": "051f36703c755992aa490c43c53f5fbe1dc59fd3aa00ab436f0cedb2df135354"}],
+  "axes": {"depths": [0], "n_prompt": [16], "n_gen": [4], "reps": 2, "threads": [1], "ngl": [0, 1, 2, 3], "devices": [%q]},
+  "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1}
+}`, tiny, dev)
+	file := filepath.Join(dir, "ngl.json")
+	os.WriteFile(file, []byte(plan), 0o644)
+	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
+	if code != 0 {
+		t.Fatalf("register: %d\n%s\n%s", code, out, errOut)
+	}
+	id := registeredID(t, out)
+	if code, out, errOut = runCLI("study", "run", id, "--notebook", nb); code != 0 {
+		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
+	}
+	rep := showJSON(t, id, nb)
+	tg := map[int]string{}
+	for _, c := range rep.Results {
+		if c.Test != "tg4" {
+			continue
+		}
+		m := regexp.MustCompile(`\bngl(\d+)\b`).FindStringSubmatch(c.Config)
+		if m == nil {
+			t.Fatalf("config %q has no ngl", c.Config)
+		}
+		tg[int(mustAtoi(t, m[1]))] = c.Config
+	}
+	for ngl := 0; ngl <= 3; ngl++ {
+		onVulkan := strings.HasSuffix(tg[ngl], " on-Vulkan")
+		if tg[ngl] == "" || onVulkan != (ngl > 0) {
+			t.Errorf("ngl %d: config %q (want a cell, on Vulkan when ngl > 0)", ngl, tg[ngl])
+		}
+	}
+	ch, err := charts.NGL(rep, "tg")
+	if err != nil || len(ch.Series) != 1 || len(ch.Series[0].Points) != 4 || ch.Series[0].Points[3].Depth != 3 {
+		t.Fatalf("ngl chart: %v %+v", err, ch)
+	}
+	bundle := filepath.Join(dir, "bundle")
+	if code, out, errOut := runCLI("receipt", id, "--out", bundle, "--notebook", nb); code != 0 {
+		t.Fatalf("receipt: %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(bundle, "plots", "ngl-tg.png")); err != nil {
+		t.Errorf("the receipt has no t/s-vs-ngl chart: %v", err)
+	}
+	if code, out, errOut := runCLI("verify", bundle); code != 0 {
+		t.Fatalf("verify: %d\n%s\n%s", code, out, errOut)
+	}
+}
