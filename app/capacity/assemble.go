@@ -32,6 +32,9 @@ type Inputs struct {
 	ServerLogs map[LifetimeKey]InputFile // llama-server stderr
 	Quality    map[QualityKey]InputFile  // quality evidence; required iff the plan gates quality
 	BenchTG    map[string]float64        // candidate ID -> llama-bench tg (t/s), for the serving tax
+	// Batched is candidate ID -> llama-batched-bench output of the same model and build, for
+	// the server tax (optional; see ReadBatched).
+	Batched map[string]InputFile
 }
 
 // Input roles, as CLI flags.
@@ -106,6 +109,10 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	}
 	res := Result{Schema: SchemaResult, Kind: kinds.Capacity, PlanSHA256: sha, Plan: p,
 		Definitions: definitions, Inputs: a.refs, Candidates: []CandidateResult{}}
+	if len(a.batched) > 0 {
+		res.Definitions = maps.Clone(definitions)
+		res.Definitions["server_tax"] = serverTaxDefinition
+	}
 	if p.Concurrency() {
 		res.Kind = kinds.Concurrency
 	}
@@ -142,6 +149,7 @@ type assembler struct {
 	sha     string
 	lives   map[LifetimeKey]*lifetime
 	quality map[QualityKey]*QualityEvidence
+	batched map[string]*batchedInput
 	refs    []InputRef
 }
 
@@ -223,7 +231,7 @@ func (a *assembler) read() error {
 			return inputErr(FlagBenchTG, id, "%g: want llama-bench's tg in t/s (> 0)", v)
 		}
 	}
-	return nil
+	return a.readBatchedInputs()
 }
 
 func (a *assembler) readLifetime(k LifetimeKey) (*lifetime, error) {
@@ -376,6 +384,7 @@ func (a *assembler) candidate(c Candidate) CandidateResult {
 	cr.Base = PointRef{Slots: base.Slots, Clients: base.Clients, GenerationRate: base.GenerationRate}
 	cr.Selected, cr.SelectionNote = selectPoint(cr.Cells, p.Limits.ObjectiveTolerance, base.GenerationRate)
 	cr.Scaling, cr.ScalingNote = scalingOf(cr.Cells, p.KneeThreshold)
+	cr.ServerTax = a.serverTax(c.ID, cr.Cells)
 	if tg, ok := a.in.BenchTG[c.ID]; ok {
 		cr.BenchTG = fptr(tg)
 		single := findCell(cr.Cells, p.Slots[0], 1)
