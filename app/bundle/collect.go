@@ -323,6 +323,11 @@ const (
 type CapacityOptions struct {
 	Options
 	BenchTG map[string]float64 // candidate → llama-bench tg (t/s), for the serving tax
+	// Batched is candidate → a llama-batched-bench output file, for the server tax, when the
+	// run folder has none for it (capacity run --batched copies them to batched/ID.txt, which
+	// the bundle takes by itself); a file named here replaces the run folder's. Either is a
+	// raw file of the bundle, batched/ID.txt.
+	Batched map[string]string
 	// PromptPlan is the prompt plan's file when the run folder has no copy of it (capacity run
 	// reads it from the plan's folder); "" looks in the run folder only. Whichever file is
 	// found must hash to the plan's prompt_plan.sha256: Capacity refuses a different one.
@@ -486,6 +491,40 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 			}
 		}
 	}
+	for id := range opt.Batched {
+		if _, ok := plan.Candidate(id); !ok {
+			return nil, fmt.Errorf("%s %s: not a candidate of this plan (%s)", capacity.FlagBatched, id, candidateList(plan))
+		}
+	}
+	for _, c := range plan.Candidates {
+		rel := capacity.RunBatchedFile(c.ID)
+		var b []byte
+		if path, ok := opt.Batched[c.ID]; ok {
+			st, err := os.Stat(path)
+			switch {
+			case err != nil:
+				return nil, fmt.Errorf("%s %s: %w", capacity.FlagBatched, c.ID, err)
+			case !st.Mode().IsRegular():
+				return nil, fmt.Errorf("%s %s: %s is not a plain file", capacity.FlagBatched, c.ID, path)
+			case st.Size() > DefaultLimits.MaxEntryBytes:
+				return nil, fmt.Errorf("%s %s: %s has %d bytes, more than a bundle file may", capacity.FlagBatched, c.ID, path, st.Size())
+			}
+			if b, err = os.ReadFile(path); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", capacity.FlagBatched, c.ID, err)
+			}
+		} else if exists(rel) {
+			if b, err = read(rel); err != nil {
+				return nil, err
+			}
+		} else {
+			continue
+		}
+		if ci.Batched == nil {
+			ci.Batched = map[string]string{}
+		}
+		files[rel] = red.Bytes(rel, b)
+		ci.Batched[c.ID] = rel
+	}
 	// Every other plain file of the run's lifetimes and quality guards (the guard's server
 	// logs, …) is kept as evidence too.
 	for _, top := range []string{"runs", "quality"} {
@@ -538,4 +577,12 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 		return nil, err
 	}
 	return files, nil
+}
+
+func candidateList(p *capacity.Plan) string {
+	ids := make([]string, len(p.Candidates))
+	for i, c := range p.Candidates {
+		ids[i] = c.ID
+	}
+	return strings.Join(ids, ", ")
 }
