@@ -19,7 +19,7 @@ import (
 	"sparkbench/store"
 )
 
-const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] --output study.json"
+const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] [--batched CANDIDATE=FILE…] --output study.json"
 
 // cmdCapacity is `sparkbench capacity validate|assemble`: capacity and concurrency studies
 // (docs/capacity.md). Exit 0 ok, 2 bad input (one line naming the file or flag and the fix),
@@ -133,12 +133,13 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("capacity assemble", stderr)
 	planFile := fs.String("plan", "", "the capacity or concurrency plan (JSON)")
 	output := fs.String("output", "", "where to write study.json")
-	var requests, rss, logs, quality, benchTG multiFlag
+	var requests, rss, logs, quality, benchTG, batched multiFlag
 	fs.Var(&requests, "requests", "PASS/CANDIDATE/pP=FILE: request records of one server lifetime (repeat)")
 	fs.Var(&rss, "rss", "PASS/CANDIDATE/pP=FILE: GNU time -v output or {\"vmhwm_kib\": N} (repeat)")
 	fs.Var(&logs, "server-log", "PASS/CANDIDATE/pP=FILE: llama-server's log (repeat)")
 	fs.Var(&quality, "quality", "CANDIDATE/pP=FILE: quality-guard evidence (repeat)")
 	fs.Var(&benchTG, "bench-tg", "CANDIDATE=T: llama-bench tg (t/s) for the serving tax (repeat)")
+	fs.Var(&batched, "batched", "CANDIDATE=FILE: llama-batched-bench output (md or jsonl) of the same model, for the server tax (repeat)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -215,6 +216,9 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 		}
 		in.BenchTG[id] = x
 	}
+	if in.Batched, err = capacityBatchedInputs(batched); err != nil {
+		return bad("%v", err)
+	}
 	res, err := capacity.Assemble(plan, in)
 	if err != nil {
 		var ie *capacity.InputError
@@ -246,6 +250,29 @@ func capacityKeyFile(flag, v string) (key, path string, err error) {
 	return key, path, nil
 }
 
+// capacityBatchedInputs reads the --batched CANDIDATE=FILE values (nil when none).
+func capacityBatchedInputs(vals []string) (map[string]capacity.InputFile, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := map[string]capacity.InputFile{}
+	for _, v := range vals {
+		id, path, ok := strings.Cut(v, "=")
+		if !ok || id == "" || path == "" {
+			return nil, fmt.Errorf("%s %q: want CANDIDATE=FILE, a llama-batched-bench output, e.g. %s q8-generic=batched.md", capacity.FlagBatched, v, capacity.FlagBatched)
+		}
+		if _, dup := out[id]; dup {
+			return nil, fmt.Errorf("%s %s is given twice; give one llama-batched-bench file per candidate", capacity.FlagBatched, id)
+		}
+		f, err := capacityReadInput(capacity.FlagBatched, id, path)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = f
+	}
+	return out, nil
+}
+
 func capacityReadInput(flag, key, path string) (capacity.InputFile, error) {
 	data, err := fsread.ReadFile(path, 1<<30, flag+" "+key)
 	if err != nil {
@@ -274,7 +301,29 @@ func printSelections(w io.Writer, res *capacity.Result) {
 			fprintf(w, "  %-24s no point selected: %s (%d of %d cells rejected)\n", c.ID, c.SelectionNote, rejected, len(c.Cells))
 		}
 	}
+	for _, c := range res.Candidates {
+		if c.ServerTax != nil {
+			fprintf(w, "  %s\n", capacityServerTaxLine(c.ID, c.ServerTax))
+		}
+	}
 	for _, v := range res.Verdicts {
 		fprintf(w, "  %-8s %-12s %s\n", v.Prediction, v.Outcome, v.Detail)
 	}
+}
+
+// capacityServerTaxLine is one candidate's server tax: cell rate at P = C = B / llama-batched-bench
+// B×TG/T at each B, and the B values left unpaired.
+func capacityServerTaxLine(id string, st *capacity.ServerTaxResult) string {
+	var pts []string
+	for _, p := range st.Points {
+		pts = append(pts, fmt.Sprintf("B%d %.4f (%.2f / %.2f tok/s)", p.B, p.Tax, p.ServerRate, p.BatchedRate))
+	}
+	line := fmt.Sprintf("%-24s server tax vs llama-batched-bench pp%d+tg%d: %s", id, st.PP, st.TG, strings.Join(pts, ", "))
+	if len(pts) == 0 {
+		line = fmt.Sprintf("%-24s server tax vs llama-batched-bench pp%d+tg%d: none", id, st.PP, st.TG)
+	}
+	if st.Note != "" {
+		line += " (" + st.Note + ")"
+	}
+	return line
 }

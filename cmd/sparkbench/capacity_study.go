@@ -163,6 +163,7 @@ func capacityStudyRun(o *capacityRunOpts, ref string, stdout, stderr io.Writer) 
 	}
 	enc := json.NewEncoder(stdout)
 	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases, e.Fresh = o.startTimeout, o.reqTimeout, o.grace, o.qualityCases, *fresh
+	e.Batched = o.batched
 	e.OnEvent = func(ev capacity.RunEvent) {
 		if *asJSON {
 			_ = enc.Encode(ev)
@@ -202,6 +203,11 @@ func capacityStudyRun(o *capacityRunOpts, ref string, stdout, stderr io.Writer) 
 	if sum.Report != nil && sum.Report.Result != nil {
 		for _, sp := range capacityShowSelected(sum.Report.Result) {
 			fprintf(info, "  %s\n", sp)
+		}
+		for _, c := range sum.Report.Result.Candidates {
+			if c.ServerTax != nil {
+				fprintf(info, "  %s\n", capacityServerTaxLine(c.ID, c.ServerTax))
+			}
 		}
 	}
 	for _, v := range sum.Verdicts {
@@ -333,6 +339,17 @@ func capacityPrintReport(w io.Writer, r *capacity.Report) {
 				fprintf(w, "    P%d/C%-3d %9s tok/s  TTFT p95 %9s ms  E2E p95 %9s ms  RSS %7.1f MiB  %s\n", cell.Slots, cell.Clients,
 					capacityNum(cell.GenerationRate, 2), capacityNum(cell.TTFTMsP95, 1), capacityNum(cell.E2EMsP95, 1), cell.PeakRSSMiB, verdict)
 			}
+		}
+		header := false
+		for _, c := range r.Envelope {
+			if c.ServerTax == nil {
+				continue
+			}
+			if !header {
+				fprintf(w, "server tax (cell rate at P = C = B / llama-batched-bench B×TG/T):\n")
+				header = true
+			}
+			fprintf(w, "  %s\n", capacityServerTaxLine(c.Candidate, c.ServerTax))
 		}
 	} else if len(r.Selected) > 0 {
 		fprintf(w, "selected points (from the journal):\n")
