@@ -91,3 +91,62 @@ func TestDoctorOutputWithoutVulkanUnchanged(t *testing.T) {
 		})
 	}
 }
+
+const vkNoDevice = `load_backend: loaded RPC backend from /x/libggml-rpc.so
+ggml_vulkan: No devices found.
+load_backend: loaded Vulkan backend from /x/libggml-vulkan.so
+load_backend: loaded CPU backend from /x/libggml-cpu-zen4.so
+Available devices:
+  (none)`
+
+const vkLlvmpipe = `load_backend: loaded RPC backend from /x/libggml-rpc.so
+ggml_vulkan: Found 1 Vulkan devices:
+ggml_vulkan: 0 = llvmpipe (LLVM 15.0.6, 256 bits) (llvmpipe) | uma: 0 | fp16: 1 | bf16: 0 | fp4: 0 | warp size: 8 | shared memory: 32768 | int dot: 0 | matrix cores: none
+ggml_vulkan: Warning: Device type is CPU. This is probably not the device you want.
+load_backend: loaded Vulkan backend from /x/libggml-vulkan.so
+load_backend: loaded CPU backend from /x/libggml-cpu-zen4.so
+Available devices:
+  Vulkan0: llvmpipe (LLVM 15.0.6, 256 bits) (2048 MiB, 2048 MiB free)`
+
+// A Vulkan build that lists no device is asked again with GGML_VK_VISIBLE_DEVICES=0: a device
+// of CPU type that then appears is named with the variable that shows it; none appearing
+// names the driver package; a backend library beside the tools that did not load names the
+// loader too. Each is a note: the doctor's problems and its verdict are unchanged.
+func TestDoctorVulkanNotes(t *testing.T) {
+	for _, c := range []struct {
+		name, listing, vk string
+		libs              []string
+		env               string
+		want              string
+	}{
+		{"hidden llvmpipe", vkNoDevice, vkLlvmpipe, nil, "GGML_VK_VISIBLE_DEVICES=0",
+			"  note:       Vulkan0: llvmpipe (LLVM 15.0.6, 256 bits) (2048 MiB, 2048 MiB free) appears only with GGML_VK_VISIBLE_DEVICES=0 (ggml skips Vulkan devices of CPU type): set build.env in a plan to use it\n"},
+		{"no device at all", vkNoDevice, vkNoDevice, nil, "",
+			"  note:       the Vulkan backend (libggml-vulkan.so) loaded and found no device, also with GGML_VK_VISIBLE_DEVICES=0: install a Vulkan driver (apt-get install mesa-vulkan-drivers, or the GPU vendor's)\n"},
+		{"library that did not load", cpuListing, cpuListing, []string{"libggml-vulkan.so"}, "",
+			"  note:       libggml-vulkan.so is beside the tools but did not load: install the Vulkan loader and a driver (apt-get install libvulkan1 mesa-vulkan-drivers, or the GPU vendor's)\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text, js, rep := doctorText(t, fakeBuild(t, c.listing, c.vk, c.libs...))
+			if len(rep.DeviceNotes) != 1 || rep.DeviceNotes[0].Env != c.env || rep.DeviceNotes[0].Backend != "Vulkan" {
+				t.Fatalf("notes %+v", rep.DeviceNotes)
+			}
+			// the note follows the devices line
+			if !strings.Contains(text, "  devices:    none besides the CPU\n"+c.want) {
+				t.Errorf("text lacks %q after the devices line:\n%s", c.want, text)
+			}
+			if !strings.Contains(js, `"DeviceNotes": [`) {
+				t.Errorf("JSON lacks the notes:\n%s", js)
+			}
+			// a note is not a problem: the only problem is the empty model folder
+			if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0].What, "models:") {
+				t.Errorf("problems %+v", rep.Problems)
+			}
+		})
+	}
+	// A build whose Vulkan backend lists its device has nothing to add.
+	_, _, rep := doctorText(t, fakeBuild(t, vkLlvmpipe, vkLlvmpipe))
+	if len(rep.DeviceNotes) != 0 {
+		t.Errorf("a listed Vulkan device drew notes %+v", rep.DeviceNotes)
+	}
+}
