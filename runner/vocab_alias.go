@@ -16,10 +16,12 @@ type (
 	LegStatus   = vocab.LegStatus
 	Canary      = vocab.Canary
 	QueueStatus = vocab.QueueStatus
-	Class       = vocab.Class
-	StopCause   = vocab.StopCause
-	RowStatus   = vocab.RowStatus
-	Machine     = vocab.Machine
+	// BatchedSample is one llama-batched-bench row of a batched leg.
+	BatchedSample = vocab.BatchedSample
+	Class         = vocab.Class
+	StopCause     = vocab.StopCause
+	RowStatus     = vocab.RowStatus
+	Machine       = vocab.Machine
 )
 
 const (
@@ -29,6 +31,7 @@ const (
 	EventMalformed     = vocab.EventMalformed
 	EventFlagged       = vocab.EventFlagged
 	EventExit          = vocab.EventExit
+	EventBatched       = vocab.EventBatched
 	EventLegStarted    = vocab.EventLegStarted
 	EventLegFinished   = vocab.EventLegFinished
 	EventCanary        = vocab.EventCanary

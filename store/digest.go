@@ -57,6 +57,7 @@ func transcriptDigest(ctx context.Context, q querier, legID int64, w io.Writer) 
 
 type digest struct {
 	BenchRows, RequestRows int64
+	BatchedRows            int64 // llama-batched-bench rows (schema 7)
 	SamplesSHA256          string
 	TranscriptSHA256       string
 }
@@ -101,6 +102,47 @@ func legDigest(ctx context.Context, q querier, legID int64) (digest, error) {
 			buf = append(buf, 0x1e)
 			h.Write(buf)
 			*t.count++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return d, err
+		}
+	}
+	// llama-batched-bench rows (schema 7) are hashed after the others, and only when the leg
+	// has some, so the digest of every other leg is what it was before they existed.
+	if ok, err := hasTable(ctx, q, "batched_samples"); err != nil {
+		return d, err
+	} else if ok {
+		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM batched_samples WHERE leg_id = ?", legID).Scan(&d.BatchedRows); err != nil {
+			return d, err
+		}
+	}
+	if d.BatchedRows > 0 {
+		h.Write([]byte("batched\n"))
+		rows, err := q.QueryContext(ctx, "SELECT "+batchedDigestCols+" FROM batched_samples WHERE leg_id = ? ORDER BY seq", legID)
+		if err != nil {
+			return d, err
+		}
+		cols, _ := rows.Columns()
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return d, err
+			}
+			buf = buf[:0]
+			for i, v := range vals {
+				if i > 0 {
+					buf = append(buf, 0x1f)
+				}
+				buf = appendDigestValue(buf, v)
+			}
+			buf = append(buf, 0x1e)
+			h.Write(buf)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

@@ -62,11 +62,45 @@ func ReadImportFile(path string) (ImportFile, error) {
 	return ImportFile{Name: path, Data: data}, nil
 }
 
+// ParsedImport is one file parsed for import: llama-bench rows, or llama-batched-bench rows
+// (Format batched-md or batched-jsonl), never both.
+type ParsedImport struct {
+	Format  benchfmt.Format
+	Bench   []benchfmt.Result
+	Batched []benchfmt.BatchedResult
+}
+
+// Rows is the number of rows of either kind.
+func (p ParsedImport) Rows() int { return len(p.Bench) + len(p.Batched) }
+
+// ParseImport parses one file as ImportBenchOutput does. llama-batched-bench output
+// (benchfmt.IsBatchedOutput: its Markdown tables or jsonl) goes to benchfmt.ParseBatchedFile,
+// each row checked by BatchedResult.Check; anything else is llama-bench output, see
+// ParseImportFile. The first refusal is a *benchfmt.ParseError at its line, and no rows are
+// returned.
+func ParseImport(name string, data []byte) (ParsedImport, error) {
+	if benchfmt.IsBatchedOutput(data) {
+		rows, format, err := benchfmt.ParseBatchedFile(name, data)
+		if err != nil {
+			return ParsedImport{Format: format}, err
+		}
+		return ParsedImport{Format: format, Batched: rows}, nil
+	}
+	rows, format, err := parseBenchImport(name, data)
+	return ParsedImport{Format: format, Bench: rows}, err
+}
+
 // ParseImportFile parses one file as ImportBenchOutput does: benchfmt.ParseFile, then every
 // row checked as a live leg checks it (benchfmt.Result.Check: the fields that identify a
 // result, rates > 0, counts and times >= 0). The first row refused is a *benchfmt.ParseError
-// at its line, and no rows are returned.
+// at its line, and no rows are returned. A llama-batched-bench file yields its format
+// (batched-md, batched-jsonl) and no llama-bench rows: its rows come from ParseImport.
 func ParseImportFile(name string, data []byte) ([]benchfmt.Result, benchfmt.Format, error) {
+	p, err := ParseImport(name, data)
+	return p.Bench, p.Format, err
+}
+
+func parseBenchImport(name string, data []byte) ([]benchfmt.Result, benchfmt.Format, error) {
 	rows, format, err := benchfmt.ParseFile(name, data)
 	if err != nil {
 		return nil, format, err
@@ -101,22 +135,17 @@ func (n *Notebook) ImportBenchOutput(ctx context.Context, req ImportRequest) ([]
 	if len(req.Files) == 0 {
 		return nil, errors.New("import: no files")
 	}
-	type parsed struct {
-		rows   []benchfmt.Result
-		format benchfmt.Format
-		sum    string
-	}
-	files := make([]parsed, len(req.Files))
+	files := make([]ParsedImport, len(req.Files))
 	results := make([]ImportResult, len(req.Files))
 	for i, f := range req.Files {
-		rows, format, err := ParseImportFile(f.Name, f.Data)
+		p, err := ParseImport(f.Name, f.Data)
 		if err != nil {
 			return nil, err
 		}
-		files[i] = parsed{rows, format, SHA256Hex(f.Data)}
-		res := ImportResult{File: f.Name, Format: format, SHA256: files[i].sum, Rows: len(rows)}
+		files[i] = p
+		res := ImportResult{File: f.Name, Format: p.Format, SHA256: SHA256Hex(f.Data), Rows: p.Rows()}
 		seen := map[string]bool{}
-		for _, r := range rows {
+		for _, r := range p.Bench {
 			if !r.Complete() {
 				res.Partial++
 			}
@@ -125,6 +154,7 @@ func (n *Notebook) ImportBenchOutput(ctx context.Context, req ImportRequest) ([]
 				res.Tests = append(res.Tests, t)
 			}
 		}
+		res.Tests = append(res.Tests, batchedTests(p.Batched)...)
 		results[i] = res
 	}
 	err := n.write(ctx, func(tx *sql.Tx) error {
@@ -162,7 +192,7 @@ func (n *Notebook) ImportBenchOutput(ctx context.Context, req ImportRequest) ([]
 			if res.Duplicate {
 				continue
 			}
-			if res.LegID, err = n.importLegTx(ctx, tx, studyID, req.Files[i], files[i].rows, files[i].format, res.SHA256); err != nil {
+			if res.LegID, err = n.importLegTx(ctx, tx, studyID, req.Files[i], files[i], res.SHA256); err != nil {
 				return err
 			}
 		}
@@ -174,7 +204,8 @@ func (n *Notebook) ImportBenchOutput(ctx context.Context, req ImportRequest) ([]
 	return results, nil
 }
 
-func (n *Notebook) importLegTx(ctx context.Context, tx *sql.Tx, studyID int64, f ImportFile, rows []benchfmt.Result, format benchfmt.Format, sum string) (int64, error) {
+func (n *Notebook) importLegTx(ctx context.Context, tx *sql.Tx, studyID int64, f ImportFile, p ParsedImport, sum string) (int64, error) {
+	rows, format := p.Bench, p.Format
 	now := n.nowText()
 	started := now
 	for _, r := range rows { // the earliest test_time is when the leg ran
@@ -183,7 +214,7 @@ func (n *Notebook) importLegTx(ctx context.Context, tx *sql.Tx, studyID int64, f
 		}
 	}
 	prov, err := CanonicalJSON(map[string]any{"file": f.Name, "name": filepath.Base(f.Name), "sha256": sum, "bytes": len(f.Data),
-		"format": string(format), "rows": len(rows), "imported_at": now})
+		"format": string(format), "rows": p.Rows(), "imported_at": now})
 	if err != nil {
 		return 0, err
 	}
@@ -204,6 +235,9 @@ func (n *Notebook) importLegTx(ctx context.Context, tx *sql.Tx, studyID int64, f
 		}
 	}
 	if err := insertBench(tx, n.w.cfgCache, pend); err != nil {
+		return 0, fmt.Errorf("import %s: %w", f.Name, err)
+	}
+	if err := insertBatchedTx(tx, legID, studyID, 0, BatchedModel{}, p.Batched); err != nil {
 		return 0, fmt.Errorf("import %s: %w", f.Name, err)
 	}
 	if _, err := n.finishLegTx(ctx, tx, legID, LegImported, LegOutcome{Class: ClassOK, Reason: "imported from " + f.Name}); err != nil {

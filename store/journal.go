@@ -283,11 +283,13 @@ func (n *Notebook) checkLeg(ctx context.Context, rep *VerifyReport, seq int64, k
 		return nil, err
 	}
 	rep.LegsChecked++
-	rep.SamplesChecked += d.BenchRows + d.RequestRows
+	rep.SamplesChecked += d.BenchRows + d.RequestRows + d.BatchedRows
 	switch {
 	case d.BenchRows != p.BenchRows || d.RequestRows != p.RequestRows:
 		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d has %d bench and %d request rows, the journal recorded %d and %d",
 			p.Leg, d.BenchRows, d.RequestRows, p.BenchRows, p.RequestRows)}, nil
+	case d.BatchedRows != p.BatchedRows:
+		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d has %d batched-bench rows, the journal recorded %d", p.Leg, d.BatchedRows, p.BatchedRows)}, nil
 	case d.SamplesSHA256 != p.SamplesSHA256:
 		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d's samples no longer hash to the recorded digest", p.Leg)}, nil
 	case d.TranscriptSHA256 != p.TranscriptSHA256:

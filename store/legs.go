@@ -28,6 +28,7 @@ const (
 	LegKindCanary   = "canary"
 	LegKindImported = "imported"
 	LegKindOther    = "other"
+	// LegKindBatched = "batched" (schema 7) is in batched.go.
 )
 
 // Outcome classes the store itself writes; the app may use others (e.g. "halted", "failed").
@@ -106,25 +107,28 @@ type LegOutcome struct {
 }
 
 type legFinishedPayload struct {
-	Leg              int64             `json:"leg"`
-	Study            int64             `json:"study"`
-	Label            string            `json:"label"`
-	Kind             string            `json:"kind"`
-	State            string            `json:"state"`
-	Class            string            `json:"class"`
-	Reason           string            `json:"reason"`
-	ExitCode         *int              `json:"exit_code"`
-	Signal           string            `json:"signal"`
-	StartedAt        string            `json:"started_at"`
-	EndedAt          string            `json:"ended_at"`
-	Argv             []string          `json:"argv"`
-	Env              map[string]string `json:"env"`
-	Fingerprint      string            `json:"fingerprint"`
-	Provenance       json.RawMessage   `json:"provenance,omitempty"`
-	BenchRows        int64             `json:"bench_rows"`
-	RequestRows      int64             `json:"request_rows"`
-	SamplesSHA256    string            `json:"samples_sha256"`
-	TranscriptSHA256 string            `json:"transcript_sha256"`
+	Leg         int64             `json:"leg"`
+	Study       int64             `json:"study"`
+	Label       string            `json:"label"`
+	Kind        string            `json:"kind"`
+	State       string            `json:"state"`
+	Class       string            `json:"class"`
+	Reason      string            `json:"reason"`
+	ExitCode    *int              `json:"exit_code"`
+	Signal      string            `json:"signal"`
+	StartedAt   string            `json:"started_at"`
+	EndedAt     string            `json:"ended_at"`
+	Argv        []string          `json:"argv"`
+	Env         map[string]string `json:"env"`
+	Fingerprint string            `json:"fingerprint"`
+	Provenance  json.RawMessage   `json:"provenance,omitempty"`
+	BenchRows   int64             `json:"bench_rows"`
+	RequestRows int64             `json:"request_rows"`
+	// BatchedRows counts llama-batched-bench rows; journaled only when there are some, so
+	// every other leg's entry is what it was before schema 7.
+	BatchedRows      int64  `json:"batched_rows,omitempty"`
+	SamplesSHA256    string `json:"samples_sha256"`
+	TranscriptSHA256 string `json:"transcript_sha256"`
 	// RowsSHA256 is the SHA-256 of the leg's rows in their canonical serialization
 	// (canon.AppendRowLine), the bytes of a bundle's rows.jsonl; entries journaled before it
 	// existed lack it.
@@ -278,6 +282,7 @@ func (n *Notebook) finishLegTx(ctx context.Context, tx *sql.Tx, legID int64, sta
 	p.Leg, p.State, p.Class, p.Reason, p.ExitCode, p.Signal = legID, state, out.Class, out.Reason, out.ExitCode, out.Signal
 	p.EndedAt = n.nowText()
 	p.BenchRows, p.RequestRows, p.SamplesSHA256, p.TranscriptSHA256 = d.BenchRows, d.RequestRows, d.SamplesSHA256, d.TranscriptSHA256
+	p.BatchedRows = d.BatchedRows
 	if p.RowsSHA256, err = legRowsSHA256(ctx, tx, legID); err != nil {
 		return JournalEntry{}, err
 	}

@@ -24,7 +24,7 @@ func TestMigrationOpensStudyKinds(t *testing.T) {
 	}
 	old.Close()
 
-	n, err := Open(path)
+	n, err := OpenWith(path, Options{migrateTo: 6})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,3 +203,37 @@ func TestCompareWelchAgainstR(t *testing.T) {
 		t.Errorf("n=1 must not claim significance: %+v", c)
 	}
 }
+
+// Server tax, worked by hand: a server cell at 4 slots and 4 clients generating 84.94 tok/s
+// against llama-batched-bench at B=4 generating 4×128 tokens in T = 5.0 s (102.4 tok/s):
+// 84.94 / 102.4 = 0.8294921875, the server delivers about 83% (a 17% tax).
+func TestServerTax(t *testing.T) {
+	tax, err := ServerTax(84.94, 4*128/5.0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "server tax", tax, 0.8294921875, 1e-12)
+	for _, c := range [][2]float64{{1, 0}, {1, -3}, {1, math.NaN()}, {math.NaN(), 1}, {-1, 1}, {1, math.Inf(1)}} {
+		if _, err := ServerTax(c[0], c[1]); err == nil {
+			t.Errorf("ServerTax(%g, %g) accepted", c[0], c[1])
+		}
+	}
+	// Series: B=1 35.10 vs 40.00 = 0.8775; B=2 60 vs 75 = 0.8; B=4 84.94 vs 102.4 as above;
+	// the server's B=8 and batched-bench's B=16 have no partner and are left out.
+	got, err := ServerTaxSeries([]Point{{4, 84.94}, {1, 35.10}, {2, 60}, {8, 90}}, []Point{{1, 40}, {2, 75}, {4, 102.4}, {16, 200}})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("series %v %v", got, err)
+	}
+	for i, want := range []Point{{1, 0.8775}, {2, 0.8}, {4, 0.8294921875}} {
+		if got[i].X != want.X {
+			t.Errorf("point %d at B=%g, want %g", i, got[i].X, want.X)
+		}
+		near(t, "series", got[i].Y, want.Y, 1e-12)
+	}
+	if _, err := ServerTaxSeries([]Point{{3, 1}}, []Point{{1, 1}}); err == nil || !strings.Contains(err.Error(), "share no B") {
+		t.Errorf("no common B: %v", err)
+	}
+	if _, err := ServerTaxSeries([]Point{{1, 1}}, []Point{{1, 0}}); err == nil || !strings.Contains(err.Error(), "B=1") {
+		t.Errorf("a zero batched rate: %v", err)
+	}
+}

@@ -159,6 +159,55 @@ func ServingTax(serverGenRate, benchTG float64) (float64, error) {
 	return 1 - serverGenRate/benchTG, nil
 }
 
+// ServerTax is a server's rate / llama-batched-bench's rate at the same B (the server with
+// B slots and B concurrent clients; the batched engine with B parallel sequences): the
+// fraction of the batched engine's throughput the server delivers (0.80: a 20% tax for
+// scheduling, HTTP, sampling and streaming). Pair like with like (docs/domain.md): the cell
+// generation rate with B×TG/T (prompts included), the per-stream rate × B with S_TG.
+func ServerTax(serverRate, batchedRate float64) (float64, error) {
+	if !(batchedRate > 0) || math.IsInf(batchedRate, 0) {
+		return 0, fmt.Errorf("batched-bench rate %g: want a positive number", batchedRate)
+	}
+	if !(serverRate >= 0) || math.IsInf(serverRate, 0) {
+		return 0, fmt.Errorf("server rate %g: want a number >= 0", serverRate)
+	}
+	return serverRate / batchedRate, nil
+}
+
+// ServerTaxSeries is ServerTax at every B both series measured (X = B: the server's slots
+// with as many clients, the batched-bench rows' B), in order of B. B values only one side
+// measured are left out; none in common is an error.
+func ServerTaxSeries(server, batched []Point) ([]Point, error) {
+	sv, err := sortedFinite(server)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	bt, err := sortedFinite(batched)
+	if err != nil {
+		return nil, fmt.Errorf("batched-bench: %w", err)
+	}
+	byB := make(map[float64]float64, len(bt))
+	for _, p := range bt {
+		byB[p.X] = p.Y
+	}
+	var out []Point
+	for _, p := range sv {
+		b, ok := byB[p.X]
+		if !ok {
+			continue
+		}
+		tax, err := ServerTax(p.Y, b)
+		if err != nil {
+			return nil, fmt.Errorf("B=%g: %w", p.X, err)
+		}
+		out = append(out, Point{X: p.X, Y: tax})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the server and batched-bench series share no B: measure the server with clients = slots = a batched-bench B")
+	}
+	return out, nil
+}
+
 // Scaling describes aggregate rate against slots (or clients).
 type Scaling struct {
 	Speedup  float64        `json:"speedup"`  // rate(max P) / rate(min P)

@@ -235,3 +235,55 @@ func MachineLabel(cpu, gpu string) string {
 	}
 	return cpu
 }
+
+var (
+	nglRE = regexp.MustCompile(`\bngl(-?\d+)\b`)
+	onRE  = regexp.MustCompile(`\bon-\S+`)
+)
+
+// NGL is the metric against -ngl (layers offloaded), one series per model, test, depth and the
+// rest of the configuration, from the study's result rows (repeatability copies left out); a
+// series needs two -ngl values of 0 or more (-1, "auto", has no place on the axis).
+func NGL(r *study.Report, metric string) (*plots.NGLChart, error) {
+	if metric == "" {
+		metric = "tg"
+	}
+	byKey := map[string][]plots.DepthPoint{}
+	var order []string
+	exact := metric
+	for _, c := range r.Results {
+		if !matches(metric, c.Test) || isRepeat(c.Leg) {
+			continue
+		}
+		m := nglRE.FindStringSubmatch(c.Config)
+		if m == nil {
+			continue
+		}
+		ngl, _ := strconv.Atoi(m[1])
+		if ngl < 0 {
+			continue
+		}
+		// the rest of the configuration, without where the row ran: -ngl 0 runs on the CPU,
+		// the other values on the device, and all are one sweep
+		rest := strings.Join(strings.Fields(onRE.ReplaceAllString(nglRE.ReplaceAllString(c.Config, ""), "")), " ")
+		k := fmt.Sprintf("%s %s @ d%d %s", c.Model, c.Test, c.Depth, rest)
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], plots.DepthPoint{Depth: ngl, Mean: c.Mean, SD: c.SD, N: c.Reps})
+		exact = c.Test
+	}
+	ch := &plots.NGLChart{Metric: exact, Meta: meta(r)}
+	for _, k := range order {
+		pts := byKey[k]
+		if len(pts) < 2 {
+			continue
+		}
+		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Depth < pts[j].Depth })
+		ch.Series = append(ch.Series, plots.DepthSeries{Label: strings.TrimSpace(k), Points: pts})
+	}
+	if len(ch.Series) == 0 {
+		return nil, fmt.Errorf("study %d has no ngl sweep (at least two -ngl values of 0 or more for %s)", r.Study.ID, metric)
+	}
+	return ch, nil
+}

@@ -35,6 +35,7 @@ func baseCommands() []command {
 		{"doctor", "doctor [--llama-dir D] [--models DIR]... [--notebook P]", "check llama.cpp, models, notebook and display; print each fix", cmdDoctor},
 		{"model", "model inspect FILE [--json] | model verify FILE [--expect SHA256]", "GGUF metadata and tensor table; streamed SHA-256 (cached in the notebook) against the published hash", cmdModel},
 		{"leg", "leg run [--llama-dir D] [--idle-timeout DUR] [--timeout DUR] [--json] -- <llama-bench args>", "run one llama-bench leg through the runner, results as they arrive", cmdLeg},
+		{"batched", batchedUsage, "run one llama-batched-bench leg through the runner, rows into the notebook as they arrive", cmdBatched},
 		{"notebook", "notebook verify|path|stats [--expect-head H] [--notebook P]", "check the lab notebook's hash chain (and that it still reaches the last head seen); where it is; what it holds", cmdNotebook},
 		{"import", "import [--study S] FILE…", "import llama-bench output (jsonl, json, csv, md) as imported legs", cmdImport},
 		{"export", "export STUDY [--format csv|json] [--rows bench|requests]", "export a study's rows", cmdExport},
@@ -132,6 +133,7 @@ var verbs = map[string]struct {
 }{
 	"model":    {"verb", []string{"inspect", "verify"}},
 	"leg":      {"verb", []string{"run"}},
+	"batched":  {"verb", []string{"run"}},
 	"notebook": {"sub-command", []string{"verify", "path", "stats"}},
 	"study":    {"verb", []string{"validate", "register", "run", "show", "compare"}},
 	"finding":  {"verb", []string{"add"}},

@@ -189,7 +189,7 @@ func reportRefusal(cmd string, err error, stderr io.Writer) int {
 // refuses or does not answer is an error problem at axes.rpc; a build that cannot be found or
 // asked, a warning that the devices were not checked.
 func devicesFor(ctx context.Context, p *study.Plan, llamaDir string) (*study.BuildDevices, []study.Problem) {
-	if !p.Axes.HasDeviceAxes() && len(p.Build.Env) == 0 {
+	if !p.NeedsDevices() {
 		return nil, nil
 	}
 	return listDevicesFor(ctx, p, llamaDir)

@@ -254,6 +254,8 @@ func printFigures(w io.Writer, r *study.Report) {
 				val = fmt.Sprintf("%+.1f%%", *f.Value*100) // a change: signed
 			case f.Figure == study.FigureEfficiency || f.Figure == study.FigureRepeatabilityCV || f.Figure == study.FigureCV:
 				val = fmt.Sprintf("%.1f%%", *f.Value*100) // a fraction of something: unsigned
+			case f.Figure == study.FigureDeviceRatio:
+				val = fmt.Sprintf("%.3f×", *f.Value) // one device's rate over another's
 			default:
 				val = fmt.Sprintf("%.4g", *f.Value)
 			}

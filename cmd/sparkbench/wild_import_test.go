@@ -75,8 +75,16 @@ var wildImportRows = map[string]struct {
 	"bench-sql-cuda-rtx4080-pr12874-fork-split-pp-tg-b5099-2025.sql":         {"sql", 2},
 }
 
-// wildImportRefused are the malformed bench-* files and the batched-bench ones: the line and
-// reason of the refusal.
+// wildImportBatched is the number of llama-batched-bench rows in each batched-bench-* file,
+// counted in the files (table rows under | PP | TG | B | N_KV | …): they import as batched-bench
+// rows, not llama-bench rows.
+var wildImportBatched = map[string]int{
+	"batched-bench-README-llama7b-q8-2023.txt":                  12,
+	"batched-bench-cuda-gb10-dgxspark-gptoss20b-b7941-2026.txt": 18,
+	"batched-bench-metal-m2ultra-gptoss20b-b7948-2026.txt":      18,
+}
+
+// wildImportRefused are the malformed bench-* files: the line and reason of the refusal.
 var wildImportRefused = map[string]string{
 	"bench-csv-cuda-rtx3090ti-b1275-README-edited-colmismatch.csv":          "2:1: csv: row has 27 fields, the header has 26",
 	"bench-json-cuda-rtx4080-pr12874-fork-b5099-INVALID-missing-comma.json": `41:5: expected ',' or '}' after the value of "samples_prompt_ts", found '"'`,
@@ -84,10 +92,6 @@ var wildImportRefused = map[string]string{
 	"bench-md-NEGATIVE-error-no-table-vulkan-rpc-2026.log":                  "1: not llama-bench output",
 	"bench-md-vulkan-rpc-verbose-log-interleaved-FRAGMENT-2025.txt":         "4: a llama-bench table header with no result rows after it",
 	"bench-sql-cuda-rtx3090ti-b1275-README-edited-colmismatch.sql":          "30: INSERT INTO test has 27 values for 26 columns",
-	// llama-batched-bench output is not llama-bench results: refused as what it is
-	"batched-bench-README-llama7b-q8-2023.txt":                  "1: a llama-batched-bench table",
-	"batched-bench-cuda-gb10-dgxspark-gptoss20b-b7941-2026.txt": "3: a llama-batched-bench table",
-	"batched-bench-metal-m2ultra-gptoss20b-b7948-2026.txt":      "3: a llama-batched-bench table",
 }
 
 func wildFolder(t *testing.T) string {
@@ -105,46 +109,59 @@ func TestWildImportEveryBenchFile(t *testing.T) {
 	docs, _ := filepath.Glob(filepath.Join(dir, "doc-bench-*")) // a report with llama-bench tables
 	batched, _ := filepath.Glob(filepath.Join(dir, "batched-bench-*"))
 	files = append(append(files, docs...), batched...)
-	var good, bad []string
+	var good, bad, batchedGood []string
 	for _, f := range files {
 		base := filepath.Base(f)
 		_, isGood := wildImportRows[base]
 		_, isBad := wildImportRefused[base]
+		_, isBatched := wildImportBatched[base]
 		switch {
 		case isGood:
 			good = append(good, f)
 		case isBad:
 			bad = append(bad, f)
+		case isBatched:
+			batchedGood = append(batchedGood, f)
 		default:
 			t.Errorf("%s: a bench file this test does not know: say whether it imports", base)
 		}
 	}
-	if len(good) != len(wildImportRows) || len(bad) != len(wildImportRefused) {
-		t.Fatalf("found %d result-bearing and %d malformed files, want %d and %d", len(good), len(bad), len(wildImportRows), len(wildImportRefused))
+	if len(good) != len(wildImportRows) || len(bad) != len(wildImportRefused) || len(batchedGood) != len(wildImportBatched) {
+		t.Fatalf("found %d result-bearing, %d batched-bench and %d malformed files, want %d, %d and %d", len(good), len(batchedGood), len(bad),
+			len(wildImportRows), len(wildImportBatched), len(wildImportRefused))
 	}
 
 	nb := filepath.Join(t.TempDir(), "notebook.db")
-	code, out, errOut := runCLI(append([]string{"import", "--study", "wild", "--notebook", nb}, good...)...)
+	code, out, errOut := runCLI(append(append([]string{"import", "--study", "wild", "--notebook", nb}, good...), batchedGood...)...)
 	if code != 0 {
 		t.Fatalf("import: exit %d\n%s%s", code, out, errOut)
 	}
 	// "imported F: FORMAT, N rows (TESTS) as leg L of study "wild", sha256 …"
-	line := regexp.MustCompile(`(?m)^imported (\S+): (\w+), (\d+) rows? \(.*\) as leg (\d+) of study "wild", sha256 [0-9a-f]{64}$`)
+	line := regexp.MustCompile(`(?m)^imported (\S+): ([\w-]+), (\d+) rows? \(.*\) as leg (\d+) of study "wild", sha256 [0-9a-f]{64}$`)
 	got := map[string]bool{}
 	legs := map[string]int64{}
-	total := 0
+	batchedLegs := map[string]int64{}
+	total, batchedTotal := 0, 0
 	for _, m := range line.FindAllStringSubmatch(out, -1) {
 		base := filepath.Base(m[1])
-		want := wildImportRows[base]
 		n, _ := strconv.Atoi(m[3])
+		got[base] = true
+		if want, ok := wildImportBatched[base]; ok {
+			if m[2] != "batched-md" || n != want {
+				t.Errorf("%s: imported as %s with %d rows, want batched-md with %d", base, m[2], n, want)
+			}
+			batchedLegs[base], _ = strconv.ParseInt(m[4], 10, 64)
+			batchedTotal += n
+			continue
+		}
+		want := wildImportRows[base]
 		if m[2] != want.format || n != want.rows {
 			t.Errorf("%s: imported as %s with %d rows, want %s with %d", base, m[2], n, want.format, want.rows)
 		}
-		got[base] = true
 		legs[base], _ = strconv.ParseInt(m[4], 10, 64)
 		total += n
 	}
-	for _, f := range good {
+	for _, f := range append(append([]string{}, good...), batchedGood...) {
 		if !got[filepath.Base(f)] {
 			t.Errorf("%s: no import line in\n%s", filepath.Base(f), out)
 		}
@@ -197,16 +214,62 @@ func TestWildImportEveryBenchFile(t *testing.T) {
 			t.Errorf("%s row %d in the notebook: %s, %v t/s, backend %q; want %s, %v, %q", s.file, s.row, r.TestName(), r.AvgTs, r.Backends, s.test, s.ts, s.backend)
 		}
 	}
+	// The batched-bench files: every row, as batched-bench rows only, and a few values.
+	batchedStored := 0
+	for base, leg := range batchedLegs {
+		rows, err := n.BatchedRows(ctx, leg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != wildImportBatched[base] {
+			t.Errorf("%s: leg %d holds %d batched-bench rows, want %d", base, leg, len(rows), wildImportBatched[base])
+		}
+		if b, _ := n.BenchRows(ctx, leg); len(b) != 0 {
+			t.Errorf("%s: leg %d holds %d llama-bench rows", base, leg, len(b))
+		}
+		batchedStored += len(rows)
+	}
+	batchedSpots := []struct {
+		file         string
+		row          int
+		pp, tg, b    int64
+		sTG, s, tPP  float64
+		nKVMax, nThr int64 // 0: the file prints no settings line
+	}{
+		{"batched-bench-README-llama7b-q8-2023.txt", 3, 128, 128, 8, 139.43, 252.99, 0.751, 0, 0},
+		{"batched-bench-cuda-gb10-dgxspark-gptoss20b-b7941-2026.txt", 17, 8192, 32, 32, 390.92, 4259.17, 59.169, 270336, 20},
+		{"batched-bench-metal-m2ultra-gptoss20b-b7948-2026.txt", 6, 4096, 32, 1, 95.72, 2188.00, 1.552, 270336, 16},
+	}
+	for _, s := range batchedSpots {
+		rows, err := n.BatchedRows(ctx, batchedLegs[s.file])
+		if err != nil || len(rows) <= s.row {
+			t.Errorf("%s: %d rows, %v", s.file, len(rows), err)
+			continue
+		}
+		r := rows[s.row]
+		var nKVMax, nThr int64
+		if r.NKVMax != nil && r.NThreads != nil {
+			nKVMax, nThr = *r.NKVMax, *r.NThreads
+		}
+		if r.PP != s.pp || r.TG != s.tg || r.B != s.b || r.STG != s.sTG || r.S != s.s || r.TPP != s.tPP || nKVMax != s.nKVMax || nThr != s.nThr ||
+			r.LegState != "imported" {
+			t.Errorf("%s row %d in the notebook: %+v (%s); want PP %d TG %d B %d S_TG %v S %v T_PP %v n_kv_max %d n_threads %d",
+				s.file, s.row, r.BatchedResult, r.LegState, s.pp, s.tg, s.b, s.sTG, s.s, s.tPP, s.nKVMax, s.nThr)
+		}
+	}
 	n.Close()
 	if stored != total || total != 654 {
 		t.Errorf("notebook holds %d rows, the import said %d, the files hold 654", stored, total)
+	}
+	if batchedStored != batchedTotal || batchedTotal != 48 {
+		t.Errorf("notebook holds %d batched-bench rows, the import said %d, the files hold 48", batchedStored, batchedTotal)
 	}
 
 	// Every malformed file is refused with file:line: reason, alone and beside a good file,
 	// and nothing is written.
 	before := notebookCounts(t, nb)
-	if before.Tables["legs"] != int64(len(good)) {
-		t.Errorf("%d legs after the import, want %d", before.Tables["legs"], len(good))
+	if before.Tables["legs"] != int64(len(good)+len(batchedGood)) || before.Tables["batched_samples"] != 48 {
+		t.Errorf("%d legs and %d batched-bench rows after the import, want %d and 48", before.Tables["legs"], before.Tables["batched_samples"], len(good)+len(batchedGood))
 	}
 	for _, f := range bad {
 		base := filepath.Base(f)

@@ -140,7 +140,7 @@ func parseMDFile(name string, data []byte) ([]Result, error) {
 	}
 	if len(rows) == 0 && emptyHeader == 0 && batchedHeader > 0 {
 		return nil, &ParseError{File: name, Line: batchedHeader,
-			Msg: "a llama-batched-bench table (PP, TG, B, N_KV, S_PP t/s …), not llama-bench output: import reads llama-bench's results (-o jsonl, json, csv, sql or md)"}
+			Msg: "a llama-batched-bench table (PP, TG, B, N_KV, S_PP t/s …), not llama-bench output: read it with ParseBatchedFile (sparkbench import stores it as batched-bench rows)"}
 	}
 	if len(rows) == 0 && emptyHeader > 0 {
 		return nil, &ParseError{File: name, Line: emptyHeader,

@@ -18,6 +18,22 @@ const (
 	ServerTool = "llama-server"
 )
 
+// BatchedBenchTool is llama-batched-bench: optional in a folder (BatchedBench finds it), needed
+// only by batched-bench legs.
+const BatchedBenchTool = "llama-batched-bench"
+
+// BatchedBench returns the path of llama-batched-bench in the located folder, or a
+// *LocateError that names the folder and the installer command when the folder lacks it.
+func BatchedBench(loc Location) (string, error) {
+	p := filepath.Join(loc.Dir, BatchedBenchTool)
+	st, err := os.Stat(p)
+	if err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+		return "", &LocateError{Dir: loc.Dir, Source: loc.Source, Reason: "has no executable " + BatchedBenchTool,
+			Fix: "install a prefix that includes it with: " + InstallCommand + ", or pass --llama-dir with a llama.cpp build's binaries folder that has it (e.g. build/bin)"}
+	}
+	return p, nil
+}
+
 // EnvDir names the llama.cpp binaries folder when no --llama-dir flag is given.
 const EnvDir = "SPARKBENCH_LLAMA_DIR"
 

@@ -35,6 +35,17 @@ func Binaries(t testing.TB) llamacpp.Location {
 	return loc
 }
 
+// BatchedBench returns llama-batched-bench of the located folder (skips, or fails under
+// SPARKBENCH_REQUIRE_LLAMA=1, naming the installer command, when the folder lacks it).
+func BatchedBench(t testing.TB) string {
+	t.Helper()
+	p, err := llamacpp.BatchedBench(Binaries(t))
+	if err != nil {
+		missing(t, err.Error())
+	}
+	return p
+}
+
 // RepoRoot is the module root (the folder holding go.mod).
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)

@@ -20,6 +20,7 @@ const (
 	EventMalformed EventType = "malformed" // Malformed: a jsonl line that did not parse
 	EventFlagged   EventType = "flagged"   // Flagged: a gate flagged a test (the leg halts)
 	EventExit      EventType = "exit"      // Exit: how it ended, always last
+	EventBatched   EventType = "batched"   // BatchedSample: one parsed llama-batched-bench row
 
 	EventLegStarted    EventType = "leg_started"    // LegStatus: a queue leg (or canary) starts
 	EventLegFinished   EventType = "leg_finished"   // LegStatus: with class and reason
@@ -39,15 +40,16 @@ type Event struct {
 	// a leg; empty for a lone leg.
 	Leg string `json:"leg,omitempty"`
 
-	Line      *Line        `json:"line,omitempty"`
-	Sample    *Sample      `json:"sample,omitempty"`
-	Progress  *Progress    `json:"progress,omitempty"`
-	Malformed *Malformed   `json:"malformed,omitempty"`
-	Flagged   *Flagged     `json:"flagged,omitempty"`
-	Exit      *Exit        `json:"exit,omitempty"`
-	LegStatus *LegStatus   `json:"leg_status,omitempty"`
-	Canary    *Canary      `json:"canary,omitempty"`
-	Queue     *QueueStatus `json:"queue,omitempty"`
+	Line      *Line          `json:"line,omitempty"`
+	Sample    *Sample        `json:"sample,omitempty"`
+	Progress  *Progress      `json:"progress,omitempty"`
+	Malformed *Malformed     `json:"malformed,omitempty"`
+	Flagged   *Flagged       `json:"flagged,omitempty"`
+	Exit      *Exit          `json:"exit,omitempty"`
+	LegStatus *LegStatus     `json:"leg_status,omitempty"`
+	Canary    *Canary        `json:"canary,omitempty"`
+	Queue     *QueueStatus   `json:"queue,omitempty"`
+	Batched   *BatchedSample `json:"batched,omitempty"`
 }
 
 func (e Event) String() string {
@@ -88,6 +90,15 @@ type Sample struct {
 	CV     float64         `json:"cv"`
 	Flag   string          `json:"flag,omitempty"` // set when a gate flagged this row
 	Result benchfmt.Result `json:"result"`         // every field, as llama-bench printed it
+}
+
+// BatchedSample is one llama-batched-bench row as it arrived (a batched-bench leg's rows have
+// no gate: each is one measurement, without repetitions).
+type BatchedSample struct {
+	Row    int                    `json:"row"`  // 1-based row of the leg
+	Line   int                    `json:"line"` // output line it came from
+	Test   string                 `json:"test"` // "pp512+tg32 B8"
+	Result benchfmt.BatchedResult `json:"result"`
 }
 
 // UnmarshalJSON reads Result back through benchfmt's own jsonl parser.
