@@ -344,12 +344,12 @@ func (v *WizardView) Validate() {
 		legs, tests, duration := 0, 0, ""
 		ok := len(errs) == 0
 		// The build's devices with the form's env and endpoints: the Devices choices, and the
-		// check of the device axes when the plan has any (as study validate does).
+		// check of the device axes when the plan needs the build's devices (as study validate does).
 		listed, devProbs, asked := v.listDevices(gen, p)
 		if len(errs) == 0 {
 			p.Defaults()
 			opts := study.ValidateOptions{}
-			checkDevs := asked && (p.Axes.HasDeviceAxes() || len(p.Build.Env) > 0)
+			checkDevs := asked && p.NeedsDevices()
 			if checkDevs {
 				opts.Devices = listed
 			}

@@ -309,3 +309,13 @@ func TestWizardOpensAndSavesDevicePlans(t *testing.T) {
 		t.Fatalf("round trip changed the plan:\n%s", saved)
 	}
 }
+
+// An -ngl sweep alone asks for offload: on a build that lists no device the form warns, as
+// study validate does, and the plan may still be registered.
+func TestWizardWarnsOfOffloadWithoutDevices(t *testing.T) {
+	v, _ := newDeviceWizard(t)
+	Locked(func() { v.NGL.SetText("0,99") })
+	waitValidated(t, v, func() bool {
+		return strings.Contains(v.Problems.Text, "warning: axes.ngl[1]: -ngl 99 on a build that lists no device") && !v.RegisterBtn.Disabled()
+	})
+}
