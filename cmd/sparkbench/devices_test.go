@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -444,6 +445,7 @@ func TestDevicePlanRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer silent.Close()
+	var heldMu sync.Mutex // the accept loop appends while the deferred close reads
 	var held []net.Conn
 	go func() {
 		for {
@@ -451,10 +453,14 @@ func TestDevicePlanRefusals(t *testing.T) {
 			if err != nil {
 				return
 			}
+			heldMu.Lock()
 			held = append(held, c) // accepted, never answered
+			heldMu.Unlock()
 		}
 	}()
 	defer func() {
+		heldMu.Lock()
+		defer heldMu.Unlock()
 		for _, c := range held {
 			c.Close()
 		}
