@@ -445,7 +445,7 @@ func TestDevicePlanRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer silent.Close()
-	var heldMu sync.Mutex // the accept loop appends while the deferred close reads
+	var mu sync.Mutex
 	var held []net.Conn
 	go func() {
 		for {
@@ -453,14 +453,14 @@ func TestDevicePlanRefusals(t *testing.T) {
 			if err != nil {
 				return
 			}
-			heldMu.Lock()
+			mu.Lock()
 			held = append(held, c) // accepted, never answered
-			heldMu.Unlock()
+			mu.Unlock()
 		}
 	}()
 	defer func() {
-		heldMu.Lock()
-		defer heldMu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
 		for _, c := range held {
 			c.Close()
 		}
