@@ -152,7 +152,7 @@ func Ubatch(r *study.Report, metric string) (*plots.UbatchChart, error) {
 	if metric == "" {
 		metric = "pp"
 	}
-	type key struct{ label, test string }
+	type key struct{ label, test, rest string }
 	byKey := map[key][]plots.UbatchPoint{}
 	var order []key
 	for _, c := range r.Results {
@@ -164,21 +164,35 @@ func Ubatch(r *study.Report, metric string) (*plots.UbatchChart, error) {
 			continue
 		}
 		ub, _ := strconv.Atoi(m[1])
-		k := key{c.Model, c.Test}
+		// one series per model, test and the rest of the configuration: the points of a
+		// series differ in ubatch alone (a device study's two devices at one ubatch are no sweep)
+		rest := strings.Join(strings.Fields(ubRE.ReplaceAllString(c.Config, "")), " ")
+		k := key{c.Model, c.Test, rest}
 		if _, ok := byKey[k]; !ok {
 			order = append(order, k)
 		}
 		byKey[k] = append(byKey[k], plots.UbatchPoint{Ubatch: ub, Mean: c.Mean, SD: c.SD, N: c.Reps})
 	}
 	ch := &plots.UbatchChart{Metric: metric, Meta: meta(r)}
+	rests := map[key]int{}
+	for _, k := range order {
+		rests[key{k.label, k.test, ""}]++
+	}
 	for _, k := range order {
 		pts := byKey[k]
 		if len(pts) < 2 {
 			continue
 		}
 		sort.Slice(pts, func(i, j int) bool { return pts[i].Ubatch < pts[j].Ubatch })
+		if pts[0].Ubatch == pts[len(pts)-1].Ubatch {
+			continue // one ubatch value: no sweep
+		}
 		n, _ := strconv.Atoi(strings.TrimLeft(k.test, "ptg"))
-		ch.Series = append(ch.Series, plots.UbatchSeries{Label: k.label + " " + k.test, PromptTokens: n, Points: pts})
+		label := k.label + " " + k.test
+		if rests[key{k.label, k.test, ""}] > 1 {
+			label += " " + k.rest // the same test swept in several configurations
+		}
+		ch.Series = append(ch.Series, plots.UbatchSeries{Label: label, PromptTokens: n, Points: pts})
 	}
 	if len(ch.Series) == 0 {
 		return nil, fmt.Errorf("study %d has no ubatch sweep (at least two ubatch values of %s at depth 0)", r.Study.ID, metric)

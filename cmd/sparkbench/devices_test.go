@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -444,6 +445,7 @@ func TestDevicePlanRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer silent.Close()
+	var mu sync.Mutex
 	var held []net.Conn
 	go func() {
 		for {
@@ -451,10 +453,14 @@ func TestDevicePlanRefusals(t *testing.T) {
 			if err != nil {
 				return
 			}
+			mu.Lock()
 			held = append(held, c) // accepted, never answered
+			mu.Unlock()
 		}
 	}()
 	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
 		for _, c := range held {
 			c.Close()
 		}

@@ -109,6 +109,15 @@ func (s studyService) Register(ctx context.Context, p *study.Plan) (study.Regist
 	return reg, commit(ctx)
 }
 
+var _ ui.DeviceLister = studyService{}
+
+// BuildDevices lists the devices of the window's build (the Bench section's folder, else the
+// plan's build.dir and the default search) with the plan's env and RPC endpoints, for the New
+// study form: the listing Register checks the plan against.
+func (s studyService) BuildDevices(ctx context.Context, p *study.Plan) (*study.BuildDevices, []study.Problem) {
+	return listDevicesFor(ctx, p, s.dir())
+}
+
 // dataDirOr is dir, or the user's sparkbench data folder when dir is "".
 func dataDirOr(dir string) (string, error) {
 	if dir != "" {

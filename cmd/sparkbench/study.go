@@ -192,6 +192,12 @@ func devicesFor(ctx context.Context, p *study.Plan, llamaDir string) (*study.Bui
 	if !p.NeedsDevices() {
 		return nil, nil
 	}
+	return listDevicesFor(ctx, p, llamaDir)
+}
+
+// listDevicesFor is devicesFor whether or not the plan has device axes (the window's New study
+// form lists the build's devices to offer them).
+func listDevicesFor(ctx context.Context, p *study.Plan, llamaDir string) (*study.BuildDevices, []study.Problem) {
 	if llamaDir == "" {
 		llamaDir = p.Build.Dir
 	}
@@ -200,7 +206,7 @@ func devicesFor(ctx context.Context, p *study.Plan, llamaDir string) (*study.Bui
 		return nil, []study.Problem{{Path: "axes.devices", Severity: study.SevWarning,
 			Msg: fmt.Sprintf("not checked against a build (%v); pass --llama-dir with the build that will run the plan", err)}}
 	}
-	devs, err := studyrun.ListBuildDevices(ctx, loc.Bench, p)
+	devs, err := studyrun.ListDevices(ctx, loc.Bench, p)
 	if err != nil {
 		return nil, []study.Problem{{Path: "axes.rpc", Severity: study.SevError, Msg: err.Error()}}
 	}

@@ -217,6 +217,12 @@ func printResults(w io.Writer, r *study.Report) {
 			cells[k][c.Depth] = c
 		}
 		slices.Sort(depths)
+		// a model's test measured in several configurations (a device, ubatch or ngl sweep)
+		// names each row's configuration; a study with one configuration prints none
+		configs := map[key]int{}
+		for _, k := range order {
+			configs[key{k.model, k.leg, k.test, ""}]++
+		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fprintf(tw, "  model\ttest")
 		for _, d := range depths {
@@ -224,7 +230,11 @@ func printResults(w io.Writer, r *study.Report) {
 		}
 		fprintf(tw, "\n")
 		for _, k := range order {
-			fprintf(tw, "  %s%s\t%s", k.model, k.leg, k.test)
+			test := k.test
+			if configs[key{k.model, k.leg, k.test, ""}] > 1 {
+				test += " [" + k.config + "]"
+			}
+			fprintf(tw, "  %s%s\t%s", k.model, k.leg, test)
 			for _, d := range depths {
 				if c, ok := cells[k][d]; ok {
 					fprintf(tw, "\t%.2f ± %.2f", c.Mean, c.SD)

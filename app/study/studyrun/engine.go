@@ -338,6 +338,12 @@ func ListBuildDevices(ctx context.Context, bench string, p *study.Plan) (*study.
 	if bench == "" || !p.NeedsDevices() {
 		return nil, nil
 	}
+	return ListDevices(ctx, bench, p)
+}
+
+// ListDevices is ListBuildDevices whether or not the plan has device axes or env (the window's
+// New study form lists the devices to offer them).
+func ListDevices(ctx context.Context, bench string, p *study.Plan) (*study.BuildDevices, error) {
 	dl, err := llamacpp.ListDevices(ctx, bench, p.Build.EnvList(), p.Axes.RPC)
 	var rpcErr *llamacpp.RPCError
 	if errors.As(err, &rpcErr) {
