@@ -583,3 +583,55 @@ func TestNGLSweepOnVulkan(t *testing.T) {
 		t.Fatalf("verify: %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestFitFindsTheLargestFittingNGL: llama-fit-params on the Vulkan device (2048 MiB) with the
+// medium model (8 layers, 48 MiB): a margin that leaves room for every layer fits them all,
+// tighter margins fit fewer layers, never more, and the suggested sweep ends at the fit.
+func TestFitFindsTheLargestFittingNGL(t *testing.T) {
+	vulkanDevice(t)
+	medium := llamatest.Model(t, "medium-llama-f16.gguf")
+	fit := func(margin int) fitReport {
+		t.Helper()
+		code, out, errOut := runCLI("fit", medium, "--env", vkEnv, "--margin", fmt.Sprint(margin), "--ctx", "512", "--json")
+		var r fitReport
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+			t.Fatalf("fit --margin %d: %d\n%s\n%s", margin, code, out, errOut)
+		}
+		return r
+	}
+	all := fit(0)
+	if all.NGL != -1 || all.Layers != 8 || all.Ctx != 512 || all.Sweep[len(all.Sweep)-1] != 8 {
+		t.Errorf("margin 0: %+v (want every layer, sweep to 8)", all)
+	}
+	prev := 8
+	for _, m := range []int{2000, 2020, 2040} {
+		r := fit(m)
+		if r.NGL < 0 || r.NGL > prev || r.Sweep[len(r.Sweep)-1] != r.NGL || r.Sweep[0] != 0 {
+			t.Errorf("margin %d: ngl %d (previous %d), sweep %v", m, r.NGL, prev, r.Sweep)
+		}
+		prev = r.NGL
+	}
+	if prev >= 8 {
+		t.Errorf("a 2040 MiB margin of a 2048 MiB device still fits %d layers", prev)
+	}
+	for _, bad := range [][]string{
+		{"fit", filepath.Join(t.TempDir(), "absent.gguf")},
+		{"fit", medium, "--env", "LD_PRELOAD=x"},
+		{"fit", medium, "--margin", "-1"},
+	} {
+		if code, _, _ := runCLI(bad...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", bad, code)
+		}
+	}
+}
+
+func TestFitSweep(t *testing.T) {
+	for _, tc := range []struct {
+		fit, layers int
+		want        string
+	}{{5, 8, "[0 1 2 3 5]"}, {-1, 8, "[0 2 4 6 8]"}, {2, 8, "[0 1 2]"}, {0, 8, "[0]"}, {-1, 0, "[0 -1]"}, {48, 48, "[0 12 24 36 48]"}} {
+		if got := fmt.Sprint(fitSweep(tc.fit, tc.layers)); got != tc.want {
+			t.Errorf("fitSweep(%d, %d) = %s, want %s", tc.fit, tc.layers, got, tc.want)
+		}
+	}
+}
