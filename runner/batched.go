@@ -137,8 +137,8 @@ func (p batchedPlan) expected(nKVMax int64) int {
 // BatchedLeg is one running llama-batched-bench: a producer of events (line, batched, progress,
 // malformed … exit). Read Events until it is closed; Stop is idempotent.
 type BatchedLeg struct {
-	proc *Proc
-	h    *batchedHandler
+	procLeg
+	h *batchedHandler
 }
 
 // BatchedRow is a batched-bench row with its final status (result when the leg ended ok,
@@ -203,18 +203,6 @@ func StartBatched(ctx context.Context, spec BatchedSpec, opts ...LegOption) *Bat
 	l.proc = startProc(ctx, ps, h, refuse)
 	return l
 }
-
-// Events is the leg's channel: line, batched, progress, malformed … exit, then closed.
-func (l *BatchedLeg) Events() <-chan Event { return l.proc.Events() }
-
-// Stop ends the leg (class stopped_by_user); see Proc.Stop.
-func (l *BatchedLeg) Stop(ctx context.Context) error { return l.proc.Stop(ctx) }
-
-// Done is closed when the leg has ended and its result is ready.
-func (l *BatchedLeg) Done() <-chan struct{} { return l.proc.Done() }
-
-// Pid is the tool's process (and group) ID; 0 if it never started.
-func (l *BatchedLeg) Pid() int { return l.proc.Pid() }
 
 // Result is the leg's record; it waits for Done.
 func (l *BatchedLeg) Result() *BatchedLegResult {

@@ -84,10 +84,26 @@ func (r *LegResult) Results() []Sample {
 // Leg is one running llama-bench invocation: a producer of events (vegeta style). Read Events
 // until it is closed; Stop is idempotent.
 type Leg struct {
+	procLeg
 	spec LegSpec
-	proc *Proc
 	h    *benchHandler
 }
+
+// procLeg is what every leg kind does through its process: events, stop, done, pid.
+type procLeg struct{ proc *Proc }
+
+// Events is the leg's channel: line, sample (or batched row), progress, malformed, flagged …
+// exit, then closed.
+func (l *procLeg) Events() <-chan Event { return l.proc.Events() }
+
+// Stop ends the leg (class stopped_by_user); see Proc.Stop.
+func (l *procLeg) Stop(ctx context.Context) error { return l.proc.Stop(ctx) }
+
+// Done is closed when the leg has ended and its result is ready.
+func (l *procLeg) Done() <-chan struct{} { return l.proc.Done() }
+
+// Pid is the tool's process (and group) ID; 0 if it never started.
+func (l *procLeg) Pid() int { return l.proc.Pid() }
 
 // LegOption configures StartLeg.
 type LegOption func(*legOptions)
@@ -132,18 +148,6 @@ func StartLeg(ctx context.Context, spec LegSpec, opts ...LegOption) *Leg {
 	l.proc = startProc(ctx, ps, h, refuse)
 	return l
 }
-
-// Events is the leg's channel: line, sample, progress, malformed, flagged … exit, then closed.
-func (l *Leg) Events() <-chan Event { return l.proc.Events() }
-
-// Stop ends the leg (class stopped_by_user); see Proc.Stop.
-func (l *Leg) Stop(ctx context.Context) error { return l.proc.Stop(ctx) }
-
-// Done is closed when the leg has ended and its result is ready.
-func (l *Leg) Done() <-chan struct{} { return l.proc.Done() }
-
-// Pid is llama-bench's process (and group) ID; 0 if it never started.
-func (l *Leg) Pid() int { return l.proc.Pid() }
 
 // Result is the leg's record; it waits for Done.
 func (l *Leg) Result() *LegResult {

@@ -100,15 +100,7 @@ func TestDeviceStudyCPUAndVulkan(t *testing.T) {
 		!strings.Contains(out, "-dev "+dev) {
 		t.Fatalf("validate: %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, errOut = runCLI("study", "register", file, "--notebook", nb)
-	if code != 0 {
-		t.Fatalf("register: %d\n%s\n%s", code, out, errOut)
-	}
-	id := registeredID(t, out)
-	code, out, errOut = runCLI("study", "run", id, "--notebook", nb)
-	if code != 0 {
-		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
-	}
+	id := registerAndRun(t, nb, file, "", true)
 	rep := showJSON(t, id, nb)
 	cells := map[string]float64{}
 	for _, c := range rep.Results {
@@ -368,14 +360,7 @@ func TestRPCLegOverLoopback(t *testing.T) {
 }`, tiny, "051f36703c755992aa490c43c53f5fbe1dc59fd3aa00ab436f0cedb2df135354", ep)
 	file := filepath.Join(dir, "rpc.json")
 	os.WriteFile(file, []byte(plan), 0o644)
-	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
-	if code != 0 {
-		t.Fatalf("register: %d\n%s\n%s", code, out, errOut)
-	}
-	id := registeredID(t, out)
-	if code, out, errOut = runCLI("study", "run", id, "--notebook", nb); code != 0 {
-		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
-	}
+	id := registerAndRun(t, nb, file, "", true)
 	rep := showJSON(t, id, nb)
 	rpcCells := 0
 	for _, c := range rep.Results {
@@ -542,14 +527,7 @@ func TestNGLSweepOnVulkan(t *testing.T) {
 }`, tiny, dev)
 	file := filepath.Join(dir, "ngl.json")
 	os.WriteFile(file, []byte(plan), 0o644)
-	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
-	if code != 0 {
-		t.Fatalf("register: %d\n%s\n%s", code, out, errOut)
-	}
-	id := registeredID(t, out)
-	if code, out, errOut = runCLI("study", "run", id, "--notebook", nb); code != 0 {
-		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
-	}
+	id := registerAndRun(t, nb, file, "", true)
 	rep := showJSON(t, id, nb)
 	tg := map[int]string{}
 	for _, c := range rep.Results {
@@ -635,3 +613,4 @@ func TestFitSweep(t *testing.T) {
 		}
 	}
 }
+
