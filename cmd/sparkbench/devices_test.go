@@ -613,4 +613,3 @@ func TestFitSweep(t *testing.T) {
 		}
 	}
 }
-
