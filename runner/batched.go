@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -239,15 +238,7 @@ func (h *batchedHandler) onLine(p *Proc, ln Line, t time.Duration) {
 	if err != nil {
 		h.nMalformed++
 		if len(h.malformed) < DefaultMaxMalformed {
-			msg := err.Error()
-			var pe *benchfmt.ParseError
-			if errors.As(err, &pe) {
-				msg = pe.Msg
-				if pe.Col > 0 {
-					msg = fmt.Sprintf("column %d: %s", pe.Col, pe.Msg)
-				}
-			}
-			m := Malformed{Line: ln.N, Text: clip(trim, 200), Err: msg}
+			m := malformedLine(ln.N, trim, err)
 			h.malformed = append(h.malformed, m)
 			p.emit(Event{Type: EventMalformed, T: t, Malformed: &m})
 		}

@@ -215,15 +215,7 @@ func (h *benchHandler) row(p *Proc, ln Line, text string, t time.Duration) {
 	if err != nil {
 		h.nMalformed++
 		if len(h.malformed) < DefaultMaxMalformed {
-			msg := err.Error()
-			var pe *benchfmt.ParseError
-			if errors.As(err, &pe) {
-				msg = pe.Msg
-				if pe.Col > 0 {
-					msg = fmt.Sprintf("column %d: %s", pe.Col, pe.Msg)
-				}
-			}
-			m := Malformed{Line: ln.N, Text: clip(text, 200), Err: msg}
+			m := malformedLine(ln.N, text, err)
 			h.malformed = append(h.malformed, m)
 			p.emit(Event{Type: EventMalformed, T: t, Malformed: &m})
 		}
@@ -330,4 +322,18 @@ func (h *benchHandler) finish(p *Proc, x *Exit) {
 	if h.result.Rows == nil {
 		h.result.Rows = []Row{}
 	}
+}
+
+// malformedLine is an output line that looked like a result and did not parse: its number, its
+// start and the parser's reason (with the column when the parser gives one).
+func malformedLine(n int, text string, err error) Malformed {
+	msg := err.Error()
+	var pe *benchfmt.ParseError
+	if errors.As(err, &pe) {
+		msg = pe.Msg
+		if pe.Col > 0 {
+			msg = fmt.Sprintf("column %d: %s", pe.Col, pe.Msg)
+		}
+	}
+	return Malformed{Line: n, Text: clip(text, 200), Err: msg}
 }
