@@ -109,9 +109,14 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	}
 	res := Result{Schema: SchemaResult, Kind: kinds.Capacity, PlanSHA256: sha, Plan: p,
 		Definitions: definitions, Inputs: a.refs, Candidates: []CandidateResult{}}
-	if len(a.batched) > 0 {
+	if len(a.batched) > 0 || p.Limits.MaxDeviceMiB > 0 {
 		res.Definitions = maps.Clone(definitions)
+	}
+	if len(a.batched) > 0 {
 		res.Definitions["server_tax"] = serverTaxDefinition
+	}
+	if p.Limits.MaxDeviceMiB > 0 {
+		res.Definitions["device_memory_gate"] = deviceGateDefinition
 	}
 	if p.Concurrency() {
 		res.Kind = kinds.Concurrency
@@ -444,6 +449,9 @@ func (a *assembler) qualityOf(c Candidate) []QualityResult {
 	}
 	return out
 }
+
+// deviceGateDefinition is printed on results of plans with limits.max_device_mib.
+const deviceGateDefinition = "device memory gate (limits.max_device_mib): every server lifetime must hold model layers on a device (its 'offloaded N/M layers to GPU' says N > 0, else a model buffer on a device other than the CPU; else device:not_used), offload as many layers as -ngl asked, up to the model's (else offload:layers_below_requested), and keep the worst device's peak memory - the larger of the memory breakdown's self figures and the sum of its model, KV, compute and output buffers in the last load block - at or below the limit (else peak_device_mib_above_maximum)"
 
 // deviceMemory lists the devices other than the CPU that hold memory in a lifetime's last load
 // block, with their peaks (the larger of the memory breakdown's and the buffer lines' sums), in

@@ -229,6 +229,9 @@ func TestCapacityDeviceMemoryGate(t *testing.T) {
 			cand("tiny-cpu", tiny, `"-t", "1", "-lv", "4", "-ngl", "0"`),
 		}, ",\n"), `, "max_device_mib": 32`)
 
+	if !strings.Contains(res.Definitions["device_memory_gate"], "peak_device_mib_above_maximum") {
+		t.Errorf("the study does not define its device memory gate: %q", res.Definitions["device_memory_gate"])
+	}
 	ok := capacityCell(t, res, "tiny-vk")
 	if !ok.Passed || ok.PeakDeviceMiB == nil || *ok.PeakDeviceMiB <= 0 || *ok.PeakDeviceMiB > 32 {
 		t.Errorf("tiny-vk: passed %v, peak device %s MiB, failures %v", ok.Passed, fmtPtr(ok.PeakDeviceMiB), ok.Failures)
