@@ -35,11 +35,33 @@ func seriesKeys(cells []study.ReportCell) func(c study.ReportCell) string {
 		}
 		configs[c.Model][c.Config] = true
 	}
+	// the words every configuration of a model shares (ub512 b2048 …) say nothing about which
+	// series is which: a series is named by the model and the words of its configuration that
+	// the model's other configurations lack (dev-none, dev-Vulkan0 on-Vulkan, kv-q8_0/q8_0 …)
+	shared := map[string]map[string]int{}
+	for m, cs := range configs {
+		shared[m] = map[string]int{}
+		for c := range cs {
+			for _, w := range strings.Fields(c) {
+				shared[m][w]++
+			}
+		}
+	}
 	return func(c study.ReportCell) string {
-		if len(configs[c.Model]) > 1 {
+		n := len(configs[c.Model])
+		if n <= 1 {
+			return c.Model
+		}
+		var own []string
+		for _, w := range strings.Fields(c.Config) {
+			if shared[c.Model][w] < n {
+				own = append(own, w)
+			}
+		}
+		if len(own) == 0 {
 			return c.Model + " " + c.Config
 		}
-		return c.Model
+		return c.Model + " " + strings.Join(own, " ")
 	}
 }
 
