@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sparkbench/app/workbench"
 	"strconv"
 	"strings"
 
@@ -64,7 +65,7 @@ var capacityKind = cliKind{
 	validate:     capacityValidate,
 	find:         capacityFindStudy,
 	show: func(ctx context.Context, nb *store.Notebook, id int64) (*shownStudy, error) {
-		rep, err := capacity.Show(ctx, store.CapacityRecorder{N: nb}, id)
+		rep, err := workbench.ShowCapacity(ctx, nb, id)
 		if err != nil {
 			return nil, err
 		}

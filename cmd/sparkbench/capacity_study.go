@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"sparkbench/app/workbench"
 	"strings"
 	"time"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/capacity/caprun"
-	"sparkbench/app/demo"
-	"sparkbench/app/study"
-	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
 )
 
@@ -66,14 +63,7 @@ func capacityRunsInNotebook(args []string) bool {
 
 // capacityFindStudy resolves a capacity or concurrency study by id or name.
 func capacityFindStudy(ctx context.Context, nb *store.Notebook, ref string) (int64, error) {
-	s, err := nb.FindStudy(ctx, ref)
-	if err != nil {
-		return 0, fmt.Errorf("%w; `sparkbench capacity register PLAN` prints a new study's id", err)
-	}
-	if s.Kind != store.StudyCapacity && s.Kind != store.StudyConcurrency {
-		return 0, fmt.Errorf("study %d (%s) is a %s study; this command works on capacity and concurrency studies (`sparkbench study …` for throughput)", s.ID, s.Name, s.Kind)
-	}
-	return s.ID, nil
+	return workbench.FindCapacity(ctx, nb, ref)
 }
 
 // capacityRegisterFile registers a plan file (idempotently) and prints what happened.
@@ -85,28 +75,26 @@ func capacityRegisterFile(ctx context.Context, nb *store.Notebook, file string, 
 // the plan's server_flags are checked against (llamaDir, else the plan's build.dir, else the
 // usual search; no llama-server found: a warning, not checked).
 func capacityRegisterFileWith(ctx context.Context, nb *store.Notebook, file, llamaDir string, stdout, stderr io.Writer) (capacity.Registration, int) {
-	p, err := capacity.Load(file)
-	if err != nil {
+	reg, err := workbench.RegisterCapacity(ctx, nb, workbench.CapacityRegisterRequest{File: file, LlamaDir: llamaDir, Hash: hashShow(stderr)})
+	if reg != nil && reg.FlagsNotChecked != nil {
+		fprintf(stderr, "sparkbench capacity register: warning: server_flags not checked against llama-server: %v\n", reg.FlagsNotChecked)
+	}
+	var bad *workbench.RequestError
+	var flags *workbench.FlagsRefusedError
+	switch {
+	case errors.As(err, &bad):
 		fprintf(stderr, "sparkbench capacity register: %v\n", err)
 		return capacity.Registration{}, 2
+	case errors.As(err, &flags):
+		for _, pr := range flags.Problems {
+			fprintf(stderr, "sparkbench capacity register: plan refused: %s: %s\n", pr.Path, pr.Msg)
+		}
+		return capacity.Registration{}, 2
+	case err != nil:
+		return reg.Registration, reportRefusal("capacity register", err, stderr)
 	}
-	if llamaDir == "" && p.Build.Dir != "" {
-		llamaDir = study.ResolvePath(filepath.Dir(file), p.Build.Dir)
-	}
-	if loc, err := llamacpp.Locate(llamaDir); err != nil {
-		fprintf(stderr, "sparkbench capacity register: warning: server_flags not checked against llama-server: %v\n", err)
-	} else if code := capacityCheckServerFlags("capacity register", p, loc.Server, stderr); code != 0 {
-		return capacity.Registration{}, code
-	}
-	// New hashes reach the notebook's cache only when the plan is accepted: a refused plan
-	// writes nothing.
-	hash, commit := registrationHash(ctx, nb, stderr)
-	reg, err := capacity.Register(ctx, store.CapacityRecorder{N: nb}, p, file, hash)
-	if err != nil {
-		return reg, reportRefusal("capacity register", err, stderr)
-	}
-	if err := commit(ctx); err != nil {
-		fprintf(stderr, "sparkbench capacity register: registered, but the model hashes were not cached: %v\n", err)
+	if reg.CacheErr != nil {
+		fprintf(stderr, "sparkbench capacity register: registered, but the model hashes were not cached: %v\n", reg.CacheErr)
 	}
 	for _, w := range reg.Warnings {
 		fprintf(stderr, "%s: %s\n", file, w)
@@ -114,9 +102,9 @@ func capacityRegisterFileWith(ctx context.Context, nb *store.Notebook, file, lla
 	if reg.Existing {
 		fprintf(stdout, "study %d %q: already registered with this plan (sha256 %s)\n", reg.StudyID, reg.Name, reg.PlanSHA256)
 	} else {
-		fprintf(stdout, "study %d %q registered (%s): plan sha256 %s, %d predictions\n", reg.StudyID, reg.Name, reg.Kind, reg.PlanSHA256, len(p.Predictions))
+		fprintf(stdout, "study %d %q registered (%s): plan sha256 %s, %d predictions\n", reg.StudyID, reg.Name, reg.Kind, reg.PlanSHA256, len(reg.Plan.Predictions))
 	}
-	return reg, 0
+	return reg.Registration, 0
 }
 
 // capacityRegister: sparkbench capacity register PLAN [--notebook P] [--json].
@@ -156,20 +144,23 @@ func capacityStudyRun(o *capacityRunOpts, ref string, stdout, stderr io.Writer) 
 		fprintf(stderr, "sparkbench capacity run: %v\n", err)
 		return 2
 	}
-	e, st, code, err := capacityEngine(ctx, nb, id, *llamaDir, *out == "", stderr)
-	if err != nil {
-		fprintf(stderr, "sparkbench capacity run: %v\n", err)
-		return code
-	}
 	enc := json.NewEncoder(stdout)
-	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases, e.Fresh = o.startTimeout, o.reqTimeout, o.grace, o.qualityCases, *fresh
-	e.OnEvent = func(ev capacity.RunEvent) {
-		if *asJSON {
-			_ = enc.Encode(ev)
+	sum, st, err := workbench.RunCapacity(ctx, nb, workbench.CapacityRunRequest{ID: id, LlamaDir: *llamaDir, Out: *out, Fresh: *fresh,
+		StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace, QualityCases: o.qualityCases,
+		Warn: func(msg string) { fprintf(stderr, "sparkbench capacity run: %s\n", msg) }, Hash: hashShow(stderr),
+		OnEvent: func(ev capacity.RunEvent) {
+			if *asJSON {
+				_ = enc.Encode(ev)
+			}
+			capacityRunProgress(stderr, ev)
+		}})
+	if errors.As(err, new(*workbench.NotStartedError)) {
+		fprintf(stderr, "sparkbench capacity run: %v\n", err)
+		if errors.As(err, new(*workbench.RequestError)) {
+			return 2
 		}
-		capacityRunProgress(stderr, ev)
+		return 1
 	}
-	sum, err := e.Run(ctx, id, *out)
 	if ie, ok := capacity.IsIncomplete(err); ok && sum != nil {
 		fprintf(stderr, "sparkbench capacity run: study %d %s\n", id, err)
 		fprintf(stderr, "sparkbench capacity run: %s; the raw files are in %s (run.json lists them); %d server lifetimes recorded%s; no verdict is journaled\n",
@@ -222,50 +213,23 @@ func capacityKeptText(sum *capacity.RunSummary) string {
 	return s + ")"
 }
 
-// capacityEngine is the engine that runs study id, as `capacity run` and the window use it:
-// llama-server from llamaDir, else the plan's build.dir, else the usual search; the build
-// fingerprinted (a warning on warn when it cannot be); model and prompt-plan files hashed
-// through the notebook's cache. needDataDir: no --out was given, so runs go under the data
-// folder. code is the exit status for the error (2: bad input, 1: the notebook).
+// capacityEngine is the engine that runs study id, as `capacity run` and the window use it
+// (workbench.CapacityEngine; warnings on warn). needDataDir: no --out was given, so runs go
+// under the data folder. code is the exit status for the error (2: bad input, 1: the notebook).
 func capacityEngine(ctx context.Context, nb *store.Notebook, id int64, llamaDir string, needDataDir bool, warn io.Writer) (*caprun.Engine, capacity.StoredStudy, int, error) {
-	rec := store.CapacityRecorder{N: nb}
-	st, err := rec.Study(ctx, id)
-	if err != nil {
-		return nil, st, 1, err
+	out := ""
+	if !needDataDir {
+		out = "given"
 	}
-	plan, err := capacity.Decode("registered plan", st.PlanJSON)
-	if err != nil {
-		return nil, st, 1, err
-	}
-	dir := llamaDir
-	if dir == "" && plan.Build.Dir != "" {
-		dir = study.ResolvePath(st.PlanDir, plan.Build.Dir)
-	}
-	loc, err := llamacpp.Locate(dir)
-	if err != nil {
+	e, st, err := workbench.CapacityEngine(ctx, nb, workbench.CapacityRunRequest{ID: id, LlamaDir: llamaDir, Out: out, Hash: hashShow(warn),
+		Warn: func(msg string) { fprintf(warn, "sparkbench capacity run: %s\n", msg) }})
+	if errors.As(err, new(*workbench.RequestError)) {
 		return nil, st, 2, err
 	}
-	// A registered plan whose server_flags this llama-server does not know would fail every
-	// lifetime: refused before anything runs (nothing is recorded).
-	if known, herr := llamacpp.HelpFlags(ctx, loc.Server); herr != nil {
-		fprintf(warn, "sparkbench capacity run: warning: server_flags not checked against llama-server: %v\n", herr)
-	} else if probs := capacity.CheckServerFlags(plan, known, loc.Server); len(probs) > 0 {
-		msgs := make([]string, len(probs))
-		for i, pr := range probs {
-			msgs[i] = pr.String()
-		}
-		return nil, st, 2, fmt.Errorf("study %d's plan refused: %s; register a plan without it", id, strings.Join(msgs, "; "))
-	}
-	build, err := llamacpp.Inspect(ctx, loc)
 	if err != nil {
-		fprintf(warn, "sparkbench capacity run: warning: %v (the build is not fingerprinted in run.json)\n", err)
-		build = nil
+		return nil, st, 1, err
 	}
-	dataDir, err := demo.DataDir()
-	if err != nil && needDataDir {
-		return nil, st, 2, fmt.Errorf("%v; give --out DIR", err)
-	}
-	return &caprun.Engine{Rec: rec, Server: loc.Server, Build: build, Hash: cachedHash(ctx, nb, warn), DataDir: dataDir}, st, 0, nil
+	return e, st, 0, nil
 }
 
 // capacityShowSelected is one line per candidate: the selected point and its gain.

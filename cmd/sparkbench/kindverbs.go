@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 
-	"sparkbench/app/study"
 	"sparkbench/app/workbench"
-	"sparkbench/runner/fsread"
 	"sparkbench/store"
 )
 
@@ -20,26 +17,8 @@ import (
 // then says why) and, when its schema names a kind registered with the service layer, that
 // kind (nil otherwise).
 func planKind(file string) (*workbench.Kind, []byte) {
-	data, err := fsread.ReadFile(file, study.MaxPlanBytes, "plan")
-	if err != nil {
-		return nil, nil
-	}
-	var head struct {
-		Schema string `json:"schema"`
-	}
-	if json.Unmarshal(data, &head) != nil {
-		return nil, data
-	}
-	return workbench.KindOfPlan(head.Schema), data
-}
-
-// loadPlan decodes a throughput plan from the bytes planKind read, or reads the file when
-// those are nil (and says why it cannot be read).
-func loadPlan(file string, data []byte) (*study.Plan, error) {
-	if data == nil {
-		return study.Load(file)
-	}
-	return study.Decode(file, data)
+	data, schema := workbench.ReadPlanFile(file)
+	return workbench.KindOfPlan(schema), data
 }
 
 // registerAnyFile registers a plan file of any kind `study register` takes; it returns what

@@ -7,12 +7,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"sparkbench/app/workbench"
 	"syscall"
 
 	"sparkbench/app/study"
-	"sparkbench/app/study/studyrun"
-	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
 )
 
@@ -42,15 +40,6 @@ func cmdStudy(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// studyValidateReport is `study validate --json`.
-type studyValidateReport struct {
-	File     string          `json:"file"`
-	Valid    bool            `json:"valid"`
-	SHA256   string          `json:"plan_sha256,omitempty"`
-	Problems []study.Problem `json:"problems"`
-	Legs     []study.LegPlan `json:"legs,omitempty"`
-}
-
 // throughputKind is the throughput study kind as the CLI's shared verbs see it.
 var throughputKind = cliKind{
 	verb:         "study",
@@ -70,32 +59,13 @@ var throughputKind = cliKind{
 				}
 			}}, nil
 		}
-		p, err := loadPlan(file, data)
+		v, err := workbench.ValidateThroughput(ctx, file, data, hash, llamaDir)
 		if err != nil {
 			return nil, err
 		}
-		p.Defaults()
-		opts := study.ValidateOptions{PlanDir: filepath.Dir(file), Hash: hash}
-		var unchecked *study.Problem
-		opts.BenchFlags, unchecked = benchFlagsFor(ctx, p, llamaDir)
-		var devProbs []study.Problem
-		opts.Devices, devProbs = devicesFor(ctx, p, llamaDir)
-		probs, _ := study.Validate(p, opts)
-		probs = append(probs, devProbs...)
-		if unchecked != nil {
-			probs = append(probs, *unchecked)
-		}
-		rep := studyValidateReport{File: file, Valid: len(study.Errors(probs)) == 0, Problems: probs}
-		if rep.Problems == nil {
-			rep.Problems = []study.Problem{}
-		}
-		if rep.Valid {
-			rep.SHA256, _, _ = p.SHA256()
-			rep.Legs, _ = study.Expand(p, opts.PlanDir)
-		}
-		return &planCheck{problems: probs, valid: rep.Valid, report: rep, summary: func(w io.Writer) {
-			fprintf(w, "%s: valid throughput plan %q, sha256 %s, %d legs:\n", file, p.Name, rep.SHA256, len(rep.Legs))
-			for _, l := range rep.Legs {
+		return &planCheck{problems: v.Problems, valid: v.Valid, report: v, summary: func(w io.Writer) {
+			fprintf(w, "%s: valid throughput plan %q, sha256 %s, %d legs:\n", file, v.Plan.Name, v.SHA256, len(v.Legs))
+			for _, l := range v.Legs {
 				fprintf(w, "  %-24s %d rows  llama-bench %s\n", l.ID, l.ExpectedRows, study.JoinArgs(l.Args))
 			}
 		}}, nil
@@ -114,7 +84,7 @@ var throughputKind = cliKind{
 			}
 			return &shownStudy{report: sh.Report, print: sh.Print, problem: sh.Problem}, nil
 		}
-		rep, err := study.Show(ctx, store.StudyRecorder{N: nb}, id)
+		rep, err := workbench.ShowThroughput(ctx, nb, id)
 		if err != nil {
 			return nil, err
 		}
@@ -158,17 +128,7 @@ func withStudy(cmd, nbFlag, ref string, stderr io.Writer, f func(ctx context.Con
 
 // findStudy resolves a study by id or name; it must be a registered throughput study.
 func findStudy(ctx context.Context, nb *store.Notebook, ref string) (int64, error) {
-	s, err := nb.FindStudy(ctx, ref)
-	if err != nil {
-		return 0, fmt.Errorf("%w; `sparkbench study register FILE` prints a new study's id", err)
-	}
-	if s.Kind != store.StudyThroughput {
-		return 0, fmt.Errorf("study %d (%s) is a %s study; this command works on throughput studies", s.ID, s.Name, s.Kind)
-	}
-	if _, err := nb.Plan(ctx, s.ID); err != nil {
-		return 0, fmt.Errorf("study %d (%s) has no registered plan (an imported study?); register a plan file with `sparkbench study register FILE`", s.ID, s.Name)
-	}
-	return s.ID, nil
+	return workbench.FindThroughput(ctx, nb, ref)
 }
 
 // reportRefusal prints a refused plan (one line per problem) and returns exit status 2.
@@ -184,93 +144,25 @@ func reportRefusal(cmd string, err error, stderr io.Writer) int {
 	return 1
 }
 
-// devicesFor asks the build that would run the plan for its devices, with the plan's env and
-// RPC endpoints, when the plan has device axes or env (nil otherwise). An RPC endpoint that
-// refuses or does not answer is an error problem at axes.rpc; a build that cannot be found or
-// asked, a warning that the devices were not checked.
-func devicesFor(ctx context.Context, p *study.Plan, llamaDir string) (*study.BuildDevices, []study.Problem) {
-	if !p.Axes.HasDeviceAxes() && len(p.Build.Env) == 0 {
-		return nil, nil
-	}
-	if llamaDir == "" {
-		llamaDir = p.Build.Dir
-	}
-	loc, err := llamacpp.Locate(llamaDir)
-	if err != nil {
-		return nil, []study.Problem{{Path: "axes.devices", Severity: study.SevWarning,
-			Msg: fmt.Sprintf("not checked against a build (%v); pass --llama-dir with the build that will run the plan", err)}}
-	}
-	devs, err := studyrun.ListBuildDevices(ctx, loc.Bench, p)
-	if err != nil {
-		return nil, []study.Problem{{Path: "axes.rpc", Severity: study.SevError, Msg: err.Error()}}
-	}
-	if devs != nil && !devs.Listed {
-		return nil, []study.Problem{{Path: "axes.devices", Severity: study.SevWarning,
-			Msg: fmt.Sprintf("not checked: %s --list-devices did not run", loc.Bench)}}
-	}
-	return devs, nil
-}
-
-// buildRefusal is what the build says against registering the plan: extra_args it does not
-// know, devices it does not have, RPC endpoints that do not answer (nil: nothing).
-func buildRefusal(ctx context.Context, p *study.Plan, llamaDir string) error {
-	var probs []study.Problem
-	if flags, _ := benchFlagsFor(ctx, p, llamaDir); flags != nil {
-		probs = append(probs, study.CheckBenchFlags(p, flags)...)
-	}
-	devs, devProbs := devicesFor(ctx, p, llamaDir)
-	probs = append(probs, study.Errors(devProbs)...)
-	if devs != nil {
-		probs = append(probs, study.Errors(study.CheckDevices(p, *devs))...)
-	}
-	if len(probs) > 0 {
-		return &study.RefusedError{Problems: probs}
-	}
-	return nil
-}
-
-// benchFlagsFor lists the flags of the llama-bench that would run the plan, when the plan has
-// extra_args to check (nil otherwise); a build that cannot be found or asked gives a warning
-// saying the extra_args were not checked.
-func benchFlagsFor(ctx context.Context, p *study.Plan, llamaDir string) (map[string]bool, *study.Problem) {
-	if len(p.Axes.ExtraArgs) == 0 {
-		return nil, nil
-	}
-	if llamaDir == "" {
-		llamaDir = p.Build.Dir
-	}
-	loc, err := llamacpp.Locate(llamaDir)
-	if err == nil {
-		var flags map[string]bool
-		if flags, err = llamacpp.HelpFlags(ctx, loc.Bench); err == nil {
-			return flags, nil
-		}
-	}
-	return nil, &study.Problem{Path: "axes.extra_args", Severity: study.SevWarning,
-		Msg: fmt.Sprintf("not checked against a llama-bench (%v); pass --llama-dir with the build that will run the plan", err)}
-}
-
 // registerFile registers a throughput plan file (idempotently; data: its bytes, already read,
 // or nil) and prints what happened.
 func registerFile(ctx context.Context, nb *store.Notebook, file string, data []byte, stdout, stderr io.Writer) (study.Registration, int) {
-	p, err := loadPlan(file, data)
-	if err != nil {
+	reg, err := workbench.RegisterThroughput(ctx, nb, workbench.ThroughputRegisterRequest{File: file, Data: data, Hash: hashShow(stderr)})
+	var bad *workbench.RequestError
+	if errors.As(err, &bad) {
 		fprintf(stderr, "sparkbench study register: %v\n", err)
 		return study.Registration{}, 2
 	}
-	// extra_args the build does not know, devices it does not have and RPC endpoints that do
-	// not answer are refused before anything is hashed or written.
-	if err := buildRefusal(ctx, p, ""); err != nil {
-		return study.Registration{}, reportRefusal("study register", err, stderr)
-	}
-	hash, commit := registrationHash(ctx, nb, stderr)
-	reg, err := study.Register(ctx, store.StudyRecorder{N: nb}, p, file, hash)
 	if err != nil {
-		return reg, reportRefusal("study register", err, stderr)
+		var r study.Registration
+		if reg != nil {
+			r = reg.Registration
+		}
+		return r, reportRefusal("study register", err, stderr)
 	}
-	if err := commit(ctx); err != nil {
+	if reg.CacheErr != nil {
 		// The study is registered; the files are hashed again by the next command.
-		fprintf(stderr, "sparkbench study register: warning: the model hashes were not cached: %v\n", err)
+		fprintf(stderr, "sparkbench study register: warning: the model hashes were not cached: %v\n", reg.CacheErr)
 	}
 	for _, w := range reg.Warnings {
 		fprintf(stderr, "%s: %s\n", file, w)
@@ -278,9 +170,9 @@ func registerFile(ctx context.Context, nb *store.Notebook, file string, data []b
 	if reg.Existing {
 		fprintf(stdout, "study %d %q: already registered with this plan (sha256 %s)\n", reg.StudyID, reg.Name, reg.PlanSHA256)
 	} else {
-		fprintf(stdout, "study %d %q registered: plan sha256 %s, %d predictions, %d legs\n", reg.StudyID, reg.Name, reg.PlanSHA256, len(p.Predictions), reg.Legs)
+		fprintf(stdout, "study %d %q registered: plan sha256 %s, %d predictions, %d legs\n", reg.StudyID, reg.Name, reg.PlanSHA256, len(reg.Plan.Predictions), reg.Legs)
 	}
-	return reg, 0
+	return reg.Registration, 0
 }
 
 // studyRegister: sparkbench study register FILE [--notebook P] [--json].
@@ -327,3 +219,6 @@ func registerCommand[R any](cmd string, args []string, stdout, stderr io.Writer,
 	}
 	return 0
 }
+
+// studyValidateReport is `study validate --json`.
+type studyValidateReport = workbench.ThroughputValidation

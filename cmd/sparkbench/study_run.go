@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sparkbench/app/workbench"
 	"strings"
 	"time"
 
 	"sparkbench/app/study"
-	"sparkbench/app/study/studyrun"
 	"sparkbench/app/textsafe"
-	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
 )
 
@@ -61,26 +60,14 @@ func studyRun(args []string, stdout, stderr io.Writer) int {
 
 // runStudy runs (or resumes) a registered study with progress on stdout.
 func runStudy(ctx context.Context, nb *store.Notebook, id int64, llamaDir string, retry []string, stdout, stderr io.Writer) int {
-	rec := store.StudyRecorder{N: nb}
-	st, err := rec.Study(ctx, id)
-	if err != nil {
-		fprintf(stderr, "sparkbench study run: %v\n", err)
-		return 1
-	}
-	if llamaDir == "" {
-		if p, err := study.Decode("plan", st.PlanJSON); err == nil {
-			llamaDir = p.Build.Dir
-		}
-	}
-	loc, err := llamacpp.Locate(llamaDir)
-	if err != nil {
+	pr := newRunPrinter(stdout)
+	sum, err := workbench.RunThroughput(ctx, nb, workbench.ThroughputRunRequest{ID: id, LlamaDir: llamaDir, Retry: retry, OnEvent: pr.event, Hash: hashShow(stderr)})
+	pr.close()
+	var bad *workbench.RequestError
+	if errors.As(err, &bad) {
 		fprintf(stderr, "sparkbench study run: %v\n", err)
 		return 2
 	}
-	pr := newRunPrinter(stdout)
-	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: cachedHash(ctx, nb, stderr), OnEvent: pr.event, Retry: retry}
-	sum, err := e.Run(ctx, id)
-	pr.close()
 	var retryErr *study.RetryError
 	switch {
 	case errors.Is(err, study.ErrStopped):
