@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sparkbench/app/workbench"
 	"strconv"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/kinds"
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/fsread"
 	"sparkbench/runner/llamacpp"
@@ -69,7 +69,7 @@ var capacityKind = cliKind{
 		if err != nil {
 			return nil, err
 		}
-		return &shownStudy{report: rep, print: func(w io.Writer) { capacityPrintReport(w, rep) }, problem: rep.Problem}, nil
+		return &shownStudy{report: rep, print: func(w io.Writer) { capacity.WriteReport(w, rep) }, problem: rep.Problem}, nil
 	},
 }
 

@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sparkbench/app/workbench"
 	"strings"
-	"time"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/capacity/caprun"
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 
@@ -236,93 +235,7 @@ func capacityEngine(ctx context.Context, nb *store.Notebook, id int64, llamaDir 
 func capacityShowSelected(res *capacity.Result) []string {
 	var out []string
 	for _, c := range res.Candidates {
-		out = append(out, capacitySelectedLine(c.ID, c.Selected, c.Base, c.SelectionNote))
+		out = append(out, capacity.SelectedLine(c.ID, c.Selected, c.Base, c.SelectionNote))
 	}
 	return out
-}
-
-func capacitySelectedLine(id string, s *capacity.Selection, base capacity.PointRef, note string) string {
-	if s == nil {
-		return fmt.Sprintf("%-24s no point selected: %s", id, note)
-	}
-	gain := "gain n/a"
-	if s.Gain != nil {
-		gain = fmt.Sprintf("%+.1f%% vs P%d/C%d", *s.Gain*100, base.Slots, base.Clients)
-	}
-	return fmt.Sprintf("%-24s selected P%d/C%d  %.2f tok/s  %s", id, s.Slots, s.Clients, s.GenerationRate, gain)
-}
-
-func capacityPrintReport(w io.Writer, r *capacity.Report) {
-	// Recorded text reaches the terminal escaped: a control character stored by an older
-	// version (or imported) is shown, never replayed.
-	w, flush := escaped(w)
-	defer flush()
-	s := r.Study
-	fprintf(w, "study %d %q (%s, %s), plan sha256 %s\n", s.ID, s.Name, s.Kind, s.Status, s.PlanSHA256)
-	if s.LastHalt != "" {
-		fprintf(w, "last halt: %s\n", s.LastHalt)
-	}
-	if a := r.Run; a != nil {
-		fprintf(w, "run folder %s\n", a.Note.RunDir)
-		if r.Trusted {
-			fprintf(w, "study.json sha256 %s (matches the journal)\n", a.FileSHA256)
-		} else {
-			fprintf(w, "study.json NOT TRUSTED: %s\n", r.Problem)
-		}
-	} else {
-		fprintf(w, "not assembled yet\n")
-	}
-	fprintf(w, "server lifetimes (%d):\n", len(r.Legs))
-	for _, l := range r.Legs {
-		dur := "running"
-		if !l.EndedAt.IsZero() {
-			dur = l.EndedAt.Sub(l.StartedAt).Round(time.Millisecond).String()
-		}
-		fprintf(w, "  leg %-4d %-28s %-9s %-10s %4d requests  peak RSS %7.1f MiB  log %s  %s\n", l.ID, l.Label, l.State, l.Class,
-			l.RequestRows, float64(l.PeakRSSBytes)/(1<<20), humanBytes(l.TranscriptBytes), dur)
-	}
-	if len(r.Envelope) > 0 {
-		fprintf(w, "selected points:\n")
-		for _, c := range r.Envelope {
-			fprintf(w, "  %s\n", capacitySelectedLine(c.Candidate, c.Selected, c.Base, c.Note))
-		}
-		fprintf(w, "envelope:\n")
-		for _, c := range r.Envelope {
-			fprintf(w, "  %s (%s)\n", c.Candidate, c.Label)
-			for _, cell := range c.Cells {
-				verdict := "PASS"
-				if !cell.Passed {
-					verdict = "FAIL " + strings.Join(cell.Failures, ", ")
-				}
-				fprintf(w, "    P%d/C%-3d %9s tok/s  TTFT p95 %9s ms  E2E p95 %9s ms  RSS %7.1f MiB  %s\n", cell.Slots, cell.Clients,
-					capacityNum(cell.GenerationRate, 2), capacityNum(cell.TTFTMsP95, 1), capacityNum(cell.E2EMsP95, 1), cell.PeakRSSMiB, verdict)
-			}
-		}
-	} else if len(r.Selected) > 0 {
-		fprintf(w, "selected points (from the journal):\n")
-		for _, sp := range r.Selected {
-			if sp.Slots == nil {
-				fprintf(w, "  %-24s no point selected: %s\n", sp.Candidate, sp.Note)
-				continue
-			}
-			sel := &capacity.Selection{Slots: *sp.Slots, Clients: *sp.Clients, GenerationRate: *sp.GenerationRate, Gain: sp.Gain}
-			fprintf(w, "  %s\n", capacitySelectedLine(sp.Candidate, sel, capacity.PointRef{Slots: sp.BaseSlots, Clients: sp.BaseClients}, ""))
-		}
-	}
-	if len(r.Verdicts) > 0 || len(r.Pending) > 0 {
-		fprintf(w, "verdicts:\n")
-		for _, v := range r.Verdicts {
-			fprintf(w, "  %-8s %-12s %s\n", v.Prediction, v.Outcome, v.Detail)
-		}
-		for _, p := range r.Pending {
-			fprintf(w, "  %-8s %-12s\n", p, "PENDING")
-		}
-	}
-}
-
-func capacityNum(v *float64, prec int) string {
-	if v == nil {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.*f", prec, *v)
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"io"
-	"sparkbench/app/workbench"
 	"strings"
 
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 

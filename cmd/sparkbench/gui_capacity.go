@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"sparkbench/app/workbench"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/plots"
 	"sparkbench/store"
 	"sparkbench/ui"

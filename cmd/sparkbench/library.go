@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"sparkbench/app/workbench"
 	"strings"
 
 	"sparkbench/app"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/gguf"
 	"sparkbench/runner/hashing"
 	"sparkbench/store"

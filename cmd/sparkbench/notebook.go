@@ -10,11 +10,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"sparkbench/app/workbench"
 	"strings"
 	"syscall"
 	"time"
 
+	"sparkbench/app/textsafe"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/benchfmt"
 	"sparkbench/runner/fsread"
 	"sparkbench/store"
@@ -366,14 +367,4 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
+func humanBytes(n int64) string { return textsafe.ByteSize(n) }

@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sparkbench/app/workbench"
 	"syscall"
 
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 
@@ -88,7 +88,7 @@ var throughputKind = cliKind{
 		if err != nil {
 			return nil, err
 		}
-		return &shownStudy{report: rep, print: func(w io.Writer) { printReport(w, rep) }}, nil
+		return &shownStudy{report: rep, print: func(w io.Writer) { study.WriteReport(w, rep) }}, nil
 	},
 }
 

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sparkbench/app/workbench"
 	"strings"
 	"time"
 
 	"sparkbench/app/study"
 	"sparkbench/app/textsafe"
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"io"
-	"sparkbench/app/workbench"
 
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 
