@@ -72,6 +72,19 @@ type CapacityRegistered struct {
 // accepted. A plan file that cannot be read is a *RequestError. The result, when not nil, says
 // whether the flags were checked, also with an error.
 func RegisterCapacity(ctx context.Context, nb *store.Notebook, req CapacityRegisterRequest) (*CapacityRegistered, error) {
+	// New hashes reach the notebook's cache only when the plan is accepted: a refused plan
+	// writes nothing.
+	hash, commit := RegistrationHash(ctx, nb, req.Hash)
+	out, err := registerCapacity(ctx, nb, req, hash)
+	if err != nil {
+		return out, err
+	}
+	out.CacheErr = commit(ctx)
+	return out, nil
+}
+
+// registerCapacity is RegisterCapacity hashing through hash; the caller caches the hashes.
+func registerCapacity(ctx context.Context, nb *store.Notebook, req CapacityRegisterRequest, hash study.HashFunc) (*CapacityRegistered, error) {
 	out := &CapacityRegistered{Plan: req.Plan}
 	file, dir := req.File, req.LlamaDir
 	if req.Plan == nil {
@@ -101,16 +114,9 @@ func RegisterCapacity(ctx context.Context, nb *store.Notebook, req CapacityRegis
 			return out, err
 		}
 	}
-	// New hashes reach the notebook's cache only when the plan is accepted: a refused plan
-	// writes nothing.
-	hash, commit := RegistrationHash(ctx, nb, req.Hash)
 	reg, err := capacity.Register(ctx, store.CapacityRecorder{N: nb}, p, file, hash)
 	out.Registration = reg
-	if err != nil {
-		return out, err
-	}
-	out.CacheErr = commit(ctx)
-	return out, nil
+	return out, err
 }
 
 // prepareCapacityPlan readies a plan built in the window: the built-in prompt plan written to

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sparkbench/app/study"
 	"strings"
 
 	"sparkbench/app/bundle"
-	"sparkbench/app/kinds"
 	"sparkbench/app/receipt"
+	"sparkbench/app/study"
 	"sparkbench/store"
 )
 
@@ -26,13 +25,24 @@ import (
 //   - Show: its report (printed, and as JSON);
 //   - Receipt: its bundle's files, and a receipt.BundleKind that re-derives them.
 //
-// Throughput and capacity give their receipts here; their registration, runs and reports
-// still go through their own CLI verbs (cmd/sparkbench), which move here one by one, with
-// their output unchanged. A function left nil is a verb the kind does not take through the
-// shared path.
+// Throughput (the `study` verb's default kind) and capacity (the `capacity` verb's) register,
+// show and give their receipts here (builtin_kinds.go); their runs and plan checks still go
+// through their own CLI verbs. A function left nil is a verb the kind does not take through
+// the shared path.
 type Kind struct {
 	// Names are the stored kinds it covers (the capacity kind covers capacity and concurrency).
 	Names []string
+	// Verb is the CLI command its studies go under ("": "study"). One kind of each verb is
+	// its Default: it reads the plan files whose schema names no kind of that verb, and its
+	// Find says why a study is not one of the verb's.
+	Verb    string
+	Default bool
+	// Find resolves a study of this kind by id or name (nil: the stored study, when its kind
+	// is one of Names); its error says how to get one.
+	Find func(ctx context.Context, nb *store.Notebook, ref string) (int64, error)
+	// CacheWarning is what a register verb says when the hashes could not be cached after
+	// registering ("": "warning: the file hashes were not cached").
+	CacheWarning string
 	// PlanSchema is the "schema" of the kind's plan files ("": not registered by file here).
 	PlanSchema string
 	// Validate checks a plan file (its bytes, data) without writing anything; hash nil: the
@@ -58,12 +68,19 @@ type Validated struct {
 	Lines    []string
 }
 
-// Registered is a frozen plan: the study, and the lines that say so.
+// Registered is a frozen plan: the study, and the lines that say so. A kind's Register may
+// return it with an error too, for its Notes.
 type Registered struct {
 	StudyID    int64    `json:"study"`
 	Name       string   `json:"name"`
 	PlanSHA256 string   `json:"plan_sha256"`
 	Lines      []string `json:"-"`
+	// Report is what --json prints (nil: this Registered).
+	Report any `json:"-"`
+	// Notes are said first (on stderr, after the verb), also when the plan is refused;
+	// Warnings after the registration (on stderr, as they are).
+	Notes    []string `json:"-"`
+	Warnings []string `json:"-"`
 }
 
 // RunRequest is how a run goes: the llama.cpp folder ("" for the usual search) and where each
@@ -134,6 +151,60 @@ func KindOfPlan(schema string) *Kind { return bySchema[schema] }
 // KindOf is the registered kind of a stored study kind, or nil.
 func KindOf(stored string) *Kind { return registry[stored] }
 
+// VerbOf is the CLI command k's studies go under.
+func (k *Kind) VerbOf() string {
+	if k.Verb == "" {
+		return "study"
+	}
+	return k.Verb
+}
+
+// DefaultKind is verb's default kind, or nil.
+func DefaultKind(verb string) *Kind {
+	for _, k := range registryOrder {
+		if k.Default && k.VerbOf() == verb {
+			return k
+		}
+	}
+	return nil
+}
+
+// PlanKind is the kind of verb that reads a plan with this schema: the kind whose plans carry
+// it, else the verb's default kind (which then says what is wrong with the file).
+func PlanKind(verb, schema string) *Kind {
+	if k := KindOfPlan(schema); k != nil && k.VerbOf() == verb {
+		return k
+	}
+	return DefaultKind(verb)
+}
+
+// FindStudy resolves a study of verb by id or name, for a verb that needs takes of its kind:
+// the stored study's kind when it is one of verb's and takes the verb, else verb's default
+// kind, whose Find says why not. The kind's own Find, when it has one, has the last word.
+func FindStudy(ctx context.Context, nb *store.Notebook, verb, ref string, takes func(*Kind) bool) (*Kind, int64, error) {
+	k := DefaultKind(verb)
+	s, err := nb.FindStudy(ctx, ref)
+	if err == nil {
+		if sk := KindOf(s.Kind); sk != nil && sk.VerbOf() == verb && takes(sk) {
+			k = sk
+		}
+	}
+	if k == nil {
+		if err != nil {
+			return nil, 0, err
+		}
+		return nil, 0, fmt.Errorf("study %d (%s) is a %s study; no command of `sparkbench %s` takes it", s.ID, s.Name, s.Kind, verb)
+	}
+	if k.Find != nil {
+		id, err := k.Find(ctx, nb, ref)
+		return k, id, err
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return k, s.ID, nil
+}
+
 // receiptKindsText names the kinds that have receipts, for messages: "throughput and capacity".
 func receiptKindsText() string {
 	var names []string
@@ -148,7 +219,3 @@ func receiptKindsText() string {
 	return fmt.Sprintf("%s and %s", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 }
 
-func init() {
-	RegisterKind(Kind{Names: []string{kinds.Throughput}, Receipt: throughputStudyFiles})
-	RegisterKind(Kind{Names: []string{kinds.Capacity, kinds.Concurrency}, Receipt: capacityStudyFiles})
-}

@@ -116,6 +116,19 @@ type ThroughputRegistered struct {
 // Existing), and caches the models' hashes only once it is accepted. A plan file that cannot
 // be read or decoded is a *RequestError.
 func RegisterThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRegisterRequest) (*ThroughputRegistered, error) {
+	// New hashes reach the notebook's cache only when the plan is accepted: a refused plan
+	// writes nothing.
+	hash, commit := RegistrationHash(ctx, nb, req.Hash)
+	out, err := registerThroughput(ctx, nb, req, hash)
+	if err != nil {
+		return out, err
+	}
+	out.CacheErr = commit(ctx)
+	return out, nil
+}
+
+// registerThroughput is RegisterThroughput hashing through hash; the caller caches the hashes.
+func registerThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRegisterRequest, hash study.HashFunc) (*ThroughputRegistered, error) {
 	p, file := req.Plan, req.File
 	if p == nil {
 		var err error
@@ -140,16 +153,8 @@ func RegisterThroughput(ctx context.Context, nb *store.Notebook, req ThroughputR
 			return nil, err
 		}
 	}
-	// New hashes reach the notebook's cache only when the plan is accepted: a refused plan
-	// writes nothing.
-	hash, commit := RegistrationHash(ctx, nb, req.Hash)
 	reg, err := study.Register(ctx, store.StudyRecorder{N: nb}, p, file, hash)
-	out := &ThroughputRegistered{Registration: reg, File: file, Plan: p}
-	if err != nil {
-		return out, err
-	}
-	out.CacheErr = commit(ctx)
-	return out, nil
+	return &ThroughputRegistered{Registration: reg, File: file, Plan: p}, err
 }
 
 // ThroughputRunRequest runs (or resumes) registered throughput study ID.

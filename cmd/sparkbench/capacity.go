@@ -13,11 +13,9 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/kinds"
 	"sparkbench/app/study"
-	"sparkbench/app/workbench"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/fsread"
 	"sparkbench/runner/llamacpp"
-	"sparkbench/store"
 )
 
 const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] --output study.json"
@@ -63,14 +61,6 @@ var capacityKind = cliKind{
 	llamaDirHelp: "folder holding the llama-server whose --help the candidates' server_flags are checked against (default: the plan's build.dir, then the usual search; none found: a warning)",
 	showJSONHelp: "print the report as JSON",
 	validate:     capacityValidate,
-	find:         capacityFindStudy,
-	show: func(ctx context.Context, nb *store.Notebook, id int64) (*shownStudy, error) {
-		rep, err := workbench.ShowCapacity(ctx, nb, id)
-		if err != nil {
-			return nil, err
-		}
-		return &shownStudy{report: rep, print: func(w io.Writer) { capacity.WriteReport(w, rep) }, problem: rep.Problem}, nil
-	},
 }
 
 // capacityValidate checks a capacity or concurrency plan: strict JSON, every rule of

@@ -60,55 +60,29 @@ func capacityRunsInNotebook(args []string) bool {
 	return !strings.ContainsRune(pos[0], os.PathSeparator) && !strings.HasSuffix(strings.ToLower(pos[0]), ".json")
 }
 
-// capacityFindStudy resolves a capacity or concurrency study by id or name.
-func capacityFindStudy(ctx context.Context, nb *store.Notebook, ref string) (int64, error) {
-	return workbench.FindCapacity(ctx, nb, ref)
-}
-
-// capacityRegisterFile registers a plan file (idempotently) and prints what happened.
-func capacityRegisterFile(ctx context.Context, nb *store.Notebook, file string, stdout, stderr io.Writer) (capacity.Registration, int) {
-	return capacityRegisterFileWith(ctx, nb, file, "", stdout, stderr)
-}
-
-// capacityRegisterFileWith is capacityRegisterFile with the llama-server folder whose --help
-// the plan's server_flags are checked against (llamaDir, else the plan's build.dir, else the
-// usual search; no llama-server found: a warning, not checked).
+// capacityRegisterFileWith registers a plan file (idempotently) and prints what happened, as
+// `capacity register` does, with the llama-server folder whose --help the plan's server_flags
+// are checked against (llamaDir, else the plan's build.dir, else the usual search; no
+// llama-server found: a warning, not checked).
 func capacityRegisterFileWith(ctx context.Context, nb *store.Notebook, file, llamaDir string, stdout, stderr io.Writer) (capacity.Registration, int) {
 	reg, err := workbench.RegisterCapacity(ctx, nb, workbench.CapacityRegisterRequest{File: file, LlamaDir: llamaDir, Hash: hashShow(stderr)})
-	if reg != nil && reg.FlagsNotChecked != nil {
-		fprintf(stderr, "sparkbench capacity register: warning: server_flags not checked against llama-server: %v\n", reg.FlagsNotChecked)
+	var shown *workbench.Registered
+	if reg != nil {
+		shown = reg.Registered(file)
 	}
-	var bad *workbench.RequestError
-	var flags *workbench.FlagsRefusedError
-	switch {
-	case errors.As(err, &bad):
-		fprintf(stderr, "sparkbench capacity register: %v\n", err)
-		return capacity.Registration{}, 2
-	case errors.As(err, &flags):
-		for _, pr := range flags.Problems {
-			fprintf(stderr, "sparkbench capacity register: plan refused: %s: %s\n", pr.Path, pr.Msg)
-		}
-		return capacity.Registration{}, 2
-	case err != nil:
-		return reg.Registration, reportRefusal("capacity register", err, stderr)
-	}
-	if reg.CacheErr != nil {
-		fprintf(stderr, "sparkbench capacity register: registered, but the model hashes were not cached: %v\n", reg.CacheErr)
-	}
-	for _, w := range reg.Warnings {
-		fprintf(stderr, "%s: %s\n", file, w)
-	}
-	if reg.Existing {
-		fprintf(stdout, "study %d %q: already registered with this plan (sha256 %s)\n", reg.StudyID, reg.Name, reg.PlanSHA256)
-	} else {
-		fprintf(stdout, "study %d %q registered (%s): plan sha256 %s, %d predictions\n", reg.StudyID, reg.Name, reg.Kind, reg.PlanSHA256, len(reg.Plan.Predictions))
+	commit := func(context.Context) error { return reg.CacheErr }
+	if code := printRegistered("capacity register", workbench.DefaultKind("capacity"), shown, err, commit, ctx, stdout, stderr); code != 0 {
+		return capacity.Registration{}, code
 	}
 	return reg.Registration, 0
 }
 
 // capacityRegister: sparkbench capacity register PLAN [--notebook P] [--json].
 func capacityRegister(args []string, stdout, stderr io.Writer) int {
-	return registerCommand("capacity register", args, stdout, stderr, capacityRegisterFile)
+	return registerCommand("capacity register", args, stdout, stderr, func(ctx context.Context, nb *store.Notebook, file string, out, stderr io.Writer) (any, int) {
+		reg, _, code := registerAnyFile(ctx, nb, "capacity", file, out, stderr)
+		return reg, code
+	})
 }
 
 // capacityStudyRun: sparkbench capacity run ID|PLAN [--notebook P] [--fresh] [--out DIR] …: the
@@ -139,7 +113,7 @@ func capacityStudyRun(o *capacityRunOpts, ref string, stdout, stderr io.Writer) 
 			return code
 		}
 		id = reg.StudyID
-	} else if id, err = capacityFindStudy(ctx, nb, pos[0]); err != nil {
+	} else if id, err = workbench.FindCapacity(ctx, nb, pos[0]); err != nil {
 		fprintf(stderr, "sparkbench capacity run: %v\n", err)
 		return 2
 	}

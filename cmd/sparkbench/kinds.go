@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/hashing"
 	"sparkbench/store"
 )
@@ -21,11 +24,6 @@ type cliKind struct {
 	showJSONHelp string
 	// validate checks a plan file (hash nil: files are not hashed); a load error refuses it.
 	validate func(ctx context.Context, file string, hash study.HashFunc, llamaDir string, stderr io.Writer) (*planCheck, error)
-	// find resolves a study id or name, with the kind's hint when none matches.
-	find func(ctx context.Context, nb *store.Notebook, ref string) (int64, error)
-	// show reads a study's report: the value --json prints, the text otherwise, and a problem
-	// that makes `show` exit 1 after printing (a journaled result that no longer matches).
-	show func(ctx context.Context, nb *store.Notebook, id int64) (*shownStudy, error)
 }
 
 // planCheck is one kind's verdict on a plan file.
@@ -34,13 +32,6 @@ type planCheck struct {
 	valid    bool
 	report   any               // what --json prints
 	summary  func(w io.Writer) // the lines after the problems, for a valid plan
-}
-
-// shownStudy is one kind's report of a registered study.
-type shownStudy struct {
-	report  any
-	print   func(w io.Writer)
-	problem string
 }
 
 // validateCommand is `sparkbench VERB validate PLAN [--json] [--no-hash] [--llama-dir DIR]`:
@@ -109,26 +100,43 @@ func showCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench %s: want one study id or name\n", cmd)
 		return 2
 	}
-	nb, ctx, id, done, code := openShown(cmd, *nbFlag, pos[0], k.find, stderr)
+	var kind *workbench.Kind
+	find := func(ctx context.Context, nb *store.Notebook, ref string) (id int64, err error) {
+		kind, id, err = workbench.FindStudy(ctx, nb, k.verb, ref, takesShow)
+		return id, err
+	}
+	nb, ctx, id, done, code := openShown(cmd, *nbFlag, pos[0], find, stderr)
 	if nb == nil {
 		return code
 	}
 	defer done()
-	s, err := k.show(ctx, nb, id)
+	s, err := showKind(ctx, nb, kind, id)
 	if err != nil {
 		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
 		return 1
 	}
 	if *asJSON {
-		if code := printJSON(stdout, stderr, cmd, s.report); code != 0 {
+		if code := printJSON(stdout, stderr, cmd, s.Report); code != 0 {
 			return code
 		}
 	} else {
-		s.print(stdout)
+		s.Print(stdout)
 	}
-	if s.problem != "" {
-		fprintf(stderr, "sparkbench %s: %s\n", cmd, s.problem)
+	if s.Problem != "" {
+		fprintf(stderr, "sparkbench %s: %s\n", cmd, s.Problem)
 		return 1
 	}
 	return 0
+}
+
+// showKind is study id's report through its kind.
+func showKind(ctx context.Context, nb *store.Notebook, k *workbench.Kind, id int64) (*workbench.Shown, error) {
+	if k == nil || k.Show == nil {
+		return nil, fmt.Errorf("study %d: its kind has no report", id)
+	}
+	s, err := nb.FindStudy(ctx, strconv.FormatInt(id, 10))
+	if err != nil {
+		return nil, err
+	}
+	return k.Show(ctx, nb, s)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -47,7 +46,7 @@ var throughputKind = cliKind{
 	llamaDirHelp: "the build whose llama-bench checks extra_args (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)",
 	showJSONHelp: "print the report as JSON (every figure with the stored rows it came from)",
 	validate: func(ctx context.Context, file string, hash study.HashFunc, llamaDir string, _ io.Writer) (*planCheck, error) {
-		k, data := planKind(file)
+		k, data := planKind("study", file)
 		if k != nil && k.Validate != nil {
 			v, err := k.Validate(ctx, file, data, hash)
 			if err != nil {
@@ -69,26 +68,6 @@ var throughputKind = cliKind{
 				fprintf(w, "  %-24s %d rows  llama-bench %s\n", l.ID, l.ExpectedRows, study.JoinArgs(l.Args))
 			}
 		}}, nil
-	},
-	find: func(ctx context.Context, nb *store.Notebook, ref string) (int64, error) {
-		if k, s := sharedKind(ctx, nb, ref, takesShow); k != nil {
-			return s.ID, nil
-		}
-		return findStudy(ctx, nb, ref)
-	},
-	show: func(ctx context.Context, nb *store.Notebook, id int64) (*shownStudy, error) {
-		if k, s := sharedKind(ctx, nb, fmt.Sprint(id), takesShow); k != nil {
-			sh, err := k.Show(ctx, nb, s)
-			if err != nil {
-				return nil, err
-			}
-			return &shownStudy{report: sh.Report, print: sh.Print, problem: sh.Problem}, nil
-		}
-		rep, err := workbench.ShowThroughput(ctx, nb, id)
-		if err != nil {
-			return nil, err
-		}
-		return &shownStudy{report: rep, print: func(w io.Writer) { study.WriteReport(w, rep) }}, nil
 	},
 }
 
@@ -144,41 +123,10 @@ func reportRefusal(cmd string, err error, stderr io.Writer) int {
 	return 1
 }
 
-// registerFile registers a throughput plan file (idempotently; data: its bytes, already read,
-// or nil) and prints what happened.
-func registerFile(ctx context.Context, nb *store.Notebook, file string, data []byte, stdout, stderr io.Writer) (study.Registration, int) {
-	reg, err := workbench.RegisterThroughput(ctx, nb, workbench.ThroughputRegisterRequest{File: file, Data: data, Hash: hashShow(stderr)})
-	var bad *workbench.RequestError
-	if errors.As(err, &bad) {
-		fprintf(stderr, "sparkbench study register: %v\n", err)
-		return study.Registration{}, 2
-	}
-	if err != nil {
-		var r study.Registration
-		if reg != nil {
-			r = reg.Registration
-		}
-		return r, reportRefusal("study register", err, stderr)
-	}
-	if reg.CacheErr != nil {
-		// The study is registered; the files are hashed again by the next command.
-		fprintf(stderr, "sparkbench study register: warning: the model hashes were not cached: %v\n", reg.CacheErr)
-	}
-	for _, w := range reg.Warnings {
-		fprintf(stderr, "%s: %s\n", file, w)
-	}
-	if reg.Existing {
-		fprintf(stdout, "study %d %q: already registered with this plan (sha256 %s)\n", reg.StudyID, reg.Name, reg.PlanSHA256)
-	} else {
-		fprintf(stdout, "study %d %q registered: plan sha256 %s, %d predictions, %d legs\n", reg.StudyID, reg.Name, reg.PlanSHA256, len(reg.Plan.Predictions), reg.Legs)
-	}
-	return reg.Registration, 0
-}
-
 // studyRegister: sparkbench study register FILE [--notebook P] [--json].
 func studyRegister(args []string, stdout, stderr io.Writer) int {
 	return registerCommand("study register", args, stdout, stderr, func(ctx context.Context, nb *store.Notebook, file string, out, stderr io.Writer) (any, int) {
-		reg, _, code := registerAnyFile(ctx, nb, file, out, stderr)
+		reg, _, code := registerAnyFile(ctx, nb, "study", file, out, stderr)
 		return reg, code
 	})
 }

@@ -40,7 +40,7 @@ func studyRun(args []string, stdout, stderr io.Writer) int {
 	var id int64
 	ref := pos[0]
 	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
-		_, sid, code := registerAnyFile(ctx, nb, ref, stdout, stderr)
+		_, sid, code := registerAnyFile(ctx, nb, "study", ref, stdout, stderr)
 		if code != 0 {
 			return code
 		}
