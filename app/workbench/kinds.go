@@ -218,4 +218,3 @@ func receiptKindsText() string {
 	}
 	return fmt.Sprintf("%s and %s", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 }
-
