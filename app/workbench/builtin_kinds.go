@@ -18,7 +18,7 @@ import (
 func init() {
 	RegisterKind(Kind{Names: []string{kinds.Throughput}, Default: true, Find: FindThroughput,
 		CacheWarning: "warning: the model hashes were not cached",
-		Register:     registerThroughputKind, Show: showThroughputKind, Receipt: throughputStudyFiles})
+		Register:     registerThroughputKind, Run: runThroughputKind, Show: showThroughputKind, Receipt: throughputStudyFiles})
 	RegisterKind(Kind{Names: []string{kinds.Capacity, kinds.Concurrency}, Verb: "capacity", Default: true, Find: FindCapacity,
 		CacheWarning: "registered, but the model hashes were not cached",
 		Register:     registerCapacityKind, Show: showCapacityKind, Receipt: capacityStudyFiles})

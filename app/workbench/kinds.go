@@ -25,9 +25,10 @@ import (
 //   - Show: its report (printed, and as JSON);
 //   - Receipt: its bundle's files, and a receipt.BundleKind that re-derives them.
 //
-// Throughput (the `study` verb's default kind) and capacity (the `capacity` verb's) register,
-// show and give their receipts here (builtin_kinds.go); their runs and plan checks still go
-// through their own CLI verbs. A function left nil is a verb the kind does not take through
+// Throughput (the `study` verb's default kind) registers, runs, shows and gives its receipts
+// here, capacity (the `capacity` verb's) registers, shows and gives its receipts
+// (builtin_kinds.go); capacity runs, and both kinds' plan checks, still go through their own
+// CLI verbs. A function left nil is a verb the kind does not take through
 // the shared path.
 type Kind struct {
 	// Names are the stored kinds it covers (the capacity kind covers capacity and concurrency).
@@ -83,19 +84,28 @@ type Registered struct {
 	Warnings []string `json:"-"`
 }
 
-// RunRequest is how a run goes: the llama.cpp folder ("" for the usual search) and where each
-// event's line goes (nil: nowhere).
+// RunRequest is how a run goes: the llama.cpp folder ("" for the usual search), where each
+// event's line goes (nil: nowhere) and, on a terminal, its status line (Bar: redrawn in place;
+// done, the last one, kept); the legs to run once more although their failures reached the
+// plan's retries; how a file being hashed is shown.
 type RunRequest struct {
 	LlamaDir string
 	Event    func(line string)
+	Retry    []string
+	Terminal bool
+	Bar      func(text string, done bool)
+	Hash     HashShow
 }
 
-// RunDone is what a run did: its status and the lines that say so. Complete is false when
-// work is left (the CLI then exits 1).
+// RunDone is what a run did: its status and the lines that say so (Lines on stdout, Notes on
+// stderr). Complete is false when work is left (the CLI then exits 1). A run's error: a
+// *RequestError is bad input (exit 2), a *study.RefusedError a refused plan (2), any other
+// the run's failure (1).
 type RunDone struct {
 	Status   string
 	Complete bool
 	Lines    []string
+	Notes    []string
 }
 
 // Shown is a study's report: the value --json prints, its text, and a problem that makes

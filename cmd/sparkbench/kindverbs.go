@@ -84,35 +84,5 @@ func printRegistered(cmd string, k *workbench.Kind, reg *workbench.Registered, e
 	return 0
 }
 
-// sharedKind is the registered kind of a stored study when it takes the verb (has names the
-// function the verb needs), else nil.
-func sharedKind(ctx context.Context, nb *store.Notebook, ref string, takes func(*workbench.Kind) bool) (*workbench.Kind, store.Study) {
-	s, err := nb.FindStudy(ctx, ref)
-	if err != nil {
-		return nil, store.Study{}
-	}
-	if k := workbench.KindOf(s.Kind); k != nil && k.VerbOf() == "study" && takes(k) {
-		return k, s
-	}
-	return nil, store.Study{}
-}
-
-// runKind runs a study of a shared kind: each event's line as it happens, then what the run
-// did. Exit 0 complete, 1 work left or failed.
-func runKind(ctx context.Context, nb *store.Notebook, k *workbench.Kind, s store.Study, llamaDir string, stdout, stderr io.Writer) int {
-	done, err := k.Run(ctx, nb, s, workbench.RunRequest{LlamaDir: llamaDir, Event: func(line string) { fprintf(stdout, "%s\n", line) }})
-	if err != nil {
-		fprintf(stderr, "sparkbench study run: %v\n", err)
-		return 1
-	}
-	for _, l := range done.Lines {
-		fprintf(stdout, "%s\n", l)
-	}
-	if !done.Complete {
-		return 1
-	}
-	return 0
-}
-
 func takesRun(k *workbench.Kind) bool  { return k.Run != nil }
 func takesShow(k *workbench.Kind) bool { return k.Show != nil }
