@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,15 +44,10 @@ func validateCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noHash := fs.Bool("no-hash", false, k.noHashHelp)
 	llamaDir := fs.String("llama-dir", "", k.llamaDirHelp)
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return usageError(err)
+	file, code := onePlanFile(cmd, fs, args, stderr)
+	if code >= 0 {
+		return code
 	}
-	if len(pos) != 1 {
-		fprintf(stderr, "sparkbench %s: want exactly one plan file\n", cmd)
-		return 2
-	}
-	file := pos[0]
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var hash study.HashFunc
@@ -139,4 +135,18 @@ func showKind(ctx context.Context, nb *store.Notebook, k *workbench.Kind, id int
 		return nil, err
 	}
 	return k.Show(ctx, nb, s)
+}
+
+// onePlanFile parses a plan verb's flags and its one argument, the plan file; code is the exit
+// status when they are not that (-1 when they are).
+func onePlanFile(cmd string, fs *flag.FlagSet, args []string, stderr io.Writer) (file string, code int) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return "", usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench %s: want exactly one plan file\n", cmd)
+		return "", 2
+	}
+	return pos[0], -1
 }

@@ -139,13 +139,9 @@ func registerCommand[R any](cmd string, args []string, stdout, stderr io.Writer,
 	fs := newFlagSet(cmd, stderr)
 	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	asJSON := fs.Bool("json", false, "print the registration as JSON")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return usageError(err)
-	}
-	if len(pos) != 1 {
-		fprintf(stderr, "sparkbench %s: want exactly one plan file\n", cmd)
-		return 2
+	file, code := onePlanFile(cmd, fs, args, stderr)
+	if code >= 0 {
+		return code
 	}
 	nb, code := openStudyNotebook(cmd, *nbFlag, stderr)
 	if nb == nil {
@@ -158,7 +154,7 @@ func registerCommand[R any](cmd string, args []string, stdout, stderr io.Writer,
 	if *asJSON {
 		out = io.Discard
 	}
-	reg, code := register(ctx, nb, pos[0], out, stderr)
+	reg, code := register(ctx, nb, file, out, stderr)
 	if code != 0 {
 		return code
 	}
