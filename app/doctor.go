@@ -88,7 +88,11 @@ type DoctorReport struct {
 	NotebookExists bool
 	Display        string // $DISPLAY or $WAYLAND_DISPLAY; "" when there is none
 	Machine        string // CPU, cores, memory, kernel
-	Problems       []Problem
+	// DeviceNotes say what the build's device list leaves out: a Vulkan device ggml shows
+	// only with GGML_VK_VISIBLE_DEVICES set, or a Vulkan backend that found no device. Notes,
+	// not problems.
+	DeviceNotes []DeviceNote `json:",omitempty"`
+	Problems    []Problem
 }
 
 // OK is true when nothing is missing.
@@ -102,6 +106,11 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 	loc, err := llamacpp.Locate(opts.LlamaDir)
 	if err == nil {
 		r.Llama, err = llamacpp.Inspect(ctx, loc)
+	}
+	if err == nil {
+		if n := vulkanNote(ctx, r.Llama); n != nil {
+			r.DeviceNotes = append(r.DeviceNotes, *n)
+		}
 	}
 	if err != nil {
 		r.LlamaErr = err.Error()
@@ -223,7 +232,10 @@ func (r *DoctorReport) WriteText(w io.Writer) error {
 			p("  devices:    none besides the CPU\n")
 		}
 		for _, d := range b.Devices {
-			p("  device:     %s: %s (%d MiB, %d MiB free)\n", d.Name, d.Description, d.TotalMiB, d.FreeMiB)
+			p("  device:     %s\n", deviceLine(d))
+		}
+		for _, n := range r.DeviceNotes {
+			p("  note:       %s\n", n.Text)
 		}
 		for _, bin := range b.Binaries {
 			p("  sha256:     %s  %s (%d bytes)\n", bin.SHA256, bin.Name, bin.Size)

@@ -121,3 +121,54 @@ func TestHumanUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorRealVulkanSoftwareDevice: the default prefix has the Vulkan backend, and Mesa's
+// llvmpipe is listed only with GGML_VK_VISIBLE_DEVICES=0; the doctor says so, naming the
+// device with its memory and the variable, as a note rather than a problem.
+func TestDoctorRealVulkanSoftwareDevice(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	t.Setenv("DISPLAY", ":99")
+	rep := Doctor(context.Background(), DoctorOptions{LlamaDir: loc.Dir, ModelDirs: []string{llamatest.ModelsDir()}})
+	if rep.Llama == nil {
+		t.Fatalf("llama.cpp not inspected: %s", rep.LlamaErr)
+	}
+	vulkan := false
+	for _, b := range rep.Llama.Backends {
+		vulkan = vulkan || strings.HasPrefix(b, "Vulkan ")
+	}
+	for _, d := range rep.Llama.Devices {
+		if strings.HasPrefix(d.Name, "Vulkan") {
+			t.Skipf("this machine lists a Vulkan device without the variable (%s): nothing hidden", d.Name)
+		}
+	}
+	if !vulkan {
+		msg := "the build has no Vulkan backend: run make setup (the full prefix, libvulkan1, mesa-vulkan-drivers)"
+		if os.Getenv("SPARKBENCH_REQUIRE_LLAMA") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	if len(rep.DeviceNotes) != 1 {
+		t.Fatalf("notes %+v", rep.DeviceNotes)
+	}
+	n := rep.DeviceNotes[0]
+	if n.Env == "" {
+		t.Skipf("no Vulkan device even with GGML_VK_VISIBLE_DEVICES=0 (is mesa-vulkan-drivers installed?): %s", n.Text)
+	}
+	if n.Env != "GGML_VK_VISIBLE_DEVICES=0" || len(n.Devices) != 1 || n.Devices[0].Name != "Vulkan0" || n.Devices[0].TotalMiB <= 0 || !n.CPUType ||
+		!strings.Contains(n.Text, "Vulkan0: "+n.Devices[0].Description) || !strings.Contains(n.Text, "appears only with GGML_VK_VISIBLE_DEVICES=0 (ggml skips Vulkan devices of CPU type)") {
+		t.Fatalf("note %+v", n)
+	}
+	for _, p := range rep.Problems {
+		if strings.Contains(p.What, "Vulkan") {
+			t.Errorf("the note became a problem: %+v", p)
+		}
+	}
+	var buf bytes.Buffer
+	if err := rep.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "  note:       "+n.Text+"\n") {
+		t.Errorf("doctor text lacks the note:\n%s", buf.String())
+	}
+}

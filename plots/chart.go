@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
-
 	"sparkbench/runner/jsonlex"
 )
 
@@ -61,7 +60,7 @@ const (
 
 // Kinds lists every chart kind in the order the CLI documents them.
 func Kinds() []Kind {
-	return []Kind{KindDepth, KindSlots, KindLatency, KindEnvelope, KindUbatch, KindRepeatability}
+	return []Kind{KindDepth, KindSlots, KindLatency, KindEnvelope, KindUbatch, KindRepeatability, KindNGL}
 }
 
 // Chart is the input of one chart kind: plain data that builds a *plot.Plot. Values are
@@ -92,6 +91,8 @@ func New(kind Kind) (Chart, error) {
 		return &UbatchChart{}, nil
 	case KindRepeatability:
 		return &RepeatChart{}, nil
+	case KindNGL:
+		return &NGLChart{}, nil
 	}
 	names := make([]string, 0, len(Kinds()))
 	for _, k := range Kinds() {

@@ -138,6 +138,9 @@ func (g DeviceGate) Check(r *benchfmt.Result) (code, why string) {
 	if g.Want == "" || g.Want == "none" {
 		return "", ""
 	}
+	if r.Known.Has(benchfmt.FNGPULayers) && r.NGPULayers == 0 {
+		return "", "" // -ngl 0 (an ngl sweep's first point) asks for no layer on the device
+	}
 	if !r.Known.Has(benchfmt.FGPUInfo) || !r.Known.Has(benchfmt.FNGPULayers) {
 		return CodeDeviceNotUsed, fmt.Sprintf("asked for %s, and the row does not say where it ran (no gpu_info or n_gpu_layers)", g.Want)
 	}

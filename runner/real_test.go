@@ -24,11 +24,14 @@ var timingFields = map[benchfmt.Field]bool{
 }
 
 // directRun runs llama-bench args -o jsonl under a pipe (no pty, no runner) and parses stdout.
-func directRun(t testing.TB, bench string, args []string) []benchfmt.Result {
+func directRun(t testing.TB, bench string, args []string, env ...string) []benchfmt.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bench, append(append([]string{}, args...), "-o", "jsonl")...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

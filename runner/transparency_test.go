@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/llamatest"
 )
 
@@ -21,7 +22,9 @@ import (
 // through the runner, interleaved in pairs, on the tiny and the medium generated model,
 // comparing llama-bench's own t/s. Beside it an A/A control (direct vs direct, same pairing)
 // shows how much two identical runs differ on this machine. Set SPARKBENCH_TRANSPARENCY=1 to
-// run it; SPARKBENCH_TRANSPARENCY_PAIRS (default 20) sets the pairs per model.
+// run it; SPARKBENCH_TRANSPARENCY_PAIRS (default 20) sets the pairs per model. A third row
+// runs the tiny f16 model on Mesa's software Vulkan device (-ngl 99 with
+// GGML_VK_VISIBLE_DEVICES=0) when the build has one.
 func TestTransparency(t *testing.T) {
 	if os.Getenv("SPARKBENCH_TRANSPARENCY") != "1" {
 		t.Skip("set SPARKBENCH_TRANSPARENCY=1 (scripts/bench-transparency.sh) to run the transparency benchmark")
@@ -34,9 +37,20 @@ func TestTransparency(t *testing.T) {
 	models := []struct {
 		file string
 		args []string
+		env  []string
 	}{
-		{"tiny-llama-f32.gguf", []string{"-p", "128", "-n", "64", "-r", "5"}},
-		{"medium-llama-f16.gguf", []string{"-p", "64", "-n", "32", "-r", "3"}},
+		{"tiny-llama-f32.gguf", []string{"-p", "128", "-n", "64", "-r", "5"}, nil},
+		{"medium-llama-f16.gguf", []string{"-p", "64", "-n", "32", "-r", "3"}, nil},
+	}
+	vk := []string{"GGML_VK_VISIBLE_DEVICES=0"}
+	if dl, err := llamacpp.ListDevices(context.Background(), bench, vk, nil); err == nil && len(dl.Devices) > 0 {
+		models = append(models, struct {
+			file string
+			args []string
+			env  []string
+		}{"tiny-llama-f16.gguf", []string{"-p", "32", "-n", "16", "-r", "3", "-ngl", "99", "-dev", dl.Devices[0].Name}, vk})
+	} else {
+		t.Logf("no Vulkan device with %s (%v): the Vulkan row is left out", vk[0], err)
 	}
 	fper := &Fingerprinter{}
 	var table []transparencyRow
@@ -44,9 +58,9 @@ func TestTransparency(t *testing.T) {
 		model := llamatest.Model(t, m.file)
 		args := append([]string{"-m", model}, m.args...)
 		args = append(args, "-t", llamatest.Threads)
-		direct := func() map[benchfmt.Kind]float64 { return kindRates(directRun(t, bench, args)) }
+		direct := func() map[benchfmt.Kind]float64 { return kindRates(directRun(t, bench, args, m.env...)) }
 		viaRunner := func() map[benchfmt.Kind]float64 {
-			leg := StartLeg(context.Background(), LegSpec{Bench: bench, Args: args, CVGate: CVGate{Off: true}}, WithFingerprinter(fper))
+			leg := StartLeg(context.Background(), LegSpec{Bench: bench, Args: args, Env: m.env, CVGate: CVGate{Off: true}}, WithFingerprinter(fper))
 			for range leg.Events() {
 			}
 			res := leg.Result()
@@ -78,7 +92,11 @@ func TestTransparency(t *testing.T) {
 			}
 		}
 		for _, k := range []benchfmt.Kind{benchfmt.KindPP, benchfmt.KindTG} {
-			table = append(table, newTransparencyRow(m.file, string(k), ab[k], aa[k]))
+			name := m.file
+			if m.env != nil {
+				name += " (Vulkan)"
+			}
+			table = append(table, newTransparencyRow(name, string(k), ab[k], aa[k]))
 		}
 		t.Logf("%s: %d pairs in %s", m.file, pairs, time.Since(start).Round(time.Second))
 	}

@@ -10,7 +10,6 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
-
 	"sparkbench/app"
 )
 
@@ -25,6 +24,7 @@ type BenchView struct {
 	Build         *widget.Label
 	Backends      *widget.Label
 	Devices       *widget.Label
+	DeviceNotes   *widget.Label // the doctor's device notes (a Vulkan device shown only with GGML_VK_VISIBLE_DEVICES …); hidden when none
 	Hashes        *widget.Label
 	Notebook      *widget.Label
 	Machine       *widget.Label
@@ -64,6 +64,9 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 	v.Status = widget.NewLabel("checking…")
 	v.Folder, v.Version, v.Build = wrap(), wrap(), wrap()
 	v.Backends, v.Devices, v.Hashes = wrap(), wrap(), wrap()
+	v.DeviceNotes = wrap()
+	v.DeviceNotes.Importance = widget.WarningImportance
+	v.DeviceNotes.Hide()
 	v.Hashes.TextStyle = fyne.TextStyle{Monospace: true}
 	v.Notebook, v.Display, v.Problems = wrap(), wrap(), wrap()
 	v.Machine = wrap()
@@ -81,7 +84,7 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 		widget.NewFormItem("Version", v.Version),
 		widget.NewFormItem("Build", v.Build),
 		widget.NewFormItem("Backends", v.Backends),
-		widget.NewFormItem("Devices", v.Devices),
+		widget.NewFormItem("Devices", container.NewVBox(v.Devices, v.DeviceNotes)),
 		widget.NewFormItem("SHA-256", v.Hashes),
 	)
 	v.Object = container.NewVScroll(container.NewVBox(
@@ -221,6 +224,12 @@ func (v *BenchView) show(r app.DoctorReport) {
 			devs = append(devs, fmt.Sprintf("%s: %s (%d MiB, %d MiB free)", d.Name, d.Description, d.TotalMiB, d.FreeMiB))
 		}
 		v.Devices.SetText(joinOr(devs, "none besides the CPU"))
+		var notes []string
+		for _, n := range r.DeviceNotes {
+			notes = append(notes, "note: "+n.Text)
+		}
+		v.DeviceNotes.SetText(strings.Join(notes, "\n"))
+		setVisible(v.DeviceNotes, len(notes) > 0)
 		var hs []string
 		for _, h := range b.Binaries {
 			hs = append(hs, fmt.Sprintf("%s  %s", h.SHA256, h.Name))
@@ -234,6 +243,8 @@ func (v *BenchView) show(r app.DoctorReport) {
 		for _, l := range []*widget.Label{v.Version, v.Build, v.Backends, v.Devices, v.Hashes} {
 			l.SetText("—")
 		}
+		v.DeviceNotes.SetText("")
+		v.DeviceNotes.Hide()
 	}
 	v.Machine.SetText(r.Machine)
 	switch {

@@ -14,7 +14,6 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
-
 	"sparkbench/app/study"
 	"sparkbench/plots"
 )
@@ -295,10 +294,22 @@ type gateCounts struct {
 	rows, flagged, legsOK, legsBad int
 	crashes                        []string
 	canary                         string
-	// backends counts the rows by the backend evidence llama-bench printed with them
-	// (backends, GPU layers offloaded, GPU): rows of one study that disagree mean the build or
-	// the device changed under it.
+	// backends counts the rows by the backend evidence llama-bench printed with them (where the
+	// row ran, GPU layers offloaded, GPU): rows that asked for the same devices and disagree
+	// mean the build or the device changed under the study. asked groups the evidence by the
+	// devices value the rows asked for (a study that sweeps devices has one group per device).
 	backends map[string]int
+	asked    map[string]map[string]bool
+}
+
+// mixed says whether rows that asked for the same devices disagree on where they ran.
+func (g *gateCounts) mixed() bool {
+	for _, keys := range g.asked {
+		if len(keys) > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *gateCounts) observe(e study.Event) {
@@ -307,7 +318,7 @@ func (g *gateCounts) observe(e study.Event) {
 		g.rows++
 		if sm := e.Sample; sm != nil {
 			r := sm.Result
-			key := r.Backends
+			key := r.RanOn() // llama-bench's backends field names every backend the build has
 			if key == "" {
 				key = "backend not reported"
 			}
@@ -319,6 +330,14 @@ func (g *gateCounts) observe(e study.Event) {
 				g.backends = map[string]int{}
 			}
 			g.backends[key]++
+			asked := r.AskedDevices()
+			if g.asked == nil {
+				g.asked = map[string]map[string]bool{}
+			}
+			if g.asked[asked] == nil {
+				g.asked[asked] = map[string]bool{}
+			}
+			g.asked[asked][key] = true
 		}
 	case study.EventFlagged:
 		g.flagged++
@@ -362,14 +381,16 @@ func (g gateCounts) Live() string {
 	if g.canary != "" {
 		s += " · canary " + g.canary
 	}
-	switch len(g.backends) {
-	case 0:
-	case 1:
+	switch {
+	case len(g.backends) == 0:
+	case g.mixed():
+		s += " · backend evidence ●MIXED (rows disagree: check the build and device)"
+	case len(g.backends) == 1:
 		for k := range g.backends {
 			s += " · backend evidence ●ok " + k
 		}
 	default:
-		s += " · backend evidence ●MIXED (rows disagree: check the build and device)"
+		s += fmt.Sprintf(" · backend evidence ●ok (%d devices)", len(g.asked))
 	}
 	return s
 }
@@ -398,10 +419,13 @@ func (g gateCounts) String() string {
 		for i, k := range keys {
 			parts[i] = fmt.Sprintf("%s ×%d", k, g.backends[k])
 		}
-		if len(keys) == 1 {
-			s += " · backend evidence ●ok " + parts[0] + " rows"
-		} else {
+		switch {
+		case g.mixed():
 			s += " · backend evidence ●MIXED (rows disagree: check the build and device): " + strings.Join(parts, "; ")
+		case len(keys) == 1:
+			s += " · backend evidence ●ok " + parts[0] + " rows"
+		default:
+			s += " · backend evidence ●ok, one per device asked for: " + strings.Join(parts, "; ")
 		}
 	}
 	return s

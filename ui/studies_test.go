@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2/test"
-
 	"sparkbench/app/study"
 	"sparkbench/runner"
 	"sparkbench/runner/benchfmt"
@@ -323,4 +322,28 @@ func TestStudiesIncompleteRun(t *testing.T) {
 	ui(func() { test.Tap(v.RunButton) })
 	want := "incomplete: 2 of 2 legs have no results; Run tries again tiny/d128; out of retries: tiny/d256"
 	waitUpdated(t, v, func() bool { return v.ProgressMsg.Text == want })
+}
+
+// A study that sweeps devices: rows that asked for different devices ran on different
+// backends, and that is not a disagreement; where the rows ran is read from the row (a Vulkan
+// build's CPU row says "Vulkan" in its backends field), and two rows that asked for the same
+// device but ran on different backends are MIXED.
+func TestGateLightsDeviceSweep(t *testing.T) {
+	row := func(devices string, ngl int64) *runner.Sample {
+		return &runner.Sample{Result: benchfmt.Result{Backends: "Vulkan", GPUInfo: "llvmpipe", Devices: devices, NGPULayers: ngl, Known: benchfmt.AllFields}}
+	}
+	var g gateCounts
+	for _, s := range []*runner.Sample{row("none", 99), row("Vulkan0", 99), row("none", 99)} {
+		g.observe(study.Event{Kind: study.EventSample, Sample: s})
+	}
+	if got := g.String(); !strings.HasSuffix(got, " · backend evidence ●ok, one per device asked for: CPU, ngl 99, llvmpipe ×2; Vulkan, ngl 99, llvmpipe ×1") {
+		t.Fatalf("device sweep: %s", got)
+	}
+	if got := g.Live(); !strings.HasSuffix(got, " · backend evidence ●ok (2 devices)") {
+		t.Fatalf("live: %s", got)
+	}
+	g.observe(study.Event{Kind: study.EventSample, Sample: row("Vulkan0", 0)}) // asked for Vulkan0, ran on the CPU
+	if got := g.Live(); !strings.HasSuffix(got, "backend evidence ●MIXED (rows disagree: check the build and device)") {
+		t.Fatalf("live after a row that left the device: %s", got)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/widget"
-
 	"sparkbench/app"
 	"sparkbench/app/capacity"
 	"sparkbench/app/kinds"
@@ -125,7 +124,10 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	}
 	newStudy := container.NewBorder(container.NewHBox(heading("Kind of study"), wb.Kind), nil, nil, nil,
 		container.NewStack(wb.Wizard.Object, wb.CapWiz.Object))
-	wb.Bench.onReport = func(r app.DoctorReport) { wb.Studies.SetMeta(chartMeta(r)) }
+	wb.Bench.onReport = func(r app.DoctorReport) {
+		wb.Studies.SetMeta(chartMeta(r))
+		wb.Wizard.SetDoctorReport(r) // its device notes offer their env; the devices are listed again
+	}
 	wb.nav = container.NewAppTabs(
 		container.NewTabItem("Studies", wb.Studies.Object),
 		container.NewTabItem("New study", newStudy),

@@ -12,7 +12,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
-
 	"sparkbench/app"
 	"sparkbench/app/study"
 )
@@ -59,6 +58,21 @@ type WizardView struct {
 	AddPred     *widget.Button
 	RemovePred  *widget.Button
 
+	// The device axes (wizard_devices.go), each written to the plan only when set.
+	Env            *widget.SelectEntry // build.env: KEY=VALUE of study.DeviceEnvNames
+	EnvHint        *widget.Label       // the doctor's device notes; hidden when none
+	Devices        *widget.CheckGroup  // none, auto and the build's devices as listed with Env
+	DevicesNote    *widget.Label       // what the build lists
+	NGL            *widget.Entry
+	SplitMode      *widget.CheckGroup
+	TensorSplit    *widget.Entry
+	NCPUMoE        *widget.Entry
+	Overrides      *widget.CheckGroup // override_tensors presets
+	OverrideCustom *widget.Entry      // more override_tensors values, one per line
+	NoKVOffload    *widget.CheckGroup
+	LoadMode       *widget.CheckGroup
+	RPC            *widget.Entry
+
 	win fyne.Window
 	reg Registrar
 	// openOther opens a plan file of the other kind in its wizard (set by the workbench).
@@ -72,8 +86,11 @@ type WizardView struct {
 	baseModel map[string]study.Model
 	validated chan struct{}
 
-	mu  sync.Mutex
-	gen int // validation generation: only the newest result is shown
+	mu   sync.Mutex
+	gen  int          // validation generation: only the newest result is shown
+	devQ *deviceQuery // the last listing of the build's devices (listDevices)
+
+	envChoices []string // the Env drop-down's values (SetDoctorReport)
 }
 
 var kvChoices = map[string]study.KVType{"f16/f16": {K: "f16", V: "f16"}, "q8_0/q8_0": {K: "q8_0", V: "q8_0"}, "q4_0/q4_0": {K: "q4_0", V: "q4_0"}}
@@ -109,6 +126,7 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 	v.CVPPDepth = entry("10", "%")
 	v.CVPPD0 = entry("5", "%")
 	v.Bandwidth = entry("", "GB/s for ceilings, \"measure\", or empty")
+	devices := v.newDeviceForm(entry)
 	v.Problems = widget.NewLabel("")
 	v.Problems.Wrapping = fyne.TextWrapWord
 	v.Estimate = widget.NewLabel("")
@@ -144,6 +162,7 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 	v.Object = container.NewVScroll(container.NewVBox(
 		container.NewHBox(heading("New throughput study"), v.RegisterBtn, v.SaveBtn, v.OpenBtn),
 		form,
+		devices,
 		container.NewGridWrap(fyne.NewSize(900, 180), preds),
 		heading("Checks"), v.Estimate, v.Problems,
 	))
@@ -246,10 +265,11 @@ func (v *WizardView) Plan() (*study.Plan, []string) {
 		p.Models = append(p.Models, m)
 	}
 	if b := v.base; b != nil {
-		p.Description, p.Build = b.Description, b.Build
+		p.Description, p.Build.Dir = b.Description, b.Build.Dir
 		p.Repeatability, p.Canary, p.Conditions = b.Repeatability, b.Canary, b.Conditions
-		p.Axes.ExtraArgs, p.Axes.NGL, p.Axes.Batch = b.Axes.ExtraArgs, b.Axes.NGL, b.Axes.Batch
+		p.Axes.ExtraArgs, p.Axes.Batch = b.Axes.ExtraArgs, b.Axes.Batch
 	}
+	errs = append(errs, v.deviceAxes(p)...)
 	var err error
 	p.Axes.Depths, err = parseInts("depths", v.Depths.Text)
 	add(err)
@@ -322,9 +342,20 @@ func (v *WizardView) Validate() {
 		lines = append(lines, errs...)
 		legs, tests, duration := 0, 0, ""
 		ok := len(errs) == 0
+		// The build's devices with the form's env and endpoints: the Devices choices, and the
+		// check of the device axes when the plan needs the build's devices (as study validate does).
+		listed, devProbs, asked := v.listDevices(gen, p)
 		if len(errs) == 0 {
 			p.Defaults()
-			probs, _ := study.Validate(p, study.ValidateOptions{})
+			opts := study.ValidateOptions{}
+			checkDevs := asked && p.NeedsDevices()
+			if checkDevs {
+				opts.Devices = listed
+			}
+			probs, _ := study.Validate(p, opts)
+			if checkDevs {
+				probs = append(probs, devProbs...)
+			}
 			for _, pr := range probs {
 				if pr.Code == study.ProblemUnhashed {
 					continue // Register hashes the models (cached) and fills these in
@@ -356,6 +387,9 @@ func (v *WizardView) Validate() {
 			v.mu.Unlock()
 			if !latest {
 				return
+			}
+			if asked {
+				v.offerDeviceChoices(listed, nil)
 			}
 			showProblems(v.Problems, lines)
 			if ok {

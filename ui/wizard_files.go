@@ -10,7 +10,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
-
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
 )
@@ -26,7 +25,7 @@ func joinIntList(xs []int) string {
 func percentText(f float64) string { return strconv.FormatFloat(f*100, 'f', -1, 64) }
 
 // LoadPlan fills the form from a plan (planDir resolves its relative model paths). What the
-// form has no control for (description, build folder, batch, ngl, extra args, repeatability,
+// form has no control for (description, build folder, batch, extra args, repeatability,
 // canary, conditions, the models' SHA-256, source and revision) is kept from the plan, so a
 // plan opened and saved again is the same plan.
 func (v *WizardView) LoadPlan(p *study.Plan, planDir string) {
@@ -77,6 +76,7 @@ func (v *WizardView) LoadPlan(p *study.Plan, planDir string) {
 	default:
 		v.Bandwidth.SetText(strconv.FormatFloat(b.GBs, 'f', -1, 64))
 	}
+	v.loadDeviceFields(p)
 	v.preds = append([]study.Prediction(nil), p.Predictions...)
 	v.Predictions.Refresh()
 	v.Validate()

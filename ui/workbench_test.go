@@ -13,7 +13,6 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
-
 	"sparkbench/app"
 	"sparkbench/app/study"
 	"sparkbench/runner/llamacpp"
@@ -84,6 +83,9 @@ func checkShown(t *testing.T, wb *Workbench, rep app.DoctorReport) {
 	if got := wb.Bench.Hashes.Text; !strings.Contains(got, strings.Repeat("ab", 32)+"  llama-bench") {
 		t.Errorf("hashes = %q", got)
 	}
+	if got := wb.Bench.Devices.Text; got != "none besides the CPU" || wb.Bench.DeviceNotes.Visible() {
+		t.Errorf("devices = %q, notes shown %v (%q)", got, wb.Bench.DeviceNotes.Visible(), wb.Bench.DeviceNotes.Text)
+	}
 	if got := wb.Bench.Notebook.Text; got != "/data/notebook.db (created on first use)" {
 		t.Errorf("notebook = %q", got)
 	}
@@ -100,6 +102,44 @@ func checkShown(t *testing.T, wb *Workbench, rep app.DoctorReport) {
 	if got := modelColumns[7].cell(wb.Models, rep.Models[2]); got != "UNREADABLE: invalid magic" {
 		t.Errorf("status cell = %q", got)
 	}
+}
+
+// The Bench section lists the devices with their memory, and the doctor's device note (a
+// Vulkan device shown only with GGML_VK_VISIBLE_DEVICES) under them.
+func TestBenchViewShowsDevicesAndNotes(t *testing.T) {
+	a := newTestApp(t)
+	note := app.DeviceNote{Backend: "Vulkan", Env: "GGML_VK_VISIBLE_DEVICES=0", CPUType: true,
+		Devices: []llamacpp.Device{{Name: "Vulkan0", Description: "llvmpipe (LLVM 15.0.6, 256 bits)", TotalMiB: 2048, FreeMiB: 2048}},
+		Text:    "Vulkan0: llvmpipe (LLVM 15.0.6, 256 bits) (2048 MiB, 2048 MiB free) appears only with GGML_VK_VISIBLE_DEVICES=0 (ggml skips Vulkan devices of CPU type): set build.env in a plan to use it"}
+	rep := app.DoctorReport{
+		Llama: &llamacpp.Build{
+			Location: llamacpp.Location{Dir: "/opt/llama/bin", Source: llamacpp.SourcePrefix},
+			Backends: []string{"RPC (libggml-rpc.so)", "Vulkan (libggml-vulkan.so)", "CPU (libggml-cpu-zen4.so)"},
+			Devices:  []llamacpp.Device{{Name: "CUDA0", Description: "NVIDIA GeForce RTX 4090", TotalMiB: 24076, FreeMiB: 23000}},
+		},
+		DeviceNotes: []app.DeviceNote{note},
+	}
+	wb := build(func() *Workbench {
+		return NewWorkbench(a, Deps{Doctor: func(context.Context, string) app.DoctorReport { return rep }})
+	})
+	waitChecked(t, wb.Bench)
+	Locked(func() {
+		if got := wb.Bench.Devices.Text; got != "CUDA0: NVIDIA GeForce RTX 4090 (24076 MiB, 23000 MiB free)" {
+			t.Errorf("devices = %q", got)
+		}
+		if got := wb.Bench.DeviceNotes.Text; got != "note: "+note.Text || !wb.Bench.DeviceNotes.Visible() {
+			t.Errorf("notes = %q (shown %v)", got, wb.Bench.DeviceNotes.Visible())
+		}
+	})
+	// A build that is not found any more clears the note.
+	rep = app.DoctorReport{LlamaErr: "gone"}
+	Locked(func() { test.Tap(wb.Bench.RecheckButton) })
+	waitChecked(t, wb.Bench)
+	Locked(func() {
+		if wb.Bench.DeviceNotes.Visible() || wb.Bench.DeviceNotes.Text != "" {
+			t.Errorf("a stale note stayed: %q", wb.Bench.DeviceNotes.Text)
+		}
+	})
 }
 
 func TestBenchViewMissingLlama(t *testing.T) {

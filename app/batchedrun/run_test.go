@@ -36,7 +36,14 @@ func TestRunRealBinary(t *testing.T) {
 		},
 	})
 	if err != nil || res.Leg.Exit.Class != runner.ClassOK || res.Stored != 2 || len(seen) != 2 || len(res.Model.SHA256) != 64 {
-		t.Fatalf("run: %+v, %d events, %v", res, len(seen), err)
+		exit, transcript := runner.Exit{}, ""
+		if res.Leg != nil {
+			exit = res.Leg.Exit
+			if res.Leg.Transcript != nil {
+				transcript = string(res.Leg.Transcript.Bytes())
+			}
+		}
+		t.Fatalf("run: %+v, exit %+v, %d events, %v\ntranscript:\n%s", res, exit, len(seen), err, transcript)
 	}
 	rows, err := nb.BatchedRowsFor(ctx, store.BatchedQuery{Model: res.Model.SHA256, StudyID: res.StudyID})
 	if err != nil || len(rows) != 2 {

@@ -152,7 +152,7 @@ func Ubatch(r *study.Report, metric string) (*plots.UbatchChart, error) {
 	if metric == "" {
 		metric = "pp"
 	}
-	type key struct{ label, test string }
+	type key struct{ label, test, rest string }
 	byKey := map[key][]plots.UbatchPoint{}
 	var order []key
 	for _, c := range r.Results {
@@ -164,21 +164,35 @@ func Ubatch(r *study.Report, metric string) (*plots.UbatchChart, error) {
 			continue
 		}
 		ub, _ := strconv.Atoi(m[1])
-		k := key{c.Model, c.Test}
+		// one series per model, test and the rest of the configuration: the points of a
+		// series differ in ubatch alone (a device study's two devices at one ubatch are no sweep)
+		rest := strings.Join(strings.Fields(ubRE.ReplaceAllString(c.Config, "")), " ")
+		k := key{c.Model, c.Test, rest}
 		if _, ok := byKey[k]; !ok {
 			order = append(order, k)
 		}
 		byKey[k] = append(byKey[k], plots.UbatchPoint{Ubatch: ub, Mean: c.Mean, SD: c.SD, N: c.Reps})
 	}
 	ch := &plots.UbatchChart{Metric: metric, Meta: meta(r)}
+	rests := map[key]int{}
+	for _, k := range order {
+		rests[key{k.label, k.test, ""}]++
+	}
 	for _, k := range order {
 		pts := byKey[k]
 		if len(pts) < 2 {
 			continue
 		}
 		sort.Slice(pts, func(i, j int) bool { return pts[i].Ubatch < pts[j].Ubatch })
+		if pts[0].Ubatch == pts[len(pts)-1].Ubatch {
+			continue // one ubatch value: no sweep
+		}
 		n, _ := strconv.Atoi(strings.TrimLeft(k.test, "ptg"))
-		ch.Series = append(ch.Series, plots.UbatchSeries{Label: k.label + " " + k.test, PromptTokens: n, Points: pts})
+		label := k.label + " " + k.test
+		if rests[key{k.label, k.test, ""}] > 1 {
+			label += " " + k.rest // the same test swept in several configurations
+		}
+		ch.Series = append(ch.Series, plots.UbatchSeries{Label: label, PromptTokens: n, Points: pts})
 	}
 	if len(ch.Series) == 0 {
 		return nil, fmt.Errorf("study %d has no ubatch sweep (at least two ubatch values of %s at depth 0)", r.Study.ID, metric)
@@ -234,4 +248,56 @@ func MachineLabel(cpu, gpu string) string {
 		return cpu + ", " + gpu
 	}
 	return cpu
+}
+
+var (
+	nglRE = regexp.MustCompile(`\bngl(-?\d+)\b`)
+	onRE  = regexp.MustCompile(`\bon-\S+`)
+)
+
+// NGL is the metric against -ngl (layers offloaded), one series per model, test, depth and the
+// rest of the configuration, from the study's result rows (repeatability copies left out); a
+// series needs two -ngl values of 0 or more (-1, "auto", has no place on the axis).
+func NGL(r *study.Report, metric string) (*plots.NGLChart, error) {
+	if metric == "" {
+		metric = "tg"
+	}
+	byKey := map[string][]plots.DepthPoint{}
+	var order []string
+	exact := metric
+	for _, c := range r.Results {
+		if !matches(metric, c.Test) || isRepeat(c.Leg) {
+			continue
+		}
+		m := nglRE.FindStringSubmatch(c.Config)
+		if m == nil {
+			continue
+		}
+		ngl, _ := strconv.Atoi(m[1])
+		if ngl < 0 {
+			continue
+		}
+		// the rest of the configuration, without where the row ran: -ngl 0 runs on the CPU,
+		// the other values on the device, and all are one sweep
+		rest := strings.Join(strings.Fields(onRE.ReplaceAllString(nglRE.ReplaceAllString(c.Config, ""), "")), " ")
+		k := fmt.Sprintf("%s %s @ d%d %s", c.Model, c.Test, c.Depth, rest)
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], plots.DepthPoint{Depth: ngl, Mean: c.Mean, SD: c.SD, N: c.Reps})
+		exact = c.Test
+	}
+	ch := &plots.NGLChart{Metric: exact, Meta: meta(r)}
+	for _, k := range order {
+		pts := byKey[k]
+		if len(pts) < 2 {
+			continue
+		}
+		sort.SliceStable(pts, func(i, j int) bool { return pts[i].Depth < pts[j].Depth })
+		ch.Series = append(ch.Series, plots.DepthSeries{Label: strings.TrimSpace(k), Points: pts})
+	}
+	if len(ch.Series) == 0 {
+		return nil, fmt.Errorf("study %d has no ngl sweep (at least two -ngl values of 0 or more for %s)", r.Study.ID, metric)
+	}
+	return ch, nil
 }

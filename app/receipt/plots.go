@@ -22,8 +22,9 @@ type NamedChart struct {
 	Chart plots.Chart
 }
 
-// throughputCharts are the charts of a throughput study: tg and pp by depth, the repeated leg
-// run after run and the ubatch sweep, each when the study has the data.
+// throughputCharts are the charts of a throughput study: tg and pp by depth (one series per
+// device in a device study), the repeated leg run after run, the ubatch sweep and tg and pp by
+// -ngl, each when the study has the data.
 func throughputCharts(d *ThroughputStudy) []NamedChart {
 	rep := d.Report
 	meta := func(m plots.Meta) plots.Meta {
@@ -50,6 +51,12 @@ func throughputCharts(d *ThroughputStudy) []NamedChart {
 	if ch, err := charts.Ubatch(rep, "pp"); err == nil {
 		ch.Meta = meta(ch.Meta)
 		out = append(out, NamedChart{DirPlots + "ubatch-pp", *ch})
+	}
+	for _, metric := range []string{"tg", "pp"} {
+		if ch, err := charts.NGL(rep, metric); err == nil {
+			ch.Meta = meta(ch.Meta)
+			out = append(out, NamedChart{DirPlots + "ngl-" + metric, *ch})
+		}
 	}
 	return out
 }

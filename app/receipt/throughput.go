@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"time"
@@ -112,9 +113,21 @@ var ThroughputDefinitions = map[string]string{
 	"verdict_question":   "question: ANSWERED with the value",
 }
 
+// DeviceDefinitions are added to a throughput receipt whose plan sets device axes or env.
+var DeviceDefinitions = map[string]string{
+	"ran_on":       "on-<backend> in a configuration: the row's layers ran on that backend's device; a row ran on the CPU when its gpu_info is empty, its devices is none or its n_gpu_layers is 0 (llama-bench's backends field names every backend the build registered, not where the row ran)",
+	"device_gate":  "a leg that names a device halts on the first row with n_gpu_layers != 0 that ran elsewhere: device:not_used (on the CPU), device:other_backend (on another backend's device)",
+	"device_ratio": "a cell on one devices value / the same cell on another (device / base_device)",
+}
+
 func (tb *throughputBundle) doc(rep *study.Report) *ThroughputStudy {
+	defs := ThroughputDefinitions
+	if p := tb.plan; p != nil && p.NeedsDevices() {
+		defs = maps.Clone(ThroughputDefinitions)
+		maps.Copy(defs, DeviceDefinitions)
+	}
 	d := &ThroughputStudy{Schema: SchemaThroughputStudy, Kind: KindThroughput, Report: rep, Plan: json.RawMessage(tb.planJSON),
-		Definitions: ThroughputDefinitions, Journal: tb.chain, Redaction: tb.redaction, Plots: []string{}}
+		Definitions: defs, Journal: tb.chain, Redaction: tb.redaction, Plots: []string{}}
 	if d.Redaction.Files == nil {
 		d.Redaction.Files = map[string]int{}
 	}

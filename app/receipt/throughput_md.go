@@ -292,6 +292,8 @@ func figureValue(f study.Figure, x float64) string {
 		return spct(x)
 	case study.FigureEfficiency, study.FigureRepeatabilityCV, study.FigureCV:
 		return pct(x)
+	case study.FigureDeviceRatio:
+		return fmt.Sprintf("%.3f×", x)
 	}
 	return num(x)
 }

@@ -343,13 +343,32 @@ func reportFigures(l *Loaded, res *Results) []ReportFigure {
 			tests[r.Model] = append(tests[r.Model], t)
 		}
 	}
+	// a plan that sweeps devices gets each device's slopes, and every device's ratio to the
+	// first one listed (e.g. Vulkan0 / none, RPC0 / none); one without keeps its figures
+	devs := l.Plan.Axes.Devices
+	var perDevice []*ConfigSel
+	if len(devs) > 1 {
+		for _, d := range devs {
+			perDevice = append(perDevice, &ConfigSel{Devices: d})
+		}
+	} else {
+		perDevice = []*ConfigSel{nil}
+	}
 	for _, m := range l.Plan.Models {
 		ts := tests[m.ID]
 		sort.Strings(ts)
 		for _, t := range ts {
-			for _, d := range depths[min(1, len(depths)):] {
-				d := d
-				add(Selector{Figure: FigureSlope, Model: m.ID, Test: t, Depth: &d})
+			for _, c := range perDevice {
+				for _, d := range depths[min(1, len(depths)):] {
+					d := d
+					add(Selector{Figure: FigureSlope, Model: m.ID, Test: t, Depth: &d, Config: c})
+				}
+			}
+			for _, dev := range devs[min(1, len(devs)):] {
+				for _, d := range depths {
+					d := d
+					add(Selector{Figure: FigureDeviceRatio, Model: m.ID, Test: t, Depth: &d, Device: dev, BaseDevice: devs[0]})
+				}
 			}
 		}
 	}

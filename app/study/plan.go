@@ -187,6 +187,20 @@ func OverrideArg(v string) string {
 	return v
 }
 
+// NeedsDevices says whether checking the plan needs the build's device list: it sets a device
+// axis or env, or asks for offload (-ngl other than 0 and the default -1).
+func (p *Plan) NeedsDevices() bool {
+	if p.Axes.HasDeviceAxes() || len(p.Build.Env) > 0 {
+		return true
+	}
+	for _, n := range p.Axes.NGL {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // HasDeviceAxes reports whether the plan sets any device axis.
 func (a Axes) HasDeviceAxes() bool {
 	return len(a.Devices)+len(a.SplitMode)+len(a.TensorSplit)+len(a.NCPUMoE)+len(a.OverrideTensors)+

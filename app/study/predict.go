@@ -57,10 +57,13 @@ const (
 	FigureCV              Figure = "cv"               // CV of one cell's repetitions
 	FigureRepeatabilityCV Figure = "repeatability_cv" // CV of a repeated leg's means
 	FigureContamination   Figure = "contamination_delta"
+	// FigureDeviceRatio is a cell on one device over the same cell on another: the RPC/local
+	// or Vulkan/CPU ratio (device and base_device name axes.devices values).
+	FigureDeviceRatio Figure = "device_ratio"
 )
 
 var figures = map[Figure]bool{FigureCell: true, FigureCrossing: true, FigureSlope: true, FigureCeiling: true,
-	FigureEfficiency: true, FigureCV: true, FigureRepeatabilityCV: true, FigureContamination: true}
+	FigureEfficiency: true, FigureCV: true, FigureRepeatabilityCV: true, FigureContamination: true, FigureDeviceRatio: true}
 
 // Selector names one number of the study's results.
 type Selector struct {
@@ -75,6 +78,10 @@ type Selector struct {
 	// Legs name the legs a repeatability or contamination figure reads: for contamination,
 	// [quiet before, contaminated, quiet after].
 	Legs []string `json:"legs,omitempty"`
+	// Device and BaseDevice are the two axes.devices values a device_ratio compares
+	// (device ÷ base_device), e.g. "RPC0" over "none".
+	Device     string `json:"device,omitempty"`
+	BaseDevice string `json:"base_device,omitempty"`
 }
 
 // ConfigSel picks one value of each swept axis; nil fields match any (but must then be
@@ -86,6 +93,8 @@ type ConfigSel struct {
 	KV        *KVType `json:"kv,omitempty"`
 	Threads   *int    `json:"threads,omitempty"`
 	NGL       *int    `json:"ngl,omitempty"`
+	// Devices picks the rows of one axes.devices value ("none", "Vulkan0" …).
+	Devices string `json:"devices,omitempty"`
 }
 
 // String names the selector for tables: "tg128 @ d4096 of qwen30b", "crossing 70 t/s of tg …".
@@ -110,6 +119,9 @@ func (s Selector) String() string {
 	if len(s.Legs) > 0 {
 		b.WriteString(" legs " + strings.Join(s.Legs, ","))
 	}
+	if s.Device != "" || s.BaseDevice != "" {
+		b.WriteString(" " + s.Device + " / " + s.BaseDevice)
+	}
 	if c := s.Config; c != nil {
 		var parts []string
 		if c.Ubatch != nil {
@@ -126,6 +138,9 @@ func (s Selector) String() string {
 		}
 		if c.Threads != nil {
 			parts = append(parts, fmt.Sprintf("t%d", *c.Threads))
+		}
+		if c.Devices != "" {
+			parts = append(parts, "dev-"+c.Devices)
 		}
 		if c.NGL != nil {
 			parts = append(parts, fmt.Sprintf("ngl%d", *c.NGL))

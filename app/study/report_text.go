@@ -91,6 +91,12 @@ func writeResults(w io.Writer, r *Report) {
 			cells[k][c.Depth] = c
 		}
 		slices.Sort(depths)
+		// a model's test measured in several configurations (a device, ubatch or ngl sweep)
+		// names each row's configuration; a study with one configuration prints none
+		configs := map[key]int{}
+		for _, k := range order {
+			configs[key{k.model, k.leg, k.test, ""}]++
+		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fprintf(tw, "  model\ttest")
 		for _, d := range depths {
@@ -98,7 +104,11 @@ func writeResults(w io.Writer, r *Report) {
 		}
 		fprintf(tw, "\n")
 		for _, k := range order {
-			fprintf(tw, "  %s%s\t%s", k.model, k.leg, k.test)
+			test := k.test
+			if configs[key{k.model, k.leg, k.test, ""}] > 1 {
+				test += " [" + k.config + "]"
+			}
+			fprintf(tw, "  %s%s\t%s", k.model, k.leg, test)
 			for _, d := range depths {
 				if c, ok := cells[k][d]; ok {
 					fprintf(tw, "\t%.2f ± %.2f", c.Mean, c.SD)
@@ -128,6 +138,8 @@ func writeFigures(w io.Writer, r *Report) {
 				val = fmt.Sprintf("%+.1f%%", *f.Value*100) // a change: signed
 			case f.Figure == FigureEfficiency || f.Figure == FigureRepeatabilityCV || f.Figure == FigureCV:
 				val = fmt.Sprintf("%.1f%%", *f.Value*100) // a fraction of something: unsigned
+			case f.Figure == FigureDeviceRatio:
+				val = fmt.Sprintf("%.3f×", *f.Value) // one device's rate over another's
 			default:
 				val = fmt.Sprintf("%.4g", *f.Value)
 			}

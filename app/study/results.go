@@ -76,7 +76,8 @@ func matchConfig(c *ConfigSel, r *benchfmt.Result) bool {
 		(c.FlashAttn == "" || fa[c.FlashAttn] == r.FlashAttn) &&
 		(c.KV == nil || (c.KV.K == r.TypeK && c.KV.V == r.TypeV)) &&
 		(c.Threads == nil || int64(*c.Threads) == r.NThreads) &&
-		(c.NGL == nil || int64(*c.NGL) == r.NGPULayers)
+		(c.NGL == nil || int64(*c.NGL) == r.NGPULayers) &&
+		(c.Devices == "" || c.Devices == r.Devices)
 }
 
 // legsOfModel lists plan legs that measure the model at the depth (depth < 0: any), repeats
@@ -99,7 +100,7 @@ func legsOf(legs []LegPlan, model string, depth int, withRepeats bool) []string 
 // while none of them has run.
 func Touches(s Selector, legs []LegPlan) []string {
 	switch s.Figure {
-	case FigureCell, FigureCV, FigureEfficiency:
+	case FigureCell, FigureCV, FigureEfficiency, FigureDeviceRatio:
 		d := -1
 		if s.Depth != nil {
 			d = *s.Depth
@@ -217,6 +218,30 @@ func (res *Results) Resolve(s Selector) (Value, error) {
 			}
 		}
 		return Value{}, fmt.Errorf("depth %d is the reference depth; a slope needs a later depth: %w", *s.Depth, ErrUnresolvable)
+
+	case FigureDeviceRatio:
+		var vals [2]float64
+		var srcs []string
+		for i, dev := range []string{s.Device, s.BaseDevice} {
+			sel := s
+			sel.Figure = FigureCell
+			c := ConfigSel{}
+			if s.Config != nil {
+				c = *s.Config
+			}
+			c.Devices = dev
+			sel.Config = &c
+			r, err := res.cell(sel, *s.Depth, legsOf(legs, s.Model, *s.Depth, false))
+			if err != nil {
+				return Value{}, err
+			}
+			vals[i] = r.Result.AvgTs
+			srcs = append(srcs, r.Ref)
+		}
+		if vals[1] == 0 {
+			return Value{}, fmt.Errorf("%s on %s: mean is 0: %w", s.Test, s.BaseDevice, ErrUnresolvable)
+		}
+		return Value{X: vals[0] / vals[1], Detail: fmt.Sprintf("%.2f t/s on %s / %.2f t/s on %s", vals[0], s.Device, vals[1], s.BaseDevice), Sources: srcs}, nil
 
 	case FigureCeiling, FigureEfficiency:
 		c, detail, err := res.ceiling(s)

@@ -44,8 +44,13 @@ var (
 	deviceNameRE  = regexp.MustCompile(`^[A-Za-z_]+[0-9]+$`)
 	tensorSplitRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(/[0-9]+(\.[0-9]+)?)*$`)
 	envNameOK     = map[string]bool{}
-	splitModes    = []string{"none", "layer", "row", "tensor"}
-	loadModes     = []string{"auto", "none", "mmap", "mlock", "mmap+mlock", "dio"}
+)
+
+// SplitModes and LoadModes are the values axes.split_mode and axes.load_mode take (llama-bench's
+// -sm and -lm), in the order the New study form offers them.
+var (
+	SplitModes = []string{"none", "layer", "row", "tensor"}
+	LoadModes  = []string{"auto", "none", "mmap", "mlock", "mmap+mlock", "dio"}
 )
 
 func init() {
@@ -95,8 +100,8 @@ func (v *validator) checkDevices() {
 			seen[x] = true
 		}
 	}
-	checkWords("split_mode", a.SplitMode, splitModes)
-	checkWords("load_mode", a.LoadMode, loadModes)
+	checkWords("split_mode", a.SplitMode, SplitModes)
+	checkWords("load_mode", a.LoadMode, LoadModes)
 	for i, ts := range a.TensorSplit {
 		at := fmt.Sprintf("axes.tensor_split[%d]", i)
 		if !tensorSplitRE.MatchString(ts) {

@@ -142,7 +142,7 @@ func (v *validator) checkSelector(at string, s Selector) {
 		v.errf(at+".model", "%q is not a model ID of this plan", s.Model)
 	}
 	needTest := s.Figure == FigureCell || s.Figure == FigureCrossing || s.Figure == FigureSlope || s.Figure == FigureCV ||
-		s.Figure == FigureRepeatabilityCV || s.Figure == FigureContamination
+		s.Figure == FigureRepeatabilityCV || s.Figure == FigureContamination || s.Figure == FigureDeviceRatio
 	if needTest {
 		m := testRE.FindStringSubmatch(s.Test)
 		switch {
@@ -159,7 +159,8 @@ func (v *validator) checkSelector(at string, s Selector) {
 			}
 		}
 	}
-	needDepth := s.Figure == FigureCell || s.Figure == FigureSlope || s.Figure == FigureCV || s.Figure == FigureEfficiency
+	needDepth := s.Figure == FigureCell || s.Figure == FigureSlope || s.Figure == FigureCV || s.Figure == FigureEfficiency ||
+		s.Figure == FigureDeviceRatio
 	if needDepth {
 		if s.Depth == nil {
 			v.errf(at+".depth", "missing; name the depth (one of %v)", v.p.Axes.Depths)
@@ -179,6 +180,15 @@ func (v *validator) checkSelector(at string, s Selector) {
 		}
 	}
 	switch s.Figure {
+	case FigureDeviceRatio:
+		for _, d := range []struct{ name, v string }{{"device", s.Device}, {"base_device", s.BaseDevice}} {
+			if !has(v.p.Axes.Devices, d.v) {
+				v.errf(at+"."+d.name, "%q is not in axes.devices %v: a device_ratio compares two of its values", d.v, v.p.Axes.Devices)
+			}
+		}
+		if s.Device != "" && s.Device == s.BaseDevice {
+			v.errf(at+".base_device", "the same device as device: the ratio is 1 by definition")
+		}
 	case FigureRepeatabilityCV:
 		if v.p.Repeatability == nil {
 			v.errf(at, "repeatability_cv needs the plan's repeatability legs")
@@ -203,6 +213,9 @@ func (v *validator) checkSelector(at string, s Selector) {
 		check("batch", c.Batch, v.p.Axes.Batch)
 		check("threads", c.Threads, v.p.Axes.Threads)
 		check("ngl", c.NGL, v.p.Axes.NGL)
+		if c.Devices != "" && !has(v.p.Axes.Devices, c.Devices) {
+			v.errf(at+".config.devices", "%q is not in axes.devices %v", c.Devices, v.p.Axes.Devices)
+		}
 		if c.FlashAttn != "" && !has(v.p.Axes.FlashAttn, c.FlashAttn) {
 			v.errf(at+".config.flash_attn", "%q is not in axes.flash_attn %v", c.FlashAttn, v.p.Axes.FlashAttn)
 		}

@@ -207,9 +207,15 @@ func CompareThroughput(ctx context.Context, nb *store.Notebook, baseline, newer 
 // refuses or does not answer is an error problem at axes.rpc; a build that cannot be found or
 // asked, a warning that the devices were not checked.
 func devicesFor(ctx context.Context, p *study.Plan, llamaDir string) (*study.BuildDevices, []study.Problem) {
-	if !p.Axes.HasDeviceAxes() && len(p.Build.Env) == 0 {
+	if !p.NeedsDevices() {
 		return nil, nil
 	}
+	return ListDevices(ctx, p, llamaDir)
+}
+
+// ListDevices is devicesFor whether or not the plan has device axes (the window's New study
+// form lists the build's devices to offer them).
+func ListDevices(ctx context.Context, p *study.Plan, llamaDir string) (*study.BuildDevices, []study.Problem) {
 	if llamaDir == "" {
 		llamaDir = p.Build.Dir
 	}
@@ -218,7 +224,7 @@ func devicesFor(ctx context.Context, p *study.Plan, llamaDir string) (*study.Bui
 		return nil, []study.Problem{{Path: "axes.devices", Severity: study.SevWarning,
 			Msg: fmt.Sprintf("not checked against a build (%v); pass --llama-dir with the build that will run the plan", err)}}
 	}
-	devs, err := studyrun.ListBuildDevices(ctx, loc.Bench, p)
+	devs, err := studyrun.ListDevices(ctx, loc.Bench, p)
 	if err != nil {
 		return nil, []study.Problem{{Path: "axes.rpc", Severity: study.SevError, Msg: err.Error()}}
 	}

@@ -4,17 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/charts"
+	"sparkbench/app/study"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/llamatest"
+	"sparkbench/store"
 )
 
 // Device studies on a real non-CPU backend: Mesa's software Vulkan device (llvmpipe), which
@@ -290,4 +297,289 @@ func fmtPtr(p *float64) string {
 		return "nil"
 	}
 	return fmt.Sprint(*p)
+}
+
+// startRPCServer runs the prefix's ggml-rpc-server on a free loopback port for the test (own
+// process group, killed at the end) and returns its endpoint once it accepts connections.
+func startRPCServer(t *testing.T) string {
+	t.Helper()
+	loc := llamatest.Binaries(t)
+	bin := filepath.Join(loc.Dir, "ggml-rpc-server")
+	if _, err := os.Stat(bin); err != nil {
+		msg := "no ggml-rpc-server beside the tools: run make setup (the full llama.cpp prefix)"
+		if os.Getenv("SPARKBENCH_REQUIRE_LLAMA") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	ep := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port), "-t", "1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	})
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.DialTimeout("tcp", ep, time.Second); err == nil {
+			c.Close()
+			return ep
+		}
+		if time.Now().After(end) {
+			t.Fatalf("ggml-rpc-server on %s did not accept within 10 s:\n%s", ep, log.String())
+		}
+	}
+}
+
+// TestRPCLegOverLoopback runs the tiny model locally (-dev none) and on a ggml-rpc-server over
+// loopback (-dev RPC0) in one study: the RPC rows say RPC in their backends and the endpoint in
+// gpu_info, and the RPC/local ratio is a derived figure and a prediction's answer.
+func TestRPCLegOverLoopback(t *testing.T) {
+	ep := startRPCServer(t)
+	tiny := llamatest.Model(t, "tiny-llama-f16.gguf")
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "notebook.db")
+	plan := fmt.Sprintf(`{
+  "schema": "sparkbench.throughput/v1", "name": "rpc vs local",
+  "models": [{"id": "tiny", "path": %q, "sha256": %q}],
+  "axes": {"depths": [0], "n_prompt": [32], "n_gen": [8], "reps": 2, "threads": [1], "ngl": [99],
+           "devices": ["none", "RPC0"], "rpc": [%q]},
+  "split": "combined",
+  "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1},
+  "predictions": [{"id": "P1", "kind": "question", "text": "how fast is tg over RPC, relative to local?",
+    "about": {"figure": "device_ratio", "model": "tiny", "test": "tg", "depth": 0, "device": "RPC0", "base_device": "none"}}]
+}`, tiny, "051f36703c755992aa490c43c53f5fbe1dc59fd3aa00ab436f0cedb2df135354", ep)
+	file := filepath.Join(dir, "rpc.json")
+	os.WriteFile(file, []byte(plan), 0o644)
+	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
+	if code != 0 {
+		t.Fatalf("register: %d\n%s\n%s", code, out, errOut)
+	}
+	id := registeredID(t, out)
+	if code, out, errOut = runCLI("study", "run", id, "--notebook", nb); code != 0 {
+		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
+	}
+	rep := showJSON(t, id, nb)
+	rpcCells := 0
+	for _, c := range rep.Results {
+		if strings.Contains(c.Config, "dev-RPC0") {
+			rpcCells++
+			if !strings.HasSuffix(c.Config, "on-RPC") {
+				t.Errorf("RPC cell config %q does not say it ran on RPC", c.Config)
+			}
+		}
+	}
+	if rpcCells != 2 {
+		t.Errorf("%d RPC cells, want 2 (pp32, tg8)", rpcCells)
+	}
+	n, err := store.Open(nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	rows, err := n.StudyBenchRows(context.Background(), mustAtoi(t, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rpcRows := 0
+	for _, r := range rows {
+		if r.Devices == "RPC0" {
+			rpcRows++
+			if !strings.Contains(r.Backends, "RPC") || r.GPUInfo != ep || r.RanOn() != "RPC" {
+				t.Errorf("RPC row: backends %q, gpu_info %q, ran on %q", r.Backends, r.GPUInfo, r.RanOn())
+			}
+		}
+	}
+	if rpcRows != 2 {
+		t.Errorf("%d rows with devices RPC0, want 2", rpcRows)
+	}
+	var ratio *study.ReportFigure
+	for i, f := range rep.Figures {
+		if f.Figure == study.FigureDeviceRatio && f.Selector.Test == "tg8" {
+			ratio = &rep.Figures[i]
+		}
+	}
+	if ratio == nil || ratio.Value == nil || *ratio.Value <= 0 || len(ratio.Sources) != 2 {
+		t.Fatalf("no tg8 RPC0/none ratio among the figures: %+v", rep.Figures)
+	}
+	if len(rep.Scoreboard) != 1 || rep.Scoreboard[0].Verdict.Outcome != study.Answered {
+		t.Errorf("P1: %+v", rep.Scoreboard)
+	} else if v := rep.Scoreboard[0].Verdict.Value; v == nil || *v != *ratio.Value {
+		t.Errorf("P1 answered %v, the figure says %v", v, *ratio.Value)
+	}
+	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, "device_ratio tg8 @ d0 of tiny RPC0 / none") {
+		t.Errorf("show: %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestDevicePlanRefusals: device plans the build cannot run are refused by study validate and
+// study register with a message that names what is wrong and what to do, and register writes
+// nothing; offload asked of a build without devices is a warning.
+func TestDevicePlanRefusals(t *testing.T) {
+	_, dev := vulkanDevice(t)
+	tiny := llamatest.Model(t, "tiny-llama-f16.gguf")
+	const tinyF16 = "051f36703c755992aa490c43c53f5fbe1dc59fd3aa00ab436f0cedb2df135354"
+	// an endpoint nothing listens on, and one that accepts and never answers
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := l.Addr().String()
+	l.Close()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+
+	for _, tc := range []struct {
+		name, build, axes string
+		code              int
+		want              []string
+	}{
+		{"vulkan without the visibility variable", ``, `"ngl": [99], "devices": ["Vulkan0"]`, 2,
+			[]string{"axes.devices[0]", "Vulkan0: no such device", "GGML_VK_VISIBLE_DEVICES", "mesa-vulkan-drivers"}},
+		{"a device that does not exist", `"env": {"GGML_VK_VISIBLE_DEVICES": "0"}`, `"ngl": [99], "devices": ["Vulkan7"]`, 2,
+			[]string{"axes.devices[0]", "Vulkan7: no such device; the build lists " + dev}},
+		{"an RPC endpoint that refuses", ``, fmt.Sprintf(`"devices": ["RPC0"], "rpc": [%q]`, closed), 2,
+			[]string{"axes.rpc", "RPC endpoint " + closed + " refused the connection", "ggml-rpc-server"}},
+		{"an RPC endpoint that does not answer", ``, fmt.Sprintf(`"devices": ["RPC0"], "rpc": [%q]`, silent.Addr().String()), 2,
+			[]string{"axes.rpc", "RPC endpoint " + silent.Addr().String() + " did not answer within 10s"}},
+		{"a tensor split with the wrong number of entries", `"env": {"GGML_VK_VISIBLE_DEVICES": "0"}`, `"ngl": [99], "devices": ["` + dev + `"], "tensor_split": ["1/1"]`, 2,
+			[]string{"axes.tensor_split[0]", `"1/1" has 2 entries, and devices "` + dev + `" names 1 devices`}},
+		{"a variable that is not a device variable", `"env": {"LD_PRELOAD": "x.so"}`, `"ngl": [99]`, 2,
+			[]string{"build.env.LD_PRELOAD", "not a device visibility variable", "GGML_VK_VISIBLE_DEVICES"}},
+		{"offload on a build that lists no device", ``, `"ngl": [99]`, 0,
+			[]string{"warning: axes.ngl[0]", "-ngl 99 on a build that lists no device"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			build := ""
+			if tc.build != "" {
+				build = `"build": {` + tc.build + `},`
+			}
+			plan := fmt.Sprintf(`{"schema": "sparkbench.throughput/v1", "name": "refusal", %s
+  "models": [{"id": "tiny", "path": %q, "sha256": %q}],
+  "axes": {"depths": [0], "n_prompt": [16], "n_gen": [4], "reps": 1, "threads": [1], %s}}`, build, tiny, tinyF16, tc.axes)
+			file := filepath.Join(dir, "plan.json")
+			os.WriteFile(file, []byte(plan), 0o644)
+			code, out, errOut := runCLI("study", "validate", file)
+			for _, w := range tc.want {
+				if code != tc.code || !strings.Contains(out+errOut, w) {
+					t.Errorf("validate: exit %d (want %d), output lacks %q:\n%s%s", code, tc.code, w, out, errOut)
+				}
+			}
+			if tc.code == 0 {
+				return
+			}
+			nb := filepath.Join(dir, "notebook.db")
+			code, out, errOut = runCLI("study", "register", file, "--notebook", nb)
+			if code != 2 || !strings.Contains(errOut, tc.want[1]) {
+				t.Errorf("register: exit %d, want 2 naming %q:\n%s%s", code, tc.want[1], out, errOut)
+			}
+			if _, err := os.Stat(nb); err == nil {
+				n, err := store.Open(nb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer n.Close()
+				if s, err := n.Studies(context.Background()); err != nil || len(s) != 0 {
+					t.Errorf("a refused plan left %d studies (%v)", len(s), err)
+				}
+			}
+		})
+	}
+}
+
+// TestNGLSweepOnVulkan sweeps -ngl over the tiny model's layers on the Vulkan device: one
+// cell per value (ngl 0 runs on the CPU and says so, the others on Vulkan), the t/s-vs-ngl
+// chart has one series with every value, and the receipt carries it and verifies.
+func TestNGLSweepOnVulkan(t *testing.T) {
+	_, dev := vulkanDevice(t)
+	tiny := llamatest.Model(t, "tiny-llama-f16.gguf")
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "notebook.db")
+	plan := fmt.Sprintf(`{
+  "schema": "sparkbench.throughput/v1", "name": "ngl sweep",
+  "build": {"env": {"GGML_VK_VISIBLE_DEVICES": "0"}},
+  "models": [{"id": "tiny", "path": %q, "sha256": "051f36703c755992aa490c43c53f5fbe1dc59fd3aa00ab436f0cedb2df135354"}],
+  "axes": {"depths": [0], "n_prompt": [16], "n_gen": [4], "reps": 2, "threads": [1], "ngl": [0, 1, 2, 3], "devices": [%q]},
+  "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1}
+}`, tiny, dev)
+	file := filepath.Join(dir, "ngl.json")
+	os.WriteFile(file, []byte(plan), 0o644)
+	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
+	if code != 0 {
+		t.Fatalf("register: %d\n%s\n%s", code, out, errOut)
+	}
+	id := registeredID(t, out)
+	if code, out, errOut = runCLI("study", "run", id, "--notebook", nb); code != 0 {
+		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
+	}
+	rep := showJSON(t, id, nb)
+	tg := map[int]string{}
+	for _, c := range rep.Results {
+		if c.Test != "tg4" {
+			continue
+		}
+		m := regexp.MustCompile(`\bngl(\d+)\b`).FindStringSubmatch(c.Config)
+		if m == nil {
+			t.Fatalf("config %q has no ngl", c.Config)
+		}
+		tg[int(mustAtoi(t, m[1]))] = c.Config
+	}
+	for ngl := 0; ngl <= 3; ngl++ {
+		onVulkan := strings.HasSuffix(tg[ngl], " on-Vulkan")
+		if tg[ngl] == "" || onVulkan != (ngl > 0) {
+			t.Errorf("ngl %d: config %q (want a cell, on Vulkan when ngl > 0)", ngl, tg[ngl])
+		}
+	}
+	ch, err := charts.NGL(rep, "tg")
+	if err != nil || len(ch.Series) != 1 || len(ch.Series[0].Points) != 4 || ch.Series[0].Points[3].Depth != 3 {
+		t.Fatalf("ngl chart: %v %+v", err, ch)
+	}
+	bundle := filepath.Join(dir, "bundle")
+	if code, out, errOut := runCLI("receipt", id, "--out", bundle, "--notebook", nb); code != 0 {
+		t.Fatalf("receipt: %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(bundle, "plots", "ngl-tg.png")); err != nil {
+		t.Errorf("the receipt has no t/s-vs-ngl chart: %v", err)
+	}
+	if code, out, errOut := runCLI("verify", bundle); code != 0 {
+		t.Fatalf("verify: %d\n%s\n%s", code, out, errOut)
+	}
 }

@@ -73,6 +73,15 @@ func (s studyService) Register(ctx context.Context, p *study.Plan) (study.Regist
 	return reg.Registration, err
 }
 
+var _ ui.DeviceLister = studyService{}
+
+// BuildDevices lists the devices of the window's build (the Bench section's folder, else the
+// plan's build.dir and the default search) with the plan's env and RPC endpoints, for the New
+// study form: the listing Register checks the plan against.
+func (s studyService) BuildDevices(ctx context.Context, p *study.Plan) (*study.BuildDevices, []study.Problem) {
+	return workbench.ListDevices(ctx, p, s.dir())
+}
+
 func (s studyService) HumanVerdict(ctx context.Context, id int64, h study.HumanVerdict) error {
 	return workbench.RecordVerdict(ctx, s.nb, id, h)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sparkbench/runner/fsread"
 	"strings"
 
 	"sparkbench/app/capacity"
@@ -15,6 +14,7 @@ import (
 	"sparkbench/plots"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/fsread"
 	"sparkbench/store"
 )
 
@@ -191,6 +191,12 @@ func studyChart(ref string, kind plots.Kind, metric string, line float64, candid
 			ch.Meta = charts.MetaFromRows(ch.Meta, rows)
 		}
 		return ch, err
+	case plots.KindNGL:
+		ch, err := charts.NGL(rep, metric)
+		if err == nil {
+			ch.Meta = charts.MetaFromRows(ch.Meta, rows)
+		}
+		return ch, err
 	}
-	return nil, fmt.Errorf("--kind %s charts a capacity study; study %d is a throughput study: depth, repeatability or ubatch", kind, id)
+	return nil, fmt.Errorf("--kind %s charts a capacity study; study %d is a throughput study: depth, repeatability, ubatch or ngl", kind, id)
 }

@@ -60,3 +60,12 @@ func DeviceBackends(devices string) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// AskedDevices is the devices value the row's run asked for (-dev: "none", "auto", "Vulkan0"
+// …), or "" when the row does not carry it.
+func (r *Result) AskedDevices() string {
+	if !r.Known.Has(FDevices) {
+		return ""
+	}
+	return r.Devices
+}

@@ -335,9 +335,15 @@ func (e *Engine) benchFlags(ctx context.Context) map[string]bool {
 // nothing (nil). An RPC endpoint that refuses the connection or does not answer is an error
 // naming it (*llamacpp.RPCError); a build that cannot be asked otherwise gives Listed false.
 func ListBuildDevices(ctx context.Context, bench string, p *study.Plan) (*study.BuildDevices, error) {
-	if bench == "" || (!p.Axes.HasDeviceAxes() && len(p.Build.Env) == 0) {
+	if bench == "" || !p.NeedsDevices() {
 		return nil, nil
 	}
+	return ListDevices(ctx, bench, p)
+}
+
+// ListDevices is ListBuildDevices whether or not the plan has device axes or env (the window's
+// New study form lists the devices to offer them).
+func ListDevices(ctx context.Context, bench string, p *study.Plan) (*study.BuildDevices, error) {
 	dl, err := llamacpp.ListDevices(ctx, bench, p.Build.EnvList(), p.Axes.RPC)
 	var rpcErr *llamacpp.RPCError
 	if errors.As(err, &rpcErr) {
