@@ -10,6 +10,7 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/capacity/caprun"
 	"sparkbench/app/demo"
+	"sparkbench/app/kinds"
 	"sparkbench/app/study"
 	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
@@ -29,6 +30,60 @@ func FindCapacity(ctx context.Context, nb *store.Notebook, ref string) (int64, e
 		return 0, fmt.Errorf("study %d (%s) is a %s study; this command works on capacity and concurrency studies (`sparkbench study …` for throughput)", s.ID, s.Name, s.Kind)
 	}
 	return s.ID, nil
+}
+
+// CapacityValidation is `capacity validate --json`: a plan file's check.
+type CapacityValidation struct {
+	File      string              `json:"file"`
+	Valid     bool                `json:"valid"`
+	Kind      string              `json:"kind,omitempty"`
+	SHA256    string              `json:"plan_sha256,omitempty"`
+	Problems  []study.Problem     `json:"problems"`
+	Lifetimes []capacity.Lifetime `json:"lifetimes,omitempty"`
+	// Plan is the plan as checked (its defaults filled in); FlagsNotChecked says why its
+	// server_flags were not checked against a llama-server (nil: they were).
+	Plan            *capacity.Plan `json:"-"`
+	FlagsNotChecked error          `json:"-"`
+}
+
+// ValidateCapacity checks a capacity or concurrency plan file without writing anything: strict
+// JSON, every rule of docs/capacity.md, model and prompt-plan files hashed against the plan
+// (hash nil: not hashed), server_flags against the --help of the llama-server in llamaDir
+// (else the plan's build.dir, else the usual search; none: not checked). An error: the plan
+// cannot be read at all.
+func ValidateCapacity(ctx context.Context, file string, hash study.HashFunc, llamaDir string) (*CapacityValidation, error) {
+	p, err := capacity.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	p.Defaults()
+	opts := capacity.ValidateOptions{PlanDir: filepath.Dir(file), Hash: hash}
+	dir := llamaDir
+	if dir == "" && p.Build.Dir != "" {
+		dir = study.ResolvePath(filepath.Dir(file), p.Build.Dir)
+	}
+	v := &CapacityValidation{File: file, Plan: p}
+	if loc, err := llamacpp.Locate(dir); err != nil {
+		v.FlagsNotChecked = err
+	} else if known, err := llamacpp.HelpFlags(ctx, loc.Server); err != nil {
+		v.FlagsNotChecked = err
+	} else {
+		opts.ServerFlags, opts.ServerBinary = known, loc.Server
+	}
+	v.Problems = capacity.Validate(p, opts)
+	v.Valid = len(study.Errors(v.Problems)) == 0
+	if v.Problems == nil {
+		v.Problems = []study.Problem{}
+	}
+	if v.Valid {
+		v.Kind = kinds.Capacity
+		if p.Concurrency() {
+			v.Kind = kinds.Concurrency
+		}
+		v.SHA256, _, _ = p.SHA256()
+		v.Lifetimes = capacity.Schedule(p, opts.PlanDir)
+	}
+	return v, nil
 }
 
 // FlagsRefusedError is a plan refused because its server_flags hold flags the build's

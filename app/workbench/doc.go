@@ -6,7 +6,7 @@
 //   - throughput (throughput.go): ValidateThroughput, RegisterThroughput (a plan file, or a plan
 //     built in the window, written to DATA/plans first), RunThroughput (run or resume; a
 //     cancelled ctx stops it), ShowThroughput, CompareThroughput;
-//   - capacity and concurrency (capacity.go): RegisterCapacity, CapacityEngine and RunCapacity
+//   - capacity and concurrency (capacity.go): ValidateCapacity, RegisterCapacity, CapacityEngine and RunCapacity
 //     (run or resume; --fresh; a cancelled ctx stops it), ShowCapacity, CapacityPlan;
 //   - on a registered throughput study (annotate.go): FindThroughput, Amend, RecordVerdict
 //     (VerdictRequest checks the flags), AddFinding;
@@ -21,6 +21,8 @@
 // CLI exits 2), *FlagsRefusedError, *NotStartedError, ErrCancelled, and the study packages'
 // *study.RefusedError, study.ErrStopped, study.ErrAmendmentRefused.
 //
-// Throughput and capacity give their receipts through Kind; their register, run and show are
-// the typed calls above, which the CLI's `study` and `capacity` verbs call directly.
+// The built-in kinds register with the registry (builtin_kinds.go) over these calls: throughput
+// registers, runs, shows and exports through Kind (the `study` verbs' default kind), capacity
+// registers, shows and exports (the `capacity` verbs'); `capacity run` and both kinds' plan
+// checks call the typed calls from their own verbs.
 package workbench

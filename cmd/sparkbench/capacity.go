@@ -5,17 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"sparkbench/app/canon"
 	"sparkbench/app/capacity"
-	"sparkbench/app/kinds"
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/fsread"
-	"sparkbench/runner/llamacpp"
 )
 
 const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] --output study.json"
@@ -45,14 +43,7 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) int {
 }
 
 // capacityValidateReport is `capacity validate --json`.
-type capacityValidateReport struct {
-	File      string              `json:"file"`
-	Valid     bool                `json:"valid"`
-	Kind      string              `json:"kind,omitempty"`
-	SHA256    string              `json:"plan_sha256,omitempty"`
-	Problems  []study.Problem     `json:"problems"`
-	Lifetimes []capacity.Lifetime `json:"lifetimes,omitempty"`
-}
+type capacityValidateReport = workbench.CapacityValidation
 
 // capacityKind is the capacity and concurrency study kinds as the CLI's shared verbs see them.
 var capacityKind = cliKind{
@@ -67,44 +58,22 @@ var capacityKind = cliKind{
 // docs/capacity.md, model and prompt-plan files hashed against the plan (unless --no-hash),
 // server_flags against the build's llama-server --help (a warning when there is none).
 func capacityValidate(ctx context.Context, file string, hash study.HashFunc, llamaDir string, stderr io.Writer) (*planCheck, error) {
-	p, err := capacity.Load(file)
+	v, err := workbench.ValidateCapacity(ctx, file, hash, llamaDir)
 	if err != nil {
 		return nil, err
 	}
-	p.Defaults()
-	opts := capacity.ValidateOptions{PlanDir: filepath.Dir(file), Hash: hash}
-	dir := llamaDir
-	if dir == "" && p.Build.Dir != "" {
-		dir = study.ResolvePath(filepath.Dir(file), p.Build.Dir)
+	if v.FlagsNotChecked != nil {
+		fprintf(stderr, "%s: warning: server_flags not checked against llama-server: %v\n", file, v.FlagsNotChecked)
 	}
-	if loc, err := llamacpp.Locate(dir); err != nil {
-		fprintf(stderr, "%s: warning: server_flags not checked against llama-server: %v\n", file, err)
-	} else if known, err := llamacpp.HelpFlags(ctx, loc.Server); err != nil {
-		fprintf(stderr, "%s: warning: server_flags not checked against llama-server: %v\n", file, err)
-	} else {
-		opts.ServerFlags, opts.ServerBinary = known, loc.Server
-	}
-	probs := capacity.Validate(p, opts)
-	rep := capacityValidateReport{File: file, Valid: len(study.Errors(probs)) == 0, Problems: probs}
-	if rep.Problems == nil {
-		rep.Problems = []study.Problem{}
-	}
-	if rep.Valid {
-		rep.Kind = kinds.Capacity
-		if p.Concurrency() {
-			rep.Kind = kinds.Concurrency
-		}
-		rep.SHA256, _, _ = p.SHA256()
-		rep.Lifetimes = capacity.Schedule(p, opts.PlanDir)
-	}
-	return &planCheck{problems: probs, valid: rep.Valid, report: rep, summary: func(w io.Writer) {
+	p := v.Plan
+	return &planCheck{problems: v.Problems, valid: v.Valid, report: v, summary: func(w io.Writer) {
 		cells := 0
 		for _, s := range p.Slots {
 			cells += len(p.ClientLevels(s))
 		}
 		fprintf(w, "%s: valid %s plan %q, sha256 %s: %d candidates x %d cells x %d passes, %d server lifetimes in run order:\n",
-			file, rep.Kind, p.Name, rep.SHA256, len(p.Candidates), cells, len(p.Passes), len(rep.Lifetimes))
-		for _, l := range rep.Lifetimes {
+			file, v.Kind, p.Name, v.SHA256, len(p.Candidates), cells, len(p.Passes), len(v.Lifetimes))
+		for _, l := range v.Lifetimes {
 			fprintf(w, "  %-32s clients %-10s llama-server %s\n", l.Key, capacityJoinInts(l.Clients), study.JoinArgs(l.Args))
 		}
 	}}, nil
