@@ -292,21 +292,11 @@ func (tb *throughputBundle) storedStudy() error {
 			}
 			created = true
 		case "plan.registered":
-			var p struct {
-				SHA256 string          `json:"plan_sha256"`
-				Plan   json.RawMessage `json:"plan"`
-			}
-			if err := payloadOf(j, &p); err != nil {
+			sha, err := tb.planEntry(j)
+			if err != nil {
 				return err
 			}
-			sum := sha256.Sum256(tb.planJSON)
-			if hex.EncodeToString(sum[:]) != p.SHA256 {
-				return fmt.Errorf("%s: hashes to %s, the journal registered plan %s (entry %d)", FilePlan, hex.EncodeToString(sum[:]), p.SHA256, j.Seq)
-			}
-			if !bytes.Equal(p.Plan, tb.planJSON) {
-				return fmt.Errorf("%s: differs from the plan journaled in entry %d", FilePlan, j.Seq)
-			}
-			st.PlanSHA256, st.RegisteredAt, registered = p.SHA256, at, true
+			st.PlanSHA256, st.RegisteredAt, registered = sha, at, true
 		case "amendment":
 			var p struct {
 				Target string          `json:"target"`
@@ -332,48 +322,23 @@ func (tb *throughputBundle) storedStudy() error {
 			}
 			st.Deviations = append(st.Deviations, d)
 		case "verdict", "verdict.human":
-			var p struct {
-				Key       string          `json:"key"`
-				Outcome   string          `json:"outcome"`
-				Observed  *float64        `json:"observed"`
-				Detail    json.RawMessage `json:"detail"`
-				Rationale string          `json:"rationale"`
-				Author    string          `json:"author"`
-			}
-			if err := payloadOf(j, &p); err != nil {
+			key, v, err := verdictEntry(j, at)
+			if err != nil {
 				return err
 			}
-			v := &study.StoredVerdict{Outcome: p.Outcome, Observed: p.Observed, Detail: p.Detail, Rationale: p.Rationale, Author: p.Author, At: at}
-			sv := st.Verdicts[p.Key]
+			sv := st.Verdicts[key]
 			if j.Kind == "verdict" {
 				sv.Computed = v
 			} else {
 				sv.Human = v
 			}
-			st.Verdicts[p.Key] = sv
+			st.Verdicts[key] = sv
 		case "finding":
-			var p struct {
-				Number      int     `json:"number"`
-				Label       string  `json:"label"`
-				Title       string  `json:"title"`
-				Legs        []int64 `json:"legs"`
-				Predictions []int64 `json:"predictions"`
-			}
-			if err := payloadOf(j, &p); err != nil {
+			n, f, err := findingEntry(j, at, keys)
+			if err != nil {
 				return err
 			}
-			f := study.StoredFinding{Label: p.Label, Text: p.Title, LegIDs: p.Legs, At: at}
-			if len(f.LegIDs) == 0 {
-				f.LegIDs = nil
-			}
-			for _, pid := range p.Predictions {
-				k, ok := keys[pid]
-				if !ok {
-					return fmt.Errorf("%s: finding %s (entry %d) names prediction id %d, which %s does not list", FileJournal, p.Label, j.Seq, pid, FileNotebook)
-				}
-				f.Predictions = append(f.Predictions, k)
-			}
-			findings = append(findings, finding{p.Number, f})
+			findings = append(findings, finding{n, f})
 		}
 		if strings.HasPrefix(j.Kind, "study.") {
 			st.Notes = append(st.Notes, study.StoredNote{Kind: j.Kind, Payload: j.Payload, At: at})
@@ -396,6 +361,68 @@ func (tb *throughputBundle) storedStudy() error {
 	st.PlanDir = "\x00bundle"
 	tb.st = st
 	return nil
+}
+
+// planEntry ties plan.json to the journal's plan.registered entry j: its SHA-256 and its bytes.
+func (tb *throughputBundle) planEntry(j JournalLine) (string, error) {
+	var p struct {
+		SHA256 string          `json:"plan_sha256"`
+		Plan   json.RawMessage `json:"plan"`
+	}
+	if err := payloadOf(j, &p); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(tb.planJSON)
+	if hex.EncodeToString(sum[:]) != p.SHA256 {
+		return "", fmt.Errorf("%s: hashes to %s, the journal registered plan %s (entry %d)", FilePlan, hex.EncodeToString(sum[:]), p.SHA256, j.Seq)
+	}
+	if !bytes.Equal(p.Plan, tb.planJSON) {
+		return "", fmt.Errorf("%s: differs from the plan journaled in entry %d", FilePlan, j.Seq)
+	}
+	return p.SHA256, nil
+}
+
+// verdictEntry is a verdict or verdict.human entry: its prediction's key and the verdict.
+func verdictEntry(j JournalLine, at time.Time) (string, *study.StoredVerdict, error) {
+	var p struct {
+		Key       string          `json:"key"`
+		Outcome   string          `json:"outcome"`
+		Observed  *float64        `json:"observed"`
+		Detail    json.RawMessage `json:"detail"`
+		Rationale string          `json:"rationale"`
+		Author    string          `json:"author"`
+	}
+	if err := payloadOf(j, &p); err != nil {
+		return "", nil, err
+	}
+	return p.Key, &study.StoredVerdict{Outcome: p.Outcome, Observed: p.Observed, Detail: p.Detail, Rationale: p.Rationale, Author: p.Author, At: at}, nil
+}
+
+// findingEntry is a finding entry: its number and the finding, its predictions named by their
+// keys (keys: the notebook's prediction ids).
+func findingEntry(j JournalLine, at time.Time, keys map[int64]string) (int, study.StoredFinding, error) {
+	var p struct {
+		Number      int     `json:"number"`
+		Label       string  `json:"label"`
+		Title       string  `json:"title"`
+		Legs        []int64 `json:"legs"`
+		Predictions []int64 `json:"predictions"`
+	}
+	if err := payloadOf(j, &p); err != nil {
+		return 0, study.StoredFinding{}, err
+	}
+	f := study.StoredFinding{Label: p.Label, Text: p.Title, LegIDs: p.Legs, At: at}
+	if len(f.LegIDs) == 0 {
+		f.LegIDs = nil
+	}
+	for _, pid := range p.Predictions {
+		k, ok := keys[pid]
+		if !ok {
+			return 0, f, fmt.Errorf("%s: finding %s (entry %d) names prediction id %d, which %s does not list", FileJournal, p.Label, j.Seq, pid, FileNotebook)
+		}
+		f.Predictions = append(f.Predictions, k)
+	}
+	return p.Number, f, nil
 }
 
 // checkLegs holds every leg record against its journal entries: leg.started (label, kind,
