@@ -247,11 +247,7 @@ func Depth(c DepthChart) (*plot.Plot, error) {
 		ymax = math.Max(ymax, c.RefLine)
 	}
 	p.Add(plotters...)
-	if len(calls.items) > maxCallouts {
-		h.caption("%d crossings not marked on the chart: too many to label", len(calls.items))
-	} else if len(calls.items) > 0 {
-		p.Add(&calls)
-	}
+	addCallouts(p, h, &calls, "crossings")
 	if plotted == 0 {
 		p.Add(message{"no data to plot"})
 	}

@@ -185,12 +185,7 @@ func Latency(c LatencyChart) (*plot.Plot, error) {
 	limit(showTTFT, c.TTFTLimitMs, "TTFT", dashLimit)
 	limit(showE2E, c.E2ELimitMs, "E2E", dashLimit2)
 	p.Add(plotters...)
-	if plotted == 0 {
-		if len(c.Series) > 0 {
-			h.note("no series has a measured point")
-		}
-		p.Add(message{"no data to plot"})
-	}
+	noData(p, h, plotted, len(c.Series), "point")
 	var parts []string
 	if showTTFT && c.TTFTLimitMs > 0 {
 		parts = append(parts, fmt.Sprintf("%d TTFT", over[0]))
@@ -202,17 +197,8 @@ func Latency(c LatencyChart) (*plot.Plot, error) {
 		h.caption("observed p95 from few requests per level (coarse); above the limit: %s values", strings.Join(parts, ", "))
 	}
 
-	vals := make([]float64, 0, len(clientVals))
-	for v := range clientVals {
-		vals = append(vals, float64(v))
-	}
-	sort.Float64s(vals)
-	if len(vals) == 0 {
-		vals = []float64{1, 2}
-	}
-	lo, hi := math.Log2(vals[0]), math.Log2(vals[len(vals)-1])
-	pad := math.Max(0.25, 0.05*(hi-lo))
-	p.X.Min, p.X.Max = lo-pad, hi+pad
+	vals, xmin, xmax := log2Range(clientVals, []float64{1, 2}, 0.05)
+	p.X.Min, p.X.Max = xmin, xmax
 	p.X.Tick.Marker = log2Ticks(vals)
 	if !(ymin > 0) || !finite(ymax) {
 		ymin, ymax = 100, 1000

@@ -471,3 +471,41 @@ func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
 
 // fmtRef formats a reference value without trailing zeros: 70, 72.5.
 func fmtRef(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// noData marks a chart with nothing plotted: a note when series were given but none has a
+// measured point (what: "point", "run"), and the "no data to plot" message.
+func noData(p *plot.Plot, h *header, plotted, series int, what string) {
+	if plotted > 0 {
+		return
+	}
+	if series > 0 {
+		h.note("no series has a measured %s", what)
+	}
+	p.Add(message{"no data to plot"})
+}
+
+// addCallouts labels the chart's callouts, or says in a caption that there are too many to
+// label (what: "knees", "crossings").
+func addCallouts(p *plot.Plot, h *header, calls *callouts, what string) {
+	if len(calls.items) > maxCallouts {
+		h.caption("%d %s not marked on the chart: too many to label", len(calls.items), what)
+	} else if len(calls.items) > 0 {
+		p.Add(calls)
+	}
+}
+
+// log2Range is a log2 axis over the values present (sorted; fallback when none), padded by
+// padFrac of its span (at least a quarter doubling) on each side.
+func log2Range(present map[int]bool, fallback []float64, padFrac float64) (vals []float64, lo, hi float64) {
+	vals = make([]float64, 0, len(present))
+	for v := range present {
+		vals = append(vals, float64(v))
+	}
+	sort.Float64s(vals)
+	if len(vals) == 0 {
+		vals = fallback
+	}
+	lo, hi = math.Log2(vals[0]), math.Log2(vals[len(vals)-1])
+	pad := math.Max(0.25, padFrac*(hi-lo))
+	return vals, lo - pad, hi + pad
+}

@@ -219,12 +219,7 @@ func Repeat(c RepeatChart) (*plot.Plot, error) {
 	if len(labels.items) > 0 {
 		p.Add(&labels)
 	}
-	if plotted == 0 {
-		if len(c.Series) > 0 {
-			h.note("no series has a measured run")
-		}
-		p.Add(message{"no data to plot"})
-	}
+	noData(p, h, plotted, len(c.Series), "run")
 	cap := fmt.Sprintf("band: series mean ± %.1f%% noise floor; dotted: mean", floor*100)
 	if anyCond {
 		cap += "; hollow: run under a declared condition"

@@ -148,17 +148,7 @@ func Ubatch(c UbatchChart) (*plot.Plot, error) {
 		plotters = append(plotters, &seriesPlotter{pts: xys, line: &ls, glyph: &gs, errCol: col})
 	}
 
-	vals := make([]float64, 0, len(ubVals))
-	for v := range ubVals {
-		vals = append(vals, float64(v))
-	}
-	sort.Float64s(vals)
-	if len(vals) == 0 {
-		vals = []float64{128, 2048}
-	}
-	lo, hi := math.Log2(vals[0]), math.Log2(vals[len(vals)-1])
-	pad := math.Max(0.25, 0.05*(hi-lo))
-	xmin, xmax := lo-pad, hi+pad
+	vals, xmin, xmax := log2Range(ubVals, []float64{128, 2048}, 0.05)
 	// Prompt lengths inside the swept range: a vertical line in the series' colour.
 	promptList := make([]int, 0, len(prompts))
 	for pt := range prompts {
@@ -174,12 +164,7 @@ func Ubatch(c UbatchChart) (*plot.Plot, error) {
 		p.Add(&refLine{value: lp, vertical: true, style: lineStyle(col, 1, dashRef...), label: fmt.Sprintf("prompt %d", pt), labelCol: col})
 	}
 	p.Add(plotters...)
-	if plotted == 0 {
-		if len(c.Series) > 0 {
-			h.note("no series has a measured point")
-		}
-		p.Add(message{"no data to plot"})
-	}
+	noData(p, h, plotted, len(c.Series), "point")
 	if tally.ci95N != nil {
 		cap := tally.caption()
 		if anyOpen {
