@@ -43,6 +43,61 @@ func (c LatencyChart) Kind() Kind                { return KindLatency }
 func (c LatencyChart) Plot() (*plot.Plot, error) { return Latency(c) }
 func (c LatencyChart) LimitPoints(n int) Chart   { c.MaxPoints = n; return c }
 
+// latencyLabel is series i's label: its own, else its slot count ("P4 (4 slots)").
+func latencyLabel(s LatencySeries, i int) string {
+	label := strings.TrimSpace(s.Label)
+	if label == "" {
+		if s.Slots > 0 {
+			label = fmt.Sprintf("P%d (%d slots)", s.Slots, s.Slots)
+			if s.Slots == 1 {
+				label = "P1 (1 slot)"
+			}
+		} else {
+			label = seriesLabel("", i)
+		}
+	}
+	return label
+}
+
+// latencyPoints are one series' TTFT and E2E p95 points (log10 ms) on the log2 clients axis,
+// each kept only when shown and positive, in client order; what is not drawn is noted on h,
+// the client levels plotted are added to clientVals, ymin and ymax take in each value, and
+// over counts the values above the TTFT and E2E limits.
+func latencyPoints(points []LatencyPoint, c LatencyChart, showTTFT, showE2E bool, label string, h *header, clientVals map[int]bool, ymin, ymax *float64, over *[2]int) (ttft, e2e []xy) {
+	pts := append([]LatencyPoint(nil), points...)
+	sort.SliceStable(pts, func(a, b int) bool { return pts[a].Clients < pts[b].Clients })
+	var bad []string
+	for _, q := range pts {
+		if q.Clients <= 0 {
+			bad = append(bad, fmt.Sprintf("clients %d", q.Clients))
+			continue
+		}
+		x := math.Log2(float64(q.Clients))
+		take := func(v, limit float64, name string, into *[]xy, k int) {
+			if !finite(v) || v <= 0 {
+				bad = append(bad, fmt.Sprintf("%s at C%d", name, q.Clients))
+				return
+			}
+			*into = append(*into, xy{x: x, y: math.Log10(v)})
+			*ymin, *ymax = math.Min(*ymin, v), math.Max(*ymax, v)
+			clientVals[q.Clients] = true
+			if limit > 0 && v > limit {
+				over[k]++
+			}
+		}
+		if showTTFT {
+			take(q.TTFTP95Ms, c.TTFTLimitMs, "TTFT", &ttft, 0)
+		}
+		if showE2E {
+			take(q.E2EP95Ms, c.E2ELimitMs, "E2E", &e2e, 1)
+		}
+	}
+	if len(bad) > 0 {
+		h.note("%s: not drawn (zero, negative, NaN or Inf): %s", label, strings.Join(bad, ", "))
+	}
+	return ttft, e2e
+}
+
 // Latency draws observed p95 TTFT (solid) and E2E (dashed) against clients on log-log axes,
 // one colour and marker per slot count, with each SLO limit as a labelled line.
 func Latency(c LatencyChart) (*plot.Plot, error) {
@@ -90,50 +145,9 @@ func Latency(c LatencyChart) (*plot.Plot, error) {
 	series := append([]LatencySeries(nil), c.Series...)
 	sort.SliceStable(series, func(i, j int) bool { return series[i].Slots < series[j].Slots })
 	for i, s := range series {
-		label := strings.TrimSpace(s.Label)
-		if label == "" {
-			if s.Slots > 0 {
-				label = fmt.Sprintf("P%d (%d slots)", s.Slots, s.Slots)
-				if s.Slots == 1 {
-					label = "P1 (1 slot)"
-				}
-			} else {
-				label = seriesLabel("", i)
-			}
-		}
+		label := latencyLabel(s, i)
 		col, shp := seriesStyle(i)
-		pts := append([]LatencyPoint(nil), s.Points...)
-		sort.SliceStable(pts, func(a, b int) bool { return pts[a].Clients < pts[b].Clients })
-		var ttft, e2e []xy
-		var bad []string
-		for _, q := range pts {
-			if q.Clients <= 0 {
-				bad = append(bad, fmt.Sprintf("clients %d", q.Clients))
-				continue
-			}
-			x := math.Log2(float64(q.Clients))
-			take := func(v, limit float64, name string, into *[]xy, k int) {
-				if !finite(v) || v <= 0 {
-					bad = append(bad, fmt.Sprintf("%s at C%d", name, q.Clients))
-					return
-				}
-				*into = append(*into, xy{x: x, y: math.Log10(v)})
-				ymin, ymax = math.Min(ymin, v), math.Max(ymax, v)
-				clientVals[q.Clients] = true
-				if limit > 0 && v > limit {
-					over[k]++
-				}
-			}
-			if showTTFT {
-				take(q.TTFTP95Ms, c.TTFTLimitMs, "TTFT", &ttft, 0)
-			}
-			if showE2E {
-				take(q.E2EP95Ms, c.E2ELimitMs, "E2E", &e2e, 1)
-			}
-		}
-		if len(bad) > 0 {
-			h.note("%s: not drawn (zero, negative, NaN or Inf): %s", label, strings.Join(bad, ", "))
-		}
+		ttft, e2e := latencyPoints(s.Points, c, showTTFT, showE2E, label, h, clientVals, &ymin, &ymax, &over)
 		if n := max(len(ttft), len(e2e)); c.MaxPoints > 0 && n > c.MaxPoints {
 			ttft, e2e = downsample(ttft, c.MaxPoints), downsample(e2e, c.MaxPoints)
 			h.caption("%s: downsampled to %d points (LTTB)", label, c.MaxPoints)
@@ -152,22 +166,10 @@ func Latency(c LatencyChart) (*plot.Plot, error) {
 			continue
 		}
 		plotted++
-		if len(ttft) > 0 {
-			plotters = append(plotters, &seriesPlotter{pts: ttft, line: &ls, glyph: &gs})
-		}
-		if len(e2e) > 0 {
-			dl := lineStyle(col, 1.4, dashSecondary...)
-			og := glyphStyle(col, shp, true)
-			plotters = append(plotters, &seriesPlotter{pts: e2e, line: &dl, glyph: &og})
-		}
+		plotters = append(plotters, pairPlotters(ttft, e2e, col, shp, &ls, &gs)...)
 	}
 	if showTTFT && showE2E && len(c.Series) > 0 {
-		al := lineStyle(colMuted, 1.6)
-		ag := glyphStyle(colMuted, shapeCircle, false)
-		pl := lineStyle(colMuted, 1.4, dashSecondary...)
-		pg := glyphStyle(colMuted, shapeCircle, true)
-		h.addKey("TTFT p95", thumb{line: &al, glyph: &ag})
-		h.addKey("E2E p95", thumb{line: &pl, glyph: &pg})
+		pairKey(h, "TTFT p95", "E2E p95")
 	}
 	limit := func(show bool, v float64, name string, dashes []float64) {
 		if !show {

@@ -509,3 +509,29 @@ func log2Range(present map[int]bool, fallback []float64, padFrac float64) (vals 
 	pad := math.Max(0.25, padFrac*(hi-lo))
 	return vals, lo - pad, hi + pad
 }
+
+// pairKey explains a chart that draws two measures per series: solid lines with filled marks
+// (solid), dashed lines with hollow marks (dashed).
+func pairKey(h *header, solid, dashed string) {
+	al := lineStyle(colMuted, 1.6)
+	ag := glyphStyle(colMuted, shapeCircle, false)
+	pl := lineStyle(colMuted, 1.4, dashSecondary...)
+	pg := glyphStyle(colMuted, shapeCircle, true)
+	h.addKey(solid, thumb{line: &al, glyph: &ag})
+	h.addKey(dashed, thumb{line: &pl, glyph: &pg})
+}
+
+// pairPlotters draw a series' two measures: a solid line with filled marks (style ls, gs) and a
+// dashed one with hollow marks, in its colour and shape; an empty measure draws nothing.
+func pairPlotters(solid, dashed []xy, col color.Color, shp shape, ls *draw.LineStyle, gs *draw.GlyphStyle) []plot.Plotter {
+	var out []plot.Plotter
+	if len(solid) > 0 {
+		out = append(out, &seriesPlotter{pts: solid, line: ls, glyph: gs})
+	}
+	if len(dashed) > 0 {
+		dl := lineStyle(col, 1.4, dashSecondary...)
+		og := glyphStyle(col, shp, true)
+		out = append(out, &seriesPlotter{pts: dashed, line: &dl, glyph: &og})
+	}
+	return out
+}

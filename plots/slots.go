@@ -115,22 +115,10 @@ func Slots(c SlotsChart) (*plot.Plot, error) {
 			continue
 		}
 		plotted++
-		if len(agg) > 0 {
-			plotters = append(plotters, &seriesPlotter{pts: agg, line: &ls, glyph: &gs})
-		}
-		if len(per) > 0 {
-			dl := lineStyle(col, 1.4, dashSecondary...)
-			og := glyphStyle(col, shp, true)
-			plotters = append(plotters, &seriesPlotter{pts: per, line: &dl, glyph: &og})
-		}
+		plotters = append(plotters, pairPlotters(agg, per, col, shp, &ls, &gs)...)
 	}
 	if showAgg && showPer && len(c.Series) > 0 {
-		al := lineStyle(colMuted, 1.6)
-		ag := glyphStyle(colMuted, shapeCircle, false)
-		pl := lineStyle(colMuted, 1.4, dashSecondary...)
-		pg := glyphStyle(colMuted, shapeCircle, true)
-		h.addKey("aggregate (all streams)", thumb{line: &al, glyph: &ag})
-		h.addKey("per stream", thumb{line: &pl, glyph: &pg})
+		pairKey(h, "aggregate (all streams)", "per stream")
 	}
 	if c.RefLine > 0 {
 		p.Add(&refLine{value: c.RefLine, style: lineStyle(colRef, 1, dashRef...), label: fmtRef(c.RefLine) + " t/s", labelCol: colRef})
