@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -137,8 +136,8 @@ func (p batchedPlan) expected(nKVMax int64) int {
 // BatchedLeg is one running llama-batched-bench: a producer of events (line, batched, progress,
 // malformed … exit). Read Events until it is closed; Stop is idempotent.
 type BatchedLeg struct {
-	proc *Proc
-	h    *batchedHandler
+	procLeg
+	h *batchedHandler
 }
 
 // BatchedRow is a batched-bench row with its final status (result when the leg ended ok,
@@ -204,18 +203,6 @@ func StartBatched(ctx context.Context, spec BatchedSpec, opts ...LegOption) *Bat
 	return l
 }
 
-// Events is the leg's channel: line, batched, progress, malformed … exit, then closed.
-func (l *BatchedLeg) Events() <-chan Event { return l.proc.Events() }
-
-// Stop ends the leg (class stopped_by_user); see Proc.Stop.
-func (l *BatchedLeg) Stop(ctx context.Context) error { return l.proc.Stop(ctx) }
-
-// Done is closed when the leg has ended and its result is ready.
-func (l *BatchedLeg) Done() <-chan struct{} { return l.proc.Done() }
-
-// Pid is the tool's process (and group) ID; 0 if it never started.
-func (l *BatchedLeg) Pid() int { return l.proc.Pid() }
-
 // Result is the leg's record; it waits for Done.
 func (l *BatchedLeg) Result() *BatchedLegResult {
 	<-l.proc.Done()
@@ -251,15 +238,7 @@ func (h *batchedHandler) onLine(p *Proc, ln Line, t time.Duration) {
 	if err != nil {
 		h.nMalformed++
 		if len(h.malformed) < DefaultMaxMalformed {
-			msg := err.Error()
-			var pe *benchfmt.ParseError
-			if errors.As(err, &pe) {
-				msg = pe.Msg
-				if pe.Col > 0 {
-					msg = fmt.Sprintf("column %d: %s", pe.Col, pe.Msg)
-				}
-			}
-			m := Malformed{Line: ln.N, Text: clip(trim, 200), Err: msg}
+			m := malformedLine(ln.N, trim, err)
 			h.malformed = append(h.malformed, m)
 			p.emit(Event{Type: EventMalformed, T: t, Malformed: &m})
 		}

@@ -84,10 +84,26 @@ func (r *LegResult) Results() []Sample {
 // Leg is one running llama-bench invocation: a producer of events (vegeta style). Read Events
 // until it is closed; Stop is idempotent.
 type Leg struct {
+	procLeg
 	spec LegSpec
-	proc *Proc
 	h    *benchHandler
 }
+
+// procLeg is what every leg kind does through its process: events, stop, done, pid.
+type procLeg struct{ proc *Proc }
+
+// Events is the leg's channel: line, sample (or batched row), progress, malformed, flagged …
+// exit, then closed.
+func (l *procLeg) Events() <-chan Event { return l.proc.Events() }
+
+// Stop ends the leg (class stopped_by_user); see Proc.Stop.
+func (l *procLeg) Stop(ctx context.Context) error { return l.proc.Stop(ctx) }
+
+// Done is closed when the leg has ended and its result is ready.
+func (l *procLeg) Done() <-chan struct{} { return l.proc.Done() }
+
+// Pid is the tool's process (and group) ID; 0 if it never started.
+func (l *procLeg) Pid() int { return l.proc.Pid() }
 
 // LegOption configures StartLeg.
 type LegOption func(*legOptions)
@@ -132,18 +148,6 @@ func StartLeg(ctx context.Context, spec LegSpec, opts ...LegOption) *Leg {
 	l.proc = startProc(ctx, ps, h, refuse)
 	return l
 }
-
-// Events is the leg's channel: line, sample, progress, malformed, flagged … exit, then closed.
-func (l *Leg) Events() <-chan Event { return l.proc.Events() }
-
-// Stop ends the leg (class stopped_by_user); see Proc.Stop.
-func (l *Leg) Stop(ctx context.Context) error { return l.proc.Stop(ctx) }
-
-// Done is closed when the leg has ended and its result is ready.
-func (l *Leg) Done() <-chan struct{} { return l.proc.Done() }
-
-// Pid is llama-bench's process (and group) ID; 0 if it never started.
-func (l *Leg) Pid() int { return l.proc.Pid() }
 
 // Result is the leg's record; it waits for Done.
 func (l *Leg) Result() *LegResult {
@@ -211,15 +215,7 @@ func (h *benchHandler) row(p *Proc, ln Line, text string, t time.Duration) {
 	if err != nil {
 		h.nMalformed++
 		if len(h.malformed) < DefaultMaxMalformed {
-			msg := err.Error()
-			var pe *benchfmt.ParseError
-			if errors.As(err, &pe) {
-				msg = pe.Msg
-				if pe.Col > 0 {
-					msg = fmt.Sprintf("column %d: %s", pe.Col, pe.Msg)
-				}
-			}
-			m := Malformed{Line: ln.N, Text: clip(text, 200), Err: msg}
+			m := malformedLine(ln.N, text, err)
 			h.malformed = append(h.malformed, m)
 			p.emit(Event{Type: EventMalformed, T: t, Malformed: &m})
 		}
@@ -326,4 +322,18 @@ func (h *benchHandler) finish(p *Proc, x *Exit) {
 	if h.result.Rows == nil {
 		h.result.Rows = []Row{}
 	}
+}
+
+// malformedLine is an output line that looked like a result and did not parse: its number, its
+// start and the parser's reason (with the column when the parser gives one).
+func malformedLine(n int, text string, err error) Malformed {
+	msg := err.Error()
+	var pe *benchfmt.ParseError
+	if errors.As(err, &pe) {
+		msg = pe.Msg
+		if pe.Col > 0 {
+			msg = fmt.Sprintf("column %d: %s", pe.Col, pe.Msg)
+		}
+	}
+	return Malformed{Line: n, Text: clip(text, 200), Err: msg}
 }

@@ -67,7 +67,6 @@ type digest struct {
 func legDigest(ctx context.Context, q querier, legID int64) (digest, error) {
 	var d digest
 	h := sha256.New()
-	var buf []byte
 	for _, t := range []struct {
 		sql   string
 		count *int64
@@ -77,36 +76,11 @@ func legDigest(ctx context.Context, q querier, legID int64) (digest, error) {
 		{"SELECT " + requestDigestCols + " FROM request_samples WHERE leg_id = ? ORDER BY seq", &d.RequestRows, "request\n"},
 	} {
 		h.Write([]byte(t.tag))
-		rows, err := q.QueryContext(ctx, t.sql, legID)
+		n, err := hashRows(ctx, q, h, t.sql, legID)
 		if err != nil {
 			return d, err
 		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return d, err
-			}
-			buf = buf[:0]
-			for i, v := range vals {
-				if i > 0 {
-					buf = append(buf, 0x1f)
-				}
-				buf = appendDigestValue(buf, v)
-			}
-			buf = append(buf, 0x1e)
-			h.Write(buf)
-			*t.count++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return d, err
-		}
+		*t.count = n
 	}
 	// llama-batched-bench rows (schema 7) are hashed after the others, and only when the leg
 	// has some, so the digest of every other leg is what it was before they existed.
@@ -119,33 +93,7 @@ func legDigest(ctx context.Context, q querier, legID int64) (digest, error) {
 	}
 	if d.BatchedRows > 0 {
 		h.Write([]byte("batched\n"))
-		rows, err := q.QueryContext(ctx, "SELECT "+batchedDigestCols+" FROM batched_samples WHERE leg_id = ? ORDER BY seq", legID)
-		if err != nil {
-			return d, err
-		}
-		cols, _ := rows.Columns()
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		for rows.Next() {
-			if err := rows.Scan(ptrs...); err != nil {
-				rows.Close()
-				return d, err
-			}
-			buf = buf[:0]
-			for i, v := range vals {
-				if i > 0 {
-					buf = append(buf, 0x1f)
-				}
-				buf = appendDigestValue(buf, v)
-			}
-			buf = append(buf, 0x1e)
-			h.Write(buf)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if _, err := hashRows(ctx, q, h, "SELECT "+batchedDigestCols+" FROM batched_samples WHERE leg_id = ? ORDER BY seq", legID); err != nil {
 			return d, err
 		}
 	}
@@ -153,6 +101,40 @@ func legDigest(ctx context.Context, q querier, legID int64) (digest, error) {
 	var err error
 	d.TranscriptSHA256, err = transcriptDigest(ctx, q, legID, nil)
 	return d, err
+}
+
+// hashRows writes each row the query returns into h: every column value as type letter +
+// text, 0x1f between values, 0x1e after the row; it returns how many rows there were.
+func hashRows(ctx context.Context, q querier, h io.Writer, query string, args ...any) (int64, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var n int64
+	var buf []byte
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return n, err
+		}
+		buf = buf[:0]
+		for i, v := range vals {
+			if i > 0 {
+				buf = append(buf, 0x1f)
+			}
+			buf = appendDigestValue(buf, v)
+		}
+		buf = append(buf, 0x1e)
+		h.Write(buf)
+		n++
+	}
+	return n, rows.Err()
 }
 
 func appendDigestValue(b []byte, v any) []byte {

@@ -330,6 +330,11 @@ const (
 type CapacityOptions struct {
 	Options
 	BenchTG map[string]float64 // candidate → llama-bench tg (t/s), for the serving tax
+	// Batched is candidate → a llama-batched-bench output file, for the server tax, when the
+	// run folder has none for it (capacity run --batched copies them to batched/ID.txt, which
+	// the bundle takes by itself); a file named here replaces the run folder's. Either is a
+	// raw file of the bundle, batched/ID.txt.
+	Batched map[string]string
 	// PromptPlan is the prompt plan's file when the run folder has no copy of it (capacity run
 	// reads it from the plan's folder); "" looks in the run folder only. Whichever file is
 	// found must hash to the plan's prompt_plan.sha256: Capacity refuses a different one.
@@ -391,6 +396,9 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 		files[ci.Manifest] = red.Bytes(ci.Manifest, b)
 	}
 	if err := rf.lifetimeFiles(plan, ci, files, red); err != nil {
+		return nil, err
+	}
+	if err := rf.batchedFiles(plan, opt.Batched, ci, files, red); err != nil {
 		return nil, err
 	}
 	if err := rf.otherEvidence(ci, files, red); err != nil {
@@ -551,6 +559,48 @@ func (rf runFolder) lifetimeFiles(plan *capacity.Plan, ci *receipt.CapacityIndex
 	return nil
 }
 
+// batchedFiles adds each candidate's llama-batched-bench output, for the server tax: the file
+// named in batched (which must name candidates of the plan), else the run folder's
+// batched/ID.txt; a candidate with neither has none.
+func (rf runFolder) batchedFiles(plan *capacity.Plan, batched map[string]string, ci *receipt.CapacityIndex, files receipt.Files, red *Redactor) error {
+	for id := range batched {
+		if _, ok := plan.Candidate(id); !ok {
+			return fmt.Errorf("%s %s: not a candidate of this plan (%s)", capacity.FlagBatched, id, candidateList(plan))
+		}
+	}
+	for _, c := range plan.Candidates {
+		rel := capacity.RunBatchedFile(c.ID)
+		var b []byte
+		if path, ok := batched[c.ID]; ok {
+			st, err := os.Stat(path)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%s %s: %w", capacity.FlagBatched, c.ID, err)
+			case !st.Mode().IsRegular():
+				return fmt.Errorf("%s %s: %s is not a plain file", capacity.FlagBatched, c.ID, path)
+			case st.Size() > DefaultLimits.MaxEntryBytes:
+				return fmt.Errorf("%s %s: %s has %d bytes, more than a bundle file may", capacity.FlagBatched, c.ID, path, st.Size())
+			}
+			if b, err = os.ReadFile(path); err != nil {
+				return fmt.Errorf("%s %s: %w", capacity.FlagBatched, c.ID, err)
+			}
+		} else if rf.exists(rel) {
+			var err error
+			if b, err = rf.read(rel); err != nil {
+				return err
+			}
+		} else {
+			continue
+		}
+		if ci.Batched == nil {
+			ci.Batched = map[string]string{}
+		}
+		files[rel] = red.Bytes(rel, b)
+		ci.Batched[c.ID] = rel
+	}
+	return nil
+}
+
 // otherEvidence adds every other plain file of the run's lifetimes and quality guards (the
 // guard's server logs, …) as evidence too, and sorts the evidence list.
 func (rf runFolder) otherEvidence(ci *receipt.CapacityIndex, files receipt.Files, red *Redactor) error {
@@ -582,4 +632,12 @@ func (rf runFolder) otherEvidence(ci *receipt.CapacityIndex, files receipt.Files
 	}
 	sort.Strings(ci.Evidence)
 	return nil
+}
+
+func candidateList(p *capacity.Plan) string {
+	ids := make([]string, len(p.Candidates))
+	for i, c := range p.Candidates {
+		ids[i] = c.ID
+	}
+	return strings.Join(ids, ", ")
 }

@@ -7,8 +7,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sparkbench/runner/devlog"
-	"sparkbench/runner/vocab"
 	"strconv"
 	"strings"
 
@@ -16,6 +14,8 @@ import (
 	"sparkbench/app/canon"
 	"sparkbench/app/kinds"
 	"sparkbench/app/study"
+	"sparkbench/runner/devlog"
+	"sparkbench/runner/vocab"
 )
 
 // InputFile is one raw file: Name (its path) appears in error messages only, never in the
@@ -32,6 +32,9 @@ type Inputs struct {
 	ServerLogs map[LifetimeKey]InputFile // llama-server stderr
 	Quality    map[QualityKey]InputFile  // quality evidence; required iff the plan gates quality
 	BenchTG    map[string]float64        // candidate ID -> llama-bench tg (t/s), for the serving tax
+	// Batched is candidate ID -> llama-batched-bench output of the same model and build, for
+	// the server tax (optional; see ReadBatched).
+	Batched map[string]InputFile
 }
 
 // Input roles, as CLI flags.
@@ -106,6 +109,15 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	}
 	res := Result{Schema: SchemaResult, Kind: kinds.Capacity, PlanSHA256: sha, Plan: p,
 		Definitions: definitions, Inputs: a.refs, Candidates: []CandidateResult{}}
+	if len(a.batched) > 0 || p.Limits.MaxDeviceMiB > 0 {
+		res.Definitions = maps.Clone(definitions)
+	}
+	if len(a.batched) > 0 {
+		res.Definitions["server_tax"] = serverTaxDefinition
+	}
+	if p.Limits.MaxDeviceMiB > 0 {
+		res.Definitions["device_memory_gate"] = deviceGateDefinition
+	}
 	if p.Concurrency() {
 		res.Kind = kinds.Concurrency
 	}
@@ -142,6 +154,7 @@ type assembler struct {
 	sha     string
 	lives   map[LifetimeKey]*lifetime
 	quality map[QualityKey]*QualityEvidence
+	batched map[string]*batchedInput
 	refs    []InputRef
 }
 
@@ -223,7 +236,7 @@ func (a *assembler) read() error {
 			return inputErr(FlagBenchTG, id, "%g: want llama-bench's tg in t/s (> 0)", v)
 		}
 	}
-	return nil
+	return a.readBatchedInputs()
 }
 
 func (a *assembler) readLifetime(k LifetimeKey) (*lifetime, error) {
@@ -376,6 +389,7 @@ func (a *assembler) candidate(c Candidate) CandidateResult {
 	cr.Base = PointRef{Slots: base.Slots, Clients: base.Clients, GenerationRate: base.GenerationRate}
 	cr.Selected, cr.SelectionNote = selectPoint(cr.Cells, p.Limits.ObjectiveTolerance, base.GenerationRate)
 	cr.Scaling, cr.ScalingNote = scalingOf(cr.Cells, p.KneeThreshold)
+	cr.ServerTax = a.serverTax(c.ID, cr.Cells)
 	if tg, ok := a.in.BenchTG[c.ID]; ok {
 		cr.BenchTG = fptr(tg)
 		single := findCell(cr.Cells, p.Slots[0], 1)
@@ -435,6 +449,9 @@ func (a *assembler) qualityOf(c Candidate) []QualityResult {
 	}
 	return out
 }
+
+// deviceGateDefinition is printed on results of plans with limits.max_device_mib.
+const deviceGateDefinition = "device memory gate (limits.max_device_mib): every server lifetime must hold model layers on a device (its 'offloaded N/M layers to GPU' says N > 0, else a model buffer on a device other than the CPU; else device:not_used), offload as many layers as -ngl asked, up to the model's (else offload:layers_below_requested), and keep the worst device's peak memory - the larger of the memory breakdown's self figures and the sum of its model, KV, compute and output buffers in the last load block - at or below the limit (else peak_device_mib_above_maximum)"
 
 // deviceMemory lists the devices other than the CPU that hold memory in a lifetime's last load
 // block, with their peaks (the larger of the memory breakdown's and the buffer lines' sums), in

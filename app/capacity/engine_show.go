@@ -39,6 +39,9 @@ type EnvelopeReport struct {
 	Selected  *Selection     `json:"selected"`
 	Note      string         `json:"selection_note,omitempty"`
 	Cells     []EnvelopeCell `json:"cells"`
+	// ServerTax is the candidate's server tax (only when the study was given a
+	// llama-batched-bench file for it).
+	ServerTax *ServerTaxResult `json:"server_tax,omitempty"`
 }
 
 // EnvelopeCell is one (P, C) cell: reported figures, PASS/FAIL and the failure codes.
@@ -96,7 +99,7 @@ func Show(ctx context.Context, rec Recorder, id int64) (*Report, error) {
 		if a.Result != nil {
 			for _, c := range a.Result.Candidates {
 				er := EnvelopeReport{Candidate: c.ID, Label: c.Label, Arm: c.Arm, Base: c.Base, Selected: c.Selected,
-					Note: c.SelectionNote, Cells: []EnvelopeCell{}}
+					Note: c.SelectionNote, Cells: []EnvelopeCell{}, ServerTax: c.ServerTax}
 				for _, cell := range c.Cells {
 					f := cell.Failures
 					if f == nil {

@@ -71,6 +71,17 @@ func WriteReport(w io.Writer, r *Report) {
 					numText(cell.GenerationRate, 2), numText(cell.TTFTMsP95, 1), numText(cell.E2EMsP95, 1), cell.PeakRSSMiB, verdict)
 			}
 		}
+		header := false
+		for _, c := range r.Envelope {
+			if c.ServerTax == nil {
+				continue
+			}
+			if !header {
+				fprintf(w, "server tax (cell rate at P = C = B / llama-batched-bench B×TG/T):\n")
+				header = true
+			}
+			fprintf(w, "  %s\n", ServerTaxLine(c.Candidate, c.ServerTax))
+		}
 	} else if len(r.Selected) > 0 {
 		fprintf(w, "selected points (from the journal):\n")
 		for _, sp := range r.Selected {
@@ -98,4 +109,21 @@ func numText(v *float64, prec int) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.*f", prec, *v)
+}
+
+// ServerTaxLine is one candidate's server tax: cell rate at P = C = B / llama-batched-bench
+// B×TG/T at each B, and the B values left unpaired.
+func ServerTaxLine(id string, st *ServerTaxResult) string {
+	var pts []string
+	for _, p := range st.Points {
+		pts = append(pts, fmt.Sprintf("B%d %.4f (%.2f / %.2f tok/s)", p.B, p.Tax, p.ServerRate, p.BatchedRate))
+	}
+	line := fmt.Sprintf("%-24s server tax vs llama-batched-bench pp%d+tg%d: %s", id, st.PP, st.TG, strings.Join(pts, ", "))
+	if len(pts) == 0 {
+		line = fmt.Sprintf("%-24s server tax vs llama-batched-bench pp%d+tg%d: none", id, st.PP, st.TG)
+	}
+	if st.Note != "" {
+		line += " (" + st.Note + ")"
+	}
+	return line
 }

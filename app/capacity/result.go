@@ -54,8 +54,8 @@ type Result struct {
 // InputRef fingerprints one raw input file. Paths are left out on purpose: the same bundle
 // assembled from another folder yields the same bytes.
 type InputRef struct {
-	Role   string `json:"role"` // requests, rss, server_log, quality
-	Key    string `json:"key"`  // forward/q8-generic/p4, or q8-generic/p4 for quality
+	Role   string `json:"role"` // requests, rss, server_log, quality, batched
+	Key    string `json:"key"`  // forward/q8-generic/p4, q8-generic/p4 for quality, q8-generic for batched
 	SHA256 string `json:"sha256"`
 	Bytes  int    `json:"bytes"`
 }
@@ -81,6 +81,9 @@ type CandidateResult struct {
 	// ServingTax is 1 - single-stream per-stream rate (smallest P, one client) / BenchTG.
 	ServingTax     *float64 `json:"serving_tax"`
 	ServingTaxNote string   `json:"serving_tax_note,omitempty"`
+	// ServerTax is the cell generation rate at P = C = B / llama-batched-bench's B×TG / T at
+	// each B both measured (only with a --batched file for the candidate).
+	ServerTax *ServerTaxResult `json:"server_tax,omitempty"`
 }
 
 // LifetimeResult is what one server lifetime (pass, candidate, P) left besides requests.

@@ -142,6 +142,16 @@ func readCapacity(files Files, ix *Index) (*capacityBundle, *capacity.Result, []
 		}
 		in.Quality[k] = capacity.InputFile{Name: name, Data: b}
 	}
+	for id, name := range ci.Batched {
+		b, err := need(files, name)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s %s: %w", capacity.FlagBatched, id, err)
+		}
+		if in.Batched == nil {
+			in.Batched = map[string]capacity.InputFile{}
+		}
+		in.Batched[id] = capacity.InputFile{Name: name, Data: b}
+	}
 	for _, name := range ci.Evidence {
 		if _, err := need(files, name); err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: evidence: %w", FileIndex, err)
@@ -152,7 +162,7 @@ func readCapacity(files Files, ix *Index) (*capacityBundle, *capacity.Result, []
 		var ie *capacity.InputError
 		if errors.As(err, &ie) {
 			m := map[string]map[string]string{capacity.FlagRequests: ci.Requests, capacity.FlagRSS: ci.RSS,
-				capacity.FlagServerLog: ci.ServerLogs, capacity.FlagQuality: ci.Quality}[ie.Flag]
+				capacity.FlagServerLog: ci.ServerLogs, capacity.FlagQuality: ci.Quality, capacity.FlagBatched: ci.Batched}[ie.Flag]
 			if name := m[ie.Key]; name != "" {
 				return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -182,6 +192,7 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	capSelected(w, r)
 	capQuality(w, r)
 	capScaling(w, r)
+	capServerTax(w, r)
 	capPredictions(w, cb, r)
 	capMethodology(w, r)
 	capProvenance(w, cb, r)
@@ -344,6 +355,40 @@ func capScaling(w *mdWriter, r *capacity.Result) {
 	w.table([]string{"Candidate", "Aggregate speedup", "Gain per doubling", "Knee", "TTFT growth", "Serving tax"}, "lrllrr", srows)
 	w.line("Along the cells where clients = slots: speedup = rate at the largest P / rate at the smallest; the knee is the first P whose gain per doubling is below %s; TTFT growth is the observed-p95 TTFT ratio between the same two points.", pct(p.KneeThreshold))
 	w.blank()
+}
+
+// capServerTax writes the server tax of the candidates that were given a llama-batched-bench
+// file (nothing when none was).
+func capServerTax(w *mdWriter, r *capacity.Result) {
+	var rows [][]string
+	var notes []string
+	for _, c := range r.Candidates {
+		st := c.ServerTax
+		if st == nil {
+			continue
+		}
+		for _, p := range st.Points {
+			rows = append(rows, []string{cell(c.Label), fmt.Sprintf("P%d/C%d", p.B, p.B), fmt.Sprintf("B=%d (pp%d+tg%d)", p.B, st.PP, st.TG),
+				f2(p.ServerRate) + " tok/s", f2(p.BatchedRate) + " tok/s", fmt.Sprintf("%.4f", p.Tax)})
+		}
+		if len(st.Points) == 0 {
+			rows = append(rows, []string{cell(c.Label), "—", fmt.Sprintf("pp%d+tg%d", st.PP, st.TG), "—", "—", "—"})
+		}
+		if st.Note != "" {
+			notes = append(notes, code(c.ID)+": "+inline(st.Note)+".")
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	w.heading(2, "Server tax")
+	w.table([]string{"Candidate", "Server cell", "llama-batched-bench", "Server generation rate", "Batched generation rate (B×TG/T)", "Server tax"}, "lllrrr", rows)
+	w.line("%s", "Server tax = the cell generation rate at P = C = B / llama-batched-bench's generated tokens over its whole measurement, B×TG / T, at the same B (same model and build; prompt processing included on both sides). 0.80 means the server delivers 80% of the batched engine's throughput; above 1 it beat the engine's own loop. The batched-bench output is a raw file of this bundle.")
+	w.blank()
+	for _, n := range notes {
+		w.line("%s", n)
+		w.blank()
+	}
 }
 
 // capPredictions writes the predictions and their verdicts (when the plan has any).
@@ -538,6 +583,9 @@ func capReproduce(w *mdWriter, cb *capacityBundle, r *capacity.Result) {
 	sort.Strings(tgs)
 	for _, k := range tgs {
 		w.line("  --bench-tg %s=%s \\", k, num(ci.BenchTG[k]))
+	}
+	for _, k := range keys(ci.Batched) {
+		w.line("  --batched %s=%s \\", k, ci.Batched[k])
 	}
 	w.line("  --output study.reproduced.json")
 	w.line("cmp study.json study.reproduced.json")

@@ -107,6 +107,9 @@ type CapacityIndex struct {
 	ServerLogs map[string]string  `json:"server_logs"`
 	Quality    map[string]string  `json:"quality,omitempty"` // CANDIDATE/pP → path
 	BenchTG    map[string]float64 `json:"bench_tg,omitempty"`
+	// Batched names each candidate's llama-batched-bench output (CANDIDATE → path), for the
+	// server tax.
+	Batched map[string]string `json:"batched,omitempty"`
 	// Evidence lists further raw files kept as evidence but not read by the assembly
 	// (per-lifetime backend evidence, …).
 	Evidence []string `json:"evidence,omitempty"`

@@ -215,7 +215,10 @@ type CapacityRunRequest struct {
 	DataDir                             string
 	StartTimeout, RequestTimeout, Grace time.Duration
 	QualityCases                        string
-	OnEvent                             func(capacity.RunEvent)
+	// Batched is candidate ID -> a llama-batched-bench output file, for the server tax
+	// (checked before anything runs, copied into the run folder).
+	Batched map[string]string
+	OnEvent func(capacity.RunEvent)
 	// Warn is told what was not checked or fingerprinted (nil: nothing).
 	Warn func(msg string)
 	Hash HashShow
@@ -273,6 +276,7 @@ func CapacityEngine(ctx context.Context, nb *store.Notebook, req CapacityRunRequ
 	}
 	e := &caprun.Engine{Rec: rec, Server: loc.Server, Build: build, Hash: CachedHash(ctx, nb, req.Hash), DataDir: dataDir}
 	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases, e.Fresh = req.StartTimeout, req.RequestTimeout, req.Grace, req.QualityCases, req.Fresh
+	e.Batched = req.Batched
 	e.OnEvent = req.OnEvent
 	return e, st, nil
 }

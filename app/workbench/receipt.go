@@ -30,6 +30,9 @@ type ReceiptRequest struct {
 	// BenchTG is llama-bench's tg (t/s) per candidate, for a capacity study's serving tax
 	// (CapacityRun only).
 	BenchTG map[string]float64
+	// Batched is a llama-batched-bench output file per candidate, for a capacity study's
+	// server tax (CapacityRun only; the run folder's batched/ID.txt is taken without it).
+	Batched map[string]string
 }
 
 // ReceiptExport is a written bundle: where, every file in it, and the study it records.
@@ -71,6 +74,8 @@ func (req ReceiptRequest) Check() error {
 		return refused("give either a study or --capacity-run, not both")
 	case req.CapacityRun == "" && (len(req.BenchTG) > 0 || req.PromptPlan != ""):
 		return refused("--bench-tg and --prompt-plan apply to --capacity-run only")
+	case req.CapacityRun == "" && len(req.Batched) > 0:
+		return refused("--batched applies to --capacity-run only (a study run with capacity run --batched has its file in its run folder)")
 	}
 	if _, err := os.Stat(req.Out); err == nil && bundle.IsArchiveName(req.Out) {
 		return refused("%s exists; choose a new file name", req.Out)
@@ -96,7 +101,7 @@ func ExportReceipt(ctx context.Context, nb *store.Notebook, req ReceiptRequest) 
 	var err error
 	switch {
 	case req.CapacityRun != "":
-		if res.Files, err = bundle.Capacity(req.CapacityRun, bundle.CapacityOptions{Options: opt, BenchTG: req.BenchTG, PromptPlan: req.PromptPlan}); err != nil {
+		if res.Files, err = bundle.Capacity(req.CapacityRun, bundle.CapacityOptions{Options: opt, BenchTG: req.BenchTG, PromptPlan: req.PromptPlan, Batched: req.Batched}); err != nil {
 			return nil, &RequestError{Msg: err.Error()}
 		}
 	case nb == nil:

@@ -35,36 +35,9 @@ func cmdBatched(args []string, stdout, stderr io.Writer) int {
 	idle := fs.Duration("idle-timeout", 0, "end the leg after this long without output (default "+runner.DefaultIdleTimeout.String()+")")
 	total := fs.Duration("timeout", 0, "end the leg after this long in all (default "+runner.DefaultTotalTimeout.String()+")")
 	asJSON := fs.Bool("json", false, "print each row and the summary as JSON lines")
-	rest := args[1:]
-	dash := -1
-	for i, a := range rest {
-		if a == "--" {
-			dash = i
-			break
-		}
-	}
-	if dash < 0 {
-		if err := fs.Parse(rest); err != nil {
-			return usageError(err)
-		}
-		fprintf(stderr, "sparkbench batched run: put llama-batched-bench's arguments after --, e.g. sparkbench batched run -- -m model.gguf -npp 512 -ntg 32 -npl 1,2,4\n")
-		return 2
-	}
-	if err := fs.Parse(rest[:dash]); err != nil {
-		return usageError(err)
-	}
-	if fs.NArg() > 0 {
-		fprintf(stderr, "sparkbench batched run: unexpected %q before --; llama-batched-bench's arguments go after --\n", fs.Arg(0))
-		return 2
-	}
-	toolArgs := rest[dash+1:]
-	if len(toolArgs) == 0 {
-		fprintf(stderr, "sparkbench batched run: no llama-batched-bench arguments after --, e.g. -- -m model.gguf -npp 512 -ntg 32 -npl 1,2,4\n")
-		return 2
-	}
-	if *idle < 0 || *total < 0 {
-		fprintf(stderr, "sparkbench batched run: timeouts must be positive\n")
-		return 2
+	toolArgs, code := toolArgsAfterDash(fs, args[1:], "batched run", "llama-batched-bench", "-m model.gguf -npp 512 -ntg 32 -npl 1,2,4", idle, total, stderr)
+	if code >= 0 {
+		return code
 	}
 	// Refuse bad input before the notebook is created or touched.
 	if err := batchedrun.Check(toolArgs); err != nil {

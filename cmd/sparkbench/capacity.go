@@ -16,7 +16,7 @@ import (
 	"sparkbench/runner/fsread"
 )
 
-const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] --output study.json"
+const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] [--batched CANDIDATE=FILE…] --output study.json"
 
 // cmdCapacity is `sparkbench capacity validate|assemble`: capacity and concurrency studies
 // (docs/capacity.md). Exit 0 ok, 2 bad input (one line naming the file or flag and the fix),
@@ -93,12 +93,13 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("capacity assemble", stderr)
 	planFile := fs.String("plan", "", "the capacity or concurrency plan (JSON)")
 	output := fs.String("output", "", "where to write study.json")
-	var requests, rss, logs, quality, benchTG multiFlag
+	var requests, rss, logs, quality, benchTG, batched multiFlag
 	fs.Var(&requests, "requests", "PASS/CANDIDATE/pP=FILE: request records of one server lifetime (repeat)")
 	fs.Var(&rss, "rss", "PASS/CANDIDATE/pP=FILE: GNU time -v output or {\"vmhwm_kib\": N} (repeat)")
 	fs.Var(&logs, "server-log", "PASS/CANDIDATE/pP=FILE: llama-server's log (repeat)")
 	fs.Var(&quality, "quality", "CANDIDATE/pP=FILE: quality-guard evidence (repeat)")
 	fs.Var(&benchTG, "bench-tg", "CANDIDATE=T: llama-bench tg (t/s) for the serving tax (repeat)")
+	fs.Var(&batched, "batched", "CANDIDATE=FILE: llama-batched-bench output (md or jsonl) of the same model, for the server tax (repeat)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -175,6 +176,9 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 		}
 		in.BenchTG[id] = x
 	}
+	if in.Batched, err = capacityBatchedInputs(batched); err != nil {
+		return bad("%v", err)
+	}
 	res, err := capacity.Assemble(plan, in)
 	if err != nil {
 		var ie *capacity.InputError
@@ -206,6 +210,29 @@ func capacityKeyFile(flag, v string) (key, path string, err error) {
 	return key, path, nil
 }
 
+// capacityBatchedInputs reads the --batched CANDIDATE=FILE values (nil when none).
+func capacityBatchedInputs(vals []string) (map[string]capacity.InputFile, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := map[string]capacity.InputFile{}
+	for _, v := range vals {
+		id, path, ok := strings.Cut(v, "=")
+		if !ok || id == "" || path == "" {
+			return nil, fmt.Errorf("%s %q: want CANDIDATE=FILE, a llama-batched-bench output, e.g. %s q8-generic=batched.md", capacity.FlagBatched, v, capacity.FlagBatched)
+		}
+		if _, dup := out[id]; dup {
+			return nil, fmt.Errorf("%s %s is given twice; give one llama-batched-bench file per candidate", capacity.FlagBatched, id)
+		}
+		f, err := capacityReadInput(capacity.FlagBatched, id, path)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = f
+	}
+	return out, nil
+}
+
 func capacityReadInput(flag, key, path string) (capacity.InputFile, error) {
 	data, err := fsread.ReadFile(path, 1<<30, flag+" "+key)
 	if err != nil {
@@ -232,6 +259,11 @@ func printSelections(w io.Writer, res *capacity.Result) {
 			fprintf(w, "  %-24s selected P%d/C%d  %.2f tok/s  %s  (%d of %d cells rejected)\n", c.ID, s.Slots, s.Clients, s.GenerationRate, gain, rejected, len(c.Cells))
 		} else {
 			fprintf(w, "  %-24s no point selected: %s (%d of %d cells rejected)\n", c.ID, c.SelectionNote, rejected, len(c.Cells))
+		}
+	}
+	for _, c := range res.Candidates {
+		if c.ServerTax != nil {
+			fprintf(w, "  %s\n", capacity.ServerTaxLine(c.ID, c.ServerTax))
 		}
 	}
 	for _, v := range res.Verdicts {

@@ -20,7 +20,7 @@ import (
 	"sparkbench/runner/llamacpp"
 )
 
-const capacityRunUsage = "capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json]"
+const capacityRunUsage = "capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--batched CANDIDATE=FILE…] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json]"
 
 // capacityRunOpts are the flags of `capacity run`: one set, whether the argument is a study
 // id or name (through the notebook) or a plan file (notebook-free unless --notebook).
@@ -28,6 +28,8 @@ type capacityRunOpts struct {
 	notebook, llamaDir, out, resume, qualityCases string
 	fresh, asJSON                                 bool
 	startTimeout, reqTimeout, grace               time.Duration
+	batchedFlag                                   multiFlag
+	batched                                       map[string]string // candidate → llama-batched-bench output
 }
 
 func capacityRunFlags(stderr io.Writer) (*flag.FlagSet, *capacityRunOpts) {
@@ -39,6 +41,7 @@ func capacityRunFlags(stderr io.Writer) (*flag.FlagSet, *capacityRunOpts) {
 	fs.StringVar(&o.resume, "resume", "", "notebook-free PLAN run: resume the stopped, halted, killed or incomplete run of this plan in this run folder (its finished server lifetimes are kept); a study resumes its last run folder by itself")
 	fs.BoolVar(&o.fresh, "fresh", false, "start a new run folder instead of resuming the study's last run (that folder stays as it is); a notebook-free PLAN run always starts a new one unless --resume")
 	fs.StringVar(&o.qualityCases, "quality-cases", "", "the quality guard's case list (sparkbench.quality-cases/v1); required when the plan has a quality gate and no quality_cases")
+	fs.Var(&o.batchedFlag, "batched", "CANDIDATE=FILE: llama-batched-bench output (md or jsonl) of the candidate's model, for the server tax; copied into the run folder (repeat)")
 	fs.DurationVar(&o.startTimeout, "start-timeout", 0, "per server start, until /health answers 200 (default 5m)")
 	fs.DurationVar(&o.reqTimeout, "request-timeout", 0, "per request, send to final event (default 5m)")
 	fs.DurationVar(&o.grace, "grace", 0, "SIGTERM to SIGKILL when a server is stopped (default 5s)")
@@ -71,6 +74,19 @@ func capacityRunCommand(args []string, stdout, stderr io.Writer) int {
 		return bad("give --out (a new run folder) or --resume (an existing one), not both")
 	case o.fresh && o.resume != "":
 		return bad("--fresh starts a new run folder and --resume continues one: give one of them")
+	}
+	for _, v := range o.batchedFlag {
+		id, path, ok := strings.Cut(v, "=")
+		if !ok || id == "" || path == "" {
+			return bad("%s %q: want CANDIDATE=FILE, a llama-batched-bench output, e.g. %s q8-generic=batched.md", capacity.FlagBatched, v, capacity.FlagBatched)
+		}
+		if o.batched == nil {
+			o.batched = map[string]string{}
+		}
+		if _, dup := o.batched[id]; dup {
+			return bad("%s %s is given twice; give one llama-batched-bench file per candidate", capacity.FlagBatched, id)
+		}
+		o.batched[id] = path
 	}
 	if o.notebook != "" || capacityRunsInNotebook(args) {
 		if o.resume != "" {
@@ -125,7 +141,7 @@ func capacityRun(o *capacityRunOpts, planFile string, stdout, stderr io.Writer) 
 		build = nil
 	}
 	run := caprun.StartRun(context.Background(), caprun.RunSpec{PlanFile: planFile, Plan: plan, Server: loc.Server,
-		OutDir: *out, Resume: *resume != "", Build: build, StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace, QualityCases: o.qualityCases,
+		OutDir: *out, Resume: *resume != "", Build: build, StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace, QualityCases: o.qualityCases, Batched: o.batched,
 		Hash: func(path string) (string, error) { return hashing.File(ctx, path, nil) }})
 	go func() {
 		<-ctx.Done()

@@ -119,7 +119,7 @@ func capacityStudyRun(o *capacityRunOpts, ref string, stdout, stderr io.Writer) 
 	}
 	enc := json.NewEncoder(stdout)
 	sum, st, err := workbench.RunCapacity(ctx, nb, workbench.CapacityRunRequest{ID: id, LlamaDir: *llamaDir, Out: *out, Fresh: *fresh,
-		StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace, QualityCases: o.qualityCases,
+		StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace, QualityCases: o.qualityCases, Batched: o.batched,
 		Warn: func(msg string) { fprintf(stderr, "sparkbench capacity run: %s\n", msg) }, Hash: hashShow(stderr),
 		OnEvent: func(ev capacity.RunEvent) {
 			if *asJSON {
@@ -166,6 +166,11 @@ func capacityStudyRun(o *capacityRunOpts, ref string, stdout, stderr io.Writer) 
 	if sum.Report != nil && sum.Report.Result != nil {
 		for _, sp := range capacityShowSelected(sum.Report.Result) {
 			fprintf(info, "  %s\n", sp)
+		}
+		for _, c := range sum.Report.Result.Candidates {
+			if c.ServerTax != nil {
+				fprintf(info, "  %s\n", capacity.ServerTaxLine(c.ID, c.ServerTax))
+			}
 		}
 	}
 	for _, v := range sum.Verdicts {

@@ -35,6 +35,7 @@ func baseCommands() []command {
 		{"doctor", "doctor [--llama-dir D] [--models DIR]... [--notebook P]", "check llama.cpp, models, notebook and display; print each fix", cmdDoctor},
 		{"model", "model inspect FILE [--json] | model verify FILE [--expect SHA256]", "GGUF metadata and tensor table; streamed SHA-256 (cached in the notebook) against the published hash", cmdModel},
 		{"leg", "leg run [--llama-dir D] [--idle-timeout DUR] [--timeout DUR] [--json] -- <llama-bench args>", "run one llama-bench leg through the runner, results as they arrive", cmdLeg},
+		{"fit", fitUsage, "the largest -ngl that fits the devices' memory (llama-fit-params), and an ngl sweep up to it for a plan", cmdFit},
 		{"log", logUsage, "what a llama.cpp log says: devices, layers offloaded, memory per device, generation timings", cmdLog},
 		{"batched", batchedUsage, "run one llama-batched-bench leg through the runner, rows into the notebook as they arrive", cmdBatched},
 		{"notebook", "notebook verify|path|stats [--expect-head H] [--notebook P]", "check the lab notebook's hash chain (and that it still reaches the last head seen); where it is; what it holds", cmdNotebook},

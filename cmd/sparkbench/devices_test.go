@@ -19,6 +19,7 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/charts"
 	"sparkbench/app/study"
+	"sparkbench/runner"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
@@ -100,16 +101,9 @@ func TestDeviceStudyCPUAndVulkan(t *testing.T) {
 		!strings.Contains(out, "-dev "+dev) {
 		t.Fatalf("validate: %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, errOut = runCLI("study", "register", file, "--notebook", nb)
-	if code != 0 {
-		t.Fatalf("register: %d\n%s\n%s", code, out, errOut)
-	}
-	id := registeredID(t, out)
-	code, out, errOut = runCLI("study", "run", id, "--notebook", nb)
-	if code != 0 {
-		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
-	}
+	id := registerAndRun(t, nb, file, "", true)
 	rep := showJSON(t, id, nb)
+	skipIfCVFlagged(t, rep)
 	cells := map[string]float64{}
 	for _, c := range rep.Results {
 		cells[fmt.Sprintf("%s d%d %s", c.Test, c.Depth, c.Config)] = c.Mean
@@ -237,6 +231,9 @@ func TestCapacityDeviceMemoryGate(t *testing.T) {
 			cand("tiny-cpu", tiny, `"-t", "1", "-lv", "4", "-ngl", "0"`),
 		}, ",\n"), `, "max_device_mib": 32`)
 
+	if !strings.Contains(res.Definitions["device_memory_gate"], "peak_device_mib_above_maximum") {
+		t.Errorf("the study does not define its device memory gate: %q", res.Definitions["device_memory_gate"])
+	}
 	ok := capacityCell(t, res, "tiny-vk")
 	if !ok.Passed || ok.PeakDeviceMiB == nil || *ok.PeakDeviceMiB <= 0 || *ok.PeakDeviceMiB > 32 {
 		t.Errorf("tiny-vk: passed %v, peak device %s MiB, failures %v", ok.Passed, fmtPtr(ok.PeakDeviceMiB), ok.Failures)
@@ -359,7 +356,7 @@ func TestRPCLegOverLoopback(t *testing.T) {
 	plan := fmt.Sprintf(`{
   "schema": "sparkbench.throughput/v1", "name": "rpc vs local",
   "models": [{"id": "tiny", "path": %q, "sha256": %q}],
-  "axes": {"depths": [0], "n_prompt": [32], "n_gen": [8], "reps": 2, "threads": [1], "ngl": [99],
+  "axes": {"depths": [0], "n_prompt": [128], "n_gen": [32], "reps": 3, "threads": [1], "ngl": [99],
            "devices": ["none", "RPC0"], "rpc": [%q]},
   "split": "combined",
   "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1},
@@ -368,15 +365,9 @@ func TestRPCLegOverLoopback(t *testing.T) {
 }`, tiny, "051f36703c755992aa490c43c53f5fbe1dc59fd3aa00ab436f0cedb2df135354", ep)
 	file := filepath.Join(dir, "rpc.json")
 	os.WriteFile(file, []byte(plan), 0o644)
-	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
-	if code != 0 {
-		t.Fatalf("register: %d\n%s\n%s", code, out, errOut)
-	}
-	id := registeredID(t, out)
-	if code, out, errOut = runCLI("study", "run", id, "--notebook", nb); code != 0 {
-		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
-	}
+	id := registerAndRun(t, nb, file, "", true)
 	rep := showJSON(t, id, nb)
+	skipIfCVFlagged(t, rep)
 	rpcCells := 0
 	for _, c := range rep.Results {
 		if strings.Contains(c.Config, "dev-RPC0") {
@@ -387,7 +378,7 @@ func TestRPCLegOverLoopback(t *testing.T) {
 		}
 	}
 	if rpcCells != 2 {
-		t.Errorf("%d RPC cells, want 2 (pp32, tg8)", rpcCells)
+		t.Errorf("%d RPC cells, want 2 (pp128, tg32)", rpcCells)
 	}
 	n, err := store.Open(nb)
 	if err != nil {
@@ -412,19 +403,19 @@ func TestRPCLegOverLoopback(t *testing.T) {
 	}
 	var ratio *study.ReportFigure
 	for i, f := range rep.Figures {
-		if f.Figure == study.FigureDeviceRatio && f.Selector.Test == "tg8" {
+		if f.Figure == study.FigureDeviceRatio && f.Selector.Test == "tg32" {
 			ratio = &rep.Figures[i]
 		}
 	}
 	if ratio == nil || ratio.Value == nil || *ratio.Value <= 0 || len(ratio.Sources) != 2 {
-		t.Fatalf("no tg8 RPC0/none ratio among the figures: %+v", rep.Figures)
+		t.Fatalf("no tg32 RPC0/none ratio among the figures: %+v", rep.Figures)
 	}
 	if len(rep.Scoreboard) != 1 || rep.Scoreboard[0].Verdict.Outcome != study.Answered {
 		t.Errorf("P1: %+v", rep.Scoreboard)
 	} else if v := rep.Scoreboard[0].Verdict.Value; v == nil || *v != *ratio.Value {
 		t.Errorf("P1 answered %v, the figure says %v", v, *ratio.Value)
 	}
-	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, "device_ratio tg8 @ d0 of tiny RPC0 / none") {
+	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, "device_ratio tg32 @ d0 of tiny RPC0 / none") {
 		t.Errorf("show: %d\n%s\n%s", code, out, errOut)
 	}
 }
@@ -537,23 +528,17 @@ func TestNGLSweepOnVulkan(t *testing.T) {
   "schema": "sparkbench.throughput/v1", "name": "ngl sweep",
   "build": {"env": {"GGML_VK_VISIBLE_DEVICES": "0"}},
   "models": [{"id": "tiny", "path": %q, "sha256": "051f36703c755992aa490c43c53f5fbe1dc59fd3aa00ab436f0cedb2df135354"}],
-  "axes": {"depths": [0], "n_prompt": [16], "n_gen": [4], "reps": 2, "threads": [1], "ngl": [0, 1, 2, 3], "devices": [%q]},
+  "axes": {"depths": [0], "n_prompt": [32], "n_gen": [8], "reps": 3, "threads": [1], "ngl": [0, 1, 2, 3], "devices": [%q]},
   "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1}
 }`, tiny, dev)
 	file := filepath.Join(dir, "ngl.json")
 	os.WriteFile(file, []byte(plan), 0o644)
-	code, out, errOut := runCLI("study", "register", file, "--notebook", nb)
-	if code != 0 {
-		t.Fatalf("register: %d\n%s\n%s", code, out, errOut)
-	}
-	id := registeredID(t, out)
-	if code, out, errOut = runCLI("study", "run", id, "--notebook", nb); code != 0 {
-		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
-	}
+	id := registerAndRun(t, nb, file, "", true)
 	rep := showJSON(t, id, nb)
+	skipIfCVFlagged(t, rep)
 	tg := map[int]string{}
 	for _, c := range rep.Results {
-		if c.Test != "tg4" {
+		if c.Test != "tg8" {
 			continue
 		}
 		m := regexp.MustCompile(`\bngl(\d+)\b`).FindStringSubmatch(c.Config)
@@ -581,5 +566,70 @@ func TestNGLSweepOnVulkan(t *testing.T) {
 	}
 	if code, out, errOut := runCLI("verify", bundle); code != 0 {
 		t.Fatalf("verify: %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestFitFindsTheLargestFittingNGL: llama-fit-params on the Vulkan device (2048 MiB) with the
+// medium model (8 layers, 48 MiB): a margin that leaves room for every layer fits them all,
+// tighter margins fit fewer layers, never more, and the suggested sweep ends at the fit.
+func TestFitFindsTheLargestFittingNGL(t *testing.T) {
+	vulkanDevice(t)
+	medium := llamatest.Model(t, "medium-llama-f16.gguf")
+	fit := func(margin int) fitReport {
+		t.Helper()
+		code, out, errOut := runCLI("fit", medium, "--env", vkEnv, "--margin", fmt.Sprint(margin), "--ctx", "512", "--json")
+		var r fitReport
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+			t.Fatalf("fit --margin %d: %d\n%s\n%s", margin, code, out, errOut)
+		}
+		return r
+	}
+	all := fit(0)
+	if all.NGL != -1 || all.Layers != 8 || all.Ctx != 512 || all.Sweep[len(all.Sweep)-1] != 8 {
+		t.Errorf("margin 0: %+v (want every layer, sweep to 8)", all)
+	}
+	prev := 8
+	for _, m := range []int{2000, 2020, 2040} {
+		r := fit(m)
+		if r.NGL < 0 || r.NGL > prev || r.Sweep[len(r.Sweep)-1] != r.NGL || r.Sweep[0] != 0 {
+			t.Errorf("margin %d: ngl %d (previous %d), sweep %v", m, r.NGL, prev, r.Sweep)
+		}
+		prev = r.NGL
+	}
+	if prev >= 8 {
+		t.Errorf("a 2040 MiB margin of a 2048 MiB device still fits %d layers", prev)
+	}
+	for _, bad := range [][]string{
+		{"fit", filepath.Join(t.TempDir(), "absent.gguf")},
+		{"fit", medium, "--env", "LD_PRELOAD=x"},
+		{"fit", medium, "--margin", "-1"},
+	} {
+		if code, _, _ := runCLI(bad...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", bad, code)
+		}
+	}
+}
+
+func TestFitSweep(t *testing.T) {
+	for _, tc := range []struct {
+		fit, layers int
+		want        string
+	}{{5, 8, "[0 1 2 3 5]"}, {-1, 8, "[0 2 4 6 8]"}, {2, 8, "[0 1 2]"}, {0, 8, "[0]"}, {-1, 0, "[0 -1]"}, {48, 48, "[0 12 24 36 48]"}} {
+		if got := fmt.Sprint(fitSweep(tc.fit, tc.layers)); got != tc.want {
+			t.Errorf("fitSweep(%d, %d) = %s, want %s", tc.fit, tc.layers, got, tc.want)
+		}
+	}
+}
+
+// skipIfCVFlagged skips a device test whose leg the CV gate flagged: under a loaded CI machine
+// a test of a few milliseconds can vary past even a 100% gate, and that leg then ends with
+// fewer results, which these tests cannot tell from a bug. A leg the device gate flagged is
+// not skipped: that is what the tests are about.
+func skipIfCVFlagged(t *testing.T, rep *study.Report) {
+	t.Helper()
+	for _, l := range rep.Legs {
+		if l.Class == string(runner.ClassFlagged) && !strings.Contains(l.Reason, "device:") {
+			t.Skipf("leg %s was flagged by the CV gate (the machine is too busy for this test's timings): %s", l.Label, l.Reason)
+		}
 	}
 }

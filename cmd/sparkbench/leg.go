@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,36 +37,9 @@ func cmdLeg(args []string, stdout, stderr io.Writer) int {
 	noGate := fs.Bool("no-cv-gate", false, "do not flag and halt the leg when a test's CV is above the gate (tg 5%, pp 5%, pp at depth 10%)")
 	transcriptPath := fs.String("transcript", "", "write llama-bench's verbatim pty output to FILE")
 	progress := fs.Bool("progress", false, "add llama-bench's --progress (its lines fall inside the timed region: a few % slower on small models)")
-	rest := args[1:]
-	dash := -1
-	for i, a := range rest {
-		if a == "--" {
-			dash = i
-			break
-		}
-	}
-	if dash < 0 {
-		if err := fs.Parse(rest); err != nil {
-			return usageError(err)
-		}
-		fprintf(stderr, "sparkbench leg run: put llama-bench's arguments after --, e.g. sparkbench leg run -- -m model.gguf -p 512 -n 128\n")
-		return 2
-	}
-	if err := fs.Parse(rest[:dash]); err != nil {
-		return usageError(err)
-	}
-	if fs.NArg() > 0 {
-		fprintf(stderr, "sparkbench leg run: unexpected %q before --; llama-bench's arguments go after --\n", fs.Arg(0))
-		return 2
-	}
-	benchArgs := rest[dash+1:]
-	if len(benchArgs) == 0 {
-		fprintf(stderr, "sparkbench leg run: no llama-bench arguments after --, e.g. -- -m model.gguf -p 512 -n 128\n")
-		return 2
-	}
-	if *idle < 0 || *total < 0 {
-		fprintf(stderr, "sparkbench leg run: timeouts must be positive\n")
-		return 2
+	benchArgs, code := toolArgsAfterDash(fs, args[1:], "leg run", "llama-bench", "-m model.gguf -p 512 -n 128", idle, total, stderr)
+	if code >= 0 {
+		return code
 	}
 	if err := runner.ValidateBenchArgs(benchArgs); err != nil {
 		fprintf(stderr, "sparkbench leg run: %v\n", err)
@@ -112,7 +87,7 @@ func cmdLeg(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	res := leg.Result()
-	code := 0
+	code = 0
 	if res.Exit.Class != runner.ClassOK {
 		code = 1
 	}
@@ -176,4 +151,36 @@ func describeFingerprint(fp *runner.Fingerprint) string {
 		s += "; not read: " + strings.Join(fp.Errors, "; ")
 	}
 	return s
+}
+
+// toolArgsAfterDash parses a run verb's own flags (before --) and returns the tool's arguments
+// (after --), or the exit code of a usage error already printed: no --, a stray argument
+// before it, nothing after it, a negative timeout. verb is e.g. "leg run", tool "llama-bench",
+// example its arguments in the messages.
+func toolArgsAfterDash(fs *flag.FlagSet, rest []string, verb, tool, example string, idle, total *time.Duration, stderr io.Writer) ([]string, int) {
+	dash := slices.Index(rest, "--")
+	if dash < 0 {
+		if err := fs.Parse(rest); err != nil {
+			return nil, usageError(err)
+		}
+		fprintf(stderr, "sparkbench %s: put %s's arguments after --, e.g. sparkbench %s -- %s\n", verb, tool, verb, example)
+		return nil, 2
+	}
+	if err := fs.Parse(rest[:dash]); err != nil {
+		return nil, usageError(err)
+	}
+	if fs.NArg() > 0 {
+		fprintf(stderr, "sparkbench %s: unexpected %q before --; %s's arguments go after --\n", verb, fs.Arg(0), tool)
+		return nil, 2
+	}
+	args := rest[dash+1:]
+	if len(args) == 0 {
+		fprintf(stderr, "sparkbench %s: no %s arguments after --, e.g. -- %s\n", verb, tool, example)
+		return nil, 2
+	}
+	if *idle < 0 || *total < 0 {
+		fprintf(stderr, "sparkbench %s: timeouts must be positive\n", verb)
+		return nil, 2
+	}
+	return args, -1
 }

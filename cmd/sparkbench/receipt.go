@@ -14,7 +14,7 @@ import (
 	"sparkbench/store"
 )
 
-const receiptUsage = "receipt STUDY --out DIR|FILE.tar.gz [--no-redact] | receipt --capacity-run DIR --out DIR|FILE.tar.gz [--prompt-plan FILE] [--bench-tg C=T…] [--no-redact]"
+const receiptUsage = "receipt STUDY --out DIR|FILE.tar.gz [--no-redact] | receipt --capacity-run DIR --out DIR|FILE.tar.gz [--prompt-plan FILE] [--bench-tg C=T…] [--batched C=FILE…] [--no-redact]"
 
 // cmdReceipt writes a study's receipt bundle (docs/receipts.md): its raw files, receipt.md,
 // study.json, plots and SHA256SUMS, into a new folder or a .tar.gz. A throughput study comes
@@ -35,8 +35,9 @@ func cmdReceiptCtx(parent context.Context, args []string, stdout, stderr io.Writ
 	noRedact := fs.Bool("no-redact", false, "keep home-folder paths as recorded (default: written as ~)")
 	capRun := fs.String("capacity-run", "", "a capacity run folder (plan.json, runs/PASS/CANDIDATE/pP/…) instead of a notebook study")
 	promptPlan := fs.String("prompt-plan", "", "the prompt plan file, when the run folder has no copy of it (capacity only)")
-	var benchTG multiFlag
+	var benchTG, batched multiFlag
 	fs.Var(&benchTG, "bench-tg", "CANDIDATE=T: llama-bench tg (t/s) for the serving tax of a capacity study (repeat)")
+	fs.Var(&batched, "batched", "CANDIDATE=FILE: llama-batched-bench output for the server tax of a capacity run folder (repeat; the folder's batched/CANDIDATE.txt is taken without it)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -68,6 +69,19 @@ func cmdReceiptCtx(parent context.Context, args []string, stdout, stderr io.Writ
 		for _, v := range benchTG {
 			req.BenchTG[v] = 0
 		}
+	}
+	for _, v := range batched {
+		id, path, ok := strings.Cut(v, "=")
+		if !ok || id == "" || path == "" {
+			return bad("--batched %q: want CANDIDATE=FILE, a llama-batched-bench output, e.g. q8-generic=batched.md", v)
+		}
+		if _, dup := req.Batched[id]; dup {
+			return bad("--batched %s is given twice; give one llama-batched-bench file per candidate", id)
+		}
+		if req.Batched == nil {
+			req.Batched = map[string]string{}
+		}
+		req.Batched[id] = path
 	}
 	if err := req.Check(); err != nil {
 		return fail(err)

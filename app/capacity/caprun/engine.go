@@ -30,6 +30,8 @@ type Engine struct {
 	DataDir                             string
 	StartTimeout, RequestTimeout, Grace time.Duration
 	QualityCases                        string
+	// Batched is candidate ID -> llama-batched-bench output, for the server tax (RunSpec.Batched).
+	Batched map[string]string
 	// Fresh never resumes: Run starts a new run folder even when the study's last run folder
 	// could be resumed.
 	Fresh bool
@@ -133,7 +135,7 @@ func (e *Engine) runInto(ctx context.Context, st capacity.StoredStudy, p *capaci
 	sum := &capacity.RunSummary{StudyID: id, RunDir: outDir, Verdicts: []study.Verdict{}, NotResumed: notResumed}
 	runStart := time.Now()
 	run := StartRun(ctx, RunSpec{PlanFile: planFile, Plan: p, Server: e.Server, OutDir: outDir, Resume: resume, Env: e.Env, Build: e.Build,
-		StartTimeout: e.StartTimeout, RequestTimeout: e.RequestTimeout, Grace: e.Grace, Hash: e.Hash, QualityCases: e.QualityCases})
+		StartTimeout: e.StartTimeout, RequestTimeout: e.RequestTimeout, Grace: e.Grace, Hash: e.Hash, QualityCases: e.QualityCases, Batched: e.Batched})
 	rr := &runRecorder{e: e, ctx: context.WithoutCancel(ctx), study: id, plan: p, out: outDir, start: runStart,
 		origins: map[string]time.Time{}, legs: map[string]int64{}, sinks: map[string]capacity.LegSink{}, attempts: map[string]int{}}
 	for _, l := range legs {

@@ -3,8 +3,10 @@ package caprun
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"sparkbench/runner"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/evq"
+	"sparkbench/runner/fsread"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/loadgen"
 	"sparkbench/runner/quality"
@@ -51,6 +54,11 @@ type RunSpec struct {
 	// fresh server per (candidate, P). The plan format has no field for it yet, so its
 	// SHA-256 is recorded in run.json, not in the plan's identity.
 	QualityCases string
+	// Batched is candidate ID -> a llama-batched-bench output file of the same model and
+	// build, for the server tax: each is checked before anything runs (capacity.ReadBatched)
+	// and copied into the run folder as batched/ID.txt, where the assembly (and a resumed run,
+	// and the receipt) finds it.
+	Batched map[string]string
 }
 
 // SchemaRun identifies run.json.
@@ -165,6 +173,9 @@ func (r *Run) run() (*capacity.RunReport, error) {
 		}
 		rep.Resumes = append(rep.Resumes, kept.info)
 	} else if err := os.WriteFile(filepath.Join(spec.OutDir, capacity.RunPlanFile), in.planBytes, 0o644); err != nil {
+		return rep, err
+	}
+	if err := writeBatched(spec.OutDir, in.batched); err != nil {
 		return rep, err
 	}
 	// run.json is written now (the kept lifetimes and guards from the start), after every
@@ -338,6 +349,7 @@ type runInputs struct {
 	planDir                  string
 	cases                    *quality.Cases
 	casesSHA, promptSHA, sha string
+	batched                  map[string][]byte // checked llama-batched-bench files, by candidate
 	prompts                  *loadgen.PromptPlan
 }
 
@@ -379,6 +391,10 @@ func (r *Run) inputs() (*runInputs, error) {
 			return nil, capacity.Refuse("the quality case list %s hashes to %s, the plan freezes %s: it changed since the plan was written; restore it or write a new plan", spec.QualityCases, casesSHA, q.SHA256)
 		}
 	}
+	batched, err := readBatchedSpec(p, spec.Batched)
+	if err != nil {
+		return nil, err
+	}
 	prompts, promptSHA, err := loadgen.LoadPromptPlan(study.ResolvePath(planDir, p.PromptPlan.Path), p.PromptPlan.SHA256)
 	if err != nil {
 		return nil, capacity.Refuse("%v", err)
@@ -387,7 +403,8 @@ func (r *Run) inputs() (*runInputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runInputs{plan: p, planBytes: planBytes, planDir: planDir, cases: cases, casesSHA: casesSHA, promptSHA: promptSHA, sha: sha, prompts: prompts}, nil
+	return &runInputs{plan: p, planBytes: planBytes, planDir: planDir, cases: cases, casesSHA: casesSHA, promptSHA: promptSHA, sha: sha, prompts: prompts,
+		batched: batched}, nil
 }
 
 // initProgress sets the progress a run starts from: the schedule's lifetimes, cells and guards,
@@ -462,6 +479,9 @@ func assembleArgs(out string, sched []capacity.Lifetime, guards []guardRun) []st
 	for _, g := range guards {
 		args = append(args, capacity.FlagQuality, g.key.String()+"="+filepath.Join(out, guardDir(g.key), capacity.RunQualityFile))
 	}
+	for _, id := range batchedInFolder(out, sched) {
+		args = append(args, capacity.FlagBatched, id+"="+filepath.Join(out, filepath.FromSlash(capacity.RunBatchedFile(id))))
+	}
 	return append(args, "--output", filepath.Join(out, capacity.RunStudyFile))
 }
 
@@ -497,10 +517,79 @@ func assembleRun(out string, sched []capacity.Lifetime, guards []guardRun) (capa
 			f.files[lt.Key] = capacity.InputFile{Name: path, Data: data}
 		}
 	}
+	for _, id := range batchedInFolder(out, sched) {
+		path := filepath.Join(out, filepath.FromSlash(capacity.RunBatchedFile(id)))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return capacity.Result{}, nil, &capacity.InputError{Flag: capacity.FlagBatched, Key: id, Err: err}
+		}
+		if in.Batched == nil {
+			in.Batched = map[string]capacity.InputFile{}
+		}
+		in.Batched[id] = capacity.InputFile{Name: path, Data: data}
+	}
 	res, err := capacity.Assemble(plan, in)
 	if err != nil {
 		return capacity.Result{}, nil, err
 	}
 	data, err := res.Marshal()
 	return res, data, err
+}
+
+// readBatchedSpec reads and checks the run's llama-batched-bench files before anything runs:
+// a candidate of the plan, a file that parses with one PP and one TG.
+func readBatchedSpec(p *capacity.Plan, files map[string]string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, id := range slices.Sorted(maps.Keys(files)) {
+		path := files[id]
+		if _, ok := p.Candidate(id); !ok {
+			ids := make([]string, len(p.Candidates))
+			for i, c := range p.Candidates {
+				ids[i] = c.ID
+			}
+			return nil, capacity.Refuse("%s %s: not a candidate of this plan (%s)", capacity.FlagBatched, id, strings.Join(ids, ", "))
+		}
+		data, err := fsread.ReadFile(path, maxBatchedBytes, capacity.FlagBatched+" "+id)
+		if err != nil {
+			return nil, capacity.Refuse("%s %s: %v", capacity.FlagBatched, id, err)
+		}
+		if _, _, err := capacity.ReadBatched(path, data); err != nil {
+			return nil, capacity.Refuse("%s %s: %v", capacity.FlagBatched, id, err)
+		}
+		out[id] = data
+	}
+	return out, nil
+}
+
+// maxBatchedBytes bounds a llama-batched-bench output file (a few KiB in practice).
+const maxBatchedBytes = 64 << 20
+
+// writeBatched copies the checked llama-batched-bench files into the run folder.
+func writeBatched(out string, batched map[string][]byte) error {
+	for _, id := range slices.Sorted(maps.Keys(batched)) {
+		path := filepath.Join(out, filepath.FromSlash(capacity.RunBatchedFile(id)))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(path, batched[id], 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// batchedInFolder lists the candidates (in plan order) whose llama-batched-bench file is in
+// the run folder.
+func batchedInFolder(out string, sched []capacity.Lifetime) []string {
+	var ids []string
+	for _, lt := range sched {
+		id := lt.Key.Candidate
+		if slices.Contains(ids, id) {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(out, filepath.FromSlash(capacity.RunBatchedFile(id)))); err == nil && st.Mode().IsRegular() {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
