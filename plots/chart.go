@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+
 	"sparkbench/runner/jsonlex"
 )
 

@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
+
 	"sparkbench/app/charts"
 	"sparkbench/app/kinds"
 	"sparkbench/app/study"

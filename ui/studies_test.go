@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2/test"
+
 	"sparkbench/app/study"
 	"sparkbench/runner"
 	"sparkbench/runner/benchfmt"

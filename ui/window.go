@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/widget"
+
 	"sparkbench/app"
 	"sparkbench/app/capacity"
 	"sparkbench/app/kinds"

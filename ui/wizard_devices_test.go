@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2/test"
+
 	"sparkbench/app"
 	"sparkbench/app/study"
 	"sparkbench/runner/llamacpp"

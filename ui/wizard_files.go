@@ -10,6 +10,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
+
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
 )

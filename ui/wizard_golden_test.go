@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"fyne.io/fyne/v2/test"
+
 	"sparkbench/app"
 	"sparkbench/app/study"
 )

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
+
 	"sparkbench/app"
 	"sparkbench/app/study"
 	"sparkbench/runner/llamacpp"

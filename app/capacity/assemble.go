@@ -7,6 +7,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sparkbench/runner/devlog"
+	"sparkbench/runner/vocab"
 	"strconv"
 	"strings"
 
@@ -14,8 +16,6 @@ import (
 	"sparkbench/app/canon"
 	"sparkbench/app/kinds"
 	"sparkbench/app/study"
-	"sparkbench/runner/devlog"
-	"sparkbench/runner/vocab"
 )
 
 // InputFile is one raw file: Name (its path) appears in error messages only, never in the

@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
+
 	"sparkbench/app"
 	"sparkbench/app/study"
 	"sparkbench/runner/llamatest"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sparkbench/runner/fsread"
 	"strings"
 
 	"sparkbench/app/capacity"
@@ -14,7 +15,6 @@ import (
 	"sparkbench/plots"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/benchfmt"
-	"sparkbench/runner/fsread"
 	"sparkbench/store"
 )
 
