@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/kinds"
@@ -18,10 +20,59 @@ import (
 func init() {
 	RegisterKind(Kind{Names: []string{kinds.Throughput}, Default: true, Find: FindThroughput,
 		CacheWarning: "warning: the model hashes were not cached",
-		Register:     registerThroughputKind, Run: runThroughputKind, Show: showThroughputKind, Receipt: throughputStudyFiles})
+		Validate:     validateThroughputKind, Register: registerThroughputKind, Run: runThroughputKind, Show: showThroughputKind,
+		Receipt: throughputStudyFiles})
 	RegisterKind(Kind{Names: []string{kinds.Capacity, kinds.Concurrency}, Verb: "capacity", Default: true, Find: FindCapacity,
 		CacheWarning: "registered, but the model hashes were not cached",
-		Register:     registerCapacityKind, Show: showCapacityKind, Receipt: capacityStudyFiles})
+		Validate:     validateCapacityKind, Register: registerCapacityKind, Show: showCapacityKind, Receipt: capacityStudyFiles})
+}
+
+func validateThroughputKind(ctx context.Context, req PlanCheck) (*Validated, error) {
+	v, err := ValidateThroughput(ctx, req.File, req.Data, req.Hash, req.LlamaDir)
+	if err != nil {
+		return nil, err
+	}
+	out := &Validated{Problems: v.Problems, Valid: v.Valid, Report: v}
+	if v.Valid {
+		out.Lines = []string{fmt.Sprintf("%s: valid throughput plan %q, sha256 %s, %d legs:", req.File, v.Plan.Name, v.SHA256, len(v.Legs))}
+		for _, l := range v.Legs {
+			out.Lines = append(out.Lines, fmt.Sprintf("  %-24s %d rows  llama-bench %s", l.ID, l.ExpectedRows, study.JoinArgs(l.Args)))
+		}
+	}
+	return out, nil
+}
+
+func validateCapacityKind(ctx context.Context, req PlanCheck) (*Validated, error) {
+	v, err := ValidateCapacity(ctx, req.File, req.Hash, req.LlamaDir)
+	if err != nil {
+		return nil, err
+	}
+	out := &Validated{Problems: v.Problems, Valid: v.Valid, Report: v}
+	if v.FlagsNotChecked != nil {
+		out.Warnings = []string{fmt.Sprintf("%s: warning: server_flags not checked against llama-server: %v", req.File, v.FlagsNotChecked)}
+	}
+	if v.Valid {
+		p := v.Plan
+		cells := 0
+		for _, s := range p.Slots {
+			cells += len(p.ClientLevels(s))
+		}
+		out.Lines = []string{fmt.Sprintf("%s: valid %s plan %q, sha256 %s: %d candidates x %d cells x %d passes, %d server lifetimes in run order:",
+			req.File, v.Kind, p.Name, v.SHA256, len(p.Candidates), cells, len(p.Passes), len(v.Lifetimes))}
+		for _, l := range v.Lifetimes {
+			out.Lines = append(out.Lines, fmt.Sprintf("  %-32s clients %-10s llama-server %s", l.Key, joinInts(l.Clients), study.JoinArgs(l.Args)))
+		}
+	}
+	return out, nil
+}
+
+// joinInts is "1,2,4".
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
 
 func registerThroughputKind(ctx context.Context, nb *store.Notebook, file string, data []byte, hash study.HashFunc) (*Registered, error) {

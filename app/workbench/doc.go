@@ -22,7 +22,7 @@
 // *study.RefusedError, study.ErrStopped, study.ErrAmendmentRefused.
 //
 // The built-in kinds register with the registry (builtin_kinds.go) over these calls: throughput
-// registers, runs, shows and exports through Kind (the `study` verbs' default kind), capacity
-// registers, shows and exports (the `capacity` verbs'); `capacity run` and both kinds' plan
-// checks call the typed calls from their own verbs.
+// validates, registers, runs, shows and exports through Kind (the `study` verbs' default kind),
+// capacity validates, registers, shows and exports (the `capacity` verbs'); `capacity run`
+// calls RunCapacity from its own verb.
 package workbench

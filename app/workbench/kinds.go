@@ -26,9 +26,8 @@ import (
 //   - Receipt: its bundle's files, and a receipt.BundleKind that re-derives them.
 //
 // Throughput (the `study` verb's default kind) registers, runs, shows and gives its receipts
-// here, capacity (the `capacity` verb's) registers, shows and gives its receipts
-// (builtin_kinds.go); capacity runs, and both kinds' plan checks, still go through their own
-// CLI verbs. A function left nil is a verb the kind does not take through
+// here, capacity (the `capacity` verb's) validates, registers, shows and gives its receipts
+// (builtin_kinds.go); capacity runs still go through their own CLI verb. A function left nil is a verb the kind does not take through
 // the shared path.
 type Kind struct {
 	// Names are the stored kinds it covers (the capacity kind covers capacity and concurrency).
@@ -46,9 +45,9 @@ type Kind struct {
 	CacheWarning string
 	// PlanSchema is the "schema" of the kind's plan files ("": not registered by file here).
 	PlanSchema string
-	// Validate checks a plan file (its bytes, data) without writing anything; hash nil: the
-	// files it names are not hashed.
-	Validate func(ctx context.Context, file string, data []byte, hash study.HashFunc) (*Validated, error)
+	// Validate checks a plan file (PlanCheck: its bytes, how its files are hashed, the build
+	// it is checked against) without writing anything.
+	Validate func(ctx context.Context, req PlanCheck) (*Validated, error)
 	// Register checks a plan file (its bytes, data) and freezes it into the notebook. hash is
 	// the notebook-cached file hasher.
 	Register func(ctx context.Context, nb *store.Notebook, file string, data []byte, hash study.HashFunc) (*Registered, error)
@@ -60,13 +59,25 @@ type Kind struct {
 	Receipt func(ctx context.Context, nb *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error)
 }
 
+// PlanCheck asks a kind to check a plan file: its name and bytes (nil: not read, the kind
+// says why), the hasher of the files it names (nil: not hashed) and the llama.cpp folder of
+// the build it is checked against ("": the plan's build.dir, else the usual search).
+type PlanCheck struct {
+	File     string
+	Data     []byte
+	Hash     study.HashFunc
+	LlamaDir string
+}
+
 // Validated is a plan file's check: its problems, whether it can be registered, the value
-// --json prints and the lines that describe a valid plan.
+// --json prints, the lines that describe a valid plan, and warnings said first (on stderr, as
+// they are: what could not be checked).
 type Validated struct {
 	Problems []study.Problem
 	Valid    bool
 	Report   any
 	Lines    []string
+	Warnings []string
 }
 
 // Registered is a frozen plan: the study, and the lines that say so. A kind's Register may

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 
 	"sparkbench/app/canon"
 	"sparkbench/app/capacity"
-	"sparkbench/app/study"
 	"sparkbench/app/workbench"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/fsread"
@@ -51,40 +49,6 @@ var capacityKind = cliKind{
 	noHashHelp:   "skip opening and hashing the model and prompt-plan files",
 	llamaDirHelp: "folder holding the llama-server whose --help the candidates' server_flags are checked against (default: the plan's build.dir, then the usual search; none found: a warning)",
 	showJSONHelp: "print the report as JSON",
-	validate:     capacityValidate,
-}
-
-// capacityValidate checks a capacity or concurrency plan: strict JSON, every rule of
-// docs/capacity.md, model and prompt-plan files hashed against the plan (unless --no-hash),
-// server_flags against the build's llama-server --help (a warning when there is none).
-func capacityValidate(ctx context.Context, file string, hash study.HashFunc, llamaDir string, stderr io.Writer) (*planCheck, error) {
-	v, err := workbench.ValidateCapacity(ctx, file, hash, llamaDir)
-	if err != nil {
-		return nil, err
-	}
-	if v.FlagsNotChecked != nil {
-		fprintf(stderr, "%s: warning: server_flags not checked against llama-server: %v\n", file, v.FlagsNotChecked)
-	}
-	p := v.Plan
-	return &planCheck{problems: v.Problems, valid: v.Valid, report: v, summary: func(w io.Writer) {
-		cells := 0
-		for _, s := range p.Slots {
-			cells += len(p.ClientLevels(s))
-		}
-		fprintf(w, "%s: valid %s plan %q, sha256 %s: %d candidates x %d cells x %d passes, %d server lifetimes in run order:\n",
-			file, v.Kind, p.Name, v.SHA256, len(p.Candidates), cells, len(p.Passes), len(v.Lifetimes))
-		for _, l := range v.Lifetimes {
-			fprintf(w, "  %-32s clients %-10s llama-server %s\n", l.Key, capacityJoinInts(l.Clients), study.JoinArgs(l.Args))
-		}
-	}}, nil
-}
-
-func capacityJoinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
 }
 
 // capacityAssemble turns a study's raw files into study.json (canonical JSON, byte-identical

@@ -15,24 +15,13 @@ import (
 	"sparkbench/store"
 )
 
-// cliKind is what the CLI's shared verbs need of one study kind (throughput under `study`,
-// capacity and concurrency under `capacity`): `validate` and `show` are one command each,
-// written once over this table.
+// cliKind is a CLI verb as its shared `validate` and `show` commands see it (`study` and
+// `capacity`): its flags' help. The kinds come from the service layer's registry.
 type cliKind struct {
 	verb         string // "study" or "capacity"
 	noHashHelp   string
 	llamaDirHelp string
 	showJSONHelp string
-	// validate checks a plan file (hash nil: files are not hashed); a load error refuses it.
-	validate func(ctx context.Context, file string, hash study.HashFunc, llamaDir string, stderr io.Writer) (*planCheck, error)
-}
-
-// planCheck is one kind's verdict on a plan file.
-type planCheck struct {
-	problems []study.Problem
-	valid    bool
-	report   any               // what --json prints
-	summary  func(w io.Writer) // the lines after the problems, for a valid plan
 }
 
 // validateCommand is `sparkbench VERB validate PLAN [--json] [--no-hash] [--llama-dir DIR]`:
@@ -54,28 +43,38 @@ func validateCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
 	if !*noHash {
 		hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
 	}
-	c, err := k.validate(ctx, file, hash, *llamaDir, stderr)
+	kind, data := planKind(k.verb, file)
+	if kind == nil || kind.Validate == nil {
+		fprintf(stderr, "sparkbench %s: no study kind checks %s\n", cmd, file)
+		return 2
+	}
+	c, err := kind.Validate(ctx, workbench.PlanCheck{File: file, Data: data, Hash: hash, LlamaDir: *llamaDir})
 	if err != nil {
 		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
 		return 2
 	}
+	for _, w := range c.Warnings {
+		fprintf(stderr, "%s\n", w)
+	}
 	if *asJSON {
-		if code := printJSON(stdout, stderr, cmd, c.report); code != 0 {
+		if code := printJSON(stdout, stderr, cmd, c.Report); code != 0 {
 			return code
 		}
 	} else {
-		for _, pr := range c.problems {
+		for _, pr := range c.Problems {
 			w := stdout
 			if pr.Severity == study.SevError {
 				w = stderr
 			}
 			fprintf(w, "%s: %s\n", file, pr)
 		}
-		if c.valid {
-			c.summary(stdout)
+		if c.Valid {
+			for _, l := range c.Lines {
+				fprintf(stdout, "%s\n", l)
+			}
 		}
 	}
-	if !c.valid {
+	if !c.Valid {
 		return 2
 	}
 	return 0

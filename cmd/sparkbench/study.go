@@ -45,30 +45,6 @@ var throughputKind = cliKind{
 	noHashHelp:   "skip hashing the model files (only their form is checked)",
 	llamaDirHelp: "the build whose llama-bench checks extra_args (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)",
 	showJSONHelp: "print the report as JSON (every figure with the stored rows it came from)",
-	validate: func(ctx context.Context, file string, hash study.HashFunc, llamaDir string, _ io.Writer) (*planCheck, error) {
-		k, data := planKind("study", file)
-		if k != nil && k.Validate != nil {
-			v, err := k.Validate(ctx, file, data, hash)
-			if err != nil {
-				return nil, err
-			}
-			return &planCheck{problems: v.Problems, valid: v.Valid, report: v.Report, summary: func(w io.Writer) {
-				for _, l := range v.Lines {
-					fprintf(w, "%s\n", l)
-				}
-			}}, nil
-		}
-		v, err := workbench.ValidateThroughput(ctx, file, data, hash, llamaDir)
-		if err != nil {
-			return nil, err
-		}
-		return &planCheck{problems: v.Problems, valid: v.Valid, report: v, summary: func(w io.Writer) {
-			fprintf(w, "%s: valid throughput plan %q, sha256 %s, %d legs:\n", file, v.Plan.Name, v.SHA256, len(v.Legs))
-			for _, l := range v.Legs {
-				fprintf(w, "  %-24s %d rows  llama-bench %s\n", l.ID, l.ExpectedRows, study.JoinArgs(l.Args))
-			}
-		}}, nil
-	},
 }
 
 // studyCtx is a command's context: Ctrl-C (or SIGTERM) cancels it.
