@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"sort"
 	"strings"
@@ -98,6 +99,87 @@ func CrossingDepth(points []DepthPoint, line float64) Crossing {
 	return Crossing{Status: NeverBelow}
 }
 
+// depthPoints are one series' points in depth order with their intervals (counted in tally);
+// what is missing, not finite, negative, zero or not measured at a depth another series has
+// (allDepths) is noted on h; ymax and dmax grow to the highest interval and depth drawn.
+func depthPoints(pts []DepthPoint, kind IntervalKind, tally *intervalTally, label string, h *header, allDepths map[int]bool, ymax *float64, dmax *int) []xy {
+	var (
+		xys                            []xy
+		missing, nonFinite, neg, zeros []int
+		have                           = map[int]bool{}
+		gap                            bool
+	)
+	for _, q := range pts {
+		switch {
+		case q.Depth < 0:
+			h.note("%s: depth %d is negative; dropped", label, q.Depth)
+			continue
+		case q.Missing:
+			missing = append(missing, q.Depth)
+			have[q.Depth] = true
+			gap = true
+			continue
+		case !finite(q.Mean):
+			nonFinite = append(nonFinite, q.Depth)
+			have[q.Depth] = true
+			gap = true
+			continue
+		case q.Mean < 0:
+			neg = append(neg, q.Depth)
+			have[q.Depth] = true
+			gap = true
+			continue
+		case q.Mean == 0:
+			zeros = append(zeros, q.Depth)
+		}
+		have[q.Depth] = true
+		half := tally.add(kind, q.SD, q.N)
+		xys = append(xys, xy{x: float64(q.Depth), y: q.Mean, lo: q.Mean - half, hi: q.Mean + half, hasErr: half > 0, gap: gap})
+		gap = false
+		*ymax = math.Max(*ymax, q.Mean+half)
+		*dmax = max(*dmax, q.Depth)
+	}
+	var absent []int
+	for d := range allDepths {
+		if !have[d] {
+			absent = append(absent, d)
+		}
+	}
+	if len(missing) > 0 {
+		h.note("%s: no data at %s (leg yielded none)", label, listInts(missing, depthLabel))
+	}
+	if len(nonFinite) > 0 {
+		h.note("%s: NaN/Inf value at %s; not drawn", label, listInts(nonFinite, depthLabel))
+	}
+	if len(neg) > 0 {
+		h.note("%s: negative rate at %s; not drawn", label, listInts(neg, depthLabel))
+	}
+	if len(zeros) > 0 {
+		h.note("%s: 0 t/s at %s; check the leg", label, listInts(zeros, depthLabel))
+	}
+	if len(absent) > 0 && len(xys) > 0 {
+		h.note("%s: not measured at %s", label, listInts(absent, depthLabel))
+	}
+	return xys
+}
+
+// crossingLegend is what a series' legend says of the reference line (where it falls below
+// it, or that it does not), with a callout at a crossing.
+func crossingLegend(pts []DepthPoint, line float64, col color.Color, calls *callouts) string {
+	legend := ""
+	ref := fmtRef(line)
+	switch cr := CrossingDepth(pts, line); cr.Status {
+	case Crosses:
+		legend = fmt.Sprintf(" — below %s from ~%s", ref, fmtThousands(cr.Depth))
+		calls.items = append(calls.items, callout{x: cr.Depth, y: line, col: col, label: "~" + fmtThousands(cr.Depth), drop: true})
+	case BelowAtStart:
+		legend = fmt.Sprintf(" — below %s at %s", ref, depthLabel(int(cr.Depth)))
+	case NeverBelow:
+		legend = fmt.Sprintf(" — above %s to %s", ref, depthLabel(dmaxOf(pts)))
+	}
+	return legend
+}
+
 // Depth draws throughput against KV depth: one line per series, mean with error bars, and
 // an optional reference line with each series' interpolated crossing marked.
 func Depth(c DepthChart) (*plot.Plot, error) {
@@ -144,63 +226,7 @@ func Depth(c DepthChart) (*plot.Plot, error) {
 		pts := append([]DepthPoint(nil), s.Points...)
 		sort.SliceStable(pts, func(a, b int) bool { return pts[a].Depth < pts[b].Depth })
 
-		var (
-			xys                            []xy
-			missing, nonFinite, neg, zeros []int
-			have                           = map[int]bool{}
-			gap                            bool
-		)
-		for _, q := range pts {
-			switch {
-			case q.Depth < 0:
-				h.note("%s: depth %d is negative; dropped", label, q.Depth)
-				continue
-			case q.Missing:
-				missing = append(missing, q.Depth)
-				have[q.Depth] = true
-				gap = true
-				continue
-			case !finite(q.Mean):
-				nonFinite = append(nonFinite, q.Depth)
-				have[q.Depth] = true
-				gap = true
-				continue
-			case q.Mean < 0:
-				neg = append(neg, q.Depth)
-				have[q.Depth] = true
-				gap = true
-				continue
-			case q.Mean == 0:
-				zeros = append(zeros, q.Depth)
-			}
-			have[q.Depth] = true
-			half := tally.add(kind, q.SD, q.N)
-			xys = append(xys, xy{x: float64(q.Depth), y: q.Mean, lo: q.Mean - half, hi: q.Mean + half, hasErr: half > 0, gap: gap})
-			gap = false
-			ymax = math.Max(ymax, q.Mean+half)
-			dmax = max(dmax, q.Depth)
-		}
-		var absent []int
-		for d := range allDepths {
-			if !have[d] {
-				absent = append(absent, d)
-			}
-		}
-		if len(missing) > 0 {
-			h.note("%s: no data at %s (leg yielded none)", label, listInts(missing, depthLabel))
-		}
-		if len(nonFinite) > 0 {
-			h.note("%s: NaN/Inf value at %s; not drawn", label, listInts(nonFinite, depthLabel))
-		}
-		if len(neg) > 0 {
-			h.note("%s: negative rate at %s; not drawn", label, listInts(neg, depthLabel))
-		}
-		if len(zeros) > 0 {
-			h.note("%s: 0 t/s at %s; check the leg", label, listInts(zeros, depthLabel))
-		}
-		if len(absent) > 0 && len(xys) > 0 {
-			h.note("%s: not measured at %s", label, listInts(absent, depthLabel))
-		}
+		xys := depthPoints(pts, kind, &tally, label, h, allDepths, &ymax, &dmax)
 
 		n := len(xys)
 		if c.MaxPoints > 0 && n > c.MaxPoints {
@@ -217,16 +243,7 @@ func Depth(c DepthChart) (*plot.Plot, error) {
 			h.note("%s: one depth only, no curve", label)
 		}
 		if c.RefLine > 0 && n > 0 {
-			ref := fmtRef(c.RefLine)
-			switch cr := CrossingDepth(pts, c.RefLine); cr.Status {
-			case Crosses:
-				legend += fmt.Sprintf(" — below %s from ~%s", ref, fmtThousands(cr.Depth))
-				calls.items = append(calls.items, callout{x: cr.Depth, y: c.RefLine, col: col, label: "~" + fmtThousands(cr.Depth), drop: true})
-			case BelowAtStart:
-				legend += fmt.Sprintf(" — below %s at %s", ref, depthLabel(int(cr.Depth)))
-			case NeverBelow:
-				legend += fmt.Sprintf(" — above %s to %s", ref, depthLabel(dmaxOf(pts)))
-			}
+			legend += crossingLegend(pts, c.RefLine, col, &calls)
 		}
 		ls := lineStyle(col, 1.6)
 		gs := glyphStyle(col, shp, false)
@@ -247,11 +264,7 @@ func Depth(c DepthChart) (*plot.Plot, error) {
 		ymax = math.Max(ymax, c.RefLine)
 	}
 	p.Add(plotters...)
-	if len(calls.items) > maxCallouts {
-		h.caption("%d crossings not marked on the chart: too many to label", len(calls.items))
-	} else if len(calls.items) > 0 {
-		p.Add(&calls)
-	}
+	addCallouts(p, h, &calls, "crossings")
 	if plotted == 0 {
 		p.Add(message{"no data to plot"})
 	}

@@ -43,6 +43,61 @@ func (c LatencyChart) Kind() Kind                { return KindLatency }
 func (c LatencyChart) Plot() (*plot.Plot, error) { return Latency(c) }
 func (c LatencyChart) LimitPoints(n int) Chart   { c.MaxPoints = n; return c }
 
+// latencyLabel is series i's label: its own, else its slot count ("P4 (4 slots)").
+func latencyLabel(s LatencySeries, i int) string {
+	label := strings.TrimSpace(s.Label)
+	if label == "" {
+		if s.Slots > 0 {
+			label = fmt.Sprintf("P%d (%d slots)", s.Slots, s.Slots)
+			if s.Slots == 1 {
+				label = "P1 (1 slot)"
+			}
+		} else {
+			label = seriesLabel("", i)
+		}
+	}
+	return label
+}
+
+// latencyPoints are one series' TTFT and E2E p95 points (log10 ms) on the log2 clients axis,
+// each kept only when shown and positive, in client order; what is not drawn is noted on h,
+// the client levels plotted are added to clientVals, ymin and ymax take in each value, and
+// over counts the values above the TTFT and E2E limits.
+func latencyPoints(points []LatencyPoint, c LatencyChart, showTTFT, showE2E bool, label string, h *header, clientVals map[int]bool, ymin, ymax *float64, over *[2]int) (ttft, e2e []xy) {
+	pts := append([]LatencyPoint(nil), points...)
+	sort.SliceStable(pts, func(a, b int) bool { return pts[a].Clients < pts[b].Clients })
+	var bad []string
+	for _, q := range pts {
+		if q.Clients <= 0 {
+			bad = append(bad, fmt.Sprintf("clients %d", q.Clients))
+			continue
+		}
+		x := math.Log2(float64(q.Clients))
+		take := func(v, limit float64, name string, into *[]xy, k int) {
+			if !finite(v) || v <= 0 {
+				bad = append(bad, fmt.Sprintf("%s at C%d", name, q.Clients))
+				return
+			}
+			*into = append(*into, xy{x: x, y: math.Log10(v)})
+			*ymin, *ymax = math.Min(*ymin, v), math.Max(*ymax, v)
+			clientVals[q.Clients] = true
+			if limit > 0 && v > limit {
+				over[k]++
+			}
+		}
+		if showTTFT {
+			take(q.TTFTP95Ms, c.TTFTLimitMs, "TTFT", &ttft, 0)
+		}
+		if showE2E {
+			take(q.E2EP95Ms, c.E2ELimitMs, "E2E", &e2e, 1)
+		}
+	}
+	if len(bad) > 0 {
+		h.note("%s: not drawn (zero, negative, NaN or Inf): %s", label, strings.Join(bad, ", "))
+	}
+	return ttft, e2e
+}
+
 // Latency draws observed p95 TTFT (solid) and E2E (dashed) against clients on log-log axes,
 // one colour and marker per slot count, with each SLO limit as a labelled line.
 func Latency(c LatencyChart) (*plot.Plot, error) {
@@ -90,50 +145,9 @@ func Latency(c LatencyChart) (*plot.Plot, error) {
 	series := append([]LatencySeries(nil), c.Series...)
 	sort.SliceStable(series, func(i, j int) bool { return series[i].Slots < series[j].Slots })
 	for i, s := range series {
-		label := strings.TrimSpace(s.Label)
-		if label == "" {
-			if s.Slots > 0 {
-				label = fmt.Sprintf("P%d (%d slots)", s.Slots, s.Slots)
-				if s.Slots == 1 {
-					label = "P1 (1 slot)"
-				}
-			} else {
-				label = seriesLabel("", i)
-			}
-		}
+		label := latencyLabel(s, i)
 		col, shp := seriesStyle(i)
-		pts := append([]LatencyPoint(nil), s.Points...)
-		sort.SliceStable(pts, func(a, b int) bool { return pts[a].Clients < pts[b].Clients })
-		var ttft, e2e []xy
-		var bad []string
-		for _, q := range pts {
-			if q.Clients <= 0 {
-				bad = append(bad, fmt.Sprintf("clients %d", q.Clients))
-				continue
-			}
-			x := math.Log2(float64(q.Clients))
-			take := func(v, limit float64, name string, into *[]xy, k int) {
-				if !finite(v) || v <= 0 {
-					bad = append(bad, fmt.Sprintf("%s at C%d", name, q.Clients))
-					return
-				}
-				*into = append(*into, xy{x: x, y: math.Log10(v)})
-				ymin, ymax = math.Min(ymin, v), math.Max(ymax, v)
-				clientVals[q.Clients] = true
-				if limit > 0 && v > limit {
-					over[k]++
-				}
-			}
-			if showTTFT {
-				take(q.TTFTP95Ms, c.TTFTLimitMs, "TTFT", &ttft, 0)
-			}
-			if showE2E {
-				take(q.E2EP95Ms, c.E2ELimitMs, "E2E", &e2e, 1)
-			}
-		}
-		if len(bad) > 0 {
-			h.note("%s: not drawn (zero, negative, NaN or Inf): %s", label, strings.Join(bad, ", "))
-		}
+		ttft, e2e := latencyPoints(s.Points, c, showTTFT, showE2E, label, h, clientVals, &ymin, &ymax, &over)
 		if n := max(len(ttft), len(e2e)); c.MaxPoints > 0 && n > c.MaxPoints {
 			ttft, e2e = downsample(ttft, c.MaxPoints), downsample(e2e, c.MaxPoints)
 			h.caption("%s: downsampled to %d points (LTTB)", label, c.MaxPoints)
@@ -152,22 +166,10 @@ func Latency(c LatencyChart) (*plot.Plot, error) {
 			continue
 		}
 		plotted++
-		if len(ttft) > 0 {
-			plotters = append(plotters, &seriesPlotter{pts: ttft, line: &ls, glyph: &gs})
-		}
-		if len(e2e) > 0 {
-			dl := lineStyle(col, 1.4, dashSecondary...)
-			og := glyphStyle(col, shp, true)
-			plotters = append(plotters, &seriesPlotter{pts: e2e, line: &dl, glyph: &og})
-		}
+		plotters = append(plotters, pairPlotters(ttft, e2e, col, shp, &ls, &gs)...)
 	}
 	if showTTFT && showE2E && len(c.Series) > 0 {
-		al := lineStyle(colMuted, 1.6)
-		ag := glyphStyle(colMuted, shapeCircle, false)
-		pl := lineStyle(colMuted, 1.4, dashSecondary...)
-		pg := glyphStyle(colMuted, shapeCircle, true)
-		h.addKey("TTFT p95", thumb{line: &al, glyph: &ag})
-		h.addKey("E2E p95", thumb{line: &pl, glyph: &pg})
+		pairKey(h, "TTFT p95", "E2E p95")
 	}
 	limit := func(show bool, v float64, name string, dashes []float64) {
 		if !show {
@@ -185,12 +187,7 @@ func Latency(c LatencyChart) (*plot.Plot, error) {
 	limit(showTTFT, c.TTFTLimitMs, "TTFT", dashLimit)
 	limit(showE2E, c.E2ELimitMs, "E2E", dashLimit2)
 	p.Add(plotters...)
-	if plotted == 0 {
-		if len(c.Series) > 0 {
-			h.note("no series has a measured point")
-		}
-		p.Add(message{"no data to plot"})
-	}
+	noData(p, h, plotted, len(c.Series), "point")
 	var parts []string
 	if showTTFT && c.TTFTLimitMs > 0 {
 		parts = append(parts, fmt.Sprintf("%d TTFT", over[0]))
@@ -202,17 +199,8 @@ func Latency(c LatencyChart) (*plot.Plot, error) {
 		h.caption("observed p95 from few requests per level (coarse); above the limit: %s values", strings.Join(parts, ", "))
 	}
 
-	vals := make([]float64, 0, len(clientVals))
-	for v := range clientVals {
-		vals = append(vals, float64(v))
-	}
-	sort.Float64s(vals)
-	if len(vals) == 0 {
-		vals = []float64{1, 2}
-	}
-	lo, hi := math.Log2(vals[0]), math.Log2(vals[len(vals)-1])
-	pad := math.Max(0.25, 0.05*(hi-lo))
-	p.X.Min, p.X.Max = lo-pad, hi+pad
+	vals, xmin, xmax := log2Range(clientVals, []float64{1, 2}, 0.05)
+	p.X.Min, p.X.Max = xmin, xmax
 	p.X.Tick.Marker = log2Ticks(vals)
 	if !(ymin > 0) || !finite(ymax) {
 		ymin, ymax = 100, 1000

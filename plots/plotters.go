@@ -471,3 +471,67 @@ func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
 
 // fmtRef formats a reference value without trailing zeros: 70, 72.5.
 func fmtRef(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// noData marks a chart with nothing plotted: a note when series were given but none has a
+// measured point (what: "point", "run"), and the "no data to plot" message.
+func noData(p *plot.Plot, h *header, plotted, series int, what string) {
+	if plotted > 0 {
+		return
+	}
+	if series > 0 {
+		h.note("no series has a measured %s", what)
+	}
+	p.Add(message{"no data to plot"})
+}
+
+// addCallouts labels the chart's callouts, or says in a caption that there are too many to
+// label (what: "knees", "crossings").
+func addCallouts(p *plot.Plot, h *header, calls *callouts, what string) {
+	if len(calls.items) > maxCallouts {
+		h.caption("%d %s not marked on the chart: too many to label", len(calls.items), what)
+	} else if len(calls.items) > 0 {
+		p.Add(calls)
+	}
+}
+
+// log2Range is a log2 axis over the values present (sorted; fallback when none), padded by
+// padFrac of its span (at least a quarter doubling) on each side.
+func log2Range(present map[int]bool, fallback []float64, padFrac float64) (vals []float64, lo, hi float64) {
+	vals = make([]float64, 0, len(present))
+	for v := range present {
+		vals = append(vals, float64(v))
+	}
+	sort.Float64s(vals)
+	if len(vals) == 0 {
+		vals = fallback
+	}
+	lo, hi = math.Log2(vals[0]), math.Log2(vals[len(vals)-1])
+	pad := math.Max(0.25, padFrac*(hi-lo))
+	return vals, lo - pad, hi + pad
+}
+
+// pairKey explains a chart that draws two measures per series: solid lines with filled marks
+// (solid), dashed lines with hollow marks (dashed).
+func pairKey(h *header, solid, dashed string) {
+	al := lineStyle(colMuted, 1.6)
+	ag := glyphStyle(colMuted, shapeCircle, false)
+	pl := lineStyle(colMuted, 1.4, dashSecondary...)
+	pg := glyphStyle(colMuted, shapeCircle, true)
+	h.addKey(solid, thumb{line: &al, glyph: &ag})
+	h.addKey(dashed, thumb{line: &pl, glyph: &pg})
+}
+
+// pairPlotters draw a series' two measures: a solid line with filled marks (style ls, gs) and a
+// dashed one with hollow marks, in its colour and shape; an empty measure draws nothing.
+func pairPlotters(solid, dashed []xy, col color.Color, shp shape, ls *draw.LineStyle, gs *draw.GlyphStyle) []plot.Plotter {
+	var out []plot.Plotter
+	if len(solid) > 0 {
+		out = append(out, &seriesPlotter{pts: solid, line: ls, glyph: gs})
+	}
+	if len(dashed) > 0 {
+		dl := lineStyle(col, 1.4, dashSecondary...)
+		og := glyphStyle(col, shp, true)
+		out = append(out, &seriesPlotter{pts: dashed, line: &dl, glyph: &og})
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"sort"
 	"strings"
@@ -77,29 +78,11 @@ func Repeat(c RepeatChart) (*plot.Plot, error) {
 	c.Meta.notes(h)
 	p.Y.Label.Text = metric + " (" + unit + ")"
 
-	useTime := true
-	total := 0
-	for _, s := range c.Series {
-		for _, q := range s.Points {
-			total++
-			if q.At.IsZero() {
-				useTime = false
-			}
-		}
-	}
-	if total == 0 {
-		useTime = false
-	}
+	useTime, xOf := repeatX(c)
 	if useTime {
 		p.X.Label.Text = "time of run (UTC)"
 	} else {
 		p.X.Label.Text = "run number"
-	}
-	xOf := func(q RepeatPoint, k int) float64 {
-		if useTime {
-			return float64(q.At.UnixNano()) / 1e9
-		}
-		return float64(k + 1)
 	}
 
 	var (
@@ -121,29 +104,8 @@ func Repeat(c RepeatChart) (*plot.Plot, error) {
 		if useTime {
 			sort.SliceStable(pts, func(a, b int) bool { return pts[a].At.Before(pts[b].At) })
 		}
-		var xys []xy
-		var bad, zero int
-		var sum, sumSq float64
-		for k, q := range pts {
-			if !finite(q.Value) || q.Value < 0 {
-				bad++
-				continue
-			}
-			if q.Value == 0 {
-				zero++
-			}
-			half := 0.0
-			if q.SD != 0 || q.N != 0 {
-				half = tally.add(kind, q.SD, q.N)
-			}
-			anyErrBar = anyErrBar || half > 0
-			x := xOf(q, k)
-			open := strings.TrimSpace(q.Condition) != ""
-			anyCond = anyCond || open
-			xys = append(xys, xy{x: x, y: q.Value, lo: q.Value - half, hi: q.Value + half, hasErr: half > 0, open: open})
-			sum += q.Value
-			sumSq += q.Value * q.Value
-		}
+		xys, bad, zero, sum, sumSq, errBar, cond := repeatPoints(pts, xOf, kind, &tally)
+		anyErrBar, anyCond = anyErrBar || errBar, anyCond || cond
 		if bad > 0 {
 			h.note("%s: %d runs with NaN, Inf or negative values not drawn", label, bad)
 		}
@@ -151,18 +113,7 @@ func Repeat(c RepeatChart) (*plot.Plot, error) {
 			h.note("%s: %d runs at 0 %s; check those legs", label, zero, unit)
 		}
 		n := len(xys)
-		legend := label
-		var mean, cv float64
-		if n > 0 {
-			mean = sum / float64(n)
-			if n > 1 && mean > 0 {
-				variance := math.Max(0, (sumSq-float64(n)*mean*mean)/float64(n-1))
-				cv = math.Sqrt(variance) / mean
-				legend += fmt.Sprintf(" — mean %s, CV %.2f%% (n = %d)", fmtNum(mean), cv*100, n)
-			} else {
-				legend += fmt.Sprintf(" — %s (one run)", fmtNum(mean))
-			}
-		}
+		legend, mean := repeatLegend(label, n, sum, sumSq)
 		outside := 0
 		for _, q := range xys {
 			if math.Abs(q.y-mean) > floor*mean {
@@ -183,16 +134,7 @@ func Repeat(c RepeatChart) (*plot.Plot, error) {
 			h.caption("%s: %d of %d runs outside the ±%.1f%% band", label, outside, n, floor*100)
 		}
 		if n <= 20 {
-			for _, q := range xys {
-				if q.open {
-					for k, rp := range pts {
-						if xOf(rp, k) == q.x && rp.Value == q.y {
-							labels.items = append(labels.items, pointLabel{x: q.x, y: q.hi, text: rp.Condition, col: col})
-							break
-						}
-					}
-				}
-			}
+			labels.items = append(labels.items, conditionLabels(xys, pts, xOf, col)...)
 		}
 		if c.MaxPoints > 0 && n > c.MaxPoints {
 			xys = downsample(xys, c.MaxPoints)
@@ -219,12 +161,40 @@ func Repeat(c RepeatChart) (*plot.Plot, error) {
 	if len(labels.items) > 0 {
 		p.Add(&labels)
 	}
-	if plotted == 0 {
-		if len(c.Series) > 0 {
-			h.note("no series has a measured run")
+	noData(p, h, plotted, len(c.Series), "run")
+	h.caption("%s", repeatCaption(floor, anyCond, anyErrBar, &tally))
+
+	repeatAxes(p, xmin, xmax, ymin, ymax, useTime)
+	h.attach(p)
+	return p, nil
+}
+
+// repeatX is the runs' x axis: their times when every run has one, else their numbers.
+func repeatX(c RepeatChart) (useTime bool, xOf func(RepeatPoint, int) float64) {
+	useTime = true
+	total := 0
+	for _, s := range c.Series {
+		for _, q := range s.Points {
+			total++
+			if q.At.IsZero() {
+				useTime = false
+			}
 		}
-		p.Add(message{"no data to plot"})
 	}
+	if total == 0 {
+		useTime = false
+	}
+	xOf = func(q RepeatPoint, k int) float64 {
+		if useTime {
+			return float64(q.At.UnixNano()) / 1e9
+		}
+		return float64(k + 1)
+	}
+	return useTime, xOf
+}
+
+// repeatCaption explains the chart's bands, and its hollow marks and error bars when it has any.
+func repeatCaption(floor float64, anyCond, anyErrBar bool, tally *intervalTally) string {
 	cap := fmt.Sprintf("band: series mean ± %.1f%% noise floor; dotted: mean", floor*100)
 	if anyCond {
 		cap += "; hollow: run under a declared condition"
@@ -232,8 +202,72 @@ func Repeat(c RepeatChart) (*plot.Plot, error) {
 	if anyErrBar {
 		cap += "; " + tally.caption()
 	}
-	h.caption("%s", cap)
+	return cap
+}
 
+// repeatLegend is a series' legend (its mean and CV over n runs, or its one run) and its mean.
+func repeatLegend(label string, n int, sum, sumSq float64) (string, float64) {
+	legend := label
+	var mean, cv float64
+	if n > 0 {
+		mean = sum / float64(n)
+		if n > 1 && mean > 0 {
+			variance := math.Max(0, (sumSq-float64(n)*mean*mean)/float64(n-1))
+			cv = math.Sqrt(variance) / mean
+			legend += fmt.Sprintf(" — mean %s, CV %.2f%% (n = %d)", fmtNum(mean), cv*100, n)
+		} else {
+			legend += fmt.Sprintf(" — %s (one run)", fmtNum(mean))
+		}
+	}
+	return legend, mean
+}
+
+// repeatPoints are a series' runs with their intervals (counted in tally), hollow when run
+// under a declared condition (cond: any), and what their mean and CV need; bad and zero count
+// the runs not drawn (NaN, Inf or negative) and those at 0.
+func repeatPoints(pts []RepeatPoint, xOf func(RepeatPoint, int) float64, kind IntervalKind, tally *intervalTally) (xys []xy, bad, zero int, sum, sumSq float64, errBar, cond bool) {
+	for k, q := range pts {
+		if !finite(q.Value) || q.Value < 0 {
+			bad++
+			continue
+		}
+		if q.Value == 0 {
+			zero++
+		}
+		half := 0.0
+		if q.SD != 0 || q.N != 0 {
+			half = tally.add(kind, q.SD, q.N)
+		}
+		errBar = errBar || half > 0
+		x := xOf(q, k)
+		open := strings.TrimSpace(q.Condition) != ""
+		cond = cond || open
+		xys = append(xys, xy{x: x, y: q.Value, lo: q.Value - half, hi: q.Value + half, hasErr: half > 0, open: open})
+		sum += q.Value
+		sumSq += q.Value * q.Value
+	}
+	return xys, bad, zero, sum, sumSq, errBar, cond
+}
+
+// conditionLabels name the condition of each hollow run (a run under a declared condition).
+func conditionLabels(xys []xy, pts []RepeatPoint, xOf func(RepeatPoint, int) float64, col color.Color) []pointLabel {
+	var out []pointLabel
+	for _, q := range xys {
+		if q.open {
+			for k, rp := range pts {
+				if xOf(rp, k) == q.x && rp.Value == q.y {
+					out = append(out, pointLabel{x: q.x, y: q.hi, text: rp.Condition, col: col})
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// repeatAxes fits the axes around the runs drawn: time or run number, an hour around one
+// timed run, the rate axis padded and never below 0.
+func repeatAxes(p *plot.Plot, xmin, xmax, ymin, ymax float64, useTime bool) {
 	if !finite(xmin) {
 		xmin, xmax = 0, 1
 	}
@@ -258,8 +292,6 @@ func Repeat(c RepeatChart) (*plot.Plot, error) {
 	}
 	ypad := 0.12 * (ymax - ymin)
 	p.Y.Min, p.Y.Max = math.Max(0, ymin-ypad), ymax+ypad
-	h.attach(p)
-	return p, nil
 }
 
 // timeTicks labels a UTC time axis with a format fitted to the span.

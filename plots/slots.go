@@ -78,45 +78,7 @@ func Slots(c SlotsChart) (*plot.Plot, error) {
 	for i, s := range c.Series {
 		label := seriesLabel(s.Label, i)
 		col, shp := seriesStyle(i)
-		pts := append([]SlotsPoint(nil), s.Points...)
-		sort.SliceStable(pts, func(a, b int) bool { return pts[a].Slots < pts[b].Slots })
-		var agg, per []xy
-		var badSlots, badAgg, badPer []int
-		for _, q := range pts {
-			if q.Slots <= 0 {
-				badSlots = append(badSlots, q.Slots)
-				continue
-			}
-			x := math.Log2(float64(q.Slots))
-			if showAgg {
-				if finite(q.Aggregate) && q.Aggregate >= 0 {
-					agg = append(agg, xy{x: x, y: q.Aggregate})
-					ymax = math.Max(ymax, q.Aggregate)
-					slotVals[q.Slots] = true
-				} else {
-					badAgg = append(badAgg, q.Slots)
-				}
-			}
-			if showPer {
-				if finite(q.PerStream) && q.PerStream >= 0 {
-					per = append(per, xy{x: x, y: q.PerStream})
-					ymax = math.Max(ymax, q.PerStream)
-					slotVals[q.Slots] = true
-				} else {
-					badPer = append(badPer, q.Slots)
-				}
-			}
-		}
-		pLabel := func(v int) string { return fmt.Sprintf("P%d", v) }
-		if len(badSlots) > 0 {
-			h.note("%s: slot count %s is not positive; dropped", label, listInts(badSlots, func(v int) string { return fmt.Sprint(v) }))
-		}
-		if len(badAgg) > 0 {
-			h.note("%s: no valid aggregate rate at %s (NaN, Inf or negative)", label, listInts(badAgg, pLabel))
-		}
-		if len(badPer) > 0 {
-			h.note("%s: no valid per-stream rate at %s (NaN, Inf or negative)", label, listInts(badPer, pLabel))
-		}
+		agg, per := slotsPoints(s.Points, showAgg, showPer, label, h, slotVals, &ymax)
 		for _, set := range [][]xy{agg, per} {
 			for _, q := range set {
 				if q.y == 0 {
@@ -153,51 +115,21 @@ func Slots(c SlotsChart) (*plot.Plot, error) {
 			continue
 		}
 		plotted++
-		if len(agg) > 0 {
-			plotters = append(plotters, &seriesPlotter{pts: agg, line: &ls, glyph: &gs})
-		}
-		if len(per) > 0 {
-			dl := lineStyle(col, 1.4, dashSecondary...)
-			og := glyphStyle(col, shp, true)
-			plotters = append(plotters, &seriesPlotter{pts: per, line: &dl, glyph: &og})
-		}
+		plotters = append(plotters, pairPlotters(agg, per, col, shp, &ls, &gs)...)
 	}
 	if showAgg && showPer && len(c.Series) > 0 {
-		al := lineStyle(colMuted, 1.6)
-		ag := glyphStyle(colMuted, shapeCircle, false)
-		pl := lineStyle(colMuted, 1.4, dashSecondary...)
-		pg := glyphStyle(colMuted, shapeCircle, true)
-		h.addKey("aggregate (all streams)", thumb{line: &al, glyph: &ag})
-		h.addKey("per stream", thumb{line: &pl, glyph: &pg})
+		pairKey(h, "aggregate (all streams)", "per stream")
 	}
 	if c.RefLine > 0 {
 		p.Add(&refLine{value: c.RefLine, style: lineStyle(colRef, 1, dashRef...), label: fmtRef(c.RefLine) + " t/s", labelCol: colRef})
 		ymax = math.Max(ymax, c.RefLine)
 	}
 	p.Add(plotters...)
-	if len(calls.items) > maxCallouts {
-		h.caption("%d knees not marked on the chart: too many to label", len(calls.items))
-	} else if len(calls.items) > 0 {
-		p.Add(&calls)
-	}
-	if plotted == 0 {
-		if len(c.Series) > 0 {
-			h.note("no series has a measured point")
-		}
-		p.Add(message{"no data to plot"})
-	}
+	addCallouts(p, h, &calls, "knees")
+	noData(p, h, plotted, len(c.Series), "point")
 
-	vals := make([]float64, 0, len(slotVals))
-	for v := range slotVals {
-		vals = append(vals, float64(v))
-	}
-	sort.Float64s(vals)
-	if len(vals) == 0 {
-		vals = []float64{1, 2}
-	}
-	lo, hi := math.Log2(vals[0]), math.Log2(vals[len(vals)-1])
-	pad := math.Max(0.25, 0.04*(hi-lo))
-	p.X.Min, p.X.Max = lo-pad, hi+pad
+	vals, xmin, xmax := log2Range(slotVals, []float64{1, 2}, 0.04)
+	p.X.Min, p.X.Max = xmin, xmax
 	p.X.Tick.Marker = log2Ticks(vals)
 	if ymax <= 0 {
 		ymax = 1
@@ -205,6 +137,51 @@ func Slots(c SlotsChart) (*plot.Plot, error) {
 	p.Y.Min, p.Y.Max = 0, ymax*1.08
 	h.attach(p)
 	return p, nil
+}
+
+// slotsPoints are one series' aggregate and per-stream points on the log2 slots axis (each
+// kept only when shown and valid), in slot order; what is dropped is noted on h, the slot
+// counts plotted are added to slotVals and ymax grows to the largest rate.
+func slotsPoints(points []SlotsPoint, showAgg, showPer bool, label string, h *header, slotVals map[int]bool, ymax *float64) (agg, per []xy) {
+	pts := append([]SlotsPoint(nil), points...)
+	sort.SliceStable(pts, func(a, b int) bool { return pts[a].Slots < pts[b].Slots })
+	var badSlots, badAgg, badPer []int
+	for _, q := range pts {
+		if q.Slots <= 0 {
+			badSlots = append(badSlots, q.Slots)
+			continue
+		}
+		x := math.Log2(float64(q.Slots))
+		if showAgg {
+			if finite(q.Aggregate) && q.Aggregate >= 0 {
+				agg = append(agg, xy{x: x, y: q.Aggregate})
+				*ymax = math.Max(*ymax, q.Aggregate)
+				slotVals[q.Slots] = true
+			} else {
+				badAgg = append(badAgg, q.Slots)
+			}
+		}
+		if showPer {
+			if finite(q.PerStream) && q.PerStream >= 0 {
+				per = append(per, xy{x: x, y: q.PerStream})
+				*ymax = math.Max(*ymax, q.PerStream)
+				slotVals[q.Slots] = true
+			} else {
+				badPer = append(badPer, q.Slots)
+			}
+		}
+	}
+	pLabel := func(v int) string { return fmt.Sprintf("P%d", v) }
+	if len(badSlots) > 0 {
+		h.note("%s: slot count %s is not positive; dropped", label, listInts(badSlots, func(v int) string { return fmt.Sprint(v) }))
+	}
+	if len(badAgg) > 0 {
+		h.note("%s: no valid aggregate rate at %s (NaN, Inf or negative)", label, listInts(badAgg, pLabel))
+	}
+	if len(badPer) > 0 {
+		h.note("%s: no valid per-stream rate at %s (NaN, Inf or negative)", label, listInts(badPer, pLabel))
+	}
+	return agg, per
 }
 
 // knee returns the first point whose next doubling gains less than threshold (gain per

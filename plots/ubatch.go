@@ -28,6 +28,52 @@ type UbatchSeries struct {
 	Points       []UbatchPoint `json:"points"`
 }
 
+// ubatchPoints are one series' points on the log2 ubatch axis in ubatch order, with their
+// intervals (counted in tally); a point past the series' prompt length is hollow (anyOpen). What
+// is dropped or cannot show an effect is noted on h; the ubatch values plotted are added to
+// ubVals and ymax grows to the highest interval.
+func ubatchPoints(s UbatchSeries, kind IntervalKind, tally *intervalTally, label string, h *header, ubVals map[int]bool, ymax *float64) (xys []xy, anyOpen bool) {
+	pts := append([]UbatchPoint(nil), s.Points...)
+	sort.SliceStable(pts, func(a, b int) bool { return pts[a].Ubatch < pts[b].Ubatch })
+	var missing, bad, unfilled []int
+	gap := false
+	for _, q := range pts {
+		switch {
+		case q.Ubatch <= 0:
+			bad = append(bad, q.Ubatch)
+			continue
+		case q.Missing || !finite(q.Mean) || q.Mean < 0:
+			missing = append(missing, q.Ubatch)
+			gap = true
+			continue
+		}
+		half := tally.add(kind, q.SD, q.N)
+		open := s.PromptTokens > 0 && q.Ubatch > s.PromptTokens
+		if open {
+			unfilled = append(unfilled, q.Ubatch)
+			anyOpen = true
+		}
+		xys = append(xys, xy{x: math.Log2(float64(q.Ubatch)), y: q.Mean, lo: q.Mean - half, hi: q.Mean + half, hasErr: half > 0, open: open, gap: gap})
+		gap = false
+		ubVals[q.Ubatch] = true
+		*ymax = math.Max(*ymax, q.Mean+half)
+		if q.Mean == 0 {
+			h.note("%s: 0 t/s at ub %d; check the leg", label, q.Ubatch)
+		}
+	}
+	ub := func(v int) string { return fmt.Sprint(v) }
+	if len(bad) > 0 {
+		h.note("%s: ubatch %s is not positive; dropped", label, listInts(bad, ub))
+	}
+	if len(missing) > 0 {
+		h.note("%s: no valid value at ub %s (missing, NaN, Inf or negative)", label, listInts(missing, ub))
+	}
+	if len(unfilled) > 0 {
+		h.note("%s: ub %s exceed the %d-token prompt and never fill: no effect can show (untestable)", label, listInts(unfilled, ub), s.PromptTokens)
+	}
+	return xys, anyOpen
+}
+
 // UbatchPoint is one -ub value: mean and standard deviation of the repetitions (tokens/s).
 type UbatchPoint struct {
 	Ubatch  int     `json:"ubatch"`
@@ -78,45 +124,8 @@ func Ubatch(c UbatchChart) (*plot.Plot, error) {
 		}
 		label = seriesLabel(label, i)
 		col, shp := seriesStyle(i)
-		pts := append([]UbatchPoint(nil), s.Points...)
-		sort.SliceStable(pts, func(a, b int) bool { return pts[a].Ubatch < pts[b].Ubatch })
-		var xys []xy
-		var missing, bad, unfilled []int
-		gap := false
-		for _, q := range pts {
-			switch {
-			case q.Ubatch <= 0:
-				bad = append(bad, q.Ubatch)
-				continue
-			case q.Missing || !finite(q.Mean) || q.Mean < 0:
-				missing = append(missing, q.Ubatch)
-				gap = true
-				continue
-			}
-			half := tally.add(kind, q.SD, q.N)
-			open := s.PromptTokens > 0 && q.Ubatch > s.PromptTokens
-			if open {
-				unfilled = append(unfilled, q.Ubatch)
-				anyOpen = true
-			}
-			xys = append(xys, xy{x: math.Log2(float64(q.Ubatch)), y: q.Mean, lo: q.Mean - half, hi: q.Mean + half, hasErr: half > 0, open: open, gap: gap})
-			gap = false
-			ubVals[q.Ubatch] = true
-			ymax = math.Max(ymax, q.Mean+half)
-			if q.Mean == 0 {
-				h.note("%s: 0 t/s at ub %d; check the leg", label, q.Ubatch)
-			}
-		}
-		ub := func(v int) string { return fmt.Sprint(v) }
-		if len(bad) > 0 {
-			h.note("%s: ubatch %s is not positive; dropped", label, listInts(bad, ub))
-		}
-		if len(missing) > 0 {
-			h.note("%s: no valid value at ub %s (missing, NaN, Inf or negative)", label, listInts(missing, ub))
-		}
-		if len(unfilled) > 0 {
-			h.note("%s: ub %s exceed the %d-token prompt and never fill: no effect can show (untestable)", label, listInts(unfilled, ub), s.PromptTokens)
-		}
+		xys, open := ubatchPoints(s, kind, &tally, label, h, ubVals, &ymax)
+		anyOpen = anyOpen || open
 		if s.PromptTokens <= 0 {
 			h.note("%s: prompt length not given; cannot tell which ubatch values fill", label)
 		} else if _, ok := prompts[s.PromptTokens]; !ok {
@@ -148,17 +157,7 @@ func Ubatch(c UbatchChart) (*plot.Plot, error) {
 		plotters = append(plotters, &seriesPlotter{pts: xys, line: &ls, glyph: &gs, errCol: col})
 	}
 
-	vals := make([]float64, 0, len(ubVals))
-	for v := range ubVals {
-		vals = append(vals, float64(v))
-	}
-	sort.Float64s(vals)
-	if len(vals) == 0 {
-		vals = []float64{128, 2048}
-	}
-	lo, hi := math.Log2(vals[0]), math.Log2(vals[len(vals)-1])
-	pad := math.Max(0.25, 0.05*(hi-lo))
-	xmin, xmax := lo-pad, hi+pad
+	vals, xmin, xmax := log2Range(ubVals, []float64{128, 2048}, 0.05)
 	// Prompt lengths inside the swept range: a vertical line in the series' colour.
 	promptList := make([]int, 0, len(prompts))
 	for pt := range prompts {
@@ -174,12 +173,7 @@ func Ubatch(c UbatchChart) (*plot.Plot, error) {
 		p.Add(&refLine{value: lp, vertical: true, style: lineStyle(col, 1, dashRef...), label: fmt.Sprintf("prompt %d", pt), labelCol: col})
 	}
 	p.Add(plotters...)
-	if plotted == 0 {
-		if len(c.Series) > 0 {
-			h.note("no series has a measured point")
-		}
-		p.Add(message{"no data to plot"})
-	}
+	noData(p, h, plotted, len(c.Series), "point")
 	if tally.ci95N != nil {
 		cap := tally.caption()
 		if anyOpen {

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -72,28 +71,10 @@ func (r CapacityRecorder) Study(ctx context.Context, id int64) (capacity.StoredS
 			out.Verdicts[row.Prediction.Key] = *v
 		}
 	}
-	rows, err := n.rdb.QueryContext(ctx, `SELECT kind, payload, at FROM journal WHERE study_id = ?
-		AND (kind LIKE 'study.%' OR kind LIKE 'capacity.%') ORDER BY seq`, id)
-	if err != nil {
-		return out, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var kind, payload, at string
-		if err := rows.Scan(&kind, &payload, &at); err != nil {
-			return out, err
-		}
-		out.Notes = append(out.Notes, study.StoredNote{Kind: kind, Payload: json.RawMessage(payload), At: mustParseTime(at)})
-		if kind == capacity.NotePlanSource {
-			var src struct {
-				Dir  string `json:"plan_dir"`
-				File string `json:"plan_file"`
-			}
-			_ = json.Unmarshal([]byte(payload), &src)
-			out.PlanDir, out.PlanFile = src.Dir, src.File
-		}
-	}
-	return out, rows.Err()
+	var src planSource
+	out.Notes, src, err = n.studyNotes(ctx, id, capacity.NotePlanSource, "study.", "capacity.")
+	out.PlanDir, out.PlanFile = src.Dir, src.File
+	return out, err
 }
 
 // SetStatus sets the study's status.

@@ -93,26 +93,45 @@ func (r StudyRecorder) Study(ctx context.Context, id int64) (study.StoredStudy, 
 		}
 		out.Findings = append(out.Findings, sf)
 	}
-	rows, err := n.rdb.QueryContext(ctx, "SELECT kind, payload, at FROM journal WHERE study_id = ? AND kind LIKE 'study.%' ORDER BY seq", id)
+	var src planSource
+	out.Notes, src, err = n.studyNotes(ctx, id, study.NotePlanSource, "study.")
+	out.PlanDir = src.Dir
+	return out, err
+}
+
+// planSource is where a registered plan came from (the journal's plan-source note).
+type planSource struct {
+	Dir  string `json:"plan_dir"`
+	File string `json:"plan_file"`
+}
+
+// studyNotes are study id's journal entries whose kinds start with one of prefixes (e.g.
+// "study."), in order, and where its plan came from (the note of kind sourceNote).
+func (n *Notebook) studyNotes(ctx context.Context, id int64, sourceNote string, prefixes ...string) ([]study.StoredNote, planSource, error) {
+	var src planSource
+	like := make([]string, len(prefixes))
+	args := []any{id}
+	for i, p := range prefixes {
+		like[i] = "kind LIKE ?"
+		args = append(args, p+"%")
+	}
+	rows, err := n.rdb.QueryContext(ctx, "SELECT kind, payload, at FROM journal WHERE study_id = ? AND ("+strings.Join(like, " OR ")+") ORDER BY seq", args...)
 	if err != nil {
-		return out, err
+		return nil, src, err
 	}
 	defer rows.Close()
+	var notes []study.StoredNote
 	for rows.Next() {
 		var kind, payload, at string
 		if err := rows.Scan(&kind, &payload, &at); err != nil {
-			return out, err
+			return notes, src, err
 		}
-		out.Notes = append(out.Notes, study.StoredNote{Kind: kind, Payload: json.RawMessage(payload), At: mustParseTime(at)})
-		if kind == study.NotePlanSource {
-			var src struct {
-				Dir string `json:"plan_dir"`
-			}
+		notes = append(notes, study.StoredNote{Kind: kind, Payload: json.RawMessage(payload), At: mustParseTime(at)})
+		if kind == sourceNote {
 			_ = json.Unmarshal([]byte(payload), &src)
-			out.PlanDir = src.Dir
 		}
 	}
-	return out, rows.Err()
+	return notes, src, rows.Err()
 }
 
 func storedVerdict(v *Verdict) *study.StoredVerdict {

@@ -209,31 +209,28 @@ func (w *writer) send(ctx context.Context, r writeReq) error {
 
 // do runs fn in a writer transaction and waits for it.
 func (w *writer) do(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return w.call(ctx, writeReq{fn: fn})
+}
+
+// call sends req and waits for its reply. A ctx that ends first stops the wait: the request
+// is queued and will still run.
+func (w *writer) call(ctx context.Context, req writeReq) error {
 	reply := make(chan error, 1)
-	if err := w.send(ctx, writeReq{fn: fn, reply: reply}); err != nil {
+	req.reply = reply
+	if err := w.send(ctx, req); err != nil {
 		return err
 	}
 	select {
 	case err := <-reply:
 		return err
 	case <-ctx.Done():
-		// The request is queued and will still run; the caller stops waiting.
 		return ctx.Err()
 	}
 }
 
 // flushLeg commits everything pending and returns the leg's sticky error, if any.
 func (w *writer) flushLeg(ctx context.Context, leg int64) error {
-	reply := make(chan error, 1)
-	if err := w.send(ctx, writeReq{flush: true, legErr: leg, reply: reply}); err != nil {
-		return err
-	}
-	select {
-	case err := <-reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return w.call(ctx, writeReq{flush: true, legErr: leg})
 }
 
 func (w *writer) close() error {

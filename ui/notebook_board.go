@@ -29,10 +29,10 @@ func (v *NotebookView) buildBoard() fyne.CanvasObject {
 	v.BoardNote.Wrapping = fyne.TextWrapWord
 	v.Board = newTable([]column{
 		{"Prediction", 80}, {"Claim", 260}, {"Verdict", 170}, {"Human", 70}, {"Rationale", 300},
-	}, func() int { return v.boardRows() }, func(r, c int) string { return v.boardCell(r, c) })
+	}, reportRows(&v.report, func(r *study.Report) int { return len(r.Scoreboard) }), func(r, c int) string { return v.boardCell(r, c) })
 	v.FindingsTable = newTable([]column{
 		{"Finding", 70}, {"Text", 420}, {"Legs", 200}, {"Predictions", 120},
-	}, func() int { return v.findingRows() }, func(r, c int) string { return v.findingCell(r, c) })
+	}, reportRows(&v.report, func(r *study.Report) int { return len(r.Findings) }), func(r, c int) string { return v.findingCell(r, c) })
 	v.HumanBt = widget.NewButton("Human verdict…", func() {
 		if v.report != nil && len(v.report.Scoreboard) > 0 {
 			humanVerdictDialog(v.win, v.report.Scoreboard, v.recordHuman)
@@ -130,13 +130,6 @@ func (v *NotebookView) recordFinding(f study.FindingRequest, done func(string, e
 	}()
 }
 
-func (v *NotebookView) boardRows() int {
-	if v.report == nil {
-		return 0
-	}
-	return len(v.report.Scoreboard)
-}
-
 func (v *NotebookView) boardCell(r, c int) string {
 	s := v.report.Scoreboard[r]
 	switch c {
@@ -156,13 +149,6 @@ func (v *NotebookView) boardCell(r, c int) string {
 		}
 	}
 	return ""
-}
-
-func (v *NotebookView) findingRows() int {
-	if v.report == nil {
-		return 0
-	}
-	return len(v.report.Findings)
 }
 
 func (v *NotebookView) findingCell(r, c int) string {

@@ -6,7 +6,18 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
+	"sparkbench/app/study"
 )
+
+// reportRows is a table's row count over the report a view shows (none before it is loaded).
+func reportRows(report **study.Report, n func(*study.Report) int) func() int {
+	return func() int {
+		if *report == nil {
+			return 0
+		}
+		return n(*report)
+	}
+}
 
 type column struct {
 	title string
@@ -38,13 +49,6 @@ func newTable(cols []column, rows func() int, cell func(r, c int) string) *widge
 	return t
 }
 
-func (v *StudiesView) scoreRows() int {
-	if v.report == nil {
-		return 0
-	}
-	return len(v.report.Scoreboard)
-}
-
 func (v *StudiesView) scoreCell(r, c int) string {
 	s := v.report.Scoreboard[r]
 	switch c {
@@ -67,13 +71,6 @@ func (v *StudiesView) scoreCell(r, c int) string {
 		return ""
 	}
 	return ""
-}
-
-func (v *StudiesView) resultRows() int {
-	if v.report == nil {
-		return 0
-	}
-	return len(v.report.Results)
 }
 
 func (v *StudiesView) resultCell(r, c int) string {
@@ -99,13 +96,6 @@ func (v *StudiesView) resultCell(r, c int) string {
 		return x.Source
 	}
 	return ""
-}
-
-func (v *StudiesView) legRows() int {
-	if v.report == nil {
-		return 0
-	}
-	return len(v.report.Legs)
 }
 
 func (v *StudiesView) legCell(r, c int) string {

@@ -159,26 +159,8 @@ func Throughput(src ThroughputSource, opt Options) (receipt.Files, error) {
 		verbatim = append(verbatim, dir+"/"+receipt.LegRowsFile)
 		put(dir+"/"+receipt.LegTranscript, l.Transcript, true)
 	}
-	var models []receipt.ModelRecord
-	for _, m := range src.Models {
-		rec := m.Record
-		if rec.Model != "" && m.File != "" {
-			hdr, note := readHeader(m.File, rec.Bytes)
-			if hdr != nil {
-				rec.Header = receipt.DirModels + slug(rec.Model) + receipt.HeaderSuffix
-				files[rec.Header] = hdr
-				verbatim = append(verbatim, rec.Header)
-			} else {
-				rec.HeaderNote = note
-			}
-		} else if rec.Model != "" {
-			rec.HeaderNote = "the model's file is not known"
-		}
-		models = append(models, rec)
-	}
-	if models == nil {
-		models = []receipt.ModelRecord{}
-	}
+	models, headers := modelRecords(src.Models, files)
+	verbatim = append(verbatim, headers...)
 	if b, err = canonLine(models); err != nil {
 		return nil, err
 	}
@@ -221,6 +203,31 @@ func Throughput(src ThroughputSource, opt Options) (receipt.Files, error) {
 		return nil, err
 	}
 	return files, nil
+}
+
+// modelRecords are the models' records, each plan model's GGUF header (its metadata and
+// tensor table, verbatim) added to files when its file can be read; headers are their names.
+func modelRecords(src []SourceModel, files receipt.Files) (models []receipt.ModelRecord, headers []string) {
+	for _, m := range src {
+		rec := m.Record
+		if rec.Model != "" && m.File != "" {
+			hdr, note := readHeader(m.File, rec.Bytes)
+			if hdr != nil {
+				rec.Header = receipt.DirModels + slug(rec.Model) + receipt.HeaderSuffix
+				files[rec.Header] = hdr
+				headers = append(headers, rec.Header)
+			} else {
+				rec.HeaderNote = note
+			}
+		} else if rec.Model != "" {
+			rec.HeaderNote = "the model's file is not known"
+		}
+		models = append(models, rec)
+	}
+	if models == nil {
+		models = []receipt.ModelRecord{}
+	}
+	return models, headers
 }
 
 func finishRedaction(files receipt.Files, red *Redactor, verbatim []string) error {
@@ -355,28 +362,12 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 		return nil, err
 	}
 	defer root.Close()
+	rf := runFolder{root: root, dir: runDir}
 	red := NewRedactor(opt.Home, opt.Redact)
 	files := receipt.Files{}
-	read := func(rel string) ([]byte, error) {
-		st, err := root.Lstat(rel)
-		if err != nil {
-			return nil, err
-		}
-		if !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s is not a plain file", filepath.Join(runDir, rel))
-		}
-		if st.Size() > DefaultLimits.MaxEntryBytes {
-			return nil, fmt.Errorf("%s has %d bytes, more than a bundle file may", filepath.Join(runDir, rel), st.Size())
-		}
-		return root.ReadFile(rel)
-	}
-	exists := func(rel string) bool {
-		st, err := root.Lstat(rel)
-		return err == nil && st.Mode().IsRegular()
-	}
 	ci := &receipt.CapacityIndex{Plan: receipt.FilePlan, Requests: map[string]string{}, RSS: map[string]string{},
 		ServerLogs: map[string]string{}, Quality: map[string]string{}, BenchTG: opt.BenchTG}
-	pb, err := read(runPlanFile)
+	pb, err := rf.read(runPlanFile)
 	if err != nil {
 		return nil, fmt.Errorf("capacity run folder: %w", err)
 	}
@@ -387,173 +378,32 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 	plan.Defaults()
 	files[receipt.FilePlan] = pb
 	verbatim := []string{receipt.FilePlan}
-	// The prompt plan: the named file, else the run folder's copy; it must be the one the plan
-	// names by SHA-256 (the receipt and verify compare them: a different file is refused here
-	// rather than bundled).
-	promptFrom := ""
-	var promptBytes []byte
-	if opt.PromptPlan != "" {
-		st, err := os.Stat(opt.PromptPlan)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("prompt plan: %w (the plan's prompt_plan.sha256 is %s; restore the file the study ran with)", err, plan.PromptPlan.SHA256)
-		case !st.Mode().IsRegular():
-			return nil, fmt.Errorf("prompt plan %s is not a plain file", opt.PromptPlan)
-		case st.Size() > DefaultLimits.MaxEntryBytes:
-			return nil, fmt.Errorf("prompt plan %s has %d bytes, more than a bundle file may", opt.PromptPlan, st.Size())
-		}
-		if promptBytes, err = os.ReadFile(opt.PromptPlan); err != nil {
-			return nil, fmt.Errorf("prompt plan: %w", err)
-		}
-		promptFrom = opt.PromptPlan
+	promptBytes, ok, err := rf.promptPlan(plan, opt)
+	if err != nil {
+		return nil, err
 	}
-	for _, cand := range []string{filepath.ToSlash(filepath.Clean(plan.PromptPlan.Path)), "prompt-plan.json"} {
-		if promptFrom != "" {
-			break
-		}
-		if cand == "" || strings.HasPrefix(cand, "../") || filepath.IsAbs(cand) || !exists(cand) {
-			continue
-		}
-		if promptBytes, err = read(cand); err != nil {
-			return nil, err
-		}
-		promptFrom = filepath.Join(runDir, cand)
-	}
-	switch {
-	case promptFrom == "" && opt.RequirePromptPlan:
-		return nil, fmt.Errorf("prompt plan %q (sha256 %s) not found: the bundle would not be self-contained; restore the file the study ran with", plan.PromptPlan.Path, plan.PromptPlan.SHA256)
-	case promptFrom == "":
-	case canon.SHA256Hex(promptBytes) != plan.PromptPlan.SHA256:
-		return nil, fmt.Errorf("prompt plan %s hashes to %s, but the plan's prompt_plan.sha256 is %s: it is not the file the study ran with (changed since?); restore that file rather than bundle a different one",
-			promptFrom, canon.SHA256Hex(promptBytes), plan.PromptPlan.SHA256)
-	default:
+	if ok {
 		ci.PromptPlan = "prompt-plan.json"
 		files[ci.PromptPlan] = promptBytes
 		verbatim = append(verbatim, ci.PromptPlan)
 	}
-	if exists(runManifestFile) {
-		b, err := read(runManifestFile)
+	if rf.exists(runManifestFile) {
+		b, err := rf.read(runManifestFile)
 		if err != nil {
 			return nil, err
 		}
 		ci.Manifest = runManifestFile
 		files[ci.Manifest] = red.Bytes(ci.Manifest, b)
 	}
-	first := func(dir string, names ...string) string {
-		for _, n := range names {
-			if exists(dir + "/" + n) {
-				return dir + "/" + n
-			}
-		}
-		return ""
+	if err := rf.lifetimeFiles(plan, ci, files, red); err != nil {
+		return nil, err
 	}
-	for _, lt := range capacity.Schedule(plan, "") {
-		k := lt.Key.String()
-		dir := fmt.Sprintf("runs/%s/%s/p%d", lt.Key.Pass, lt.Key.Candidate, lt.Key.Slots)
-		for _, role := range []struct {
-			m     map[string]string
-			names []string
-			what  string
-		}{{ci.Requests, []string{runRequestsFile}, "request records"},
-			{ci.RSS, []string{runRSSFile, "server-time.txt"}, "peak RSS record"},
-			{ci.ServerLogs, []string{runServerLogFile, "server.stderr.log"}, "server log"}} {
-			rel := first(dir, role.names...)
-			if rel == "" {
-				return nil, fmt.Errorf("capacity run folder %s: lifetime %s has no %s (%s/%s)", runDir, k, role.what, dir, strings.Join(role.names, " or "))
-			}
-			b, err := read(rel)
-			if err != nil {
-				return nil, err
-			}
-			files[rel] = red.Bytes(rel, b)
-			role.m[k] = rel
-		}
-		if rel := first(dir, runEvidenceFile); rel != "" {
-			b, err := read(rel)
-			if err != nil {
-				return nil, err
-			}
-			files[rel] = red.Bytes(rel, b)
-			ci.Evidence = append(ci.Evidence, rel)
-		}
+	if err := rf.batchedFiles(plan, opt.Batched, ci, files, red); err != nil {
+		return nil, err
 	}
-	if plan.Limits.QualityGated() {
-		for _, c := range plan.Candidates {
-			for _, s := range plan.Slots {
-				k := capacity.QualityKey{Candidate: c.ID, Slots: s}.String()
-				rel := fmt.Sprintf("quality/%s/p%d/quality-evidence.json", c.ID, s)
-				b, err := read(rel)
-				if err != nil {
-					return nil, fmt.Errorf("capacity run folder %s: quality evidence %s: %w", runDir, k, err)
-				}
-				files[rel] = red.Bytes(rel, b)
-				ci.Quality[k] = rel
-			}
-		}
+	if err := rf.otherEvidence(ci, files, red); err != nil {
+		return nil, err
 	}
-	for id := range opt.Batched {
-		if _, ok := plan.Candidate(id); !ok {
-			return nil, fmt.Errorf("%s %s: not a candidate of this plan (%s)", capacity.FlagBatched, id, candidateList(plan))
-		}
-	}
-	for _, c := range plan.Candidates {
-		rel := capacity.RunBatchedFile(c.ID)
-		var b []byte
-		if path, ok := opt.Batched[c.ID]; ok {
-			st, err := os.Stat(path)
-			switch {
-			case err != nil:
-				return nil, fmt.Errorf("%s %s: %w", capacity.FlagBatched, c.ID, err)
-			case !st.Mode().IsRegular():
-				return nil, fmt.Errorf("%s %s: %s is not a plain file", capacity.FlagBatched, c.ID, path)
-			case st.Size() > DefaultLimits.MaxEntryBytes:
-				return nil, fmt.Errorf("%s %s: %s has %d bytes, more than a bundle file may", capacity.FlagBatched, c.ID, path, st.Size())
-			}
-			if b, err = os.ReadFile(path); err != nil {
-				return nil, fmt.Errorf("%s %s: %w", capacity.FlagBatched, c.ID, err)
-			}
-		} else if exists(rel) {
-			if b, err = read(rel); err != nil {
-				return nil, err
-			}
-		} else {
-			continue
-		}
-		if ci.Batched == nil {
-			ci.Batched = map[string]string{}
-		}
-		files[rel] = red.Bytes(rel, b)
-		ci.Batched[c.ID] = rel
-	}
-	// Every other plain file of the run's lifetimes and quality guards (the guard's server
-	// logs, …) is kept as evidence too.
-	for _, top := range []string{"runs", "quality"} {
-		if st, err := root.Lstat(top); err != nil || !st.IsDir() {
-			continue
-		}
-		err := fs.WalkDir(root.FS(), top, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !d.Type().IsRegular() {
-				return err
-			}
-			if _, have := files[p]; have {
-				return nil
-			}
-			if err := receipt.CheckName(p); err != nil {
-				return err
-			}
-			b, err := read(p)
-			if err != nil {
-				return err
-			}
-			files[p] = red.Bytes(p, b)
-			ci.Evidence = append(ci.Evidence, p)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("capacity run folder %s: %w", runDir, err)
-		}
-	}
-	sort.Strings(ci.Evidence)
 	if len(opt.Journal) > 0 {
 		if opt.StudyID <= 0 {
 			return nil, fmt.Errorf("capacity bundle: a journal excerpt needs the notebook's study id")
@@ -577,6 +427,211 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 		return nil, err
 	}
 	return files, nil
+}
+
+// runFolder reads a capacity run folder's plain files, none through a link out of it.
+type runFolder struct {
+	root *os.Root
+	dir  string
+}
+
+// read is a plain file of the folder, bounded by a bundle file's size.
+func (rf runFolder) read(rel string) ([]byte, error) {
+	st, err := rf.root.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a plain file", filepath.Join(rf.dir, rel))
+	}
+	if st.Size() > DefaultLimits.MaxEntryBytes {
+		return nil, fmt.Errorf("%s has %d bytes, more than a bundle file may", filepath.Join(rf.dir, rel), st.Size())
+	}
+	return rf.root.ReadFile(rel)
+}
+
+func (rf runFolder) exists(rel string) bool {
+	st, err := rf.root.Lstat(rel)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// promptPlan is the prompt plan to bundle (ok false: none found and none required): the named
+// file, else the run folder's copy; it must be the one the plan names by SHA-256 (the receipt
+// and verify compare them: a different file is refused here rather than bundled).
+func (rf runFolder) promptPlan(plan *capacity.Plan, opt CapacityOptions) (data []byte, ok bool, err error) {
+	promptFrom := ""
+	var promptBytes []byte
+	if opt.PromptPlan != "" {
+		st, err := os.Stat(opt.PromptPlan)
+		switch {
+		case err != nil:
+			return nil, false, fmt.Errorf("prompt plan: %w (the plan's prompt_plan.sha256 is %s; restore the file the study ran with)", err, plan.PromptPlan.SHA256)
+		case !st.Mode().IsRegular():
+			return nil, false, fmt.Errorf("prompt plan %s is not a plain file", opt.PromptPlan)
+		case st.Size() > DefaultLimits.MaxEntryBytes:
+			return nil, false, fmt.Errorf("prompt plan %s has %d bytes, more than a bundle file may", opt.PromptPlan, st.Size())
+		}
+		if promptBytes, err = os.ReadFile(opt.PromptPlan); err != nil {
+			return nil, false, fmt.Errorf("prompt plan: %w", err)
+		}
+		promptFrom = opt.PromptPlan
+	}
+	for _, cand := range []string{filepath.ToSlash(filepath.Clean(plan.PromptPlan.Path)), "prompt-plan.json"} {
+		if promptFrom != "" {
+			break
+		}
+		if cand == "" || strings.HasPrefix(cand, "../") || filepath.IsAbs(cand) || !rf.exists(cand) {
+			continue
+		}
+		if promptBytes, err = rf.read(cand); err != nil {
+			return nil, false, err
+		}
+		promptFrom = filepath.Join(rf.dir, cand)
+	}
+	switch {
+	case promptFrom == "" && opt.RequirePromptPlan:
+		return nil, false, fmt.Errorf("prompt plan %q (sha256 %s) not found: the bundle would not be self-contained; restore the file the study ran with", plan.PromptPlan.Path, plan.PromptPlan.SHA256)
+	case promptFrom == "":
+		return nil, false, nil
+	case canon.SHA256Hex(promptBytes) != plan.PromptPlan.SHA256:
+		return nil, false, fmt.Errorf("prompt plan %s hashes to %s, but the plan's prompt_plan.sha256 is %s: it is not the file the study ran with (changed since?); restore that file rather than bundle a different one",
+			promptFrom, canon.SHA256Hex(promptBytes), plan.PromptPlan.SHA256)
+	}
+	return promptBytes, true, nil
+}
+
+// lifetimeFiles adds each server lifetime's request records, peak RSS record, server log and
+// evidence, and each quality guard's evidence when the plan is quality-gated.
+func (rf runFolder) lifetimeFiles(plan *capacity.Plan, ci *receipt.CapacityIndex, files receipt.Files, red *Redactor) error {
+	first := func(dir string, names ...string) string {
+		for _, n := range names {
+			if rf.exists(dir + "/" + n) {
+				return dir + "/" + n
+			}
+		}
+		return ""
+	}
+	for _, lt := range capacity.Schedule(plan, "") {
+		k := lt.Key.String()
+		dir := fmt.Sprintf("runs/%s/%s/p%d", lt.Key.Pass, lt.Key.Candidate, lt.Key.Slots)
+		for _, role := range []struct {
+			m     map[string]string
+			names []string
+			what  string
+		}{{ci.Requests, []string{runRequestsFile}, "request records"},
+			{ci.RSS, []string{runRSSFile, "server-time.txt"}, "peak RSS record"},
+			{ci.ServerLogs, []string{runServerLogFile, "server.stderr.log"}, "server log"}} {
+			rel := first(dir, role.names...)
+			if rel == "" {
+				return fmt.Errorf("capacity run folder %s: lifetime %s has no %s (%s/%s)", rf.dir, k, role.what, dir, strings.Join(role.names, " or "))
+			}
+			b, err := rf.read(rel)
+			if err != nil {
+				return err
+			}
+			files[rel] = red.Bytes(rel, b)
+			role.m[k] = rel
+		}
+		if rel := first(dir, runEvidenceFile); rel != "" {
+			b, err := rf.read(rel)
+			if err != nil {
+				return err
+			}
+			files[rel] = red.Bytes(rel, b)
+			ci.Evidence = append(ci.Evidence, rel)
+		}
+	}
+	if !plan.Limits.QualityGated() {
+		return nil
+	}
+	for _, c := range plan.Candidates {
+		for _, s := range plan.Slots {
+			k := capacity.QualityKey{Candidate: c.ID, Slots: s}.String()
+			rel := fmt.Sprintf("quality/%s/p%d/quality-evidence.json", c.ID, s)
+			b, err := rf.read(rel)
+			if err != nil {
+				return fmt.Errorf("capacity run folder %s: quality evidence %s: %w", rf.dir, k, err)
+			}
+			files[rel] = red.Bytes(rel, b)
+			ci.Quality[k] = rel
+		}
+	}
+	return nil
+}
+
+// batchedFiles adds each candidate's llama-batched-bench output, for the server tax: the file
+// named in batched (which must name candidates of the plan), else the run folder's
+// batched/ID.txt; a candidate with neither has none.
+func (rf runFolder) batchedFiles(plan *capacity.Plan, batched map[string]string, ci *receipt.CapacityIndex, files receipt.Files, red *Redactor) error {
+	for id := range batched {
+		if _, ok := plan.Candidate(id); !ok {
+			return fmt.Errorf("%s %s: not a candidate of this plan (%s)", capacity.FlagBatched, id, candidateList(plan))
+		}
+	}
+	for _, c := range plan.Candidates {
+		rel := capacity.RunBatchedFile(c.ID)
+		var b []byte
+		if path, ok := batched[c.ID]; ok {
+			st, err := os.Stat(path)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%s %s: %w", capacity.FlagBatched, c.ID, err)
+			case !st.Mode().IsRegular():
+				return fmt.Errorf("%s %s: %s is not a plain file", capacity.FlagBatched, c.ID, path)
+			case st.Size() > DefaultLimits.MaxEntryBytes:
+				return fmt.Errorf("%s %s: %s has %d bytes, more than a bundle file may", capacity.FlagBatched, c.ID, path, st.Size())
+			}
+			if b, err = os.ReadFile(path); err != nil {
+				return fmt.Errorf("%s %s: %w", capacity.FlagBatched, c.ID, err)
+			}
+		} else if rf.exists(rel) {
+			var err error
+			if b, err = rf.read(rel); err != nil {
+				return err
+			}
+		} else {
+			continue
+		}
+		if ci.Batched == nil {
+			ci.Batched = map[string]string{}
+		}
+		files[rel] = red.Bytes(rel, b)
+		ci.Batched[c.ID] = rel
+	}
+	return nil
+}
+
+// otherEvidence adds every other plain file of the run's lifetimes and quality guards (the
+// guard's server logs, …) as evidence too, and sorts the evidence list.
+func (rf runFolder) otherEvidence(ci *receipt.CapacityIndex, files receipt.Files, red *Redactor) error {
+	for _, top := range []string{"runs", "quality"} {
+		if st, err := rf.root.Lstat(top); err != nil || !st.IsDir() {
+			continue
+		}
+		err := fs.WalkDir(rf.root.FS(), top, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !d.Type().IsRegular() {
+				return err
+			}
+			if _, have := files[p]; have {
+				return nil
+			}
+			if err := receipt.CheckName(p); err != nil {
+				return err
+			}
+			b, err := rf.read(p)
+			if err != nil {
+				return err
+			}
+			files[p] = red.Bytes(p, b)
+			ci.Evidence = append(ci.Evidence, p)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("capacity run folder %s: %w", rf.dir, err)
+		}
+	}
+	sort.Strings(ci.Evidence)
+	return nil
 }
 
 func candidateList(p *capacity.Plan) string {

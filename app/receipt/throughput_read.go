@@ -292,21 +292,11 @@ func (tb *throughputBundle) storedStudy() error {
 			}
 			created = true
 		case "plan.registered":
-			var p struct {
-				SHA256 string          `json:"plan_sha256"`
-				Plan   json.RawMessage `json:"plan"`
-			}
-			if err := payloadOf(j, &p); err != nil {
+			sha, err := tb.planEntry(j)
+			if err != nil {
 				return err
 			}
-			sum := sha256.Sum256(tb.planJSON)
-			if hex.EncodeToString(sum[:]) != p.SHA256 {
-				return fmt.Errorf("%s: hashes to %s, the journal registered plan %s (entry %d)", FilePlan, hex.EncodeToString(sum[:]), p.SHA256, j.Seq)
-			}
-			if !bytes.Equal(p.Plan, tb.planJSON) {
-				return fmt.Errorf("%s: differs from the plan journaled in entry %d", FilePlan, j.Seq)
-			}
-			st.PlanSHA256, st.RegisteredAt, registered = p.SHA256, at, true
+			st.PlanSHA256, st.RegisteredAt, registered = sha, at, true
 		case "amendment":
 			var p struct {
 				Target string          `json:"target"`
@@ -332,48 +322,23 @@ func (tb *throughputBundle) storedStudy() error {
 			}
 			st.Deviations = append(st.Deviations, d)
 		case "verdict", "verdict.human":
-			var p struct {
-				Key       string          `json:"key"`
-				Outcome   string          `json:"outcome"`
-				Observed  *float64        `json:"observed"`
-				Detail    json.RawMessage `json:"detail"`
-				Rationale string          `json:"rationale"`
-				Author    string          `json:"author"`
-			}
-			if err := payloadOf(j, &p); err != nil {
+			key, v, err := verdictEntry(j, at)
+			if err != nil {
 				return err
 			}
-			v := &study.StoredVerdict{Outcome: p.Outcome, Observed: p.Observed, Detail: p.Detail, Rationale: p.Rationale, Author: p.Author, At: at}
-			sv := st.Verdicts[p.Key]
+			sv := st.Verdicts[key]
 			if j.Kind == "verdict" {
 				sv.Computed = v
 			} else {
 				sv.Human = v
 			}
-			st.Verdicts[p.Key] = sv
+			st.Verdicts[key] = sv
 		case "finding":
-			var p struct {
-				Number      int     `json:"number"`
-				Label       string  `json:"label"`
-				Title       string  `json:"title"`
-				Legs        []int64 `json:"legs"`
-				Predictions []int64 `json:"predictions"`
-			}
-			if err := payloadOf(j, &p); err != nil {
+			n, f, err := findingEntry(j, at, keys)
+			if err != nil {
 				return err
 			}
-			f := study.StoredFinding{Label: p.Label, Text: p.Title, LegIDs: p.Legs, At: at}
-			if len(f.LegIDs) == 0 {
-				f.LegIDs = nil
-			}
-			for _, pid := range p.Predictions {
-				k, ok := keys[pid]
-				if !ok {
-					return fmt.Errorf("%s: finding %s (entry %d) names prediction id %d, which %s does not list", FileJournal, p.Label, j.Seq, pid, FileNotebook)
-				}
-				f.Predictions = append(f.Predictions, k)
-			}
-			findings = append(findings, finding{p.Number, f})
+			findings = append(findings, finding{n, f})
 		}
 		if strings.HasPrefix(j.Kind, "study.") {
 			st.Notes = append(st.Notes, study.StoredNote{Kind: j.Kind, Payload: j.Payload, At: at})
@@ -398,13 +363,118 @@ func (tb *throughputBundle) storedStudy() error {
 	return nil
 }
 
+// planEntry ties plan.json to the journal's plan.registered entry j: its SHA-256 and its bytes.
+func (tb *throughputBundle) planEntry(j JournalLine) (string, error) {
+	var p struct {
+		SHA256 string          `json:"plan_sha256"`
+		Plan   json.RawMessage `json:"plan"`
+	}
+	if err := payloadOf(j, &p); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(tb.planJSON)
+	if hex.EncodeToString(sum[:]) != p.SHA256 {
+		return "", fmt.Errorf("%s: hashes to %s, the journal registered plan %s (entry %d)", FilePlan, hex.EncodeToString(sum[:]), p.SHA256, j.Seq)
+	}
+	if !bytes.Equal(p.Plan, tb.planJSON) {
+		return "", fmt.Errorf("%s: differs from the plan journaled in entry %d", FilePlan, j.Seq)
+	}
+	return p.SHA256, nil
+}
+
+// verdictEntry is a verdict or verdict.human entry: its prediction's key and the verdict.
+func verdictEntry(j JournalLine, at time.Time) (string, *study.StoredVerdict, error) {
+	var p struct {
+		Key       string          `json:"key"`
+		Outcome   string          `json:"outcome"`
+		Observed  *float64        `json:"observed"`
+		Detail    json.RawMessage `json:"detail"`
+		Rationale string          `json:"rationale"`
+		Author    string          `json:"author"`
+	}
+	if err := payloadOf(j, &p); err != nil {
+		return "", nil, err
+	}
+	return p.Key, &study.StoredVerdict{Outcome: p.Outcome, Observed: p.Observed, Detail: p.Detail, Rationale: p.Rationale, Author: p.Author, At: at}, nil
+}
+
+// findingEntry is a finding entry: its number and the finding, its predictions named by their
+// keys (keys: the notebook's prediction ids).
+func findingEntry(j JournalLine, at time.Time, keys map[int64]string) (int, study.StoredFinding, error) {
+	var p struct {
+		Number      int     `json:"number"`
+		Label       string  `json:"label"`
+		Title       string  `json:"title"`
+		Legs        []int64 `json:"legs"`
+		Predictions []int64 `json:"predictions"`
+	}
+	if err := payloadOf(j, &p); err != nil {
+		return 0, study.StoredFinding{}, err
+	}
+	f := study.StoredFinding{Label: p.Label, Text: p.Title, LegIDs: p.Legs, At: at}
+	if len(f.LegIDs) == 0 {
+		f.LegIDs = nil
+	}
+	for _, pid := range p.Predictions {
+		k, ok := keys[pid]
+		if !ok {
+			return 0, f, fmt.Errorf("%s: finding %s (entry %d) names prediction id %d, which %s does not list", FileJournal, p.Label, j.Seq, pid, FileNotebook)
+		}
+		f.Predictions = append(f.Predictions, k)
+	}
+	return p.Number, f, nil
+}
+
 // checkLegs holds every leg record against its journal entries: leg.started (label, kind,
 // start, fingerprint, conditions, argv when not redacted), leg.rows_marked (row counts and the
 // digest of the row statuses) and leg.finished (state, class, reason, exit, end, row count,
 // and the transcript's SHA-256 when not redacted). Every leg the excerpt starts must be there.
 func (tb *throughputBundle) checkLegs() error {
-	type entries struct{ started, marked, finished *JournalLine }
-	byLeg := map[int64]*entries{}
+	byLeg, err := tb.legEntries()
+	if err != nil {
+		return err
+	}
+	have := map[int64]bool{}
+	for _, lf := range tb.legs {
+		r := lf.rec
+		have[r.ID] = true
+		name := lf.dir + "/" + LegFile
+		e := byLeg[r.ID]
+		if e == nil || e.started == nil {
+			return fmt.Errorf("%s: leg %d has no leg.started entry in %s", name, r.ID, FileJournal)
+		}
+		if err := tb.checkLegStarted(lf, name, e.started); err != nil {
+			return err
+		}
+		if e.marked != nil {
+			if err := checkLegMarked(lf, e.marked); err != nil {
+				return err
+			}
+		}
+		if e.finished == nil {
+			if r.EndedAt != "" {
+				return fmt.Errorf("%s: the leg ended at %s but %s has no leg.finished entry for it", name, r.EndedAt, FileJournal)
+			}
+			continue
+		}
+		if err := tb.checkLegFinished(lf, name, e.finished); err != nil {
+			return err
+		}
+	}
+	for id, e := range byLeg {
+		if !have[id] && e.started != nil {
+			return fmt.Errorf("%s: entry %d starts leg %d, which has no folder under %s", FileJournal, e.started.Seq, id, DirLegs)
+		}
+	}
+	return nil
+}
+
+// legEntries are the journal's leg.started, leg.rows_marked and leg.finished entries of the
+// study, by leg.
+type legEntries struct{ started, marked, finished *JournalLine }
+
+func (tb *throughputBundle) legEntries() (map[int64]*legEntries, error) {
+	byLeg := map[int64]*legEntries{}
 	for i := range tb.journal {
 		j := &tb.journal[i]
 		if j.StudyID() != tb.nb.StudyID {
@@ -416,14 +486,14 @@ func (tb *throughputBundle) checkLegs() error {
 		switch j.Kind {
 		case "leg.started", "leg.rows_marked", "leg.finished":
 			if err := payloadOf(*j, &p); err != nil {
-				return err
+				return nil, err
 			}
 		default:
 			continue
 		}
 		e := byLeg[p.Leg]
 		if e == nil {
-			e = &entries{}
+			e = &legEntries{}
 			byLeg[p.Leg] = e
 		}
 		switch j.Kind {
@@ -435,125 +505,122 @@ func (tb *throughputBundle) checkLegs() error {
 			e.finished = j
 		}
 	}
-	have := map[int64]bool{}
-	for _, lf := range tb.legs {
-		r := lf.rec
-		have[r.ID] = true
-		name := lf.dir + "/" + LegFile
-		e := byLeg[r.ID]
-		if e == nil || e.started == nil {
-			return fmt.Errorf("%s: leg %d has no leg.started entry in %s", name, r.ID, FileJournal)
-		}
-		var s struct {
-			Label       string   `json:"label"`
-			Kind        string   `json:"kind"`
-			StartedAt   string   `json:"started_at"`
-			Fingerprint string   `json:"fingerprint"`
-			Conditions  []string `json:"conditions"`
-			Argv        []string `json:"argv"`
-		}
-		if err := payloadOf(*e.started, &s); err != nil {
-			return err
-		}
-		mismatch := func(field string, got, want any, seq int64) error {
-			return fmt.Errorf("%s: %s is %v, the journal (entry %d) recorded %v", name, field, got, seq, want)
-		}
-		switch {
-		case s.Label != r.Label:
-			return mismatch("label", r.Label, s.Label, e.started.Seq)
-		case s.Kind != r.Kind:
-			return mismatch("kind", r.Kind, s.Kind, e.started.Seq)
-		case s.StartedAt != r.StartedAt:
-			return mismatch("started_at", r.StartedAt, s.StartedAt, e.started.Seq)
-		case s.Fingerprint != r.Fingerprint:
-			return mismatch("fingerprint", r.Fingerprint, s.Fingerprint, e.started.Seq)
-		case !slices.Equal(s.Conditions, r.Conditions) && len(s.Conditions)+len(r.Conditions) > 0:
-			return mismatch("conditions", r.Conditions, s.Conditions, e.started.Seq)
-		case len(s.Argv) != len(r.Argv) || !tb.redaction.Redacted && !slices.Equal(s.Argv, r.Argv):
-			return mismatch("argv", r.Argv, s.Argv, e.started.Seq)
-		}
-		if e.marked != nil {
-			var m struct {
-				Rows, Result, Flagged, Discarded int
-				Statuses                         string `json:"statuses_sha256"`
-			}
-			if err := payloadOf(*e.marked, &m); err != nil {
-				return err
-			}
-			var digest []byte
-			counts := map[string]int{}
-			for _, st := range lf.statuses {
-				digest = append(append(digest, st...), '\n')
-				counts[st]++
-			}
-			sum := sha256.Sum256(digest)
-			rowsName := lf.dir + "/" + LegRowsFile
-			if m.Rows != len(lf.rows) || m.Result != counts["result"] || m.Flagged != counts["flagged"] || m.Discarded != counts["discarded"] {
-				return fmt.Errorf("%s: %d rows (%d result, %d flagged, %d discarded), the journal (entry %d) recorded %d (%d, %d, %d)", rowsName,
-					len(lf.rows), counts["result"], counts["flagged"], counts["discarded"], e.marked.Seq, m.Rows, m.Result, m.Flagged, m.Discarded)
-			}
-			if hex.EncodeToString(sum[:]) != m.Statuses {
-				return fmt.Errorf("%s: the row statuses hash to %s, the journal (entry %d) recorded %s", rowsName, hex.EncodeToString(sum[:]), e.marked.Seq, m.Statuses)
-			}
-		}
-		if e.finished == nil {
-			if r.EndedAt != "" {
-				return fmt.Errorf("%s: the leg ended at %s but %s has no leg.finished entry for it", name, r.EndedAt, FileJournal)
-			}
-			continue
-		}
-		var f struct {
-			State      string `json:"state"`
-			Class      string `json:"class"`
-			Reason     string `json:"reason"`
-			ExitCode   *int   `json:"exit_code"`
-			Signal     string `json:"signal"`
-			EndedAt    string `json:"ended_at"`
-			BenchRows  int    `json:"bench_rows"`
-			Transcript string `json:"transcript_sha256"`
-			Rows       string `json:"rows_sha256"`
-		}
-		if err := payloadOf(*e.finished, &f); err != nil {
-			return err
-		}
-		switch {
-		case f.State != r.State:
-			return mismatch("state", r.State, f.State, e.finished.Seq)
-		case f.Class != r.Class:
-			return mismatch("class", r.Class, f.Class, e.finished.Seq)
-		case !tb.redaction.Redacted && f.Reason != r.Reason:
-			return mismatch("reason", r.Reason, f.Reason, e.finished.Seq)
-		case f.Signal != r.Signal:
-			return mismatch("signal", r.Signal, f.Signal, e.finished.Seq)
-		case (f.ExitCode == nil) != (r.ExitCode == nil) || f.ExitCode != nil && *f.ExitCode != *r.ExitCode:
-			return mismatch("exit_code", intText(r.ExitCode), intText(f.ExitCode), e.finished.Seq)
-		case f.EndedAt != r.EndedAt:
-			return mismatch("ended_at", r.EndedAt, f.EndedAt, e.finished.Seq)
-		case f.BenchRows != len(lf.rows):
-			return fmt.Errorf("%s/%s: %d rows, the journal (entry %d) recorded %d", lf.dir, LegRowsFile, len(lf.rows), e.finished.Seq, f.BenchRows)
-		}
-		// The row values: rows.jsonl is written verbatim in the canonical serialization the
-		// notebook hashed into rows_sha256 (canon.AppendRowLine). Entries journaled before
-		// rows_sha256 existed tie the rows by count and status only.
-		if f.Rows == "" {
-			tb.rowsOld++
-		} else {
-			sum := sha256.Sum256(lf.rowsJSONL)
-			if got := hex.EncodeToString(sum[:]); got != f.Rows {
-				return fmt.Errorf("%s/%s: hashes to %s, the rows_sha256 the journal (entry %d) recorded is %s: a row's values or status differ from the notebook's", lf.dir, LegRowsFile, got, e.finished.Seq, f.Rows)
-			}
-			tb.rowsTied++
-		}
-		if !tb.redaction.Redacted {
-			sum := sha256.Sum256(lf.transcript)
-			if got := hex.EncodeToString(sum[:]); got != f.Transcript {
-				return fmt.Errorf("%s/%s: hashes to %s, the journal (entry %d) recorded %s", lf.dir, LegTranscript, got, e.finished.Seq, f.Transcript)
-			}
-		}
+	return byLeg, nil
+}
+
+// legMismatch says that a leg's field differs from what the journal's entry seq recorded.
+func legMismatch(name, field string, got, want any, seq int64) error {
+	return fmt.Errorf("%s: %s is %v, the journal (entry %d) recorded %v", name, field, got, seq, want)
+}
+
+// checkLegStarted ties leg.json to its leg.started entry.
+func (tb *throughputBundle) checkLegStarted(lf legFolder, name string, started *JournalLine) error {
+	r := lf.rec
+	var s struct {
+		Label       string   `json:"label"`
+		Kind        string   `json:"kind"`
+		StartedAt   string   `json:"started_at"`
+		Fingerprint string   `json:"fingerprint"`
+		Conditions  []string `json:"conditions"`
+		Argv        []string `json:"argv"`
 	}
-	for id, e := range byLeg {
-		if !have[id] && e.started != nil {
-			return fmt.Errorf("%s: entry %d starts leg %d, which has no folder under %s", FileJournal, e.started.Seq, id, DirLegs)
+	if err := payloadOf(*started, &s); err != nil {
+		return err
+	}
+	switch {
+	case s.Label != r.Label:
+		return legMismatch(name, "label", r.Label, s.Label, started.Seq)
+	case s.Kind != r.Kind:
+		return legMismatch(name, "kind", r.Kind, s.Kind, started.Seq)
+	case s.StartedAt != r.StartedAt:
+		return legMismatch(name, "started_at", r.StartedAt, s.StartedAt, started.Seq)
+	case s.Fingerprint != r.Fingerprint:
+		return legMismatch(name, "fingerprint", r.Fingerprint, s.Fingerprint, started.Seq)
+	case !slices.Equal(s.Conditions, r.Conditions) && len(s.Conditions)+len(r.Conditions) > 0:
+		return legMismatch(name, "conditions", r.Conditions, s.Conditions, started.Seq)
+	case len(s.Argv) != len(r.Argv) || !tb.redaction.Redacted && !slices.Equal(s.Argv, r.Argv):
+		return legMismatch(name, "argv", r.Argv, s.Argv, started.Seq)
+	}
+	return nil
+}
+
+// checkLegMarked ties rows.jsonl's row count and statuses to the leg.rows_marked entry.
+func checkLegMarked(lf legFolder, marked *JournalLine) error {
+	var m struct {
+		Rows, Result, Flagged, Discarded int
+		Statuses                         string `json:"statuses_sha256"`
+	}
+	if err := payloadOf(*marked, &m); err != nil {
+		return err
+	}
+	var digest []byte
+	counts := map[string]int{}
+	for _, st := range lf.statuses {
+		digest = append(append(digest, st...), '\n')
+		counts[st]++
+	}
+	sum := sha256.Sum256(digest)
+	rowsName := lf.dir + "/" + LegRowsFile
+	if m.Rows != len(lf.rows) || m.Result != counts["result"] || m.Flagged != counts["flagged"] || m.Discarded != counts["discarded"] {
+		return fmt.Errorf("%s: %d rows (%d result, %d flagged, %d discarded), the journal (entry %d) recorded %d (%d, %d, %d)", rowsName,
+			len(lf.rows), counts["result"], counts["flagged"], counts["discarded"], marked.Seq, m.Rows, m.Result, m.Flagged, m.Discarded)
+	}
+	if hex.EncodeToString(sum[:]) != m.Statuses {
+		return fmt.Errorf("%s: the row statuses hash to %s, the journal (entry %d) recorded %s", rowsName, hex.EncodeToString(sum[:]), marked.Seq, m.Statuses)
+	}
+	return nil
+}
+
+// checkLegFinished ties leg.json's outcome, rows.jsonl and the transcript to the leg.finished
+// entry (redacted fields by their form only).
+func (tb *throughputBundle) checkLegFinished(lf legFolder, name string, finished *JournalLine) error {
+	r := lf.rec
+	var f struct {
+		State      string `json:"state"`
+		Class      string `json:"class"`
+		Reason     string `json:"reason"`
+		ExitCode   *int   `json:"exit_code"`
+		Signal     string `json:"signal"`
+		EndedAt    string `json:"ended_at"`
+		BenchRows  int    `json:"bench_rows"`
+		Transcript string `json:"transcript_sha256"`
+		Rows       string `json:"rows_sha256"`
+	}
+	if err := payloadOf(*finished, &f); err != nil {
+		return err
+	}
+	switch {
+	case f.State != r.State:
+		return legMismatch(name, "state", r.State, f.State, finished.Seq)
+	case f.Class != r.Class:
+		return legMismatch(name, "class", r.Class, f.Class, finished.Seq)
+	case !tb.redaction.Redacted && f.Reason != r.Reason:
+		return legMismatch(name, "reason", r.Reason, f.Reason, finished.Seq)
+	case f.Signal != r.Signal:
+		return legMismatch(name, "signal", r.Signal, f.Signal, finished.Seq)
+	case (f.ExitCode == nil) != (r.ExitCode == nil) || f.ExitCode != nil && *f.ExitCode != *r.ExitCode:
+		return legMismatch(name, "exit_code", intText(r.ExitCode), intText(f.ExitCode), finished.Seq)
+	case f.EndedAt != r.EndedAt:
+		return legMismatch(name, "ended_at", r.EndedAt, f.EndedAt, finished.Seq)
+	case f.BenchRows != len(lf.rows):
+		return fmt.Errorf("%s/%s: %d rows, the journal (entry %d) recorded %d", lf.dir, LegRowsFile, len(lf.rows), finished.Seq, f.BenchRows)
+	}
+	// The row values: rows.jsonl is written verbatim in the canonical serialization the
+	// notebook hashed into rows_sha256 (canon.AppendRowLine). Entries journaled before
+	// rows_sha256 existed tie the rows by count and status only.
+	if f.Rows == "" {
+		tb.rowsOld++
+	} else {
+		sum := sha256.Sum256(lf.rowsJSONL)
+		if got := hex.EncodeToString(sum[:]); got != f.Rows {
+			return fmt.Errorf("%s/%s: hashes to %s, the rows_sha256 the journal (entry %d) recorded is %s: a row's values or status differ from the notebook's", lf.dir, LegRowsFile, got, finished.Seq, f.Rows)
+		}
+		tb.rowsTied++
+	}
+	if !tb.redaction.Redacted {
+		sum := sha256.Sum256(lf.transcript)
+		if got := hex.EncodeToString(sum[:]); got != f.Transcript {
+			return fmt.Errorf("%s/%s: hashes to %s, the journal (entry %d) recorded %s", lf.dir, LegTranscript, got, finished.Seq, f.Transcript)
 		}
 	}
 	return nil

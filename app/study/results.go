@@ -171,154 +171,179 @@ func (res *Results) Resolve(s Selector) (Value, error) {
 	}
 	switch s.Figure {
 	case FigureCell, FigureCV:
-		r, err := res.cell(s, *s.Depth, legsOf(legs, s.Model, *s.Depth, false))
-		if err != nil {
-			return Value{}, err
-		}
-		if s.Figure == FigureCV {
-			if r.Result.AvgTs == 0 {
-				return Value{}, fmt.Errorf("CV of %s: mean is 0: %w", r.Ref, ErrUnresolvable)
-			}
-			return Value{X: r.Result.StddevTs / r.Result.AvgTs, Sources: []string{r.Ref}}, nil
-		}
-		return Value{X: r.Result.AvgTs, Detail: fmt.Sprintf("%.2f ± %.2f t/s", r.Result.AvgTs, r.Result.StddevTs), Sources: []string{r.Ref}}, nil
-
+		return res.resolveCell(s, legs)
 	case FigureCrossing, FigureSlope:
-		var upTo *int
-		if s.Figure == FigureSlope {
-			upTo = s.Depth
-		}
-		pts, srcs, err := res.depthSeries(s, legs, upTo)
-		if err != nil {
-			return Value{}, err
-		}
-		if s.Figure == FigureCrossing {
-			c, err := analysis.CrossingDepth(pts, s.Line)
-			if err != nil {
-				return Value{}, fmt.Errorf("%v: %w", err, ErrUnresolvable)
-			}
-			v := Value{Detail: c.String(), Sources: srcs}
-			switch c.Kind {
-			case analysis.Crossed:
-				v.X = c.Depth
-			case analysis.BelowAtStart:
-				v.X = c.From.X
-			default:
-				v.X = math.Inf(1)
-			}
-			return v, nil
-		}
-		slopes, err := analysis.DepthSlopes(pts)
-		if err != nil {
-			return Value{}, fmt.Errorf("%v: %w", err, ErrUnresolvable)
-		}
-		for _, sp := range slopes {
-			if sp.Depth == float64(*s.Depth) {
-				return Value{X: sp.Slope, Detail: fmt.Sprintf("%+.1f%% from d%g to d%d", sp.Slope*100, pts[0].X, *s.Depth), Sources: srcs}, nil
-			}
-		}
-		return Value{}, fmt.Errorf("depth %d is the reference depth; a slope needs a later depth: %w", *s.Depth, ErrUnresolvable)
-
+		return res.resolveDepthSeries(s, legs)
 	case FigureDeviceRatio:
-		var vals [2]float64
-		var srcs []string
-		for i, dev := range []string{s.Device, s.BaseDevice} {
-			sel := s
-			sel.Figure = FigureCell
-			c := ConfigSel{}
-			if s.Config != nil {
-				c = *s.Config
-			}
-			c.Devices = dev
-			sel.Config = &c
-			r, err := res.cell(sel, *s.Depth, legsOf(legs, s.Model, *s.Depth, false))
-			if err != nil {
-				return Value{}, err
-			}
-			vals[i] = r.Result.AvgTs
-			srcs = append(srcs, r.Ref)
-		}
-		if vals[1] == 0 {
-			return Value{}, fmt.Errorf("%s on %s: mean is 0: %w", s.Test, s.BaseDevice, ErrUnresolvable)
-		}
-		return Value{X: vals[0] / vals[1], Detail: fmt.Sprintf("%.2f t/s on %s / %.2f t/s on %s", vals[0], s.Device, vals[1], s.BaseDevice), Sources: srcs}, nil
-
+		return res.resolveDeviceRatio(s, legs)
 	case FigureCeiling, FigureEfficiency:
-		c, detail, err := res.ceiling(s)
-		if err != nil {
-			return Value{}, err
-		}
-		if s.Figure == FigureCeiling {
-			return Value{X: c, Detail: detail, Sources: []string{"model " + s.Model + " tensor table"}}, nil
-		}
-		tg := s
-		tg.Figure = FigureCell
-		if tg.Test == "" {
-			tg.Test = "tg"
-		}
-		r, err := res.cell(tg, *s.Depth, legsOf(legs, s.Model, *s.Depth, false))
-		if err != nil {
-			return Value{}, err
-		}
-		e, err := analysis.Efficiency(r.Result.AvgTs, c)
-		if err != nil {
-			return Value{}, fmt.Errorf("%v: %w", err, ErrUnresolvable)
-		}
-		return Value{X: e, Detail: fmt.Sprintf("%.2f t/s of %.1f t/s (%s)", r.Result.AvgTs, c, detail), Sources: []string{r.Ref}}, nil
-
+		return res.resolveCeiling(s, legs)
 	case FigureRepeatabilityCV:
-		rp := res.Plan.Repeatability
-		var ids []string
-		var base *LegPlan
-		for i, l := range legs {
-			if l.ID == rp.Leg || l.Of == rp.Leg {
-				ids = append(ids, l.ID)
-				if l.ID == rp.Leg {
-					base = &legs[i]
-				}
-			}
-		}
-		var means []float64
-		var srcs []string
-		for _, id := range ids {
-			sel := s
-			sel.Model = base.Models[0]
-			r, err := res.cell(sel, base.Depths[0], []string{id})
-			if err != nil {
-				return Value{}, err
-			}
-			means = append(means, r.Result.AvgTs)
-			srcs = append(srcs, r.Ref)
-		}
-		sum := analysis.Summarize(means)
-		return Value{X: sum.CV, Detail: fmt.Sprintf("%d runs of %s: mean %.2f, sd %.2f", len(means), rp.Leg, sum.Mean, sum.SD), Sources: srcs}, nil
-
+		return res.resolveRepeatability(s, legs)
 	case FigureContamination:
-		var vals []float64
-		var srcs []string
-		for _, id := range s.Legs {
-			var l *LegPlan
-			for i := range legs {
-				if legs[i].ID == id {
-					l = &legs[i]
-				}
-			}
-			sel := s
-			sel.Model = l.Models[0]
-			r, err := res.cell(sel, l.Depths[0], []string{id})
-			if err != nil {
-				return Value{}, err
-			}
-			vals = append(vals, r.Result.AvgTs)
-			srcs = append(srcs, r.Ref)
-		}
-		d, err := analysis.ContaminationDelta(vals[0], vals[1], vals[2])
-		if err != nil {
-			return Value{}, fmt.Errorf("%v: %w", err, ErrUnresolvable)
-		}
-		return Value{X: d, Detail: fmt.Sprintf("%.2f vs quiet %.2f and %.2f", vals[1], vals[0], vals[2]), Sources: srcs}, nil
+		return res.resolveContamination(s, legs)
 	}
 	return Value{}, fmt.Errorf("figure %q: %w", s.Figure, ErrUnresolvable)
+}
+
+// resolveCell is a cell's mean (FigureCell) or its CV.
+func (res *Results) resolveCell(s Selector, legs []LegPlan) (Value, error) {
+	r, err := res.cell(s, *s.Depth, legsOf(legs, s.Model, *s.Depth, false))
+	if err != nil {
+		return Value{}, err
+	}
+	if s.Figure == FigureCV {
+		if r.Result.AvgTs == 0 {
+			return Value{}, fmt.Errorf("CV of %s: mean is 0: %w", r.Ref, ErrUnresolvable)
+		}
+		return Value{X: r.Result.StddevTs / r.Result.AvgTs, Sources: []string{r.Ref}}, nil
+	}
+	return Value{X: r.Result.AvgTs, Detail: fmt.Sprintf("%.2f ± %.2f t/s", r.Result.AvgTs, r.Result.StddevTs), Sources: []string{r.Ref}}, nil
+}
+
+// resolveDepthSeries is where the depth series crosses the line (FigureCrossing) or its slope up to the depth (FigureSlope).
+func (res *Results) resolveDepthSeries(s Selector, legs []LegPlan) (Value, error) {
+	var upTo *int
+	if s.Figure == FigureSlope {
+		upTo = s.Depth
+	}
+	pts, srcs, err := res.depthSeries(s, legs, upTo)
+	if err != nil {
+		return Value{}, err
+	}
+	if s.Figure == FigureCrossing {
+		c, err := analysis.CrossingDepth(pts, s.Line)
+		if err != nil {
+			return Value{}, fmt.Errorf("%v: %w", err, ErrUnresolvable)
+		}
+		v := Value{Detail: c.String(), Sources: srcs}
+		switch c.Kind {
+		case analysis.Crossed:
+			v.X = c.Depth
+		case analysis.BelowAtStart:
+			v.X = c.From.X
+		default:
+			v.X = math.Inf(1)
+		}
+		return v, nil
+	}
+	slopes, err := analysis.DepthSlopes(pts)
+	if err != nil {
+		return Value{}, fmt.Errorf("%v: %w", err, ErrUnresolvable)
+	}
+	for _, sp := range slopes {
+		if sp.Depth == float64(*s.Depth) {
+			return Value{X: sp.Slope, Detail: fmt.Sprintf("%+.1f%% from d%g to d%d", sp.Slope*100, pts[0].X, *s.Depth), Sources: srcs}, nil
+		}
+	}
+	return Value{}, fmt.Errorf("depth %d is the reference depth; a slope needs a later depth: %w", *s.Depth, ErrUnresolvable)
+}
+
+// resolveDeviceRatio is a cell on one device over the same cell on the base device.
+func (res *Results) resolveDeviceRatio(s Selector, legs []LegPlan) (Value, error) {
+	var vals [2]float64
+	var srcs []string
+	for i, dev := range []string{s.Device, s.BaseDevice} {
+		sel := s
+		sel.Figure = FigureCell
+		c := ConfigSel{}
+		if s.Config != nil {
+			c = *s.Config
+		}
+		c.Devices = dev
+		sel.Config = &c
+		r, err := res.cell(sel, *s.Depth, legsOf(legs, s.Model, *s.Depth, false))
+		if err != nil {
+			return Value{}, err
+		}
+		vals[i] = r.Result.AvgTs
+		srcs = append(srcs, r.Ref)
+	}
+	if vals[1] == 0 {
+		return Value{}, fmt.Errorf("%s on %s: mean is 0: %w", s.Test, s.BaseDevice, ErrUnresolvable)
+	}
+	return Value{X: vals[0] / vals[1], Detail: fmt.Sprintf("%.2f t/s on %s / %.2f t/s on %s", vals[0], s.Device, vals[1], s.BaseDevice), Sources: srcs}, nil
+}
+
+// resolveCeiling is the bandwidth ceiling (FigureCeiling) or a cell's share of it (FigureEfficiency).
+func (res *Results) resolveCeiling(s Selector, legs []LegPlan) (Value, error) {
+	c, detail, err := res.ceiling(s)
+	if err != nil {
+		return Value{}, err
+	}
+	if s.Figure == FigureCeiling {
+		return Value{X: c, Detail: detail, Sources: []string{"model " + s.Model + " tensor table"}}, nil
+	}
+	tg := s
+	tg.Figure = FigureCell
+	if tg.Test == "" {
+		tg.Test = "tg"
+	}
+	r, err := res.cell(tg, *s.Depth, legsOf(legs, s.Model, *s.Depth, false))
+	if err != nil {
+		return Value{}, err
+	}
+	e, err := analysis.Efficiency(r.Result.AvgTs, c)
+	if err != nil {
+		return Value{}, fmt.Errorf("%v: %w", err, ErrUnresolvable)
+	}
+	return Value{X: e, Detail: fmt.Sprintf("%.2f t/s of %.1f t/s (%s)", r.Result.AvgTs, c, detail), Sources: []string{r.Ref}}, nil
+}
+
+// resolveRepeatability is the CV of the repeatability leg's runs.
+func (res *Results) resolveRepeatability(s Selector, legs []LegPlan) (Value, error) {
+	rp := res.Plan.Repeatability
+	var ids []string
+	var base *LegPlan
+	for i, l := range legs {
+		if l.ID == rp.Leg || l.Of == rp.Leg {
+			ids = append(ids, l.ID)
+			if l.ID == rp.Leg {
+				base = &legs[i]
+			}
+		}
+	}
+	var means []float64
+	var srcs []string
+	for _, id := range ids {
+		sel := s
+		sel.Model = base.Models[0]
+		r, err := res.cell(sel, base.Depths[0], []string{id})
+		if err != nil {
+			return Value{}, err
+		}
+		means = append(means, r.Result.AvgTs)
+		srcs = append(srcs, r.Ref)
+	}
+	sum := analysis.Summarize(means)
+	return Value{X: sum.CV, Detail: fmt.Sprintf("%d runs of %s: mean %.2f, sd %.2f", len(means), rp.Leg, sum.Mean, sum.SD), Sources: srcs}, nil
+}
+
+// resolveContamination is the contaminated leg against the quiet legs around it.
+func (res *Results) resolveContamination(s Selector, legs []LegPlan) (Value, error) {
+	var vals []float64
+	var srcs []string
+	for _, id := range s.Legs {
+		var l *LegPlan
+		for i := range legs {
+			if legs[i].ID == id {
+				l = &legs[i]
+			}
+		}
+		sel := s
+		sel.Model = l.Models[0]
+		r, err := res.cell(sel, l.Depths[0], []string{id})
+		if err != nil {
+			return Value{}, err
+		}
+		vals = append(vals, r.Result.AvgTs)
+		srcs = append(srcs, r.Ref)
+	}
+	d, err := analysis.ContaminationDelta(vals[0], vals[1], vals[2])
+	if err != nil {
+		return Value{}, fmt.Errorf("%v: %w", err, ErrUnresolvable)
+	}
+	return Value{X: d, Detail: fmt.Sprintf("%.2f vs quiet %.2f and %.2f", vals[1], vals[0], vals[2]), Sources: srcs}, nil
 }
 
 // depthSeries is the selector's test at every measured depth of the plan. A leg still waiting

@@ -12,6 +12,7 @@ package textsafe
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -134,4 +135,26 @@ func Name(r rune) string {
 		return fmt.Sprintf("U+%04X", r)
 	}
 	return fmt.Sprintf("U+%04X (%s)", r, n)
+}
+
+// Buffered buffers what a report writes and writes it to w through Escape when flushed:
+// recorded text (a finding, a rationale, a reason, a model name from imported rows) cannot
+// reach a terminal with a raw control character, whatever version stored it. Text without
+// control characters is written unchanged.
+func Buffered(w io.Writer) (io.Writer, func()) {
+	var b strings.Builder
+	return &b, func() { _, _ = io.WriteString(w, Escape(b.String())) }
+}
+
+// ByteSize is a byte count as the CLI's reports print it: "1.5 MiB", "2.00 GiB", "512 bytes".
+func ByteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sparkbench/app/study"
 	"strings"
 
 	"sparkbench/app/bundle"
-	"sparkbench/app/kinds"
 	"sparkbench/app/receipt"
+	"sparkbench/app/study"
 	"sparkbench/store"
 )
 
@@ -26,18 +25,29 @@ import (
 //   - Show: its report (printed, and as JSON);
 //   - Receipt: its bundle's files, and a receipt.BundleKind that re-derives them.
 //
-// Throughput and capacity give their receipts here; their registration, runs and reports
-// still go through their own CLI verbs (cmd/sparkbench), which move here one by one, with
-// their output unchanged. A function left nil is a verb the kind does not take through the
-// shared path.
+// Throughput (the `study` verb's default kind) registers, runs, shows and gives its receipts
+// here, capacity (the `capacity` verb's) validates, registers, shows and gives its receipts
+// (builtin_kinds.go); capacity runs still go through their own CLI verb. A function left nil is a verb the kind does not take through
+// the shared path.
 type Kind struct {
 	// Names are the stored kinds it covers (the capacity kind covers capacity and concurrency).
 	Names []string
+	// Verb is the CLI command its studies go under ("": "study"). One kind of each verb is
+	// its Default: it reads the plan files whose schema names no kind of that verb, and its
+	// Find says why a study is not one of the verb's.
+	Verb    string
+	Default bool
+	// Find resolves a study of this kind by id or name (nil: the stored study, when its kind
+	// is one of Names); its error says how to get one.
+	Find func(ctx context.Context, nb *store.Notebook, ref string) (int64, error)
+	// CacheWarning is what a register verb says when the hashes could not be cached after
+	// registering ("": "warning: the file hashes were not cached").
+	CacheWarning string
 	// PlanSchema is the "schema" of the kind's plan files ("": not registered by file here).
 	PlanSchema string
-	// Validate checks a plan file (its bytes, data) without writing anything; hash nil: the
-	// files it names are not hashed.
-	Validate func(ctx context.Context, file string, data []byte, hash study.HashFunc) (*Validated, error)
+	// Validate checks a plan file (PlanCheck: its bytes, how its files are hashed, the build
+	// it is checked against) without writing anything.
+	Validate func(ctx context.Context, req PlanCheck) (*Validated, error)
 	// Register checks a plan file (its bytes, data) and freezes it into the notebook. hash is
 	// the notebook-cached file hasher.
 	Register func(ctx context.Context, nb *store.Notebook, file string, data []byte, hash study.HashFunc) (*Registered, error)
@@ -49,36 +59,64 @@ type Kind struct {
 	Receipt func(ctx context.Context, nb *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error)
 }
 
+// PlanCheck asks a kind to check a plan file: its name and bytes (nil: not read, the kind
+// says why), the hasher of the files it names (nil: not hashed) and the llama.cpp folder of
+// the build it is checked against ("": the plan's build.dir, else the usual search).
+type PlanCheck struct {
+	File     string
+	Data     []byte
+	Hash     study.HashFunc
+	LlamaDir string
+}
+
 // Validated is a plan file's check: its problems, whether it can be registered, the value
-// --json prints and the lines that describe a valid plan.
+// --json prints, the lines that describe a valid plan, and warnings said first (on stderr, as
+// they are: what could not be checked).
 type Validated struct {
 	Problems []study.Problem
 	Valid    bool
 	Report   any
 	Lines    []string
+	Warnings []string
 }
 
-// Registered is a frozen plan: the study, and the lines that say so.
+// Registered is a frozen plan: the study, and the lines that say so. A kind's Register may
+// return it with an error too, for its Notes.
 type Registered struct {
 	StudyID    int64    `json:"study"`
 	Name       string   `json:"name"`
 	PlanSHA256 string   `json:"plan_sha256"`
 	Lines      []string `json:"-"`
+	// Report is what --json prints (nil: this Registered).
+	Report any `json:"-"`
+	// Notes are said first (on stderr, after the verb), also when the plan is refused;
+	// Warnings after the registration (on stderr, as they are).
+	Notes    []string `json:"-"`
+	Warnings []string `json:"-"`
 }
 
-// RunRequest is how a run goes: the llama.cpp folder ("" for the usual search) and where each
-// event's line goes (nil: nowhere).
+// RunRequest is how a run goes: the llama.cpp folder ("" for the usual search), where each
+// event's line goes (nil: nowhere) and, on a terminal, its status line (Bar: redrawn in place;
+// done, the last one, kept); the legs to run once more although their failures reached the
+// plan's retries; how a file being hashed is shown.
 type RunRequest struct {
 	LlamaDir string
 	Event    func(line string)
+	Retry    []string
+	Terminal bool
+	Bar      func(text string, done bool)
+	Hash     HashShow
 }
 
-// RunDone is what a run did: its status and the lines that say so. Complete is false when
-// work is left (the CLI then exits 1).
+// RunDone is what a run did: its status and the lines that say so (Lines on stdout, Notes on
+// stderr). Complete is false when work is left (the CLI then exits 1). A run's error: a
+// *RequestError is bad input (exit 2), a *study.RefusedError a refused plan (2), any other
+// the run's failure (1).
 type RunDone struct {
 	Status   string
 	Complete bool
 	Lines    []string
+	Notes    []string
 }
 
 // Shown is a study's report: the value --json prints, its text, and a problem that makes
@@ -134,6 +172,60 @@ func KindOfPlan(schema string) *Kind { return bySchema[schema] }
 // KindOf is the registered kind of a stored study kind, or nil.
 func KindOf(stored string) *Kind { return registry[stored] }
 
+// VerbOf is the CLI command k's studies go under.
+func (k *Kind) VerbOf() string {
+	if k.Verb == "" {
+		return "study"
+	}
+	return k.Verb
+}
+
+// DefaultKind is verb's default kind, or nil.
+func DefaultKind(verb string) *Kind {
+	for _, k := range registryOrder {
+		if k.Default && k.VerbOf() == verb {
+			return k
+		}
+	}
+	return nil
+}
+
+// PlanKind is the kind of verb that reads a plan with this schema: the kind whose plans carry
+// it, else the verb's default kind (which then says what is wrong with the file).
+func PlanKind(verb, schema string) *Kind {
+	if k := KindOfPlan(schema); k != nil && k.VerbOf() == verb {
+		return k
+	}
+	return DefaultKind(verb)
+}
+
+// FindStudy resolves a study of verb by id or name, for a verb that needs takes of its kind:
+// the stored study's kind when it is one of verb's and takes the verb, else verb's default
+// kind, whose Find says why not. The kind's own Find, when it has one, has the last word.
+func FindStudy(ctx context.Context, nb *store.Notebook, verb, ref string, takes func(*Kind) bool) (*Kind, int64, error) {
+	k := DefaultKind(verb)
+	s, err := nb.FindStudy(ctx, ref)
+	if err == nil {
+		if sk := KindOf(s.Kind); sk != nil && sk.VerbOf() == verb && takes(sk) {
+			k = sk
+		}
+	}
+	if k == nil {
+		if err != nil {
+			return nil, 0, err
+		}
+		return nil, 0, fmt.Errorf("study %d (%s) is a %s study; no command of `sparkbench %s` takes it", s.ID, s.Name, s.Kind, verb)
+	}
+	if k.Find != nil {
+		id, err := k.Find(ctx, nb, ref)
+		return k, id, err
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return k, s.ID, nil
+}
+
 // receiptKindsText names the kinds that have receipts, for messages: "throughput and capacity".
 func receiptKindsText() string {
 	var names []string
@@ -146,9 +238,4 @@ func receiptKindsText() string {
 		return strings.Join(names, "")
 	}
 	return fmt.Sprintf("%s and %s", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
-}
-
-func init() {
-	RegisterKind(Kind{Names: []string{kinds.Throughput}, Receipt: throughputStudyFiles})
-	RegisterKind(Kind{Names: []string{kinds.Capacity, kinds.Concurrency}, Receipt: capacityStudyFiles})
 }

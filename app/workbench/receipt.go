@@ -45,10 +45,19 @@ type ReceiptExport struct {
 	RecordErr error
 }
 
-// RequestError is a request refused as given (the CLI exits 2): what is wrong and what to do.
-type RequestError struct{ Msg string }
+// RequestError is a request refused as given (the CLI exits 2): what is wrong and what to do,
+// and the error it comes from, if any.
+type RequestError struct {
+	Msg string
+	Err error
+}
 
 func (e *RequestError) Error() string { return e.Msg }
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// badInput is err as a *RequestError, its message unchanged.
+func badInput(err error) error { return &RequestError{Msg: err.Error(), Err: err} }
 
 // ErrCancelled: ctx ended before the bundle was written; nothing was written.
 var ErrCancelled = errors.New("cancelled: nothing was written")
@@ -74,7 +83,7 @@ func (req ReceiptRequest) Check() error {
 	return nil
 }
 
-func refused(format string, a ...any) error { return &RequestError{fmt.Sprintf(format, a...)} }
+func refused(format string, a ...any) error { return &RequestError{Msg: fmt.Sprintf(format, a...)} }
 
 // ExportReceipt assembles the receipt bundle in memory, then writes it: a cancel before the
 // write leaves nothing on disk. nb is the process's notebook (nil: only a CapacityRun can be
@@ -93,7 +102,7 @@ func ExportReceipt(ctx context.Context, nb *store.Notebook, req ReceiptRequest) 
 	switch {
 	case req.CapacityRun != "":
 		if res.Files, err = bundle.Capacity(req.CapacityRun, bundle.CapacityOptions{Options: opt, BenchTG: req.BenchTG, PromptPlan: req.PromptPlan, Batched: req.Batched}); err != nil {
-			return nil, &RequestError{err.Error()}
+			return nil, &RequestError{Msg: err.Error()}
 		}
 	case nb == nil:
 		return nil, errors.New("no notebook is open")
@@ -122,7 +131,7 @@ func ExportReceipt(ctx context.Context, nb *store.Notebook, req ReceiptRequest) 
 func studyFiles(ctx context.Context, nb *store.Notebook, ref string, opt bundle.Options) (receipt.Files, int64, error) {
 	s, err := nb.FindStudy(ctx, ref)
 	if err != nil {
-		return nil, 0, &RequestError{err.Error()}
+		return nil, 0, &RequestError{Msg: err.Error()}
 	}
 	k := KindOf(s.Kind)
 	if k == nil || k.Receipt == nil {

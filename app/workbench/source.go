@@ -43,19 +43,36 @@ func ThroughputSource(ctx context.Context, nb *store.Notebook, s store.Study) (b
 	if err != nil {
 		return src, err
 	}
-	rows, err := store.StudyRecorder{N: nb}.Rows(ctx, s.ID)
+	if src.Legs, err = sourceLegs(ctx, nb, s.ID, legs); err != nil {
+		return src, err
+	}
+	if src.Builds, src.Machines, err = sourceBuildsMachines(ctx, nb, legs); err != nil {
+		return src, err
+	}
+	p, err := study.Decode("registered plan", plan.JSON)
 	if err != nil {
 		return src, err
+	}
+	src.Models, err = sourceModels(ctx, nb, p, planDir, legs)
+	return src, err
+}
+
+// sourceLegs are the study's legs (timeline order) with their rows (and their statuses) and
+// transcripts.
+func sourceLegs(ctx context.Context, nb *store.Notebook, studyID int64, legs []store.Leg) ([]bundle.SourceLeg, error) {
+	rows, err := store.StudyRecorder{N: nb}.Rows(ctx, studyID)
+	if err != nil {
+		return nil, err
 	}
 	byLeg := map[int64][]bundle.SourceRow{}
 	for _, r := range rows {
 		js, err := r.Result.MarshalJSON()
 		if err != nil {
-			return src, fmt.Errorf("leg %d row %d: %w", r.LegID, r.Seq, err)
+			return nil, fmt.Errorf("leg %d row %d: %w", r.LegID, r.Seq, err)
 		}
 		byLeg[r.LegID] = append(byLeg[r.LegID], bundle.SourceRow{Seq: r.Seq, Status: r.Status, JSON: js})
 	}
-	artefacts := map[int64]bool{}
+	var out []bundle.SourceLeg
 	for _, l := range legs {
 		var d struct {
 			PlanLeg string `json:"plan_leg"`
@@ -72,14 +89,16 @@ func ThroughputSource(ctx context.Context, nb *store.Notebook, s store.Study) (b
 		}
 		tr, err := nb.Transcript(ctx, l.ID)
 		if err != nil {
-			return src, fmt.Errorf("leg %d transcript: %w", l.ID, err)
+			return nil, fmt.Errorf("leg %d transcript: %w", l.ID, err)
 		}
-		src.Legs = append(src.Legs, bundle.SourceLeg{Record: rec, Rows: byLeg[l.ID], Transcript: tr})
-		if l.ArtefactID != 0 {
-			artefacts[l.ArtefactID] = true
-		}
+		out = append(out, bundle.SourceLeg{Record: rec, Rows: byLeg[l.ID], Transcript: tr})
 	}
-	// The notebook's build and machine records the legs name (never the machine's host name).
+	return out, nil
+}
+
+// sourceBuildsMachines are the notebook's build and machine records the legs name (never the
+// machine's host name), by id.
+func sourceBuildsMachines(ctx context.Context, nb *store.Notebook, legs []store.Leg) ([]receipt.NotebookBuild, []receipt.NotebookMachine, error) {
 	builds, machines := map[int64]bool{}, map[int64]bool{}
 	for _, l := range legs {
 		if l.BuildID != 0 {
@@ -89,41 +108,44 @@ func ThroughputSource(ctx context.Context, nb *store.Notebook, s store.Study) (b
 			machines[l.MachineID] = true
 		}
 	}
+	var bs []receipt.NotebookBuild
 	for _, id := range sortedInt64(builds) {
 		b, err := nb.Build(ctx, id)
 		if err != nil {
-			return src, err
+			return nil, nil, err
 		}
 		bins := b.Binaries
 		if bins == nil {
 			bins = map[string]string{}
 		}
-		src.Builds = append(src.Builds, receipt.NotebookBuild{ID: b.ID, Fingerprint: b.Fingerprint, Dir: b.Dir, VersionLine: b.VersionLine,
+		bs = append(bs, receipt.NotebookBuild{ID: b.ID, Fingerprint: b.Fingerprint, Dir: b.Dir, VersionLine: b.VersionLine,
 			BuildNumber: b.BuildNumber, Commit: b.Commit, Backends: b.Backends, Binaries: bins, RecordedAt: store.FormatTime(b.CreatedAt)})
 	}
+	var ms []receipt.NotebookMachine
 	for _, id := range sortedInt64(machines) {
 		m, err := nb.Machine(ctx, id)
 		if err != nil {
-			return src, err
+			return nil, nil, err
 		}
-		src.Machines = append(src.Machines, receipt.NotebookMachine{ID: m.ID, Fingerprint: m.Fingerprint, CPUModel: m.CPUModel, Cores: m.Cores,
+		ms = append(ms, receipt.NotebookMachine{ID: m.ID, Fingerprint: m.Fingerprint, CPUModel: m.CPUModel, Cores: m.Cores,
 			RAMBytes: m.RAMBytes, OS: m.OS, Kernel: m.Kernel, GPU: m.GPU, Driver: m.Driver, MemBandwidthGBs: m.MemBandwidthGBs,
 			RecordedAt: store.FormatTime(m.CreatedAt)})
 	}
-	p, err := study.Decode("registered plan", plan.JSON)
-	if err != nil {
-		return src, err
-	}
-	// Each plan model with the notebook's artefact record of its file (the one whose hash
-	// matches the plan, else the newest), then any other artefact a leg names.
+	return bs, ms, nil
+}
+
+// sourceModels are each plan model with the notebook's artefact record of its file (the one
+// whose hash matches the plan, else the newest), then any other artefact a leg names.
+func sourceModels(ctx context.Context, nb *store.Notebook, p *study.Plan, planDir string, legs []store.Leg) ([]bundle.SourceModel, error) {
 	all, err := nb.Artefacts(ctx)
 	if err != nil {
-		return src, err
+		return nil, err
 	}
 	record := func(a store.Artefact, model string) receipt.ModelRecord {
 		return receipt.ModelRecord{ArtefactID: a.ID, Model: model, Path: a.Path, Bytes: a.Size, SHA256: a.SHA256, ExpectedSHA256: a.ExpectedSHA256,
 			Status: a.Status, Name: a.Name, Architecture: a.Architecture, Quant: a.Quant, NParams: a.NParams, Source: a.Source, Revision: a.Revision}
 	}
+	var out []bundle.SourceModel
 	used := map[int64]bool{}
 	for _, m := range p.Models {
 		path := study.ResolvePath(planDir, m.Path)
@@ -135,12 +157,18 @@ func ThroughputSource(ctx context.Context, nb *store.Notebook, s store.Study) (b
 			}
 		}
 		if found == nil {
-			src.Models = append(src.Models, bundle.SourceModel{Record: receipt.ModelRecord{Model: m.ID, Path: path, ExpectedSHA256: m.SHA256,
+			out = append(out, bundle.SourceModel{Record: receipt.ModelRecord{Model: m.ID, Path: path, ExpectedSHA256: m.SHA256,
 				Status: "not recorded"}, File: path})
 			continue
 		}
 		used[found.ID] = true
-		src.Models = append(src.Models, bundle.SourceModel{Record: record(*found, m.ID), File: found.Path})
+		out = append(out, bundle.SourceModel{Record: record(*found, m.ID), File: found.Path})
+	}
+	artefacts := map[int64]bool{}
+	for _, l := range legs {
+		if l.ArtefactID != 0 {
+			artefacts[l.ArtefactID] = true
+		}
 	}
 	for _, id := range sortedInt64(artefacts) {
 		if used[id] {
@@ -148,11 +176,11 @@ func ThroughputSource(ctx context.Context, nb *store.Notebook, s store.Study) (b
 		}
 		a, err := nb.Artefact(ctx, id)
 		if err != nil {
-			return src, err
+			return nil, err
 		}
-		src.Models = append(src.Models, bundle.SourceModel{Record: record(a, "")})
+		out = append(out, bundle.SourceModel{Record: record(a, "")})
 	}
-	return src, nil
+	return out, nil
 }
 
 // capacityPromptPlan is the path of a capacity study's prompt plan: the registered plan's

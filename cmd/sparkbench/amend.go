@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 
@@ -102,7 +103,7 @@ func cmdAmend(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return withStudy("amend", *nbFlag, pos[0], stderr, func(ctx context.Context, nb *store.Notebook, id int64) int {
-		res, err := study.Amend(ctx, store.StudyRecorder{N: nb}, id, study.AmendRequest{Prediction: *pred, Set: ch, Reason: *reason, AsDeviation: *asDev})
+		res, err := workbench.Amend(ctx, nb, id, study.AmendRequest{Prediction: *pred, Set: ch, Reason: *reason, AsDeviation: *asDev})
 		if errors.Is(err, study.ErrAmendmentRefused) {
 			fprintf(stderr, "sparkbench amend: %v\n", err)
 			return 1

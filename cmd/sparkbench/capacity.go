@@ -1,22 +1,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"sparkbench/app/canon"
 	"sparkbench/app/capacity"
-	"sparkbench/app/kinds"
-	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/fsread"
-	"sparkbench/runner/llamacpp"
-	"sparkbench/store"
 )
 
 const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] [--batched CANDIDATE=FILE…] --output study.json"
@@ -46,14 +41,7 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) int {
 }
 
 // capacityValidateReport is `capacity validate --json`.
-type capacityValidateReport struct {
-	File      string              `json:"file"`
-	Valid     bool                `json:"valid"`
-	Kind      string              `json:"kind,omitempty"`
-	SHA256    string              `json:"plan_sha256,omitempty"`
-	Problems  []study.Problem     `json:"problems"`
-	Lifetimes []capacity.Lifetime `json:"lifetimes,omitempty"`
-}
+type capacityValidateReport = workbench.CapacityValidation
 
 // capacityKind is the capacity and concurrency study kinds as the CLI's shared verbs see them.
 var capacityKind = cliKind{
@@ -61,70 +49,6 @@ var capacityKind = cliKind{
 	noHashHelp:   "skip opening and hashing the model and prompt-plan files",
 	llamaDirHelp: "folder holding the llama-server whose --help the candidates' server_flags are checked against (default: the plan's build.dir, then the usual search; none found: a warning)",
 	showJSONHelp: "print the report as JSON",
-	validate:     capacityValidate,
-	find:         capacityFindStudy,
-	show: func(ctx context.Context, nb *store.Notebook, id int64) (*shownStudy, error) {
-		rep, err := capacity.Show(ctx, store.CapacityRecorder{N: nb}, id)
-		if err != nil {
-			return nil, err
-		}
-		return &shownStudy{report: rep, print: func(w io.Writer) { capacityPrintReport(w, rep) }, problem: rep.Problem}, nil
-	},
-}
-
-// capacityValidate checks a capacity or concurrency plan: strict JSON, every rule of
-// docs/capacity.md, model and prompt-plan files hashed against the plan (unless --no-hash),
-// server_flags against the build's llama-server --help (a warning when there is none).
-func capacityValidate(ctx context.Context, file string, hash study.HashFunc, llamaDir string, stderr io.Writer) (*planCheck, error) {
-	p, err := capacity.Load(file)
-	if err != nil {
-		return nil, err
-	}
-	p.Defaults()
-	opts := capacity.ValidateOptions{PlanDir: filepath.Dir(file), Hash: hash}
-	dir := llamaDir
-	if dir == "" && p.Build.Dir != "" {
-		dir = study.ResolvePath(filepath.Dir(file), p.Build.Dir)
-	}
-	if loc, err := llamacpp.Locate(dir); err != nil {
-		fprintf(stderr, "%s: warning: server_flags not checked against llama-server: %v\n", file, err)
-	} else if known, err := llamacpp.HelpFlags(ctx, loc.Server); err != nil {
-		fprintf(stderr, "%s: warning: server_flags not checked against llama-server: %v\n", file, err)
-	} else {
-		opts.ServerFlags, opts.ServerBinary = known, loc.Server
-	}
-	probs := capacity.Validate(p, opts)
-	rep := capacityValidateReport{File: file, Valid: len(study.Errors(probs)) == 0, Problems: probs}
-	if rep.Problems == nil {
-		rep.Problems = []study.Problem{}
-	}
-	if rep.Valid {
-		rep.Kind = kinds.Capacity
-		if p.Concurrency() {
-			rep.Kind = kinds.Concurrency
-		}
-		rep.SHA256, _, _ = p.SHA256()
-		rep.Lifetimes = capacity.Schedule(p, opts.PlanDir)
-	}
-	return &planCheck{problems: probs, valid: rep.Valid, report: rep, summary: func(w io.Writer) {
-		cells := 0
-		for _, s := range p.Slots {
-			cells += len(p.ClientLevels(s))
-		}
-		fprintf(w, "%s: valid %s plan %q, sha256 %s: %d candidates x %d cells x %d passes, %d server lifetimes in run order:\n",
-			file, rep.Kind, p.Name, rep.SHA256, len(p.Candidates), cells, len(p.Passes), len(rep.Lifetimes))
-		for _, l := range rep.Lifetimes {
-			fprintf(w, "  %-32s clients %-10s llama-server %s\n", l.Key, capacityJoinInts(l.Clients), study.JoinArgs(l.Args))
-		}
-	}}, nil
-}
-
-func capacityJoinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
 }
 
 // capacityAssemble turns a study's raw files into study.json (canonical JSON, byte-identical
@@ -303,27 +227,10 @@ func printSelections(w io.Writer, res *capacity.Result) {
 	}
 	for _, c := range res.Candidates {
 		if c.ServerTax != nil {
-			fprintf(w, "  %s\n", capacityServerTaxLine(c.ID, c.ServerTax))
+			fprintf(w, "  %s\n", capacity.ServerTaxLine(c.ID, c.ServerTax))
 		}
 	}
 	for _, v := range res.Verdicts {
 		fprintf(w, "  %-8s %-12s %s\n", v.Prediction, v.Outcome, v.Detail)
 	}
-}
-
-// capacityServerTaxLine is one candidate's server tax: cell rate at P = C = B / llama-batched-bench
-// B×TG/T at each B, and the B values left unpaired.
-func capacityServerTaxLine(id string, st *capacity.ServerTaxResult) string {
-	var pts []string
-	for _, p := range st.Points {
-		pts = append(pts, fmt.Sprintf("B%d %.4f (%.2f / %.2f tok/s)", p.B, p.Tax, p.ServerRate, p.BatchedRate))
-	}
-	line := fmt.Sprintf("%-24s server tax vs llama-batched-bench pp%d+tg%d: %s", id, st.PP, st.TG, strings.Join(pts, ", "))
-	if len(pts) == 0 {
-		line = fmt.Sprintf("%-24s server tax vs llama-batched-bench pp%d+tg%d: none", id, st.PP, st.TG)
-	}
-	if st.Note != "" {
-		line += " (" + st.Note + ")"
-	}
-	return line
 }

@@ -7,15 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/capacity/caprun"
-	"sparkbench/app/demo"
-	"sparkbench/app/study"
-	"sparkbench/runner/llamacpp"
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 
@@ -64,64 +60,29 @@ func capacityRunsInNotebook(args []string) bool {
 	return !strings.ContainsRune(pos[0], os.PathSeparator) && !strings.HasSuffix(strings.ToLower(pos[0]), ".json")
 }
 
-// capacityFindStudy resolves a capacity or concurrency study by id or name.
-func capacityFindStudy(ctx context.Context, nb *store.Notebook, ref string) (int64, error) {
-	s, err := nb.FindStudy(ctx, ref)
-	if err != nil {
-		return 0, fmt.Errorf("%w; `sparkbench capacity register PLAN` prints a new study's id", err)
-	}
-	if s.Kind != store.StudyCapacity && s.Kind != store.StudyConcurrency {
-		return 0, fmt.Errorf("study %d (%s) is a %s study; this command works on capacity and concurrency studies (`sparkbench study …` for throughput)", s.ID, s.Name, s.Kind)
-	}
-	return s.ID, nil
-}
-
-// capacityRegisterFile registers a plan file (idempotently) and prints what happened.
-func capacityRegisterFile(ctx context.Context, nb *store.Notebook, file string, stdout, stderr io.Writer) (capacity.Registration, int) {
-	return capacityRegisterFileWith(ctx, nb, file, "", stdout, stderr)
-}
-
-// capacityRegisterFileWith is capacityRegisterFile with the llama-server folder whose --help
-// the plan's server_flags are checked against (llamaDir, else the plan's build.dir, else the
-// usual search; no llama-server found: a warning, not checked).
+// capacityRegisterFileWith registers a plan file (idempotently) and prints what happened, as
+// `capacity register` does, with the llama-server folder whose --help the plan's server_flags
+// are checked against (llamaDir, else the plan's build.dir, else the usual search; no
+// llama-server found: a warning, not checked).
 func capacityRegisterFileWith(ctx context.Context, nb *store.Notebook, file, llamaDir string, stdout, stderr io.Writer) (capacity.Registration, int) {
-	p, err := capacity.Load(file)
-	if err != nil {
-		fprintf(stderr, "sparkbench capacity register: %v\n", err)
-		return capacity.Registration{}, 2
+	reg, err := workbench.RegisterCapacity(ctx, nb, workbench.CapacityRegisterRequest{File: file, LlamaDir: llamaDir, Hash: hashShow(stderr)})
+	var shown *workbench.Registered
+	if reg != nil {
+		shown = reg.Registered(file)
 	}
-	if llamaDir == "" && p.Build.Dir != "" {
-		llamaDir = study.ResolvePath(filepath.Dir(file), p.Build.Dir)
-	}
-	if loc, err := llamacpp.Locate(llamaDir); err != nil {
-		fprintf(stderr, "sparkbench capacity register: warning: server_flags not checked against llama-server: %v\n", err)
-	} else if code := capacityCheckServerFlags("capacity register", p, loc.Server, stderr); code != 0 {
+	commit := func(context.Context) error { return reg.CacheErr }
+	if code := printRegistered("capacity register", workbench.DefaultKind("capacity"), shown, err, commit, ctx, stdout, stderr); code != 0 {
 		return capacity.Registration{}, code
 	}
-	// New hashes reach the notebook's cache only when the plan is accepted: a refused plan
-	// writes nothing.
-	hash, commit := registrationHash(ctx, nb, stderr)
-	reg, err := capacity.Register(ctx, store.CapacityRecorder{N: nb}, p, file, hash)
-	if err != nil {
-		return reg, reportRefusal("capacity register", err, stderr)
-	}
-	if err := commit(ctx); err != nil {
-		fprintf(stderr, "sparkbench capacity register: registered, but the model hashes were not cached: %v\n", err)
-	}
-	for _, w := range reg.Warnings {
-		fprintf(stderr, "%s: %s\n", file, w)
-	}
-	if reg.Existing {
-		fprintf(stdout, "study %d %q: already registered with this plan (sha256 %s)\n", reg.StudyID, reg.Name, reg.PlanSHA256)
-	} else {
-		fprintf(stdout, "study %d %q registered (%s): plan sha256 %s, %d predictions\n", reg.StudyID, reg.Name, reg.Kind, reg.PlanSHA256, len(p.Predictions))
-	}
-	return reg, 0
+	return reg.Registration, 0
 }
 
 // capacityRegister: sparkbench capacity register PLAN [--notebook P] [--json].
 func capacityRegister(args []string, stdout, stderr io.Writer) int {
-	return registerCommand("capacity register", args, stdout, stderr, capacityRegisterFile)
+	return registerCommand("capacity register", args, stdout, stderr, func(ctx context.Context, nb *store.Notebook, file string, out, stderr io.Writer) (any, int) {
+		reg, _, code := registerAnyFile(ctx, nb, "capacity", file, out, stderr)
+		return reg, code
+	})
 }
 
 // capacityStudyRun: sparkbench capacity run ID|PLAN [--notebook P] [--fresh] [--out DIR] …: the
@@ -152,25 +113,27 @@ func capacityStudyRun(o *capacityRunOpts, ref string, stdout, stderr io.Writer) 
 			return code
 		}
 		id = reg.StudyID
-	} else if id, err = capacityFindStudy(ctx, nb, pos[0]); err != nil {
+	} else if id, err = workbench.FindCapacity(ctx, nb, pos[0]); err != nil {
 		fprintf(stderr, "sparkbench capacity run: %v\n", err)
 		return 2
 	}
-	e, st, code, err := capacityEngine(ctx, nb, id, *llamaDir, *out == "", stderr)
-	if err != nil {
-		fprintf(stderr, "sparkbench capacity run: %v\n", err)
-		return code
-	}
 	enc := json.NewEncoder(stdout)
-	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases, e.Fresh = o.startTimeout, o.reqTimeout, o.grace, o.qualityCases, *fresh
-	e.Batched = o.batched
-	e.OnEvent = func(ev capacity.RunEvent) {
-		if *asJSON {
-			_ = enc.Encode(ev)
+	sum, st, err := workbench.RunCapacity(ctx, nb, workbench.CapacityRunRequest{ID: id, LlamaDir: *llamaDir, Out: *out, Fresh: *fresh,
+		StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace, QualityCases: o.qualityCases, Batched: o.batched,
+		Warn: func(msg string) { fprintf(stderr, "sparkbench capacity run: %s\n", msg) }, Hash: hashShow(stderr),
+		OnEvent: func(ev capacity.RunEvent) {
+			if *asJSON {
+				_ = enc.Encode(ev)
+			}
+			capacityRunProgress(stderr, ev)
+		}})
+	if errors.As(err, new(*workbench.NotStartedError)) {
+		fprintf(stderr, "sparkbench capacity run: %v\n", err)
+		if errors.As(err, new(*workbench.RequestError)) {
+			return 2
 		}
-		capacityRunProgress(stderr, ev)
+		return 1
 	}
-	sum, err := e.Run(ctx, id, *out)
 	if ie, ok := capacity.IsIncomplete(err); ok && sum != nil {
 		fprintf(stderr, "sparkbench capacity run: study %d %s\n", id, err)
 		fprintf(stderr, "sparkbench capacity run: %s; the raw files are in %s (run.json lists them); %d server lifetimes recorded%s; no verdict is journaled\n",
@@ -206,7 +169,7 @@ func capacityStudyRun(o *capacityRunOpts, ref string, stdout, stderr io.Writer) 
 		}
 		for _, c := range sum.Report.Result.Candidates {
 			if c.ServerTax != nil {
-				fprintf(info, "  %s\n", capacityServerTaxLine(c.ID, c.ServerTax))
+				fprintf(info, "  %s\n", capacity.ServerTaxLine(c.ID, c.ServerTax))
 			}
 		}
 	}
@@ -228,154 +191,30 @@ func capacityKeptText(sum *capacity.RunSummary) string {
 	return s + ")"
 }
 
-// capacityEngine is the engine that runs study id, as `capacity run` and the window use it:
-// llama-server from llamaDir, else the plan's build.dir, else the usual search; the build
-// fingerprinted (a warning on warn when it cannot be); model and prompt-plan files hashed
-// through the notebook's cache. needDataDir: no --out was given, so runs go under the data
-// folder. code is the exit status for the error (2: bad input, 1: the notebook).
+// capacityEngine is the engine that runs study id, as `capacity run` and the window use it
+// (workbench.CapacityEngine; warnings on warn). needDataDir: no --out was given, so runs go
+// under the data folder. code is the exit status for the error (2: bad input, 1: the notebook).
 func capacityEngine(ctx context.Context, nb *store.Notebook, id int64, llamaDir string, needDataDir bool, warn io.Writer) (*caprun.Engine, capacity.StoredStudy, int, error) {
-	rec := store.CapacityRecorder{N: nb}
-	st, err := rec.Study(ctx, id)
-	if err != nil {
-		return nil, st, 1, err
+	out := ""
+	if !needDataDir {
+		out = "given"
 	}
-	plan, err := capacity.Decode("registered plan", st.PlanJSON)
-	if err != nil {
-		return nil, st, 1, err
-	}
-	dir := llamaDir
-	if dir == "" && plan.Build.Dir != "" {
-		dir = study.ResolvePath(st.PlanDir, plan.Build.Dir)
-	}
-	loc, err := llamacpp.Locate(dir)
-	if err != nil {
+	e, st, err := workbench.CapacityEngine(ctx, nb, workbench.CapacityRunRequest{ID: id, LlamaDir: llamaDir, Out: out, Hash: hashShow(warn),
+		Warn: func(msg string) { fprintf(warn, "sparkbench capacity run: %s\n", msg) }})
+	if errors.As(err, new(*workbench.RequestError)) {
 		return nil, st, 2, err
 	}
-	// A registered plan whose server_flags this llama-server does not know would fail every
-	// lifetime: refused before anything runs (nothing is recorded).
-	if known, herr := llamacpp.HelpFlags(ctx, loc.Server); herr != nil {
-		fprintf(warn, "sparkbench capacity run: warning: server_flags not checked against llama-server: %v\n", herr)
-	} else if probs := capacity.CheckServerFlags(plan, known, loc.Server); len(probs) > 0 {
-		msgs := make([]string, len(probs))
-		for i, pr := range probs {
-			msgs[i] = pr.String()
-		}
-		return nil, st, 2, fmt.Errorf("study %d's plan refused: %s; register a plan without it", id, strings.Join(msgs, "; "))
-	}
-	build, err := llamacpp.Inspect(ctx, loc)
 	if err != nil {
-		fprintf(warn, "sparkbench capacity run: warning: %v (the build is not fingerprinted in run.json)\n", err)
-		build = nil
+		return nil, st, 1, err
 	}
-	dataDir, err := demo.DataDir()
-	if err != nil && needDataDir {
-		return nil, st, 2, fmt.Errorf("%v; give --out DIR", err)
-	}
-	return &caprun.Engine{Rec: rec, Server: loc.Server, Build: build, Hash: cachedHash(ctx, nb, warn), DataDir: dataDir}, st, 0, nil
+	return e, st, 0, nil
 }
 
 // capacityShowSelected is one line per candidate: the selected point and its gain.
 func capacityShowSelected(res *capacity.Result) []string {
 	var out []string
 	for _, c := range res.Candidates {
-		out = append(out, capacitySelectedLine(c.ID, c.Selected, c.Base, c.SelectionNote))
+		out = append(out, capacity.SelectedLine(c.ID, c.Selected, c.Base, c.SelectionNote))
 	}
 	return out
-}
-
-func capacitySelectedLine(id string, s *capacity.Selection, base capacity.PointRef, note string) string {
-	if s == nil {
-		return fmt.Sprintf("%-24s no point selected: %s", id, note)
-	}
-	gain := "gain n/a"
-	if s.Gain != nil {
-		gain = fmt.Sprintf("%+.1f%% vs P%d/C%d", *s.Gain*100, base.Slots, base.Clients)
-	}
-	return fmt.Sprintf("%-24s selected P%d/C%d  %.2f tok/s  %s", id, s.Slots, s.Clients, s.GenerationRate, gain)
-}
-
-func capacityPrintReport(w io.Writer, r *capacity.Report) {
-	// Recorded text reaches the terminal escaped: a control character stored by an older
-	// version (or imported) is shown, never replayed.
-	w, flush := escaped(w)
-	defer flush()
-	s := r.Study
-	fprintf(w, "study %d %q (%s, %s), plan sha256 %s\n", s.ID, s.Name, s.Kind, s.Status, s.PlanSHA256)
-	if s.LastHalt != "" {
-		fprintf(w, "last halt: %s\n", s.LastHalt)
-	}
-	if a := r.Run; a != nil {
-		fprintf(w, "run folder %s\n", a.Note.RunDir)
-		if r.Trusted {
-			fprintf(w, "study.json sha256 %s (matches the journal)\n", a.FileSHA256)
-		} else {
-			fprintf(w, "study.json NOT TRUSTED: %s\n", r.Problem)
-		}
-	} else {
-		fprintf(w, "not assembled yet\n")
-	}
-	fprintf(w, "server lifetimes (%d):\n", len(r.Legs))
-	for _, l := range r.Legs {
-		dur := "running"
-		if !l.EndedAt.IsZero() {
-			dur = l.EndedAt.Sub(l.StartedAt).Round(time.Millisecond).String()
-		}
-		fprintf(w, "  leg %-4d %-28s %-9s %-10s %4d requests  peak RSS %7.1f MiB  log %s  %s\n", l.ID, l.Label, l.State, l.Class,
-			l.RequestRows, float64(l.PeakRSSBytes)/(1<<20), humanBytes(l.TranscriptBytes), dur)
-	}
-	if len(r.Envelope) > 0 {
-		fprintf(w, "selected points:\n")
-		for _, c := range r.Envelope {
-			fprintf(w, "  %s\n", capacitySelectedLine(c.Candidate, c.Selected, c.Base, c.Note))
-		}
-		fprintf(w, "envelope:\n")
-		for _, c := range r.Envelope {
-			fprintf(w, "  %s (%s)\n", c.Candidate, c.Label)
-			for _, cell := range c.Cells {
-				verdict := "PASS"
-				if !cell.Passed {
-					verdict = "FAIL " + strings.Join(cell.Failures, ", ")
-				}
-				fprintf(w, "    P%d/C%-3d %9s tok/s  TTFT p95 %9s ms  E2E p95 %9s ms  RSS %7.1f MiB  %s\n", cell.Slots, cell.Clients,
-					capacityNum(cell.GenerationRate, 2), capacityNum(cell.TTFTMsP95, 1), capacityNum(cell.E2EMsP95, 1), cell.PeakRSSMiB, verdict)
-			}
-		}
-		header := false
-		for _, c := range r.Envelope {
-			if c.ServerTax == nil {
-				continue
-			}
-			if !header {
-				fprintf(w, "server tax (cell rate at P = C = B / llama-batched-bench B×TG/T):\n")
-				header = true
-			}
-			fprintf(w, "  %s\n", capacityServerTaxLine(c.Candidate, c.ServerTax))
-		}
-	} else if len(r.Selected) > 0 {
-		fprintf(w, "selected points (from the journal):\n")
-		for _, sp := range r.Selected {
-			if sp.Slots == nil {
-				fprintf(w, "  %-24s no point selected: %s\n", sp.Candidate, sp.Note)
-				continue
-			}
-			sel := &capacity.Selection{Slots: *sp.Slots, Clients: *sp.Clients, GenerationRate: *sp.GenerationRate, Gain: sp.Gain}
-			fprintf(w, "  %s\n", capacitySelectedLine(sp.Candidate, sel, capacity.PointRef{Slots: sp.BaseSlots, Clients: sp.BaseClients}, ""))
-		}
-	}
-	if len(r.Verdicts) > 0 || len(r.Pending) > 0 {
-		fprintf(w, "verdicts:\n")
-		for _, v := range r.Verdicts {
-			fprintf(w, "  %-8s %-12s %s\n", v.Prediction, v.Outcome, v.Detail)
-		}
-		for _, p := range r.Pending {
-			fprintf(w, "  %-8s %-12s\n", p, "PENDING")
-		}
-	}
-}
-
-func capacityNum(v *float64, prec int) string {
-	if v == nil {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.*f", prec, *v)
 }

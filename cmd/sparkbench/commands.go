@@ -122,10 +122,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 // recorded text (a finding, a rationale, a reason, a model name from imported rows) cannot
 // reach the terminal with a raw control character, whatever version stored it. Text without
 // control characters is written unchanged.
-func escaped(w io.Writer) (io.Writer, func()) {
-	var b strings.Builder
-	return &b, func() { _, _ = io.WriteString(w, textsafe.Escape(b.String())) }
-}
+func escaped(w io.Writer) (io.Writer, func()) { return textsafe.Buffered(w) }
 
 // verbs are the verbs of the commands that take one, as their dispatchers accept them (a test
 // holds this list to the usage lines and the dispatchers), with the word their messages use.

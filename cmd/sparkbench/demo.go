@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"sparkbench/app/demo"
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 
@@ -52,7 +53,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	start := time.Now()
-	if code := runStudy(ctx, nb, reg.StudyID, *llamaDir, nil, stdout, stderr); code != 0 {
+	if code := runKind(ctx, nb, workbench.DefaultKind("study"), reg.StudyID, *llamaDir, nil, stdout, stderr); code != 0 {
 		return code
 	}
 	fprintf(stdout, "demo finished in %s\n", time.Since(start).Round(10*time.Millisecond))

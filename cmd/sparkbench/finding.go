@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 
@@ -34,7 +35,7 @@ func cmdFinding(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return withStudy("finding add", *nbFlag, pos[0], stderr, func(ctx context.Context, nb *store.Notebook, id int64) int {
-		label, err := study.AddFinding(ctx, store.StudyRecorder{N: nb}, id, study.FindingRequest{Text: *text, Legs: legs, Predictions: preds})
+		label, err := workbench.AddFinding(ctx, nb, id, study.FindingRequest{Text: *text, Legs: legs, Predictions: preds})
 		if err != nil {
 			fprintf(stderr, "sparkbench finding add: %v\n", err)
 			return 2

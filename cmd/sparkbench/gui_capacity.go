@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"path/filepath"
-	"sparkbench/runner/llamacpp"
+	"errors"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/plots"
-	"sparkbench/runner/hashing"
 	"sparkbench/store"
 	"sparkbench/ui"
 )
@@ -31,73 +28,38 @@ var _ ui.CapacityService = capacityService{}
 // the built-in prompt plan there when the plan names it, fills in the quality case list's
 // SHA-256, and registers it as `capacity register` does.
 func (s capacityService) RegisterCapacity(ctx context.Context, p *capacity.Plan) (capacity.Registration, error) {
-	plans, err := plansDir(s.dataDir)
-	if err != nil {
+	reg, err := workbench.RegisterCapacity(ctx, s.nb, workbench.CapacityRegisterRequest{Plan: p, LlamaDir: s.dir(), DataDir: s.dataDir})
+	var flags *workbench.FlagsRefusedError
+	if errors.As(err, &flags) {
+		// server_flags the window's build does not know: every server lifetime would fail to start.
+		return capacity.Registration{}, &study.RefusedError{Problems: flags.Problems}
+	}
+	if reg == nil {
 		return capacity.Registration{}, err
 	}
-	if p.PromptPlan == capacity.DefaultPromptPlanRef() {
-		if _, err := capacity.WriteDefaultPromptPlan(plans); err != nil {
-			return capacity.Registration{}, err
-		}
+	if err == nil {
+		err = reg.CacheErr
 	}
-	if q := p.QualityCases; q != nil && q.SHA256 == "" {
-		path := q.Path
-		if !filepath.IsAbs(path) {
-			return capacity.Registration{}, fmt.Errorf("quality cases %q: give the file's full path (the plan is written to %s)", path, plans)
-		}
-		sum, err := hashing.File(ctx, path, nil)
-		if err != nil {
-			return capacity.Registration{}, fmt.Errorf("quality cases: %w", err)
-		}
-		p.QualityCases = &capacity.FileRef{Path: path, SHA256: sum}
-	}
-	p.Defaults()
-	sum, _, err := p.SHA256()
-	if err != nil {
-		return capacity.Registration{}, err
-	}
-	// server_flags the window's build does not know are refused before anything is written
-	// (every server lifetime would fail to start); a build that cannot be asked checks nothing.
-	dir := s.llamaDir
+	return reg.Registration, err
+}
+
+func (s capacityService) dir() string {
 	if s.folder != nil {
-		dir = s.folder()
+		return s.folder()
 	}
-	if loc, err := llamacpp.Locate(dir); err == nil {
-		if known, err := llamacpp.HelpFlags(ctx, loc.Server); err == nil {
-			if probs := capacity.CheckServerFlags(p, known, loc.Server); len(probs) > 0 {
-				return capacity.Registration{}, &study.RefusedError{Problems: probs}
-			}
-		}
-	}
-	file, err := writePlanFile(s.dataDir, p.Name, sum, p)
-	if err != nil {
-		return capacity.Registration{}, err
-	}
-	// New hashes reach the notebook's cache only when the plan is accepted.
-	hash, commit := registrationHash(ctx, s.nb, io.Discard)
-	reg, err := capacity.Register(ctx, store.CapacityRecorder{N: s.nb}, p, file, hash)
-	if err != nil {
-		return reg, err
-	}
-	return reg, commit(ctx)
+	return s.llamaDir
 }
 
 // ShowCapacity is `capacity show`, the registered plan, and the assembled result's charts.
 func (s capacityService) ShowCapacity(ctx context.Context, id int64) (*ui.CapacityStudy, error) {
-	rec := store.CapacityRecorder{N: s.nb}
-	rep, err := capacity.Show(ctx, rec, id)
+	rep, err := workbench.ShowCapacity(ctx, s.nb, id)
 	if err != nil {
 		return nil, err
 	}
-	st, err := rec.Study(ctx, id)
+	plan, err := workbench.CapacityPlan(ctx, s.nb, id)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := capacity.Decode(fmt.Sprintf("study %d plan", id), st.PlanJSON)
-	if err != nil {
-		return nil, err
-	}
-	plan.Defaults()
 	cs := &ui.CapacityStudy{Report: rep, Plan: plan}
 	if rep.Run != nil && rep.Trusted && rep.Run.Result != nil {
 		if c, err := receipt.CapacityChart(rep.Run.Result, plots.KindSlots, ""); err == nil {
@@ -115,19 +77,12 @@ func (s capacityService) ShowCapacity(ctx context.Context, id int64) (*ui.Capaci
 // RunCapacity is `capacity run ID`: the run folder under the data folder, every lifetime a leg
 // of the notebook, study.json and the verdicts journaled.
 func (s capacityService) RunCapacity(ctx context.Context, id int64, onEvent func(capacity.RunEvent)) (*capacity.RunSummary, error) {
-	dir := s.llamaDir
-	if s.folder != nil {
-		dir = s.folder()
+	sum, _, err := workbench.RunCapacity(ctx, s.nb, workbench.CapacityRunRequest{ID: id, LlamaDir: s.dir(), DataDir: s.dataDir, OnEvent: onEvent})
+	var ns *workbench.NotStartedError
+	if errors.As(err, &ns) {
+		return nil, ns.Err
 	}
-	e, _, _, err := capacityEngine(ctx, s.nb, id, dir, true, io.Discard)
-	if err != nil {
-		return nil, err
-	}
-	if s.dataDir != "" {
-		e.DataDir = s.dataDir
-	}
-	e.OnEvent = onEvent
-	return e.Run(ctx, id, "")
+	return sum, err
 }
 
 // EstimateCapacity is ui.CapacityEstimator: the plan's duration from this notebook's

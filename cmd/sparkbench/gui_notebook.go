@@ -38,10 +38,11 @@ func (s notebookService) Journal(ctx context.Context) ([]ui.JournalRow, error) {
 }
 
 func (s notebookService) Verify(ctx context.Context) (ui.ChainStatus, error) {
-	rep, err := s.nb.Verify(ctx)
+	c, err := workbench.VerifyNotebook(ctx, s.nb, workbench.NotebookVerifyRequest{ChainOnly: true})
 	if err != nil {
 		return ui.ChainStatus{}, err
 	}
+	rep := c.Report
 	st := ui.ChainStatus{OK: rep.OK(), Entries: rep.Entries, Head: rep.Head}
 	if rep.Broken != nil {
 		st.Broken = rep.Broken.String()
@@ -50,15 +51,11 @@ func (s notebookService) Verify(ctx context.Context) (ui.ChainStatus, error) {
 }
 
 func (s notebookService) Import(ctx context.Context, paths []string) ([]string, error) {
-	var files []store.ImportFile
-	for _, p := range paths {
-		f, err := store.ReadImportFile(p) // a regular file only, bounded: a FIFO cannot block the window
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
+	files, err := workbench.ReadImportFiles(paths) // regular files only, bounded: a FIFO cannot block the window
+	if err != nil {
+		return nil, err
 	}
-	res, err := s.nb.ImportBenchOutput(ctx, store.ImportRequest{Files: files})
+	res, err := workbench.Import(ctx, s.nb, store.ImportRequest{Files: files})
 	if err != nil {
 		return nil, err
 	}

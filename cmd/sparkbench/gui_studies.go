@@ -2,20 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"sparkbench/app/demo"
 	"sparkbench/app/study"
-	"sparkbench/app/study/studyrun"
 	"sparkbench/app/workbench"
-	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
 	"sparkbench/ui"
 )
@@ -46,7 +38,7 @@ func (s studyService) List(ctx context.Context) ([]ui.StudySummary, error) {
 }
 
 func (s studyService) Show(ctx context.Context, id int64) (*study.Report, error) {
-	return study.Show(ctx, store.StudyRecorder{N: s.nb}, id)
+	return workbench.ShowThroughput(ctx, s.nb, id)
 }
 
 func (s studyService) dir() string {
@@ -57,25 +49,11 @@ func (s studyService) dir() string {
 }
 
 func (s studyService) Run(ctx context.Context, id int64, onEvent func(study.Event)) (study.RunSummary, error) {
-	rec := store.StudyRecorder{N: s.nb}
-	dir := s.dir()
-	if dir == "" {
-		if st, err := rec.Study(ctx, id); err == nil {
-			if p, err := study.Decode("plan", st.PlanJSON); err == nil {
-				dir = p.Build.Dir
-			}
-		}
-	}
-	loc, err := llamacpp.Locate(dir)
-	if err != nil {
-		return study.RunSummary{}, err
-	}
-	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: cachedHash(ctx, s.nb, io.Discard), OnEvent: onEvent}
-	return e.Run(ctx, id)
+	return workbench.RunThroughput(ctx, s.nb, workbench.ThroughputRunRequest{ID: id, LlamaDir: s.dir(), OnEvent: onEvent})
 }
 
 func (s studyService) EnsureDemo(ctx context.Context) (int64, error) {
-	dir, err := dataDirOr(s.dataDir)
+	dir, err := workbench.DataDirOr(s.dataDir)
 	if err != nil {
 		return 0, err
 	}
@@ -85,28 +63,14 @@ func (s studyService) EnsureDemo(ctx context.Context) (int64, error) {
 // Register writes the plan beside the notebook (data folder/plans/NAME-SHA.json) and registers
 // it as `study register` does, hashing the models through the notebook's cache.
 func (s studyService) Register(ctx context.Context, p *study.Plan) (study.Registration, error) {
-	p.Defaults()
-	sum, _, err := p.SHA256()
-	if err != nil {
+	reg, err := workbench.RegisterThroughput(ctx, s.nb, workbench.ThroughputRegisterRequest{Plan: p, LlamaDir: s.dir(), DataDir: s.dataDir})
+	if reg == nil {
 		return study.Registration{}, err
 	}
-	// extra_args the window's build does not know, devices it does not have and RPC endpoints
-	// that do not answer are refused before anything is written.
-	if err := buildRefusal(ctx, p, s.dir()); err != nil {
-		return study.Registration{}, err
+	if err == nil {
+		err = reg.CacheErr
 	}
-	file, err := writePlanFile(s.dataDir, p.Name, sum, p)
-	if err != nil {
-		return study.Registration{}, err
-	}
-	// New hashes reach the notebook's cache only when the plan is accepted: a refused plan
-	// writes nothing.
-	hash, commit := registrationHash(ctx, s.nb, io.Discard)
-	reg, err := study.Register(ctx, store.StudyRecorder{N: s.nb}, p, file, hash)
-	if err != nil {
-		return reg, err
-	}
-	return reg, commit(ctx)
+	return reg.Registration, err
 }
 
 var _ ui.DeviceLister = studyService{}
@@ -115,54 +79,15 @@ var _ ui.DeviceLister = studyService{}
 // plan's build.dir and the default search) with the plan's env and RPC endpoints, for the New
 // study form: the listing Register checks the plan against.
 func (s studyService) BuildDevices(ctx context.Context, p *study.Plan) (*study.BuildDevices, []study.Problem) {
-	return listDevicesFor(ctx, p, s.dir())
+	return workbench.ListDevices(ctx, p, s.dir())
 }
-
-// dataDirOr is dir, or the user's sparkbench data folder when dir is "".
-func dataDirOr(dir string) (string, error) {
-	if dir != "" {
-		return dir, nil
-	}
-	return demo.DataDir()
-}
-
-// plansDir is the folder plans built in the window are written to (DATA/plans), created.
-func plansDir(dataDir string) (string, error) {
-	dir, err := dataDirOr(dataDir)
-	if err != nil {
-		return "", err
-	}
-	plans := filepath.Join(dir, "plans")
-	return plans, os.MkdirAll(plans, 0o755)
-}
-
-// writePlanFile writes plan p (indented JSON) as DATA/plans/NAME-SHA.json, named by its name
-// and the first 12 digits of its SHA-256, and returns the file's path.
-func writePlanFile(dataDir, name, sum string, p any) (string, error) {
-	plans, err := plansDir(dataDir)
-	if err != nil {
-		return "", err
-	}
-	data, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	slug := strings.Trim(planSlug.ReplaceAllString(strings.ToLower(name), "-"), "-")
-	file := filepath.Join(plans, fmt.Sprintf("%s-%s.json", slug, sum[:12]))
-	return file, os.WriteFile(file, append(data, '\n'), 0o644)
-}
-
-var planSlug = regexp.MustCompile(`[^a-z0-9]+`)
 
 func (s studyService) HumanVerdict(ctx context.Context, id int64, h study.HumanVerdict) error {
-	if h.Author == "" {
-		h.Author = currentUser()
-	}
-	return study.RecordHumanVerdict(ctx, store.StudyRecorder{N: s.nb}, id, h)
+	return workbench.RecordVerdict(ctx, s.nb, id, h)
 }
 
 func (s studyService) AddFinding(ctx context.Context, id int64, f study.FindingRequest) (string, error) {
-	return study.AddFinding(ctx, store.StudyRecorder{N: s.nb}, id, f)
+	return workbench.AddFinding(ctx, s.nb, id, f)
 }
 
 // Receipt writes study id's receipt bundle to out through the same call `sparkbench receipt`

@@ -2,45 +2,26 @@ package main
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/hashing"
 	"sparkbench/store"
 )
 
-// cliKind is what the CLI's shared verbs need of one study kind (throughput under `study`,
-// capacity and concurrency under `capacity`): `validate` and `show` are one command each,
-// written once over this table.
+// cliKind is a CLI verb as its shared `validate` and `show` commands see it (`study` and
+// `capacity`): its flags' help. The kinds come from the service layer's registry.
 type cliKind struct {
 	verb         string // "study" or "capacity"
 	noHashHelp   string
 	llamaDirHelp string
 	showJSONHelp string
-	// validate checks a plan file (hash nil: files are not hashed); a load error refuses it.
-	validate func(ctx context.Context, file string, hash study.HashFunc, llamaDir string, stderr io.Writer) (*planCheck, error)
-	// find resolves a study id or name, with the kind's hint when none matches.
-	find func(ctx context.Context, nb *store.Notebook, ref string) (int64, error)
-	// show reads a study's report: the value --json prints, the text otherwise, and a problem
-	// that makes `show` exit 1 after printing (a journaled result that no longer matches).
-	show func(ctx context.Context, nb *store.Notebook, id int64) (*shownStudy, error)
-}
-
-// planCheck is one kind's verdict on a plan file.
-type planCheck struct {
-	problems []study.Problem
-	valid    bool
-	report   any               // what --json prints
-	summary  func(w io.Writer) // the lines after the problems, for a valid plan
-}
-
-// shownStudy is one kind's report of a registered study.
-type shownStudy struct {
-	report  any
-	print   func(w io.Writer)
-	problem string
 }
 
 // validateCommand is `sparkbench VERB validate PLAN [--json] [--no-hash] [--llama-dir DIR]`:
@@ -52,43 +33,48 @@ func validateCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noHash := fs.Bool("no-hash", false, k.noHashHelp)
 	llamaDir := fs.String("llama-dir", "", k.llamaDirHelp)
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return usageError(err)
+	file, code := onePlanFile(cmd, fs, args, stderr)
+	if code >= 0 {
+		return code
 	}
-	if len(pos) != 1 {
-		fprintf(stderr, "sparkbench %s: want exactly one plan file\n", cmd)
-		return 2
-	}
-	file := pos[0]
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var hash study.HashFunc
 	if !*noHash {
 		hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
 	}
-	c, err := k.validate(ctx, file, hash, *llamaDir, stderr)
+	kind, data := planKind(k.verb, file)
+	if kind == nil || kind.Validate == nil {
+		fprintf(stderr, "sparkbench %s: no study kind checks %s\n", cmd, file)
+		return 2
+	}
+	c, err := kind.Validate(ctx, workbench.PlanCheck{File: file, Data: data, Hash: hash, LlamaDir: *llamaDir})
 	if err != nil {
 		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
 		return 2
 	}
+	for _, w := range c.Warnings {
+		fprintf(stderr, "%s\n", w)
+	}
 	if *asJSON {
-		if code := printJSON(stdout, stderr, cmd, c.report); code != 0 {
+		if code := printJSON(stdout, stderr, cmd, c.Report); code != 0 {
 			return code
 		}
 	} else {
-		for _, pr := range c.problems {
+		for _, pr := range c.Problems {
 			w := stdout
 			if pr.Severity == study.SevError {
 				w = stderr
 			}
 			fprintf(w, "%s: %s\n", file, pr)
 		}
-		if c.valid {
-			c.summary(stdout)
+		if c.Valid {
+			for _, l := range c.Lines {
+				fprintf(stdout, "%s\n", l)
+			}
 		}
 	}
-	if !c.valid {
+	if !c.Valid {
 		return 2
 	}
 	return 0
@@ -109,26 +95,57 @@ func showCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench %s: want one study id or name\n", cmd)
 		return 2
 	}
-	nb, ctx, id, done, code := openShown(cmd, *nbFlag, pos[0], k.find, stderr)
+	var kind *workbench.Kind
+	find := func(ctx context.Context, nb *store.Notebook, ref string) (id int64, err error) {
+		kind, id, err = workbench.FindStudy(ctx, nb, k.verb, ref, takesShow)
+		return id, err
+	}
+	nb, ctx, id, done, code := openShown(cmd, *nbFlag, pos[0], find, stderr)
 	if nb == nil {
 		return code
 	}
 	defer done()
-	s, err := k.show(ctx, nb, id)
+	s, err := showKind(ctx, nb, kind, id)
 	if err != nil {
 		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
 		return 1
 	}
 	if *asJSON {
-		if code := printJSON(stdout, stderr, cmd, s.report); code != 0 {
+		if code := printJSON(stdout, stderr, cmd, s.Report); code != 0 {
 			return code
 		}
 	} else {
-		s.print(stdout)
+		s.Print(stdout)
 	}
-	if s.problem != "" {
-		fprintf(stderr, "sparkbench %s: %s\n", cmd, s.problem)
+	if s.Problem != "" {
+		fprintf(stderr, "sparkbench %s: %s\n", cmd, s.Problem)
 		return 1
 	}
 	return 0
+}
+
+// showKind is study id's report through its kind.
+func showKind(ctx context.Context, nb *store.Notebook, k *workbench.Kind, id int64) (*workbench.Shown, error) {
+	if k == nil || k.Show == nil {
+		return nil, fmt.Errorf("study %d: its kind has no report", id)
+	}
+	s, err := nb.FindStudy(ctx, strconv.FormatInt(id, 10))
+	if err != nil {
+		return nil, err
+	}
+	return k.Show(ctx, nb, s)
+}
+
+// onePlanFile parses a plan verb's flags and its one argument, the plan file; code is the exit
+// status when they are not that (-1 when they are).
+func onePlanFile(cmd string, fs *flag.FlagSet, args []string, stderr io.Writer) (file string, code int) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return "", usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench %s: want exactly one plan file\n", cmd)
+		return "", 2
+	}
+	return pos[0], -1
 }

@@ -2,94 +2,84 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"io"
 
-	"sparkbench/app/study"
 	"sparkbench/app/workbench"
-	"sparkbench/runner/fsread"
 	"sparkbench/store"
 )
 
-// The shared verbs' path for a study kind registered with the service layer (workbench.Kind)
-// that takes them: `study register` and `study run FILE` look the plan's schema up, `study
-// run ID` and `study show ID` the stored study's kind. Throughput (and capacity, under its own
-// verbs) keep their paths; a kind registered later needs no change here.
+// The shared verbs' path over the kinds registered with the service layer (workbench.Kind):
+// `study register`, `capacity register` and `study run FILE` look the plan's schema up (a
+// schema no kind of the verb claims goes to the verb's default kind, which says what is wrong
+// with the file), `study show`, `capacity show` and `study run ID` the stored study's kind. A
+// kind registered later needs no change here.
 
-// planKind reads a plan file once: its bytes (nil when it cannot be read: the throughput path
-// then says why) and, when its schema names a kind registered with the service layer, that
-// kind (nil otherwise).
-func planKind(file string) (*workbench.Kind, []byte) {
-	data, err := fsread.ReadFile(file, study.MaxPlanBytes, "plan")
-	if err != nil {
-		return nil, nil
-	}
-	var head struct {
-		Schema string `json:"schema"`
-	}
-	if json.Unmarshal(data, &head) != nil {
-		return nil, data
-	}
-	return workbench.KindOfPlan(head.Schema), data
+// planKind reads a plan file once: its bytes (nil when it cannot be read: the kind then says
+// why) and the kind of verb that reads it.
+func planKind(verb, file string) (*workbench.Kind, []byte) {
+	data, schema := workbench.ReadPlanFile(file)
+	return workbench.PlanKind(verb, schema), data
 }
 
-// loadPlan decodes a throughput plan from the bytes planKind read, or reads the file when
-// those are nil (and says why it cannot be read).
-func loadPlan(file string, data []byte) (*study.Plan, error) {
-	if data == nil {
-		return study.Load(file)
-	}
-	return study.Decode(file, data)
-}
-
-// registerAnyFile registers a plan file of any kind `study register` takes; it returns what
+// registerAnyFile registers a plan file of any kind `VERB register` takes; it returns what
 // --json prints, the study and the exit code.
-func registerAnyFile(ctx context.Context, nb *store.Notebook, file string, stdout, stderr io.Writer) (any, int64, int) {
-	k, data := planKind(file)
+func registerAnyFile(ctx context.Context, nb *store.Notebook, verb, file string, stdout, stderr io.Writer) (any, int64, int) {
+	cmd := verb + " register"
+	k, data := planKind(verb, file)
 	if k == nil || k.Register == nil {
-		reg, code := registerFile(ctx, nb, file, data, stdout, stderr)
-		return reg, reg.StudyID, code
+		fprintf(stderr, "sparkbench %s: no study kind registers %s\n", cmd, file)
+		return nil, 0, 2
 	}
 	hash, commit := registrationHash(ctx, nb, stderr)
 	reg, err := k.Register(ctx, nb, file, data, hash)
-	if err != nil {
-		return nil, 0, reportRefusal("study register", err, stderr)
+	if code := printRegistered(cmd, k, reg, err, func(ctx context.Context) error { return commit(ctx) }, ctx, stdout, stderr); code != 0 {
+		return nil, 0, code
 	}
-	if err := commit(ctx); err != nil {
-		fprintf(stderr, "sparkbench study register: warning: the file hashes were not cached: %v\n", err)
-	}
-	for _, l := range reg.Lines {
-		fprintf(stdout, "%s\n", l)
+	if reg.Report != nil {
+		return reg.Report, reg.StudyID, 0
 	}
 	return reg, reg.StudyID, 0
 }
 
-// sharedKind is the registered kind of a stored study when it takes the verb (has names the
-// function the verb needs), else nil.
-func sharedKind(ctx context.Context, nb *store.Notebook, ref string, takes func(*workbench.Kind) bool) (*workbench.Kind, store.Study) {
-	s, err := nb.FindStudy(ctx, ref)
-	if err != nil {
-		return nil, store.Study{}
+// printRegistered prints a registration as the register verbs do: its notes, then why the plan
+// was refused (exit 2: bad input or a refused plan; 1: another failure), else the hashes
+// cached through commit (nil: cached already), its warnings and its lines.
+func printRegistered(cmd string, k *workbench.Kind, reg *workbench.Registered, err error, commit func(context.Context) error,
+	ctx context.Context, stdout, stderr io.Writer) int {
+	if reg != nil {
+		for _, n := range reg.Notes {
+			fprintf(stderr, "sparkbench %s: %s\n", cmd, n)
+		}
 	}
-	if k := workbench.KindOf(s.Kind); k != nil && takes(k) {
-		return k, s
+	var bad *workbench.RequestError
+	var flags *workbench.FlagsRefusedError
+	switch {
+	case errors.As(err, &bad):
+		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
+		return 2
+	case errors.As(err, &flags):
+		for _, pr := range flags.Problems {
+			fprintf(stderr, "sparkbench %s: plan refused: %s: %s\n", cmd, pr.Path, pr.Msg)
+		}
+		return 2
+	case err != nil:
+		return reportRefusal(cmd, err, stderr)
 	}
-	return nil, store.Study{}
-}
-
-// runKind runs a study of a shared kind: each event's line as it happens, then what the run
-// did. Exit 0 complete, 1 work left or failed.
-func runKind(ctx context.Context, nb *store.Notebook, k *workbench.Kind, s store.Study, llamaDir string, stdout, stderr io.Writer) int {
-	done, err := k.Run(ctx, nb, s, workbench.RunRequest{LlamaDir: llamaDir, Event: func(line string) { fprintf(stdout, "%s\n", line) }})
-	if err != nil {
-		fprintf(stderr, "sparkbench study run: %v\n", err)
-		return 1
+	if commit != nil {
+		if err := commit(ctx); err != nil {
+			warning := k.CacheWarning
+			if warning == "" {
+				warning = "warning: the file hashes were not cached"
+			}
+			fprintf(stderr, "sparkbench %s: %s: %v\n", cmd, warning, err)
+		}
 	}
-	for _, l := range done.Lines {
+	for _, w := range reg.Warnings {
+		fprintf(stderr, "%s\n", w)
+	}
+	for _, l := range reg.Lines {
 		fprintf(stdout, "%s\n", l)
-	}
-	if !done.Complete {
-		return 1
 	}
 	return 0
 }

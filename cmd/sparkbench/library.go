@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"sparkbench/app"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/gguf"
 	"sparkbench/runner/hashing"
 	"sparkbench/store"
@@ -51,7 +52,7 @@ func (l notebookLibrary) Status(ctx context.Context, path string) (app.ModelStat
 }
 
 func (l notebookLibrary) Hash(ctx context.Context, path string, progress func(hashing.Progress)) (app.ModelStatus, error) {
-	sum, cached, err := hashing.Cached(ctx, notebookHashCache{l.nb}, path, progress)
+	sum, cached, err := hashing.Cached(ctx, workbench.HashCache{NB: l.nb}, path, progress)
 	if err != nil {
 		return app.ModelStatus{}, err
 	}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"sparkbench/app/textsafe"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/benchfmt"
 	"sparkbench/runner/fsread"
 	"sparkbench/store"
@@ -101,53 +103,40 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 		fprintf(stdout, "journal head: entry %d, %s\n", st.JournalSeq, st.JournalHead)
 		return 0
 	}
-	rep, err := nb.Verify(ctx)
+	c, err := workbench.VerifyNotebook(ctx, nb, workbench.NotebookVerifyRequest{ExpectHead: want})
 	if err != nil {
 		fprintf(stderr, "sparkbench notebook verify: reading %s failed: %v\n", path, err)
 		return 1
 	}
-	if !rep.OK() {
+	rep, anchor := c.Report, c.Anchor
+	switch {
+	case !rep.OK():
 		fprintf(stdout, "notebook %s: BROKEN at journal entry %d (%s): %s; entries before it verify, it and everything after are unproven: keep this file as evidence and restore from a backup, or start a new notebook with --notebook\n",
 			path, rep.Broken.Seq, rep.Broken.Kind, rep.Broken.Reason)
 		return 1
-	}
-	anchor, err := nb.CheckAnchor(ctx, rep)
-	if err != nil {
+	case c.AnchorErr != nil:
 		fprintf(stdout, "notebook %s: the anchor %s cannot be read: %v; it holds the last journal head seen, to detect deleted entries: restore it, or move it away to start a new one from this head\n",
-			path, store.AnchorPath(path), err)
+			path, store.AnchorPath(path), c.AnchorErr)
 		return 1
-	}
-	if anchor != nil && anchor.Problem != "" {
+	case anchor != nil && anchor.Problem != "":
 		fprintf(stdout, "notebook %s: %s\n", path, anchorProblem(anchor, rep))
 		return 1
-	}
-	var expectSeq int64
-	if want != "" {
-		seq, found, err := nb.SeqOfHash(ctx, want)
-		if err != nil {
-			fprintf(stderr, "sparkbench notebook verify: reading %s failed: %v\n", path, err)
-			return 1
-		}
-		if !found || seq > rep.HeadSeq {
-			fprintf(stdout, "notebook %s: journal truncated or rewritten: the expected head %s is not in the journal, which ends at entry %d (head %s); entries after it were deleted, or this is another notebook: keep this file as evidence and restore from a backup\n",
-				path, want, rep.HeadSeq, rep.Head)
-			return 1
-		}
-		expectSeq = seq
+	case want != "" && !c.ExpectFound:
+		fprintf(stdout, "notebook %s: journal truncated or rewritten: the expected head %s is not in the journal, which ends at entry %d (head %s); entries after it were deleted, or this is another notebook: keep this file as evidence and restore from a backup\n",
+			path, want, rep.HeadSeq, rep.Head)
+		return 1
 	}
 	fprintf(stdout, "notebook %s: intact: %d journal entries, %d legs' samples re-hashed (%d rows); head entry %d %s\n",
 		path, rep.Entries, rep.LegsChecked, rep.SamplesChecked, rep.HeadSeq, rep.Head)
 	if want != "" {
-		fprintf(stdout, "expected head %s is entry %d of the chain%s\n", want, expectSeq, laterEntries(rep.HeadSeq-expectSeq))
+		fprintf(stdout, "expected head %s is entry %d of the chain%s\n", want, c.ExpectSeq, laterEntries(rep.HeadSeq-c.ExpectSeq))
 	}
 	if anchor != nil {
 		fprintf(stdout, "the anchor %s (written %s) saw entry %d: the chain still holds it%s\n",
 			filepath.Base(anchor.Path), anchorTime(anchor.Anchor), anchor.Anchor.Seq, laterEntries(rep.HeadSeq-anchor.Anchor.Seq))
 	}
-	if anchor == nil || anchor.Anchor.Seq < rep.HeadSeq {
-		if err := nb.WriteAnchor(rep); err != nil {
-			fprintf(stderr, "sparkbench notebook verify: note: could not write the anchor %s: %v (the chain is intact; a later verify cannot tell deleted entries from this head on)\n", store.AnchorPath(path), err)
-		}
+	if c.AnchorWriteErr != nil {
+		fprintf(stderr, "sparkbench notebook verify: note: could not write the anchor %s: %v (the chain is intact; a later verify cannot tell deleted entries from this head on)\n", store.AnchorPath(path), c.AnchorWriteErr)
 	}
 	return 0
 }
@@ -257,7 +246,7 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 	defer nb.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	res, err := nb.ImportBenchOutput(ctx, store.ImportRequest{Study: *study, Files: in})
+	res, err := workbench.Import(ctx, nb, store.ImportRequest{Study: *study, Files: in})
 	if err != nil {
 		var pe *benchfmt.ParseError
 		if errors.As(err, &pe) {
@@ -378,14 +367,4 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
+func humanBytes(n int64) string { return textsafe.ByteSize(n) }

@@ -62,7 +62,9 @@ func registerSmokeKind(t *testing.T) {
 		Charts:   func([]byte) ([]receipt.NamedChart, error) { return nil, nil },
 	}))
 	t.Cleanup(workbench.RegisterKind(workbench.Kind{Names: []string{smokeKind}, PlanSchema: smokeSchema,
-		Validate: smokeValidate, Register: smokeRegister, Run: smokeRun, Show: smokeShow, Receipt: smokeReceipt}))
+		Validate: func(ctx context.Context, req workbench.PlanCheck) (*workbench.Validated, error) {
+			return smokeValidate(ctx, req.File, req.Data, req.Hash)
+		}, Register: smokeRegister, Run: smokeRun, Show: smokeShow, Receipt: smokeReceipt}))
 }
 
 // smokeCheck decodes a smoke plan and compares its model with its SHA-256 (hash nil: not).

@@ -17,23 +17,6 @@ import (
 	"sparkbench/store"
 )
 
-// notebookHashCache keeps model hashes in the notebook's artefacts table, keyed by path, size,
-// mtime, device and inode.
-type notebookHashCache struct{ nb *store.Notebook }
-
-func (c notebookHashCache) Lookup(ctx context.Context, k hashing.Key) (string, bool, error) {
-	a, ok, err := c.nb.CachedArtefactFile(ctx, k.Path, k.Size, k.MTime, k.Dev, k.Inode)
-	if err != nil || !ok || a.SHA256 == "" {
-		return "", false, err
-	}
-	return a.SHA256, true, nil
-}
-
-func (c notebookHashCache) Store(ctx context.Context, k hashing.Key, sum string) error {
-	_, err := c.nb.UpsertArtefact(ctx, store.Artefact{Path: k.Path, Size: k.Size, MTime: k.MTime, Dev: k.Dev, Inode: k.Inode, SHA256: sum})
-	return err
-}
-
 // modelVerifyReport is `model verify --json`.
 type modelVerifyReport struct {
 	Path      string  `json:"path"`

@@ -18,8 +18,7 @@ func DialogText(c fyne.Canvas) string {
 		return ""
 	}
 	var b strings.Builder
-	var walk func(o fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
+	walkObjects(top, func(o fyne.CanvasObject) bool {
 		switch x := o.(type) {
 		case *widget.Label:
 			b.WriteString(x.Text + "\n")
@@ -28,19 +27,32 @@ func DialogText(c fyne.Canvas) string {
 		case *canvas.Text:
 			b.WriteString(x.Text + "\n")
 		}
-		if c, ok := o.(*fyne.Container); ok {
-			for _, ch := range c.Objects {
-				walk(ch)
-			}
-		}
-		if w, ok := o.(fyne.Widget); ok {
-			for _, ch := range test.WidgetRenderer(w).Objects() {
-				walk(ch)
+		return false
+	})
+	return b.String()
+}
+
+// walkObjects visits o, then depth first every object of its containers and of its widgets'
+// renderers, until visit says to stop (it then returns true).
+func walkObjects(o fyne.CanvasObject, visit func(fyne.CanvasObject) (stop bool)) bool {
+	if visit(o) {
+		return true
+	}
+	if c, ok := o.(*fyne.Container); ok {
+		for _, ch := range c.Objects {
+			if walkObjects(ch, visit) {
+				return true
 			}
 		}
 	}
-	walk(top)
-	return b.String()
+	if w, ok := o.(fyne.Widget); ok {
+		for _, ch := range test.WidgetRenderer(w).Objects() {
+			if walkObjects(ch, visit) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // find is the first object of the canvas's top overlay (a dialog), depth first through
@@ -51,27 +63,13 @@ func find(c fyne.Canvas, match func(fyne.CanvasObject) bool) fyne.CanvasObject {
 		return nil
 	}
 	var found fyne.CanvasObject
-	var walk func(o fyne.CanvasObject)
-	walk = func(o fyne.CanvasObject) {
-		if found != nil {
-			return
-		}
+	walkObjects(top, func(o fyne.CanvasObject) bool {
 		if match(o) {
 			found = o
-			return
+			return true
 		}
-		if c, ok := o.(*fyne.Container); ok {
-			for _, ch := range c.Objects {
-				walk(ch)
-			}
-		}
-		if w, ok := o.(fyne.Widget); ok {
-			for _, ch := range test.WidgetRenderer(w).Objects() {
-				walk(ch)
-			}
-		}
-	}
-	walk(top)
+		return false
+	})
 	return found
 }
 

@@ -74,13 +74,7 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 		if !errors.As(serr, &se) {
 			return rl, serr
 		}
-		rl.Server = capacity.RunServer{Attempts: se.Attempts, Class: string(se.Class), Reason: se.Reason}
-		if n := len(se.Attempts); n > 0 {
-			rl.Server.Argv, rl.Server.Port, rl.Server.Pid = se.Attempts[n-1].Argv, se.Attempts[n-1].Port, se.Attempts[n-1].Pid
-		}
-		if se.Exit.PeakRSS > 0 {
-			rss = server.RSS{KiB: se.Exit.PeakRSS / 1024, Source: "wait4 rusage"}
-		}
+		rl.Server, rss = failedStart(se)
 		evidence = se.Evidence
 		gone = "llama-server did not become healthy: " + se.Reason
 		r.emit(capacity.RunEvent{Type: capacity.ServerFailed, Lifetime: rl.Key, Server: &rl.Server, Error: clipText(serr.Error())})
@@ -136,24 +130,9 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 			return rl, fmt.Errorf("write %s: %w", filepath.Join(rel, capacity.RunServerLogFile), err)
 		}
 	}
-	if rss.KiB > 0 {
-		rl.Server.RSS = &rss
-		b, _ := canon.Marshal(capacity.RSSRecord{Schema: capacity.SchemaRSS, VmHWMKiB: rss.KiB, Source: rss.Source})
-		if err := os.WriteFile(filepath.Join(dir, capacity.RunRSSFile), append(b, '\n'), 0o644); err != nil {
-			return rl, err
-		}
-		rl.Files["rss"] = filepath.Join(rel, capacity.RunRSSFile)
-	}
-	rl.Server.Evidence = &evidence
-	eb, _ := canon.Marshal(struct {
-		Key      string          `json:"key"`
-		Argv     []string        `json:"argv"`
-		Evidence server.Evidence `json:"evidence"`
-	}{rl.Key, rl.Server.Argv, evidence})
-	if err := os.WriteFile(filepath.Join(dir, capacity.RunEvidenceFile), append(eb, '\n'), 0o644); err != nil {
+	if err := writeServerRecords(&rl, dir, rss, evidence); err != nil {
 		return rl, err
 	}
-	rl.Files["evidence"] = filepath.Join(rel, capacity.RunEvidenceFile)
 	if err := reqf.Sync(); err != nil {
 		return rl, err
 	}
@@ -170,6 +149,44 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 		return rl, context.Cause(r.ctx)
 	}
 	return rl, nil
+}
+
+// failedStart is the server record of a llama-server that never became healthy: its attempts
+// (the last one's argv, port and pid), why, and its peak RSS when the kernel reported one.
+func failedStart(se *server.StartError) (capacity.RunServer, server.RSS) {
+	rs := capacity.RunServer{Attempts: se.Attempts, Class: string(se.Class), Reason: se.Reason}
+	if n := len(se.Attempts); n > 0 {
+		rs.Argv, rs.Port, rs.Pid = se.Attempts[n-1].Argv, se.Attempts[n-1].Port, se.Attempts[n-1].Pid
+	}
+	var rss server.RSS
+	if se.Exit.PeakRSS > 0 {
+		rss = server.RSS{KiB: se.Exit.PeakRSS / 1024, Source: "wait4 rusage"}
+	}
+	return rs, rss
+}
+
+// writeServerRecords writes the lifetime's peak RSS record (when there is one) and its server
+// evidence into its folder dir, and names them in rl.
+func writeServerRecords(rl *capacity.RunLifetime, dir string, rss server.RSS, evidence server.Evidence) error {
+	if rss.KiB > 0 {
+		rl.Server.RSS = &rss
+		b, _ := canon.Marshal(capacity.RSSRecord{Schema: capacity.SchemaRSS, VmHWMKiB: rss.KiB, Source: rss.Source})
+		if err := os.WriteFile(filepath.Join(dir, capacity.RunRSSFile), append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+		rl.Files["rss"] = filepath.Join(rl.Dir, capacity.RunRSSFile)
+	}
+	rl.Server.Evidence = &evidence
+	eb, _ := canon.Marshal(struct {
+		Key      string          `json:"key"`
+		Argv     []string        `json:"argv"`
+		Evidence server.Evidence `json:"evidence"`
+	}{rl.Key, rl.Server.Argv, evidence})
+	if err := os.WriteFile(filepath.Join(dir, capacity.RunEvidenceFile), append(eb, '\n'), 0o644); err != nil {
+		return err
+	}
+	rl.Files["evidence"] = filepath.Join(rl.Dir, capacity.RunEvidenceFile)
+	return nil
 }
 
 // hasResults says whether any measured request of the lifetime completed.

@@ -124,6 +124,238 @@ func (r *Run) run() (*capacity.RunReport, error) {
 	if spec.Server == "" {
 		return nil, capacity.Refuse("no llama-server binary")
 	}
+	in, err := r.inputs()
+	if err != nil {
+		return nil, err
+	}
+	p, planDir, cases, prompts, sha := in.plan, in.planDir, in.cases, in.prompts, in.sha
+	machine := (&runner.Fingerprinter{}).Machine()
+	machine.Hostname = "" // run.json travels in receipt bundles
+	var (
+		prev   *capacity.RunReport
+		unlock func()
+	)
+	if spec.Resume {
+		if prev, unlock, err = openResume(spec.OutDir, sha); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := makeRunDir(spec.OutDir); err != nil {
+			return nil, capacity.Refuse("%v", err)
+		}
+		if unlock, err = lockRunDir(spec.OutDir); err != nil {
+			return nil, capacity.Refuse("%v", err)
+		}
+	}
+	defer unlock()
+	rep := &capacity.RunReport{Schema: SchemaRun, Plan: capacity.RunPlanFile, PlanSHA256: sha, PromptPlan: in.promptSHA, Build: spec.Build, Machine: &machine,
+		Started: r.start.UTC(), OutDir: spec.OutDir, Lifetimes: []capacity.RunLifetime{}, QualityCases: in.casesSHA, PassOrigins: map[string]time.Time{}}
+	sched := capacity.Schedule(p, planDir)
+	guards := guardSchedule(p, sched)
+	if cases == nil {
+		guards = nil
+	}
+	var kept *resumeState
+	var before time.Duration // time the folder's earlier runs spent running
+	if spec.Resume {
+		if kept, err = planResume(spec.OutDir, prev, rep, sched, guards, spec.Server); err != nil {
+			return nil, err
+		}
+		kept.info.At = r.start.UTC()
+		if prev != nil {
+			rep.Started, before = prev.Started, prev.Duration
+			rep.Resumes = append(rep.Resumes, prev.Resumes...)
+			for pass, t := range prev.PassOrigins {
+				if kept.passUsed(pass) {
+					rep.PassOrigins[pass] = t
+				}
+			}
+		}
+		rep.Resumes = append(rep.Resumes, kept.info)
+	} else if err := os.WriteFile(filepath.Join(spec.OutDir, capacity.RunPlanFile), in.planBytes, 0o644); err != nil {
+		return rep, err
+	}
+	if err := writeBatched(spec.OutDir, in.batched); err != nil {
+		return rep, err
+	}
+	// run.json is written now (the kept lifetimes and guards from the start), after every
+	// lifetime and guard, and at the end.
+	bk := &runBook{rep: rep, sched: sched, guards: guards, before: before, start: r.start, outDir: spec.OutDir,
+		lifetimes: map[string]capacity.RunLifetime{}, guardsRun: map[string]capacity.RunGuard{}}
+	for _, lt := range sched {
+		if rl, ok := kept.lifetime(lt.Key); ok {
+			bk.lifetimes[rl.Key] = rl
+		}
+	}
+	for _, g := range guards {
+		if rg, ok := kept.guard(g.key); ok {
+			bk.guardsRun[rg.Key] = rg
+		}
+	}
+	if err := bk.checkpoint(); err != nil {
+		return rep, err
+	}
+	r.initProgress(sched, guards, kept, cases != nil)
+	started := capacity.RunEvent{Type: capacity.RunStarted}
+	if kept != nil {
+		info := kept.info
+		started.Resume = &info
+	}
+	r.emit(started)
+
+	runErr := r.runLifetimes(bk, p, sha, prompts, kept)
+	runErr = r.runGuards(bk, p, cases, kept, runErr)
+	if runErr == nil && r.ctx.Err() != nil {
+		runErr = context.Cause(r.ctx)
+	}
+	bk.list()
+	incomplete, runErr := r.assemble(rep, sched, guards, runErr)
+	if incomplete != nil {
+		rep.Incomplete = incomplete.Lifetimes
+	}
+	rep.Duration = bk.before + time.Since(r.start)
+	if runErr != nil {
+		rep.Error = runErr.Error()
+	}
+	if data, err := canon.Marshal(rep); err == nil {
+		if werr := atomicfile.WriteFile(filepath.Join(spec.OutDir, capacity.RunManifestFile), append(data, '\n'), 0o644); werr != nil && runErr == nil {
+			runErr = werr
+		}
+	}
+	return rep, runErr
+}
+
+// runBook is what a run has finished or cut, by key, and run.json as it stands: written after
+// every lifetime and guard and at the end, listing them in schedule order (so even the first
+// checkpoint of a resumed run keeps what it kept).
+type runBook struct {
+	rep       *capacity.RunReport
+	sched     []capacity.Lifetime
+	guards    []guardRun
+	lifetimes map[string]capacity.RunLifetime
+	guardsRun map[string]capacity.RunGuard
+	before    time.Duration // time the folder's earlier runs spent running
+	start     time.Time
+	outDir    string
+}
+
+// list puts the finished lifetimes and guards into run.json's lists, in schedule order.
+func (bk *runBook) list() {
+	rep := bk.rep
+	rep.Lifetimes, rep.Guards = []capacity.RunLifetime{}, nil
+	for _, lt := range bk.sched {
+		if rl, ok := bk.lifetimes[lt.Key.String()]; ok {
+			rep.Lifetimes = append(rep.Lifetimes, rl)
+		}
+	}
+	for _, g := range bk.guards {
+		if rg, ok := bk.guardsRun[g.key.String()]; ok {
+			rep.Guards = append(rep.Guards, rg)
+		}
+	}
+}
+
+// checkpoint writes run.json as it stands, marked in progress.
+func (bk *runBook) checkpoint() error {
+	bk.list()
+	rep := bk.rep
+	rep.Duration = bk.before + time.Since(bk.start)
+	rep.InProgress = true
+	defer func() { rep.InProgress = false }()
+	data, err := canon.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(bk.outDir, capacity.RunManifestFile), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", capacity.RunManifestFile, err)
+	}
+	return nil
+}
+
+// runLifetimes runs each lifetime of the schedule a resumed run did not keep, one monotonic
+// clock per pass; a stop or a failure leaves the rest (the error says which).
+func (r *Run) runLifetimes(bk *runBook, p *capacity.Plan, sha string, prompts *loadgen.PromptPlan, kept *resumeState) error {
+	passStart := map[string]time.Time{}
+	for pass, t := range bk.rep.PassOrigins {
+		passStart[pass] = passClock(t)
+	}
+	var runErr error
+	for _, lt := range bk.sched {
+		if _, ok := kept.lifetime(lt.Key); ok {
+			continue // finished before: kept
+		}
+		if runErr != nil {
+			continue
+		}
+		if r.ctx.Err() != nil {
+			runErr = context.Cause(r.ctx)
+			continue
+		}
+		if _, ok := passStart[lt.Key.Pass]; !ok {
+			now := time.Now()
+			passStart[lt.Key.Pass] = now // one monotonic clock per pass
+			bk.rep.PassOrigins[lt.Key.Pass] = now.UTC()
+		}
+		cand, _ := p.Candidate(lt.Key.Candidate)
+		rl, err := r.lifetime(p, sha, cand, lt, prompts, passStart[lt.Key.Pass], bk.rep.PassOrigins[lt.Key.Pass])
+		if err != nil {
+			rl.Interrupted = clipText(err.Error())
+		}
+		bk.lifetimes[rl.Key] = rl
+		if err == nil {
+			err = bk.checkpoint()
+		}
+		if err != nil {
+			runErr = err
+		}
+	}
+	return runErr
+}
+
+// runGuards runs each quality guard a resumed run did not keep, unless runErr (the lifetimes'
+// error) or a stop came first; it returns the run's error.
+func (r *Run) runGuards(bk *runBook, p *capacity.Plan, cases *quality.Cases, kept *resumeState, runErr error) error {
+	for _, g := range bk.guards {
+		if _, ok := kept.guard(g.key); ok {
+			continue
+		}
+		if runErr == nil && r.ctx.Err() != nil {
+			runErr = context.Cause(r.ctx) // stopped between guards
+		}
+		if runErr != nil {
+			continue
+		}
+		rg, err := r.guard(p, g, cases) // an error when the stop cut it: run again on resume
+		if err != nil {
+			rg.Interrupted = clipText(err.Error())
+		}
+		bk.guardsRun[rg.Key] = rg
+		if err == nil {
+			err = bk.checkpoint()
+		}
+		if err != nil {
+			runErr = err
+		}
+	}
+	return runErr
+}
+
+// runInputs are what a run reads before it starts: the plan (cloned, defaults filled in) and
+// its bytes and folder, the quality guard's cases (nil: no guard), the prompt plan, and the
+// SHA-256s run.json records.
+type runInputs struct {
+	plan                     *capacity.Plan
+	planBytes                []byte
+	planDir                  string
+	cases                    *quality.Cases
+	casesSHA, promptSHA, sha string
+	batched                  map[string][]byte // checked llama-batched-bench files, by candidate
+	prompts                  *loadgen.PromptPlan
+}
+
+// inputs reads and checks the run's inputs; a *capacity refusal says what is wrong with them.
+func (r *Run) inputs() (*runInputs, error) {
+	spec := r.spec // a copy: the case list resolved here is the run's own
 	planBytes, err := os.ReadFile(spec.PlanFile)
 	if err != nil {
 		return nil, capacity.Refuse("read plan: %v", err)
@@ -171,99 +403,13 @@ func (r *Run) run() (*capacity.RunReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	machine := (&runner.Fingerprinter{}).Machine()
-	machine.Hostname = "" // run.json travels in receipt bundles
-	var (
-		prev   *capacity.RunReport
-		unlock func()
-	)
-	if spec.Resume {
-		if prev, unlock, err = openResume(spec.OutDir, sha); err != nil {
-			return nil, err
-		}
-	} else {
-		if err := makeRunDir(spec.OutDir); err != nil {
-			return nil, capacity.Refuse("%v", err)
-		}
-		if unlock, err = lockRunDir(spec.OutDir); err != nil {
-			return nil, capacity.Refuse("%v", err)
-		}
-	}
-	defer unlock()
-	rep := &capacity.RunReport{Schema: SchemaRun, Plan: capacity.RunPlanFile, PlanSHA256: sha, PromptPlan: promptSHA, Build: spec.Build, Machine: &machine,
-		Started: r.start.UTC(), OutDir: spec.OutDir, Lifetimes: []capacity.RunLifetime{}, QualityCases: casesSHA, PassOrigins: map[string]time.Time{}}
-	sched := capacity.Schedule(p, planDir)
-	guards := guardSchedule(p, sched)
-	if cases == nil {
-		guards = nil
-	}
-	var kept *resumeState
-	var before time.Duration // time the folder's earlier runs spent running
-	if spec.Resume {
-		if kept, err = planResume(spec.OutDir, prev, rep, sched, guards, spec.Server); err != nil {
-			return nil, err
-		}
-		kept.info.At = r.start.UTC()
-		if prev != nil {
-			rep.Started, before = prev.Started, prev.Duration
-			rep.Resumes = append(rep.Resumes, prev.Resumes...)
-			for pass, t := range prev.PassOrigins {
-				if kept.passUsed(pass) {
-					rep.PassOrigins[pass] = t
-				}
-			}
-		}
-		rep.Resumes = append(rep.Resumes, kept.info)
-	} else if err := os.WriteFile(filepath.Join(spec.OutDir, capacity.RunPlanFile), planBytes, 0o644); err != nil {
-		return rep, err
-	}
-	if err := writeBatched(spec.OutDir, batched); err != nil {
-		return rep, err
-	}
-	// run.json is written now, after every lifetime and guard, and at the end.
-	// What finished or was cut, by key (the kept ones from the start): run.json lists them in
-	// schedule order, so even the first checkpoint of a resumed run keeps what it kept.
-	lifetimes, guardsRun := map[string]capacity.RunLifetime{}, map[string]capacity.RunGuard{}
-	for _, lt := range sched {
-		if rl, ok := kept.lifetime(lt.Key); ok {
-			lifetimes[rl.Key] = rl
-		}
-	}
-	for _, g := range guards {
-		if rg, ok := kept.guard(g.key); ok {
-			guardsRun[rg.Key] = rg
-		}
-	}
-	list := func() {
-		rep.Lifetimes, rep.Guards = []capacity.RunLifetime{}, nil
-		for _, lt := range sched {
-			if rl, ok := lifetimes[lt.Key.String()]; ok {
-				rep.Lifetimes = append(rep.Lifetimes, rl)
-			}
-		}
-		for _, g := range guards {
-			if rg, ok := guardsRun[g.key.String()]; ok {
-				rep.Guards = append(rep.Guards, rg)
-			}
-		}
-	}
-	checkpoint := func() error {
-		list()
-		rep.Duration = before + time.Since(r.start)
-		rep.InProgress = true
-		defer func() { rep.InProgress = false }()
-		data, err := canon.Marshal(rep)
-		if err != nil {
-			return err
-		}
-		if err := atomicfile.WriteFile(filepath.Join(spec.OutDir, capacity.RunManifestFile), append(data, '\n'), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", capacity.RunManifestFile, err)
-		}
-		return nil
-	}
-	if err := checkpoint(); err != nil {
-		return rep, err
-	}
+	return &runInputs{plan: p, planBytes: planBytes, planDir: planDir, cases: cases, casesSHA: casesSHA, promptSHA: promptSHA, sha: sha, prompts: prompts,
+		batched: batched}, nil
+}
+
+// initProgress sets the progress a run starts from: the schedule's lifetimes, cells and guards,
+// and what a resumed run kept.
+func (r *Run) initProgress(sched []capacity.Lifetime, guards []guardRun, kept *resumeState, guarded bool) {
 	r.mu.Lock()
 	r.prog = capacity.RunProgress{LifetimesTotal: len(sched), ETA: -1}
 	for _, l := range sched {
@@ -274,78 +420,18 @@ func (r *Run) run() (*capacity.RunReport, error) {
 		}
 	}
 	r.prog.LifetimesDone, r.prog.CellsDone = r.prog.LifetimesKept, r.prog.CellsKept
-	if cases != nil {
+	if guarded {
 		r.prog.GuardsTotal = len(guards)
 		r.prog.GuardsDone = len(kept.guardKeys())
 	}
 	r.mu.Unlock()
-	started := capacity.RunEvent{Type: capacity.RunStarted}
-	if kept != nil {
-		info := kept.info
-		started.Resume = &info
-	}
-	r.emit(started)
+}
 
-	passStart := map[string]time.Time{}
-	for pass, t := range rep.PassOrigins {
-		passStart[pass] = passClock(t)
-	}
-	var runErr error
-	for _, lt := range sched {
-		if _, ok := kept.lifetime(lt.Key); ok {
-			continue // finished before: kept
-		}
-		if runErr != nil {
-			continue
-		}
-		if r.ctx.Err() != nil {
-			runErr = context.Cause(r.ctx)
-			continue
-		}
-		if _, ok := passStart[lt.Key.Pass]; !ok {
-			now := time.Now()
-			passStart[lt.Key.Pass] = now // one monotonic clock per pass
-			rep.PassOrigins[lt.Key.Pass] = now.UTC()
-		}
-		cand, _ := p.Candidate(lt.Key.Candidate)
-		rl, err := r.lifetime(p, sha, cand, lt, prompts, passStart[lt.Key.Pass], rep.PassOrigins[lt.Key.Pass])
-		if err != nil {
-			rl.Interrupted = clipText(err.Error())
-		}
-		lifetimes[rl.Key] = rl
-		if err == nil {
-			err = checkpoint()
-		}
-		if err != nil {
-			runErr = err
-		}
-	}
-	for _, g := range guards {
-		if _, ok := kept.guard(g.key); ok {
-			continue
-		}
-		if runErr == nil && r.ctx.Err() != nil {
-			runErr = context.Cause(r.ctx) // stopped between guards
-		}
-		if runErr != nil {
-			continue
-		}
-		rg, err := r.guard(p, g, cases) // an error when the stop cut it: run again on resume
-		if err != nil {
-			rg.Interrupted = clipText(err.Error())
-		}
-		guardsRun[rg.Key] = rg
-		if err == nil {
-			err = checkpoint()
-		}
-		if err != nil {
-			runErr = err
-		}
-	}
-	if runErr == nil && r.ctx.Err() != nil {
-		runErr = context.Cause(r.ctx)
-	}
-	list()
+// assemble ends a run that was not stopped or failed: the lifetimes without results make it
+// incomplete; study.json is assembled from the run folder and written (for inspection only when
+// incomplete). It returns the run's error.
+func (r *Run) assemble(rep *capacity.RunReport, sched []capacity.Lifetime, guards []guardRun, runErr error) (*capacity.IncompleteError, error) {
+	spec := r.spec
 	var incomplete *capacity.IncompleteError
 	if runErr == nil {
 		for _, rl := range rep.Lifetimes {
@@ -378,19 +464,7 @@ func (r *Run) run() (*capacity.RunReport, error) {
 			}
 		}
 	}
-	if incomplete != nil {
-		rep.Incomplete = incomplete.Lifetimes
-	}
-	rep.Duration = before + time.Since(r.start)
-	if runErr != nil {
-		rep.Error = runErr.Error()
-	}
-	if data, err := canon.Marshal(rep); err == nil {
-		if werr := atomicfile.WriteFile(filepath.Join(spec.OutDir, capacity.RunManifestFile), append(data, '\n'), 0o644); werr != nil && runErr == nil {
-			runErr = werr
-		}
-	}
-	return rep, runErr
+	return incomplete, runErr
 }
 
 // assembleArgs are the `capacity assemble` arguments that reproduce study.json.

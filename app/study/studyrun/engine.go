@@ -133,34 +133,7 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, erro
 	if err := r.prepare(ctx); err != nil {
 		return sum, err
 	}
-	for key, v := range l.St.Verdicts {
-		if v.Computed != nil {
-			r.recorded[key] = true
-		}
-	}
-	// A verdict journaled before a forced retry of a leg it reads is journaled again (a new
-	// entry: the earlier one stays) once that leg is final.
-	for _, p := range l.Preds {
-		if r.recorded[p.ID] && study.ReadsAny(p, l.Legs, l.Reopened) {
-			r.recorded[p.ID] = false
-		}
-	}
-	for _, s := range l.Stored {
-		if s.Role == study.RoleLeg {
-			r.attempts[s.PlanLeg] = max(r.attempts[s.PlanLeg], s.Attempt)
-		}
-	}
-	for _, st := range study.LegStatuses(l.Plan, l.Legs, l.Stored) {
-		if st.Final && !l.Reopened[st.Leg] {
-			r.done[st.Leg] = true
-		}
-	}
-	r.progress = study.Progress{LegsTotal: len(l.Legs), ETA: -1}
-	for _, lp := range l.Legs {
-		if r.done[lp.ID] {
-			r.progress.LegsDone++
-		}
-	}
+	r.resume()
 	sum.LegsSkipped = r.progress.LegsDone
 	if err := e.Rec.SetStatus(ctx, studyID, study.StatusRunning); err != nil {
 		return sum, err
@@ -230,6 +203,40 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, erro
 	}
 	r.emit(study.Event{Kind: study.EventDone})
 	return finish(nil)
+}
+
+// resume takes up what earlier runs left: the verdicts already journaled (a verdict that reads
+// a leg reopened by a forced retry is journaled again once that leg is final), each plan leg's
+// attempts, the legs that are final, and the progress they make.
+func (r *run) resume() {
+	for key, v := range r.l.St.Verdicts {
+		if v.Computed != nil {
+			r.recorded[key] = true
+		}
+	}
+	// A verdict journaled before a forced retry of a leg it reads is journaled again (a new
+	// entry: the earlier one stays) once that leg is final.
+	for _, p := range r.l.Preds {
+		if r.recorded[p.ID] && study.ReadsAny(p, r.l.Legs, r.l.Reopened) {
+			r.recorded[p.ID] = false
+		}
+	}
+	for _, s := range r.l.Stored {
+		if s.Role == study.RoleLeg {
+			r.attempts[s.PlanLeg] = max(r.attempts[s.PlanLeg], s.Attempt)
+		}
+	}
+	for _, st := range study.LegStatuses(r.l.Plan, r.l.Legs, r.l.Stored) {
+		if st.Final && !r.l.Reopened[st.Leg] {
+			r.done[st.Leg] = true
+		}
+	}
+	r.progress = study.Progress{LegsTotal: len(r.l.Legs), ETA: -1}
+	for _, lp := range r.l.Legs {
+		if r.done[lp.ID] {
+			r.progress.LegsDone++
+		}
+	}
 }
 
 // halt records why the study stopped early; a stop by the user returns ErrStopped.

@@ -32,6 +32,7 @@ import (
 	"unsafe"
 )
 
+// Long on purpose: a test fake's script, one case per FAKELLAMA_MODE and flag, read top to bottom.
 func main() {
 	mode, arg := splitMode(os.Getenv("FAKELLAMA_MODE"))
 	if mode == "child" {

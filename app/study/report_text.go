@@ -1,0 +1,214 @@
+package study
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"sparkbench/app/textsafe"
+)
+
+// The text `sparkbench study show` prints: a throughput study's report, section by section.
+
+func fprintf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }
+
+func WriteReport(w io.Writer, r *Report) {
+	w, flush := textsafe.Buffered(w)
+	defer flush()
+	writeStudyHead(w, r)
+	writeLegs(w, r)
+	writeResults(w, r)
+	writeFigures(w, r)
+	writeScoreboard(w, r)
+	writeRecorded(w, r)
+}
+
+// writeStudyHead prints the study line, its plan, halt, legs without results and bandwidth.
+func writeStudyHead(w io.Writer, r *Report) {
+	s := r.Study
+	fprintf(w, "study %d %q: %s, %d/%d legs finished\nplan sha256 %s, registered %s\n", s.ID, s.Name, s.Status, s.LegsDone, s.LegsTotal,
+		s.PlanSHA256, s.RegisteredAt.Local().Format("2006-01-02 15:04:05"))
+	if s.Halted != "" {
+		fprintf(w, "halted: %s\n", s.Halted)
+	}
+	for _, leg := range s.Incomplete {
+		fprintf(w, "no results: %s\n", leg)
+	}
+	if r.BandwidthGBs != nil {
+		fprintf(w, "memory bandwidth %.1f GB/s (%s)\n", *r.BandwidthGBs, r.Bandwidth)
+	}
+}
+
+// writeLegs prints the legs table.
+func writeLegs(w io.Writer, r *Report) {
+	fprintf(w, "\nlegs\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fprintf(tw, "  id\tlabel\tstate\tclass\trows\tresults\tflagged\tdiscarded\tduration\tconditions\n")
+	for _, l := range r.Legs {
+		id, dur := "-", "-"
+		if l.ID != 0 {
+			id = strconv.FormatInt(l.ID, 10)
+		}
+		if l.Duration > 0 {
+			dur = l.Duration.Round(time.Millisecond).String()
+		}
+		label := l.Label
+		if l.Role != RoleLeg {
+			label += " [" + l.Role + "]"
+		}
+		fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", id, label, l.State, l.Class, l.Rows, l.Results, l.Flagged,
+			l.Discarded+l.Unmarked, dur, strings.Join(l.Conditions, "; "))
+	}
+	tw.Flush()
+}
+
+// writeResults prints results by depth (mean ± sd), one row per model, leg repeat, test and configuration.
+func writeResults(w io.Writer, r *Report) {
+	if len(r.Results) > 0 {
+		fprintf(w, "\nresults by depth (t/s, mean ± sd over the repetitions)\n")
+		var depths []int64
+		type key struct{ model, leg, test, config string }
+		cells := map[key]map[int64]ReportCell{}
+		var order []key
+		for _, c := range r.Results {
+			if !slices.Contains(depths, c.Depth) {
+				depths = append(depths, c.Depth)
+			}
+			leg := ""
+			if _, rep, ok := strings.Cut(c.Leg, "#"); ok {
+				leg = "#" + rep
+			}
+			k := key{c.Model, leg, c.Test, c.Config}
+			if cells[k] == nil {
+				cells[k] = map[int64]ReportCell{}
+				order = append(order, k)
+			}
+			cells[k][c.Depth] = c
+		}
+		slices.Sort(depths)
+		// a model's test measured in several configurations (a device, ubatch or ngl sweep)
+		// names each row's configuration; a study with one configuration prints none
+		configs := map[key]int{}
+		for _, k := range order {
+			configs[key{k.model, k.leg, k.test, ""}]++
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fprintf(tw, "  model\ttest")
+		for _, d := range depths {
+			fprintf(tw, "\td%d", d)
+		}
+		fprintf(tw, "\n")
+		for _, k := range order {
+			test := k.test
+			if configs[key{k.model, k.leg, k.test, ""}] > 1 {
+				test += " [" + k.config + "]"
+			}
+			fprintf(tw, "  %s%s\t%s", k.model, k.leg, test)
+			for _, d := range depths {
+				if c, ok := cells[k][d]; ok {
+					fprintf(tw, "\t%.2f ± %.2f", c.Mean, c.SD)
+				} else {
+					fprintf(tw, "\t-")
+				}
+			}
+			fprintf(tw, "\n")
+		}
+		tw.Flush()
+	}
+}
+
+// writeFigures prints the derived figures with their sources.
+func writeFigures(w io.Writer, r *Report) {
+	if len(r.Figures) > 0 {
+		fprintf(w, "\nderived figures\n")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, f := range r.Figures {
+			val := "-"
+			switch {
+			case f.Problem != "":
+				val = "(" + f.Problem + ")"
+			case f.Value == nil:
+				val = f.Detail
+			case f.Figure == FigureSlope || f.Figure == FigureContamination:
+				val = fmt.Sprintf("%+.1f%%", *f.Value*100) // a change: signed
+			case f.Figure == FigureEfficiency || f.Figure == FigureRepeatabilityCV || f.Figure == FigureCV:
+				val = fmt.Sprintf("%.1f%%", *f.Value*100) // a fraction of something: unsigned
+			case f.Figure == FigureDeviceRatio:
+				val = fmt.Sprintf("%.3f×", *f.Value) // one device's rate over another's
+			default:
+				val = fmt.Sprintf("%.4g", *f.Value)
+			}
+			fprintf(tw, "  %s\t%s\t%s\n", f.Label, val, strings.Join(f.Sources, ", "))
+		}
+		tw.Flush()
+	}
+}
+
+// writeScoreboard prints the prediction scoreboard, with deviations and problems under their prediction.
+func writeScoreboard(w io.Writer, r *Report) {
+	fprintf(w, "\nprediction scoreboard\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fprintf(tw, "  id\tkind\tabout\texpected\tobserved\tverdict\thuman\n")
+	for _, sc := range r.Scoreboard {
+		obs := "-"
+		if v := sc.Verdict.Value; v != nil {
+			obs = fmt.Sprintf("%.4g", *v)
+		}
+		human := "-"
+		if h := sc.Human; h != nil {
+			human = h.Outcome + ": " + h.Rationale
+		}
+		word := sc.Word
+		if sc.Amended {
+			word += " (amended)"
+		}
+		fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", sc.Prediction, sc.Kind, sc.About, sc.Expected, obs, word, human)
+		for _, d := range sc.Deviations {
+			fprintf(tw, "  \t\tdeviation: %s\t\t\t%s\t(%s)\n", d.Change, d.Word, d.Reason)
+		}
+		if sc.Verdict.Problem != "" && sc.Verdict.Outcome != Pending {
+			fprintf(tw, "  \t\t%s\t\t\t\t\n", sc.Verdict.Problem)
+		}
+	}
+	tw.Flush()
+}
+
+// writeRecorded prints the amendments, deviations and findings, when there are any.
+func writeRecorded(w io.Writer, r *Report) {
+	if len(r.Amendments) > 0 {
+		fprintf(w, "\namendments (accepted before the legs they touch ran)\n")
+		for _, a := range r.Amendments {
+			var ch AmendmentChange
+			_ = json.Unmarshal(a.Change, &ch)
+			fprintf(w, "  %s %s: %s → %s; reason: %s\n", a.At.Local().Format("2006-01-02 15:04"), a.Target, ch.Before.Expectation(), ch.After.Expectation(), a.Reason)
+		}
+	}
+	if len(r.Deviations) > 0 {
+		fprintf(w, "\ndeviations (recorded after legs ran; never the verdict of record)\n")
+		for _, d := range r.Deviations {
+			fprintf(w, "  %s DEVIATION: %s\n", d.At.Local().Format("2006-01-02 15:04"), d.Description)
+		}
+	}
+	if len(r.Findings) > 0 {
+		fprintf(w, "\nfindings\n")
+		for _, f := range r.Findings {
+			var ev []string
+			if len(f.Legs) > 0 {
+				ev = append(ev, "legs "+strings.Join(f.Legs, ", "))
+			}
+			if len(f.Predictions) > 0 {
+				ev = append(ev, "predictions "+strings.Join(f.Predictions, ", "))
+			}
+			suffix := ""
+			if len(ev) > 0 {
+				suffix = " (" + strings.Join(ev, "; ") + ")"
+			}
+			fprintf(w, "  %s %s%s\n", f.Label, f.Text, suffix)
+		}
+	}
+}
