@@ -353,14 +353,7 @@ func ParseBatchedSettings(line string) (s BatchedSettings, extra map[string]stri
 var batchedColumns = []string{"PP", "TG", "B", "N_KV", "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s"}
 
 func parseBatchedMD(name string, data []byte) ([]BatchedResult, error) {
-	var lines []mdLine
-	no := 0
-	for rest := data; len(rest) > 0; {
-		var l []byte
-		l, rest = nextLine(rest)
-		no++
-		lines = append(lines, mdLine{no, string(bytes.TrimSpace(unquote(l)))})
-	}
+	lines := mdLines(data)
 	var rows []BatchedResult
 	var settings BatchedSettings
 	var settingsExtra map[string]string

@@ -68,14 +68,7 @@ type mdLine struct {
 }
 
 func parseMDFile(name string, data []byte) ([]Result, error) {
-	var lines []mdLine
-	no := 0
-	for rest := data; len(rest) > 0; {
-		var l []byte
-		l, rest = nextLine(rest)
-		no++
-		lines = append(lines, mdLine{no, string(bytes.TrimSpace(unquote(l)))})
-	}
+	lines := mdLines(data)
 	intern := map[string]string{}
 	var rows []Result
 	emptyHeader := 0   // the first benchmark table's header line that had no rows
@@ -457,3 +450,17 @@ var sizeUnits = map[string]float64{
 }
 
 var countUnits = map[string]float64{"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+// mdLines splits a Markdown paste into its lines, numbered from 1, trimmed and with a leading
+// "> " quote removed.
+func mdLines(data []byte) []mdLine {
+	var lines []mdLine
+	no := 0
+	for rest := data; len(rest) > 0; {
+		var l []byte
+		l, rest = nextLine(rest)
+		no++
+		lines = append(lines, mdLine{no, string(bytes.TrimSpace(unquote(l)))})
+	}
+	return lines
+}
