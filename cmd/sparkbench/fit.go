@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"sparkbench/app/study"
@@ -35,7 +36,7 @@ func cmdFit(args []string, stdout, stderr io.Writer) int {
 	var env []string
 	fs.Func("env", "a device visibility variable, e.g. GGML_VK_VISIBLE_DEVICES=0 (repeatable)", func(v string) error {
 		k, _, ok := strings.Cut(v, "=")
-		if !ok || !slicesContains(study.DeviceEnvNames, k) {
+		if !ok || !slices.Contains(study.DeviceEnvNames, k) {
 			return fmt.Errorf("%q: want KEY=VALUE with KEY one of %s", v, strings.Join(study.DeviceEnvNames, ", "))
 		}
 		env = append(env, v)
@@ -92,15 +93,6 @@ func cmdFit(args []string, stdout, stderr io.Writer) int {
 	fprintf(stdout, "%s: %s fits at -c %d with %d MiB left free on every device (%s)\n", pos[0], what, f.Ctx, *margin, strings.Join(f.Args, " "))
 	fprintf(stdout, "ngl sweep up to it, for a plan's axes.ngl: %s\n", joinIntsComma(rep.Sweep))
 	return 0
-}
-
-func slicesContains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func joinIntsComma(xs []int) string {
