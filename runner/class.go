@@ -47,6 +47,10 @@ var logPatterns = []logPattern{
 	{ClassLoadFailed, []string{"gguf_init_from", "failed"}, true},
 	{ClassLoadFailed, []string{"error loading model"}, false},
 	{ClassLoadFailed, []string{"failed to load model"}, false},
+	// llama-batched-bench and the other common tools: "error: unable to load model" (their
+	// earlier lines, "invalid magic" among them, go through llama.cpp's asynchronous log and
+	// can be lost when the tool exits at once: seen on build 11669)
+	{ClassLoadFailed, []string{"unable to load model"}, false},
 
 	{ClassBadArgs, []string{"error: unknown argument"}, true},
 	{ClassBadArgs, []string{"error: invalid parameter for argument"}, true},

@@ -79,6 +79,7 @@ func TestClassifyRules(t *testing.T) {
 		{"not enough memory", ClassifyInput{Code: 1, Log: log("ggml_metal: Not enough memory for buffer")}, ClassOOM, "Not enough memory"},
 		{"cuda oom", ClassifyInput{Signal: syscall.SIGABRT, Log: log("CUDA error: out of memory")}, ClassOOM, "out of memory"},
 		{"oom beats load failure", ClassifyInput{Code: 1, Log: log("llama_model_load: failed to allocate buffer", "llama_bench: error: failed to load model 'x'")}, ClassOOM, "failed to allocate buffer"},
+		{"batched-bench load failure, its earlier lines lost", ClassifyInput{Code: 1, Log: log("llama_batched_bench: error: unable to load model")}, ClassLoadFailed, "unable to load model"},
 		{"unknown argument", ClassifyInput{Code: 1, Log: log("error: unknown argument: --frob")}, ClassBadArgs, "unknown argument: --frob"},
 		{"exit 1 unknown", ClassifyInput{Code: 1, Log: log("something odd happened")}, ClassFailed, "status 1: something odd happened"},
 		{"patterns ignored on success", ClassifyInput{Bench: true, Rows: 2, Expected: 2, Log: log("warning: failed to allocate pinned memory, falling back")}, ClassOK, ""},
