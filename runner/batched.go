@@ -3,11 +3,13 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/llamacpp"
 )
 
 // BatchedSpec is one llama-batched-bench invocation, run like a llama-bench leg (StartLeg):
@@ -291,7 +293,7 @@ func (h *batchedHandler) finish(p *Proc, x *Exit) {
 		}
 	}
 	h.result = &BatchedLegResult{
-		ID: h.spec.ID, Argv: p.spec.Argv, Env: append([]string{"NO_COLOR=1", "TERM=dumb"}, h.spec.Env...),
+		ID: h.spec.ID, Argv: p.spec.Argv, Env: append(slices.Clone(llamacpp.QuietEnv), h.spec.Env...),
 		Start: p.start, End: p.endTime, Exit: *x, Rows: h.rows, Malformed: h.malformed,
 		Fingerprint: h.fp, Transcript: p.transcript, DroppedLines: p.DroppedLines(),
 	}

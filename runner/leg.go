@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/llamacpp"
 )
 
 // Defaults for LegSpec fields left zero.
@@ -315,7 +317,7 @@ func (h *benchHandler) finish(p *Proc, x *Exit) {
 		}
 	}
 	h.result = &LegResult{
-		ID: h.spec.ID, Argv: p.spec.Argv, Env: append([]string{"NO_COLOR=1", "TERM=dumb"}, h.spec.Env...),
+		ID: h.spec.ID, Argv: p.spec.Argv, Env: append(slices.Clone(llamacpp.QuietEnv), h.spec.Env...),
 		Start: p.start, End: p.endTime, Exit: *x, Rows: h.rows, Malformed: h.malformed,
 		Fingerprint: h.fp, Transcript: p.transcript, DroppedLines: p.DroppedLines(),
 	}

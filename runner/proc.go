@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"sparkbench/runner/llamacpp"
 )
 
 // Defaults for ProcSpec and Limits fields left zero.
@@ -73,7 +75,7 @@ type ProcSpec struct {
 // Environ is the child's environment: ours, then NO_COLOR=1 and TERM=dumb, then extra; a later
 // KEY= replaces an earlier one.
 func Environ(extra []string) []string {
-	all := append(os.Environ(), "NO_COLOR=1", "TERM=dumb")
+	all := append(os.Environ(), llamacpp.QuietEnv...)
 	all = append(all, extra...)
 	idx := map[string]int{}
 	var out []string

@@ -22,6 +22,10 @@ import (
 	"sparkbench/runner/fsread"
 )
 
+// QuietEnv is what every llama.cpp child gets besides its caller's environment: no colour
+// escapes, a dumb terminal.
+var QuietEnv = []string{"NO_COLOR=1", "TERM=dumb"}
+
 // MetaTimeout bounds each metadata command (--version, --list-devices).
 const MetaTimeout = 20 * time.Second
 
@@ -188,7 +192,7 @@ func RunMetaEnv(ctx context.Context, timeout time.Duration, env []string, argv0 
 	cmd.Stdout = buf
 	cmd.Stderr = buf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Env = append(append(os.Environ(), "NO_COLOR=1", "TERM=dumb"), env...)
+	cmd.Env = append(append(os.Environ(), QuietEnv...), env...)
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
