@@ -127,3 +127,23 @@ func ServerTaxLine(id string, st *ServerTaxResult) string {
 	}
 	return line
 }
+
+// IncompleteStudyText says what became of study.json in an incomplete run.
+func IncompleteStudyText(ie *IncompleteError) string {
+	if ie.Assembled {
+		return fmt.Sprintf("study.json was assembled for inspection only (%d of %d server lifetimes have results): the study is not complete", ie.Total-len(ie.Lifetimes), ie.Total)
+	}
+	return "study.json was not assembled (the lifetimes without results left it without their inputs)"
+}
+
+// KeptText says what a resumed run kept from before ("" for a run that did not resume).
+func KeptText(sum *RunSummary) string {
+	if !sum.Resumed {
+		return ""
+	}
+	s := fmt.Sprintf(" (resumed: %d kept from before", sum.LifetimesKept)
+	if sum.GuardsKept > 0 {
+		s += fmt.Sprintf(", and %d quality guards", sum.GuardsKept)
+	}
+	return s + ")"
+}

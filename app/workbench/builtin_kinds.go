@@ -24,7 +24,8 @@ func init() {
 		Receipt: throughputStudyFiles})
 	RegisterKind(Kind{Names: []string{kinds.Capacity, kinds.Concurrency}, Verb: "capacity", Default: true, Find: FindCapacity,
 		CacheWarning: "registered, but the model hashes were not cached",
-		Validate:     validateCapacityKind, Register: registerCapacityKind, Show: showCapacityKind, Receipt: capacityStudyFiles})
+		Validate:     validateCapacityKind, Register: registerCapacityKind, Run: runCapacityKind, Show: showCapacityKind,
+		Receipt: capacityStudyFiles})
 }
 
 func validateThroughputKind(ctx context.Context, req PlanCheck) (*Validated, error) {

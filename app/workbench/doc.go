@@ -23,6 +23,6 @@
 //
 // The built-in kinds register with the registry (builtin_kinds.go) over these calls: throughput
 // validates, registers, runs, shows and exports through Kind (the `study` verbs' default kind),
-// capacity validates, registers, shows and exports (the `capacity` verbs'); `capacity run`
-// calls RunCapacity from its own verb.
+// capacity validates, registers, runs (CapacityRunOptions), shows and exports (the `capacity`
+// verbs').
 package workbench

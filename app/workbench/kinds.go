@@ -99,6 +99,13 @@ type Registered struct {
 // event's line goes (nil: nowhere) and, on a terminal, its status line (Bar: redrawn in place;
 // done, the last one, kept); the legs to run once more although their failures reached the
 // plan's retries; how a file being hashed is shown.
+//
+// Kinds that keep a run folder take Out (a new run folder, "": the kind's default) and Fresh
+// (a new folder rather than resuming the last one). Progress is told the lines a kind says on
+// the side (warnings, one line per server lifetime; the CLI prints them on stderr). JSON, when
+// set, is given every event as the value the kind's --json prints, and the CLI then prints
+// RunDone's Lines on stderr, keeping stdout for the events. Options are the kind's own (the
+// capacity kind: CapacityRunOptions; nil: its defaults).
 type RunRequest struct {
 	LlamaDir string
 	Event    func(line string)
@@ -106,6 +113,11 @@ type RunRequest struct {
 	Terminal bool
 	Bar      func(text string, done bool)
 	Hash     HashShow
+	Out      string
+	Fresh    bool
+	Progress func(line string)
+	JSON     func(ev any)
+	Options  any
 }
 
 // RunDone is what a run did: its status and the lines that say so (Lines on stdout, Notes on

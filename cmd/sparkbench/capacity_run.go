@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -161,7 +160,7 @@ func capacityRun(o *capacityRunOpts, planFile string, stdout, stderr io.Writer) 
 		}
 		fprintf(stderr, "sparkbench capacity run: %v\n", err)
 		fprintf(stderr, "sparkbench capacity run: %s; the raw files are in %s (run.json lists them); fix the cause, then `sparkbench capacity run %s --resume %s` measures those lifetimes again\n",
-			capacityIncompleteStudyText(ie), rep.OutDir, planFile, rep.OutDir)
+			capacity.IncompleteStudyText(ie), rep.OutDir, planFile, rep.OutDir)
 		return 1
 	}
 	if err != nil {
@@ -178,14 +177,6 @@ func capacityRun(o *capacityRunOpts, planFile string, stdout, stderr io.Writer) 
 		capacityRunSummary(stdout, rep)
 	}
 	return 0
-}
-
-// capacityIncompleteStudyText says what became of study.json in an incomplete run.
-func capacityIncompleteStudyText(ie *capacity.IncompleteError) string {
-	if ie.Assembled {
-		return fmt.Sprintf("study.json was assembled for inspection only (%d of %d server lifetimes have results): the study is not complete", ie.Total-len(ie.Lifetimes), ie.Total)
-	}
-	return "study.json was not assembled (the lifetimes without results left it without their inputs)"
 }
 
 // capacityCheckServerFlags refuses (exit 2) a plan whose server_flags hold a flag the

@@ -11,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"errors"
+
 	"sparkbench/app/capacity"
+	"sparkbench/app/capacity/caprun"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
 )
@@ -374,4 +378,23 @@ func TestCapacityRunResumeRefusals(t *testing.T) {
 	if code, _, stderr := runCapacity("run", plan, "--resume", empty, "--out", filepath.Join(dir, "x")); code != 2 || !strings.Contains(stderr, "not both") {
 		t.Errorf("--out and --resume: exit %d %s", code, stderr)
 	}
+}
+
+// capacityEngine is the engine that runs study id, as `capacity run` and the window use it
+// (workbench.CapacityEngine; warnings on warn). needDataDir: no --out was given, so runs go
+// under the data folder. code is the exit status for the error (2: bad input, 1: the notebook).
+func capacityEngine(ctx context.Context, nb *store.Notebook, id int64, llamaDir string, needDataDir bool, warn io.Writer) (*caprun.Engine, capacity.StoredStudy, int, error) {
+	out := ""
+	if !needDataDir {
+		out = "given"
+	}
+	e, st, err := workbench.CapacityEngine(ctx, nb, workbench.CapacityRunRequest{ID: id, LlamaDir: llamaDir, Out: out, Hash: hashShow(warn),
+		Warn: func(msg string) { fprintf(warn, "sparkbench capacity run: %s\n", msg) }})
+	if errors.As(err, new(*workbench.RequestError)) {
+		return nil, st, 2, err
+	}
+	if err != nil {
+		return nil, st, 1, err
+	}
+	return e, st, 0, nil
 }

@@ -53,7 +53,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	start := time.Now()
-	if code := runKind(ctx, nb, workbench.DefaultKind("study"), reg.StudyID, *llamaDir, nil, stdout, stderr); code != 0 {
+	if code := runKind(ctx, nb, workbench.DefaultKind("study"), reg.StudyID, "study run", workbench.RunRequest{LlamaDir: *llamaDir}, stdout, stderr); code != 0 {
 		return code
 	}
 	fprintf(stdout, "demo finished in %s\n", time.Since(start).Round(10*time.Millisecond))

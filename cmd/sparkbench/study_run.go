@@ -49,30 +49,38 @@ func studyRun(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench study run: %v\n", err)
 		return 2
 	}
-	return runKind(ctx, nb, k, id, *llamaDir, retry, stdout, stderr)
+	return runKind(ctx, nb, k, id, "study run", workbench.RunRequest{LlamaDir: *llamaDir, Retry: retry}, stdout, stderr)
 }
 
-// runKind runs (or resumes) a registered study through its kind, each event shown as it
-// happens (on a terminal with a status line), then what the run did. Exit 0 complete; 1 work
-// left, stopped or failed; 2 bad input or a refused plan.
-func runKind(ctx context.Context, nb *store.Notebook, k *workbench.Kind, id int64, llamaDir string, retry []string, stdout, stderr io.Writer) int {
+// runKind runs (or resumes) a registered study through its kind (req: the flags' part of the
+// request), each event shown as it happens (on a terminal with a status line; the kind's side
+// lines on stderr; with req.JSON, the events' JSON on stdout and what the run did on stderr),
+// then what the run did. Exit 0 complete; 1 work left, stopped or failed; 2 bad input or a
+// refused plan.
+func runKind(ctx context.Context, nb *store.Notebook, k *workbench.Kind, id int64, cmd string, req workbench.RunRequest, stdout, stderr io.Writer) int {
 	s, err := nb.FindStudy(ctx, strconv.FormatInt(id, 10))
 	if err != nil {
-		fprintf(stderr, "sparkbench study run: %v\n", err)
+		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
 		return 1
 	}
 	pr := newRunPrinter(stdout)
-	done, err := k.Run(ctx, nb, s, workbench.RunRequest{LlamaDir: llamaDir, Retry: retry, Terminal: pr.tty, Event: pr.line, Bar: pr.bar, Hash: hashShow(stderr)})
+	req.Terminal, req.Event, req.Bar, req.Hash = pr.tty, pr.line, pr.bar, hashShow(stderr)
+	req.Progress = func(line string) { fprintf(stderr, "%s\n", line) }
+	info := stdout
+	if req.JSON != nil {
+		info = stderr
+	}
+	done, err := k.Run(ctx, nb, s, req)
 	pr.close()
 	if errors.As(err, new(*workbench.RequestError)) {
-		fprintf(stderr, "sparkbench study run: %v\n", err)
+		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
 		return 2
 	}
 	if err != nil {
-		return reportRefusal("study run", err, stderr)
+		return reportRefusal(cmd, err, stderr)
 	}
 	for _, l := range done.Lines {
-		fprintf(stdout, "%s\n", l)
+		fprintf(info, "%s\n", l)
 	}
 	for _, l := range done.Notes {
 		fprintf(stderr, "%s\n", l)

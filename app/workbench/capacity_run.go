@@ -1,0 +1,95 @@
+package workbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"sparkbench/app/capacity"
+	"sparkbench/store"
+)
+
+// CapacityRunOptions are the capacity kind's own run options (RunRequest.Options): the
+// quality guard's case list, the candidates' llama-batched-bench outputs for the server tax,
+// and the waits (0: the defaults).
+type CapacityRunOptions struct {
+	QualityCases                        string
+	Batched                             map[string]string
+	StartTimeout, RequestTimeout, Grace time.Duration
+}
+
+// runCapacityKind is the capacity kind's Run: RunCapacity, its outcome worded as `capacity
+// run ID` says it. Bad input and refused plans are *RequestErrors; a run that began and did
+// not complete (halted, stopped, incomplete) is a RunDone that is not Complete, its Notes
+// saying where the raw files are and how to resume.
+func runCapacityKind(ctx context.Context, nb *store.Notebook, s store.Study, req RunRequest) (*RunDone, error) {
+	id := s.ID
+	opt, _ := req.Options.(*CapacityRunOptions)
+	if opt == nil {
+		opt = &CapacityRunOptions{}
+	}
+	say := func(line string) {
+		if req.Progress != nil {
+			req.Progress(line)
+		}
+	}
+	const prefix = "sparkbench capacity run: "
+	sum, st, err := RunCapacity(ctx, nb, CapacityRunRequest{ID: id, LlamaDir: req.LlamaDir, Out: req.Out, Fresh: req.Fresh,
+		StartTimeout: opt.StartTimeout, RequestTimeout: opt.RequestTimeout, Grace: opt.Grace, QualityCases: opt.QualityCases, Batched: opt.Batched,
+		Warn: func(msg string) { say(prefix + msg) }, Hash: req.Hash,
+		OnEvent: func(ev capacity.RunEvent) {
+			if req.JSON != nil {
+				req.JSON(ev)
+			}
+			if line := capacity.ProgressLine(ev); line != "" {
+				say(line)
+			}
+		}})
+	if errors.As(err, new(*NotStartedError)) {
+		return nil, err
+	}
+	if ie, ok := capacity.IsIncomplete(err); ok && sum != nil {
+		return &RunDone{Status: sum.Status, Notes: []string{
+			fmt.Sprintf("%sstudy %d %s", prefix, id, err),
+			fmt.Sprintf("%s%s; the raw files are in %s (run.json lists them); %d server lifetimes recorded%s; no verdict is journaled",
+				prefix, capacity.IncompleteStudyText(ie), sum.RunDir, sum.Legs, capacity.KeptText(sum)),
+			fmt.Sprintf("%sfix the cause, then `sparkbench capacity run %d` measures those lifetimes again (--fresh starts over in a new run folder)", prefix, id)}}, nil
+	}
+	if err != nil {
+		switch {
+		case capacity.IsRefusal(err):
+			return nil, badInput(err)
+		case errors.Is(err, capacity.ErrAlreadyAssembled), errors.Is(err, capacity.ErrBusy):
+			return nil, err
+		}
+		done := &RunDone{Notes: []string{fmt.Sprintf("%sstudy %d halted: %v", prefix, id, err)}}
+		if sum != nil && sum.RunDir != "" {
+			done.Status = sum.Status
+			done.Notes = append(done.Notes,
+				fmt.Sprintf("%sthe raw files are in %s (run.json says what happened); %d server lifetimes recorded%s", prefix, sum.RunDir, sum.Legs, capacity.KeptText(sum)),
+				fmt.Sprintf("%s`sparkbench capacity run %d` resumes it at the first unfinished server lifetime (--fresh starts over in a new run folder)", prefix, id))
+		}
+		return done, nil
+	}
+	done := &RunDone{Status: sum.Status, Complete: true}
+	if sum.NotResumed != "" {
+		done.Lines = append(done.Lines, fmt.Sprintf("not resumed: %s; ran in a new run folder", sum.NotResumed))
+	}
+	done.Lines = append(done.Lines, fmt.Sprintf("study %d %q: %s, %d server lifetimes recorded%s, run folder %s, study.json sha256 %s",
+		id, st.Name, sum.Status, sum.Legs, capacity.KeptText(sum), sum.RunDir, sum.StudySHA256))
+	if sum.Report != nil && sum.Report.Result != nil {
+		for _, c := range sum.Report.Result.Candidates {
+			done.Lines = append(done.Lines, "  "+capacity.SelectedLine(c.ID, c.Selected, c.Base, c.SelectionNote))
+		}
+		for _, c := range sum.Report.Result.Candidates {
+			if c.ServerTax != nil {
+				done.Lines = append(done.Lines, "  "+capacity.ServerTaxLine(c.ID, c.ServerTax))
+			}
+		}
+	}
+	for _, v := range sum.Verdicts {
+		done.Lines = append(done.Lines, fmt.Sprintf("  %-8s %-12s %s (journaled)", v.Prediction, v.Outcome, v.Detail))
+	}
+	return done, nil
+}
