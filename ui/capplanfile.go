@@ -257,12 +257,7 @@ func (v *CapacityWizard) refusals(p *capacity.Plan, errs []string) []string {
 		return []string{err.Error()}
 	}
 	q.Defaults()
-	for _, pr := range capacity.Validate(q, capacity.ValidateOptions{}) {
-		if pr.Severity == study.SevError && !(strings.HasSuffix(pr.Path, ".sha256") && strings.HasPrefix(pr.Msg, "missing")) {
-			errs = append(errs, pr.String())
-		}
-	}
-	return errs
+	return refusalLines(capacity.Validate(q, capacity.ValidateOptions{}))
 }
 
 func (v *CapacityWizard) saveDialog() {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -88,16 +87,13 @@ type CapacityWizard struct {
 	keepCands bool
 	loading   bool
 
-	validated chan struct{}
-	mu        sync.Mutex
-	gen       int
+	formCheck
 }
 
 const passesBoth, passesForward = "forward, then reverse (counterbalanced)", "forward only"
 
 func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrary, models func() []app.ModelEntry, onDone func(int64)) *CapacityWizard {
-	v := &CapacityWizard{win: win, svc: svc, lib: lib, models: models, onDone: onDone, kind: KindCapacity,
-		validated: make(chan struct{}, 16)}
+	v := &CapacityWizard{win: win, svc: svc, lib: lib, models: models, onDone: onDone, kind: KindCapacity, formCheck: newFormCheck()}
 	entry := func(text, hint string) *widget.Entry {
 		e := widget.NewEntry()
 		e.SetText(text)
@@ -339,25 +335,14 @@ func (v *CapacityWizard) Validate() {
 		return // still being built
 	}
 	p, errs := v.Plan()
-	v.mu.Lock()
-	v.gen++
-	gen := v.gen
-	v.mu.Unlock()
-	go func() {
+	v.check(func(int) func() {
 		lines := append([]string(nil), errs...)
 		ok := len(errs) == 0
 		estimate := ""
 		if ok {
 			p.Defaults()
-			for _, pr := range capacity.Validate(p, capacity.ValidateOptions{}) {
-				if strings.HasSuffix(pr.Path, ".sha256") && strings.HasPrefix(pr.Msg, "missing") {
-					continue // Register hashes the files and fills these in
-				}
-				lines = append(lines, pr.String())
-				if pr.Severity == study.SevError {
-					ok = false
-				}
-			}
+			probLines, valid := problemLines(capacity.Validate(p, capacity.ValidateOptions{}))
+			lines, ok = append(lines, probLines...), valid
 			if ok {
 				lives := capacity.Schedule(p, "")
 				cells := 0
@@ -379,34 +364,17 @@ func (v *CapacityWizard) Validate() {
 				}
 			}
 		}
-		onUI(func() {
-			v.mu.Lock()
-			latest := gen == v.gen
-			v.mu.Unlock()
-			if !latest {
-				return
-			}
+		return func() {
 			showProblems(v.Problems, lines)
 			v.Estimate.SetText(estimate)
 			setEnabled(v.RegisterBtn, ok && v.svc != nil)
-			select {
-			case v.validated <- struct{}{}:
-			default:
-			}
-		})
-	}()
+		}
+	})
 }
 
 // AddPrediction appends a prediction (its ID is assigned: P1, P2, …).
 func (v *CapacityWizard) AddPrediction(p capacity.Prediction) {
-	ids := make([]string, len(v.preds))
-	for i, q := range v.preds {
-		ids[i] = q.ID
-	}
-	p.ID = nextPredictionID(ids)
-	v.preds = append(v.preds, p)
-	v.Predictions.Refresh()
-	v.Validate()
+	addPrediction(&v.preds, p, func(p *capacity.Prediction) *string { return &p.ID }, v.Predictions, v.Validate)
 }
 
 // prepareFiles hashes the plan's files and fills their SHA-256 in: the models (cached in the

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -85,11 +84,9 @@ type WizardView struct {
 	ids       map[string]string // model path -> ID, kept from an opened plan (its predictions name them)
 	base      *study.Plan       // the opened plan: what the form has no control for is kept from it
 	baseModel map[string]study.Model
-	validated chan struct{}
 
-	mu   sync.Mutex
-	gen  int          // validation generation: only the newest result is shown
-	devQ *deviceQuery // the last listing of the build's devices (listDevices)
+	formCheck              // only the newest check's result is shown; mu also guards devQ
+	devQ      *deviceQuery // the last listing of the build's devices (listDevices)
 
 	envChoices []string // the Env drop-down's values (SetDoctorReport)
 }
@@ -97,7 +94,7 @@ type WizardView struct {
 var kvChoices = map[string]study.KVType{"f16/f16": {K: "f16", V: "f16"}, "q8_0/q8_0": {K: "q8_0", V: "q8_0"}, "q4_0/q4_0": {K: "q4_0", V: "q4_0"}}
 
 func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models func() []app.ModelEntry, onDone func(int64)) *WizardView {
-	v := &WizardView{win: win, reg: reg, lib: lib, models: models, onDone: onDone, validated: make(chan struct{}, 16)}
+	v := &WizardView{win: win, reg: reg, lib: lib, models: models, onDone: onDone, formCheck: newFormCheck()}
 	entry := func(text, hint string) *widget.Entry {
 		e := widget.NewEntry()
 		e.SetText(text)
@@ -334,11 +331,7 @@ func (v *WizardView) Validate() {
 		return // still being built
 	}
 	p, errs := v.Plan()
-	v.mu.Lock()
-	v.gen++
-	gen := v.gen
-	v.mu.Unlock()
-	go func() {
+	v.check(func(gen int) func() {
 		var lines []string
 		lines = append(lines, errs...)
 		legs, tests, duration := 0, 0, ""
@@ -357,15 +350,8 @@ func (v *WizardView) Validate() {
 			if checkDevs {
 				probs = append(probs, devProbs...)
 			}
-			for _, pr := range probs {
-				if pr.Code == study.ProblemUnhashed {
-					continue // Register hashes the models (cached) and fills these in
-				}
-				lines = append(lines, pr.String())
-				if pr.Severity == study.SevError {
-					ok = false
-				}
-			}
+			probLines, valid := problemLines(probs)
+			lines, ok = append(lines, probLines...), valid
 			if ok {
 				if ls, err := study.Expand(p, ""); err == nil {
 					legs = len(ls)
@@ -382,13 +368,7 @@ func (v *WizardView) Validate() {
 				}
 			}
 		}
-		onUI(func() {
-			v.mu.Lock()
-			latest := gen == v.gen
-			v.mu.Unlock()
-			if !latest {
-				return
-			}
+		return func() {
 			if asked {
 				v.offerDeviceChoices(listed, nil)
 			}
@@ -404,12 +384,8 @@ func (v *WizardView) Validate() {
 				v.Estimate.SetText("")
 			}
 			setEnabled(v.RegisterBtn, ok && v.reg != nil)
-			select {
-			case v.validated <- struct{}{}:
-			default:
-			}
-		})
-	}()
+		}
+	})
 }
 
 // showProblems lists a plan's problems under its form, or says it is ready to register.

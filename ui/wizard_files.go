@@ -125,12 +125,7 @@ func (v *WizardView) refusals() []string {
 	}
 	p.Defaults()
 	probs, _ := study.Validate(p, study.ValidateOptions{})
-	for _, pr := range probs {
-		if pr.Severity == study.SevError && pr.Code != study.ProblemUnhashed {
-			errs = append(errs, pr.String())
-		}
-	}
-	return errs
+	return refusalLines(probs)
 }
 
 func (v *WizardView) saveDialog() {

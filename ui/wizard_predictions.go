@@ -17,14 +17,7 @@ import (
 
 // AddPrediction appends a prediction (its ID is assigned: P1, P2, …).
 func (v *WizardView) AddPrediction(p study.Prediction) {
-	ids := make([]string, len(v.preds))
-	for i, q := range v.preds {
-		ids[i] = q.ID
-	}
-	p.ID = nextPredictionID(ids)
-	v.preds = append(v.preds, p)
-	v.Predictions.Refresh()
-	v.Validate()
+	addPrediction(&v.preds, p, func(p *study.Prediction) *string { return &p.ID }, v.Predictions, v.Validate)
 }
 
 // nextPredictionID is the first of P(n+1), P(n+2), … that no prediction has (n = len(ids)).

@@ -240,6 +240,7 @@ func (v *validator) checkFile(at string, f FileRef, what string) {
 	switch {
 	case f.SHA256 == "":
 		v.errf(at+".sha256", "missing; put %s's SHA-256 here (`sparkbench model verify FILE` prints it)", what)
+		v.problems[len(v.problems)-1].Code = study.ProblemUnhashed
 		return
 	case !hexRE.MatchString(f.SHA256):
 		v.errf(at+".sha256", "%q is not a SHA-256 (want 64 lowercase hex digits)", f.SHA256)

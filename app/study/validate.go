@@ -32,8 +32,9 @@ type Problem struct {
 // ProblemCode names a kind of problem.
 type ProblemCode string
 
-// ProblemUnhashed: a model has no SHA-256 in the plan yet; registering from the window hashes
-// it (through the notebook's cache) and fills it in.
+// ProblemUnhashed: a file the plan names (a model; for capacity plans also the prompt plan or
+// the quality cases) has no SHA-256 in it yet; registering from the window hashes it (models
+// through the notebook's cache) and fills it in.
 const ProblemUnhashed ProblemCode = "unhashed"
 
 func (p Problem) String() string { return fmt.Sprintf("%s: %s: %s", p.Severity, p.Path, p.Msg) }

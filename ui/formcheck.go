@@ -1,0 +1,87 @@
+package ui
+
+import (
+	"sync"
+
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/app/study"
+)
+
+// formCheck is how both New study forms check themselves as the user types: each check runs
+// off the UI goroutine and only the newest one's result reaches the form; validated is
+// signalled after each result shown (tests wait on it). mu also guards what a form's check
+// shares with it (the wizard's device listing).
+type formCheck struct {
+	validated chan struct{}
+	mu        sync.Mutex
+	gen       int // the newest check's number
+}
+
+func newFormCheck() formCheck { return formCheck{validated: make(chan struct{}, 16)} }
+
+// check starts check number gen: work runs in the background and returns what to show, which
+// runs on the UI goroutine only if no newer check has started meanwhile.
+func (c *formCheck) check(work func(gen int) (show func())) {
+	c.mu.Lock()
+	c.gen++
+	gen := c.gen
+	c.mu.Unlock()
+	go func() {
+		show := work(gen)
+		onUI(func() {
+			c.mu.Lock()
+			latest := gen == c.gen
+			c.mu.Unlock()
+			if !latest {
+				return
+			}
+			show()
+			select {
+			case c.validated <- struct{}{}:
+			default:
+			}
+		})
+	}()
+}
+
+// addPrediction appends p to *preds with the first free ID (P1, P2, …; id points at p's ID
+// field), then refreshes the form's list and checks the form again.
+func addPrediction[T any](preds *[]T, p T, id func(*T) *string, list *widget.List, recheck func()) {
+	ids := make([]string, len(*preds))
+	for i := range *preds {
+		ids[i] = *id(&(*preds)[i])
+	}
+	*id(&p) = nextPredictionID(ids)
+	*preds = append(*preds, p)
+	list.Refresh()
+	recheck()
+}
+
+// problemLines are a plan's problems as the form lists them, leaving out the files not hashed
+// yet (Register hashes them and fills them in); ok is false when one is an error.
+func problemLines(probs []study.Problem) (lines []string, ok bool) {
+	ok = true
+	for _, pr := range probs {
+		if pr.Code == study.ProblemUnhashed {
+			continue
+		}
+		lines = append(lines, pr.String())
+		if pr.Severity == study.SevError {
+			ok = false
+		}
+	}
+	return lines, ok
+}
+
+// refusalLines are the error-level problems but the files not hashed yet (Register fills
+// those in): what would stop a plan from registering.
+func refusalLines(probs []study.Problem) []string {
+	var out []string
+	for _, pr := range probs {
+		if pr.Severity == study.SevError && pr.Code != study.ProblemUnhashed {
+			out = append(out, pr.String())
+		}
+	}
+	return out
+}
