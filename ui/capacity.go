@@ -129,10 +129,7 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 	v.CancelExport = v.exportOps.Button
 	v.RunButton.Disable()
 	v.AbortButton.Disable()
-	v.Envelope = newTable([]column{
-		{"Candidate", 130}, {"Pass", 80}, {"P", 40}, {"C", 40}, {"tok/s", 90}, {"TTFT p95 ms", 100}, {"E2E p95 ms", 100},
-		{"Peak RSS MiB", 100}, {"Verdict", 90}, {"Failures", 420},
-	}, func() int { return len(v.rows) }, func(r, c int) string { return v.envelopeCell(r, c) })
+	v.Envelope = newItemTable(envelopeCols, func() []capRow { return v.rows })
 	v.Verdicts = newTable([]column{{"Prediction", 90}, {"Outcome", 110}, {"Observed", 110}, {"Detail", 520}},
 		func() int { return v.verdictRows() }, func(r, c int) string { return v.verdictCell(r, c) })
 	v.Console = newConsoleList(&v.mu, &v.console)
@@ -300,38 +297,25 @@ func fmtPtr(f *float64, prec int) string {
 	return fmt.Sprintf("%.*f", prec, *f)
 }
 
-func (v *CapacityPanel) envelopeCell(r, c int) string {
-	if r >= len(v.rows) {
-		return ""
-	}
-	x := v.rows[r]
-	switch c {
-	case 0:
-		return x.Candidate
-	case 1:
-		return x.Pass
-	case 2:
-		return fmt.Sprint(x.Slots)
-	case 3:
-		return fmt.Sprint(x.Clients)
-	case 4:
-		return fmtPtr(x.Rate, 2)
-	case 5:
-		return fmtPtr(x.TTFT, 1)
-	case 6:
-		return fmtPtr(x.E2E, 1)
-	case 7:
+var envelopeCols = []col[capRow]{
+	{"Candidate", 130, func(x capRow) string { return x.Candidate }},
+	{"Pass", 80, func(x capRow) string { return x.Pass }},
+	{"P", 40, func(x capRow) string { return fmt.Sprint(x.Slots) }},
+	{"C", 40, func(x capRow) string { return fmt.Sprint(x.Clients) }},
+	{"tok/s", 90, func(x capRow) string { return fmtPtr(x.Rate, 2) }},
+	{"TTFT p95 ms", 100, func(x capRow) string { return fmtPtr(x.TTFT, 1) }},
+	{"E2E p95 ms", 100, func(x capRow) string { return fmtPtr(x.E2E, 1) }},
+	{"Peak RSS MiB", 100, func(x capRow) string {
 		if x.RSS == 0 {
 			return "—"
 		}
 		return fmt.Sprintf("%.1f", x.RSS)
-	case 8:
-		return x.Verdict
-	case 9:
-		return strings.Join(x.Failures, ", ")
-	}
-	return ""
+	}},
+	{"Verdict", 90, func(x capRow) string { return x.Verdict }},
+	{"Failures", 420, func(x capRow) string { return strings.Join(x.Failures, ", ") }},
 }
+
+func (v *CapacityPanel) envelopeCell(r, c int) string { return cellText(envelopeCols, v.rows, r, c) }
 
 func (v *CapacityPanel) verdictRows() int {
 	if v.study == nil {

@@ -27,12 +27,8 @@ func (v *NotebookView) SetStudies(svc StudyService) {
 func (v *NotebookView) buildBoard() fyne.CanvasObject {
 	v.BoardNote = widget.NewLabel("")
 	v.BoardNote.Wrapping = fyne.TextWrapWord
-	v.Board = newTable([]column{
-		{"Prediction", 80}, {"Claim", 260}, {"Verdict", 170}, {"Human", 70}, {"Rationale", 300},
-	}, reportRows(&v.report, func(r *study.Report) int { return len(r.Scoreboard) }), func(r, c int) string { return v.boardCell(r, c) })
-	v.FindingsTable = newTable([]column{
-		{"Finding", 70}, {"Text", 420}, {"Legs", 200}, {"Predictions", 120},
-	}, reportRows(&v.report, func(r *study.Report) int { return len(r.Findings) }), func(r, c int) string { return v.findingCell(r, c) })
+	v.Board = newItemTable(boardCols, v.board)
+	v.FindingsTable = newItemTable(findingCols, v.findings)
 	v.HumanBt = widget.NewButton("Human verdict…", func() {
 		if v.report != nil && len(v.report.Scoreboard) > 0 {
 			humanVerdictDialog(v.win, v.report.Scoreboard, v.recordHuman)
@@ -130,38 +126,33 @@ func (v *NotebookView) recordFinding(f study.FindingRequest, done func(string, e
 	}()
 }
 
-func (v *NotebookView) boardCell(r, c int) string {
-	s := v.report.Scoreboard[r]
-	switch c {
-	case 0:
-		return s.Prediction
-	case 1:
-		return s.Text
-	case 2:
-		return s.Word
-	case 3:
-		if s.Human != nil {
-			return s.Human.Outcome
+var boardCols = []col[study.ReportScore]{
+	{"Prediction", 80, func(s study.ReportScore) string { return s.Prediction }},
+	{"Claim", 260, func(s study.ReportScore) string { return s.Text }},
+	{"Verdict", 170, func(s study.ReportScore) string { return s.Word }},
+	{"Human", 70, humanOutcome},
+	{"Rationale", 300, func(s study.ReportScore) string {
+		if s.Human == nil {
+			return ""
 		}
-	case 4:
-		if s.Human != nil {
-			return s.Human.Rationale
-		}
-	}
-	return ""
+		return s.Human.Rationale
+	}},
 }
 
-func (v *NotebookView) findingCell(r, c int) string {
-	f := v.report.Findings[r]
-	switch c {
-	case 0:
-		return f.Label
-	case 1:
-		return f.Text
-	case 2:
-		return strings.Join(f.Legs, ", ")
-	case 3:
-		return strings.Join(f.Predictions, ", ")
-	}
-	return ""
+var findingCols = []col[study.ReportFinding]{
+	{"Finding", 70, func(f study.ReportFinding) string { return f.Label }},
+	{"Text", 420, func(f study.ReportFinding) string { return f.Text }},
+	{"Legs", 200, func(f study.ReportFinding) string { return strings.Join(f.Legs, ", ") }},
+	{"Predictions", 120, func(f study.ReportFinding) string { return strings.Join(f.Predictions, ", ") }},
 }
+
+func (v *NotebookView) board() []study.ReportScore {
+	return reportItems(&v.report, func(r *study.Report) []study.ReportScore { return r.Scoreboard })()
+}
+
+func (v *NotebookView) findings() []study.ReportFinding {
+	return reportItems(&v.report, func(r *study.Report) []study.ReportFinding { return r.Findings })()
+}
+
+func (v *NotebookView) boardCell(r, c int) string   { return cellText(boardCols, v.board(), r, c) }
+func (v *NotebookView) findingCell(r, c int) string { return cellText(findingCols, v.findings(), r, c) }

@@ -163,15 +163,9 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.RunButton.Disable()
 	v.AbortButton.Disable()
 
-	v.Scoreboard = newTable([]column{
-		{"Prediction", 80}, {"Claim", 300}, {"Expected", 200}, {"Verdict", 200}, {"Human", 120},
-	}, reportRows(&v.report, func(r *study.Report) int { return len(r.Scoreboard) }), func(r, c int) string { return v.scoreCell(r, c) })
-	v.Results = newTable([]column{
-		{"Model", 110}, {"Test", 80}, {"Depth", 70}, {"Mean t/s", 110}, {"± sd", 90}, {"CV", 70}, {"Reps", 50}, {"Leg", 140}, {"Source", 150},
-	}, reportRows(&v.report, func(r *study.Report) int { return len(r.Results) }), func(r, c int) string { return v.resultCell(r, c) })
-	v.Legs = newTable([]column{
-		{"Leg", 170}, {"State", 90}, {"Class", 90}, {"Rows", 60}, {"Results", 70}, {"Duration", 90}, {"Reason", 360},
-	}, reportRows(&v.report, func(r *study.Report) int { return len(r.Legs) }), func(r, c int) string { return v.legCell(r, c) })
+	v.Scoreboard = newItemTable(scoreCols, v.scores)
+	v.Results = newItemTable(resultCols, v.results)
+	v.Legs = newItemTable(legCols, v.legs)
 	v.Console = newConsoleList(&v.mu, &v.console)
 	v.Chart = NewChartView(760, 420)
 	v.Receipt = widget.NewRichTextFromMarkdown("Export the study's receipt (Export receipt…) to preview it here.")

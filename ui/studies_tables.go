@@ -9,19 +9,43 @@ import (
 	"sparkbench/app/study"
 )
 
-// reportRows is a table's row count over the report a view shows (none before it is loaded).
-func reportRows(report **study.Report, n func(*study.Report) int) func() int {
-	return func() int {
+// reportItems are the items of a report a view shows (none before it is loaded).
+func reportItems[T any](report **study.Report, items func(*study.Report) []T) func() []T {
+	return func() []T {
 		if *report == nil {
-			return 0
+			return nil
 		}
-		return n(*report)
+		return items(*report)
 	}
 }
 
 type column struct {
 	title string
 	width float32
+}
+
+// col is a column of a table of items: its title, its width and an item's text in it.
+type col[T any] struct {
+	title string
+	width float32
+	text  func(T) string
+}
+
+// cellText is item r's text in column c ("" outside the table).
+func cellText[T any](cols []col[T], items []T, r, c int) string {
+	if r < 0 || r >= len(items) || c < 0 || c >= len(cols) {
+		return ""
+	}
+	return cols[c].text(items[r])
+}
+
+// newItemTable is a table of the items items() returns, one column per col.
+func newItemTable[T any](cols []col[T], items func() []T) *widget.Table {
+	heads := make([]column, len(cols))
+	for i, c := range cols {
+		heads[i] = column{c.title, c.width}
+	}
+	return newTable(heads, func() int { return len(items()) }, func(r, c int) string { return cellText(cols, items(), r, c) })
 }
 
 func newTable(cols []column, rows func() int, cell func(r, c int) string) *widget.Table {
@@ -49,75 +73,65 @@ func newTable(cols []column, rows func() int, cell func(r, c int) string) *widge
 	return t
 }
 
-func (v *StudiesView) scoreCell(r, c int) string {
-	s := v.report.Scoreboard[r]
-	switch c {
-	case 0:
-		return s.Prediction
-	case 1:
-		return s.Text
-	case 2:
-		return s.Expected
-	case 3:
-		w := s.Word
-		if len(s.Deviations) > 0 {
-			w += " (DEVIATION recorded)"
-		}
-		return w
-	case 4:
-		if s.Human != nil {
-			return s.Human.Outcome
-		}
+// humanOutcome is a prediction's human verdict ("" when none).
+func humanOutcome(s study.ReportScore) string {
+	if s.Human == nil {
 		return ""
 	}
-	return ""
+	return s.Human.Outcome
 }
 
-func (v *StudiesView) resultCell(r, c int) string {
-	x := v.report.Results[r]
-	switch c {
-	case 0:
-		return x.Model
-	case 1:
-		return x.Test
-	case 2:
-		return fmt.Sprint(x.Depth)
-	case 3:
-		return fmt.Sprintf("%.2f", x.Mean)
-	case 4:
-		return fmt.Sprintf("%.2f", x.SD)
-	case 5:
-		return fmt.Sprintf("%.1f%%", x.CV*100)
-	case 6:
-		return fmt.Sprint(x.Reps)
-	case 7:
-		return x.Leg
-	case 8:
-		return x.Source
-	}
-	return ""
+var scoreCols = []col[study.ReportScore]{
+	{"Prediction", 80, func(s study.ReportScore) string { return s.Prediction }},
+	{"Claim", 300, func(s study.ReportScore) string { return s.Text }},
+	{"Expected", 200, func(s study.ReportScore) string { return s.Expected }},
+	{"Verdict", 200, func(s study.ReportScore) string {
+		if len(s.Deviations) > 0 {
+			return s.Word + " (DEVIATION recorded)"
+		}
+		return s.Word
+	}},
+	{"Human", 120, humanOutcome},
 }
 
-func (v *StudiesView) legCell(r, c int) string {
-	l := v.report.Legs[r]
-	switch c {
-	case 0:
-		return l.Label
-	case 1:
-		return l.State
-	case 2:
-		return l.Class
-	case 3:
-		return fmt.Sprint(l.Rows)
-	case 4:
-		return fmt.Sprint(l.Results)
-	case 5:
+var resultCols = []col[study.ReportCell]{
+	{"Model", 110, func(x study.ReportCell) string { return x.Model }},
+	{"Test", 80, func(x study.ReportCell) string { return x.Test }},
+	{"Depth", 70, func(x study.ReportCell) string { return fmt.Sprint(x.Depth) }},
+	{"Mean t/s", 110, func(x study.ReportCell) string { return fmt.Sprintf("%.2f", x.Mean) }},
+	{"± sd", 90, func(x study.ReportCell) string { return fmt.Sprintf("%.2f", x.SD) }},
+	{"CV", 70, func(x study.ReportCell) string { return fmt.Sprintf("%.1f%%", x.CV*100) }},
+	{"Reps", 50, func(x study.ReportCell) string { return fmt.Sprint(x.Reps) }},
+	{"Leg", 140, func(x study.ReportCell) string { return x.Leg }},
+	{"Source", 150, func(x study.ReportCell) string { return x.Source }},
+}
+
+var legCols = []col[study.ReportLeg]{
+	{"Leg", 170, func(l study.ReportLeg) string { return l.Label }},
+	{"State", 90, func(l study.ReportLeg) string { return l.State }},
+	{"Class", 90, func(l study.ReportLeg) string { return l.Class }},
+	{"Rows", 60, func(l study.ReportLeg) string { return fmt.Sprint(l.Rows) }},
+	{"Results", 70, func(l study.ReportLeg) string { return fmt.Sprint(l.Results) }},
+	{"Duration", 90, func(l study.ReportLeg) string {
 		if l.Duration > 0 {
 			return l.Duration.Round(time.Millisecond).String()
 		}
 		return ""
-	case 6:
-		return l.Reason
-	}
-	return ""
+	}},
+	{"Reason", 360, func(l study.ReportLeg) string { return l.Reason }},
 }
+
+func (v *StudiesView) scores() []study.ReportScore {
+	return reportItems(&v.report, func(r *study.Report) []study.ReportScore { return r.Scoreboard })()
+}
+
+func (v *StudiesView) results() []study.ReportCell {
+	return reportItems(&v.report, func(r *study.Report) []study.ReportCell { return r.Results })()
+}
+
+func (v *StudiesView) legs() []study.ReportLeg {
+	return reportItems(&v.report, func(r *study.Report) []study.ReportLeg { return r.Legs })()
+}
+
+func (v *StudiesView) scoreCell(r, c int) string  { return cellText(scoreCols, v.scores(), r, c) }
+func (v *StudiesView) resultCell(r, c int) string { return cellText(resultCols, v.results(), r, c) }
