@@ -243,11 +243,7 @@ func parseConfigs(text string) ([]serverConfig, []string) {
 // Errors are the fields that do not parse; the plan's own rules are app/capacity's Validate.
 func (v *CapacityWizard) Plan() (*capacity.Plan, []string) {
 	var errs []string
-	add := func(err error) {
-		if err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
+	add := errAdder(&errs)
 	p := &capacity.Plan{Schema: capacity.SchemaCapacity, Name: strings.TrimSpace(v.Name.Text)}
 	if v.kind == KindConcurrency {
 		p.Schema, p.ArmAxis = capacity.SchemaConcurrency, strings.TrimSpace(v.ArmAxis.Text)
@@ -492,12 +488,7 @@ func (v *CapacityWizard) newPredictionForm() *capPredictionForm {
 		ids = append(ids, c.ID)
 	}
 	f := &capPredictionForm{}
-	f.text = widget.NewEntry()
-	f.text.SetPlaceHolder("the claim in words")
-	f.cand = widget.NewSelect(ids, nil)
-	if len(ids) > 0 {
-		f.cand.SetSelected(ids[0])
-	}
+	f.text, f.cand = claimFields(ids)
 	f.slots, f.clients = widget.NewEntry(), widget.NewEntry()
 	f.slots.SetPlaceHolder("P (cell figures)")
 	f.clients.SetPlaceHolder("C (cell figures of capacity plans)")

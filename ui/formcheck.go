@@ -85,3 +85,25 @@ func refusalLines(probs []study.Problem) []string {
 	}
 	return out
 }
+
+// errAdder is how a form's Plan collects the fields that do not parse: the function it returns
+// appends a non-nil error's text to *errs.
+func errAdder(errs *[]string) func(error) {
+	return func(err error) {
+		if err != nil {
+			*errs = append(*errs, err.Error())
+		}
+	}
+}
+
+// claimFields are the first fields of an Add a prediction form: the claim in words, and the
+// choice of what it is about among ids (the first one chosen).
+func claimFields(ids []string) (*widget.Entry, *widget.Select) {
+	text := widget.NewEntry()
+	text.SetPlaceHolder("the claim in words")
+	about := widget.NewSelect(ids, nil)
+	if len(ids) > 0 {
+		about.SetSelected(ids[0])
+	}
+	return text, about
+}

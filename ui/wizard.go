@@ -241,11 +241,7 @@ func parsePercent(field, s string) (float64, error) {
 // plan's own rules are app/study's Validate.
 func (v *WizardView) Plan() (*study.Plan, []string) {
 	var errs []string
-	add := func(err error) {
-		if err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
+	add := errAdder(&errs)
 	p := &study.Plan{Schema: study.SchemaThroughput, Name: strings.TrimSpace(v.Name.Text)}
 	used := map[string]bool{}
 	for _, id := range v.ids {

@@ -97,14 +97,9 @@ func (v *WizardView) newPredictionForm() *predictionForm {
 		ids = append(ids, m.ID)
 	}
 	f := &predictionForm{}
-	f.text = widget.NewEntry()
-	f.text.SetPlaceHolder("the claim in words")
+	f.text, f.model = claimFields(ids)
 	f.figure = widget.NewSelect([]string{string(study.FigureCell), string(study.FigureCrossing), string(study.FigureSlope),
 		string(study.FigureCV), string(study.FigureEfficiency), string(study.FigureCeiling)}, nil)
-	f.model = widget.NewSelect(ids, nil)
-	if len(ids) > 0 {
-		f.model.SetSelected(ids[0])
-	}
 	f.test = widget.NewEntry()
 	f.test.SetText("tg")
 	f.depth = widget.NewEntry()
