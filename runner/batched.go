@@ -185,7 +185,7 @@ func StartBatched(ctx context.Context, spec BatchedSpec, opts ...LegOption) *Bat
 	for _, f := range opts {
 		f(&o)
 	}
-	h := &batchedHandler{spec: spec, fper: o.fp, maxRows: spec.MaxRows, plan: parseBatchedPlan(spec.Args)}
+	h := &batchedHandler{spec: spec, legTally: legTally{fper: o.fp}, maxRows: spec.MaxRows, plan: parseBatchedPlan(spec.Args)}
 	if h.maxRows <= 0 {
 		h.maxRows = DefaultMaxRows
 	}
@@ -214,18 +214,14 @@ func (l *BatchedLeg) Result() *BatchedLegResult {
 // batchedHandler parses a batched-bench leg's lines; onLine runs on the reader goroutine, the
 // rest after it has finished.
 type batchedHandler struct {
-	spec    BatchedSpec
-	fper    *Fingerprinter
-	fp      *Fingerprint
+	spec BatchedSpec
+	legTally
 	maxRows int
 	plan    batchedPlan
 	nKVMax  int64
 
-	rows       []BatchedRow
-	extraRows  int
-	malformed  []Malformed
-	nMalformed int
-	lastRowT   time.Duration
+	rows     []BatchedRow
+	lastRowT time.Duration
 
 	result *BatchedLegResult
 }
@@ -238,12 +234,7 @@ func (h *batchedHandler) onLine(p *Proc, ln Line, t time.Duration) {
 	}
 	r, err := benchfmt.ParseBatchedJSONLLine([]byte(trim))
 	if err != nil {
-		h.nMalformed++
-		if len(h.malformed) < DefaultMaxMalformed {
-			m := malformedLine(ln.N, trim, err)
-			h.malformed = append(h.malformed, m)
-			p.emit(Event{Type: EventMalformed, T: t, Malformed: &m})
-		}
+		h.badLine(p, ln.N, trim, err, t)
 		return
 	}
 	r.Line = ln.N
@@ -274,17 +265,11 @@ func (h *batchedHandler) progress(t time.Duration) *Progress {
 }
 
 func (h *batchedHandler) classifyInput(p *Proc, in *ClassifyInput) {
-	in.Bench = true
-	in.Rows = h.done()
-	in.Expected = h.expected()
-	in.Malformed = h.nMalformed
+	h.classify(in, h.done(), h.expected())
 }
 
 func (h *batchedHandler) finish(p *Proc, x *Exit) {
-	x.Rows, x.Expected, x.Malformed = h.done(), h.expected(), h.nMalformed
-	if h.fp != nil {
-		h.fper.After(h.fp)
-	}
+	h.exit(x, h.done(), h.expected())
 	for i := range h.rows {
 		if x.Class == ClassOK {
 			h.rows[i].Status = RowResult

@@ -127,7 +127,7 @@ func StartLeg(ctx context.Context, spec LegSpec, opts ...LegOption) *Leg {
 	for _, f := range opts {
 		f(&o)
 	}
-	h := &benchHandler{spec: spec, fper: o.fp, gate: spec.CVGate, maxRows: spec.MaxRows}
+	h := &benchHandler{spec: spec, legTally: legTally{fper: o.fp}, gate: spec.CVGate, maxRows: spec.MaxRows}
 	if h.maxRows <= 0 {
 		h.maxRows = DefaultMaxRows
 	}
@@ -163,18 +163,14 @@ var progressRE = regexp.MustCompile(`^llama-bench: benchmark (\d+)/(\d+): (.*)$`
 // benchHandler parses a llama-bench leg's lines. onLine runs on the reader goroutine; the rest
 // after it has finished.
 type benchHandler struct {
-	spec    LegSpec
-	fper    *Fingerprinter
-	fp      *Fingerprint
+	spec LegSpec
+	legTally
 	gate    CVGate
 	maxRows int
 	parser  benchfmt.Parser
 
-	rows       []Row
-	extraRows  int
-	malformed  []Malformed
-	nMalformed int
-	flagRow    int // row the gate flagged (0: none)
+	rows    []Row
+	flagRow int // row the gate flagged (0: none)
 
 	expectedArgs int
 	total        int // from --progress
@@ -215,12 +211,7 @@ func (h *benchHandler) row(p *Proc, ln Line, text string, t time.Duration) {
 		err = r.Check() // what makes a jsonl object a llama-bench result row (import checks the same)
 	}
 	if err != nil {
-		h.nMalformed++
-		if len(h.malformed) < DefaultMaxMalformed {
-			m := malformedLine(ln.N, text, err)
-			h.malformed = append(h.malformed, m)
-			p.emit(Event{Type: EventMalformed, T: t, Malformed: &m})
-		}
+		h.badLine(p, ln.N, text, err, t)
 		return
 	}
 	// time of this test: from its "starting" line, else from the previous row
@@ -292,17 +283,11 @@ func (h *benchHandler) progress(t time.Duration) *Progress {
 }
 
 func (h *benchHandler) classifyInput(p *Proc, in *ClassifyInput) {
-	in.Bench = true
-	in.Rows = h.done()
-	in.Expected = h.expected()
-	in.Malformed = h.nMalformed
+	h.classify(in, h.done(), h.expected())
 }
 
 func (h *benchHandler) finish(p *Proc, x *Exit) {
-	x.Rows, x.Expected, x.Malformed = h.done(), h.expected(), h.nMalformed
-	if h.fp != nil {
-		h.fper.After(h.fp)
-	}
+	h.exit(x, h.done(), h.expected())
 	for i := range h.rows {
 		r := &h.rows[i]
 		switch {
