@@ -357,6 +357,32 @@ func (l *Lexer) SkipValue(maxDepth int) bool {
 	return l.skip(0, maxDepth)
 }
 
+// skipSeq skips an object's members or an array's elements, the opening byte at l.Pos: item
+// skips one (from its first byte), then a ',' continues and end closes; anything else fails
+// with endErr.
+func (l *Lexer) skipSeq(end byte, endErr Reason, item func() bool) bool {
+	l.Pos++
+	l.SkipSpace()
+	if l.Consume(end) {
+		return true
+	}
+	for {
+		l.SkipSpace()
+		if !item() {
+			return false
+		}
+		l.SkipSpace()
+		if l.Consume(',') {
+			continue
+		}
+		if l.Consume(end) {
+			return true
+		}
+		l.fail(l.Pos, endErr)
+		return false
+	}
+}
+
 func (l *Lexer) skip(depth, maxDepth int) bool {
 	if depth > maxDepth {
 		l.fail(l.Pos, TooDeep)
@@ -367,13 +393,7 @@ func (l *Lexer) skip(depth, maxDepth int) bool {
 		_, _, ok := l.ScanString()
 		return ok
 	case c == '{':
-		l.Pos++
-		l.SkipSpace()
-		if l.Consume('}') {
-			return true
-		}
-		for {
-			l.SkipSpace()
+		return l.skipSeq('}', ExpectedObjectEnd, func() bool {
 			if l.Peek() != '"' {
 				l.fail(l.Pos, ExpectedName)
 				return false
@@ -387,40 +407,10 @@ func (l *Lexer) skip(depth, maxDepth int) bool {
 				return false
 			}
 			l.SkipSpace()
-			if !l.skip(depth+1, maxDepth) {
-				return false
-			}
-			l.SkipSpace()
-			if l.Consume(',') {
-				continue
-			}
-			if l.Consume('}') {
-				return true
-			}
-			l.fail(l.Pos, ExpectedObjectEnd)
-			return false
-		}
+			return l.skip(depth+1, maxDepth)
+		})
 	case c == '[':
-		l.Pos++
-		l.SkipSpace()
-		if l.Consume(']') {
-			return true
-		}
-		for {
-			l.SkipSpace()
-			if !l.skip(depth+1, maxDepth) {
-				return false
-			}
-			l.SkipSpace()
-			if l.Consume(',') {
-				continue
-			}
-			if l.Consume(']') {
-				return true
-			}
-			l.fail(l.Pos, ExpectedArrayEnd)
-			return false
-		}
+		return l.skipSeq(']', ExpectedArrayEnd, func() bool { return l.skip(depth+1, maxDepth) })
 	case c == 't':
 		return l.literal("true", ExpectedTrue)
 	case c == 'f':
