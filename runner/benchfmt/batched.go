@@ -143,9 +143,7 @@ func (r *BatchedResult) Check() error {
 // tables is llama-bench output whose batched-bench tables ParseFile skips.)
 func IsBatchedOutput(data []byte) bool {
 	batched, bench := false, false
-	for rest := bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")); len(rest) > 0; {
-		var l []byte
-		l, rest = nextLine(rest)
+	for _, l := range numberedLines(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))) {
 		t := bytes.TrimSpace(unquote(l))
 		if len(t) == 0 {
 			continue
@@ -180,10 +178,7 @@ func IsBatchedOutput(data []byte) bool {
 // malformed row or a file without any row is refused with a *ParseError at its line.
 func ParseBatchedFile(name string, data []byte) ([]BatchedResult, Format, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	for rest, no := data, 0; len(rest) > 0; {
-		var l []byte
-		l, rest = nextLine(rest)
-		no++
+	for _, l := range numberedLines(data) {
 		t := bytes.TrimSpace(unquote(l))
 		if len(t) == 0 {
 			continue
@@ -202,11 +197,7 @@ func ParseBatchedFile(name string, data []byte) ([]BatchedResult, Format, error)
 
 func parseBatchedJSONL(name string, data []byte) ([]BatchedResult, error) {
 	var rows []BatchedResult
-	no := 0
-	for rest := data; len(rest) > 0; {
-		var l []byte
-		l, rest = nextLine(rest)
-		no++
+	for no, l := range numberedLines(data) {
 		t := bytes.TrimSpace(l)
 		if len(t) == 0 || isLogLine(t) {
 			continue

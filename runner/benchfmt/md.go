@@ -455,11 +455,7 @@ var countUnits = map[string]float64{"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e
 // "> " quote removed.
 func mdLines(data []byte) []mdLine {
 	var lines []mdLine
-	no := 0
-	for rest := data; len(rest) > 0; {
-		var l []byte
-		l, rest = nextLine(rest)
-		no++
+	for no, l := range numberedLines(data) {
 		lines = append(lines, mdLine{no, string(bytes.TrimSpace(unquote(l)))})
 	}
 	return lines

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
 	"strings"
 
@@ -146,13 +147,9 @@ func sniff(name string, data []byte) (Format, error) {
 		return "", &ParseError{File: name, Line: 1, Msg: "empty file: expected llama-bench output (-o jsonl, json, csv, sql or md)"}
 	}
 	hasPipeTable := false
-	lineNo := 0
 	firstOther := 0
 	var prev []byte // the previous non-blank line
-	for rest := data; len(rest) > 0; {
-		var line []byte
-		line, rest = nextLine(rest)
-		lineNo++
+	for lineNo, line := range numberedLines(data) {
 		t := bytes.TrimSpace(line)
 		if len(t) == 0 {
 			continue
@@ -213,6 +210,21 @@ func isBareSeparator(prev, t []byte) bool {
 	return len(sep) > 1 && isSeparatorRow(sep) && len(sep) == len(splitRow(string(bytes.TrimSpace(unquote(prev)))))
 }
 
+// numberedLines yields data's lines, numbered from 1, each without its "\n" or "\r\n".
+func numberedLines(data []byte) iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		no := 0
+		for rest := data; len(rest) > 0; {
+			var line []byte
+			line, rest = nextLine(rest)
+			no++
+			if !yield(no, line) {
+				return
+			}
+		}
+	}
+}
+
 // nextLine splits off one line (without its \n or \r\n).
 func nextLine(b []byte) (line, rest []byte) {
 	i := bytes.IndexByte(b, '\n')
@@ -269,11 +281,7 @@ func isDeviceLine(t []byte) bool {
 func parseJSONLFile(name string, data []byte) ([]Result, error) {
 	var rows []Result
 	p := Parser{}
-	lineNo := 0
-	for rest := data; len(rest) > 0; {
-		var line []byte
-		line, rest = nextLine(rest)
-		lineNo++
+	for lineNo, line := range numberedLines(data) {
 		t := bytes.TrimSpace(line)
 		if len(t) == 0 {
 			continue
