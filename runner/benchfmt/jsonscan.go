@@ -47,6 +47,35 @@ func (s *scanner) lexErr(f Field) error {
 
 func (s *scanner) describe() string { return jsonlex.Describe(s.Data, s.Pos) }
 
+// listOpen starts reading an array's elements, its '[' consumed: false for an empty array
+// (its ']' consumed too).
+func (s *scanner) listOpen() bool {
+	s.SkipSpace()
+	if s.Peek() == ']' {
+		s.Pos++
+		return false
+	}
+	return true
+}
+
+// listNext reads what follows an element: ',' (true: another one comes) or ']' (false: the
+// end); anything else is refused as "[FIELD: ]expected ',' or ']' WHERE, found …".
+func (s *scanner) listNext(field, where string) (bool, error) {
+	s.SkipSpace()
+	switch s.Peek() {
+	case ',':
+		s.Pos++
+		return true, nil
+	case ']':
+		s.Pos++
+		return false, nil
+	}
+	if field != "" {
+		field += ": "
+	}
+	return false, s.errf("%sexpected ',' or ']' %s, found %s", field, where, s.describe())
+}
+
 // parseObject reads one JSON object at s.Pos into r (fields not in the object are left alone).
 func (s *scanner) parseObject(r *Result) error {
 	s.SkipSpace()
@@ -219,40 +248,28 @@ func (s *scanner) parseField(r *Result, f Field) error {
 		} else {
 			floats = make([]float64, 0, n)
 		}
-		s.SkipSpace()
-		if s.Peek() == ']' {
-			s.Pos++
-		} else {
-			for {
-				s.SkipSpace()
-				tokStart := s.Pos
-				tok, err := s.number(f)
+		for more := s.listOpen(); more; {
+			s.SkipSpace()
+			tokStart := s.Pos
+			tok, err := s.number(f)
+			if err != nil {
+				return err
+			}
+			if ints != nil {
+				v, err := parseIntToken(tok)
 				if err != nil {
-					return err
+					return &offsetError{off: tokStart, msg: f.Name() + ": " + err.Error()}
 				}
-				if ints != nil {
-					v, err := parseIntToken(tok)
-					if err != nil {
-						return &offsetError{off: tokStart, msg: f.Name() + ": " + err.Error()}
-					}
-					ints = append(ints, v)
-				} else {
-					v, err := parseFloatToken(tok)
-					if err != nil {
-						return &offsetError{off: tokStart, msg: f.Name() + ": " + err.Error()}
-					}
-					floats = append(floats, v)
+				ints = append(ints, v)
+			} else {
+				v, err := parseFloatToken(tok)
+				if err != nil {
+					return &offsetError{off: tokStart, msg: f.Name() + ": " + err.Error()}
 				}
-				s.SkipSpace()
-				if s.Peek() == ',' {
-					s.Pos++
-					continue
-				}
-				if s.Peek() == ']' {
-					s.Pos++
-					break
-				}
-				return s.errf("%s: expected ',' or ']' in the list, found %s", f.Name(), s.describe())
+				floats = append(floats, v)
+			}
+			if more, err = s.listNext(f.Name(), "in the list"); err != nil {
+				return err
 			}
 		}
 		if ints != nil {

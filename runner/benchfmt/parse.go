@@ -326,29 +326,18 @@ func parseJSONFile(name string, data []byte) ([]Result, error) {
 	}
 	s.Pos++
 	var rows []Result
-	s.SkipSpace()
-	if s.Peek() == ']' {
-		s.Pos++
-	} else {
-		for {
-			s.SkipSpace()
-			start := s.Pos
-			var r Result
-			if err := s.parseObject(&r); err != nil {
-				return nil, fail(err)
-			}
-			r.Line, _ = lineCol(data, start)
-			rows = append(rows, r)
-			s.SkipSpace()
-			if s.Peek() == ',' {
-				s.Pos++
-				continue
-			}
-			if s.Peek() == ']' {
-				s.Pos++
-				break
-			}
-			return nil, fail(s.errf("expected ',' or ']' after a result, found %s", s.describe()))
+	for more := s.listOpen(); more; {
+		s.SkipSpace()
+		start := s.Pos
+		var r Result
+		if err := s.parseObject(&r); err != nil {
+			return nil, fail(err)
+		}
+		r.Line, _ = lineCol(data, start)
+		rows = append(rows, r)
+		var err error
+		if more, err = s.listNext("", "after a result"); err != nil {
+			return nil, fail(err)
 		}
 	}
 	s.SkipSpace()
