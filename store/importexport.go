@@ -423,17 +423,11 @@ func (n *Notebook) benchExportRows(ctx context.Context, study Study) (func() ([]
 		return nil, nil, err
 	}
 	nf := int(benchfmt.NumFields)
-	scan := make([]any, 5+nf+3)
-	ptrs := make([]any, len(scan))
-	for i := range scan {
-		ptrs[i] = &scan[i]
-	}
+	scanNext := rowScanner(rows, 5+nf+3)
 	out := make([]any, len(BenchExportColumns))
 	next := func() ([]any, error) {
-		if !rows.Next() {
-			return nil, rows.Err()
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		scan, err := scanNext()
+		if scan == nil || err != nil {
 			return nil, err
 		}
 		r, err := resultFromRow(scan[5:])
@@ -470,6 +464,25 @@ func (n *Notebook) benchExportRows(ctx context.Context, study Study) (func() ([]
 	return next, func() { rows.Close() }, nil
 }
 
+// rowScanner reads rows of n columns, one at a time, into one slice it reuses: nil (and
+// rows.Err()) after the last.
+func rowScanner(rows *sql.Rows, n int) func() ([]any, error) {
+	scan := make([]any, n)
+	ptrs := make([]any, n)
+	for i := range scan {
+		ptrs[i] = &scan[i]
+	}
+	return func() ([]any, error) {
+		if !rows.Next() {
+			return nil, rows.Err()
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		return scan, nil
+	}
+}
+
 func (n *Notebook) requestExportRows(ctx context.Context, study Study) (func() ([]any, error), func(), error) {
 	rows, err := n.rdb.QueryContext(ctx, `SELECT r.leg_id, l.label, l.state, l.class, r.seq, r.candidate, r.arm, r.slots, r.clients,
 		r.pass, r.phase, r.req_index, r.client_index, r.t_send_ns, r.t_first_ns, r.t_last_ns, r.t_end_ns,
@@ -482,17 +495,11 @@ func (n *Notebook) requestExportRows(ctx context.Context, study Study) (func() (
 	if err != nil {
 		return nil, nil, err
 	}
-	scan := make([]any, len(RequestExportColumns)-1)
-	ptrs := make([]any, len(scan))
-	for i := range scan {
-		ptrs[i] = &scan[i]
-	}
+	scanNext := rowScanner(rows, len(RequestExportColumns)-1)
 	out := make([]any, len(RequestExportColumns))
 	next := func() ([]any, error) {
-		if !rows.Next() {
-			return nil, rows.Err()
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		scan, err := scanNext()
+		if scan == nil || err != nil {
 			return nil, err
 		}
 		out[0] = study.Name
