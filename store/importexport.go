@@ -311,36 +311,12 @@ func (n *Notebook) ExportStudy(ctx context.Context, w io.Writer, studyID int64, 
 	defer closeRows()
 	bw := bufio.NewWriter(w)
 	count := 0
+	writeRow, finish := exportJSONWriter(bw, cols, &count)
 	if o.Format == ExportCSV {
-		cw := csv.NewWriter(bw)
-		if err := cw.Write(cols); err != nil {
+		if writeRow, finish, err = exportCSVWriter(bw, cols); err != nil {
 			return 0, err
 		}
-		rec := make([]string, len(cols))
-		for {
-			vals, err := next()
-			if err != nil {
-				return count, err
-			}
-			if vals == nil {
-				break
-			}
-			for i, v := range vals {
-				rec[i] = csvCell(v)
-			}
-			if err := cw.Write(rec); err != nil {
-				return count, err
-			}
-			count++
-		}
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			return count, err
-		}
-		return count, bw.Flush()
 	}
-	bw.WriteString("[")
-	var line []byte
 	for {
 		vals, err := next()
 		if err != nil {
@@ -349,7 +325,45 @@ func (n *Notebook) ExportStudy(ctx context.Context, w io.Writer, studyID int64, 
 		if vals == nil {
 			break
 		}
-		if count > 0 {
+		if err := writeRow(vals); err != nil {
+			return count, err
+		}
+		count++
+	}
+	if err := finish(); err != nil {
+		return count, err
+	}
+	return count, bw.Flush()
+}
+
+// exportCSVWriter writes the header, then a record per row; finish flushes the CSV writer.
+func exportCSVWriter(bw *bufio.Writer, cols []string) (writeRow func([]any) error, finish func() error, err error) {
+	cw := csv.NewWriter(bw)
+	if err := cw.Write(cols); err != nil {
+		return nil, nil, err
+	}
+	rec := make([]string, len(cols))
+	writeRow = func(vals []any) error {
+		for i, v := range vals {
+			rec[i] = csvCell(v)
+		}
+		return cw.Write(rec)
+	}
+	finish = func() error {
+		cw.Flush()
+		return cw.Error()
+	}
+	return writeRow, finish, nil
+}
+
+// exportJSONWriter writes a JSON array of one object per row, a row a line (*count: the rows
+// written so far); finish closes the array. Nothing is written before the first call.
+func exportJSONWriter(bw *bufio.Writer, cols []string, count *int) (writeRow func([]any) error, finish func() error) {
+	var line []byte
+	writeRow = func(vals []any) error {
+		if *count == 0 {
+			bw.WriteString("[")
+		} else {
 			bw.WriteString(",")
 		}
 		line = append(line[:0], "\n{"...)
@@ -362,11 +376,17 @@ func (n *Notebook) ExportStudy(ctx context.Context, w io.Writer, studyID int64, 
 			line = appendJSONValue(line, v)
 		}
 		line = append(line, '}')
-		bw.Write(line)
-		count++
+		_, err := bw.Write(line)
+		return err
 	}
-	bw.WriteString("\n]\n")
-	return count, bw.Flush()
+	finish = func() error {
+		if *count == 0 {
+			bw.WriteString("[")
+		}
+		_, err := bw.WriteString("\n]\n")
+		return err
+	}
+	return writeRow, finish
 }
 
 // jsonText marks a value that is already JSON (sample arrays, extra).
