@@ -176,13 +176,8 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 		widget.NewFormItem("Quality cases", v.Quality),
 		widget.NewFormItem("Quality floor", v.QFloor),
 	)
-	preds := container.NewBorder(container.NewHBox(heading("Predictions (registered before anything runs)"), v.AddPred, v.RemovePred), nil, nil, nil, v.Predictions)
-	v.Object = container.NewVScroll(container.NewVBox(
-		container.NewHBox(v.heading, v.RegisterBtn, v.SaveBtn, v.OpenBtn),
-		form,
-		container.NewGridWrap(fyne.NewSize(900, 160), preds),
-		heading("Checks"), v.Estimate, v.Problems,
-	))
+	v.Object = studyFormPage(container.NewHBox(v.heading, v.RegisterBtn, v.SaveBtn, v.OpenBtn), []fyne.CanvasObject{form},
+		v.AddPred, v.RemovePred, v.Predictions, 160, v.Estimate, v.Problems)
 	v.RefreshModels()
 	return v
 }
@@ -483,12 +478,8 @@ var capCellFigures = []string{string(capacity.FigureCellRate), string(capacity.F
 
 func (v *CapacityWizard) newPredictionForm() *capPredictionForm {
 	p, _ := v.Plan()
-	var ids []string
-	for _, c := range p.Candidates {
-		ids = append(ids, c.ID)
-	}
 	f := &capPredictionForm{}
-	f.text, f.cand = claimFields(ids)
+	f.text, f.cand = claimFields(idsOf(p.Candidates, func(c capacity.Candidate) string { return c.ID }))
 	f.slots, f.clients = widget.NewEntry(), widget.NewEntry()
 	f.slots.SetPlaceHolder("P (cell figures)")
 	f.clients.SetPlaceHolder("C (cell figures of capacity plans)")

@@ -3,6 +3,8 @@ package ui
 import (
 	"sync"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app/study"
@@ -106,4 +108,23 @@ func claimFields(ids []string) (*widget.Entry, *widget.Select) {
 		about.SetSelected(ids[0])
 	}
 	return text, about
+}
+
+// studyFormPage lays out a New study form: the top row (heading and buttons), the form's
+// sections, the predictions (the list under its Add and Remove buttons, predsHeight tall),
+// then the checks (estimate and problems), scrolling as one page.
+func studyFormPage(top fyne.CanvasObject, sections []fyne.CanvasObject, add, remove *widget.Button, list *widget.List, predsHeight float32, estimate, problems *widget.Label) fyne.CanvasObject {
+	preds := container.NewBorder(container.NewHBox(heading("Predictions (registered before anything runs)"), add, remove), nil, nil, nil, list)
+	objs := append([]fyne.CanvasObject{top}, sections...)
+	objs = append(objs, container.NewGridWrap(fyne.NewSize(900, predsHeight), preds), heading("Checks"), estimate, problems)
+	return container.NewVScroll(container.NewVBox(objs...))
+}
+
+// idsOf are the IDs of a plan's models or candidates, in order.
+func idsOf[T any](xs []T, id func(T) string) []string {
+	var out []string
+	for _, x := range xs {
+		out = append(out, id(x))
+	}
+	return out
 }

@@ -155,15 +155,8 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 		widget.NewFormItem("CV gate pp at d0 %", v.CVPPD0),
 		widget.NewFormItem("Bandwidth", v.Bandwidth),
 	)
-	preds := container.NewBorder(container.NewHBox(heading("Predictions (registered before anything runs)"), v.AddPred, v.RemovePred), nil, nil, nil, v.Predictions)
-	preds.Resize(fyne.NewSize(600, 160))
-	v.Object = container.NewVScroll(container.NewVBox(
-		container.NewHBox(heading("New throughput study"), v.RegisterBtn, v.SaveBtn, v.OpenBtn),
-		form,
-		devices,
-		container.NewGridWrap(fyne.NewSize(900, 180), preds),
-		heading("Checks"), v.Estimate, v.Problems,
-	))
+	v.Object = studyFormPage(container.NewHBox(heading("New throughput study"), v.RegisterBtn, v.SaveBtn, v.OpenBtn), []fyne.CanvasObject{form, devices},
+		v.AddPred, v.RemovePred, v.Predictions, 180, v.Estimate, v.Problems)
 	v.RefreshModels()
 	return v
 }

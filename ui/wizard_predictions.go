@@ -92,10 +92,7 @@ type predictionForm struct {
 
 func (v *WizardView) newPredictionForm() *predictionForm {
 	p, _ := v.Plan()
-	var ids []string
-	for _, m := range p.Models {
-		ids = append(ids, m.ID)
-	}
+	ids := idsOf(p.Models, func(m study.Model) string { return m.ID })
 	f := &predictionForm{}
 	f.text, f.model = claimFields(ids)
 	f.figure = widget.NewSelect([]string{string(study.FigureCell), string(study.FigureCrossing), string(study.FigureSlope),
