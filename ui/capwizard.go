@@ -94,13 +94,7 @@ const passesBoth, passesForward = "forward, then reverse (counterbalanced)", "fo
 
 func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrary, models func() []app.ModelEntry, onDone func(int64)) *CapacityWizard {
 	v := &CapacityWizard{win: win, svc: svc, lib: lib, models: models, onDone: onDone, kind: KindCapacity, formCheck: newFormCheck()}
-	entry := func(text, hint string) *widget.Entry {
-		e := widget.NewEntry()
-		e.SetText(text)
-		e.SetPlaceHolder(hint)
-		e.OnChanged = func(string) { v.Validate() }
-		return e
-	}
+	entry := func(text, hint string) *widget.Entry { return checkedEntry(text, hint, v.Validate) }
 	candsEdited := func() {
 		if !v.loading && v.keepCands {
 			v.keepCands = false

@@ -128,3 +128,13 @@ func idsOf[T any](xs []T, id func(T) string) []string {
 	}
 	return out
 }
+
+// checkedEntry is a form's text field: its text, its hint, and the form's check run on every
+// change.
+func checkedEntry(text, hint string, check func()) *widget.Entry {
+	e := widget.NewEntry()
+	e.SetText(text)
+	e.SetPlaceHolder(hint)
+	e.OnChanged = func(string) { check() }
+	return e
+}

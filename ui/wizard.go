@@ -95,13 +95,7 @@ var kvChoices = map[string]study.KVType{"f16/f16": {K: "f16", V: "f16"}, "q8_0/q
 
 func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models func() []app.ModelEntry, onDone func(int64)) *WizardView {
 	v := &WizardView{win: win, reg: reg, lib: lib, models: models, onDone: onDone, formCheck: newFormCheck()}
-	entry := func(text, hint string) *widget.Entry {
-		e := widget.NewEntry()
-		e.SetText(text)
-		e.SetPlaceHolder(hint)
-		e.OnChanged = func(string) { v.Validate() }
-		return e
-	}
+	entry := func(text, hint string) *widget.Entry { return checkedEntry(text, hint, v.Validate) }
 	v.Name = entry("", "e.g. tg depth curve, Qwen3 vs Llama")
 	v.Models = widget.NewCheckGroup(nil, func([]string) { v.Validate() })
 	v.Depths = entry("0,2048,4096,8192", "comma list of KV depths, e.g. 0,2048,4096")
