@@ -85,16 +85,7 @@ func (s capacityService) RunCapacity(ctx context.Context, id int64, onEvent func
 	return sum, err
 }
 
-// EstimateCapacity is ui.CapacityEstimator: the plan's duration from this notebook's
-// llama-bench history of its candidates' models (found by the SHA-256 cached for their files).
+// EstimateCapacity is ui.CapacityEstimator (workbench.EstimateCapacity).
 func (s capacityService) EstimateCapacity(ctx context.Context, p *capacity.Plan) (capacity.Estimate, error) {
-	hist := map[string]study.BenchHistory{}
-	for _, c := range p.Candidates {
-		h, err := modelHistory(ctx, s.nb, c.Model.Path, c.Model.SHA256)
-		if err != nil {
-			return capacity.Estimate{}, err
-		}
-		hist[c.ID] = h
-	}
-	return capacity.EstimateDuration(p, hist), nil
+	return workbench.EstimateCapacity(ctx, s.nb, p)
 }

@@ -104,30 +104,7 @@ func (s studyService) Receipt(ctx context.Context, id int64, out string) (ui.Rec
 	return ui.ReceiptExport{Summary: strings.TrimSpace(text), Files: x.Files}, nil
 }
 
-// EstimateStudy is ui.Estimator: the plan's duration from this notebook's history of its
-// models (found by the SHA-256 cached for their files; a model never hashed has no history).
+// EstimateStudy is ui.Estimator (workbench.EstimateThroughput).
 func (s studyService) EstimateStudy(ctx context.Context, p *study.Plan) (study.Estimate, error) {
-	hist := map[string]study.BenchHistory{}
-	for _, m := range p.Models {
-		h, err := modelHistory(ctx, s.nb, m.Path, m.SHA256)
-		if err != nil {
-			return study.Estimate{}, err
-		}
-		hist[m.ID] = h
-	}
-	return study.EstimateDuration(p, "", hist)
-}
-
-// modelHistory is the notebook's llama-bench history of a model file, found by its SHA-256
-// (sha, or the one cached for the file at path; a file never hashed has none).
-func modelHistory(ctx context.Context, nb *store.Notebook, path, sha string) (study.BenchHistory, error) {
-	if sha == "" {
-		if st, err := (notebookLibrary{nb}).Status(ctx, path); err == nil {
-			sha = st.SHA256
-		}
-	}
-	if sha == "" {
-		return study.BenchHistory{}, nil
-	}
-	return nb.BenchHistory(ctx, sha, 20)
+	return workbench.EstimateThroughput(ctx, s.nb, p)
 }
