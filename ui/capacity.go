@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -94,12 +93,10 @@ type CapacityPanel struct {
 	rows      []capRow
 	gen       uint64
 
-	mu      sync.Mutex
-	running int64
-	cancel  context.CancelFunc
-	console []string
-	live    *liveCapacity
-	text    *Throttle
+	runSession // the running study; its mu guards the live state below
+	console    []string
+	live       *liveCapacity
+	text       *Throttle
 }
 
 func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt func(int64), busy func() bool) *CapacityPanel {
@@ -177,13 +174,6 @@ func (v *CapacityPanel) ConsoleLines() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return append([]string(nil), v.console...)
-}
-
-// Running says whether a capacity run is going on.
-func (v *CapacityPanel) Running() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.running != 0
 }
 
 // Show loads study id (the latest call wins when loads finish out of order).
@@ -359,7 +349,7 @@ func (v *CapacityPanel) Run() {
 		showOneAtATime(v.win)
 		return
 	}
-	ctx, cancel, ok := claimRun(&v.mu, &v.running, &v.cancel, id, func() {
+	ctx, cancel, ok := v.claim(id, func() {
 		v.console = nil
 		v.live = newLiveCapacity(v.study.Plan)
 	})
@@ -368,56 +358,46 @@ func (v *CapacityPanel) Run() {
 	}
 	v.rows = nil
 	v.Envelope.Refresh()
-	v.Progress.SetValue(0)
-	v.Progress.Show()
-	v.ProgressMsg.SetText("starting: verifying the model and prompt-plan files…")
 	v.Gates.SetText("gates: nothing measured yet")
-	v.Tabs.SelectIndex(1) // the grid fills in while it runs
 	v.updateButtons()
-	name := v.study.Report.Study.Name
-	go func() {
+	d := runDisplay{v.app, v.Progress, v.ProgressMsg, v.Tabs}
+	v.launch(d, cancel, v.study.Report.Study.Name, "starting: verifying the model and prompt-plan files…", func() func() string {
 		sum, err := v.svc.RunCapacity(ctx, id, v.onEvent)
-		cancel()
-		onUI(func() {
-			v.mu.Lock()
-			v.running, v.cancel = 0, nil
-			gates := ""
-			if v.live != nil {
-				gates = v.live.gates()
-			}
-			v.mu.Unlock()
-			v.Progress.Hide()
-			var msg string
-			switch {
-			case errors.Is(err, capacity.ErrRunStopped) || errors.Is(err, context.Canceled):
-				msg = "stopped by you: the running server lifetime is recorded as halted; Run resumes the study at its first unfinished server lifetime (the finished ones are kept)."
-			case err != nil && (sum == nil || capacity.IsRefusal(err)):
-				// Refused before anything ran (no llama-server, a changed model file, a bad
-				// folder): the notebook is as it was.
-				msg = "not run: " + err.Error()
-				dialog.ShowError(fmt.Errorf("the study was not run: %w. Nothing was recorded; fix it and run again", err), v.win)
-			case func() bool { _, ok := capacity.IsIncomplete(err); return ok }():
-				// The run is over, but some lifetimes have no results: Run re-runs only those.
-				msg = err.Error() + ". Run runs those server lifetimes again and keeps the ones that have results"
-				if sum != nil && sum.RunDir != "" {
-					msg += " (raw files in " + sum.RunDir + ")"
-				}
-			case err != nil:
-				msg = "halted: " + err.Error()
-				if sum != nil && sum.RunDir != "" {
-					msg += " (raw files in " + sum.RunDir + ")"
-				}
-			default:
-				msg = fmt.Sprintf("finished: %s, %d server lifetime(s), %d verdict(s); run folder %s", sum.Status, sum.Legs, len(sum.Verdicts), sum.RunDir)
-			}
-			v.ProgressMsg.SetText(msg)
-			if gates != "" {
-				v.Gates.SetText(gates)
-			}
-			v.app.SendNotification(fyne.NewNotification("sparkbench: "+name, msg))
-			v.Show(id)
-		})
-	}()
+		return func() string { return v.runOutcome(sum, err) }
+	}, func() { v.Show(id) })
+}
+
+// runOutcome says how a run ended (and shows an error dialog when nothing was run), and shows
+// the run's last gate lights. UI goroutine.
+func (v *CapacityPanel) runOutcome(sum *capacity.RunSummary, err error) string {
+	v.mu.Lock()
+	if v.live != nil {
+		if gates := v.live.gates(); gates != "" {
+			v.Gates.SetText(gates)
+		}
+	}
+	v.mu.Unlock()
+	switch {
+	case errors.Is(err, capacity.ErrRunStopped) || errors.Is(err, context.Canceled):
+		return "stopped by you: the running server lifetime is recorded as halted; Run resumes the study at its first unfinished server lifetime (the finished ones are kept)."
+	case err != nil && (sum == nil || capacity.IsRefusal(err)):
+		// Refused before anything ran (no llama-server, a changed model file, a bad
+		// folder): the notebook is as it was.
+		dialog.ShowError(fmt.Errorf("the study was not run: %w. Nothing was recorded; fix it and run again", err), v.win)
+		return "not run: " + err.Error()
+	}
+	rawFiles := ""
+	if sum != nil && sum.RunDir != "" {
+		rawFiles = " (raw files in " + sum.RunDir + ")"
+	}
+	if _, ok := capacity.IsIncomplete(err); ok {
+		// The run is over, but some lifetimes have no results: Run re-runs only those.
+		return err.Error() + ". Run runs those server lifetimes again and keeps the ones that have results" + rawFiles
+	}
+	if err != nil {
+		return "halted: " + err.Error() + rawFiles
+	}
+	return fmt.Sprintf("finished: %s, %d server lifetime(s), %d verdict(s); run folder %s", sum.Status, sum.Legs, len(sum.Verdicts), sum.RunDir)
 }
 
 func (v *CapacityPanel) chartMeta() plots.Meta {
@@ -464,15 +444,6 @@ func (v *CapacityPanel) confirmAbort() {
 				v.Abort()
 			}
 		}, v.win)
-}
-
-// Abort stops the running study (no confirmation).
-func (v *CapacityPanel) Abort() {
-	v.mu.Lock()
-	if v.cancel != nil {
-		v.cancel()
-	}
-	v.mu.Unlock()
 }
 
 func (v *CapacityPanel) close() {

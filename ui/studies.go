@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -96,12 +95,10 @@ type StudiesView struct {
 	listGen  uint64 // the same for Reload's list
 	listWant int64  // the study the pending Reload will select (a later Reload(0) keeps it)
 
-	mu       sync.Mutex
-	console  []string
-	cancel   context.CancelFunc
-	running  int64
-	text     *Throttle // leg boundaries, flags, verdicts
-	slowText *Throttle // rows, in-leg progress, transcript lines
+	runSession // the running study; its mu guards the live state below
+	console    []string
+	text       *Throttle // leg boundaries, flags, verdicts
+	slowText   *Throttle // rows, in-leg progress, transcript lines
 	// liveProgress and liveStudy are the running study's latest progress (under mu).
 	liveProgress study.Progress
 	liveStudy    int64

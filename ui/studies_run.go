@@ -35,7 +35,7 @@ func (v *StudiesView) RunSelected() {
 		showOneAtATime(v.win)
 		return
 	}
-	ctx, cancel, ok := claimRun(&v.mu, &v.running, &v.cancel, id, func() {
+	ctx, cancel, ok := v.claim(id, func() {
 		v.console = nil
 		v.liveRows = map[string][]plots.DepthPoint{}
 		v.gates = gateCounts{}
@@ -43,56 +43,32 @@ func (v *StudiesView) RunSelected() {
 	if !ok {
 		return
 	}
-	v.Progress.SetValue(0)
-	v.Progress.Show()
-	v.ProgressMsg.SetText("starting…")
-	v.Tabs.SelectIndex(1) // the chart fills in while it runs
 	v.updateButtons()
-	name := v.Title.Text
-	go func() {
+	d := runDisplay{v.app, v.Progress, v.ProgressMsg, v.Tabs}
+	v.launch(d, cancel, v.Title.Text, "starting…", func() func() string {
 		sum, err := v.svc.Run(ctx, id, v.onEvent)
-		cancel()
-		onUI(func() {
-			v.mu.Lock()
-			v.running, v.cancel = 0, nil
-			v.mu.Unlock()
-			v.Progress.Hide()
-			msg := fmt.Sprintf("finished: %d/%d legs, %d verdict(s) in %s", sum.LegsDone, sum.LegsTotal, len(sum.Verdicts), sum.Elapsed.Round(10*time.Millisecond))
-			switch {
-			case errors.Is(err, study.ErrStopped) || errors.Is(err, context.Canceled):
-				msg = "stopped by you; the running leg is recorded as stopped_by_user. Run resumes at the first unfinished leg."
-			case err != nil:
-				msg = "could not run: " + err.Error()
-				dialog.ShowError(fmt.Errorf("the study could not run: %w. Legs that finished are kept; fix it and press Run to resume", err), v.win)
-			case sum.Halted:
-				msg = fmt.Sprintf("halted after %d/%d legs: %s", sum.LegsDone, sum.LegsTotal, sum.Reason)
-			case len(sum.Incomplete) > 0:
-				msg = incompleteMessage(sum)
-			}
-			v.ProgressMsg.SetText(msg)
-			v.mu.Lock()
-			v.Gates.SetText(v.gates.String())
-			v.mu.Unlock()
-			v.app.SendNotification(fyne.NewNotification("sparkbench: "+name, msg))
-			v.Select(id)
-		})
-	}()
+		return func() string { return v.runOutcome(sum, err) }
+	}, func() { v.Select(id) })
 }
 
-// claimRun makes id the view's running study unless one runs already (then it does nothing
-// and ok is false); reset clears the view's live state under the same lock. Cancelling the
-// returned context is the view's Abort. Both run views start their runs so.
-func claimRun(mu *sync.Mutex, running *int64, cancelp *context.CancelFunc, id int64, reset func()) (ctx context.Context, cancel context.CancelFunc, ok bool) {
-	ctx, cancel = context.WithCancel(context.Background())
-	mu.Lock()
-	defer mu.Unlock()
-	if *running != 0 {
-		cancel()
-		return nil, nil, false
+// runOutcome says how a run ended (and shows an error dialog when it could not run), and shows
+// the run's gate lights. UI goroutine.
+func (v *StudiesView) runOutcome(sum study.RunSummary, err error) string {
+	v.mu.Lock()
+	v.Gates.SetText(v.gates.String())
+	v.mu.Unlock()
+	switch {
+	case errors.Is(err, study.ErrStopped) || errors.Is(err, context.Canceled):
+		return "stopped by you; the running leg is recorded as stopped_by_user. Run resumes at the first unfinished leg."
+	case err != nil:
+		dialog.ShowError(fmt.Errorf("the study could not run: %w. Legs that finished are kept; fix it and press Run to resume", err), v.win)
+		return "could not run: " + err.Error()
+	case sum.Halted:
+		return fmt.Sprintf("halted after %d/%d legs: %s", sum.LegsDone, sum.LegsTotal, sum.Reason)
+	case len(sum.Incomplete) > 0:
+		return incompleteMessage(sum)
 	}
-	*running, *cancelp = id, cancel
-	reset()
-	return ctx, cancel, true
+	return fmt.Sprintf("finished: %d/%d legs, %d verdict(s) in %s", sum.LegsDone, sum.LegsTotal, len(sum.Verdicts), sum.Elapsed.Round(10*time.Millisecond))
 }
 
 // incompleteMessage says which legs of a finished run have no results and what Run does next.
@@ -237,16 +213,6 @@ func (v *StudiesView) confirmAbort() {
 				v.Abort()
 			}
 		}, v.win)
-}
-
-// Abort stops the running study.
-func (v *StudiesView) Abort() {
-	v.mu.Lock()
-	c := v.cancel
-	v.mu.Unlock()
-	if c != nil {
-		c()
-	}
 }
 
 func (v *StudiesView) signal() {
