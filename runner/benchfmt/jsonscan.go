@@ -156,6 +156,7 @@ func fieldOrKey(f Field, known bool, key string) string {
 }
 
 // parseField reads the value of a known field. null leaves the field unknown.
+// Long on purpose: a table-driven parser, one case per field type, on the hot path (no closures).
 func (s *scanner) parseField(r *Result, f Field) error {
 	if s.Peek() == 'n' {
 		if !s.ScanNull() {

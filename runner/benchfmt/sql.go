@@ -183,6 +183,8 @@ func (l *sqlLexer) list(read func() bool) bool {
 	}
 }
 
+// parseSQLFile reads llama-bench's -o sql output (CREATE TABLE, then INSERT rows).
+// Long on purpose: a table-driven parser of the statements, one case per token, read top to bottom.
 func parseSQLFile(name string, data []byte) ([]Result, error) {
 	l := &sqlLexer{data: data, line: 1}
 	fail := func(line int, format string, a ...any) error {
