@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sparkbench/app/study"
 	"sparkbench/runner/vocab"
 )
 
@@ -40,7 +41,7 @@ func ReadRSS(name string, data []byte) (kib int64, format string, err error) {
 	}
 	if trimmed[0] == '{' {
 		var r RSSRecord
-		if err := decodeStrict(name, data, &r, "an RSS record is one JSON object", "docs/capacity.md"); err != nil {
+		if err := study.DecodeFileStrict(name, data, &r, "an RSS record is one JSON object", "docs/capacity.md"); err != nil {
 			return 0, "", err
 		}
 		switch {
@@ -170,7 +171,7 @@ type QualityCase struct {
 // ReadQuality parses quality evidence strictly.
 func ReadQuality(name string, data []byte) (*QualityEvidence, error) {
 	var q QualityEvidence
-	if err := decodeStrict(name, data, &q, "quality evidence is one JSON object", "docs/capacity.md"); err != nil {
+	if err := study.DecodeFileStrict(name, data, &q, "quality evidence is one JSON object", "docs/capacity.md"); err != nil {
 		return nil, err
 	}
 	bad := func(msg string, a ...any) error { return &LineError{name, 1, fmt.Sprintf(msg, a...)} }

@@ -12,13 +12,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
-	"regexp"
 
 	"sparkbench/app/canon"
 	"sparkbench/app/study"
 	"sparkbench/runner/fsread"
-	"sparkbench/runner/jsonlex"
 )
 
 // Plan schemas.
@@ -286,7 +283,7 @@ func (p *Plan) Candidate(id string) (Candidate, bool) {
 // and column (a *study.DecodeError).
 func Decode(name string, data []byte) (*Plan, error) {
 	var p Plan
-	if err := decodeStrict(name, data, &p, "a plan file holds exactly one JSON object", "docs/capacity.md"); err != nil {
+	if err := study.DecodeFileStrict(name, data, &p, "a plan file holds exactly one JSON object", "docs/capacity.md"); err != nil {
 		return nil, err
 	}
 	g, err := readGiven(data)
@@ -304,37 +301,4 @@ func Load(path string) (*Plan, error) {
 		return nil, fmt.Errorf("read plan: %w", err)
 	}
 	return Decode(path, data)
-}
-
-// decodeStrict decodes exactly one JSON value into v with unknown fields refused (the one
-// strict decoder, jsonlex.DecodeStrict), worded for the file: oneValue says what the file
-// holds, doc where its format is described.
-func decodeStrict(name string, data []byte, v any, oneValue, doc string) error {
-	e := jsonlex.DecodeStrict(data, v)
-	if e == nil {
-		return nil
-	}
-	at := func(off int64, msg string) error {
-		l, c := jsonlex.LineCol(data, off)
-		return &study.DecodeError{File: name, Line: l, Col: c, Msg: msg}
-	}
-	switch e.Kind {
-	case jsonlex.StrictEmpty:
-		return &study.DecodeError{File: name, Line: 1, Col: 1, Msg: "empty file; want a JSON object (see " + doc + ")"}
-	case jsonlex.StrictUnclosed:
-		return at(e.Offset, "the JSON ends before the object is closed")
-	case jsonlex.StrictUnknown:
-		// The decoder reports neither the key's place nor its object: walk the tokens with
-		// the type to the first key no field takes, where the decoder refused it.
-		off := e.Offset
-		if o, key, ok := canon.UnknownKeyOffset(data, reflect.TypeOf(v)); ok && fmt.Sprintf("%q", key) == e.Field {
-			off = o
-		} else if loc := regexp.MustCompile(regexp.QuoteMeta(e.Field) + `\s*:`).FindIndex(data); loc != nil {
-			off = int64(loc[0]) // fallback: the first occurrence of the key
-		}
-		return at(off, "unknown field "+e.Field+"; check its spelling against "+doc)
-	case jsonlex.StrictTrailing:
-		return at(e.Offset, "trailing data after the JSON object; "+oneValue)
-	}
-	return at(e.Offset, e.Detail())
 }

@@ -181,7 +181,7 @@ func ReadRequests(name string, data []byte) (*RequestFile, error) {
 }
 
 func decodeLine(name string, line int, b []byte, v any) error {
-	err := decodeStrict(name, b, v, "a request file has one JSON object per line", "docs/requests.md")
+	err := study.DecodeFileStrict(name, b, v, "a request file has one JSON object per line", "docs/requests.md")
 	if de, ok := err.(*study.DecodeError); ok {
 		de.Line = line // the line within the file; Col stays the column within the line
 		return de
