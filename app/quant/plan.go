@@ -1,0 +1,157 @@
+package quant
+
+import (
+	"fmt"
+
+	"sparkbench/app/canon"
+	"sparkbench/app/study"
+	"sparkbench/runner/fsread"
+)
+
+// SchemaQuant identifies a quantization ladder plan.
+const SchemaQuant = "sparkbench.quant/v1"
+
+// Plan is a quantization ladder: which quant of the reference model to use, chosen by a rule
+// registered before anything runs.
+type Plan struct {
+	Schema      string      `json:"schema"`
+	Name        string      `json:"name"`
+	Description string      `json:"description,omitempty"`
+	Build       study.Build `json:"build"`
+	// Reference is the unquantized model every candidate is made from and compared with
+	// (F32, F16 or BF16).
+	Reference FileRef `json:"reference"`
+	// Quants are the llama-quantize types to try, in the plan's order (the tie-break's last
+	// word), e.g. Q8_0, Q4_K_M, Q4_0.
+	Quants []string `json:"quants"`
+	// Imatrix, when given, makes an importance matrix from a calibration text (llama-imatrix)
+	// and quantizes every candidate with it.
+	Imatrix *Imatrix `json:"imatrix,omitempty"`
+	Speed   Speed    `json:"speed"`
+	Quality Quality  `json:"quality"`
+	// Memory is how a candidate's peak memory is measured: "server" (a short llama-server
+	// load, its peak RSS) or "none" (default "server").
+	Memory string `json:"memory,omitempty"`
+	Rule   Rule   `json:"rule"`
+}
+
+// FileRef is a file the plan names and its SHA-256 (relative paths start at the plan's folder).
+type FileRef struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Imatrix is the importance matrix's calibration text and how many chunks of it are read.
+type Imatrix struct {
+	Calibration FileRef `json:"calibration"`
+	Chunks      int     `json:"chunks,omitempty"` // default 16
+}
+
+// Speed are the llama-bench axes every candidate (and the reference) is measured on.
+type Speed struct {
+	Depths  []int `json:"depths"`
+	NPrompt int   `json:"n_prompt,omitempty"` // default 512
+	NGen    int   `json:"n_gen,omitempty"`    // default 128
+	Reps    int   `json:"reps,omitempty"`     // default 5
+	Threads int   `json:"threads,omitempty"`  // default 1
+}
+
+// Quality is the KL-divergence measurement against the reference's logits: the corpus, the
+// context length (-c) and the number of chunks (--chunks).
+type Quality struct {
+	Corpus FileRef `json:"corpus"`
+	Ctx    int     `json:"ctx,omitempty"`    // default 128
+	Chunks int     `json:"chunks,omitempty"` // default 20
+}
+
+// Rule is the pre-registered decision rule: among the candidates within every limit, the one
+// with the highest Maximize figure, any within Tolerance of the best counting as tied, ties
+// broken by TieBreak in order.
+type Rule struct {
+	// Maximize names the speed figure: TEST@DEPTH, e.g. tg@512 or pp@0.
+	Maximize  string   `json:"maximize"`
+	Limits    Limits   `json:"limits"`
+	Tolerance *float64 `json:"tolerance,omitempty"` // relative, default 0.01
+	// TieBreak is the chain after the speed tie (default kld_mean, file_size, peak_rss, order).
+	TieBreak []string `json:"tie_break,omitempty"`
+}
+
+// Limits a candidate must meet (nil: no limit).
+type Limits struct {
+	KLDMeanMax    *float64 `json:"kld_mean_max,omitempty"`
+	KLDP99Max     *float64 `json:"kld_p99_max,omitempty"`
+	SameTopPMin   *float64 `json:"same_top_p_min,omitempty"` // a fraction: 0.9 = 90%
+	PPLRatioMax   *float64 `json:"ppl_ratio_max,omitempty"`
+	FileMiBMax    *float64 `json:"file_mib_max,omitempty"`
+	PeakRSSMiBMax *float64 `json:"peak_rss_mib_max,omitempty"`
+}
+
+// Tie-break keys.
+const (
+	TieKLDMean  = "kld_mean"
+	TieFileSize = "file_size"
+	TiePeakRSS  = "peak_rss"
+	TieOrder    = "order"
+)
+
+// DefaultTieBreak is the chain a rule without tie_break uses.
+var DefaultTieBreak = []string{TieKLDMean, TieFileSize, TiePeakRSS, TieOrder}
+
+// Memory modes.
+const (
+	MemoryServer = "server"
+	MemoryNone   = "none"
+)
+
+// Defaults fills what the plan left out.
+func (p *Plan) Defaults() {
+	if p.Imatrix != nil && p.Imatrix.Chunks == 0 {
+		p.Imatrix.Chunks = 16
+	}
+	s := &p.Speed
+	s.NPrompt = orDefault(s.NPrompt, 512)
+	s.NGen = orDefault(s.NGen, 128)
+	s.Reps = orDefault(s.Reps, 5)
+	s.Threads = orDefault(s.Threads, 1)
+	p.Quality.Ctx = orDefault(p.Quality.Ctx, 128)
+	p.Quality.Chunks = orDefault(p.Quality.Chunks, 20)
+	if p.Memory == "" {
+		p.Memory = MemoryServer
+	}
+	if p.Rule.Tolerance == nil {
+		t := 0.01
+		p.Rule.Tolerance = &t
+	}
+	if len(p.Rule.TieBreak) == 0 {
+		p.Rule.TieBreak = append([]string(nil), DefaultTieBreak...)
+	}
+}
+
+func orDefault(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// SHA256 is the plan's identity: the SHA-256 of its canonical JSON, and that JSON.
+func (p *Plan) SHA256() (string, []byte, error) { return canon.SHA256(p) }
+
+// Decode reads a plan strictly: unknown fields and trailing data are errors with file, line
+// and column.
+func Decode(name string, data []byte) (*Plan, error) {
+	var p Plan
+	if err := study.DecodeFileStrict(name, data, &p, "a plan file holds exactly one JSON object", "docs/quant.md"); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Load reads and decodes a plan file.
+func Load(path string) (*Plan, error) {
+	data, err := fsread.ReadFile(path, study.MaxPlanBytes, "a plan")
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	return Decode(path, data)
+}

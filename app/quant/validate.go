@@ -1,0 +1,249 @@
+package quant
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"sparkbench/app/study"
+)
+
+// ValidateOptions are what a plan is checked against beyond its own text (each zero value:
+// not checked).
+type ValidateOptions struct {
+	// Types are the quant types the build's llama-quantize lists.
+	Types []string
+	// ReferenceFileType is the reference's GGUF general.file_type name ("MOSTLY_F16",
+	// "ALL_F32", "MOSTLY_Q4_0", …); ReferenceRead says the header was read at all.
+	ReferenceFileType string
+	ReferenceRead     bool
+	// CorpusTokens is how many tokens the reference's tokenizer makes of the corpus.
+	CorpusTokens int
+	// Hash hashes a file the plan names (relative to PlanDir), to check its SHA-256.
+	Hash    study.HashFunc
+	PlanDir string
+}
+
+// Problem codes a caller acts on.
+const (
+	// ProblemCorpusShort: the corpus has fewer tokens than the quality settings need.
+	ProblemCorpusShort study.ProblemCode = "corpus_short"
+)
+
+// UnquantizedFileTypes are the reference file types a ladder starts from. A reference that is
+// already quantized is refused: every candidate's KLD would be measured against a model that
+// has already lost what quantization loses, so the ladder would understate every loss.
+var UnquantizedFileTypes = []string{"ALL_F32", "MOSTLY_F16", "MOSTLY_BF16"}
+
+var (
+	hexRE      = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	maximizeRE = regexp.MustCompile(`^(pp|tg)@([0-9]+)$`)
+)
+
+type validator struct {
+	p        *Plan
+	opts     ValidateOptions
+	problems []study.Problem
+}
+
+func (v *validator) errf(path, format string, a ...any) *study.Problem {
+	v.problems = append(v.problems, study.Problem{Path: path, Severity: study.SevError, Msg: fmt.Sprintf(format, a...)})
+	return &v.problems[len(v.problems)-1]
+}
+
+func (v *validator) warnf(path, format string, a ...any) {
+	v.problems = append(v.problems, study.Problem{Path: path, Severity: study.SevWarning, Msg: fmt.Sprintf(format, a...)})
+}
+
+// Validate checks a plan (its defaults filled in) and returns every problem with its JSON path.
+func Validate(p *Plan, opts ValidateOptions) []study.Problem {
+	v := &validator{p: p, opts: opts}
+	if p.Schema != SchemaQuant {
+		v.errf("schema", "%q: want %q", p.Schema, SchemaQuant)
+	}
+	if strings.TrimSpace(p.Name) == "" {
+		v.errf("name", "empty; give the study a name")
+	}
+	v.checkFile("reference", p.Reference, "the reference model")
+	v.checkReference()
+	v.checkQuants()
+	if p.Imatrix != nil {
+		v.checkFile("imatrix.calibration", p.Imatrix.Calibration, "the calibration text")
+		if p.Imatrix.Chunks < 1 {
+			v.errf("imatrix.chunks", "%d: want at least 1", p.Imatrix.Chunks)
+		}
+	}
+	v.checkSpeed()
+	v.checkQuality()
+	if p.Memory != MemoryServer && p.Memory != MemoryNone {
+		v.errf("memory", "%q: want %q (a short llama-server load, its peak RSS) or %q", p.Memory, MemoryServer, MemoryNone)
+	}
+	v.checkRule()
+	return v.problems
+}
+
+func (v *validator) checkFile(at string, f FileRef, what string) {
+	if f.Path == "" {
+		v.errf(at+".path", "empty; give %s's path", what)
+		return
+	}
+	switch {
+	case f.SHA256 == "":
+		v.errf(at+".sha256", "missing; put %s's SHA-256 here (`sparkbench model verify FILE` prints it)", what).Code = study.ProblemUnhashed
+		return
+	case !hexRE.MatchString(f.SHA256):
+		v.errf(at+".sha256", "%q is not a SHA-256 (want 64 lowercase hex digits)", f.SHA256)
+		return
+	}
+	if v.opts.Hash == nil {
+		return
+	}
+	path := f.Path
+	if !filepath.IsAbs(path) && v.opts.PlanDir != "" {
+		path = filepath.Join(v.opts.PlanDir, path)
+	}
+	got, err := v.opts.Hash(path)
+	switch {
+	case err != nil:
+		v.errf(at+".path", "%v", err)
+	case got != f.SHA256:
+		v.errf(at+".sha256", "MISMATCH: %s hashes to %s, the plan expects %s; the file differs from the one you registered: fetch it again, or fix the expected hash", path, got, f.SHA256)
+	}
+}
+
+func (v *validator) checkReference() {
+	if !v.opts.ReferenceRead {
+		return
+	}
+	ft := v.opts.ReferenceFileType
+	switch {
+	case ft == "":
+		v.warnf("reference.path", "the model does not say its file type (general.file_type); make sure it is F32, F16 or BF16: the ladder measures every quant against it")
+	case !slices.Contains(UnquantizedFileTypes, ft):
+		v.errf("reference.path", "the reference is already quantized (%s); give the F32, F16 or BF16 model it came from: KLD against a quantized reference understates every candidate's loss", ft)
+	}
+}
+
+func (v *validator) checkQuants() {
+	p := v.p
+	if len(p.Quants) == 0 {
+		v.errf("quants", "empty; list the quant types to try, e.g. [\"Q8_0\", \"Q4_K_M\", \"Q4_0\"]")
+	}
+	seen := map[string]bool{}
+	for i, q := range p.Quants {
+		at := fmt.Sprintf("quants[%d]", i)
+		key := strings.ToUpper(strings.TrimSpace(q))
+		switch {
+		case key == "":
+			v.errf(at, "empty; give a quant type")
+			continue
+		case seen[key]:
+			v.errf(at, "%s is listed twice", q)
+			continue
+		case key != q:
+			v.errf(at, "%q: write the type as llama-quantize names it, %s", q, key)
+		}
+		seen[key] = true
+		if v.opts.Types != nil && !slices.ContainsFunc(v.opts.Types, func(t string) bool { return strings.EqualFold(t, key) }) {
+			v.errf(at, "%s is not a type this build's llama-quantize knows; it knows %s", q, strings.Join(v.opts.Types, ", "))
+		}
+	}
+}
+
+func (v *validator) checkSpeed() {
+	s := v.p.Speed
+	if len(s.Depths) == 0 {
+		v.errf("speed.depths", "empty; give the KV depths to measure at, e.g. [0, 512]")
+	}
+	seen := map[int]bool{}
+	for i, d := range s.Depths {
+		switch {
+		case d < 0:
+			v.errf(fmt.Sprintf("speed.depths[%d]", i), "%d: a depth is 0 or more", d)
+		case seen[d]:
+			v.errf(fmt.Sprintf("speed.depths[%d]", i), "%d is listed twice", d)
+		}
+		seen[d] = true
+	}
+	for _, f := range []struct {
+		at  string
+		val int
+	}{{"speed.n_prompt", s.NPrompt}, {"speed.n_gen", s.NGen}, {"speed.reps", s.Reps}, {"speed.threads", s.Threads}} {
+		if f.val < 1 {
+			v.errf(f.at, "%d: want at least 1", f.val)
+		}
+	}
+}
+
+// TokensNeeded is how many corpus tokens llama-perplexity needs for chunks chunks of ctx
+// tokens: each chunk is a window of ctx tokens.
+func TokensNeeded(ctx, chunks int) int { return ctx * chunks }
+
+func (v *validator) checkQuality() {
+	q := v.p.Quality
+	v.checkFile("quality.corpus", q.Corpus, "the quality corpus")
+	if q.Ctx < 16 {
+		v.errf("quality.ctx", "%d: want at least 16 tokens of context", q.Ctx)
+	}
+	if q.Chunks < 1 {
+		v.errf("quality.chunks", "%d: want at least 1", q.Chunks)
+	}
+	if n := v.opts.CorpusTokens; n > 0 && q.Ctx >= 16 && q.Chunks >= 1 {
+		if need := TokensNeeded(q.Ctx, q.Chunks); n < need {
+			v.errf("quality.corpus", "the corpus has %d tokens; ctx %d x %d chunks needs %d: give a longer text, or fewer chunks (at most %d)",
+				n, q.Ctx, q.Chunks, need, n/q.Ctx).Code = ProblemCorpusShort
+		}
+	}
+}
+
+func (v *validator) checkRule() {
+	r := v.p.Rule
+	if m := maximizeRE.FindStringSubmatch(r.Maximize); m == nil {
+		v.errf("rule.maximize", "%q: want TEST@DEPTH, e.g. tg@512 or pp@0", r.Maximize)
+	} else if d, _ := strconv.Atoi(m[2]); !slices.Contains(v.p.Speed.Depths, d) {
+		v.errf("rule.maximize", "%s: depth %d is not among speed.depths %v", r.Maximize, d, v.p.Speed.Depths)
+	}
+	if t := r.Tolerance; t != nil && (*t < 0 || *t >= 0.5) {
+		v.errf("rule.tolerance", "%g: want a fraction from 0 to below 0.5 (0.01 = within 1%% of the best counts as tied)", *t)
+	}
+	seen := map[string]bool{}
+	for i, k := range r.TieBreak {
+		at := fmt.Sprintf("rule.tie_break[%d]", i)
+		switch {
+		case !slices.Contains(DefaultTieBreak, k):
+			v.errf(at, "%q: want one of %s", k, strings.Join(DefaultTieBreak, ", "))
+		case seen[k]:
+			v.errf(at, "%s is listed twice", k)
+		}
+		seen[k] = true
+	}
+	l := r.Limits
+	for _, f := range []struct {
+		at  string
+		val *float64
+	}{{"kld_mean_max", l.KLDMeanMax}, {"kld_p99_max", l.KLDP99Max}, {"ppl_ratio_max", l.PPLRatioMax}, {"file_mib_max", l.FileMiBMax}, {"peak_rss_mib_max", l.PeakRSSMiBMax}} {
+		if f.val != nil && *f.val <= 0 {
+			v.errf("rule.limits."+f.at, "%g: a maximum is above 0", *f.val)
+		}
+	}
+	if m := l.SameTopPMin; m != nil && (*m <= 0 || *m > 1) {
+		v.errf("rule.limits.same_top_p_min", "%g: a fraction above 0 and at most 1 (0.9 = the top token agrees 90%% of the time)", *m)
+	}
+	if l.PeakRSSMiBMax != nil && v.p.Memory == MemoryNone {
+		v.errf("rule.limits.peak_rss_mib_max", "set, but memory is %q: nothing would measure it; set memory to %q or drop the limit", MemoryNone, MemoryServer)
+	}
+}
+
+// MaximizeFigure splits a rule's maximize figure into its test and depth (ok false when it
+// does not parse).
+func MaximizeFigure(s string) (test string, depth int, ok bool) {
+	m := maximizeRE.FindStringSubmatch(s)
+	if m == nil {
+		return "", 0, false
+	}
+	d, _ := strconv.Atoi(m[2])
+	return m[1], d, true
+}
