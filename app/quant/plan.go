@@ -29,8 +29,9 @@ type Plan struct {
 	Imatrix *Imatrix `json:"imatrix,omitempty"`
 	Speed   Speed    `json:"speed"`
 	Quality Quality  `json:"quality"`
-	// Memory is how a candidate's peak memory is measured: "server" (a short llama-server
-	// load, its peak RSS) or "none" (default "server").
+	// Memory is how a candidate's peak memory is measured: "bench" (the largest peak RSS of
+	// its llama-bench legs, which load it and fill the KV cache to the deepest depth) or
+	// "none" (default "bench").
 	Memory string `json:"memory,omitempty"`
 	Rule   Rule   `json:"rule"`
 }
@@ -99,8 +100,8 @@ var DefaultTieBreak = []string{TieKLDMean, TieFileSize, TiePeakRSS, TieOrder}
 
 // Memory modes.
 const (
-	MemoryServer = "server"
-	MemoryNone   = "none"
+	MemoryBench = "bench"
+	MemoryNone  = "none"
 )
 
 // Defaults fills what the plan left out.
@@ -116,7 +117,7 @@ func (p *Plan) Defaults() {
 	p.Quality.Ctx = orDefault(p.Quality.Ctx, 128)
 	p.Quality.Chunks = orDefault(p.Quality.Chunks, 20)
 	if p.Memory == "" {
-		p.Memory = MemoryServer
+		p.Memory = MemoryBench
 	}
 	if p.Rule.Tolerance == nil {
 		t := 0.01

@@ -78,8 +78,8 @@ func Validate(p *Plan, opts ValidateOptions) []study.Problem {
 	}
 	v.checkSpeed()
 	v.checkQuality()
-	if p.Memory != MemoryServer && p.Memory != MemoryNone {
-		v.errf("memory", "%q: want %q (a short llama-server load, its peak RSS) or %q", p.Memory, MemoryServer, MemoryNone)
+	if p.Memory != MemoryBench && p.Memory != MemoryNone {
+		v.errf("memory", "%q: want %q (the largest peak RSS of the candidate's llama-bench legs) or %q", p.Memory, MemoryBench, MemoryNone)
 	}
 	v.checkRule()
 	return v.problems
@@ -233,7 +233,7 @@ func (v *validator) checkRule() {
 		v.errf("rule.limits.same_top_p_min", "%g: a fraction above 0 and at most 1 (0.9 = the top token agrees 90%% of the time)", *m)
 	}
 	if l.PeakRSSMiBMax != nil && v.p.Memory == MemoryNone {
-		v.errf("rule.limits.peak_rss_mib_max", "set, but memory is %q: nothing would measure it; set memory to %q or drop the limit", MemoryNone, MemoryServer)
+		v.errf("rule.limits.peak_rss_mib_max", "set, but memory is %q: nothing would measure it; set memory to %q or drop the limit", MemoryNone, MemoryBench)
 	}
 }
 
