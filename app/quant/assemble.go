@@ -1,0 +1,96 @@
+package quant
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// SchemaResult identifies an assembled ladder (study.json of its receipt).
+const SchemaResult = "sparkbench.quant-study/v1"
+
+// Record is what a run recorded of one candidate, raw: the derived file, each speed cell (the
+// mean of its llama-bench repetitions, with the leg it came from), the KL divergence with the
+// transcript lines its figures were read from, and the peak RSS of its llama-bench legs. The
+// candidates table is assembled from these alone.
+type Record struct {
+	Type       string      `json:"type"`
+	Key        string      `json:"cache_key"`
+	File       string      `json:"file"`
+	SHA256     string      `json:"sha256"`
+	Bytes      int64       `json:"bytes"`
+	Bits       float64     `json:"bits_per_weight"`
+	Reused     bool        `json:"reused"`
+	Quantize   []string    `json:"quantize_argv,omitempty"`
+	Bench      []BenchCell `json:"bench"`
+	KLD        *KLD        `json:"kld,omitempty"`
+	KLDLeg     string      `json:"kld_leg,omitempty"`
+	KLDLines   []int       `json:"kld_lines,omitempty"` // transcript lines of mean, p99, max, same top p, PPL ratio
+	PeakRSS    int64       `json:"peak_rss_bytes"`
+	Incomplete []string    `json:"incomplete,omitempty"` // what was not measured, and why
+}
+
+// BenchCell is one llama-bench test of a candidate at one depth: the mean and standard
+// deviation of its repetitions (t/s), their number, and the leg and row it came from.
+type BenchCell struct {
+	Test  string  `json:"test"` // pp or tg
+	Depth int     `json:"depth"`
+	Mean  float64 `json:"mean_ts"`
+	SD    float64 `json:"sd_ts"`
+	N     int     `json:"n"`
+	Leg   string  `json:"leg"`
+	Row   int     `json:"row"`
+}
+
+// Figure is a cell's speed figure name, TEST@DEPTH.
+func (b BenchCell) Figure() string { return fmt.Sprintf("%s@%d", b.Test, b.Depth) }
+
+// Result is an assembled ladder: the plan's identity, the candidates table in plan order, and
+// what the rule chose.
+type Result struct {
+	Schema     string      `json:"schema"`
+	Name       string      `json:"name"`
+	PlanSHA256 string      `json:"plan_sha256"`
+	Reference  FileRef     `json:"reference"`
+	Rule       Rule        `json:"rule"`
+	Candidates []Candidate `json:"candidates"`
+	Records    []Record    `json:"records"`
+	Selection  Selection   `json:"selection"`
+}
+
+// Assemble builds the candidates table from the records (one per plan quant; a quant with no
+// record is a candidate with nothing measured) and applies the plan's rule.
+func Assemble(p *Plan, planSHA string, recs []Record) (*Result, error) {
+	q := *p
+	q.Defaults()
+	byType := map[string]Record{}
+	for _, r := range recs {
+		if !slices.Contains(q.Quants, r.Type) {
+			return nil, fmt.Errorf("a record of %s, which the plan does not list (%s)", r.Type, strings.Join(q.Quants, ", "))
+		}
+		if _, dup := byType[r.Type]; dup {
+			return nil, fmt.Errorf("two records of %s", r.Type)
+		}
+		byType[r.Type] = r
+	}
+	res := &Result{Schema: SchemaResult, Name: q.Name, PlanSHA256: planSHA, Reference: q.Reference, Rule: q.Rule,
+		Candidates: []Candidate{}, Records: []Record{}}
+	for i, typ := range q.Quants {
+		r, ok := byType[typ]
+		if !ok {
+			r = Record{Type: typ, Bench: []BenchCell{}, Incomplete: []string{"not run"}}
+		}
+		c := Candidate{Type: typ, Order: i, FileBytes: r.Bytes, BitsPerWeight: r.Bits, Speed: map[string]float64{}, KLD: r.KLD}
+		for _, b := range r.Bench {
+			c.Speed[b.Figure()] = b.Mean
+		}
+		if q.Memory == MemoryBench && r.PeakRSS > 0 {
+			mib := float64(r.PeakRSS) / (1 << 20)
+			c.PeakRSSMiB = &mib
+		}
+		res.Candidates = append(res.Candidates, c)
+		res.Records = append(res.Records, r)
+	}
+	res.Selection = Select(q.Rule, res.Candidates)
+	return res, nil
+}

@@ -1,0 +1,195 @@
+package quant
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Markdown is the ladder's receipt text, made from the result alone (the same result gives the
+// same bytes).
+func Markdown(res *Result) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s — quantization ladder receipt\n\n", res.Name)
+	fmt.Fprintf(&b, "Reference `%s` (sha256 `%s`). Plan sha256 `%s`.\n\n", res.Reference.Path, res.Reference.SHA256, res.PlanSHA256)
+	writeCandidates(&b, res)
+	writeRule(&b, res)
+	writeFrontier(&b, res)
+	writeProvenance(&b, res)
+	return []byte(b.String())
+}
+
+// figures are the speed figures measured, by depth then test.
+func figures(res *Result) []BenchCell {
+	var out []BenchCell
+	for _, r := range res.Records {
+		for _, c := range r.Bench {
+			if !slices.ContainsFunc(out, func(x BenchCell) bool { return x.Figure() == c.Figure() }) {
+				out = append(out, BenchCell{Test: c.Test, Depth: c.Depth})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b BenchCell) int {
+		if a.Depth != b.Depth {
+			return a.Depth - b.Depth
+		}
+		return strings.Compare(a.Test, b.Test)
+	})
+	return out
+}
+
+func opt(v *float64, format string) string {
+	if v == nil {
+		return "—"
+	}
+	return fmt.Sprintf(format, *v)
+}
+
+func writeCandidates(b *strings.Builder, res *Result) {
+	figs := figures(res)
+	b.WriteString("## Candidates\n\n| type | bits/weight | file MiB |")
+	for _, f := range figs {
+		fmt.Fprintf(b, " %s t/s |", f.Figure())
+	}
+	b.WriteString(" KLD mean | KLD p99 | KLD max | same top p | PPL ratio | peak RSS MiB | |\n|---|---:|---:|")
+	b.WriteString(strings.Repeat("---:|", len(figs)+6))
+	b.WriteString("---|\n")
+	sel := res.Selection
+	for _, c := range res.Candidates {
+		fmt.Fprintf(b, "| %s | %.2f | %.1f |", c.Type, c.BitsPerWeight, c.FileMiB())
+		for _, f := range figs {
+			if v, ok := c.Speed[f.Figure()]; ok {
+				fmt.Fprintf(b, " %.2f |", v)
+			} else {
+				b.WriteString(" — |")
+			}
+		}
+		if k := c.KLD; k != nil {
+			fmt.Fprintf(b, " %.6f | %.6f | %.6f | %.2f%% | %.4f |", k.Mean, k.P99, k.Max, k.SameTopP*100, k.PPLRatio)
+		} else {
+			b.WriteString(" — | — | — | — | — |")
+		}
+		fmt.Fprintf(b, " %s | %s |\n", opt(c.PeakRSSMiB, "%.1f"), mark(sel, c.Type))
+	}
+	b.WriteString("\n")
+}
+
+// mark is a candidate's word in the table: selected, runner-up, or its failure codes.
+func mark(sel Selection, typ string) string {
+	switch typ {
+	case sel.Selected:
+		return "**selected**"
+	case sel.RunnerUp:
+		return "runner-up"
+	}
+	for _, r := range sel.Rejected {
+		if r.Type == typ {
+			return strings.Join(r.Codes, ", ")
+		}
+	}
+	return ""
+}
+
+func writeRule(b *strings.Builder, res *Result) {
+	r := res.Rule
+	b.WriteString("## The rule (registered before the run)\n\n")
+	tol := 0.01
+	if r.Tolerance != nil {
+		tol = *r.Tolerance
+	}
+	fmt.Fprintf(b, "Maximise %s; within %g%% of the best counts as tied; ties broken by %s.\n", r.Maximize, tol*100, strings.Join(r.TieBreak, " > "))
+	l := r.Limits
+	var lim []string
+	for _, x := range []struct {
+		name string
+		v    *float64
+	}{{"mean KLD ≤", l.KLDMeanMax}, {"KLD p99 ≤", l.KLDP99Max}, {"same top p ≥", l.SameTopPMin}, {"PPL ratio ≤", l.PPLRatioMax}, {"file MiB ≤", l.FileMiBMax}, {"peak RSS MiB ≤", l.PeakRSSMiBMax}} {
+		if x.v != nil {
+			lim = append(lim, fmt.Sprintf("%s %g", x.name, *x.v))
+		}
+	}
+	if len(lim) == 0 {
+		lim = []string{"none"}
+	}
+	fmt.Fprintf(b, "Limits: %s.\n\n", strings.Join(lim, "; "))
+	sel := res.Selection
+	if sel.Selected == "" {
+		fmt.Fprintf(b, "**No candidate selected**: %s.\n\n", sel.Why)
+	} else {
+		fmt.Fprintf(b, "**Selected: %s** — %s.", sel.Selected, sel.Why)
+		if sel.RunnerUp != "" {
+			fmt.Fprintf(b, " Runner-up: %s.", sel.RunnerUp)
+		}
+		b.WriteString("\n\n")
+	}
+	for _, rj := range sel.Rejected {
+		fmt.Fprintf(b, "- rejected %s: %s\n", rj.Type, strings.Join(rj.Codes, ", "))
+	}
+	if len(sel.Rejected) > 0 {
+		b.WriteString("\n")
+	}
+}
+
+func writeFrontier(b *strings.Builder, res *Result) {
+	sel := res.Selection
+	fmt.Fprintf(b, "## Pareto frontier (%s against mean KLD)\n\n", res.Rule.Maximize)
+	if len(sel.Frontier) == 0 {
+		b.WriteString("No candidate was measured on both.\n\n")
+		return
+	}
+	fmt.Fprintf(b, "On the frontier: %s.\n", strings.Join(sel.Frontier, ", "))
+	var dom []string
+	for _, c := range res.Candidates {
+		if by, ok := sel.Dominated[c.Type]; ok {
+			dom = append(dom, fmt.Sprintf("%s (by %s)", c.Type, strings.Join(by, ", ")))
+		}
+	}
+	if len(dom) > 0 {
+		fmt.Fprintf(b, "Dominated: %s.\n", strings.Join(dom, "; "))
+	}
+	b.WriteString("\n")
+}
+
+func writeProvenance(b *strings.Builder, res *Result) {
+	b.WriteString("## Provenance\n\n| type | file sha256 | cache key | made | KLD leg (lines) | speed legs |\n|---|---|---|---|---|---|\n")
+	for _, r := range res.Records {
+		made := "quantized"
+		if r.Reused {
+			made = "reused (key matched)"
+		}
+		if r.SHA256 == "" {
+			made = "—"
+		}
+		kld := "—"
+		if r.KLDLeg != "" {
+			var ls []string
+			for _, l := range r.KLDLines {
+				ls = append(ls, fmt.Sprint(l))
+			}
+			kld = fmt.Sprintf("%s (%s)", r.KLDLeg, strings.Join(ls, ", "))
+		}
+		var legs []string
+		for _, c := range r.Bench {
+			if !slices.Contains(legs, c.Leg) {
+				legs = append(legs, c.Leg)
+			}
+		}
+		fmt.Fprintf(b, "| %s | `%s` | `%s` | %s | %s | %s |\n", r.Type, short(r.SHA256), short(r.Key), made, kld, strings.Join(legs, ", "))
+	}
+	for _, r := range res.Records {
+		for _, why := range r.Incomplete {
+			fmt.Fprintf(b, "\n- %s: %s", r.Type, why)
+		}
+	}
+	b.WriteString("\n")
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	if s == "" {
+		return "—"
+	}
+	return s
+}
