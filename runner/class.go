@@ -51,12 +51,37 @@ var logPatterns = []logPattern{
 	// earlier lines, "invalid magic" among them, go through llama.cpp's asynchronous log and
 	// can be lost when the tool exits at once: seen on build 11669)
 	{ClassLoadFailed, []string{"unable to load model"}, false},
+	// llama-quantize --imatrix FILE with a FILE it cannot read (after the GGUF reader's own
+	// line, "invalid magic characters …"): build 11669
+	{ClassLoadFailed, []string{"failed to load imatrix"}, false},
+	// llama-perplexity --kl-divergence with a base-logits file it cannot read (it exits 0)
+	{ClassLoadFailed, []string{"does not look like a file containing log-probabilities"}, true},
+	{ClassLoadFailed, []string{"kl_divergence: failed to open"}, true},
+	{ClassLoadFailed, []string{"kl_divergence: failed reading"}, true},
 
 	{ClassBadArgs, []string{"error: unknown argument"}, true},
 	{ClassBadArgs, []string{"error: invalid parameter for argument"}, true},
 	{ClassBadArgs, []string{"error: invalid argument"}, true},
 	{ClassBadArgs, []string{"error: missing argument"}, true},
 	{ClassBadArgs, []string{"error: unknown value for"}, true},
+	// the common argument parser (llama-perplexity …): error while handling argument "-f":
+	// error: failed to open file '…'
+	{ClassBadArgs, []string{"error while handling argument"}, true},
+	// llama-quantize: "invalid ftype 'Q9_9'"; requantizing without --allow-requantize; a type
+	// that needs an importance matrix without --imatrix (build 11669)
+	{ClassBadArgs, []string{"invalid ftype"}, true},
+	{ClassBadArgs, []string{"requantizing from type", "is disabled"}, true},
+	{ClassBadArgs, []string{"requires an importance matrix"}, true},
+	{ClassBadArgs, []string{"requires an imatrix"}, true},
+	// llama-perplexity, which exits 0 after each of these: a corpus under two contexts ("you
+	// need at least 256 tokens to evaluate perplexity with a context of 128", "the data file
+	// you provided tokenizes to only 140 tokens"), --kl-divergence without a base file, a
+	// base file made at a larger context, another vocabulary
+	{ClassBadArgs, []string{"you need at least", "tokens"}, true},
+	{ClassBadArgs, []string{"tokenizes to only"}, true},
+	{ClassBadArgs, []string{"must provide a name of a file containing the log probabilities"}, true},
+	{ClassBadArgs, []string{"has been computed with", "increase it with -c"}, true},
+	{ClassBadArgs, []string{"inconsistent vocabulary"}, true},
 }
 
 // scanPrefix bounds how much of one line the classifier looks at.
