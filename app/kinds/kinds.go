@@ -8,9 +8,10 @@ const (
 	Throughput  = "throughput"  // llama-bench over depths and configurations (app/study)
 	Capacity    = "capacity"    // llama-server slots x client concurrency under SLO gates (app/capacity)
 	Concurrency = "concurrency" // the clients = slots diagonal of a capacity study (app/capacity)
+	Quant       = "quant"       // a quantization ladder: which quant of a model, by a pre-registered rule (app/quant)
 )
 
-// All lists the kinds in the order the window offers them.
+// All lists the kinds in the order the window offers them (the ladder has no form yet: the CLI).
 var All = []string{Throughput, Capacity, Concurrency}
 
 // Server says whether a kind's studies run llama-server (capacity and concurrency).

@@ -1,0 +1,120 @@
+package quantrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sparkbench/app/quant"
+	"sparkbench/runner/atomicfile"
+)
+
+// The derived-model cache (docs/quant.md): DATA/quant-cache/KEY.gguf, the file, and
+// KEY.json, its provenance. A file is reused only when its provenance says what the key says
+// and the file still hashes to the SHA-256 recorded when it was made; one that does not is
+// moved aside (KEY.gguf.stale-TIME), never overwritten, and made again.
+
+// derived is a cache entry's provenance.
+type derived struct {
+	Schema    string   `json:"schema"`
+	Key       string   `json:"cache_key"`
+	Parent    string   `json:"parent_sha256"`
+	Type      string   `json:"type"`
+	Imatrix   string   `json:"imatrix_sha256"`
+	Build     string   `json:"build"`
+	SHA256    string   `json:"sha256"`
+	Bytes     int64    `json:"bytes"`
+	Argv      []string `json:"argv"`
+	CreatedAt string   `json:"created_at"`
+}
+
+const schemaDerived = "sparkbench.quant-derived/v1"
+
+func cachePaths(dir, key string) (gguf, meta string) {
+	return filepath.Join(dir, key+".gguf"), filepath.Join(dir, key+".json")
+}
+
+// lookup finds key's entry: ok with its provenance when the file is there and hashes as
+// recorded; stale names a file set aside (the caller journals it).
+func (e *engine) lookup(ctx context.Context, key string) (d derived, ok bool, stale string, err error) {
+	gguf, meta := cachePaths(e.cacheDir, key)
+	b, err := os.ReadFile(meta)
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(gguf); serr == nil { // a file without provenance: set aside
+			stale, err = setAside(gguf)
+		}
+		return d, false, stale, err
+	}
+	if err != nil {
+		return d, false, "", err
+	}
+	if err := json.Unmarshal(b, &d); err != nil || d.Key != key {
+		stale, err := setAside(gguf)
+		return derived{}, false, stale, err
+	}
+	if _, serr := os.Stat(gguf); serr != nil {
+		return d, false, "", nil
+	}
+	sum, err := e.hash(gguf)
+	if err != nil {
+		return d, false, "", err
+	}
+	if sum != d.SHA256 {
+		stale, err := setAside(gguf)
+		return d, false, stale, err
+	}
+	return d, true, "", nil
+}
+
+// setAside renames a cache file that can no longer be trusted, keeping it.
+func setAside(path string) (string, error) {
+	to := fmt.Sprintf("%s.stale-%s", path, time.Now().UTC().Format("20060102T150405.000000000"))
+	if err := os.Rename(path, to); err != nil {
+		return "", fmt.Errorf("set aside the cache file %s: %w", path, err)
+	}
+	return to, nil
+}
+
+// record writes key's provenance, once its file is in place.
+func (e *engine) record(d derived) error {
+	_, meta := cachePaths(e.cacheDir, d.Key)
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(meta, append(b, '\n'), 0o644)
+}
+
+// checkDisk refuses a ladder whose derived models would not fit on the cache's disk: the
+// estimate (quant.EstimateBytes, an upper bound) of every type not cached yet against the
+// free space.
+func (e *engine) checkDisk(todo []string, refBytes int64, refType string) error {
+	var need int64
+	var unknown []string
+	for _, typ := range todo {
+		n, ok := quant.EstimateBytes(refBytes, refType, typ)
+		if !ok {
+			unknown = append(unknown, typ)
+			continue
+		}
+		need += n
+	}
+	free, err := freeBytes(e.cacheDir)
+	if err != nil {
+		return nil // the estimate cannot be checked here: llama-quantize's own write error says it
+	}
+	if need > free {
+		return fmt.Errorf("the derived models need about %d MiB (an upper estimate for %s) and the disk of %s has %d MiB free: free some space, or list fewer quants",
+			need>>20, strings.Join(todo, ", "), e.cacheDir, free>>20)
+	}
+	if len(unknown) > 0 {
+		e.say(fmt.Sprintf("no size estimate for %s: the disk check counts only the others", strings.Join(unknown, ", ")))
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package quantrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"sparkbench/app/quant"
+	"sparkbench/runner"
+	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/gguf"
+	"sparkbench/store"
+)
+
+// legLimits bound every process of a ladder: a first output within two minutes, no silence
+// longer than ten, an hour at most.
+var legLimits = runner.Limits{Start: 2 * time.Minute, Idle: 10 * time.Minute, Total: time.Hour, Grace: 5 * time.Second}
+
+// leg records one finished process in the notebook: its argv, its bench rows (if any), its
+// transcript and its outcome.
+func (e *engine) leg(ctx context.Context, label, kind string, argv []string, x runner.Exit, tr *runner.Transcript, rows []benchfmt.Result) error {
+	l, sw, err := e.nb.StartLeg(ctx, store.LegSpec{StudyID: e.study.ID, Label: label, Kind: kind, Argv: argv})
+	if err != nil {
+		return err
+	}
+	if len(rows) > 0 {
+		if err := sw.AddBench(rows...); err != nil {
+			return err
+		}
+	}
+	if err := sw.Flush(ctx); err != nil {
+		return err
+	}
+	out := store.LegOutcome{Class: string(x.Class), Reason: x.Reason, Signal: x.Signal, PeakRSSBytes: x.PeakRSS}
+	if tr != nil {
+		out.Transcript = tr.Bytes()
+	}
+	_, _, err = e.nb.FinishLeg(context.WithoutCancel(ctx), l.ID, out)
+	e.legs++
+	return err
+}
+
+// drain reads a process's events until it ends, saying its progress now and then.
+func (e *engine) drain(label string, events <-chan runner.Event) {
+	last := time.Time{}
+	for ev := range events {
+		if ev.Type == runner.EventProgress && ev.Progress != nil && time.Since(last) > 2*time.Second {
+			last = time.Now()
+			e.say(fmt.Sprintf("%s: %d of %d", label, ev.Progress.Done, ev.Progress.Total))
+		}
+	}
+}
+
+// derive reuses the cached candidate of r.Type or makes it with llama-quantize.
+func (e *engine) derive(ctx context.Context, r *quant.Record) error {
+	p := e.plan
+	key := quant.CacheKey(p.Reference.SHA256, r.Type, "", e.build)
+	r.Key = key
+	d, ok, stale, err := e.lookup(ctx, key)
+	if err != nil {
+		return err
+	}
+	if stale != "" {
+		e.say(fmt.Sprintf("%s: the cached file no longer hashes as recorded; set aside as %s, made again", r.Type, stale))
+		if _, err := e.nb.AppendJournal(ctx, EntryStale, map[string]any{"study": e.study.ID, "type": r.Type, "cache_key": key, "set_aside": stale, "recorded_sha256": d.SHA256}, store.ForStudy(e.study.ID)); err != nil {
+			return err
+		}
+	}
+	path, _ := cachePaths(e.cacheDir, key)
+	if ok {
+		e.reused++
+		r.Reused = true
+		e.say(fmt.Sprintf("%s: reused %s (cache key %s)", r.Type, path, key[:12]))
+	} else {
+		run := runner.StartQuantize(ctx, runner.QuantizeSpec{ID: "quantize/" + r.Type, Tool: e.qtool, Input: p.Reference.Path, Output: path,
+			Type: r.Type, Threads: p.Speed.Threads, Env: e.env, Limits: legLimits, NoFingerprint: true})
+		e.drain("quantize "+r.Type, run.Events())
+		res := run.Result()
+		if err := e.leg(ctx, "quantize/"+r.Type, "other", res.Argv, res.Exit, res.Transcript, nil); err != nil {
+			return err
+		}
+		if res.Exit.Class != runner.ClassOK {
+			if res.Err != nil {
+				return fmt.Errorf("quantize %s: %w", r.Type, res.Err)
+			}
+			e.note(r, "quantize: %s: %s", res.Exit.Class, res.Exit.Reason)
+			return nil
+		}
+		sum, err := e.hash(path)
+		if err != nil {
+			return err
+		}
+		d = derived{Schema: schemaDerived, Key: key, Parent: p.Reference.SHA256, Type: r.Type, Build: e.build, SHA256: sum,
+			Bytes: res.Bytes, Argv: res.Argv, CreatedAt: time.Now().UTC().Format(time.RFC3339)}
+		if err := e.record(d); err != nil {
+			return err
+		}
+		e.say(fmt.Sprintf("%s: quantized in %s, %d MiB, sha256 %s", r.Type, res.End.Sub(res.Start).Round(10*time.Millisecond), res.Bytes>>20, sum[:12]))
+	}
+	r.File, r.SHA256, r.Bytes, r.Quantize = path, d.SHA256, d.Bytes, d.Argv
+	if h, err := gguf.ReadFile(path); err == nil {
+		r.Bits = bitsPerWeight(h)
+	}
+	return nil
+}
+
+// bitsPerWeight is the file's tensor bytes × 8 over its weights, from its tensor table.
+func bitsPerWeight(h *gguf.File) float64 {
+	var bytes, weights float64
+	for _, t := range h.Tensors {
+		bytes += float64(t.Size)
+		weights += float64(t.Elements())
+	}
+	if weights == 0 {
+		return 0
+	}
+	return math.Round(bytes*8/weights*1000) / 1000
+}
+
+// baseLogits writes the reference's logits on the corpus once per run.
+func (e *engine) baseLogits(ctx context.Context, base string) error {
+	q := e.plan.Quality
+	run := runner.StartPerplexity(ctx, runner.PerplexitySpec{ID: "kld-base", Tool: e.ptool, Model: e.plan.Reference.Path, Mode: runner.PerplexityBase,
+		Corpus: q.Corpus.Path, Base: base, Ctx: q.Ctx, Chunks: q.Chunks, Args: []string{"-t", strconv.Itoa(e.plan.Speed.Threads)},
+		Env: e.env, Limits: legLimits, NoFingerprint: true})
+	e.drain("base logits", run.Events())
+	res := run.Result()
+	if err := e.leg(ctx, "kld-base", "other", res.Argv, res.Exit, res.Transcript, nil); err != nil {
+		return err
+	}
+	if res.Exit.Class != runner.ClassOK || res.Base == nil {
+		if res.Err != nil {
+			return fmt.Errorf("base logits: %w", res.Err)
+		}
+		return fmt.Errorf("base logits: llama-perplexity %s: %s", res.Exit.Class, res.Exit.Reason)
+	}
+	e.say(fmt.Sprintf("base logits: %d chunks of %d tokens, %d MiB", res.Base.Header.NChunk, res.Base.Header.NCtx, res.Base.Bytes>>20))
+	return nil
+}
+
+// kld measures the candidate's KL divergence against the base logits.
+func (e *engine) kld(ctx context.Context, r *quant.Record, base string) error {
+	label := "kld/" + r.Type
+	run := runner.StartPerplexity(ctx, runner.PerplexitySpec{ID: label, Tool: e.ptool, Model: r.File, Mode: runner.PerplexityKLD, Base: base,
+		Args: []string{"-t", strconv.Itoa(e.plan.Speed.Threads)}, Env: e.env, Limits: legLimits, NoFingerprint: true})
+	e.drain(label, run.Events())
+	res := run.Result()
+	if err := e.leg(ctx, label, "other", res.Argv, res.Exit, res.Transcript, nil); err != nil {
+		return err
+	}
+	s := res.KLD
+	if res.Exit.Class != runner.ClassOK || s == nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return ctx.Err()
+		}
+		e.note(r, "kld: llama-perplexity %s: %s", res.Exit.Class, res.Exit.Reason)
+		return nil
+	}
+	p99, ok := s.KLDPercentile(99)
+	if !ok {
+		e.note(r, "kld: no 99.0%% KLD line")
+		return nil
+	}
+	r.KLD = &quant.KLD{Mean: s.MeanKLD.Value, P99: p99.Value, Max: s.MaxKLD.Value, SameTopP: s.SameTopP.Value / 100, PPLRatio: s.MeanPPLRatio.Value}
+	r.KLDLeg = label
+	r.KLDLines = []int{s.MeanKLD.Line, p99.Line, s.MaxKLD.Line, s.SameTopP.Line, s.MeanPPLRatio.Line}
+	e.say(fmt.Sprintf("%s: mean KLD %.6f, 99%% %.6f, same top p %.2f%%", label, r.KLD.Mean, r.KLD.P99, s.SameTopP.Value))
+	return nil
+}
+
+// bench runs llama-bench on the candidate at each depth of the plan: one leg per depth, its
+// rows in the notebook, a cell per test; the peak RSS is the largest of its legs'.
+func (e *engine) bench(ctx context.Context, r *quant.Record) error {
+	sp := e.plan.Speed
+	bench := e.loc.Bench
+	for _, d := range sp.Depths {
+		label := fmt.Sprintf("bench/%s/d%d", r.Type, d)
+		args := []string{"-m", r.File, "-p", strconv.Itoa(sp.NPrompt), "-n", strconv.Itoa(sp.NGen), "-d", strconv.Itoa(d),
+			"-r", strconv.Itoa(sp.Reps), "-t", strconv.Itoa(sp.Threads)}
+		leg := runner.StartLeg(ctx, runner.LegSpec{ID: label, Bench: bench, Args: args, Env: e.env, Limits: legLimits, NoFingerprint: true})
+		for range leg.Events() {
+		}
+		res := leg.Result()
+		var rows []benchfmt.Result
+		for _, s := range res.Results() {
+			rows = append(rows, s.Result)
+		}
+		if err := e.leg(ctx, label, "bench", res.Argv, res.Exit, res.Transcript, rows); err != nil {
+			return err
+		}
+		r.PeakRSS = max(r.PeakRSS, res.Exit.PeakRSS)
+		if res.Exit.Class != runner.ClassOK {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return ctx.Err()
+			}
+			e.note(r, "%s: llama-bench %s: %s", label, res.Exit.Class, res.Exit.Reason)
+			continue
+		}
+		for i, row := range rows {
+			test := string(row.Kind())
+			r.Bench = append(r.Bench, quant.BenchCell{Test: test, Depth: d, Mean: row.AvgTs, SD: row.StddevTs, N: len(row.SamplesTs), Leg: label, Row: i + 1})
+			e.say(fmt.Sprintf("%s: %s %.2f ± %.2f t/s", label, test, row.AvgTs, row.StddevTs))
+		}
+	}
+	return nil
+}
+

@@ -1,0 +1,237 @@
+// Package quantrun runs a registered quantization ladder (app/quant): it makes or reuses each
+// candidate (llama-quantize, through the derived-model cache), writes the reference's base
+// logits once (llama-perplexity --kl-divergence-base), measures each candidate's KL divergence
+// against them and its speed at the plan's depths (llama-bench), records every process as a
+// leg in the notebook and every candidate's raw record in the journal, and assembles the
+// candidates table and the rule's choice. It is the kind's process half.
+package quantrun
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sparkbench/app/quant"
+	"sparkbench/app/study"
+	"sparkbench/runner"
+	"sparkbench/runner/gguf"
+	"sparkbench/runner/llamacpp"
+	"sparkbench/store"
+)
+
+// Options are how a run goes: the llama.cpp folder ("": the plan's build.dir, else the usual
+// search), the data folder (derived models under quant-cache/, base logits under runs/), the
+// hasher (the notebook's cache) and where each step's line goes.
+type Options struct {
+	LlamaDir string
+	DataDir  string
+	Hash     study.HashFunc
+	Event    func(line string)
+}
+
+// Summary is what a run did: its status, the assembled result, the legs it recorded, the
+// derived models it reused, and the wall time of each phase (quantize, kld, bench).
+type Summary struct {
+	Status   string
+	Result   *quant.Result
+	Legs     int
+	Reused   int
+	Phases   map[string]time.Duration
+	Elapsed  time.Duration
+	Complete bool
+}
+
+// Journal entry kinds the run appends.
+const (
+	EntryRecord    = "quant.record"    // a candidate's raw record (quant.Record)
+	EntryStale     = "quant.stale"     // a cache file set aside: it no longer hashed as recorded
+	EntryAssembled = "quant.assembled" // the rule's choice over the records
+)
+
+type engine struct {
+	nb       *store.Notebook
+	study    store.Study
+	plan     *quant.Plan
+	planSHA  string
+	opts     Options
+	loc      llamacpp.Location
+	qtool    string
+	ptool    string
+	build    string
+	cacheDir string
+	runDir   string
+	env      []string
+	legs     int
+	reused   int
+	phases   map[string]time.Duration
+}
+
+func (e *engine) say(line string) {
+	if e.opts.Event != nil {
+		e.opts.Event(line)
+	}
+}
+
+func (e *engine) hash(path string) (string, error) {
+	if e.opts.Hash == nil {
+		return "", fmt.Errorf("no hasher")
+	}
+	return e.opts.Hash(path)
+}
+
+func (e *engine) timed(phase string, f func() error) error {
+	t0 := time.Now()
+	err := f()
+	e.phases[phase] += time.Since(t0)
+	return err
+}
+
+// Run runs study s's ladder from the start (derived models found in the cache are reused).
+func Run(ctx context.Context, nb *store.Notebook, s store.Study, o Options) (*Summary, error) {
+	start := time.Now()
+	e, err := newEngine(ctx, nb, s, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := nb.SetStudyStatus(ctx, s.ID, store.StatusRunning); err != nil {
+		return nil, err
+	}
+	recs, err := e.candidates(ctx)
+	sum := &Summary{Legs: e.legs, Reused: e.reused, Phases: e.phases}
+	if err != nil {
+		_ = nb.SetStudyStatus(context.WithoutCancel(ctx), s.ID, store.StatusHalted)
+		sum.Status, sum.Elapsed = store.StatusHalted, time.Since(start)
+		return sum, err
+	}
+	res, err := quant.Assemble(e.plan, e.planSHA, recs)
+	if err != nil {
+		return sum, err
+	}
+	if _, err := nb.AppendJournal(ctx, EntryAssembled, map[string]any{"study": s.ID, "plan_sha256": e.planSHA,
+		"selected": res.Selection.Selected, "runner_up": res.Selection.RunnerUp, "why": res.Selection.Why}, store.ForStudy(s.ID)); err != nil {
+		return sum, err
+	}
+	sum.Result, sum.Complete = res, true
+	for _, r := range recs {
+		if len(r.Incomplete) > 0 {
+			sum.Complete = false
+		}
+	}
+	sum.Status = store.StatusComplete
+	if !sum.Complete {
+		sum.Status = store.StatusIncomplete
+	}
+	sum.Legs, sum.Reused, sum.Elapsed = e.legs, e.reused, time.Since(start)
+	return sum, nb.SetStudyStatus(ctx, s.ID, sum.Status)
+}
+
+func newEngine(ctx context.Context, nb *store.Notebook, s store.Study, o Options) (*engine, error) {
+	pl, err := nb.Plan(ctx, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := quant.Decode(fmt.Sprintf("study %d plan", s.ID), pl.JSON)
+	if err != nil {
+		return nil, err
+	}
+	p.Defaults()
+	dir := o.LlamaDir
+	if dir == "" {
+		dir = p.Build.Dir
+	}
+	loc, err := llamacpp.Locate(dir)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{nb: nb, study: s, plan: p, planSHA: pl.SHA256, opts: o, loc: loc, env: p.Build.EnvList(), phases: map[string]time.Duration{}}
+	if e.qtool, err = runner.QuantizeToolPath(loc); err != nil {
+		return nil, err
+	}
+	if e.ptool, err = runner.PerplexityToolPath(loc); err != nil {
+		return nil, err
+	}
+	if e.build, err = e.hash(e.qtool); err != nil {
+		return nil, fmt.Errorf("hash %s: %w", e.qtool, err)
+	}
+	data := o.DataDir
+	if data == "" {
+		return nil, fmt.Errorf("no data folder for the derived models")
+	}
+	e.cacheDir = filepath.Join(data, "quant-cache")
+	e.runDir = filepath.Join(data, "runs", fmt.Sprintf("quant-%d-%s", s.ID, time.Now().UTC().Format("20060102-150405")))
+	for _, d := range []string{e.cacheDir, e.runDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if got, err := e.hash(p.Reference.Path); err != nil || got != p.Reference.SHA256 {
+		if err == nil {
+			err = fmt.Errorf("MISMATCH: %s hashes to %s, the registered plan expects %s", p.Reference.Path, got, p.Reference.SHA256)
+		}
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	return e, nil
+}
+
+// candidates makes or reuses every candidate, writes the base logits, and measures each: its
+// records in plan order, journaled.
+func (e *engine) candidates(ctx context.Context) ([]quant.Record, error) {
+	p := e.plan
+	ref, err := gguf.ReadFile(p.Reference.Path)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	refSt, err := os.Stat(p.Reference.Path)
+	if err != nil {
+		return nil, err
+	}
+	var todo []string
+	for _, typ := range p.Quants {
+		if _, ok, _, _ := e.lookup(ctx, quant.CacheKey(p.Reference.SHA256, typ, "", e.build)); !ok {
+			todo = append(todo, typ)
+		}
+	}
+	if err := e.checkDisk(todo, refSt.Size(), ref.FileTypeName); err != nil {
+		return nil, err
+	}
+	recs := make([]quant.Record, len(p.Quants))
+	for i, typ := range p.Quants {
+		recs[i] = quant.Record{Type: typ, Bench: []quant.BenchCell{}}
+		if err := e.timed("quantize", func() error { return e.derive(ctx, &recs[i]) }); err != nil {
+			return nil, err
+		}
+	}
+	base := filepath.Join(e.runDir, "base-logits.kld")
+	if err := e.timed("kld", func() error { return e.baseLogits(ctx, base) }); err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		if recs[i].File == "" {
+			continue
+		}
+		if err := e.timed("kld", func() error { return e.kld(ctx, &recs[i], base) }); err != nil {
+			return nil, err
+		}
+		if err := e.timed("bench", func() error { return e.bench(ctx, &recs[i]) }); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range recs {
+		if _, err := e.nb.AppendJournal(ctx, EntryRecord, map[string]any{"study": e.study.ID, "record": r}, store.ForStudy(e.study.ID)); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+// note adds what a record lacks, and says it.
+func (e *engine) note(r *quant.Record, format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	r.Incomplete = append(r.Incomplete, msg)
+	e.say(r.Type + ": " + msg)
+}
+
+func joinArgs(a []string) string { return strings.Join(a, " ") }

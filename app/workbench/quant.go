@@ -1,0 +1,255 @@
+package workbench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sparkbench/app/bundle"
+	"sparkbench/app/canon"
+	"sparkbench/app/kinds"
+	"sparkbench/app/quant"
+	"sparkbench/app/quant/quantrun"
+	"sparkbench/app/receipt"
+	"sparkbench/app/study"
+	"sparkbench/runner"
+	"sparkbench/runner/gguf"
+	"sparkbench/runner/llamacpp"
+	"sparkbench/store"
+)
+
+// The quantization ladder kind (app/quant, docs/quant.md), registered like any other: the
+// `study` verbs take its plans (schema sparkbench.quant/v1) and studies, and `receipt` and
+// `verify` its bundles.
+func init() {
+	RegisterKind(Kind{Names: []string{kinds.Quant}, PlanSchema: quant.SchemaQuant,
+		Validate: validateQuantKind, Register: registerQuantKind, Run: runQuantKind, Show: showQuantKind, Receipt: quantStudyFiles})
+	receipt.RegisterBundleKind(receipt.BundleKind{Kind: kinds.Quant,
+		Excerpt:  func(receipt.Files, *receipt.Index) (int64, bool) { return 0, false },
+		Assemble: assembleQuantBundle,
+		Charts:   func([]byte) ([]receipt.NamedChart, error) { return nil, nil }})
+}
+
+// checkQuantPlan decodes a ladder plan file (paths made absolute from its folder) and
+// validates it against the build (its llama-quantize types) and the files it names (hashed
+// when hash is given; the reference's GGUF header read).
+func checkQuantPlan(ctx context.Context, file string, data []byte, hash study.HashFunc, llamaDir string) (*quant.Plan, []study.Problem, error) {
+	p, err := quant.Decode(file, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir := filepath.Dir(file)
+	for _, f := range []*quant.FileRef{&p.Reference, &p.Quality.Corpus} {
+		if f.Path != "" {
+			f.Path = study.ResolvePath(dir, f.Path)
+		}
+	}
+	if p.Imatrix != nil && p.Imatrix.Calibration.Path != "" {
+		p.Imatrix.Calibration.Path = study.ResolvePath(dir, p.Imatrix.Calibration.Path)
+	}
+	p.Defaults()
+	opts := quant.ValidateOptions{Hash: hash}
+	var extra []study.Problem
+	if h, err := gguf.ReadFile(p.Reference.Path); err == nil {
+		opts.ReferenceRead, opts.ReferenceFileType = true, h.FileTypeName
+	}
+	if llamaDir == "" {
+		llamaDir = p.Build.Dir
+	}
+	loc, err := llamacpp.Locate(llamaDir)
+	if err == nil {
+		var tool string
+		if tool, err = runner.QuantizeToolPath(loc); err == nil {
+			var types interface{ Names() []string }
+			if types, err = runner.QuantizeTypes(ctx, tool, p.Build.EnvList()); err == nil {
+				opts.Types = types.Names()
+			}
+		}
+	}
+	if err != nil {
+		extra = append(extra, study.Problem{Path: "quants", Severity: study.SevWarning, Msg: fmt.Sprintf("not checked against a llama-quantize (%v)", err)})
+	}
+	if p.Imatrix != nil {
+		extra = append(extra, study.Problem{Path: "imatrix", Severity: study.SevError,
+			Msg: "an importance matrix is not made by this version of sparkbench yet; remove imatrix (every candidate is then quantized without one)"})
+	}
+	return p, append(quant.Validate(p, opts), extra...), nil
+}
+
+func validateQuantKind(ctx context.Context, req PlanCheck) (*Validated, error) {
+	p, probs, err := checkQuantPlan(ctx, req.File, req.Data, req.Hash, req.LlamaDir)
+	if err != nil {
+		return nil, err
+	}
+	valid := len(study.Errors(probs)) == 0
+	out := &Validated{Problems: probs, Valid: valid, Report: map[string]any{"file": req.File, "valid": valid, "problems": probs}}
+	if valid {
+		out.Lines = []string{fmt.Sprintf("%s: valid quantization ladder %q: %s of %s, speed at depths %v, KLD on %d chunks of %d tokens, rule: maximise %s",
+			req.File, p.Name, strings.Join(p.Quants, ", "), filepath.Base(p.Reference.Path), p.Speed.Depths, p.Quality.Chunks, p.Quality.Ctx, p.Rule.Maximize)}
+	}
+	return out, nil
+}
+
+func registerQuantKind(ctx context.Context, nb *store.Notebook, file string, data []byte, hash study.HashFunc) (*Registered, error) {
+	p, probs, err := checkQuantPlan(ctx, file, data, hash, "")
+	if err != nil {
+		return nil, err
+	}
+	if len(study.Errors(probs)) > 0 {
+		return nil, &study.RefusedError{Problems: probs}
+	}
+	st, err := nb.CreateStudy(ctx, store.Study{Name: p.Name, Kind: kinds.Quant, Status: store.StatusRegistered})
+	if err != nil {
+		return nil, err
+	}
+	pl, err := nb.RegisterPlan(ctx, st.ID, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Registered{StudyID: st.ID, Name: st.Name, PlanSHA256: pl.SHA256,
+		Lines: []string{fmt.Sprintf("study %d %q registered: quantization ladder of %d types, plan sha256 %s", st.ID, st.Name, len(p.Quants), pl.SHA256)}}, nil
+}
+
+func runQuantKind(ctx context.Context, nb *store.Notebook, s store.Study, req RunRequest) (*RunDone, error) {
+	data, err := DataDirOr("")
+	if err != nil {
+		return nil, badInput(err)
+	}
+	sum, err := quantrun.Run(ctx, nb, s, quantrun.Options{LlamaDir: req.LlamaDir, DataDir: data, Hash: CachedHash(ctx, nb, req.Hash), Event: req.Event})
+	if sum == nil {
+		var le *llamacpp.LocateError
+		if errors.As(err, &le) {
+			return nil, badInput(err)
+		}
+		return nil, err
+	}
+	phases := fmt.Sprintf("quantize %s, kld %s, bench %s", sum.Phases["quantize"].Round(10*time.Millisecond),
+		sum.Phases["kld"].Round(10*time.Millisecond), sum.Phases["bench"].Round(10*time.Millisecond))
+	if err != nil {
+		return &RunDone{Status: sum.Status, Notes: []string{fmt.Sprintf("sparkbench study run: study %d halted after %d legs: %v", s.ID, sum.Legs, err),
+			fmt.Sprintf("fix the cause, then `sparkbench study run %d` runs the ladder again (derived models already made are reused)", s.ID)}}, nil
+	}
+	sel := sum.Result.Selection
+	done := &RunDone{Status: sum.Status, Complete: sum.Complete, Lines: []string{
+		fmt.Sprintf("study %d %s: %d legs, %d derived model(s) reused, in %s (%s)", s.ID, sum.Status, sum.Legs, sum.Reused, sum.Elapsed.Round(10*time.Millisecond), phases)}}
+	if sel.Selected != "" {
+		done.Lines = append(done.Lines, fmt.Sprintf("selected %s (runner-up %s): %s", sel.Selected, orDash(sel.RunnerUp), sel.Why))
+	} else {
+		done.Lines = append(done.Lines, "no candidate selected: "+sel.Why)
+	}
+	done.Lines = append(done.Lines, fmt.Sprintf("see `sparkbench study show %d`", s.ID))
+	return done, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// quantRecords are the study's candidate records as its last run journaled them, in order.
+func quantRecords(ctx context.Context, nb *store.Notebook, id int64) ([]quant.Record, error) {
+	entries, err := nb.Journal(ctx, id, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	var recs []quant.Record
+	for _, e := range entries {
+		switch e.Kind {
+		case quantrun.EntryAssembled:
+			recs = nil // a later run's records follow
+		case quantrun.EntryRecord:
+			var x struct {
+				Record quant.Record `json:"record"`
+			}
+			if err := json.Unmarshal(e.Payload, &x); err != nil {
+				return nil, fmt.Errorf("journal entry %d: %w", e.Seq, err)
+			}
+			recs = append(recs, x.Record)
+		}
+	}
+	return recs, nil
+}
+
+// quantResult is a ladder study's plan and result, assembled from its journaled records.
+func quantResult(ctx context.Context, nb *store.Notebook, s store.Study) (*store.Plan, []quant.Record, *quant.Result, error) {
+	pl, err := nb.Plan(ctx, s.ID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := quant.Decode(fmt.Sprintf("study %d plan", s.ID), pl.JSON)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	recs, err := quantRecords(ctx, nb, s.ID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	res, err := quant.Assemble(p, pl.SHA256, recs)
+	return &pl, recs, res, err
+}
+
+func showQuantKind(ctx context.Context, nb *store.Notebook, s store.Study) (*Shown, error) {
+	_, _, res, err := quantResult(ctx, nb, s)
+	if err != nil {
+		return nil, err
+	}
+	md := quant.Markdown(res)
+	return &Shown{Report: res, Print: func(w io.Writer) {
+		fmt.Fprintf(w, "study %d %q (%s, %s)\n\n", s.ID, s.Name, s.Kind, s.Status)
+		_, _ = w.Write(md)
+	}}, nil
+}
+
+// quantStudyFiles is a ladder's bundle: bundle.json, the registered plan and the candidates'
+// raw records (paths under the home folder written as ~ when redacting); study.json and
+// receipt.md are assembled from them.
+func quantStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error) {
+	pl, recs, _, err := quantResult(ctx, nb, s)
+	if err != nil {
+		return nil, err
+	}
+	if recs == nil {
+		recs = []quant.Record{}
+	}
+	ix, err := canon.Marshal(receipt.Index{Schema: receipt.SchemaBundle, Kind: kinds.Quant, Sparkbench: opt.Version})
+	if err != nil {
+		return nil, err
+	}
+	rj, err := canon.Marshal(recs)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Redact && opt.Home != "" {
+		rj = []byte(strings.ReplaceAll(string(rj), opt.Home+"/", "~/"))
+	}
+	files := receipt.Files{receipt.FileIndex: ix, "plan.json": pl.JSON, "records.json": rj}
+	return files, receipt.Finish(files)
+}
+
+// assembleQuantBundle re-makes study.json and receipt.md from plan.json and records.json alone.
+func assembleQuantBundle(files receipt.Files, _ *receipt.Index) ([]byte, []byte, error) {
+	p, err := quant.Decode("plan.json", files["plan.json"])
+	if err != nil {
+		return nil, nil, err
+	}
+	var recs []quant.Record
+	if err := json.Unmarshal(files["records.json"], &recs); err != nil {
+		return nil, nil, fmt.Errorf("records.json: %w", err)
+	}
+	res, err := quant.Assemble(p, canon.SHA256Hex(files["plan.json"]), recs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("records.json: %w", err)
+	}
+	js, err := canon.Marshal(res)
+	if err != nil {
+		return nil, nil, err
+	}
+	return js, quant.Markdown(res), nil
+}
