@@ -55,6 +55,9 @@ type Speed struct {
 	NGen    int   `json:"n_gen,omitempty"`    // default 128
 	Reps    int   `json:"reps,omitempty"`     // default 5
 	Threads int   `json:"threads,omitempty"`  // default 1
+	// Gates are the CV limits that flag a speed leg (run again, up to three times), as in a
+	// throughput plan (defaults: tg 5%, pp at depth 10%, pp at depth 0 5%).
+	Gates study.Gates `json:"gates,omitempty"`
 }
 
 // Quality is the KL-divergence measurement against the reference's logits: the corpus, the

@@ -168,6 +168,11 @@ func (v *validator) checkSpeed() {
 		}
 		seen[d] = true
 	}
+	for at, g := range map[string]float64{"speed.gates.cv_tg": s.Gates.CVTG, "speed.gates.cv_pp_depth": s.Gates.CVPPDepth, "speed.gates.cv_pp_d0": s.Gates.CVPPD0} {
+		if g < 0 || g > 1 {
+			v.errf(at, "%g: a CV limit is a fraction from 0 to 1 (0.05 = 5%%; 0: the default)", g)
+		}
+	}
 	for _, f := range []struct {
 		at  string
 		val int

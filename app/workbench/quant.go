@@ -43,14 +43,18 @@ func checkQuantPlan(ctx context.Context, file string, data []byte, hash study.Ha
 	if err != nil {
 		return nil, nil, err
 	}
+	// The registered plan names its files by absolute path: a run from another folder finds them.
 	dir := filepath.Dir(file)
-	for _, f := range []*quant.FileRef{&p.Reference, &p.Quality.Corpus} {
-		if f.Path != "" {
-			f.Path = study.ResolvePath(dir, f.Path)
-		}
+	refs := []*quant.FileRef{&p.Reference, &p.Quality.Corpus}
+	if p.Imatrix != nil {
+		refs = append(refs, &p.Imatrix.Calibration)
 	}
-	if p.Imatrix != nil && p.Imatrix.Calibration.Path != "" {
-		p.Imatrix.Calibration.Path = study.ResolvePath(dir, p.Imatrix.Calibration.Path)
+	for _, f := range refs {
+		if f.Path != "" {
+			if abs, err := filepath.Abs(study.ResolvePath(dir, f.Path)); err == nil {
+				f.Path = abs
+			}
+		}
 	}
 	p.Defaults()
 	opts := quant.ValidateOptions{Hash: hash}
@@ -160,11 +164,15 @@ func quantRecords(ctx context.Context, nb *store.Notebook, id int64) ([]quant.Re
 		return nil, err
 	}
 	var recs []quant.Record
+	fresh := true // the next record starts a run's set
 	for _, e := range entries {
 		switch e.Kind {
 		case quantrun.EntryAssembled:
-			recs = nil // a later run's records follow
+			fresh = true
 		case quantrun.EntryRecord:
+			if fresh {
+				recs, fresh = nil, false
+			}
 			var x struct {
 				Record quant.Record `json:"record"`
 			}

@@ -1,7 +1,6 @@
 package quantrun
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,33 +40,27 @@ func cachePaths(dir, key string) (gguf, meta string) {
 }
 
 // lookup finds key's entry: ok with its provenance when the file is there and hashes as
-// recorded; stale names a file set aside (the caller journals it).
-func (e *engine) lookup(ctx context.Context, key string) (d derived, ok bool, stale string, err error) {
+// recorded; otherwise stale names the file that is there and cannot be trusted (no provenance,
+// another key's, or another SHA-256 than recorded), which derive sets aside. It changes
+// nothing.
+func (e *engine) lookup(key string) (d derived, ok bool, stale string, err error) {
 	gguf, meta := cachePaths(e.cacheDir, key)
-	b, err := os.ReadFile(meta)
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, serr := os.Stat(gguf); serr == nil { // a file without provenance: set aside
-			stale, err = setAside(gguf)
-		}
-		return d, false, stale, err
-	}
-	if err != nil {
-		return d, false, "", err
-	}
-	if err := json.Unmarshal(b, &d); err != nil || d.Key != key {
-		stale, err := setAside(gguf)
-		return derived{}, false, stale, err
-	}
 	if _, serr := os.Stat(gguf); serr != nil {
 		return d, false, "", nil
+	}
+	b, err := os.ReadFile(meta)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return d, false, "", err
+	}
+	if err != nil || json.Unmarshal(b, &d) != nil || d.Key != key {
+		return d, false, gguf, nil
 	}
 	sum, err := e.hash(gguf)
 	if err != nil {
 		return d, false, "", err
 	}
 	if sum != d.SHA256 {
-		stale, err := setAside(gguf)
-		return d, false, stale, err
+		return d, false, gguf, nil
 	}
 	return d, true, "", nil
 }

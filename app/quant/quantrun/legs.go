@@ -59,11 +59,14 @@ func (e *engine) derive(ctx context.Context, r *quant.Record) error {
 	p := e.plan
 	key := quant.CacheKey(p.Reference.SHA256, r.Type, "", e.build)
 	r.Key = key
-	d, ok, stale, err := e.lookup(ctx, key)
+	d, ok, stale, err := e.lookup(key)
 	if err != nil {
 		return err
 	}
 	if stale != "" {
+		if stale, err = setAside(stale); err != nil {
+			return err
+		}
 		e.say(fmt.Sprintf("%s: the cached file no longer hashes as recorded; set aside as %s, made again", r.Type, stale))
 		if _, err := e.nb.AppendJournal(ctx, EntryStale, map[string]any{"study": e.study.ID, "type": r.Type, "cache_key": key, "set_aside": stale, "recorded_sha256": d.SHA256}, store.ForStudy(e.study.ID)); err != nil {
 			return err
@@ -120,15 +123,45 @@ func bitsPerWeight(h *gguf.File) float64 {
 	return math.Round(bytes*8/weights*1000) / 1000
 }
 
+// benchAttempts bounds the runs of one speed leg the CV gate flags.
+const benchAttempts = 3
+
+// perplexityAttempts bounds the runs of one llama-perplexity leg: a run that ends without its
+// statistics block or final estimate for no reason the tool gave (its last lines lost at exit,
+// seen about once in fifteen runs here) is run again, each attempt its own leg.
+const perplexityAttempts = 3
+
+// perplexity runs spec, again when it ended incomplete for no typed reason; each attempt is
+// recorded as a leg (label, then label#2, …). The last result is returned.
+func (e *engine) perplexity(ctx context.Context, label string, spec runner.PerplexitySpec, done func(*runner.PerplexityResult) bool) (*runner.PerplexityResult, error) {
+	var res *runner.PerplexityResult
+	for attempt := 1; attempt <= perplexityAttempts; attempt++ {
+		l := label
+		if attempt > 1 {
+			l = fmt.Sprintf("%s#%d", label, attempt)
+			e.say(fmt.Sprintf("%s: again (attempt %d of %d): %s", label, attempt, perplexityAttempts, res.Exit.Reason))
+		}
+		spec.ID = l
+		run := runner.StartPerplexity(ctx, spec)
+		e.drain(l, run.Events())
+		res = run.Result()
+		if err := e.leg(ctx, l, "other", res.Argv, res.Exit, res.Transcript, nil); err != nil {
+			return res, err
+		}
+		if done(res) || res.Err != nil || ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+	}
+	return res, nil
+}
+
 // baseLogits writes the reference's logits on the corpus once per run.
 func (e *engine) baseLogits(ctx context.Context, base string) error {
 	q := e.plan.Quality
-	run := runner.StartPerplexity(ctx, runner.PerplexitySpec{ID: "kld-base", Tool: e.ptool, Model: e.plan.Reference.Path, Mode: runner.PerplexityBase,
+	res, err := e.perplexity(ctx, "kld-base", runner.PerplexitySpec{Tool: e.ptool, Model: e.plan.Reference.Path, Mode: runner.PerplexityBase,
 		Corpus: q.Corpus.Path, Base: base, Ctx: q.Ctx, Chunks: q.Chunks, Args: []string{"-t", strconv.Itoa(e.plan.Speed.Threads)},
-		Env: e.env, Limits: legLimits, NoFingerprint: true})
-	e.drain("base logits", run.Events())
-	res := run.Result()
-	if err := e.leg(ctx, "kld-base", "other", res.Argv, res.Exit, res.Transcript, nil); err != nil {
+		Env: e.env, Limits: legLimits, NoFingerprint: true}, func(r *runner.PerplexityResult) bool { return r.Exit.Class == runner.ClassOK && r.Base != nil })
+	if err != nil {
 		return err
 	}
 	if res.Exit.Class != runner.ClassOK || res.Base == nil {
@@ -144,21 +177,18 @@ func (e *engine) baseLogits(ctx context.Context, base string) error {
 // kld measures the candidate's KL divergence against the base logits.
 func (e *engine) kld(ctx context.Context, r *quant.Record, base string) error {
 	label := "kld/" + r.Type
-	run := runner.StartPerplexity(ctx, runner.PerplexitySpec{ID: label, Tool: e.ptool, Model: r.File, Mode: runner.PerplexityKLD, Base: base,
-		Args: []string{"-t", strconv.Itoa(e.plan.Speed.Threads)}, Env: e.env, Limits: legLimits, NoFingerprint: true})
-	e.drain(label, run.Events())
-	res := run.Result()
-	if err := e.leg(ctx, label, "other", res.Argv, res.Exit, res.Transcript, nil); err != nil {
+	res, err := e.perplexity(ctx, label, runner.PerplexitySpec{Tool: e.ptool, Model: r.File, Mode: runner.PerplexityKLD, Base: base,
+		Args: []string{"-t", strconv.Itoa(e.plan.Speed.Threads)}, Env: e.env, Limits: legLimits, NoFingerprint: true},
+		func(r *runner.PerplexityResult) bool { return r.Exit.Class == runner.ClassOK && r.KLD != nil })
+	if err != nil {
 		return err
 	}
 	s := res.KLD
 	if res.Exit.Class != runner.ClassOK || s == nil {
-		if errors.Is(ctx.Err(), context.Canceled) {
-			return ctx.Err()
-		}
 		e.note(r, "kld: llama-perplexity %s: %s", res.Exit.Class, res.Exit.Reason)
 		return nil
 	}
+	label = res.ID
 	p99, ok := s.KLDPercentile(99)
 	if !ok {
 		e.note(r, "kld: no 99.0%% KLD line")
@@ -180,18 +210,32 @@ func (e *engine) bench(ctx context.Context, r *quant.Record) error {
 		label := fmt.Sprintf("bench/%s/d%d", r.Type, d)
 		args := []string{"-m", r.File, "-p", strconv.Itoa(sp.NPrompt), "-n", strconv.Itoa(sp.NGen), "-d", strconv.Itoa(d),
 			"-r", strconv.Itoa(sp.Reps), "-t", strconv.Itoa(sp.Threads)}
-		leg := runner.StartLeg(ctx, runner.LegSpec{ID: label, Bench: bench, Args: args, Env: e.env, Limits: legLimits, NoFingerprint: true})
-		for range leg.Events() {
-		}
-		res := leg.Result()
+		var res *runner.LegResult
 		var rows []benchfmt.Result
-		for _, s := range res.Results() {
-			rows = append(rows, s.Result)
+		// A leg the CV gate flagged (the machine was noisy) runs again, as a throughput
+		// study's legs do; each attempt is its own leg.
+		for attempt := 1; attempt <= benchAttempts; attempt++ {
+			if attempt > 1 {
+				label = fmt.Sprintf("bench/%s/d%d#%d", r.Type, d, attempt)
+				e.say(fmt.Sprintf("%s: again (attempt %d of %d): %s", label, attempt, benchAttempts, res.Exit.Reason))
+			}
+			leg := runner.StartLeg(ctx, runner.LegSpec{ID: label, Bench: bench, Args: args, Env: e.env, Limits: legLimits, NoFingerprint: true,
+				CVGate: runner.CVGate{TG: sp.Gates.CVTG, PPDepth: sp.Gates.CVPPDepth, PP: sp.Gates.CVPPD0}})
+			for range leg.Events() {
+			}
+			res = leg.Result()
+			rows = rows[:0]
+			for _, s := range res.Results() {
+				rows = append(rows, s.Result)
+			}
+			if err := e.leg(ctx, label, "bench", res.Argv, res.Exit, res.Transcript, rows); err != nil {
+				return err
+			}
+			r.PeakRSS = max(r.PeakRSS, res.Exit.PeakRSS)
+			if res.Exit.Class != runner.ClassFlagged || ctx.Err() != nil {
+				break
+			}
 		}
-		if err := e.leg(ctx, label, "bench", res.Argv, res.Exit, res.Transcript, rows); err != nil {
-			return err
-		}
-		r.PeakRSS = max(r.PeakRSS, res.Exit.PeakRSS)
 		if res.Exit.Class != runner.ClassOK {
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return ctx.Err()
@@ -207,4 +251,3 @@ func (e *engine) bench(ctx context.Context, r *quant.Record) error {
 	}
 	return nil
 }
-

@@ -190,11 +190,17 @@ func (e *engine) candidates(ctx context.Context) ([]quant.Record, error) {
 	}
 	var todo []string
 	for _, typ := range p.Quants {
-		if _, ok, _, _ := e.lookup(ctx, quant.CacheKey(p.Reference.SHA256, typ, "", e.build)); !ok {
+		if _, ok, _, _ := e.lookup(quant.CacheKey(p.Reference.SHA256, typ, "", e.build)); !ok {
 			todo = append(todo, typ)
 		}
 	}
 	if err := e.checkDisk(todo, refSt.Size(), ref.FileTypeName); err != nil {
+		return nil, err
+	}
+	// The base logits first: a corpus too short for the quality settings stops the run here,
+	// before anything is quantized.
+	base := filepath.Join(e.runDir, "base-logits.kld")
+	if err := e.timed("kld", func() error { return e.baseLogits(ctx, base) }); err != nil {
 		return nil, err
 	}
 	recs := make([]quant.Record, len(p.Quants))
@@ -203,10 +209,6 @@ func (e *engine) candidates(ctx context.Context) ([]quant.Record, error) {
 		if err := e.timed("quantize", func() error { return e.derive(ctx, &recs[i]) }); err != nil {
 			return nil, err
 		}
-	}
-	base := filepath.Join(e.runDir, "base-logits.kld")
-	if err := e.timed("kld", func() error { return e.baseLogits(ctx, base) }); err != nil {
-		return nil, err
 	}
 	for i := range recs {
 		if recs[i].File == "" {

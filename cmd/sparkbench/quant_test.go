@@ -1,0 +1,196 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sparkbench/app/quant"
+	"sparkbench/runner/llamatest"
+)
+
+const (
+	mediumSHA = "721dd8183618655b0f808cfc70ed85549f733ccedc54b0094f858f13fe8d3f0a"
+	corpusSHA = "b6d688656e30648ec81e70402bd1768cb3056fc9bc5c6749846a61a4066f8604"
+)
+
+// writeLadderPlan writes a small ladder plan of the medium model into dir.
+func writeLadderPlan(t *testing.T, dir, ref, refSHA, corpus, corpusSHA string, quants []string, chunks int) string {
+	t.Helper()
+	q, _ := json.Marshal(quants)
+	plan := fmt.Sprintf(`{"schema": "sparkbench.quant/v1", "name": "ladder test", "build": {},
+  "reference": {"path": %q, "sha256": %q}, "quants": %s,
+  "speed": {"depths": [0, 512], "n_prompt": 64, "n_gen": 16, "reps": 3, "threads": 1, "gates": {"cv_tg": 0.5, "cv_pp_depth": 0.5, "cv_pp_d0": 0.5}},
+  "quality": {"corpus": {"path": %q, "sha256": %q}, "ctx": 128, "chunks": %d},
+  "rule": {"maximize": "tg@512", "limits": {"kld_mean_max": 0.01}, "tolerance": 0.01}}`, ref, refSHA, q, corpus, corpusSHA, chunks)
+	path := filepath.Join(dir, "ladder.json")
+	if err := os.WriteFile(path, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func corpusPath() string {
+	return filepath.Join(llamatest.RepoRoot(), "assets", "corpus", "sparkbench-corpus-v1.txt")
+}
+
+// bySelfRule is the plan's rule worked out again here, from the shown candidates: within mean
+// KLD 0.01, the best tg@512; within 1% of it, the lowest mean KLD.
+func bySelfRule(cands []quant.Candidate) string {
+	best := 0.0
+	for _, c := range cands {
+		if c.KLD != nil && c.KLD.Mean <= 0.01 {
+			best = max(best, c.Speed["tg@512"])
+		}
+	}
+	pick, kld := "", 1.0
+	for _, c := range cands {
+		if c.KLD != nil && c.KLD.Mean <= 0.01 && c.Speed["tg@512"] >= best*0.99 && c.KLD.Mean < kld {
+			pick, kld = c.Type, c.KLD.Mean
+		}
+	}
+	return pick
+}
+
+// TestQuantLadderOnTheMediumModel runs a ladder (Q8_0, Q4_K_M, Q4_0 and IQ4_NL, depths 0 and
+// 512) on the real llama-quantize, llama-perplexity and llama-bench through the same verbs as
+// the other kinds: validate, run, show, receipt, verify; the selection is worked out again
+// here; a second run reuses every derived model; a cache file that no longer hashes as
+// recorded is set aside, kept, and made again.
+func TestQuantLadderOnTheMediumModel(t *testing.T) {
+	llamatest.Binaries(t)
+	ref := llamatest.Model(t, "medium-llama-f16.gguf")
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	nb := filepath.Join(dir, "notebook.db")
+	// The CV gates are opened to 50% here: three repetitions of 16 tokens on a shared 2-core
+	// machine under the race detector spread wider than a real study's 5%.
+	plan := writeLadderPlan(t, dir, ref, mediumSHA, corpusPath(), corpusSHA, []string{"Q8_0", "Q4_K_M", "Q4_0", "IQ4_NL"}, 4)
+
+	if code, out, errOut := runCLI("study", "validate", plan); code != 0 || !strings.Contains(out, "valid quantization ladder") {
+		t.Fatalf("validate: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut := runCLI("study", "run", plan, "--notebook", nb)
+	if code != 0 || !strings.Contains(out, "study 1 complete: 17 legs, 0 derived model(s) reused") {
+		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
+	}
+	t.Logf("run:\n%s", out)
+	code, js, errOut := runCLI("study", "show", "1", "--notebook", nb, "--json")
+	var res quant.Result
+	if code != 0 || json.Unmarshal([]byte(js), &res) != nil {
+		t.Fatalf("show --json: %d %s %s", code, js, errOut)
+	}
+	if len(res.Candidates) != 4 {
+		t.Fatalf("candidates %+v", res.Candidates)
+	}
+	for _, c := range res.Candidates {
+		if c.KLD == nil || c.Speed["tg@512"] <= 0 || c.Speed["pp@0"] <= 0 || c.PeakRSSMiB == nil || c.FileBytes <= 0 || c.BitsPerWeight <= 0 {
+			t.Errorf("%s not measured: %+v", c.Type, c)
+		}
+	}
+	q8, q4 := res.Candidates[0], res.Candidates[2]
+	if q8.KLD.Mean >= q4.KLD.Mean || q8.FileBytes <= q4.FileBytes || q8.BitsPerWeight <= q4.BitsPerWeight {
+		t.Errorf("Q8_0 is not the closer, larger one: %+v %+v", q8.KLD, q4.KLD)
+	}
+	if want := bySelfRule(res.Candidates); res.Selection.Selected != want || want == "" {
+		t.Fatalf("selected %q, by hand %q (%s)", res.Selection.Selected, want, res.Selection.Why)
+	}
+	if !strings.Contains(out, "selected "+res.Selection.Selected) {
+		t.Errorf("the run did not say what it selected:\n%s", out)
+	}
+
+	bundle := filepath.Join(dir, "receipt")
+	if code, _, errOut := runCLI("receipt", "1", "--notebook", nb, "--out", bundle); code != 0 {
+		t.Fatalf("receipt: %d %s", code, errOut)
+	}
+	if code, out, errOut := runCLI("verify", bundle); code != 0 || !strings.Contains(out, "OK") {
+		t.Fatalf("verify: %d %s %s", code, out, errOut)
+	}
+	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
+	if !strings.Contains(string(md), "**Selected: "+res.Selection.Selected+"**") || !strings.Contains(string(md), "## Pareto frontier (tg@512 against mean KLD)") {
+		t.Errorf("receipt.md:\n%s", md)
+	}
+	// A changed study.json is found by verify.
+	sj := filepath.Join(bundle, "study.json")
+	b, _ := os.ReadFile(sj)
+	if err := os.WriteFile(sj, []byte(strings.Replace(string(b), res.Selection.Selected, "Q2_K", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := runCLI("verify", bundle); code == 0 {
+		t.Error("verify passed a changed study.json")
+	}
+
+	// Again: every derived model is reused. Then one cache file is changed on disk: set aside
+	// (kept), made again, journaled.
+	if code, out, errOut := runCLI("study", "run", "1", "--notebook", nb); code != 0 || !strings.Contains(out, "4 derived model(s) reused") {
+		t.Fatalf("second run: %d\n%s\n%s", code, out, errOut)
+	}
+	cache := filepath.Join(dir, "data", "sparkbench", "quant-cache")
+	ggufs, _ := filepath.Glob(filepath.Join(cache, "*.gguf"))
+	if len(ggufs) != 4 {
+		t.Fatalf("cache holds %v", ggufs)
+	}
+	f, err := os.OpenFile(ggufs[0], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("x"))
+	f.Close()
+	code, out, errOut = runCLI("study", "run", "1", "--notebook", nb)
+	if code != 0 || !strings.Contains(out, "3 derived model(s) reused") || !strings.Contains(out, "no longer hashes as recorded; set aside as "+ggufs[0]+".stale-") {
+		t.Fatalf("run after a changed cache file: %d\n%s\n%s", code, out, errOut)
+	}
+	if stale, _ := filepath.Glob(ggufs[0] + ".stale-*"); len(stale) != 1 {
+		t.Errorf("the changed file was not kept aside: %v", stale)
+	}
+	if code, out, _ := runCLI("notebook", "verify", "--notebook", nb); code != 0 {
+		t.Errorf("notebook verify: %d %s", code, out)
+	}
+}
+
+// TestQuantLadderBadInput: a type the build does not know (the valid ones listed), a
+// quantized reference, and a corpus too short for ctx x chunks (the run stops before it
+// quantizes anything, saying how many tokens it needs).
+func TestQuantLadderBadInput(t *testing.T) {
+	llamatest.Binaries(t)
+	ref := llamatest.Model(t, "medium-llama-f16.gguf")
+	q8 := llamatest.Model(t, "medium-llama-q8_0.gguf")
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+
+	plan := writeLadderPlan(t, dir, ref, mediumSHA, corpusPath(), corpusSHA, []string{"Q4_0", "Q4_K_Z"}, 4)
+	code, _, errOut := runCLI("study", "validate", plan)
+	if code == 0 || !strings.Contains(errOut, "Q4_K_Z is not a type this build's llama-quantize knows; it knows ") || !strings.Contains(errOut, "Q4_K_M") {
+		t.Fatalf("unknown type: %d %s", code, errOut)
+	}
+	q8sha := sha256File(t, q8)
+	plan = writeLadderPlan(t, dir, q8, q8sha, corpusPath(), corpusSHA, []string{"Q4_0"}, 4)
+	if code, _, errOut := runCLI("study", "register", plan, "--notebook", filepath.Join(dir, "nb.db")); code != 2 || !strings.Contains(errOut, "the reference is already quantized (MOSTLY_Q8_0)") {
+		t.Fatalf("quantized reference: %d %s", code, errOut)
+	}
+	short := filepath.Join(dir, "short.txt")
+	if err := os.WriteFile(short, []byte(strings.Repeat("a short text. ", 8)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan = writeLadderPlan(t, dir, ref, mediumSHA, short, sha256File(t, short), []string{"Q4_0"}, 4)
+	code, out, errOut := runCLI("study", "run", plan, "--notebook", filepath.Join(dir, "nb2.db"))
+	if code != 1 || !strings.Contains(errOut, "base logits: the corpus tokenizes to only") || !strings.Contains(errOut, "-c 128 needs at least 256") {
+		t.Fatalf("short corpus: %d\n%s\n%s", code, out, errOut)
+	}
+	if ggufs, _ := filepath.Glob(filepath.Join(dir, "data", "sparkbench", "quant-cache", "*.gguf")); len(ggufs) != 0 {
+		t.Errorf("quantized before the corpus was checked: %v", ggufs)
+	}
+}
+
+func sha256File(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
