@@ -6,18 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"sparkbench/app/bundle"
 	"sparkbench/app/canon"
+	"sparkbench/app/capacity"
 	"sparkbench/app/kinds"
 	"sparkbench/app/quant"
 	"sparkbench/app/quant/quantrun"
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
 	"sparkbench/runner"
+	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/gguf"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
@@ -261,3 +264,63 @@ func assembleQuantBundle(files receipt.Files, _ *receipt.Index) ([]byte, []byte,
 	}
 	return js, quant.Markdown(res), nil
 }
+
+// QuantHandOffRequest asks for the capacity plan of a finished ladder, written to Out (a new
+// file; the built-in prompt plan is written beside it).
+type QuantHandOffRequest struct {
+	ID  int64
+	Out string
+	quant.HandOff
+}
+
+// QuantHandOff writes the capacity plan a finished ladder hands off (quant.CapacityPlan),
+// checks it as `capacity validate` would, and journals the link on the ladder study. It
+// returns the plan's SHA-256.
+func QuantHandOff(ctx context.Context, nb *store.Notebook, req QuantHandOffRequest) (string, error) {
+	s, err := nb.Study(ctx, req.ID)
+	if err != nil {
+		return "", badInput(err)
+	}
+	if s.Kind != kinds.Quant {
+		return "", badInput(fmt.Errorf("study %d (%s) is a %s study, not a quantization ladder", s.ID, s.Name, s.Kind))
+	}
+	pl, _, res, err := quantResult(ctx, nb, s)
+	if err != nil {
+		return "", err
+	}
+	p, err := quant.Decode("plan", pl.JSON)
+	if err != nil {
+		return "", err
+	}
+	req.HandOff.StudyID = s.ID
+	cp, err := quant.CapacityPlan(res, p, req.HandOff)
+	if err != nil {
+		return "", badInput(err)
+	}
+	if probs := study.Errors(capacity.Validate(cp, capacity.ValidateOptions{})); len(probs) > 0 {
+		return "", badInput(fmt.Errorf("the capacity plan would be refused: %s: %s (check --slots, --clients and the limits)", probs[0].Path, probs[0].Msg))
+	}
+	if _, err := os.Stat(req.Out); err == nil {
+		return "", badInput(fmt.Errorf("%s exists; give a new file (nothing is overwritten)", req.Out))
+	}
+	b, err := json.MarshalIndent(cp, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	if _, err := capacity.WriteDefaultPromptPlan(filepath.Dir(req.Out)); err != nil {
+		return "", err
+	}
+	if err := atomicfile.WriteFile(req.Out, append(b, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	sum, _, err := cp.SHA256()
+	if err != nil {
+		return "", err
+	}
+	_, err = nb.AppendJournal(ctx, EntryHandOff, map[string]any{"study": s.ID, "capacity_plan": req.Out, "capacity_plan_sha256": sum,
+		"candidates": []string{res.Selection.Selected, res.Selection.RunnerUp}}, store.ForStudy(s.ID))
+	return sum, err
+}
+
+// EntryHandOff journals a capacity plan a ladder handed off.
+const EntryHandOff = "quant.handoff"

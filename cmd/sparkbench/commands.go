@@ -46,6 +46,7 @@ func baseCommands() []command {
 		{"finding", "finding add ID --text TEXT [--leg L] [--prediction P]", "record a numbered finding (F1, F2, …) linked to legs and predictions", cmdFinding},
 		{"amend", "amend ID --prediction P --set-lo X --set-hi Y … --reason TEXT [--as-deviation]", "change a prediction: an amendment before its legs ran, else a deviation", cmdAmend},
 		{"demo", "demo [--run] [--llama-dir D]", "write the demo models, register the demo study (once), run it with --run", cmdDemo},
+		{"quant", quantUsage, "turn a finished quantization ladder into a capacity plan of its selected quant and runner-up", cmdQuant},
 		{"capacity", "capacity validate PLAN | capacity assemble --plan PLAN --requests K=FILE … --output study.json", "capacity studies: check a plan; assemble raw request/RSS/log files into study.json", cmdCapacity},
 		{"plot", plotUsage, "draw a chart to PNG, SVG or PDF", cmdPlot},
 		{"receipt", receiptUsage, "write a study's receipt bundle: raw files, receipt.md, study.json, plots, SHA256SUMS", cmdReceipt},

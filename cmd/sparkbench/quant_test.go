@@ -124,6 +124,31 @@ func TestQuantLadderOnTheMediumModel(t *testing.T) {
 		t.Error("verify passed a changed study.json")
 	}
 
+	// The hand-off: a capacity plan of the selected quant and its runner-up, registered and run
+	// for one cell (P1/C1) on the real llama-server.
+	capacityTag(t)
+	cplan := filepath.Join(dir, "handoff", "capacity.json")
+	if err := os.MkdirAll(filepath.Dir(cplan), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI("quant", "handoff", "1", "--out", cplan, "--slots", "1", "--clients", "1", "--n-predict", "16", "--notebook", nb)
+	if code != 0 || !strings.Contains(out, "capacity plan of ladder study 1") {
+		t.Fatalf("handoff: %d %s %s", code, out, errOut)
+	}
+	cb, _ := os.ReadFile(cplan)
+	for _, want := range []string{`"id": "` + strings.ToLower(res.Selection.Selected) + `"`, `"id": "` + strings.ToLower(res.Selection.RunnerUp) + `"`, "Handed off by quantization ladder study 1"} {
+		if !strings.Contains(string(cb), want) {
+			t.Errorf("capacity plan lacks %q:\n%s", want, cb)
+		}
+	}
+	if code, _, errOut := runCLI("quant", "handoff", "1", "--out", cplan, "--notebook", nb); code != 2 || !strings.Contains(errOut, "exists; give a new file") {
+		t.Errorf("handoff over an existing file: %d %s", code, errOut)
+	}
+	code, out, errOut = runCLI("capacity", "run", cplan, "--notebook", nb)
+	if code != 0 || !strings.Contains(out, "complete, 4 server lifetimes recorded") {
+		t.Fatalf("capacity run of the hand-off: %d\n%s\n%s", code, out, errOut)
+	}
+
 	// Again: every derived model is reused. Then one cache file is changed on disk: set aside
 	// (kept), made again, journaled.
 	if code, out, errOut := runCLI("study", "run", "1", "--notebook", nb); code != 0 || !strings.Contains(out, "4 derived model(s) reused") {
