@@ -61,7 +61,7 @@ const (
 
 // Kinds lists every chart kind in the order the CLI documents them.
 func Kinds() []Kind {
-	return []Kind{KindDepth, KindSlots, KindLatency, KindEnvelope, KindUbatch, KindRepeatability, KindNGL}
+	return []Kind{KindDepth, KindSlots, KindLatency, KindEnvelope, KindUbatch, KindRepeatability, KindNGL, KindPareto}
 }
 
 // Chart is the input of one chart kind: plain data that builds a *plot.Plot. Values are
@@ -94,6 +94,8 @@ func New(kind Kind) (Chart, error) {
 		return &RepeatChart{}, nil
 	case KindNGL:
 		return &NGLChart{}, nil
+	case KindPareto:
+		return &ParetoChart{}, nil
 	}
 	names := make([]string, 0, len(Kinds()))
 	for _, k := range Kinds() {
@@ -133,6 +135,8 @@ func Decode(kind Kind, r io.Reader) (Chart, error) {
 	case *UbatchChart:
 		return *v, nil
 	case *RepeatChart:
+		return *v, nil
+	case *ParetoChart:
 		return *v, nil
 	}
 	return c, nil

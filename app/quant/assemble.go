@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"sparkbench/plots"
 )
 
 // SchemaResult identifies an assembled ladder (study.json of its receipt).
@@ -93,4 +95,21 @@ func Assemble(p *Plan, planSHA string, recs []Record) (*Result, error) {
 	}
 	res.Selection = Select(q.Rule, res.Candidates)
 	return res, nil
+}
+
+// Chart is the ladder's speed-against-KLD chart: every candidate measured for both, the
+// frontier, the selection and the rejections as the result has them.
+func Chart(res *Result, meta plots.Meta) plots.ParetoChart {
+	c := plots.ParetoChart{Meta: meta, Figure: res.Rule.Maximize, Points: []plots.ParetoPoint{}}
+	sel := res.Selection
+	for _, cand := range res.Candidates {
+		speed, ok := cand.Speed[res.Rule.Maximize]
+		if !ok || cand.KLD == nil {
+			continue
+		}
+		c.Points = append(c.Points, plots.ParetoPoint{Label: cand.Type, Speed: speed, KLD: cand.KLD.Mean, FileMiB: cand.FileMiB(),
+			Frontier: slices.Contains(sel.Frontier, cand.Type), Selected: cand.Type == sel.Selected,
+			Rejected: slices.ContainsFunc(sel.Rejected, func(r Rejection) bool { return r.Type == cand.Type })})
+	}
+	return c
 }

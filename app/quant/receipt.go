@@ -137,6 +137,7 @@ func writeFrontier(b *strings.Builder, res *Result) {
 		b.WriteString("No candidate was measured on both.\n\n")
 		return
 	}
+	fmt.Fprintf(b, "![%s against mean KLD](plots/pareto.png)\n\n", res.Rule.Maximize)
 	fmt.Fprintf(b, "On the frontier: %s.\n", strings.Join(sel.Frontier, ", "))
 	var dom []string
 	for _, c := range res.Candidates {

@@ -19,6 +19,7 @@ import (
 	"sparkbench/app/quant/quantrun"
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
+	"sparkbench/plots"
 	"sparkbench/runner"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/gguf"
@@ -35,7 +36,7 @@ func init() {
 	receipt.RegisterBundleKind(receipt.BundleKind{Kind: kinds.Quant,
 		Excerpt:  func(receipt.Files, *receipt.Index) (int64, bool) { return 0, false },
 		Assemble: assembleQuantBundle,
-		Charts:   func([]byte) ([]receipt.NamedChart, error) { return nil, nil }})
+		Charts:   quantCharts})
 }
 
 // checkQuantPlan decodes a ladder plan file (paths made absolute from its folder) and
@@ -324,3 +325,12 @@ func QuantHandOff(ctx context.Context, nb *store.Notebook, req QuantHandOffReque
 
 // EntryHandOff journals a capacity plan a ladder handed off.
 const EntryHandOff = "quant.handoff"
+
+// quantCharts are a ladder bundle's plots: the speed-against-KLD chart of its study.json.
+func quantCharts(studyJSON []byte) ([]receipt.NamedChart, error) {
+	var res quant.Result
+	if err := json.Unmarshal(studyJSON, &res); err != nil {
+		return nil, fmt.Errorf("study.json: %w", err)
+	}
+	return []receipt.NamedChart{{Name: "plots/pareto", Chart: quant.Chart(&res, plots.Meta{Model: filepath.Base(res.Reference.Path)})}}, nil
+}

@@ -114,6 +114,9 @@ func TestQuantLadderOnTheMediumModel(t *testing.T) {
 	if !strings.Contains(string(md), "**Selected: "+res.Selection.Selected+"**") || !strings.Contains(string(md), "## Pareto frontier (tg@512 against mean KLD)") {
 		t.Errorf("receipt.md:\n%s", md)
 	}
+	if _, err := os.Stat(filepath.Join(bundle, "plots", "pareto.png")); err != nil {
+		t.Errorf("no Pareto chart in the bundle: %v", err)
+	}
 	// A changed study.json is found by verify.
 	sj := filepath.Join(bundle, "study.json")
 	b, _ := os.ReadFile(sj)
