@@ -27,6 +27,9 @@ type Report struct {
 	Findings     []ReportFinding   `json:"findings"`
 	BandwidthGBs *float64          `json:"bandwidth_gbs"`
 	Bandwidth    string            `json:"bandwidth"` // "entered", "measured", "none"
+	// KVQuality: the KL divergence of each non-f16 KV cache type the plan measured (none: the
+	// plan has only f16, or the check has not run).
+	KVQuality []KVQuality `json:"kv_quality,omitempty"`
 }
 
 // ReportStudy heads the report.
@@ -476,6 +479,60 @@ func reportFindings(l *Loaded) []ReportFinding {
 			rf.Legs = append(rf.Legs, labels[id])
 		}
 		out = append(out, rf)
+	}
+	return out
+}
+
+// KVQuality is the quality check of one non-f16 KV cache type of a model: the KL divergence of
+// the model's output with that cache type (llama-perplexity -ctk/-ctv) from the same model with
+// an f16 cache, on the project's corpus, beside the speed it bought (tg of that cache type over
+// tg of f16 at each depth both were measured at).
+type KVQuality struct {
+	Model    string        `json:"model"`
+	KV       string        `json:"kv"` // K/V, e.g. q8_0/q8_0
+	Leg      string        `json:"leg"`
+	MeanKLD  float64       `json:"mean_kld"`
+	P99KLD   float64       `json:"p99_kld"`
+	SameTopP float64       `json:"same_top_p"` // a fraction
+	Lines    []int         `json:"lines"`      // transcript lines of mean, p99, same top p
+	Speed    []KVSpeedDiff `json:"speed"`
+}
+
+// KVSpeedDiff is a KV type's tg against f16's at one depth (Ratio: the KV type's over f16's).
+type KVSpeedDiff struct {
+	Test  string  `json:"test"`
+	Depth int64   `json:"depth"`
+	Ratio float64 `json:"ratio"`
+}
+
+// AttachKVQuality puts the KV cache checks in the report, each with the speed its cache type
+// bought: for every tg cell of the model with that cache type, the ratio to the cell of the
+// same model, test and depth whose configuration differs only by an f16 cache.
+func AttachKVQuality(rep *Report, checks []KVQuality) {
+	for _, q := range checks {
+		word, f16 := "kv-"+q.KV, "kv-f16/f16"
+		q.Speed = []KVSpeedDiff{}
+		for _, c := range rep.Results {
+			if c.Model != q.Model || !strings.HasPrefix(c.Test, "tg") || !slices.Contains(strings.Fields(c.Config), word) {
+				continue
+			}
+			base := strings.Join(replaceWord(strings.Fields(c.Config), word, f16), " ")
+			for _, b := range rep.Results {
+				if b.Model == c.Model && b.Test == c.Test && b.Depth == c.Depth && b.Config == base && b.Mean > 0 {
+					q.Speed = append(q.Speed, KVSpeedDiff{Test: c.Test, Depth: c.Depth, Ratio: c.Mean / b.Mean})
+				}
+			}
+		}
+		rep.KVQuality = append(rep.KVQuality, q)
+	}
+}
+
+func replaceWord(words []string, from, to string) []string {
+	out := slices.Clone(words)
+	for i, w := range out {
+		if w == from {
+			out[i] = to
+		}
 	}
 	return out
 }

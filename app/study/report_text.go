@@ -24,8 +24,34 @@ func WriteReport(w io.Writer, r *Report) {
 	writeLegs(w, r)
 	writeResults(w, r)
 	writeFigures(w, r)
+	writeKVQuality(w, r)
 	writeScoreboard(w, r)
 	writeRecorded(w, r)
+}
+
+// writeKVQuality prints each cheaper KV cache type's speed gain beside its KL divergence from
+// an f16 cache ("faster by X%, KLD Y"), when the study has the check.
+func writeKVQuality(w io.Writer, r *Report) {
+	if len(r.KVQuality) == 0 {
+		return
+	}
+	fprintf(w, "\nKV cache types: speed against quality (KL divergence from an f16 cache)\n")
+	for _, q := range r.KVQuality {
+		var speed []string
+		for _, d := range q.Speed {
+			word := "faster"
+			pct := (d.Ratio - 1) * 100
+			if pct < 0 {
+				word, pct = "slower", -pct
+			}
+			speed = append(speed, fmt.Sprintf("%s by %.1f%% at d%d", word, pct, d.Depth))
+		}
+		if len(speed) == 0 {
+			speed = []string{"speed against f16 not measured"}
+		}
+		fprintf(w, "  %s %s: %s; mean KLD %.6f (99%% %.6f, same top p %.2f%%) — leg %s, lines %v\n",
+			q.Model, q.KV, strings.Join(speed, ", "), q.MeanKLD, q.P99KLD, q.SameTopP*100, q.Leg, q.Lines)
+	}
 }
 
 // writeStudyHead prints the study line, its plan, halt, legs without results and bandwidth.

@@ -11,7 +11,9 @@ import (
 
 	"sparkbench/app/demo"
 	"sparkbench/app/study"
+	"sparkbench/app/study/kvquality"
 	"sparkbench/app/study/studyrun"
+	"sparkbench/runner"
 	"sparkbench/runner/fsread"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
@@ -166,11 +168,14 @@ type ThroughputRunRequest struct {
 	Retry   []string
 	OnEvent func(study.Event)
 	Hash    HashShow
+	// Say is told the KV quality check's lines (nil: nowhere).
+	Say func(line string)
 }
 
 // RunThroughput runs the study's unfinished legs. A llama-bench that cannot be found is a
 // *RequestError; study.ErrStopped, a *study.RetryError and a *study.RefusedError come from the
-// engine.
+// engine. Once every leg has results, a plan with a KV cache type other than f16 gets its
+// quality check (kvquality.Run: the KL divergence of each such type from an f16 cache).
 func RunThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRunRequest) (study.RunSummary, error) {
 	rec := store.StudyRecorder{N: nb}
 	st, err := rec.Study(ctx, req.ID)
@@ -188,12 +193,55 @@ func RunThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRunReq
 		return study.RunSummary{}, badInput(err)
 	}
 	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: CachedHash(ctx, nb, req.Hash), OnEvent: req.OnEvent, Retry: req.Retry}
-	return e.Run(ctx, req.ID)
+	sum, err := e.Run(ctx, req.ID)
+	if err != nil || sum.Status != study.StatusComplete {
+		return sum, err
+	}
+	return sum, kvQuality(ctx, nb, rec, req, loc)
+}
+
+// kvQuality runs the KV cache quality check of a complete study whose plan has a cache type
+// other than f16 (a build without llama-perplexity: said, and skipped).
+func kvQuality(ctx context.Context, nb *store.Notebook, rec store.StudyRecorder, req ThroughputRunRequest, loc llamacpp.Location) error {
+	l, err := study.LoadStudy(ctx, rec, req.ID)
+	if err != nil || len(kvquality.Needed(l.Plan)) == 0 {
+		return err
+	}
+	say := func(s string) {
+		if req.Say != nil {
+			req.Say(s)
+		}
+	}
+	tool, err := runner.PerplexityToolPath(loc)
+	if err != nil {
+		say(fmt.Sprintf("kv quality: not checked: %v", err))
+		return nil
+	}
+	data, err := DataDirOr("")
+	if err != nil {
+		say(fmt.Sprintf("kv quality: not checked: %v", err))
+		return nil
+	}
+	threads := 1
+	if len(l.Plan.Axes.Threads) > 0 {
+		threads = l.Plan.Axes.Threads[0]
+	}
+	_, err = kvquality.Run(ctx, nb, req.ID, l.Plan, l.St.PlanDir, kvquality.Options{Perplexity: tool, DataDir: data, Threads: threads, Event: say})
+	return err
 }
 
 // ShowThroughput is a throughput study's report: every figure with the stored rows it came from.
 func ShowThroughput(ctx context.Context, nb *store.Notebook, id int64) (*study.Report, error) {
-	return study.Show(ctx, store.StudyRecorder{N: nb}, id)
+	rep, err := study.Show(ctx, store.StudyRecorder{N: nb}, id)
+	if err != nil {
+		return rep, err
+	}
+	checks, err := kvquality.Load(ctx, nb, id)
+	if err != nil {
+		return rep, err
+	}
+	study.AttachKVQuality(rep, kvquality.Report(checks))
+	return rep, nil
 }
 
 // CompareThroughput compares two throughput studies cell by cell (benchstat style);

@@ -222,3 +222,86 @@ func sha256File(t *testing.T, path string) string {
 	}
 	return fmt.Sprintf("%x", sha256.Sum256(b))
 }
+
+// TestKVTypesGetTheirKLD: a throughput study of the medium model with KV caches f16 and q8_0
+// gets, once its legs have results, the KL divergence of q8_0 from f16 (llama-perplexity
+// -ctk/-ctv against f16 base logits, each run a leg of the study), shown beside the speed q8_0
+// bought at each depth — the ratio checked against the study's own cells — and the study's
+// receipt still verifies.
+func TestKVTypesGetTheirKLD(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	ref := llamatest.Model(t, "medium-llama-f16.gguf")
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	nb := filepath.Join(dir, "notebook.db")
+	plan := filepath.Join(dir, "kv.json")
+	if err := os.WriteFile(plan, []byte(fmt.Sprintf(`{
+  "schema": "sparkbench.throughput/v1", "name": "kv f16 vs q8_0",
+  "models": [{"id": "medium", "path": %q, "sha256": %q}],
+  "axes": {"depths": [0, 256], "n_prompt": [32], "n_gen": [16], "reps": 3, "threads": [1],
+           "kv_types": [{"k": "f16", "v": "f16"}, {"k": "q8_0", "v": "q8_0"}]},
+  "split": "per_depth",
+  "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1}
+}`, ref, mediumSHA)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI("study", "run", plan, "--notebook", nb, "--llama-dir", loc.Dir)
+	if code != 0 || !strings.Contains(out, "kv quality medium: q8_0/q8_0 against f16: mean KLD ") {
+		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
+	}
+	code, js, errOut := runCLI("study", "show", "1", "--notebook", nb, "--json")
+	var rep struct {
+		Results []struct {
+			Model, Test, Config string
+			Depth               int64
+			Mean                float64 `json:"mean_ts"`
+		} `json:"results"`
+		KV []struct {
+			Model, KV, Leg string
+			MeanKLD        float64 `json:"mean_kld"`
+			Speed          []struct {
+				Test  string
+				Depth int64
+				Ratio float64
+			}
+		} `json:"kv_quality"`
+	}
+	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil || len(rep.KV) != 1 {
+		t.Fatalf("show --json: %d %s %s", code, js, errOut)
+	}
+	q := rep.KV[0]
+	if q.Model != "medium" || q.KV != "q8_0/q8_0" || q.MeanKLD <= 0 || q.MeanKLD > 0.1 || len(q.Speed) != 2 || q.Leg != "kv-quality/medium/q8_0-q8_0" {
+		t.Fatalf("kv quality %+v", q)
+	}
+	for _, s := range q.Speed {
+		var f16, q8 float64
+		for _, c := range rep.Results {
+			if c.Test == s.Test && c.Depth == s.Depth {
+				switch {
+				case strings.Contains(c.Config, "kv-f16/f16"):
+					f16 = c.Mean
+				case strings.Contains(c.Config, "kv-q8_0/q8_0"):
+					q8 = c.Mean
+				}
+			}
+		}
+		if f16 == 0 || q8 == 0 || s.Ratio != q8/f16 {
+			t.Errorf("d%d %s: ratio %v, cells q8_0 %v / f16 %v", s.Depth, s.Test, s.Ratio, q8, f16)
+		}
+	}
+	_, text, _ := runCLI("study", "show", "1", "--notebook", nb)
+	if !strings.Contains(text, "KV cache types: speed against quality") || !strings.Contains(text, "medium q8_0/q8_0: ") || !strings.Contains(text, "mean KLD ") {
+		t.Errorf("show:\n%s", text)
+	}
+	// A second run has nothing left: no check runs again.
+	if code, out, _ := runCLI("study", "run", "1", "--notebook", nb, "--llama-dir", loc.Dir); code != 0 || strings.Contains(out, "kv quality") {
+		t.Errorf("second run: %d %s", code, out)
+	}
+	bundle := filepath.Join(dir, "receipt")
+	if code, _, errOut := runCLI("receipt", "1", "--notebook", nb, "--out", bundle); code != 0 {
+		t.Fatalf("receipt: %d %s", code, errOut)
+	}
+	if code, out, errOut := runCLI("verify", bundle); code != 0 {
+		t.Fatalf("verify: %d %s %s", code, out, errOut)
+	}
+}

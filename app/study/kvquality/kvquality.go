@@ -1,0 +1,227 @@
+// Package kvquality checks what a throughput study's cheaper KV cache types cost in output
+// quality: for each model and each non-f16 KV type the plan measured, the KL divergence of the
+// model's output with that cache (llama-perplexity -ctk/-ctv --kl-divergence) from the same
+// model with an f16 cache (its base logits), on the project's corpus. Each llama-perplexity run
+// is a leg of the study in the notebook; each result a journal entry, read back into the
+// study's report (Attach) beside the speed the cache type bought. It is process code.
+package kvquality
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"sparkbench/app/study"
+	"sparkbench/assets"
+	"sparkbench/runner"
+	"sparkbench/runner/quantfmt"
+	"sparkbench/store"
+)
+
+// EntryKLD journals one check (Entry).
+const EntryKLD = "kv.kld"
+
+// The check's settings: chunks of ctx tokens of the project corpus.
+const (
+	ctx    = 128
+	chunks = 8
+)
+
+// Entry is one check as journaled.
+type Entry struct {
+	Study    int64   `json:"study"`
+	Model    string  `json:"model"`
+	KV       string  `json:"kv"`
+	Leg      string  `json:"leg"`
+	MeanKLD  float64 `json:"mean_kld"`
+	P99KLD   float64 `json:"p99_kld"`
+	SameTopP float64 `json:"same_top_p"`
+	Lines    []int   `json:"lines"`
+	Ctx      int     `json:"ctx"`
+	Chunks   int     `json:"chunks"`
+}
+
+// Needed are the plan's KV types other than f16/f16, in plan order.
+func Needed(p *study.Plan) []study.KVType {
+	var out []study.KVType
+	for _, kv := range p.Axes.KV {
+		if kv != (study.KVType{K: "f16", V: "f16"}) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Options are how the check runs: the build's folder, the data folder (the corpus and the
+// base logits go under it), the threads, and where each step's line goes.
+type Options struct {
+	Perplexity string
+	DataDir    string
+	Threads    int
+	Event      func(string)
+}
+
+var limits = runner.Limits{Start: 2 * time.Minute, Idle: 10 * time.Minute, Total: time.Hour, Grace: 5 * time.Second}
+
+// Run checks every model × non-f16 KV type of study id that has no check journaled yet. It
+// returns how many it journaled; a llama-perplexity run that fails is a leg with its class and
+// no entry (the next run tries again).
+func Run(c context.Context, nb *store.Notebook, id int64, p *study.Plan, planDir string, o Options) (int, error) {
+	kvs := Needed(p)
+	if len(kvs) == 0 {
+		return 0, nil
+	}
+	done, err := Load(c, nb, id)
+	if err != nil {
+		return 0, err
+	}
+	say := func(format string, a ...any) {
+		if o.Event != nil {
+			o.Event(fmt.Sprintf(format, a...))
+		}
+	}
+	corpus, err := writeCorpus(o.DataDir)
+	if err != nil {
+		return 0, err
+	}
+	work := filepath.Join(o.DataDir, "runs", fmt.Sprintf("kv-quality-%d-%s", id, time.Now().UTC().Format("20060102-150405")))
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return 0, err
+	}
+	n := 0
+	threads := []string{"-t", strconv.Itoa(max(o.Threads, 1))}
+	for _, m := range p.Models {
+		var todo []study.KVType
+		for _, kv := range kvs {
+			if !slices.ContainsFunc(done, func(e Entry) bool { return e.Model == m.ID && e.KV == kv.K+"/"+kv.V }) {
+				todo = append(todo, kv)
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
+		model := study.ResolvePath(planDir, m.Path)
+		base := filepath.Join(work, m.ID+"-f16.kld")
+		res, err := leg(c, nb, id, "kv-quality/"+m.ID+"/f16 base", runner.PerplexitySpec{Tool: o.Perplexity, Model: model, Mode: runner.PerplexityBase,
+			Corpus: corpus, Base: base, Ctx: ctx, Chunks: chunks, Args: threads, Env: p.Build.EnvList(), Limits: limits, NoFingerprint: true})
+		if err != nil {
+			return n, err
+		}
+		if res.Exit.Class != runner.ClassOK || res.Base == nil {
+			say("kv quality %s: the f16 base logits failed (%s: %s); the check is left for the next run", m.ID, res.Exit.Class, res.Exit.Reason)
+			continue
+		}
+		for _, kv := range todo {
+			name := kv.K + "/" + kv.V
+			label := fmt.Sprintf("kv-quality/%s/%s", m.ID, strings.ReplaceAll(name, "/", "-"))
+			args := append(slices.Clone(threads), "-ctk", kv.K, "-ctv", kv.V)
+			res, err := leg(c, nb, id, label, runner.PerplexitySpec{Tool: o.Perplexity, Model: model, Mode: runner.PerplexityKLD, Base: base,
+				Args: args, Env: p.Build.EnvList(), Limits: limits, NoFingerprint: true})
+			if err != nil {
+				return n, err
+			}
+			s := res.KLD
+			ok := res.Exit.Class == runner.ClassOK && s != nil
+			var p99 quantfmt.Figure
+			if ok {
+				p99, ok = s.KLDPercentile(99)
+			}
+			if !ok {
+				say("kv quality %s %s: llama-perplexity %s: %s; left for the next run", m.ID, name, res.Exit.Class, res.Exit.Reason)
+				continue
+			}
+			e := Entry{Study: id, Model: m.ID, KV: name, Leg: label, MeanKLD: s.MeanKLD.Value, P99KLD: p99.Value, SameTopP: s.SameTopP.Value / 100,
+				Lines: []int{s.MeanKLD.Line, p99.Line, s.SameTopP.Line}, Ctx: ctx, Chunks: chunks}
+			if _, err := nb.AppendJournal(c, EntryKLD, e, store.ForStudy(id)); err != nil {
+				return n, err
+			}
+			n++
+			say("kv quality %s: %s against f16: mean KLD %.6f, 99%% %.6f, same top p %.2f%%", m.ID, name, e.MeanKLD, e.P99KLD, e.SameTopP*100)
+		}
+	}
+	return n, nil
+}
+
+// leg runs one llama-perplexity and records it as a leg of the study (again, once, when it
+// ended without its figures for no reason the tool gave: its last lines lost at exit).
+func leg(c context.Context, nb *store.Notebook, id int64, label string, spec runner.PerplexitySpec) (*runner.PerplexityResult, error) {
+	var res *runner.PerplexityResult
+	for attempt := 1; attempt <= 2; attempt++ {
+		l := label
+		if attempt > 1 {
+			l += " (attempt 2)"
+		}
+		run := runner.StartPerplexity(c, spec)
+		for range run.Events() {
+		}
+		res = run.Result()
+		lg, sw, err := nb.StartLeg(c, store.LegSpec{StudyID: id, Label: l, Kind: "other", Argv: res.Argv,
+			Detail: json.RawMessage(`{"role":"kv-quality"}`)})
+		if err != nil {
+			return res, err
+		}
+		if err := sw.Flush(c); err != nil {
+			return res, err
+		}
+		out := store.LegOutcome{Class: string(res.Exit.Class), Reason: res.Exit.Reason, PeakRSSBytes: res.Exit.PeakRSS}
+		if res.Transcript != nil {
+			out.Transcript = res.Transcript.Bytes()
+		}
+		if _, _, err := nb.FinishLeg(context.WithoutCancel(c), lg.ID, out); err != nil {
+			return res, err
+		}
+		if res.Exit.Class == runner.ClassOK || res.Err != nil || c.Err() != nil {
+			break
+		}
+	}
+	return res, c.Err()
+}
+
+// writeCorpus puts the project corpus in the data folder (once) and returns its path.
+func writeCorpus(dataDir string) (string, error) {
+	dir := filepath.Join(dataDir, "corpus")
+	path := filepath.Join(dir, assets.CorpusName)
+	if b, err := os.ReadFile(path); err == nil && string(b) == string(assets.Corpus) {
+		return path, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, assets.Corpus, 0o644)
+}
+
+// Load reads study id's journaled checks, the last of each model and KV type.
+func Load(c context.Context, nb *store.Notebook, id int64) ([]Entry, error) {
+	entries, err := nb.Journal(c, id, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, je := range entries {
+		if je.Kind != EntryKLD {
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal(je.Payload, &e); err != nil {
+			return nil, fmt.Errorf("journal entry %d: %w", je.Seq, err)
+		}
+		out = slices.DeleteFunc(out, func(x Entry) bool { return x.Model == e.Model && x.KV == e.KV })
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Report is the checks as the study's report shows them (study.AttachKVQuality adds the speed).
+func Report(entries []Entry) []study.KVQuality {
+	var out []study.KVQuality
+	for _, e := range entries {
+		out = append(out, study.KVQuality{Model: e.Model, KV: e.KV, Leg: e.Leg, MeanKLD: e.MeanKLD, P99KLD: e.P99KLD, SameTopP: e.SameTopP, Lines: e.Lines})
+	}
+	return out
+}
