@@ -23,6 +23,7 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 	w.heading(2, "Results by depth")
 	depthTables(w, d, plan)
 	tmFigures(w, d)
+	tmKVQuality(w, d)
 	tmScoreboard(w, d)
 	tmAmendments(w, d)
 	tmDeviations(w, d)
@@ -566,4 +567,36 @@ func redactionSection(w *mdWriter, r Redaction) {
 		}
 		w.table([]string{"File", "Replacements"}, "lr", rows)
 	}
+}
+
+// tmKVQuality writes each cheaper KV cache type's speed gain beside its KL divergence from an
+// f16 cache (only when the study has the check).
+func tmKVQuality(w *mdWriter, d *ThroughputStudy) {
+	if len(d.KVQuality) == 0 {
+		return
+	}
+	w.heading(2, "KV cache types: speed against quality")
+	w.line("Each cache type other than f16, on the same model: its tg over f16's tg at each depth, beside the KL divergence of the model's output with that cache from the output with an f16 cache (llama-perplexity `-ctk/-ctv --kl-divergence` against f16 base logits, 8 chunks of 128 tokens of the project corpus).")
+	w.blank()
+	var rows [][]string
+	for _, q := range d.KVQuality {
+		var speed []string
+		for _, s := range q.Speed {
+			word, pct := "faster", (s.Ratio-1)*100
+			if pct < 0 {
+				word, pct = "slower", -pct
+			}
+			speed = append(speed, fmt.Sprintf("%s by %.1f%% at d%d", word, pct, s.Depth))
+		}
+		if len(speed) == 0 {
+			speed = []string{"not measured"}
+		}
+		var lines []string
+		for _, l := range q.Lines {
+			lines = append(lines, fmt.Sprint(l))
+		}
+		rows = append(rows, []string{cell(q.Model), cell(q.KV), strings.Join(speed, "; "), fmt.Sprintf("%.6f", q.MeanKLD),
+			fmt.Sprintf("%.6f", q.P99KLD), fmt.Sprintf("%.2f%%", q.SameTopP*100), cell(fmt.Sprintf("%s (lines %s)", q.Leg, strings.Join(lines, ", ")))})
+	}
+	w.table([]string{"model", "KV (K/V)", "speed against f16", "mean KLD", "99% KLD", "same top p", "leg"}, "lllrrrl", rows)
 }

@@ -99,6 +99,18 @@ func (tb *throughputBundle) report() (*study.Report, error) {
 	if err := tb.fixModelFigures(rep); err != nil {
 		return nil, err
 	}
+	var checks []study.KVCheck
+	for _, j := range tb.journal {
+		if j.Kind != study.EntryKVKLD || j.StudyID() != tb.nb.StudyID {
+			continue
+		}
+		var c study.KVCheck
+		if err := payloadOf(j, &c); err != nil {
+			return nil, err
+		}
+		checks = append(checks, c)
+	}
+	study.AttachKVQuality(rep, study.KVQualityOf(study.LatestKVChecks(checks)))
 	return rep, nil
 }
 

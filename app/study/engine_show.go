@@ -536,3 +536,41 @@ func replaceWord(words []string, from, to string) []string {
 	}
 	return out
 }
+
+// EntryKVKLD is the journal entry of one KV cache quality check (KVCheck).
+const EntryKVKLD = "kv.kld"
+
+// KVCheck is one KV cache quality check as journaled: the model and cache type, the leg that
+// measured it, the figures with their transcript lines, and the settings (ctx tokens per chunk,
+// chunks of the project corpus).
+type KVCheck struct {
+	Study    int64   `json:"study"`
+	Model    string  `json:"model"`
+	KV       string  `json:"kv"`
+	Leg      string  `json:"leg"`
+	MeanKLD  float64 `json:"mean_kld"`
+	P99KLD   float64 `json:"p99_kld"`
+	SameTopP float64 `json:"same_top_p"`
+	Lines    []int   `json:"lines"`
+	Ctx      int     `json:"ctx"`
+	Chunks   int     `json:"chunks"`
+}
+
+// LatestKVChecks keeps the last check of each model and cache type, in the order they came.
+func LatestKVChecks(checks []KVCheck) []KVCheck {
+	var out []KVCheck
+	for _, c := range checks {
+		out = slices.DeleteFunc(out, func(x KVCheck) bool { return x.Model == c.Model && x.KV == c.KV })
+		out = append(out, c)
+	}
+	return out
+}
+
+// KVQualityOf are the checks as the report shows them (AttachKVQuality adds the speed).
+func KVQualityOf(checks []KVCheck) []KVQuality {
+	var out []KVQuality
+	for _, e := range checks {
+		out = append(out, KVQuality{Model: e.Model, KV: e.KV, Leg: e.Leg, MeanKLD: e.MeanKLD, P99KLD: e.P99KLD, SameTopP: e.SameTopP, Lines: e.Lines})
+	}
+	return out
+}

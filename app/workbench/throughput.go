@@ -240,7 +240,7 @@ func ShowThroughput(ctx context.Context, nb *store.Notebook, id int64) (*study.R
 	if err != nil {
 		return rep, err
 	}
-	study.AttachKVQuality(rep, kvquality.Report(checks))
+	study.AttachKVQuality(rep, study.KVQualityOf(checks))
 	return rep, nil
 }
 

@@ -304,4 +304,9 @@ func TestKVTypesGetTheirKLD(t *testing.T) {
 	if code, out, errOut := runCLI("verify", bundle); code != 0 {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
+	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
+	if !strings.Contains(string(md), "## KV cache types: speed against quality") || !strings.Contains(string(md), `| medium | q8\_0/q8\_0 | `) ||
+		!strings.Contains(string(md), `kv-quality/medium/q8\_0-q8\_0 (lines `) {
+		t.Errorf("receipt.md lacks the KV quality table:\n%s", md)
+	}
 }

@@ -19,26 +19,37 @@ import (
 // longer than ten, an hour at most.
 var legLimits = runner.Limits{Start: 2 * time.Minute, Idle: 10 * time.Minute, Total: time.Hour, Grace: 5 * time.Second}
 
-// leg records one finished process in the notebook: its argv, its bench rows (if any), its
-// transcript and its outcome.
-func (e *engine) leg(ctx context.Context, label, kind string, argv []string, x runner.Exit, tr *runner.Transcript, rows []benchfmt.Result) error {
+// openLeg is a leg recorded from before its process starts (its argv as planned) until finish.
+type openLeg struct {
+	id int64
+	sw *store.SampleWriter
+}
+
+// startLeg records a leg as started, before its process runs: its times are the process's.
+func (e *engine) startLeg(ctx context.Context, label, kind string, argv []string) (*openLeg, error) {
 	l, sw, err := e.nb.StartLeg(ctx, store.LegSpec{StudyID: e.study.ID, Label: label, Kind: kind, Argv: argv})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return &openLeg{l.ID, sw}, nil
+}
+
+// finish records how the leg's process ended: its bench rows (if any), its transcript and its
+// outcome.
+func (e *engine) finish(ctx context.Context, l *openLeg, x runner.Exit, tr *runner.Transcript, rows []benchfmt.Result) error {
 	if len(rows) > 0 {
-		if err := sw.AddBench(rows...); err != nil {
+		if err := l.sw.AddBench(rows...); err != nil {
 			return err
 		}
 	}
-	if err := sw.Flush(ctx); err != nil {
+	if err := l.sw.Flush(ctx); err != nil {
 		return err
 	}
 	out := store.LegOutcome{Class: string(x.Class), Reason: x.Reason, Signal: x.Signal, PeakRSSBytes: x.PeakRSS}
 	if tr != nil {
 		out.Transcript = tr.Bytes()
 	}
-	_, _, err = e.nb.FinishLeg(context.WithoutCancel(ctx), l.ID, out)
+	_, _, err := e.nb.FinishLeg(context.WithoutCancel(ctx), l.id, out)
 	e.legs++
 	return err
 }
@@ -78,11 +89,16 @@ func (e *engine) derive(ctx context.Context, r *quant.Record) error {
 		r.Reused = true
 		e.say(fmt.Sprintf("%s: reused %s (cache key %s)", r.Type, path, key[:12]))
 	} else {
-		run := runner.StartQuantize(ctx, runner.QuantizeSpec{ID: "quantize/" + r.Type, Tool: e.qtool, Input: p.Reference.Path, Output: path,
-			Type: r.Type, Threads: p.Speed.Threads, Env: e.env, Limits: legLimits, NoFingerprint: true})
+		spec := runner.QuantizeSpec{ID: "quantize/" + r.Type, Tool: e.qtool, Input: p.Reference.Path, Output: path,
+			Type: r.Type, Threads: p.Speed.Threads, Env: e.env, Limits: legLimits, NoFingerprint: true}
+		l, err := e.startLeg(ctx, "quantize/"+r.Type, "other", spec.Argv(path))
+		if err != nil {
+			return err
+		}
+		run := runner.StartQuantize(ctx, spec)
 		e.drain("quantize "+r.Type, run.Events())
 		res := run.Result()
-		if err := e.leg(ctx, "quantize/"+r.Type, "other", res.Argv, res.Exit, res.Transcript, nil); err != nil {
+		if err := e.finish(ctx, l, res.Exit, res.Transcript, nil); err != nil {
 			return err
 		}
 		if res.Exit.Class != runner.ClassOK {
@@ -142,10 +158,14 @@ func (e *engine) perplexity(ctx context.Context, label string, spec runner.Perpl
 			e.say(fmt.Sprintf("%s: again (attempt %d of %d): %s", label, attempt, perplexityAttempts, res.Exit.Reason))
 		}
 		spec.ID = l
+		lg, err := e.startLeg(ctx, l, "other", spec.Argv(spec.Base))
+		if err != nil {
+			return res, err
+		}
 		run := runner.StartPerplexity(ctx, spec)
 		e.drain(l, run.Events())
 		res = run.Result()
-		if err := e.leg(ctx, l, "other", res.Argv, res.Exit, res.Transcript, nil); err != nil {
+		if err := e.finish(ctx, lg, res.Exit, res.Transcript, nil); err != nil {
 			return res, err
 		}
 		if done(res) || res.Err != nil || ctx.Err() != nil {
@@ -219,8 +239,13 @@ func (e *engine) bench(ctx context.Context, r *quant.Record) error {
 				label = fmt.Sprintf("bench/%s/d%d#%d", r.Type, d, attempt)
 				e.say(fmt.Sprintf("%s: again (attempt %d of %d): %s", label, attempt, benchAttempts, res.Exit.Reason))
 			}
-			leg := runner.StartLeg(ctx, runner.LegSpec{ID: label, Bench: bench, Args: args, Env: e.env, Limits: legLimits, NoFingerprint: true,
-				CVGate: runner.CVGate{TG: sp.Gates.CVTG, PPDepth: sp.Gates.CVPPDepth, PP: sp.Gates.CVPPD0}})
+			spec := runner.LegSpec{ID: label, Bench: bench, Args: args, Env: e.env, Limits: legLimits, NoFingerprint: true,
+				CVGate: runner.CVGate{TG: sp.Gates.CVTG, PPDepth: sp.Gates.CVPPDepth, PP: sp.Gates.CVPPD0}}
+			lg, err := e.startLeg(ctx, label, "bench", spec.Argv())
+			if err != nil {
+				return err
+			}
+			leg := runner.StartLeg(ctx, spec)
 			for range leg.Events() {
 			}
 			res = leg.Result()
@@ -228,7 +253,7 @@ func (e *engine) bench(ctx context.Context, r *quant.Record) error {
 			for _, s := range res.Results() {
 				rows = append(rows, s.Result)
 			}
-			if err := e.leg(ctx, label, "bench", res.Argv, res.Exit, res.Transcript, rows); err != nil {
+			if err := e.finish(ctx, lg, res.Exit, res.Transcript, rows); err != nil {
 				return err
 			}
 			r.PeakRSS = max(r.PeakRSS, res.Exit.PeakRSS)

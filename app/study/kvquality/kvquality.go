@@ -24,28 +24,14 @@ import (
 	"sparkbench/store"
 )
 
-// EntryKLD journals one check (Entry).
-const EntryKLD = "kv.kld"
+// Entry is one check as journaled (study.EntryKVKLD).
+type Entry = study.KVCheck
 
 // The check's settings: chunks of ctx tokens of the project corpus.
 const (
 	ctx    = 128
 	chunks = 8
 )
-
-// Entry is one check as journaled.
-type Entry struct {
-	Study    int64   `json:"study"`
-	Model    string  `json:"model"`
-	KV       string  `json:"kv"`
-	Leg      string  `json:"leg"`
-	MeanKLD  float64 `json:"mean_kld"`
-	P99KLD   float64 `json:"p99_kld"`
-	SameTopP float64 `json:"same_top_p"`
-	Lines    []int   `json:"lines"`
-	Ctx      int     `json:"ctx"`
-	Chunks   int     `json:"chunks"`
-}
 
 // Needed are the plan's KV types other than f16/f16, in plan order.
 func Needed(p *study.Plan) []study.KVType {
@@ -138,7 +124,7 @@ func Run(c context.Context, nb *store.Notebook, id int64, p *study.Plan, planDir
 			}
 			e := Entry{Study: id, Model: m.ID, KV: name, Leg: label, MeanKLD: s.MeanKLD.Value, P99KLD: p99.Value, SameTopP: s.SameTopP.Value / 100,
 				Lines: []int{s.MeanKLD.Line, p99.Line, s.SameTopP.Line}, Ctx: ctx, Chunks: chunks}
-			if _, err := nb.AppendJournal(c, EntryKLD, e, store.ForStudy(id)); err != nil {
+			if _, err := nb.AppendJournal(c, study.EntryKVKLD, e, store.ForStudy(id)); err != nil {
 				return n, err
 			}
 			n++
@@ -148,8 +134,9 @@ func Run(c context.Context, nb *store.Notebook, id int64, p *study.Plan, planDir
 	return n, nil
 }
 
-// leg runs one llama-perplexity and records it as a leg of the study (again, once, when it
-// ended without its figures for no reason the tool gave: its last lines lost at exit).
+// leg runs one llama-perplexity as a leg of the study, recorded from before it starts to after
+// it ends (again, once, when it ended without its figures for no reason the tool gave: its last
+// lines lost at exit).
 func leg(c context.Context, nb *store.Notebook, id int64, label string, spec runner.PerplexitySpec) (*runner.PerplexityResult, error) {
 	var res *runner.PerplexityResult
 	for attempt := 1; attempt <= 2; attempt++ {
@@ -157,15 +144,15 @@ func leg(c context.Context, nb *store.Notebook, id int64, label string, spec run
 		if attempt > 1 {
 			l += " (attempt 2)"
 		}
-		run := runner.StartPerplexity(c, spec)
-		for range run.Events() {
-		}
-		res = run.Result()
-		lg, sw, err := nb.StartLeg(c, store.LegSpec{StudyID: id, Label: l, Kind: "other", Argv: res.Argv,
+		lg, sw, err := nb.StartLeg(c, store.LegSpec{StudyID: id, Label: l, Kind: "other", Argv: spec.Argv(spec.Base),
 			Detail: json.RawMessage(`{"role":"kv-quality"}`)})
 		if err != nil {
 			return res, err
 		}
+		run := runner.StartPerplexity(c, spec)
+		for range run.Events() {
+		}
+		res = run.Result()
 		if err := sw.Flush(c); err != nil {
 			return res, err
 		}
@@ -204,24 +191,14 @@ func Load(c context.Context, nb *store.Notebook, id int64) ([]Entry, error) {
 	}
 	var out []Entry
 	for _, je := range entries {
-		if je.Kind != EntryKLD {
+		if je.Kind != study.EntryKVKLD {
 			continue
 		}
 		var e Entry
 		if err := json.Unmarshal(je.Payload, &e); err != nil {
 			return nil, fmt.Errorf("journal entry %d: %w", je.Seq, err)
 		}
-		out = slices.DeleteFunc(out, func(x Entry) bool { return x.Model == e.Model && x.KV == e.KV })
 		out = append(out, e)
 	}
-	return out, nil
-}
-
-// Report is the checks as the study's report shows them (study.AttachKVQuality adds the speed).
-func Report(entries []Entry) []study.KVQuality {
-	var out []study.KVQuality
-	for _, e := range entries {
-		out = append(out, study.KVQuality{Model: e.Model, KV: e.KV, Leg: e.Leg, MeanKLD: e.MeanKLD, P99KLD: e.P99KLD, SameTopP: e.SameTopP, Lines: e.Lines})
-	}
-	return out
+	return study.LatestKVChecks(out), nil
 }
