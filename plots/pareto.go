@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -76,7 +77,7 @@ func Pareto(c ParetoChart) (*plot.Plot, error) {
 		maxMiB = max(maxMiB, pt.FileMiB)
 	}
 	frontier := slices.DeleteFunc(slices.Clone(pts), func(pt ParetoPoint) bool { return !pt.Frontier })
-	slices.SortFunc(frontier, func(a, b ParetoPoint) int { return cmpF(a.KLD, b.KLD) })
+	slices.SortFunc(frontier, func(a, b ParetoPoint) int { return cmp.Compare(a.KLD, b.KLD) })
 	if len(frontier) > 1 {
 		xy := make(plotter.XYs, len(frontier))
 		for i, pt := range frontier {
@@ -148,14 +149,4 @@ func paretoLabels(pts []ParetoPoint) plotter.XYLabels {
 		xyl.Labels = append(xyl.Labels, pt.Label)
 	}
 	return xyl
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -157,7 +158,7 @@ func rank(r Rule, pass []Candidate) []Candidate {
 		case tb && !ta:
 			return 1
 		case !ta: // neither tied: faster first
-			return cmpFloat(b.Speed[r.Maximize], a.Speed[r.Maximize])
+			return cmp.Compare(b.Speed[r.Maximize], a.Speed[r.Maximize])
 		}
 		for _, k := range chain {
 			if c := tieCmp(k, a, b); c != 0 {
@@ -173,11 +174,11 @@ func rank(r Rule, pass []Candidate) []Candidate {
 func tieCmp(key string, a, b Candidate) int {
 	switch key {
 	case TieKLDMean:
-		return cmpMissingLast(a.KLD != nil, b.KLD != nil, func() int { return cmpFloat(a.KLD.Mean, b.KLD.Mean) })
+		return cmpMissingLast(a.KLD != nil, b.KLD != nil, func() int { return cmp.Compare(a.KLD.Mean, b.KLD.Mean) })
 	case TieFileSize:
-		return cmpFloat(float64(a.FileBytes), float64(b.FileBytes))
+		return cmp.Compare(float64(a.FileBytes), float64(b.FileBytes))
 	case TiePeakRSS:
-		return cmpMissingLast(a.PeakRSSMiB != nil, b.PeakRSSMiB != nil, func() int { return cmpFloat(*a.PeakRSSMiB, *b.PeakRSSMiB) })
+		return cmpMissingLast(a.PeakRSSMiB != nil, b.PeakRSSMiB != nil, func() int { return cmp.Compare(*a.PeakRSSMiB, *b.PeakRSSMiB) })
 	case TieOrder:
 		return a.Order - b.Order
 	}
@@ -191,16 +192,6 @@ func cmpMissingLast(haveA, haveB bool, both func() int) int {
 	case haveA:
 		return -1
 	case haveB:
-		return 1
-	}
-	return 0
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
 		return 1
 	}
 	return 0
