@@ -1,10 +1,8 @@
 package capacity
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -233,43 +231,7 @@ func (v *validator) checkMarkers(at string, c Candidate) {
 }
 
 func (v *validator) checkFile(at string, f FileRef, what string) {
-	if f.Path == "" {
-		v.errf(at+".path", "empty; give %s's path", what)
-		return
-	}
-	switch {
-	case f.SHA256 == "":
-		v.errf(at+".sha256", "missing; put %s's SHA-256 here (`sparkbench model verify FILE` prints it)", what)
-		v.problems[len(v.problems)-1].Code = study.ProblemUnhashed
-		return
-	case !hexRE.MatchString(f.SHA256):
-		v.errf(at+".sha256", "%q is not a SHA-256 (want 64 lowercase hex digits)", f.SHA256)
-		return
-	}
-	if v.opts.Hash == nil {
-		return
-	}
-	path := study.ResolvePath(v.opts.PlanDir, f.Path)
-	st, err := os.Stat(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		v.errf(at+".path", "%s does not exist; check the path (relative paths start at the plan's folder)", path)
-		return
-	case err != nil:
-		v.errf(at+".path", "%v", err)
-		return
-	case st.IsDir():
-		v.errf(at+".path", "%s is a folder; give %s file", path, what)
-		return
-	}
-	got, err := v.opts.Hash(path)
-	if err != nil {
-		v.errf(at+".sha256", "hash %s: %v", path, err)
-		return
-	}
-	if got != f.SHA256 {
-		v.errf(at+".sha256", "MISMATCH: %s hashes to %s, the plan expects %s; the file differs from the one you registered: fetch it again, or fix the expected hash", path, got, f.SHA256)
-	}
+	v.problems = append(v.problems, study.CheckFileRef(at, f.Path, f.SHA256, what, v.opts.PlanDir, v.opts.Hash)...)
 }
 
 func (v *validator) checkGrid() {

@@ -2,7 +2,6 @@ package quant
 
 import (
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -39,7 +38,6 @@ const (
 var UnquantizedFileTypes = []string{"ALL_F32", "MOSTLY_F16", "MOSTLY_BF16"}
 
 var (
-	hexRE      = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	maximizeRE = regexp.MustCompile(`^(pp|tg)@([0-9]+)$`)
 )
 
@@ -86,32 +84,7 @@ func Validate(p *Plan, opts ValidateOptions) []study.Problem {
 }
 
 func (v *validator) checkFile(at string, f FileRef, what string) {
-	if f.Path == "" {
-		v.errf(at+".path", "empty; give %s's path", what)
-		return
-	}
-	switch {
-	case f.SHA256 == "":
-		v.errf(at+".sha256", "missing; put %s's SHA-256 here (`sparkbench model verify FILE` prints it)", what).Code = study.ProblemUnhashed
-		return
-	case !hexRE.MatchString(f.SHA256):
-		v.errf(at+".sha256", "%q is not a SHA-256 (want 64 lowercase hex digits)", f.SHA256)
-		return
-	}
-	if v.opts.Hash == nil {
-		return
-	}
-	path := f.Path
-	if !filepath.IsAbs(path) && v.opts.PlanDir != "" {
-		path = filepath.Join(v.opts.PlanDir, path)
-	}
-	got, err := v.opts.Hash(path)
-	switch {
-	case err != nil:
-		v.errf(at+".path", "%v", err)
-	case got != f.SHA256:
-		v.errf(at+".sha256", "MISMATCH: %s hashes to %s, the plan expects %s; the file differs from the one you registered: fetch it again, or fix the expected hash", path, got, f.SHA256)
-	}
+	v.problems = append(v.problems, study.CheckFileRef(at, f.Path, f.SHA256, what, v.opts.PlanDir, v.opts.Hash)...)
 }
 
 func (v *validator) checkReference() {
