@@ -1,11 +1,8 @@
 package quant
 
 import (
-	"fmt"
-
 	"sparkbench/app/canon"
 	"sparkbench/app/study"
-	"sparkbench/runner/fsread"
 )
 
 // SchemaQuant identifies a quantization ladder plan.
@@ -149,13 +146,4 @@ func Decode(name string, data []byte) (*Plan, error) {
 		return nil, err
 	}
 	return &p, nil
-}
-
-// Load reads and decodes a plan file.
-func Load(path string) (*Plan, error) {
-	data, err := fsread.ReadFile(path, study.MaxPlanBytes, "a plan")
-	if err != nil {
-		return nil, fmt.Errorf("read plan: %w", err)
-	}
-	return Decode(path, data)
 }
