@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"sparkbench/app/demo"
+	"sparkbench/app/kinds"
 	"sparkbench/app/study"
 	"sparkbench/app/study/kvquality"
 	"sparkbench/app/study/studyrun"
@@ -232,6 +233,9 @@ func kvQuality(ctx context.Context, nb *store.Notebook, rec store.StudyRecorder,
 
 // ShowThroughput is a throughput study's report: every figure with the stored rows it came from.
 func ShowThroughput(ctx context.Context, nb *store.Notebook, id int64) (*study.Report, error) {
+	if s, err := nb.Study(ctx, id); err == nil && s.Kind == kinds.Quant {
+		return nil, fmt.Errorf("study %d (%s) is a quantization ladder: the window does not show ladders yet; `sparkbench study show %d` does", id, s.Name, id)
+	}
 	rep, err := study.Show(ctx, store.StudyRecorder{N: nb}, id)
 	if err != nil {
 		return rep, err
