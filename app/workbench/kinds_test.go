@@ -66,7 +66,7 @@ func TestARegisteredKindExportsAndVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ExportReceipt(ctx, nb, ReceiptRequest{Study: "a ladder", Out: filepath.Join(t.TempDir(), "x")})
-	if err == nil || !strings.Contains(err.Error(), "is a quant-ladder study: receipts cover throughput, capacity and test-note studies") || other.ID == 0 {
+	if err == nil || !strings.Contains(err.Error(), "is a quant-ladder study: receipts cover throughput, capacity, quant and test-note studies") || other.ID == 0 {
 		t.Fatalf("unregistered kind: %v", err)
 	}
 }
