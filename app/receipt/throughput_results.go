@@ -110,7 +110,11 @@ func (tb *throughputBundle) report() (*study.Report, error) {
 		}
 		checks = append(checks, c)
 	}
-	study.AttachKVQuality(rep, study.KVQualityOf(study.LatestKVChecks(checks)))
+	var gate *study.KVQualityGate
+	if p, err := study.Decode(FilePlan, tb.planJSON); err == nil {
+		gate = p.KVQuality
+	}
+	study.AttachKVQuality(rep, study.KVQualityOf(study.LatestKVChecks(checks)), gate)
 	return rep, nil
 }
 

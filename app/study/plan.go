@@ -40,6 +40,10 @@ type Plan struct {
 	// out of memory, timed out, …) gets on later runs; absent: DefaultRetries. Written only
 	// when given, so plans without it keep their SHA-256.
 	Retries *int `json:"retries,omitempty"`
+	// KVQuality, when given, gates the KV cache quality check (docs/domain.md): a non-f16
+	// cache type whose mean KLD from an f16 cache is above KLDMeanMax fails the gate. Written
+	// only when given.
+	KVQuality *KVQualityGate `json:"kv_quality,omitempty"`
 
 	// given lists the defaulted fields the plan file wrote (Decode fills it), so that Defaults
 	// never replaces a value the user wrote, zero or empty as it may be: validation refuses it
@@ -211,6 +215,11 @@ func (a Axes) HasDeviceAxes() bool {
 type KVType struct {
 	K string `json:"k"`
 	V string `json:"v"`
+}
+
+// KVQualityGate is the limit a cheaper KV cache type's quality must meet.
+type KVQualityGate struct {
+	KLDMeanMax float64 `json:"kld_mean_max"`
 }
 
 // Split says how the sweep becomes legs (llama-bench invocations).

@@ -49,8 +49,12 @@ func writeKVQuality(w io.Writer, r *Report) {
 		if len(speed) == 0 {
 			speed = []string{"speed against f16 not measured"}
 		}
-		fprintf(w, "  %s %s: %s; mean KLD %.6f (99%% %.6f, same top p %.2f%%) — leg %s, lines %v\n",
-			q.Model, q.KV, strings.Join(speed, ", "), q.MeanKLD, q.P99KLD, q.SameTopP*100, q.Leg, q.Lines)
+		gate := ""
+		if q.Max != nil {
+			gate = fmt.Sprintf("; gate (mean KLD <= %g): %s", *q.Max, q.Gate)
+		}
+		fprintf(w, "  %s %s: %s; mean KLD %.6f (99%% %.6f, same top p %.2f%%)%s — leg %s, lines %v\n",
+			q.Model, q.KV, strings.Join(speed, ", "), q.MeanKLD, q.P99KLD, q.SameTopP*100, gate, q.Leg, q.Lines)
 	}
 }
 

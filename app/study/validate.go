@@ -165,6 +165,7 @@ func (v *validator) run() {
 		v.errf("name", "empty; give the study a name")
 	}
 	v.checkText()
+	v.checkKVQuality()
 	v.checkModels()
 	v.checkAxes()
 	v.checkDevices()
@@ -473,3 +474,21 @@ func (v *validator) checkBandwidth() {
 }
 
 var testRE = regexp.MustCompile(`^(pp|tg|pg)(\d*)$`)
+
+// checkKVQuality checks the KV quality gate: a mean KLD limit above 0, on a plan that has a
+// cache type other than f16 to check.
+func (v *validator) checkKVQuality() {
+	g := v.p.KVQuality
+	if g == nil {
+		return
+	}
+	if g.KLDMeanMax <= 0 || g.KLDMeanMax > 1 {
+		v.errf("kv_quality.kld_mean_max", "%g: want a mean KL divergence above 0 and at most 1 (e.g. 0.01)", g.KLDMeanMax)
+	}
+	for _, kv := range v.p.Axes.KV {
+		if kv != (KVType{K: "f16", V: "f16"}) {
+			return
+		}
+	}
+	v.warnf("kv_quality", "the plan measures only f16 KV caches: there is nothing for the gate to check; add a cheaper type to axes.kv_types, or drop kv_quality")
+}

@@ -25,7 +25,7 @@ func TestShowThroughputNamesALadder(t *testing.T) {
 	}
 	plan := map[string]any{"schema": "sparkbench.quant/v1", "name": "ladder", "quants": []string{"Q4_0"},
 		"reference": map[string]string{"path": "/nonexistent/ref.gguf", "sha256": strings.Repeat("a", 64)},
-		"speed": map[string]any{"depths": []int{0}}, "rule": map[string]string{"maximize": "tg@0"}}
+		"speed":     map[string]any{"depths": []int{0}}, "rule": map[string]string{"maximize": "tg@0"}}
 	if _, err := nb.RegisterPlan(ctx, st.ID, plan); err != nil {
 		t.Fatal(err)
 	}

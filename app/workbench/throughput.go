@@ -244,7 +244,13 @@ func ShowThroughput(ctx context.Context, nb *store.Notebook, id int64) (*study.R
 	if err != nil {
 		return rep, err
 	}
-	study.AttachKVQuality(rep, study.KVQualityOf(checks))
+	var gate *study.KVQualityGate
+	if st, err := (store.StudyRecorder{N: nb}).Study(ctx, id); err == nil {
+		if p, err := study.Decode("plan", st.PlanJSON); err == nil {
+			gate = p.KVQuality
+		}
+	}
+	study.AttachKVQuality(rep, study.KVQualityOf(checks), gate)
 	return rep, nil
 }
 

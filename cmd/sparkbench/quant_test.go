@@ -241,12 +241,14 @@ func TestKVTypesGetTheirKLD(t *testing.T) {
   "axes": {"depths": [0, 256], "n_prompt": [32], "n_gen": [16], "reps": 3, "threads": [1],
            "kv_types": [{"k": "f16", "v": "f16"}, {"k": "q8_0", "v": "q8_0"}]},
   "split": "per_depth",
-  "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1}
+  "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1},
+  "kv_quality": {"kld_mean_max": 1e-9}
 }`, ref, mediumSHA)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCLI("study", "run", plan, "--notebook", nb, "--llama-dir", loc.Dir)
-	if code != 0 || !strings.Contains(out, "kv quality medium: q8_0/q8_0 against f16: mean KLD ") {
+	// The gate's limit, 1e-9, is below any KLD q8_0 gives: it fails, and says so.
+	if code != 0 || !strings.Contains(out, "kv quality medium: q8_0/q8_0 against f16: mean KLD ") || !strings.Contains(out, "; gate (mean KLD <= 1e-09): kv:kld_mean_above_maximum") {
 		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
 	}
 	code, js, errOut := runCLI("study", "show", "1", "--notebook", nb, "--json")
@@ -257,9 +259,9 @@ func TestKVTypesGetTheirKLD(t *testing.T) {
 			Mean                float64 `json:"mean_ts"`
 		} `json:"results"`
 		KV []struct {
-			Model, KV, Leg string
-			MeanKLD        float64 `json:"mean_kld"`
-			Speed          []struct {
+			Model, KV, Leg, Gate string
+			MeanKLD              float64 `json:"mean_kld"`
+			Speed                []struct {
 				Test  string
 				Depth int64
 				Ratio float64
@@ -270,7 +272,7 @@ func TestKVTypesGetTheirKLD(t *testing.T) {
 		t.Fatalf("show --json: %d %s %s", code, js, errOut)
 	}
 	q := rep.KV[0]
-	if q.Model != "medium" || q.KV != "q8_0/q8_0" || q.MeanKLD <= 0 || q.MeanKLD > 0.1 || len(q.Speed) != 2 || q.Leg != "kv-quality/medium/q8_0-q8_0" {
+	if q.Model != "medium" || q.KV != "q8_0/q8_0" || q.MeanKLD <= 0 || q.MeanKLD > 0.1 || len(q.Speed) != 2 || q.Leg != "kv-quality/medium/q8_0-q8_0" || q.Gate != "kv:kld_mean_above_maximum" {
 		t.Fatalf("kv quality %+v", q)
 	}
 	for _, s := range q.Speed {
@@ -306,7 +308,7 @@ func TestKVTypesGetTheirKLD(t *testing.T) {
 	}
 	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
 	if !strings.Contains(string(md), "## KV cache types: speed against quality") || !strings.Contains(string(md), `| medium | q8\_0/q8\_0 | `) ||
-		!strings.Contains(string(md), `kv-quality/medium/q8\_0-q8\_0 (lines `) {
+		!strings.Contains(string(md), `kv-quality/medium/q8\_0-q8\_0 (lines `) || !strings.Contains(string(md), `kv:kld\_mean\_above\_maximum`) {
 		t.Errorf("receipt.md lacks the KV quality table:\n%s", md)
 	}
 }

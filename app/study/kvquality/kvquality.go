@@ -128,7 +128,14 @@ func Run(c context.Context, nb *store.Notebook, id int64, p *study.Plan, planDir
 				return n, err
 			}
 			n++
-			say("kv quality %s: %s against f16: mean KLD %.6f, 99%% %.6f, same top p %.2f%%", m.ID, name, e.MeanKLD, e.P99KLD, e.SameTopP*100)
+			gate := ""
+			if g := p.KVQuality; g != nil {
+				gate = fmt.Sprintf("; gate (mean KLD <= %g): pass", g.KLDMeanMax)
+				if e.MeanKLD > g.KLDMeanMax {
+					gate = fmt.Sprintf("; gate (mean KLD <= %g): %s", g.KLDMeanMax, study.GateKLDAboveMax)
+				}
+			}
+			say("kv quality %s: %s against f16: mean KLD %.6f, 99%% %.6f, same top p %.2f%%%s", m.ID, name, e.MeanKLD, e.P99KLD, e.SameTopP*100, gate)
 		}
 	}
 	return n, nil
