@@ -154,10 +154,8 @@ func TestRealKLD(t *testing.T) {
 	corpus := corpusPath(t)
 	base := filepath.Join(t.TempDir(), "f16-c128.kld")
 	args := []string{"-t", llamatest.Threads}
-	r := StartPerplexity(context.Background(), PerplexitySpec{Tool: tool, Model: f16, Mode: PerplexityBase, Corpus: corpus,
+	evs, res := perplexityRetried(t, PerplexitySpec{Tool: tool, Model: f16, Mode: PerplexityBase, Corpus: corpus,
 		Ctx: 128, Chunks: 8, Base: base, Args: args, Limits: realLimits})
-	evs := collect(t, r.Events(), 5*time.Minute)
-	res := r.Result()
 	if res.Exit.Class != ClassOK || res.Base == nil || res.PPL == nil || res.Exit.Rows != 8 {
 		t.Fatalf("base: exit %+v base %+v\n%s", res.Exit, res.Base, res.Transcript.Bytes())
 	}
@@ -169,10 +167,8 @@ func TestRealKLD(t *testing.T) {
 	}
 	var mean [2]float64
 	for i, name := range []string{"medium-llama-q4_0.gguf", "medium-llama-q8_0.gguf"} {
-		r := StartPerplexity(context.Background(), PerplexitySpec{Tool: tool, Model: llamatest.Model(t, name), Mode: PerplexityKLD,
+		evs, res := perplexityRetried(t, PerplexitySpec{Tool: tool, Model: llamatest.Model(t, name), Mode: PerplexityKLD,
 			Base: base, Args: args, Limits: realLimits, NoFingerprint: true})
-		evs := collect(t, r.Events(), 5*time.Minute)
-		res := r.Result()
 		if res.Exit.Class != ClassOK || res.KLD == nil || len(res.KLD.Missing()) != 0 || res.Exit.Rows != 8 || res.Exit.Expected != 8 {
 			t.Fatalf("%s: exit %+v kld %+v\n%s", name, res.Exit, res.KLD, res.Transcript.Bytes())
 		}
@@ -231,4 +227,25 @@ func TestRealPerplexityTooFew(t *testing.T) {
 	if names, _ := filepath.Glob(filepath.Join(dir, ".*")); len(names) != 0 {
 		t.Errorf("left behind %v", names)
 	}
+}
+
+// perplexityRetried runs spec, and again (up to three runs, each logged) when it ended
+// incomplete for no reason the tool gave: llama-perplexity's last lines go through llama.cpp's
+// asynchronous log and are sometimes lost at exit (seen in a clean-clone CI run: "exited 0
+// after 0 of 8 chunks"). The product retries the same way (app/quant/quantrun,
+// app/study/kvquality); any other end is returned at once.
+func perplexityRetried(t *testing.T, spec PerplexitySpec) ([]Event, *PerplexityResult) {
+	t.Helper()
+	var evs []Event
+	var res *PerplexityResult
+	for attempt := 1; attempt <= 3; attempt++ {
+		r := StartPerplexity(context.Background(), spec)
+		evs = collect(t, r.Events(), 5*time.Minute)
+		res = r.Result()
+		if res.Exit.Class != ClassIncomplete || res.Err != nil {
+			break
+		}
+		t.Logf("attempt %d ended incomplete (%s); running it again", attempt, res.Exit.Reason)
+	}
+	return evs, res
 }

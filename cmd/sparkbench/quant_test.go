@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -75,7 +76,10 @@ func TestQuantLadderOnTheMediumModel(t *testing.T) {
 		t.Fatalf("validate: %d %s %s", code, out, errOut)
 	}
 	code, out, errOut := runCLI("study", "run", plan, "--notebook", nb)
-	if code != 0 || !strings.Contains(out, "study 1 complete: 17 legs, 0 derived model(s) reused") {
+	// 17 legs: base logits, then per type quantize, KLD and two speed legs; a KLD run that lost
+	// its last lines at exit, or a flagged speed leg, is run again as a leg of its own.
+	legs := regexp.MustCompile(`study 1 complete: (\d+) legs, 0 derived model\(s\) reused`).FindStringSubmatch(out)
+	if code != 0 || legs == nil || mustAtoi(t, legs[1]) < 17 {
 		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
 	}
 	t.Logf("run:\n%s", out)
@@ -272,7 +276,7 @@ func TestKVTypesGetTheirKLD(t *testing.T) {
 		t.Fatalf("show --json: %d %s %s", code, js, errOut)
 	}
 	q := rep.KV[0]
-	if q.Model != "medium" || q.KV != "q8_0/q8_0" || q.MeanKLD <= 0 || q.MeanKLD > 0.1 || len(q.Speed) != 2 || q.Leg != "kv-quality/medium/q8_0-q8_0" || q.Gate != "kv:kld_mean_above_maximum" {
+	if q.Model != "medium" || q.KV != "q8_0/q8_0" || q.MeanKLD <= 0 || q.MeanKLD > 0.1 || len(q.Speed) != 2 || !strings.HasPrefix(q.Leg, "kv-quality/medium/q8_0-q8_0") || q.Gate != "kv:kld_mean_above_maximum" {
 		t.Fatalf("kv quality %+v", q)
 	}
 	for _, s := range q.Speed {
@@ -308,7 +312,7 @@ func TestKVTypesGetTheirKLD(t *testing.T) {
 	}
 	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
 	if !strings.Contains(string(md), "## KV cache types: speed against quality") || !strings.Contains(string(md), `| medium | q8\_0/q8\_0 | `) ||
-		!strings.Contains(string(md), `kv-quality/medium/q8\_0-q8\_0 (lines `) || !strings.Contains(string(md), `kv:kld\_mean\_above\_maximum`) {
+		!strings.Contains(string(md), `kv-quality/medium/q8\_0-q8\_0`) || !strings.Contains(string(md), `kv:kld\_mean\_above\_maximum`) {
 		t.Errorf("receipt.md lacks the KV quality table:\n%s", md)
 	}
 }

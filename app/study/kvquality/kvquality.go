@@ -94,7 +94,7 @@ func Run(c context.Context, nb *store.Notebook, id int64, p *study.Plan, planDir
 		}
 		model := study.ResolvePath(planDir, m.Path)
 		base := filepath.Join(work, m.ID+"-f16.kld")
-		res, err := leg(c, nb, id, "kv-quality/"+m.ID+"/f16 base", runner.PerplexitySpec{Tool: o.Perplexity, Model: model, Mode: runner.PerplexityBase,
+		res, _, err := leg(c, nb, id, "kv-quality/"+m.ID+"/f16 base", runner.PerplexitySpec{Tool: o.Perplexity, Model: model, Mode: runner.PerplexityBase,
 			Corpus: corpus, Base: base, Ctx: ctx, Chunks: chunks, Args: threads, Env: p.Build.EnvList(), Limits: limits, NoFingerprint: true})
 		if err != nil {
 			return n, err
@@ -107,7 +107,7 @@ func Run(c context.Context, nb *store.Notebook, id int64, p *study.Plan, planDir
 			name := kv.K + "/" + kv.V
 			label := fmt.Sprintf("kv-quality/%s/%s", m.ID, strings.ReplaceAll(name, "/", "-"))
 			args := append(slices.Clone(threads), "-ctk", kv.K, "-ctv", kv.V)
-			res, err := leg(c, nb, id, label, runner.PerplexitySpec{Tool: o.Perplexity, Model: model, Mode: runner.PerplexityKLD, Base: base,
+			res, label, err := leg(c, nb, id, label, runner.PerplexitySpec{Tool: o.Perplexity, Model: model, Mode: runner.PerplexityKLD, Base: base,
 				Args: args, Env: p.Build.EnvList(), Limits: limits, NoFingerprint: true})
 			if err != nil {
 				return n, err
@@ -144,37 +144,38 @@ func Run(c context.Context, nb *store.Notebook, id int64, p *study.Plan, planDir
 // leg runs one llama-perplexity as a leg of the study, recorded from before it starts to after
 // it ends (again, once, when it ended without its figures for no reason the tool gave: its last
 // lines lost at exit).
-func leg(c context.Context, nb *store.Notebook, id int64, label string, spec runner.PerplexitySpec) (*runner.PerplexityResult, error) {
+func leg(c context.Context, nb *store.Notebook, id int64, label string, spec runner.PerplexitySpec) (*runner.PerplexityResult, string, error) {
 	var res *runner.PerplexityResult
+	l := label
 	for attempt := 1; attempt <= 2; attempt++ {
-		l := label
+		l = label
 		if attempt > 1 {
 			l += " (attempt 2)"
 		}
 		lg, sw, err := nb.StartLeg(c, store.LegSpec{StudyID: id, Label: l, Kind: "other", Argv: spec.Argv(spec.Base),
 			Detail: json.RawMessage(`{"role":"kv-quality"}`)})
 		if err != nil {
-			return res, err
+			return res, l, err
 		}
 		run := runner.StartPerplexity(c, spec)
 		for range run.Events() {
 		}
 		res = run.Result()
 		if err := sw.Flush(c); err != nil {
-			return res, err
+			return res, l, err
 		}
 		out := store.LegOutcome{Class: string(res.Exit.Class), Reason: res.Exit.Reason, PeakRSSBytes: res.Exit.PeakRSS}
 		if res.Transcript != nil {
 			out.Transcript = res.Transcript.Bytes()
 		}
 		if _, _, err := nb.FinishLeg(context.WithoutCancel(c), lg.ID, out); err != nil {
-			return res, err
+			return res, l, err
 		}
 		if res.Exit.Class == runner.ClassOK || res.Err != nil || c.Err() != nil {
 			break
 		}
 	}
-	return res, c.Err()
+	return res, l, c.Err()
 }
 
 // writeCorpus puts the project corpus in the data folder (once) and returns its path.
