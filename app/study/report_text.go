@@ -37,15 +37,7 @@ func writeKVQuality(w io.Writer, r *Report) {
 	}
 	fprintf(w, "\nKV cache types: speed against quality (KL divergence from an f16 cache)\n")
 	for _, q := range r.KVQuality {
-		var speed []string
-		for _, d := range q.Speed {
-			word := "faster"
-			pct := (d.Ratio - 1) * 100
-			if pct < 0 {
-				word, pct = "slower", -pct
-			}
-			speed = append(speed, fmt.Sprintf("%s by %.1f%% at d%d", word, pct, d.Depth))
-		}
+		speed := q.SpeedWords()
 		if len(speed) == 0 {
 			speed = []string{"speed against f16 not measured"}
 		}
