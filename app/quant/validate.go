@@ -214,14 +214,3 @@ func (v *validator) checkRule() {
 		v.errf("rule.limits.peak_rss_mib_max", "set, but memory is %q: nothing would measure it; set memory to %q or drop the limit", MemoryNone, MemoryBench)
 	}
 }
-
-// MaximizeFigure splits a rule's maximize figure into its test and depth (ok false when it
-// does not parse).
-func MaximizeFigure(s string) (test string, depth int, ok bool) {
-	m := maximizeRE.FindStringSubmatch(s)
-	if m == nil {
-		return "", 0, false
-	}
-	d, _ := strconv.Atoi(m[2])
-	return m[1], d, true
-}
