@@ -62,9 +62,20 @@ func TestRealQuantize(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "medium-q4_0.gguf")
 	spec := QuantizeSpec{Tool: tool, Input: f16, Output: out, Type: "q4_0", Threads: 1, Limits: realLimits}
-	r := StartQuantize(context.Background(), spec)
-	evs := collect(t, r.Events(), 5*time.Minute)
-	res := r.Result()
+	var r *QuantizeRun
+	var evs []Event
+	var res *QuantizeResult
+	// A run that lost its last lines at exit (as llama-perplexity's runs do under load) is
+	// run again, logged; the product's ladder does the same.
+	for attempt := 1; attempt <= 3; attempt++ {
+		r = StartQuantize(context.Background(), spec)
+		evs = collect(t, r.Events(), 5*time.Minute)
+		res = r.Result()
+		if res.Exit.Class != ClassIncomplete || res.Err != nil {
+			break
+		}
+		t.Logf("attempt %d ended incomplete (%s); running it again", attempt, res.Exit.Reason)
+	}
 	if res.Exit.Class != ClassOK || res.Output != out || res.Exit.Rows != 75 || res.Exit.Expected != 75 || res.Type == nil || res.Type.Name != "Q4_0" {
 		t.Fatalf("exit %+v output %q type %+v\n%s", res.Exit, res.Output, res.Type, res.Transcript.Bytes())
 	}
@@ -205,19 +216,15 @@ func TestRealPerplexityTooFew(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"-t", llamatest.Threads}
-	r := StartPerplexity(context.Background(), PerplexitySpec{Tool: tool, Model: f16, Mode: PerplexityPPL, Corpus: short, Ctx: 128,
+	_, res := perplexityRetried(t, PerplexitySpec{Tool: tool, Model: f16, Mode: PerplexityPPL, Corpus: short, Ctx: 128,
 		Args: args, Limits: realLimits, NoFingerprint: true})
-	collect(t, r.Events(), 5*time.Minute)
-	res := r.Result()
 	var tf *quantfmt.TooFewTokensError
 	if res.Exit.Class != ClassBadArgs || res.Exit.Code != 0 || !errors.As(res.Err, &tf) || tf.Need != 256 || tf.Ctx != 128 || tf.Have <= 0 || tf.Have >= 256 {
 		t.Fatalf("short: exit %+v err %#v\n%s", res.Exit, res.Err, res.Transcript.Bytes())
 	}
 	base := filepath.Join(dir, "part.kld")
-	r = StartPerplexity(context.Background(), PerplexitySpec{Tool: tool, Model: f16, Mode: PerplexityBase, Corpus: part, Ctx: 128, Chunks: 100,
+	_, res = perplexityRetried(t, PerplexitySpec{Tool: tool, Model: f16, Mode: PerplexityBase, Corpus: part, Ctx: 128, Chunks: 100,
 		Base: base, Args: args, Limits: realLimits, NoFingerprint: true})
-	collect(t, r.Events(), 5*time.Minute)
-	res = r.Result()
 	if res.Exit.Class != ClassBadArgs || !errors.As(res.Err, &tf) || tf.Need != 12800 || tf.Chunks != 100 || tf.ChunksAvailable < 1 || tf.ChunksAvailable >= 100 {
 		t.Fatalf("--chunks 100: exit %+v err %#v\n%s", res.Exit, res.Err, res.Transcript.Bytes())
 	}

@@ -91,15 +91,28 @@ func (e *engine) derive(ctx context.Context, r *quant.Record) error {
 	} else {
 		spec := runner.QuantizeSpec{ID: "quantize/" + r.Type, Tool: e.qtool, Input: p.Reference.Path, Output: path,
 			Type: r.Type, Threads: p.Speed.Threads, Env: e.env, Limits: legLimits, NoFingerprint: true}
-		l, err := e.startLeg(ctx, "quantize/"+r.Type, "other", spec.Argv(path))
-		if err != nil {
-			return err
-		}
-		run := runner.StartQuantize(ctx, spec)
-		e.drain("quantize "+r.Type, run.Events())
-		res := run.Result()
-		if err := e.finish(ctx, l, res.Exit, res.Transcript, nil); err != nil {
-			return err
+		var res *runner.QuantizeResult
+		// A run that ended incomplete for no reason the tool gave (its last lines lost at
+		// exit; nothing was put in place) runs again, each attempt its own leg.
+		for attempt := 1; attempt <= perplexityAttempts; attempt++ {
+			label := "quantize/" + r.Type
+			if attempt > 1 {
+				label = fmt.Sprintf("%s#%d", label, attempt)
+				e.say(fmt.Sprintf("%s: again (attempt %d of %d): %s", label, attempt, perplexityAttempts, res.Exit.Reason))
+			}
+			l, err := e.startLeg(ctx, label, "other", spec.Argv(path))
+			if err != nil {
+				return err
+			}
+			run := runner.StartQuantize(ctx, spec)
+			e.drain("quantize "+r.Type, run.Events())
+			res = run.Result()
+			if err := e.finish(ctx, l, res.Exit, res.Transcript, nil); err != nil {
+				return err
+			}
+			if res.Exit.Class != runner.ClassIncomplete || res.Err != nil || ctx.Err() != nil {
+				break
+			}
 		}
 		if res.Exit.Class != runner.ClassOK {
 			if res.Err != nil {
