@@ -128,7 +128,12 @@ func runQuantKind(ctx context.Context, nb *store.Notebook, s store.Study, req Ru
 	if err != nil {
 		return nil, badInput(err)
 	}
-	sum, err := quantrun.Run(ctx, nb, s, quantrun.Options{LlamaDir: req.LlamaDir, DataDir: data, Hash: CachedHash(ctx, nb, req.Hash), Event: req.Event})
+	sum, err := quantrun.Run(ctx, nb, s, quantrun.Options{LlamaDir: req.LlamaDir, DataDir: data, Hash: CachedHash(ctx, nb, req.Hash), Event: req.Event,
+		Record: func(r quant.Record) {
+			if req.JSON != nil {
+				req.JSON(r)
+			}
+		}})
 	if sum == nil {
 		var le *llamacpp.LocateError
 		if errors.As(err, &le) {
@@ -171,6 +176,8 @@ func quantRecords(ctx context.Context, nb *store.Notebook, id int64) ([]quant.Re
 	fresh := true // the next record starts a run's set
 	for _, e := range entries {
 		switch e.Kind {
+		case quantrun.EntryStarted: // a run's own records follow (a halted run's are its partial set)
+			recs, fresh = nil, false
 		case quantrun.EntryAssembled:
 			fresh = true
 		case quantrun.EntryRecord:

@@ -19,8 +19,10 @@ import (
 // and the file still hashes to the SHA-256 recorded when it was made; one that does not is
 // moved aside (KEY.gguf.stale-TIME), never overwritten, and made again.
 
-// derived is a cache entry's provenance.
-type derived struct {
+// Derived is a cache entry's provenance: the key, the parent (reference) SHA-256, the quant
+// type, the importance matrix's SHA-256 ("" for none), the llama-quantize build, the file's
+// SHA-256 and size when made, the exact argv and when.
+type Derived struct {
 	Schema    string   `json:"schema"`
 	Key       string   `json:"cache_key"`
 	Parent    string   `json:"parent_sha256"`
@@ -43,7 +45,7 @@ func cachePaths(dir, key string) (gguf, meta string) {
 // recorded; otherwise stale names the file that is there and cannot be trusted (no provenance,
 // another key's, or another SHA-256 than recorded), which derive sets aside. It changes
 // nothing.
-func (e *engine) lookup(key string) (d derived, ok bool, stale string, err error) {
+func (e *engine) lookup(key string) (d Derived, ok bool, stale string, err error) {
 	gguf, meta := cachePaths(e.cacheDir, key)
 	if _, serr := os.Stat(gguf); serr != nil {
 		return d, false, "", nil
@@ -75,7 +77,7 @@ func setAside(path string) (string, error) {
 }
 
 // record writes key's provenance, once its file is in place.
-func (e *engine) record(d derived) error {
+func (e *engine) record(d Derived) error {
 	_, meta := cachePaths(e.cacheDir, d.Key)
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
@@ -110,4 +112,45 @@ func (e *engine) checkDisk(todo []string, refBytes int64, refType string) error 
 		e.say(fmt.Sprintf("no size estimate for %s: the disk check counts only the others", strings.Join(unknown, ", ")))
 	}
 	return nil
+}
+
+// CacheDir is the derived-model cache under a data folder.
+func CacheDir(dataDir string) string { return filepath.Join(dataDir, "quant-cache") }
+
+// DerivedModel is one file of the cache with its provenance, as ListDerived finds it.
+type DerivedModel struct {
+	Path string // KEY.gguf
+	Derived
+}
+
+// ListDerived lists the derived models in a data folder's cache, sorted by path: every
+// KEY.gguf whose KEY.json reads as its provenance. It neither hashes nor changes anything (a
+// file set aside, or one without provenance, is not listed); a missing cache is an empty list.
+func ListDerived(dataDir string) ([]DerivedModel, error) {
+	dir := CacheDir(dataDir)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []DerivedModel
+	for _, ent := range ents {
+		key, ok := strings.CutSuffix(ent.Name(), ".gguf")
+		if !ok || ent.IsDir() {
+			continue
+		}
+		gguf, meta := cachePaths(dir, key)
+		b, err := os.ReadFile(meta)
+		if err != nil {
+			continue
+		}
+		var d Derived
+		if json.Unmarshal(b, &d) != nil || d.Key != key || d.Schema != schemaDerived {
+			continue
+		}
+		out = append(out, DerivedModel{Path: gguf, Derived: d})
+	}
+	return out, nil
 }

@@ -125,7 +125,7 @@ func (e *engine) derive(ctx context.Context, r *quant.Record) error {
 		if err != nil {
 			return err
 		}
-		d = derived{Schema: schemaDerived, Key: key, Parent: p.Reference.SHA256, Type: r.Type, Build: e.build, SHA256: sum,
+		d = Derived{Schema: schemaDerived, Key: key, Parent: p.Reference.SHA256, Type: r.Type, Build: e.build, SHA256: sum,
 			Bytes: res.Bytes, Argv: res.Argv, CreatedAt: time.Now().UTC().Format(time.RFC3339)}
 		if err := e.record(d); err != nil {
 			return err

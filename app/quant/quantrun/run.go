@@ -30,6 +30,9 @@ type Options struct {
 	DataDir  string
 	Hash     study.HashFunc
 	Event    func(line string)
+	// Record, when set, receives each candidate's raw record as soon as it is measured and
+	// journaled (the window's live chart).
+	Record func(quant.Record)
 }
 
 // Summary is what a run did: its status, the assembled result, the legs it recorded, the
@@ -46,7 +49,8 @@ type Summary struct {
 
 // Journal entry kinds the run appends.
 const (
-	EntryRecord    = "quant.record"    // a candidate's raw record (quant.Record)
+	EntryStarted   = "quant.started"   // a run began: the records after it are its own
+	EntryRecord    = "quant.record"    // a candidate's raw record (quant.Record), once measured
 	EntryStale     = "quant.stale"     // a cache file set aside: it no longer hashed as recorded
 	EntryAssembled = "quant.assembled" // the rule's choice over the records
 )
@@ -97,6 +101,9 @@ func Run(ctx context.Context, nb *store.Notebook, s store.Study, o Options) (*Su
 		return nil, err
 	}
 	if err := nb.SetStudyStatus(ctx, s.ID, store.StatusRunning); err != nil {
+		return nil, err
+	}
+	if _, err := nb.AppendJournal(ctx, EntryStarted, map[string]any{"study": s.ID, "plan_sha256": e.planSHA}, store.ForStudy(s.ID)); err != nil {
 		return nil, err
 	}
 	recs, err := e.candidates(ctx)
@@ -160,7 +167,7 @@ func newEngine(ctx context.Context, nb *store.Notebook, s store.Study, o Options
 	if data == "" {
 		return nil, fmt.Errorf("no data folder for the derived models")
 	}
-	e.cacheDir = filepath.Join(data, "quant-cache")
+	e.cacheDir = CacheDir(data)
 	e.runDir = filepath.Join(data, "runs", fmt.Sprintf("quant-%d-%s", s.ID, time.Now().UTC().Format("20060102-150405")))
 	for _, d := range []string{e.cacheDir, e.runDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -220,13 +227,29 @@ func (e *engine) candidates(ctx context.Context) ([]quant.Record, error) {
 		if err := e.timed("bench", func() error { return e.bench(ctx, &recs[i]) }); err != nil {
 			return nil, err
 		}
-	}
-	for _, r := range recs {
-		if _, err := e.nb.AppendJournal(ctx, EntryRecord, map[string]any{"study": e.study.ID, "record": r}, store.ForStudy(e.study.ID)); err != nil {
+		if err := e.journal(ctx, recs[i]); err != nil {
 			return nil, err
 		}
 	}
+	for _, r := range recs {
+		if r.File == "" { // not made: journaled after the others, in plan order
+			if err := e.journal(ctx, r); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return recs, nil
+}
+
+// journal appends a candidate's raw record and hands it to the Record callback.
+func (e *engine) journal(ctx context.Context, r quant.Record) error {
+	if _, err := e.nb.AppendJournal(ctx, EntryRecord, map[string]any{"study": e.study.ID, "record": r}, store.ForStudy(e.study.ID)); err != nil {
+		return err
+	}
+	if e.opts.Record != nil {
+		e.opts.Record(r)
+	}
+	return nil
 }
 
 // note adds what a record lacks, and says it.
