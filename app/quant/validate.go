@@ -157,8 +157,9 @@ func (v *validator) checkSpeed() {
 }
 
 // TokensNeeded is how many corpus tokens llama-perplexity needs for chunks chunks of ctx
-// tokens: each chunk is a window of ctx tokens.
-func TokensNeeded(ctx, chunks int) int { return ctx * chunks }
+// tokens: each chunk is a window of ctx tokens, and the tool refuses a text of fewer than two
+// windows whatever the chunks.
+func TokensNeeded(ctx, chunks int) int { return ctx * max(chunks, 2) }
 
 func (v *validator) checkQuality() {
 	q := v.p.Quality

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"sparkbench/app/bundle"
@@ -81,12 +82,48 @@ func checkQuantPlan(ctx context.Context, file string, data []byte, hash study.Ha
 	}
 	if err != nil {
 		extra = append(extra, study.Problem{Path: "quants", Severity: study.SevWarning, Msg: fmt.Sprintf("not checked against a llama-quantize (%v)", err)})
+	} else if opts.ReferenceRead {
+		n, err := corpusTokens(ctx, loc, p.Reference.Path, p.Quality.Corpus.Path, p.Build.EnvList())
+		if err != nil {
+			extra = append(extra, study.Problem{Path: "quality.corpus", Severity: study.SevWarning, Msg: fmt.Sprintf("its tokens were not counted (%v); the run counts them before quantizing anything", err)})
+		}
+		opts.CorpusTokens = n
 	}
 	if p.Imatrix != nil {
 		extra = append(extra, study.Problem{Path: "imatrix", Severity: study.SevError,
 			Msg: "an importance matrix is not made by this version of sparkbench yet; remove imatrix (every candidate is then quantized without one)"})
 	}
 	return p, append(quant.Validate(p, opts), extra...), nil
+}
+
+// tokenCounts caches corpusTokens by tool, model and corpus (path, size, modification time):
+// the window checks its form on every change.
+var tokenCounts sync.Map
+
+// corpusTokens is how many tokens the reference's tokenizer makes of the corpus (0 and no
+// error when the corpus cannot be read: its own problem says so).
+func corpusTokens(ctx context.Context, loc llamacpp.Location, model, corpus string, env []string) (int, error) {
+	cs, err := os.Stat(corpus)
+	if err != nil || !cs.Mode().IsRegular() {
+		return 0, nil
+	}
+	ms, err := os.Stat(model)
+	if err != nil {
+		return 0, nil
+	}
+	tool, err := llamacpp.TokenizeToolPath(loc)
+	if err != nil {
+		return 0, err
+	}
+	key := fmt.Sprint(tool, model, ms.Size(), ms.ModTime().UnixNano(), corpus, cs.Size(), cs.ModTime().UnixNano(), env)
+	if n, ok := tokenCounts.Load(key); ok {
+		return n.(int), nil
+	}
+	n, err := llamacpp.CountTokens(ctx, tool, model, corpus, env)
+	if err == nil {
+		tokenCounts.Store(key, n)
+	}
+	return n, err
 }
 
 func validateQuantKind(ctx context.Context, req PlanCheck) (*Validated, error) {

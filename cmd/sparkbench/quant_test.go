@@ -209,9 +209,16 @@ func TestQuantLadderBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan = writeLadderPlan(t, dir, ref, mediumSHA, short, sha256File(t, short), []string{"Q4_0"}, 4)
-	code, out, errOut := runCLI("study", "run", plan, "--notebook", filepath.Join(dir, "nb2.db"))
-	if code != 1 || !strings.Contains(errOut, "base logits: the corpus tokenizes to only") || !strings.Contains(errOut, "-c 128 needs at least 256") {
-		t.Fatalf("short corpus: %d\n%s\n%s", code, out, errOut)
+	// counted at validation (llama-tokenize with the reference's vocabulary): refused before
+	// anything runs, with the count it needs; the run counts again before quantizing
+	// (TestRealPerplexityTooFew covers the tool's own refusal)
+	code, out, errOut := runCLI("study", "validate", plan)
+	if code != 2 || !regexp.MustCompile(`quality\.corpus: the corpus has \d+ tokens; ctx 128 x 4 chunks needs 512`).MatchString(errOut) {
+		t.Fatalf("short corpus, validate: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI("study", "run", plan, "--notebook", filepath.Join(dir, "nb2.db"))
+	if code != 2 || !strings.Contains(errOut, "needs 512: give a longer text, or fewer chunks") {
+		t.Fatalf("short corpus, run: %d\n%s\n%s", code, out, errOut)
 	}
 	if ggufs, _ := filepath.Glob(filepath.Join(dir, "data", "sparkbench", "quant-cache", "*.gguf")); len(ggufs) != 0 {
 		t.Errorf("quantized before the corpus was checked: %v", ggufs)

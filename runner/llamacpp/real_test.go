@@ -235,3 +235,38 @@ func TestRealServerCompletion(t *testing.T) {
 		t.Fatalf("processes of the server's group survive: %v", alive)
 	}
 }
+
+// TestRealCountTokens counts the project corpus with the medium model's tokenizer, and reads
+// a missing file as an error that names the tool.
+func TestRealCountTokens(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	tool, err := llamacpp.TokenizeToolPath(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := llamatest.Model(t, "medium-llama-f16.gguf")
+	corpus := filepath.Join(llamatest.RepoRoot(), "assets", "corpus", "sparkbench-corpus-v1.txt")
+	n, err := llamacpp.CountTokens(context.Background(), tool, model, corpus, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the generated models' vocabulary falls back to bytes (a space is the three bytes of
+	// U+2581): at least one token per four bytes, at most three per byte (+BOS)
+	if n < int(st.Size())/4 || n > 3*int(st.Size())+1 {
+		t.Errorf("%d tokens of a %d-byte corpus", n, st.Size())
+	}
+	short := filepath.Join(t.TempDir(), "short.txt")
+	if err := os.WriteFile(short, []byte("one two three"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := llamacpp.CountTokens(context.Background(), tool, model, short, nil); err != nil || m < 4 || m > 3*13+1 {
+		t.Errorf("short text: %d tokens, %v", m, err)
+	}
+	if _, err := llamacpp.CountTokens(context.Background(), tool, model, filepath.Join(t.TempDir(), "absent.txt"), nil); err == nil || !strings.Contains(err.Error(), llamacpp.TokenizeTool) {
+		t.Errorf("missing file: %v", err)
+	}
+}

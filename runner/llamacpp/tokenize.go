@@ -1,0 +1,42 @@
+package llamacpp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+)
+
+// TokenizeTool is llama.cpp's tokenizer tool: it loads a model's vocabulary only.
+const TokenizeTool = "llama-tokenize"
+
+// TokenizeToolPath returns the path of llama-tokenize beside the folder's tools, or a
+// *LocateError naming the installer.
+func TokenizeToolPath(loc Location) (string, error) {
+	p := filepath.Join(loc.Dir, TokenizeTool)
+	st, err := os.Stat(p)
+	if err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+		return "", &LocateError{Dir: loc.Dir, Source: loc.Source, Reason: "has no executable " + TokenizeTool,
+			Fix: "install a prefix that includes it with: " + InstallCommand + ", or pass --llama-dir with a llama.cpp build's binaries folder that has it"}
+	}
+	return p, nil
+}
+
+var tokenCountRE = regexp.MustCompile(`(?m)^Total number of tokens: (\d+)\s*$`)
+
+// CountTokens is how many tokens model's tokenizer makes of a text file (llama-tokenize
+// --show-count, with the BOS token the model adds, as llama-perplexity tokenizes it), bounded
+// by MetaTimeout.
+func CountTokens(ctx context.Context, tool, model, file string, env []string) (int, error) {
+	out, err := RunMetaEnv(ctx, MetaTimeout, env, tool, "-m", model, "-f", file, "--ids", "--show-count", "--log-disable")
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", TokenizeTool, err)
+	}
+	m := tokenCountRE.FindAllStringSubmatch(out, -1)
+	if len(m) == 0 {
+		return 0, fmt.Errorf("%s printed no token count (want a line \"Total number of tokens: N\"): %s", TokenizeTool, lastLines(out, 3))
+	}
+	return strconv.Atoi(m[len(m)-1][1])
+}
