@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"sparkbench/app/study"
 	"sparkbench/plots"
 )
 
@@ -58,6 +59,10 @@ type Result struct {
 	Candidates []Candidate `json:"candidates"`
 	Records    []Record    `json:"records"`
 	Selection  Selection   `json:"selection"`
+	// Predictions are the plan's, and Verdicts their answers from this result (none
+	// registered: both absent).
+	Predictions []Prediction    `json:"predictions,omitempty"`
+	Verdicts    []study.Verdict `json:"verdicts,omitempty"`
 }
 
 // Assemble builds the candidates table from the records (one per plan quant; a quant with no
@@ -94,6 +99,9 @@ func Assemble(p *Plan, planSHA string, recs []Record) (*Result, error) {
 		res.Records = append(res.Records, r)
 	}
 	res.Selection = Select(q.Rule, res.Candidates)
+	if len(q.Predictions) > 0 {
+		res.Predictions, res.Verdicts = q.Predictions, Evaluate(q.Predictions, res)
+	}
 	return res, nil
 }
 

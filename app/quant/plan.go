@@ -31,6 +31,10 @@ type Plan struct {
 	// "none" (default "bench").
 	Memory string `json:"memory,omitempty"`
 	Rule   Rule   `json:"rule"`
+	// Predictions are registered with the plan, before anything runs, on the ladder's figures
+	// (docs/quant.md): a band, fork, comparison or question about a candidate's speed, KLD,
+	// size or memory, or about the one the rule selects.
+	Predictions []Prediction `json:"predictions,omitempty"`
 }
 
 // FileRef is a file the plan names and its SHA-256 (relative paths start at the plan's folder).

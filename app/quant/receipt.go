@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"sparkbench/app/study"
 )
 
 // Markdown is the ladder's receipt text, made from the result alone (the same result gives the
@@ -15,6 +17,7 @@ func Markdown(res *Result) []byte {
 	writeCandidates(&b, res)
 	writeRule(&b, res)
 	writeFrontier(&b, res)
+	writeVerdicts(&b, res)
 	writeProvenance(&b, res)
 	return []byte(b.String())
 }
@@ -151,6 +154,35 @@ func writeFrontier(b *strings.Builder, res *Result) {
 	b.WriteString("\n")
 }
 
+// writeVerdicts is the prediction scoreboard (nothing when the plan registered none).
+func writeVerdicts(b *strings.Builder, res *Result) {
+	if len(res.Verdicts) == 0 {
+		return
+	}
+	b.WriteString("## Predictions\n\n| prediction | claim | about | expectation | observed | verdict | detail | sources |\n|---|---|---|---|---:|---|---|---|\n")
+	for i, v := range res.Verdicts {
+		claim, about := "—", "—"
+		if i < len(res.Predictions) {
+			claim, about = res.Predictions[i].Text, res.Predictions[i].About.String()
+		}
+		obs := "—"
+		if v.Value != nil {
+			obs = fmt.Sprintf("%.4g", *v.Value)
+		}
+		word := v.Word()
+		if v.Outcome == study.Answered {
+			word = "ANSWERED"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", v.Prediction, cellText(claim), cellText(about), cellText(v.Expected), obs, word, cellText(v.Detail), cellText(orDash(strings.Join(v.Sources, "; "))))
+	}
+	b.WriteString("\nEach verdict is computed from the records in this bundle against the prediction registered with the plan.\n\n")
+}
+
+// cellText keeps a table cell on its row.
+func cellText(s string) string {
+	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
+}
+
 func writeProvenance(b *strings.Builder, res *Result) {
 	b.WriteString("## Provenance\n\n| type | file sha256 | cache key | made | KLD leg (lines) | speed legs |\n|---|---|---|---|---|---|\n")
 	for _, r := range res.Records {
@@ -189,6 +221,13 @@ func short(s string) string {
 	if len(s) > 12 {
 		return s[:12]
 	}
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func orDash(s string) string {
 	if s == "" {
 		return "—"
 	}

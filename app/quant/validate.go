@@ -80,6 +80,7 @@ func Validate(p *Plan, opts ValidateOptions) []study.Problem {
 		v.errf("memory", "%q: want %q (the largest peak RSS of the candidate's llama-bench legs) or %q", p.Memory, MemoryBench, MemoryNone)
 	}
 	v.checkRule()
+	v.checkPredictions()
 	return v.problems
 }
 

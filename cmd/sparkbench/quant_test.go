@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"sparkbench/app/quant"
+	"sparkbench/app/study"
 	"sparkbench/runner/llamatest"
 )
 
@@ -27,7 +29,10 @@ func writeLadderPlan(t *testing.T, dir, ref, refSHA, corpus, corpusSHA string, q
   "reference": {"path": %q, "sha256": %q}, "quants": %s,
   "speed": {"depths": [0, 512], "n_prompt": 64, "n_gen": 16, "reps": 3, "threads": 1, "gates": {"cv_tg": 0.5, "cv_pp_depth": 0.5, "cv_pp_d0": 0.5}},
   "quality": {"corpus": {"path": %q, "sha256": %q}, "ctx": 128, "chunks": %d},
-  "rule": {"maximize": "tg@512", "limits": {"kld_mean_max": 0.01}, "tolerance": 0.01}}`, ref, refSHA, q, corpus, corpusSHA, chunks)
+  "rule": {"maximize": "tg@512", "limits": {"kld_mean_max": 0.01}, "tolerance": 0.01},
+  "predictions": [
+    {"id": "P1", "text": "Q8_0 stays closer to the reference than Q4_0", "kind": "comparison", "about": {"figure": "kld_mean", "candidate": "Q8_0"}, "op": "<=", "than": {"figure": "kld_mean", "candidate": "Q4_0"}},
+    {"id": "P2", "text": "how fast is the pick at d512", "kind": "question", "about": {"figure": "speed", "candidate": "selected", "at": "tg@512"}}]}`, ref, refSHA, q, corpus, corpusSHA, chunks)
 	path := filepath.Join(dir, "ladder.json")
 	if err := os.WriteFile(path, []byte(plan), 0o644); err != nil {
 		t.Fatal(err)
@@ -103,6 +108,11 @@ func TestQuantLadderOnTheMediumModel(t *testing.T) {
 	if want := bySelfRule(res.Candidates); res.Selection.Selected != want || want == "" {
 		t.Fatalf("selected %q, by hand %q (%s)", res.Selection.Selected, want, res.Selection.Why)
 	}
+	// the predictions registered with the plan, answered from the candidates table
+	if len(res.Verdicts) != 2 || res.Verdicts[0].Outcome != study.Holds || res.Verdicts[1].Outcome != study.Answered ||
+		*res.Verdicts[1].Value != res.Candidates[slices.IndexFunc(res.Candidates, func(c quant.Candidate) bool { return c.Type == res.Selection.Selected })].Speed["tg@512"] {
+		t.Errorf("verdicts %+v", res.Verdicts)
+	}
 	if !strings.Contains(out, "selected "+res.Selection.Selected) {
 		t.Errorf("the run did not say what it selected:\n%s", out)
 	}
@@ -115,7 +125,7 @@ func TestQuantLadderOnTheMediumModel(t *testing.T) {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
 	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
-	if !strings.Contains(string(md), "**Selected: "+res.Selection.Selected+"**") || !strings.Contains(string(md), "## Pareto frontier (tg@512 against mean KLD)") {
+	if !strings.Contains(string(md), "**Selected: "+res.Selection.Selected+"**") || !strings.Contains(string(md), "| P1 | Q8_0 stays closer to the reference than Q4_0 |") || !strings.Contains(string(md), "## Pareto frontier (tg@512 against mean KLD)") {
 		t.Errorf("receipt.md:\n%s", md)
 	}
 	if _, err := os.Stat(filepath.Join(bundle, "plots", "pareto.png")); err != nil {

@@ -118,7 +118,7 @@ func Run(ctx context.Context, nb *store.Notebook, s store.Study, o Options) (*Su
 		return sum, err
 	}
 	if _, err := nb.AppendJournal(ctx, EntryAssembled, map[string]any{"study": s.ID, "plan_sha256": e.planSHA,
-		"selected": res.Selection.Selected, "runner_up": res.Selection.RunnerUp, "why": res.Selection.Why}, store.ForStudy(s.ID)); err != nil {
+		"selected": res.Selection.Selected, "runner_up": res.Selection.RunnerUp, "why": res.Selection.Why, "verdicts": res.Verdicts}, store.ForStudy(s.ID)); err != nil {
 		return sum, err
 	}
 	sum.Result, sum.Complete = res, true
