@@ -170,11 +170,9 @@ func StartPerplexity(ctx context.Context, spec PerplexitySpec, opts ...LegOption
 	refuse := h.check()
 	base := spec.Base
 	if refuse == nil && spec.Mode == PerplexityBase {
-		part, err := newPartial(absIn(spec.Dir, spec.Base))
-		if err != nil {
-			h.err, refuse = err, &BenchArgError{err.Error()}
-		} else {
-			h.part, base = part, part.tmp
+		var tmp string
+		if h.part, tmp, h.err, refuse = startPartial(spec.Dir, spec.Base); refuse == nil {
+			base = tmp
 		}
 	}
 	if refuse == nil && !spec.NoFingerprint {

@@ -133,12 +133,7 @@ func StartQuantize(ctx context.Context, spec QuantizeSpec, opts ...LegOption) *Q
 	refuse := h.check(ctx)
 	out := ""
 	if refuse == nil && !spec.DryRun {
-		part, err := newPartial(absIn(spec.Dir, spec.Output))
-		if err != nil {
-			h.err, refuse = err, &BenchArgError{err.Error()}
-		} else {
-			h.part, out = part, part.tmp
-		}
+		h.part, out, h.err, refuse = startPartial(spec.Dir, spec.Output)
 	}
 	if refuse == nil && !spec.NoFingerprint {
 		h.fp = toolFingerprint(o.fp, spec.Tool)
