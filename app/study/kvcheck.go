@@ -28,6 +28,19 @@ type KVQuality struct {
 // GateKLDAboveMax is the failure code of a KV cache type above the plan's mean KLD limit.
 const GateKLDAboveMax = "kv:kld_mean_above_maximum"
 
+// KVGateOutcome is the KV quality gate's outcome for a mean KLD: "pass" at or below the
+// limit, GateKLDAboveMax above it.
+func KVGateOutcome(meanKLD float64, gate *KVQualityGate) string {
+	if meanKLD > gate.KLDMeanMax {
+		return GateKLDAboveMax
+	}
+	return "pass"
+}
+
+// KVLegPrefix starts the label of every leg of the KV cache quality check
+// ("kv-quality/MODEL/f16 base", "kv-quality/MODEL/q8_0-q8_0").
+const KVLegPrefix = "kv-quality/"
+
 // KVSpeedDiff is a KV type's tg against f16's at one depth (Ratio: the KV type's over f16's).
 type KVSpeedDiff struct {
 	Test  string  `json:"test"`
@@ -42,10 +55,7 @@ type KVSpeedDiff struct {
 func AttachKVQuality(rep *Report, checks []KVQuality, gate *KVQualityGate) {
 	for _, q := range checks {
 		if gate != nil {
-			q.Gate, q.Max = "pass", &gate.KLDMeanMax
-			if q.MeanKLD > gate.KLDMeanMax {
-				q.Gate = GateKLDAboveMax
-			}
+			q.Gate, q.Max = KVGateOutcome(q.MeanKLD, gate), &gate.KLDMeanMax
 		}
 		word, f16 := "kv-"+q.KV, "kv-f16/f16"
 		q.Speed = []KVSpeedDiff{}
@@ -117,11 +127,16 @@ func KVQualityOf(checks []KVCheck) []KVQuality {
 func (q KVQuality) SpeedWords() []string {
 	var out []string
 	for _, d := range q.Speed {
-		word, pct := "faster", (d.Ratio-1)*100
-		if pct < 0 {
-			word, pct = "slower", -pct
-		}
-		out = append(out, fmt.Sprintf("%s by %.1f%% at d%d", word, pct, d.Depth))
+		out = append(out, fmt.Sprintf("%s at d%d", SpeedChange(d.Ratio), d.Depth))
 	}
 	return out
+}
+
+// SpeedChange says a speed ratio (new over old) in words: "faster by 2.3%", "slower by 4.0%".
+func SpeedChange(ratio float64) string {
+	word, pct := "faster", (ratio-1)*100
+	if pct < 0 {
+		word, pct = "slower", -pct
+	}
+	return fmt.Sprintf("%s by %.1f%%", word, pct)
 }

@@ -1,5 +1,6 @@
-// Package kvquality checks what a throughput study's cheaper KV cache types cost in output
-// quality: for each model and each non-f16 KV type the plan measured, the KL divergence of the
+// Package kvquality checks what a study's cheaper KV cache types cost in output quality (a
+// throughput study's kv_types, a capacity or concurrency study's candidates that differ from
+// an f16 candidate by their cache type): for each model and each non-f16 KV type measured, the KL divergence of the
 // model's output with that cache (llama-perplexity -ctk/-ctv --kl-divergence) from the same
 // model with an f16 cache (its base logits), on the project's corpus. Each llama-perplexity run
 // is a leg of the study in the notebook; each result a journal entry, read back into the
@@ -45,22 +46,50 @@ func Needed(p *study.Plan) []study.KVType {
 }
 
 // Options are how the check runs: the build's folder, the data folder (the corpus and the
-// base logits go under it), the threads, and where each step's line goes.
+// base logits go under it), the threads, and where each step's line goes. Env is the
+// environment every llama-perplexity runs with (the plan's device variables) and Gate the
+// plan's mean KLD limit (nil: none), which each result's line judges.
 type Options struct {
 	Perplexity string
 	DataDir    string
 	Threads    int
 	Event      func(string)
+	Env        []string
+	Gate       *study.KVQualityGate
+}
+
+// Target is one model to check: its name in leg labels and journal entries, its file, and the
+// KV types to check against f16 in order; Threads, when above 0, replaces Options.Threads.
+type Target struct {
+	Model   string
+	Path    string
+	KVs     []study.KVType
+	Threads int
 }
 
 var limits = runner.Limits{Start: 2 * time.Minute, Idle: 10 * time.Minute, Total: time.Hour, Grace: 5 * time.Second}
 
-// Run checks every model × non-f16 KV type of study id that has no check journaled yet. It
-// returns how many it journaled; a llama-perplexity run that fails is a leg with its class and
-// no entry (the next run tries again).
+// Run checks every model × non-f16 KV type of throughput study id that has no check journaled
+// yet (RunTargets).
 func Run(c context.Context, nb *store.Notebook, id int64, p *study.Plan, planDir string, o Options) (int, error) {
 	kvs := Needed(p)
 	if len(kvs) == 0 {
+		return 0, nil
+	}
+	var targets []Target
+	for _, m := range p.Models {
+		targets = append(targets, Target{Model: m.ID, Path: study.ResolvePath(planDir, m.Path), KVs: kvs})
+	}
+	o.Env, o.Gate = p.Build.EnvList(), p.KVQuality
+	return RunTargets(c, nb, id, targets, o)
+}
+
+// RunTargets checks every target's KV types that have no check journaled yet under study id:
+// once per model the f16 base logits, then each KV type's KL divergence from them. It returns
+// how many it journaled; a llama-perplexity run that fails is a leg with its class and no
+// entry (the next run tries again).
+func RunTargets(c context.Context, nb *store.Notebook, id int64, targets []Target, o Options) (int, error) {
+	if len(targets) == 0 {
 		return 0, nil
 	}
 	done, err := Load(c, nb, id)
@@ -81,34 +110,36 @@ func Run(c context.Context, nb *store.Notebook, id int64, p *study.Plan, planDir
 		return 0, err
 	}
 	n := 0
-	threads := []string{"-t", strconv.Itoa(max(o.Threads, 1))}
-	for _, m := range p.Models {
+	for _, m := range targets {
 		var todo []study.KVType
-		for _, kv := range kvs {
-			if !slices.ContainsFunc(done, func(e Entry) bool { return e.Model == m.ID && e.KV == kv.K+"/"+kv.V }) {
+		for _, kv := range m.KVs {
+			if !slices.ContainsFunc(done, func(e Entry) bool { return e.Model == m.Model && e.KV == kv.K+"/"+kv.V }) {
 				todo = append(todo, kv)
 			}
 		}
 		if len(todo) == 0 {
 			continue
 		}
-		model := study.ResolvePath(planDir, m.Path)
-		base := filepath.Join(work, m.ID+"-f16.kld")
-		res, _, err := leg(c, nb, id, "kv-quality/"+m.ID+"/f16 base", runner.PerplexitySpec{Tool: o.Perplexity, Model: model, Mode: runner.PerplexityBase,
-			Corpus: corpus, Base: base, Ctx: ctx, Chunks: chunks, Args: threads, Env: p.Build.EnvList(), Limits: limits, NoFingerprint: true})
+		threads := []string{"-t", strconv.Itoa(max(o.Threads, 1))}
+		if m.Threads > 0 {
+			threads[1] = strconv.Itoa(m.Threads)
+		}
+		base := filepath.Join(work, m.Model+"-f16.kld")
+		res, _, err := leg(c, nb, id, study.KVLegPrefix+m.Model+"/f16 base", runner.PerplexitySpec{Tool: o.Perplexity, Model: m.Path, Mode: runner.PerplexityBase,
+			Corpus: corpus, Base: base, Ctx: ctx, Chunks: chunks, Args: threads, Env: o.Env, Limits: limits, NoFingerprint: true})
 		if err != nil {
 			return n, err
 		}
 		if res.Exit.Class != runner.ClassOK || res.Base == nil {
-			say("kv quality %s: the f16 base logits failed (%s: %s); the check is left for the next run", m.ID, res.Exit.Class, res.Exit.Reason)
+			say("kv quality %s: the f16 base logits failed (%s: %s); the check is left for the next run", m.Model, res.Exit.Class, res.Exit.Reason)
 			continue
 		}
 		for _, kv := range todo {
 			name := kv.K + "/" + kv.V
-			label := fmt.Sprintf("kv-quality/%s/%s", m.ID, strings.ReplaceAll(name, "/", "-"))
+			label := fmt.Sprintf("%s%s/%s", study.KVLegPrefix, m.Model, strings.ReplaceAll(name, "/", "-"))
 			args := append(slices.Clone(threads), "-ctk", kv.K, "-ctv", kv.V)
-			res, label, err := leg(c, nb, id, label, runner.PerplexitySpec{Tool: o.Perplexity, Model: model, Mode: runner.PerplexityKLD, Base: base,
-				Args: args, Env: p.Build.EnvList(), Limits: limits, NoFingerprint: true})
+			res, label, err := leg(c, nb, id, label, runner.PerplexitySpec{Tool: o.Perplexity, Model: m.Path, Mode: runner.PerplexityKLD, Base: base,
+				Args: args, Env: o.Env, Limits: limits, NoFingerprint: true})
 			if err != nil {
 				return n, err
 			}
@@ -119,23 +150,20 @@ func Run(c context.Context, nb *store.Notebook, id int64, p *study.Plan, planDir
 				p99, ok = s.KLDPercentile(99)
 			}
 			if !ok {
-				say("kv quality %s %s: llama-perplexity %s: %s; left for the next run", m.ID, name, res.Exit.Class, res.Exit.Reason)
+				say("kv quality %s %s: llama-perplexity %s: %s; left for the next run", m.Model, name, res.Exit.Class, res.Exit.Reason)
 				continue
 			}
-			e := Entry{Study: id, Model: m.ID, KV: name, Leg: label, MeanKLD: s.MeanKLD.Value, P99KLD: p99.Value, SameTopP: s.SameTopP.Value / 100,
+			e := Entry{Study: id, Model: m.Model, KV: name, Leg: label, MeanKLD: s.MeanKLD.Value, P99KLD: p99.Value, SameTopP: s.SameTopP.Value / 100,
 				Lines: []int{s.MeanKLD.Line, p99.Line, s.SameTopP.Line}, Ctx: ctx, Chunks: chunks}
 			if _, err := nb.AppendJournal(c, study.EntryKVKLD, e, store.ForStudy(id)); err != nil {
 				return n, err
 			}
 			n++
 			gate := ""
-			if g := p.KVQuality; g != nil {
-				gate = fmt.Sprintf("; gate (mean KLD <= %g): pass", g.KLDMeanMax)
-				if e.MeanKLD > g.KLDMeanMax {
-					gate = fmt.Sprintf("; gate (mean KLD <= %g): %s", g.KLDMeanMax, study.GateKLDAboveMax)
-				}
+			if g := o.Gate; g != nil {
+				gate = fmt.Sprintf("; gate (mean KLD <= %g): %s", g.KLDMeanMax, study.KVGateOutcome(e.MeanKLD, g))
 			}
-			say("kv quality %s: %s against f16: mean KLD %.6f, 99%% %.6f, same top p %.2f%%%s", m.ID, name, e.MeanKLD, e.P99KLD, e.SameTopP*100, gate)
+			say("kv quality %s: %s against f16: mean KLD %.6f, 99%% %.6f, same top p %.2f%%%s", m.Model, name, e.MeanKLD, e.P99KLD, e.SameTopP*100, gate)
 		}
 	}
 	return n, nil
