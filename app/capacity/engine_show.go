@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
+
+	"sparkbench/app/study"
 )
 
 // Report is `capacity show`: a registered study as the notebook records it.
@@ -18,6 +21,12 @@ type Report struct {
 	Envelope []EnvelopeReport `json:"envelope"`   // from a trusted study.json only
 	Verdicts []ReportVerdict  `json:"verdicts"`   // journaled computed verdicts, plan order
 	Pending  []string         `json:"unanswered"` // predictions without a journaled verdict
+	// KVQuality: each KV arm's KL divergence from an f16 cache beside the speed its cache type
+	// bought (AttachKVQuality; none: the plan has no KV arm or nothing was checked yet);
+	// KVUnchecked the arms without a check; KVLegs the check's llama-perplexity legs.
+	KVQuality   []KVQuality `json:"kv_quality,omitempty"`
+	KVUnchecked []string    `json:"kv_unchecked,omitempty"`
+	KVLegs      []StoredLeg `json:"kv_legs,omitempty"`
 }
 
 // ReportStudy is the study's header.
@@ -82,11 +91,17 @@ func Show(ctx context.Context, rec Recorder, id int64) (*Report, error) {
 		_ = json.Unmarshal(n.Payload, &h)
 		rep.Study.LastHalt = h.Reason
 	}
-	if rep.Legs, err = rec.Legs(ctx, id); err != nil {
+	legs, err := rec.Legs(ctx, id)
+	if err != nil {
 		return nil, err
 	}
-	if rep.Legs == nil {
-		rep.Legs = []StoredLeg{}
+	rep.Legs = []StoredLeg{}
+	for _, l := range legs {
+		if strings.HasPrefix(l.Label, study.KVLegPrefix) {
+			rep.KVLegs = append(rep.KVLegs, l) // the KV cache quality check's, not a server lifetime
+			continue
+		}
+		rep.Legs = append(rep.Legs, l)
 	}
 	a, err := loadAssembled(st)
 	switch {

@@ -67,6 +67,10 @@ type Plan struct {
 	// Required with a quality gate unless given to `capacity run --quality-cases`.
 	QualityCases *FileRef `json:"quality_cases,omitempty"`
 	Limits       Limits   `json:"limits"`
+	// KVQuality, when given, gates the KV cache quality check of the plan's KV arms (KVArms):
+	// an arm whose mean KLD from an f16 cache on its model is above KLDMeanMax fails with
+	// study.GateKLDAboveMax (the throughput plan's kv_quality). Written only when given.
+	KVQuality *study.KVQualityGate `json:"kv_quality,omitempty"`
 	// KneeThreshold is the gain per doubling below which the knee is declared (default 0.2).
 	KneeThreshold float64      `json:"knee_threshold"`
 	Predictions   []Prediction `json:"predictions,omitempty"`

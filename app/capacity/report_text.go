@@ -93,6 +93,7 @@ func WriteReport(w io.Writer, r *Report) {
 			fprintf(w, "  %s\n", SelectedLine(sp.Candidate, sel, PointRef{Slots: sp.BaseSlots, Clients: sp.BaseClients}, ""))
 		}
 	}
+	writeKVQuality(w, r)
 	if len(r.Verdicts) > 0 || len(r.Pending) > 0 {
 		fprintf(w, "verdicts:\n")
 		for _, v := range r.Verdicts {
@@ -101,6 +102,25 @@ func WriteReport(w io.Writer, r *Report) {
 		for _, p := range r.Pending {
 			fprintf(w, "  %-8s %-12s\n", p, "PENDING")
 		}
+	}
+}
+
+// writeKVQuality prints each KV arm's speed change beside its KL divergence from an f16 cache,
+// the arms not checked yet and the check's legs (nothing for a plan without a KV arm).
+func writeKVQuality(w io.Writer, r *Report) {
+	if len(r.KVQuality) == 0 && len(r.KVUnchecked) == 0 && len(r.KVLegs) == 0 {
+		return
+	}
+	fprintf(w, "KV cache types: speed against quality (KL divergence from an f16 cache on the same model):\n")
+	for _, q := range r.KVQuality {
+		fprintf(w, "  %s\n", KVQualityLine(q))
+	}
+	for _, c := range r.KVUnchecked {
+		fprintf(w, "  %s: KL divergence not checked yet (`sparkbench capacity run %d` checks it)\n", c, r.Study.ID)
+	}
+	for _, l := range r.KVLegs {
+		fprintf(w, "  leg %-4d %-40s %-9s %-10s peak RSS %7.1f MiB  log %s\n", l.ID, l.Label, l.State, l.Class,
+			float64(l.PeakRSSBytes)/(1<<20), textsafe.ByteSize(l.TranscriptBytes))
 	}
 }
 

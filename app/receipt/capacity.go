@@ -193,6 +193,7 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	capQuality(w, r)
 	capScaling(w, r)
 	capServerTax(w, r)
+	capKVQuality(w, cb, r)
 	capPredictions(w, cb, r)
 	capMethodology(w, r)
 	capProvenance(w, cb, r)

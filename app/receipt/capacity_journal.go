@@ -6,6 +6,7 @@ import (
 
 	"sparkbench/app/canon"
 	"sparkbench/app/capacity"
+	"sparkbench/app/study"
 )
 
 // capacityJournal is a capacity bundle's journal excerpt (written from the notebook), its
@@ -21,6 +22,10 @@ type capacityJournal struct {
 	assembled   JournalLine   // the latest capacity.assembled
 	note        capacity.AssembledNote
 	studySHA    string // this bundle's re-assembled study.json
+	// kv are the study's KV cache quality checks (study.EntryKVKLD), kvSeq the entry of the
+	// latest of each model and cache type.
+	kv    []study.KVCheck
+	kvSeq map[string]int64
 }
 
 // readCapacityJournal parses journal.jsonl, re-walks its chain (as for a throughput bundle)
@@ -78,6 +83,15 @@ func readCapacityJournal(files Files, ci *CapacityIndex, res *capacity.Result, s
 			}
 		case capacity.NoteAssembled:
 			assembled, cj.assembled = true, j
+		case study.EntryKVKLD:
+			var c study.KVCheck
+			if err := payloadOf(j, &c); err != nil {
+				return nil, err
+			}
+			if cj.kvSeq == nil {
+				cj.kvSeq = map[string]int64{}
+			}
+			cj.kv, cj.kvSeq[c.Model+"\x00"+c.KV] = append(cj.kv, c), j.Seq
 		}
 	}
 	switch {

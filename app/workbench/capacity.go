@@ -302,8 +302,14 @@ func RunCapacity(ctx context.Context, nb *store.Notebook, req CapacityRunRequest
 }
 
 // ShowCapacity is a capacity or concurrency study's report.
+// With KV arms (capacity.KVArms), each arm's KL divergence from an f16 cache is shown beside
+// the speed its cache type bought.
 func ShowCapacity(ctx context.Context, nb *store.Notebook, id int64) (*capacity.Report, error) {
-	return capacity.Show(ctx, store.CapacityRecorder{N: nb}, id)
+	rep, err := capacity.Show(ctx, store.CapacityRecorder{N: nb}, id)
+	if err != nil {
+		return rep, err
+	}
+	return rep, attachCapacityKV(ctx, nb, id, rep)
 }
 
 // CapacityPlan is study id's registered plan, its defaults filled in.

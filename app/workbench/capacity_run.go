@@ -60,7 +60,14 @@ func runCapacityKind(ctx context.Context, nb *store.Notebook, s store.Study, req
 		switch {
 		case capacity.IsRefusal(err):
 			return nil, badInput(err)
-		case errors.Is(err, capacity.ErrAlreadyAssembled), errors.Is(err, capacity.ErrBusy):
+		case errors.Is(err, capacity.ErrAlreadyAssembled):
+			// A complete study whose KV arms still lack their check (it failed, or the build had
+			// no llama-perplexity) gets it now; else the run is refused.
+			if done, kerr := capacityKVAfter(ctx, nb, id, req, nil); kerr != nil || done != nil {
+				return done, kerr
+			}
+			return nil, err
+		case errors.Is(err, capacity.ErrBusy):
 			return nil, err
 		}
 		done := &RunDone{Notes: []string{fmt.Sprintf("%sstudy %d halted: %v", prefix, id, err)}}
@@ -91,5 +98,41 @@ func runCapacityKind(ctx context.Context, nb *store.Notebook, s store.Study, req
 	for _, v := range sum.Verdicts {
 		done.Lines = append(done.Lines, fmt.Sprintf("  %-8s %-12s %s (journaled)", v.Prediction, v.Outcome, v.Detail))
 	}
+	var res *capacity.Result
+	if sum.Report != nil {
+		res = sum.Report.Result
+	}
+	kv, err := capacityKVAfter(ctx, nb, id, req, res)
+	if kv != nil {
+		done.Lines = append(done.Lines, kv.Lines...)
+	}
+	return done, err
+}
+
+// capacityKVAfter runs the KV cache quality check of complete study id (CapacityKVQuality, its
+// steps told to req.Progress) and says each KV arm's speed change beside its KL divergence
+// (from res, the run's result; nil: the journaled study.json, for a study assembled before,
+// whose run is then complete only when it journaled every arm's check). Nil: the plan has no
+// KV arm, or res is nil and every arm was checked already.
+func capacityKVAfter(ctx context.Context, nb *store.Notebook, id int64, req RunRequest, res *capacity.Result) (*RunDone, error) {
+	before := res == nil
+	pending, _, err := CapacityKVQuality(ctx, nb, CapacityKVRequest{ID: id, LlamaDir: req.LlamaDir, Say: req.Progress})
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		if pending == 0 {
+			return nil, nil
+		}
+		if a, err := capacity.LoadAssembled(ctx, store.CapacityRecorder{N: nb}, id); err == nil {
+			res = a.Result
+		}
+	}
+	lines, unchecked, err := capacityKVLines(ctx, nb, id, res)
+	if err != nil || len(lines) == 0 {
+		return nil, err
+	}
+	done := &RunDone{Status: capacity.StatusComplete, Complete: !before || unchecked == 0}
+	done.Lines = append([]string{fmt.Sprintf("study %d KV cache types: speed against quality (KL divergence from an f16 cache on the same model):", id)}, lines...)
 	return done, nil
 }
