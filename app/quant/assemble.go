@@ -25,6 +25,7 @@ type Record struct {
 	Bits       float64     `json:"bits_per_weight"`
 	Reused     bool        `json:"reused"`
 	Quantize   []string    `json:"quantize_argv,omitempty"`
+	Imatrix    string      `json:"imatrix_sha256,omitempty"` // the importance matrix it was quantized with
 	Bench      []BenchCell `json:"bench"`
 	KLD        *KLD        `json:"kld,omitempty"`
 	KLDLeg     string      `json:"kld_leg,omitempty"`
@@ -56,6 +57,7 @@ type Result struct {
 	PlanSHA256 string      `json:"plan_sha256"`
 	Reference  FileRef     `json:"reference"`
 	Rule       Rule        `json:"rule"`
+	Imatrix    *Imatrix    `json:"imatrix,omitempty"` // the plan's importance matrix settings
 	Candidates []Candidate `json:"candidates"`
 	Records    []Record    `json:"records"`
 	Selection  Selection   `json:"selection"`
@@ -80,7 +82,7 @@ func Assemble(p *Plan, planSHA string, recs []Record) (*Result, error) {
 		}
 		byType[r.Type] = r
 	}
-	res := &Result{Schema: SchemaResult, Name: q.Name, PlanSHA256: planSHA, Reference: q.Reference, Rule: q.Rule,
+	res := &Result{Schema: SchemaResult, Name: q.Name, PlanSHA256: planSHA, Reference: q.Reference, Rule: q.Rule, Imatrix: q.Imatrix,
 		Candidates: []Candidate{}, Records: []Record{}}
 	for i, typ := range q.Quants {
 		r, ok := byType[typ]

@@ -43,9 +43,11 @@ type FileRef struct {
 	SHA256 string `json:"sha256"`
 }
 
-// Imatrix is the importance matrix's calibration text and how many chunks of it are read.
+// Imatrix is the importance matrix's calibration text, the tokens per chunk (-c) and how many
+// chunks of it are read (--chunks); llama-imatrix measures it on the reference.
 type Imatrix struct {
 	Calibration FileRef `json:"calibration"`
+	Ctx         int     `json:"ctx,omitempty"`    // default 512
 	Chunks      int     `json:"chunks,omitempty"` // default 16
 }
 
@@ -110,8 +112,9 @@ const (
 
 // Defaults fills what the plan left out.
 func (p *Plan) Defaults() {
-	if p.Imatrix != nil && p.Imatrix.Chunks == 0 {
-		p.Imatrix.Chunks = 16
+	if p.Imatrix != nil {
+		p.Imatrix.Ctx = orDefault(p.Imatrix.Ctx, 512)
+		p.Imatrix.Chunks = orDefault(p.Imatrix.Chunks, 16)
 	}
 	s := &p.Speed
 	s.NPrompt = orDefault(s.NPrompt, 512)

@@ -14,6 +14,7 @@ func Markdown(res *Result) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s — quantization ladder receipt\n\n", res.Name)
 	fmt.Fprintf(&b, "Reference `%s` (sha256 `%s`). Plan sha256 `%s`.\n\n", res.Reference.Path, res.Reference.SHA256, res.PlanSHA256)
+	writeImatrix(&b, res)
 	writeCandidates(&b, res)
 	writeRule(&b, res)
 	writeFrontier(&b, res)
@@ -152,6 +153,23 @@ func writeFrontier(b *strings.Builder, res *Result) {
 		fmt.Fprintf(b, "Dominated: %s.\n", strings.Join(dom, "; "))
 	}
 	b.WriteString("\n")
+}
+
+// writeImatrix says which importance matrix the candidates were quantized with (nothing for
+// a plan without one).
+func writeImatrix(b *strings.Builder, res *Result) {
+	im := res.Imatrix
+	if im == nil {
+		return
+	}
+	var shas []string
+	for _, r := range res.Records {
+		if m := "`" + short(r.Imatrix) + "`"; r.Imatrix != "" && !slices.Contains(shas, m) {
+			shas = append(shas, m)
+		}
+	}
+	fmt.Fprintf(b, "Every candidate is quantized with an importance matrix (llama-imatrix on the reference, calibration text `%s`, sha256 `%s`, %d chunks of %d tokens): sha256 %s.\n\n",
+		im.Calibration.Path, short(im.Calibration.SHA256), im.Chunks, im.Ctx, orDash(strings.Join(shas, ", ")))
 }
 
 // writeVerdicts is the prediction scoreboard (nothing when the plan registered none).

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sparkbench/app/canon"
@@ -255,6 +256,12 @@ func Pareto(figure string, cands []Candidate) (frontier []string, dominated map[
 		}
 	}
 	return frontier, dominated
+}
+
+// ImatrixKey is the cache key of an importance matrix: the reference it is measured on, the
+// calibration text, the chunk size and count, and the llama-imatrix build.
+func ImatrixKey(referenceSHA, calibrationSHA string, ctx, chunks int, buildID string) string {
+	return canon.SHA256Hex([]byte(strings.Join([]string{"sparkbench.imatrix-cache/v1", referenceSHA, calibrationSHA, strconv.Itoa(ctx), strconv.Itoa(chunks), buildID}, "\n")))
 }
 
 // CacheKey is a derived model's content address: the reference's SHA-256, the quant type, the

@@ -19,8 +19,10 @@ type ValidateOptions struct {
 	// "ALL_F32", "MOSTLY_Q4_0", …); ReferenceRead says the header was read at all.
 	ReferenceFileType string
 	ReferenceRead     bool
-	// CorpusTokens is how many tokens the reference's tokenizer makes of the corpus.
-	CorpusTokens int
+	// CorpusTokens is how many tokens the reference's tokenizer makes of the corpus, and
+	// CalibrationTokens of the importance matrix's calibration text.
+	CorpusTokens      int
+	CalibrationTokens int
 	// Hash hashes a file the plan names (relative to PlanDir), to check its SHA-256.
 	Hash    study.HashFunc
 	PlanDir string
@@ -68,10 +70,19 @@ func Validate(p *Plan, opts ValidateOptions) []study.Problem {
 	v.checkFile("reference", p.Reference, "the reference model")
 	v.checkReference()
 	v.checkQuants()
-	if p.Imatrix != nil {
-		v.checkFile("imatrix.calibration", p.Imatrix.Calibration, "the calibration text")
-		if p.Imatrix.Chunks < 1 {
-			v.errf("imatrix.chunks", "%d: want at least 1", p.Imatrix.Chunks)
+	if im := p.Imatrix; im != nil {
+		v.checkFile("imatrix.calibration", im.Calibration, "the calibration text")
+		if im.Ctx < 16 {
+			v.errf("imatrix.ctx", "%d: want at least 16 tokens per chunk", im.Ctx)
+		}
+		if im.Chunks < 1 {
+			v.errf("imatrix.chunks", "%d: want at least 1", im.Chunks)
+		}
+		if n := v.opts.CalibrationTokens; n > 0 && im.Ctx >= 16 && im.Chunks >= 1 {
+			if need := TokensNeeded(im.Ctx, im.Chunks); n < need {
+				v.errf("imatrix.calibration", "the calibration text has %d tokens; ctx %d x %d chunks needs %d: give a longer text, or fewer chunks (at most %d)",
+					n, im.Ctx, im.Chunks, need, n/im.Ctx).Code = ProblemCorpusShort
+			}
 		}
 	}
 	v.checkSpeed()
@@ -124,8 +135,14 @@ func (v *validator) checkQuants() {
 		if v.opts.Types != nil && !slices.ContainsFunc(v.opts.Types, func(t string) bool { return strings.EqualFold(t, key) }) {
 			v.errf(at, "%s is not a type this build's llama-quantize knows; it knows %s", q, strings.Join(v.opts.Types, ", "))
 		}
+		if p.Imatrix == nil && slices.Contains(NeedImatrix, key) {
+			v.errf(at, "%s needs an importance matrix (llama-quantize refuses it without one): add imatrix with a calibration text, or drop %s", key, key)
+		}
 	}
 }
+
+// NeedImatrix are the types llama-quantize refuses to make without an importance matrix.
+var NeedImatrix = []string{"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "Q2_K_S"}
 
 func (v *validator) checkSpeed() {
 	s := v.p.Speed

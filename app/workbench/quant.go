@@ -89,9 +89,16 @@ func checkQuantPlan(ctx context.Context, file string, data []byte, hash study.Ha
 		}
 		opts.CorpusTokens = n
 	}
-	if p.Imatrix != nil {
-		extra = append(extra, study.Problem{Path: "imatrix", Severity: study.SevError,
-			Msg: "an importance matrix is not made by this version of sparkbench yet; remove imatrix (every candidate is then quantized without one)"})
+	if p.Imatrix != nil && err == nil {
+		if _, ierr := runner.ImatrixToolPath(loc); ierr != nil {
+			extra = append(extra, study.Problem{Path: "imatrix", Severity: study.SevError, Msg: ierr.Error() + "; or remove imatrix (every candidate is then quantized without one)"})
+		} else if opts.ReferenceRead {
+			n, cerr := corpusTokens(ctx, loc, p.Reference.Path, p.Imatrix.Calibration.Path, p.Build.EnvList())
+			if cerr != nil {
+				extra = append(extra, study.Problem{Path: "imatrix.calibration", Severity: study.SevWarning, Msg: fmt.Sprintf("its tokens were not counted (%v)", cerr)})
+			}
+			opts.CalibrationTokens = n
+		}
 	}
 	return p, append(quant.Validate(p, opts), extra...), nil
 }

@@ -333,3 +333,74 @@ func TestKVTypesGetTheirKLD(t *testing.T) {
 		t.Errorf("receipt.md lacks the KV quality table:\n%s", md)
 	}
 }
+
+// TestQuantLadderWithImatrix: a ladder whose plan names an importance matrix makes it once with
+// llama-imatrix on the reference (a leg), quantizes with it (Q4_0 then differs from the plain
+// Q4_0 of the same build, testdata/models/medium-llama-q4_0.gguf), records its SHA-256 in each
+// candidate and the receipt, and reuses it on the next run; without one, a type that needs it
+// (IQ2_XS) is refused at validation.
+func TestQuantLadderWithImatrix(t *testing.T) {
+	llamatest.Binaries(t)
+	ref := llamatest.Model(t, "medium-llama-f16.gguf")
+	plainQ4 := sha256File(t, llamatest.Model(t, "medium-llama-q4_0.gguf"))
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	nb := filepath.Join(dir, "notebook.db")
+
+	plan := writeLadderPlan(t, dir, ref, mediumSHA, corpusPath(), corpusSHA, []string{"Q4_0", "IQ2_XS"}, 4)
+	if code, _, errOut := runCLI("study", "validate", plan); code != 2 || !strings.Contains(errOut, "IQ2_XS needs an importance matrix") {
+		t.Fatalf("IQ2_XS without a matrix: %d %s", code, errOut)
+	}
+	plan = writeLadderPlan(t, dir, ref, mediumSHA, corpusPath(), corpusSHA, []string{"Q4_0"}, 4)
+	b, _ := os.ReadFile(plan)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["imatrix"] = map[string]any{"calibration": map[string]any{"path": corpusPath(), "sha256": corpusSHA}, "ctx": 128, "chunks": 4}
+	m["predictions"] = nil
+	b, _ = json.Marshal(m)
+	if err := os.WriteFile(plan, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI("study", "run", plan, "--notebook", nb)
+	if code != 0 || !strings.Contains(out, "study 1 complete") || !strings.Contains(errOut+out, "imatrix: made in") {
+		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
+	}
+	code, js, errOut := runCLI("study", "show", "1", "--notebook", nb, "--json")
+	var res quant.Result
+	if code != 0 || json.Unmarshal([]byte(js), &res) != nil || len(res.Records) != 1 {
+		t.Fatalf("show --json: %d %s %s", code, js, errOut)
+	}
+	r := res.Records[0]
+	cache := filepath.Join(dir, "data", "sparkbench", "quant-cache")
+	mats, _ := filepath.Glob(filepath.Join(cache, "*.json"))
+	var matSHA string
+	for _, f := range mats {
+		var d struct{ Type, SHA256 string }
+		if b, err := os.ReadFile(f); err == nil && json.Unmarshal(b, &d) == nil && d.Type == "imatrix" {
+			matSHA = d.SHA256
+		}
+	}
+	if matSHA == "" || r.Imatrix != matSHA || !slices.Contains(r.Quantize, "--imatrix") {
+		t.Fatalf("the candidate's matrix %q, the cache's %q, argv %v", r.Imatrix, matSHA, r.Quantize)
+	}
+	if r.SHA256 == plainQ4 {
+		t.Error("Q4_0 with an importance matrix is byte for byte the plain Q4_0: the matrix was not used")
+	}
+	bundle := filepath.Join(dir, "receipt")
+	if code, _, errOut := runCLI("receipt", "1", "--notebook", nb, "--out", bundle); code != 0 {
+		t.Fatalf("receipt: %d %s", code, errOut)
+	}
+	if code, out, errOut := runCLI("verify", bundle); code != 0 || !strings.Contains(out, "OK") {
+		t.Fatalf("verify: %d %s %s", code, out, errOut)
+	}
+	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
+	if !strings.Contains(string(md), "Every candidate is quantized with an importance matrix") || !strings.Contains(string(md), matSHA[:12]) {
+		t.Errorf("receipt.md does not name the matrix:\n%s", md)
+	}
+	code, out, errOut = runCLI("study", "run", "1", "--notebook", nb)
+	if code != 0 || !strings.Contains(errOut+out, "imatrix: reused") || !strings.Contains(out, "1 derived model(s) reused") {
+		t.Fatalf("second run: %d\n%s\n%s", code, out, errOut)
+	}
+}

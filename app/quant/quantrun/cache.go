@@ -1,6 +1,7 @@
 package quantrun
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"sparkbench/app/quant"
 	"sparkbench/runner/atomicfile"
+	"sparkbench/store"
 )
 
 // The derived-model cache (docs/quant.md): DATA/quant-cache/KEY.gguf, the file, and
@@ -23,19 +25,24 @@ import (
 // type, the importance matrix's SHA-256 ("" for none), the llama-quantize build, the file's
 // SHA-256 and size when made, the exact argv and when.
 type Derived struct {
-	Schema    string   `json:"schema"`
-	Key       string   `json:"cache_key"`
-	Parent    string   `json:"parent_sha256"`
-	Type      string   `json:"type"`
-	Imatrix   string   `json:"imatrix_sha256"`
-	Build     string   `json:"build"`
-	SHA256    string   `json:"sha256"`
-	Bytes     int64    `json:"bytes"`
-	Argv      []string `json:"argv"`
-	CreatedAt string   `json:"created_at"`
+	Schema  string `json:"schema"`
+	Key     string `json:"cache_key"`
+	Parent  string `json:"parent_sha256"`
+	Type    string `json:"type"`
+	Imatrix string `json:"imatrix_sha256"`
+	// Calibration is an importance matrix's calibration text (Type "imatrix").
+	Calibration string   `json:"calibration_sha256,omitempty"`
+	Build       string   `json:"build"`
+	SHA256      string   `json:"sha256"`
+	Bytes       int64    `json:"bytes"`
+	Argv        []string `json:"argv"`
+	CreatedAt   string   `json:"created_at"`
 }
 
 const schemaDerived = "sparkbench.quant-derived/v1"
+
+// typeImatrix is the Type of a cached importance matrix.
+const typeImatrix = "imatrix"
 
 func cachePaths(dir, key string) (gguf, meta string) {
 	return filepath.Join(dir, key+".gguf"), filepath.Join(dir, key+".json")
@@ -65,6 +72,21 @@ func (e *engine) lookup(key string) (d Derived, ok bool, stale string, err error
 		return d, false, gguf, nil
 	}
 	return d, true, "", nil
+}
+
+// cached looks key up (lookup) and sets aside, journals and says a file that can no longer be
+// trusted (what names it: a quant type, or "imatrix"); ok when the entry can be reused.
+func (e *engine) cached(ctx context.Context, key, what string) (Derived, bool, error) {
+	d, ok, stale, err := e.lookup(key)
+	if err != nil || stale == "" {
+		return d, ok, err
+	}
+	if stale, err = setAside(stale); err != nil {
+		return d, false, err
+	}
+	e.say(fmt.Sprintf("%s: the cached file no longer hashes as recorded; set aside as %s, made again", what, stale))
+	_, err = e.nb.AppendJournal(ctx, EntryStale, map[string]any{"study": e.study.ID, "type": what, "cache_key": key, "set_aside": stale, "recorded_sha256": d.SHA256}, store.ForStudy(e.study.ID))
+	return d, false, err
 }
 
 // setAside renames a cache file that can no longer be trusted, keeping it.
@@ -124,7 +146,8 @@ type DerivedModel struct {
 }
 
 // ListDerived lists the derived models in a data folder's cache, sorted by path: every
-// KEY.gguf whose KEY.json reads as its provenance. It neither hashes nor changes anything (a
+// KEY.gguf whose KEY.json reads as its provenance (importance matrices, cached beside them,
+// are not models and are left out). It neither hashes nor changes anything (a
 // file set aside, or one without provenance, is not listed); a missing cache is an empty list.
 func ListDerived(dataDir string) ([]DerivedModel, error) {
 	dir := CacheDir(dataDir)
@@ -147,7 +170,7 @@ func ListDerived(dataDir string) ([]DerivedModel, error) {
 			continue
 		}
 		var d Derived
-		if json.Unmarshal(b, &d) != nil || d.Key != key || d.Schema != schemaDerived {
+		if json.Unmarshal(b, &d) != nil || d.Key != key || d.Schema != schemaDerived || d.Type == typeImatrix {
 			continue
 		}
 		out = append(out, DerivedModel{Path: gguf, Derived: d})

@@ -65,23 +65,33 @@ func (e *engine) drain(label string, events <-chan runner.Event) {
 	}
 }
 
+// retry runs attempt up to tries times, each attempt its own leg (label, then label#2, …),
+// while it says to run again (a run that ended incomplete for no reason the tool gave: its
+// last lines lost at exit; or a speed leg the CV gate flagged); why says the last attempt's
+// reason.
+func (e *engine) retry(ctx context.Context, label string, tries int, why func() string, attempt func(id string) (again bool, err error)) error {
+	for i := 1; i <= tries; i++ {
+		id := label
+		if i > 1 {
+			id = fmt.Sprintf("%s#%d", label, i)
+			e.say(fmt.Sprintf("%s: again (attempt %d of %d): %s", id, i, tries, why()))
+		}
+		again, err := attempt(id)
+		if err != nil || !again || ctx.Err() != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // derive reuses the cached candidate of r.Type or makes it with llama-quantize.
 func (e *engine) derive(ctx context.Context, r *quant.Record) error {
 	p := e.plan
-	key := quant.CacheKey(p.Reference.SHA256, r.Type, "", e.build)
+	key := quant.CacheKey(p.Reference.SHA256, r.Type, e.imatrix.sha, e.build)
 	r.Key = key
-	d, ok, stale, err := e.lookup(key)
+	d, ok, err := e.cached(ctx, key, r.Type)
 	if err != nil {
 		return err
-	}
-	if stale != "" {
-		if stale, err = setAside(stale); err != nil {
-			return err
-		}
-		e.say(fmt.Sprintf("%s: the cached file no longer hashes as recorded; set aside as %s, made again", r.Type, stale))
-		if _, err := e.nb.AppendJournal(ctx, EntryStale, map[string]any{"study": e.study.ID, "type": r.Type, "cache_key": key, "set_aside": stale, "recorded_sha256": d.SHA256}, store.ForStudy(e.study.ID)); err != nil {
-			return err
-		}
 	}
 	path, _ := cachePaths(e.cacheDir, key)
 	if ok {
@@ -90,29 +100,25 @@ func (e *engine) derive(ctx context.Context, r *quant.Record) error {
 		e.say(fmt.Sprintf("%s: reused %s (cache key %s)", r.Type, path, key[:12]))
 	} else {
 		spec := runner.QuantizeSpec{ID: "quantize/" + r.Type, Tool: e.qtool, Input: p.Reference.Path, Output: path,
-			Type: r.Type, Threads: p.Speed.Threads, Env: e.env, Limits: legLimits, NoFingerprint: true}
+			Type: r.Type, IMatrix: e.imatrix.path, Threads: p.Speed.Threads, Env: e.env, Limits: legLimits, NoFingerprint: true}
 		var res *runner.QuantizeResult
 		// A run that ended incomplete for no reason the tool gave (its last lines lost at
 		// exit; nothing was put in place) runs again, each attempt its own leg.
-		for attempt := 1; attempt <= perplexityAttempts; attempt++ {
-			label := "quantize/" + r.Type
-			if attempt > 1 {
-				label = fmt.Sprintf("%s#%d", label, attempt)
-				e.say(fmt.Sprintf("%s: again (attempt %d of %d): %s", label, attempt, perplexityAttempts, res.Exit.Reason))
-			}
-			l, err := e.startLeg(ctx, label, "other", spec.Argv(path))
+		err := e.retry(ctx, "quantize/"+r.Type, perplexityAttempts, func() string { return res.Exit.Reason }, func(id string) (bool, error) {
+			l, err := e.startLeg(ctx, id, "other", spec.Argv(path))
 			if err != nil {
-				return err
+				return false, err
 			}
 			run := runner.StartQuantize(ctx, spec)
 			e.drain("quantize "+r.Type, run.Events())
 			res = run.Result()
 			if err := e.finish(ctx, l, res.Exit, res.Transcript, nil); err != nil {
-				return err
+				return false, err
 			}
-			if res.Exit.Class != runner.ClassIncomplete || res.Err != nil || ctx.Err() != nil {
-				break
-			}
+			return res.Exit.Class == runner.ClassIncomplete && res.Err == nil, nil
+		})
+		if err != nil {
+			return err
 		}
 		if res.Exit.Class != runner.ClassOK {
 			if res.Err != nil {
@@ -125,14 +131,14 @@ func (e *engine) derive(ctx context.Context, r *quant.Record) error {
 		if err != nil {
 			return err
 		}
-		d = Derived{Schema: schemaDerived, Key: key, Parent: p.Reference.SHA256, Type: r.Type, Build: e.build, SHA256: sum,
+		d = Derived{Schema: schemaDerived, Key: key, Parent: p.Reference.SHA256, Type: r.Type, Imatrix: e.imatrix.sha, Build: e.build, SHA256: sum,
 			Bytes: res.Bytes, Argv: res.Argv, CreatedAt: time.Now().UTC().Format(time.RFC3339)}
 		if err := e.record(d); err != nil {
 			return err
 		}
 		e.say(fmt.Sprintf("%s: quantized in %s, %d MiB, sha256 %s", r.Type, res.End.Sub(res.Start).Round(10*time.Millisecond), res.Bytes>>20, sum[:12]))
 	}
-	r.File, r.SHA256, r.Bytes, r.Quantize = path, d.SHA256, d.Bytes, d.Argv
+	r.File, r.SHA256, r.Bytes, r.Quantize, r.Imatrix = path, d.SHA256, d.Bytes, d.Argv, d.Imatrix
 	if h, err := gguf.ReadFile(path); err == nil {
 		r.Bits = bitsPerWeight(h)
 	}
@@ -164,28 +170,24 @@ const perplexityAttempts = 3
 // recorded as a leg (label, then label#2, …). The last result is returned.
 func (e *engine) perplexity(ctx context.Context, label string, spec runner.PerplexitySpec, done func(*runner.PerplexityResult) bool) (*runner.PerplexityResult, error) {
 	var res *runner.PerplexityResult
-	for attempt := 1; attempt <= perplexityAttempts; attempt++ {
-		l := label
-		if attempt > 1 {
-			l = fmt.Sprintf("%s#%d", label, attempt)
-			e.say(fmt.Sprintf("%s: again (attempt %d of %d): %s", label, attempt, perplexityAttempts, res.Exit.Reason))
-		}
-		spec.ID = l
-		lg, err := e.startLeg(ctx, l, "other", spec.Argv(spec.Base))
+	err := e.retry(ctx, label, perplexityAttempts, func() string { return res.Exit.Reason }, func(id string) (bool, error) {
+		spec.ID = id
+		lg, err := e.startLeg(ctx, id, "other", spec.Argv(spec.Base))
 		if err != nil {
-			return res, err
+			return false, err
 		}
 		run := runner.StartPerplexity(ctx, spec)
-		e.drain(l, run.Events())
+		e.drain(id, run.Events())
 		res = run.Result()
 		if err := e.finish(ctx, lg, res.Exit, res.Transcript, nil); err != nil {
-			return res, err
+			return false, err
 		}
-		if done(res) || res.Err != nil || ctx.Err() != nil {
-			return res, ctx.Err()
-		}
+		return !done(res) && res.Err == nil, nil
+	})
+	if err == nil {
+		err = ctx.Err()
 	}
-	return res, nil
+	return res, err
 }
 
 // baseLogits writes the reference's logits on the corpus once per run.
@@ -247,16 +249,13 @@ func (e *engine) bench(ctx context.Context, r *quant.Record) error {
 		var rows []benchfmt.Result
 		// A leg the CV gate flagged (the machine was noisy) runs again, as a throughput
 		// study's legs do; each attempt is its own leg.
-		for attempt := 1; attempt <= benchAttempts; attempt++ {
-			if attempt > 1 {
-				label = fmt.Sprintf("bench/%s/d%d#%d", r.Type, d, attempt)
-				e.say(fmt.Sprintf("%s: again (attempt %d of %d): %s", label, attempt, benchAttempts, res.Exit.Reason))
-			}
-			spec := runner.LegSpec{ID: label, Bench: bench, Args: args, Env: e.env, Limits: legLimits, NoFingerprint: true,
+		err := e.retry(ctx, label, benchAttempts, func() string { return res.Exit.Reason }, func(id string) (bool, error) {
+			label = id
+			spec := runner.LegSpec{ID: id, Bench: bench, Args: args, Env: e.env, Limits: legLimits, NoFingerprint: true,
 				CVGate: runner.CVGate{TG: sp.Gates.CVTG, PPDepth: sp.Gates.CVPPDepth, PP: sp.Gates.CVPPD0}}
-			lg, err := e.startLeg(ctx, label, "bench", spec.Argv())
+			lg, err := e.startLeg(ctx, id, "bench", spec.Argv())
 			if err != nil {
-				return err
+				return false, err
 			}
 			leg := runner.StartLeg(ctx, spec)
 			for range leg.Events() {
@@ -267,12 +266,13 @@ func (e *engine) bench(ctx context.Context, r *quant.Record) error {
 				rows = append(rows, s.Result)
 			}
 			if err := e.finish(ctx, lg, res.Exit, res.Transcript, rows); err != nil {
-				return err
+				return false, err
 			}
 			r.PeakRSS = max(r.PeakRSS, res.Exit.PeakRSS)
-			if res.Exit.Class != runner.ClassFlagged || ctx.Err() != nil {
-				break
-			}
+			return res.Exit.Class == runner.ClassFlagged, nil
+		})
+		if err != nil {
+			return err
 		}
 		if res.Exit.Class != runner.ClassOK {
 			if errors.Is(ctx.Err(), context.Canceled) {

@@ -52,6 +52,7 @@ const (
 	EntryStarted   = "quant.started"   // a run began: the records after it are its own
 	EntryRecord    = "quant.record"    // a candidate's raw record (quant.Record), once measured
 	EntryStale     = "quant.stale"     // a cache file set aside: it no longer hashed as recorded
+	EntryImatrix   = "quant.imatrix"   // the importance matrix the candidates are quantized with
 	EntryAssembled = "quant.assembled" // the rule's choice over the records
 )
 
@@ -64,6 +65,8 @@ type engine struct {
 	loc      llamacpp.Location
 	qtool    string
 	ptool    string
+	itool    string      // llama-imatrix, when the plan makes a matrix
+	imatrix  imatrixFile // the matrix every candidate is quantized with (none: zero)
 	build    string
 	cacheDir string
 	runDir   string
@@ -160,6 +163,11 @@ func newEngine(ctx context.Context, nb *store.Notebook, s store.Study, o Options
 	if e.ptool, err = runner.PerplexityToolPath(loc); err != nil {
 		return nil, err
 	}
+	if p.Imatrix != nil {
+		if e.itool, err = runner.ImatrixToolPath(loc); err != nil {
+			return nil, err
+		}
+	}
 	if e.build, err = e.hash(e.qtool); err != nil {
 		return nil, fmt.Errorf("hash %s: %w", e.qtool, err)
 	}
@@ -195,19 +203,23 @@ func (e *engine) candidates(ctx context.Context) ([]quant.Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The base logits first: a corpus too short for the quality settings stops the run here,
+	// before anything is quantized; then the importance matrix, if any, whose SHA-256 is part
+	// of every candidate's cache key; then the disk check of what is left to make.
+	base := filepath.Join(e.runDir, "base-logits.kld")
+	if err := e.timed("kld", func() error { return e.baseLogits(ctx, base) }); err != nil {
+		return nil, err
+	}
+	if err := e.timed("quantize", func() error { return e.makeImatrix(ctx) }); err != nil {
+		return nil, err
+	}
 	var todo []string
 	for _, typ := range p.Quants {
-		if _, ok, _, _ := e.lookup(quant.CacheKey(p.Reference.SHA256, typ, "", e.build)); !ok {
+		if _, ok, _, _ := e.lookup(quant.CacheKey(p.Reference.SHA256, typ, e.imatrix.sha, e.build)); !ok {
 			todo = append(todo, typ)
 		}
 	}
 	if err := e.checkDisk(todo, refSt.Size(), ref.FileTypeName); err != nil {
-		return nil, err
-	}
-	// The base logits first: a corpus too short for the quality settings stops the run here,
-	// before anything is quantized.
-	base := filepath.Join(e.runDir, "base-logits.kld")
-	if err := e.timed("kld", func() error { return e.baseLogits(ctx, base) }); err != nil {
 		return nil, err
 	}
 	recs := make([]quant.Record, len(p.Quants))
