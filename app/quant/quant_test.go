@@ -68,7 +68,10 @@ func TestValidate(t *testing.T) {
 		{"same top p as a percent", func(p *Plan, _ *ValidateOptions) { p.Rule.Limits.SameTopPMin = f(90) }, "rule.limits.same_top_p_min: 90: a fraction"},
 		{"unknown tie-break", func(p *Plan, _ *ValidateOptions) { p.Rule.TieBreak = []string{"speed"} }, `rule.tie_break[0]: "speed": want one of kld_mean, file_size, peak_rss, order`},
 		{"tolerance too wide", func(p *Plan, _ *ValidateOptions) { p.Rule.Tolerance = f(0.5) }, "rule.tolerance: 0.5: want a fraction"},
-		{"a type that needs an importance matrix, without one", func(p *Plan, o *ValidateOptions) { p.Quants = append(p.Quants, "IQ2_XS"); o.Types = append(o.Types, "IQ2_XS") },
+		{"a type that needs an importance matrix, without one", func(p *Plan, o *ValidateOptions) {
+			p.Quants = append(p.Quants, "IQ2_XS")
+			o.Types = append(o.Types, "IQ2_XS")
+		},
 			"quants[3]: IQ2_XS needs an importance matrix (llama-quantize refuses it without one): add imatrix"},
 		{"an importance matrix on a calibration text too short", func(p *Plan, o *ValidateOptions) {
 			p.Imatrix = &Imatrix{Calibration: FileRef{"calib.txt", sha}, Ctx: 128, Chunks: 4}
