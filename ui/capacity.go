@@ -129,12 +129,8 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 	v.Envelope = newItemTable(envelopeCols, func() []capRow { return v.rows })
 	v.Verdicts = newTable([]column{{"Prediction", 90}, {"Outcome", 110}, {"Observed", 110}, {"Detail", 520}},
 		func() int { return v.verdictRows() }, func(r, c int) string { return v.verdictCell(r, c) })
-	v.Console = newConsoleList(&v.mu, &v.console)
-	v.Follow = widget.NewCheck("follow", nil)
-	v.Follow.SetChecked(true)
-	v.CopyConsole = widget.NewButton("Copy", func() {
-		v.app.Clipboard().SetContent(strings.Join(v.ConsoleLines(), "\n"))
-	})
+	var consoleTab fyne.CanvasObject
+	v.Console, v.Follow, v.CopyConsole, consoleTab = newConsoleTab(a, &v.mu, &v.console)
 	v.Chart = NewChartView(760, 420)
 	v.Grid = NewChartView(760, 420)
 	v.Receipt = widget.NewRichTextFromMarkdown("Export the study's receipt (Export receipt…) to preview it here.")
@@ -145,7 +141,7 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 		container.NewTabItem("Grid", v.Grid.Object),
 		container.NewTabItem("Slots", v.Chart.Object),
 		container.NewTabItem("Verdicts", v.Verdicts),
-		container.NewTabItem("Console", container.NewBorder(container.NewHBox(v.Follow, v.CopyConsole), nil, nil, nil, v.Console)),
+		container.NewTabItem("Console", consoleTab),
 		container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(v.ReceiptImgs, v.Receipt))),
 	)
 	v.Tabs.OnSelected = func(*container.TabItem) { v.refreshConsole() }

@@ -10,7 +10,6 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
-	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app"
@@ -430,7 +429,7 @@ func (v *CapacityWizard) registerPrepared(ctx context.Context, p *capacity.Plan,
 func (v *CapacityWizard) confirmRegister() {
 	p, errs := v.Plan()
 	if len(errs) > 0 {
-		dialog.ShowError(fmt.Errorf("%s", strings.Join(errs, "\n")), v.win)
+		showErrorLines(v.win, errs)
 		return
 	}
 	msg := fmt.Sprintf("This freezes exactly this plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards.", len(p.Predictions))

@@ -1,10 +1,13 @@
 package ui
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app/study"
@@ -88,6 +91,11 @@ func refusalLines(probs []study.Problem) []string {
 	return out
 }
 
+// showErrorLines shows a form's parse errors in one error dialog, a line each.
+func showErrorLines(win fyne.Window, errs []string) {
+	dialog.ShowError(fmt.Errorf("%s", strings.Join(errs, "\n")), win)
+}
+
 // errAdder is how a form's Plan collects the fields that do not parse: the function it returns
 // appends a non-nil error's text to *errs.
 func errAdder(errs *[]string) func(error) {
@@ -111,12 +119,15 @@ func claimFields(ids []string) (*widget.Entry, *widget.Select) {
 }
 
 // studyFormPage lays out a New study form: the top row (heading and buttons), the form's
-// sections, the predictions (the list under its Add and Remove buttons, predsHeight tall),
-// then the checks (estimate and problems), scrolling as one page.
+// sections, the predictions (the list under its Add and Remove buttons, predsHeight tall; none
+// when list is nil), then the checks (estimate and problems), scrolling as one page.
 func studyFormPage(top fyne.CanvasObject, sections []fyne.CanvasObject, add, remove *widget.Button, list *widget.List, predsHeight float32, estimate, problems *widget.Label) fyne.CanvasObject {
-	preds := container.NewBorder(container.NewHBox(heading("Predictions (registered before anything runs)"), add, remove), nil, nil, nil, list)
 	objs := append([]fyne.CanvasObject{top}, sections...)
-	objs = append(objs, container.NewGridWrap(fyne.NewSize(900, predsHeight), preds), heading("Checks"), estimate, problems)
+	if list != nil {
+		preds := container.NewBorder(container.NewHBox(heading("Predictions (registered before anything runs)"), add, remove), nil, nil, nil, list)
+		objs = append(objs, container.NewGridWrap(fyne.NewSize(900, predsHeight), preds))
+	}
+	objs = append(objs, heading("Checks"), estimate, problems)
 	return container.NewVScroll(container.NewVBox(objs...))
 }
 

@@ -37,6 +37,7 @@ type ModelsView struct {
 	CancelHash  *widget.Button
 	ExpectedBtn *widget.Button
 	SourceBtn   *widget.Button
+	Provenance  *widget.Label // the selected derived model's provenance (hidden for others)
 
 	win   fyne.Window
 	prefs fyne.Preferences
@@ -55,6 +56,12 @@ type ModelsView struct {
 	Done chan struct{}
 	// OnChanged runs (on the UI goroutine) after the list of models changed.
 	OnChanged func()
+
+	// The derived-model cache of the quantization ladders (SetDerived): its files are rows
+	// like the others, marked derived, with their provenance by path.
+	derivedSrc  func(ctx context.Context) ([]DerivedModel, error)
+	derived     map[string]DerivedModel
+	derivedRows []app.ModelEntry
 }
 
 var modelColumns = []struct {
@@ -85,6 +92,7 @@ var modelColumns = []struct {
 		}
 		return st.Source
 	}},
+	{"Derived from", 300, func(v *ModelsView, m app.ModelEntry) string { return v.derivedText(m.Path) }},
 }
 
 func newModelsView(win fyne.Window, prefs fyne.Preferences, lib app.ModelLibrary) *ModelsView {
@@ -127,12 +135,16 @@ func newModelsView(win fyne.Window, prefs fyne.Preferences, lib app.ModelLibrary
 	v.ExpectedBtn.Disable()
 	v.SourceBtn.Disable()
 	v.Progress.Hide()
+	v.Provenance = widget.NewLabel("")
+	v.Provenance.Wrapping = fyne.TextWrapWord
+	v.Provenance.Hide()
 
 	top := container.NewVBox(
 		container.NewHBox(heading("Models"), v.Count, v.AddFiles, v.AddFolder, v.HashButton, v.ExpectedBtn, v.SourceBtn, v.CancelHash),
 		v.Progress,
 		v.ProgressMsg,
 		widget.NewLabel("Drop .gguf files or folders on the window to add them. A model is VERIFIED only when its SHA-256 equals the one its source publishes."),
+		v.Provenance,
 	)
 	v.Object = container.NewBorder(top, nil, nil, nil, v.Table)
 	if win != nil {
@@ -187,12 +199,13 @@ func (v *ModelsView) show(models []app.ModelEntry) {
 	v.found = models
 	v.refreshRows()
 	v.loadStatuses()
+	v.LoadDerived()
 }
 
 func (v *ModelsView) refreshRows() {
 	seen := map[string]bool{}
 	v.rows = v.rows[:0]
-	for _, list := range [][]app.ModelEntry{v.found, v.added} {
+	for _, list := range [][]app.ModelEntry{v.found, v.added, v.derivedRows} {
 		for _, m := range list {
 			if !seen[m.Path] {
 				seen[m.Path] = true
@@ -201,7 +214,11 @@ func (v *ModelsView) refreshRows() {
 		}
 	}
 	sort.SliceStable(v.rows, func(i, j int) bool { return v.rows[i].Path < v.rows[j].Path })
-	v.Count.SetText(fmt.Sprintf("%d GGUF file(s)", len(v.rows)))
+	count := fmt.Sprintf("%d GGUF file(s)", len(v.rows))
+	if n := len(v.derivedRows); n > 0 {
+		count += fmt.Sprintf(", %d derived", n)
+	}
+	v.Count.SetText(count)
 	if v.selected >= len(v.rows) {
 		v.selected = -1
 	}
@@ -316,10 +333,11 @@ func containsEntry(es []app.ModelEntry, path string) bool {
 	return false
 }
 
-// Select makes row i the subject of the buttons.
+// Select makes row i the subject of the buttons (and shows a derived model's provenance).
 func (v *ModelsView) Select(i int) {
 	v.selected = i
 	v.updateButtons()
+	v.showProvenance()
 }
 
 func (v *ModelsView) selectedPath() string {

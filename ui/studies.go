@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -109,9 +108,12 @@ type StudiesView struct {
 
 	// Cap shows capacity and concurrency studies in place of the throughput detail (nil until
 	// SetCapacity).
-	Cap        *CapacityPanel
-	detail     fyne.CanvasObject // the throughput study's detail
-	capShown   bool
+	Cap      *CapacityPanel
+	detail   fyne.CanvasObject // the throughput study's detail
+	capShown bool
+	// Quant shows quantization ladders in place of the throughput detail (nil until SetQuant).
+	Quant      *QuantPanel
+	quantShown bool
 	runOnLoad  int64 // RunOnLoad: start this study as soon as it is shown (-1: the demo)
 	showOnLoad int64 // ShowOnLoad: the study shown first
 	gates      gateCounts
@@ -163,18 +165,13 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.Scoreboard = newItemTable(scoreCols, v.scores)
 	v.Results = newItemTable(resultCols, v.results)
 	v.Legs = newItemTable(legCols, v.legs)
-	v.Console = newConsoleList(&v.mu, &v.console)
+	var consoleTab fyne.CanvasObject
+	v.Console, v.Follow, v.CopyConsole, consoleTab = newConsoleTab(a, &v.mu, &v.console)
 	v.Chart = NewChartView(760, 420)
 	v.Receipt = widget.NewRichTextFromMarkdown("Export the study's receipt (Export receipt…) to preview it here.")
 	v.Receipt.Wrapping = fyne.TextWrapWord
 	v.ReceiptImgs = container.NewVBox()
 	v.Gates = widget.NewLabel("gates: no run yet")
-	v.Follow = widget.NewCheck("follow", nil)
-	v.Follow.SetChecked(true)
-	v.CopyConsole = widget.NewButton("Copy", func() {
-		v.app.Clipboard().SetContent(strings.Join(v.ConsoleLines(), "\n"))
-	})
-	consoleTab := container.NewBorder(container.NewHBox(v.Follow, v.CopyConsole), nil, nil, nil, v.Console)
 	v.Tabs = container.NewAppTabs(
 		container.NewTabItem("Predictions", v.Scoreboard),
 		container.NewTabItem("Chart", v.Chart.Object),
@@ -211,12 +208,24 @@ func (v *StudiesView) SetCapacity(svc CapacityService) {
 	v.stack.Add(v.Cap.Object)
 }
 
-// busy says whether a study of either kind is running in the window.
+// SetQuant lets the section show and run quantization ladders through svc.
+func (v *StudiesView) SetQuant(svc QuantService) {
+	v.Quant = newQuantPanel(v.app, v.win, svc, v.busy)
+	v.Quant.meta = func() plots.Meta {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.meta
+	}
+	v.Quant.Object.Hide()
+	v.stack.Add(v.Quant.Object)
+}
+
+// busy says whether a study of any kind is running in the window.
 func (v *StudiesView) busy() bool {
 	v.mu.Lock()
 	running := v.running != 0
 	v.mu.Unlock()
-	return running || (v.Cap != nil && v.Cap.Running())
+	return running || (v.Cap != nil && v.Cap.Running()) || (v.Quant != nil && v.Quant.Running())
 }
 
 // kindOf is the listed kind of study id ("" when not listed).
@@ -229,18 +238,17 @@ func (v *StudiesView) kindOf(id int64) string {
 	return ""
 }
 
-// showCapacity swaps the detail between the throughput view and the capacity panel.
-func (v *StudiesView) showCapacity(on bool) {
-	if v.Cap == nil || on == v.capShown {
-		return
+// showPanel shows the detail of a study's kind: the capacity panel (capacity and
+// concurrency), the quant panel (ladders) or the throughput view (neither).
+func (v *StudiesView) showPanel(capOn, quantOn bool) {
+	capOn, quantOn = capOn && v.Cap != nil, quantOn && v.Quant != nil
+	v.capShown, v.quantShown = capOn, quantOn
+	setVisible(v.detail, !capOn && !quantOn)
+	if v.Cap != nil {
+		setVisible(v.Cap.Object, capOn)
 	}
-	v.capShown = on
-	if on {
-		v.detail.Hide()
-		v.Cap.Object.Show()
-	} else {
-		v.Cap.Object.Hide()
-		v.detail.Show()
+	if v.Quant != nil {
+		setVisible(v.Quant.Object, quantOn)
 	}
 }
 
@@ -322,21 +330,32 @@ func (v *StudiesView) Reload(id int64) {
 
 // Select shows study id.
 func (v *StudiesView) Select(id int64) {
-	if v.Cap != nil && kinds.Server(v.kindOf(id)) {
+	kind := v.kindOf(id)
+	if capOn, quantOn := v.Cap != nil && kinds.Server(kind), v.Quant != nil && kind == kinds.Quant; capOn || quantOn {
 		v.selected = id
 		v.showGen++ // a throughput load still under way is stale now
 		v.report = nil
 		v.updateButtons()
-		v.showCapacity(true)
-		if v.runOnLoad == id {
+		v.showPanel(capOn, quantOn)
+		runNow := v.runOnLoad == id
+		if runNow {
 			v.runOnLoad = 0
-			v.Cap.runOnLoad = id
 		}
-		v.Cap.Show(id)
+		if capOn {
+			if runNow {
+				v.Cap.runOnLoad = id
+			}
+			v.Cap.Show(id)
+		} else {
+			if runNow {
+				v.Quant.runOnLoad = id
+			}
+			v.Quant.Show(id)
+		}
 		v.signal()
 		return
 	}
-	v.showCapacity(false)
+	v.showPanel(false, false)
 	if v.selected != id {
 		v.mu.Lock()
 		if v.running != id {
@@ -435,6 +454,9 @@ func (v *StudiesView) updateButtons() {
 func (v *StudiesView) close() {
 	if v.Cap != nil {
 		v.Cap.close()
+	}
+	if v.Quant != nil {
+		v.Quant.close()
 	}
 	v.Abort()
 	v.text.Stop()

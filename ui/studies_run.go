@@ -31,7 +31,11 @@ func (v *StudiesView) RunSelected() {
 		v.Cap.Run()
 		return
 	}
-	if v.Cap != nil && v.Cap.Running() {
+	if v.quantShown {
+		v.Quant.Run()
+		return
+	}
+	if (v.Cap != nil && v.Cap.Running()) || (v.Quant != nil && v.Quant.Running()) {
 		showOneAtATime(v.win)
 		return
 	}
@@ -253,6 +257,21 @@ func newConsoleList(mu *sync.Mutex, lines *[]string) *widget.List {
 		mu.Unlock()
 		o.(*widget.Label).SetText(line)
 	})
+}
+
+// newConsoleTab is a run view's Console tab: the console list of *lines (under mu), its follow
+// check (ticked) and Copy button above it.
+func newConsoleTab(a fyne.App, mu *sync.Mutex, lines *[]string) (*widget.List, *widget.Check, *widget.Button, fyne.CanvasObject) {
+	list := newConsoleList(mu, lines)
+	follow := widget.NewCheck("follow", nil)
+	follow.SetChecked(true)
+	copyBtn := widget.NewButton("Copy", func() {
+		mu.Lock()
+		text := strings.Join(*lines, "\n")
+		mu.Unlock()
+		a.Clipboard().SetContent(text)
+	})
+	return list, follow, copyBtn, container.NewBorder(container.NewHBox(follow, copyBtn), nil, nil, nil, list)
 }
 
 // gateCounts are the run's gate lights: rows measured, rows a CV gate flagged, legs that

@@ -37,6 +37,9 @@ type Deps struct {
 	// Capacity registers, shows and runs capacity and concurrency studies (nil: they are
 	// listed, with a note that says where to see them).
 	Capacity CapacityService
+	// Quant builds, registers, shows and runs quantization ladders, and lists the derived
+	// models (nil: ladders are listed, with a note that says where to see them).
+	Quant QuantService
 }
 
 // Preference keys: the llama.cpp folder the user chose, the window's size.
@@ -55,7 +58,8 @@ type Workbench struct {
 	Studies  *StudiesView
 	Wizard   *WizardView
 	CapWiz   *CapacityWizard
-	Kind     *widget.RadioGroup // New study: throughput, capacity or concurrency
+	QuantWiz *QuantWizard
+	Kind     *widget.RadioGroup // New study: throughput, capacity, concurrency or quant
 	Notebook *NotebookView
 	nav      *container.AppTabs
 }
@@ -78,6 +82,14 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		wb.nav.SelectIndex(0)
 		wb.Studies.Reload(id)
 	})
+	wb.Studies.SetQuant(deps.Quant)
+	wb.QuantWiz = newQuantWizard(w, deps.Quant, deps.Library, func() []app.ModelEntry { return wb.Models.rows }, func(id int64) {
+		wb.nav.SelectIndex(0)
+		wb.Studies.Reload(id)
+	})
+	if deps.Quant != nil {
+		wb.Models.SetDerived(deps.Quant.DerivedModels)
+	}
 	wb.Notebook = newNotebookView(w, deps.Notebook)
 	if deps.Studies != nil {
 		wb.Notebook.SetStudies(deps.Studies)
@@ -85,17 +97,17 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb.Models.OnChanged = func() {
 		wb.Wizard.RefreshModels()
 		wb.CapWiz.RefreshModels()
+		wb.QuantWiz.RefreshModels()
 	}
 	wb.CapWiz.Object.Hide()
+	wb.QuantWiz.Object.Hide()
 	wb.Kind = widget.NewRadioGroup(kinds.All, func(k string) {
-		if k == kinds.Throughput || k == "" {
-			wb.CapWiz.Object.Hide()
-			wb.Wizard.Object.Show()
-			return
+		if kinds.Server(k) {
+			wb.CapWiz.SetKind(k)
 		}
-		wb.CapWiz.SetKind(k)
-		wb.Wizard.Object.Hide()
-		wb.CapWiz.Object.Show()
+		setVisible(wb.Wizard.Object, k == kinds.Throughput || k == "")
+		setVisible(wb.CapWiz.Object, kinds.Server(k))
+		setVisible(wb.QuantWiz.Object, k == kinds.Quant)
 	})
 	wb.Kind.Horizontal = true
 	wb.Kind.Required = true
@@ -124,10 +136,11 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		return true
 	}
 	newStudy := container.NewBorder(container.NewHBox(heading("Kind of study"), wb.Kind), nil, nil, nil,
-		container.NewStack(wb.Wizard.Object, wb.CapWiz.Object))
+		container.NewStack(wb.Wizard.Object, wb.CapWiz.Object, wb.QuantWiz.Object))
 	wb.Bench.onReport = func(r app.DoctorReport) {
 		wb.Studies.SetMeta(chartMeta(r))
 		wb.Wizard.SetDoctorReport(r) // its device notes offer their env; the devices are listed again
+		wb.QuantWiz.RefreshTypes()   // the build may have changed
 	}
 	wb.nav = container.NewAppTabs(
 		container.NewTabItem("Studies", wb.Studies.Object),
@@ -141,6 +154,9 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		case "New study":
 			wb.Wizard.RefreshModels()
 			wb.CapWiz.RefreshModels()
+			wb.QuantWiz.RefreshModels()
+		case "Models":
+			wb.Models.LoadDerived() // a ladder may have made some since
 		case "Notebook":
 			wb.Notebook.Reload()
 			wb.Notebook.loadBoard()
@@ -209,6 +225,8 @@ func (wb *Workbench) addShortcuts() {
 		run := wb.Studies.RunButton
 		if wb.Studies.capShown {
 			run = wb.Studies.Cap.RunButton
+		} else if wb.Studies.quantShown {
+			run = wb.Studies.Quant.RunButton
 		}
 		if !run.Disabled() {
 			wb.Studies.RunSelected()
@@ -223,6 +241,8 @@ func (wb *Workbench) addShortcuts() {
 		export := wb.Studies.ReceiptButton
 		if wb.Studies.capShown {
 			export = wb.Studies.Cap.ReceiptButton
+		} else if wb.Studies.quantShown {
+			return // a ladder's receipt: `sparkbench receipt ID`
 		}
 		if !export.Disabled() {
 			export.OnTapped()
@@ -237,6 +257,8 @@ func (wb *Workbench) addShortcuts() {
 			tabs := wb.Studies.Tabs
 			if wb.Studies.capShown {
 				tabs = wb.Studies.Cap.Tabs
+			} else if wb.Studies.quantShown {
+				tabs = wb.Studies.Quant.Tabs
 			}
 			if i < len(tabs.Items) {
 				tabs.SelectIndex(i)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync/atomic"
 
 	"fyne.io/fyne/v2"
@@ -59,7 +58,7 @@ func (v *WizardView) registerPrepared(ctx context.Context, p *study.Plan, sum st
 func (v *WizardView) confirmRegister() {
 	p, errs := v.Plan()
 	if len(errs) > 0 {
-		dialog.ShowError(fmt.Errorf("%s", strings.Join(errs, "\n")), v.win)
+		showErrorLines(v.win, errs)
 		return
 	}
 	msg := fmt.Sprintf("This freezes exactly this plan and its %d prediction(s) in the notebook; nothing registered can be edited afterwards (changes are amendments, or deviations once legs ran).", len(p.Predictions))

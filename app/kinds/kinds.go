@@ -11,8 +11,8 @@ const (
 	Quant       = "quant"       // a quantization ladder: which quant of a model, by a pre-registered rule (app/quant)
 )
 
-// All lists the kinds in the order the window offers them (the ladder has no form yet: the CLI).
-var All = []string{Throughput, Capacity, Concurrency}
+// All lists the kinds in the order the window offers them.
+var All = []string{Throughput, Capacity, Concurrency, Quant}
 
 // Server says whether a kind's studies run llama-server (capacity and concurrency).
 func Server(kind string) bool { return kind == Capacity || kind == Concurrency }

@@ -28,12 +28,12 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	runDemo := fs.Bool("run-demo", false, "run the demo study as soon as the window opens")
 	runID := fs.Int64("run", 0, "run (or resume) this study as soon as the window opens")
 	showID := fs.Int64("study", 0, "open the Studies section on this study (without running it)")
-	newKind := fs.String("new-kind", "throughput", "kind of study the New study section starts with: throughput, capacity or concurrency")
+	newKind := fs.String("new-kind", "throughput", "kind of study the New study section starts with: "+strings.Join(kinds.All, ", "))
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
 	}
 	if !slices.Contains(kinds.All, *newKind) {
-		fprintf(stderr, "sparkbench: --new-kind %q: want throughput, capacity or concurrency\n", *newKind)
+		fprintf(stderr, "sparkbench: --new-kind %q: want throughput, capacity or concurrency, or quant for a quantization ladder\n", *newKind)
 		return 2
 	}
 	if !slices.Contains(ui.Sections, *section) {
@@ -68,6 +68,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	var registrar ui.Registrar
 	var notebookSvc ui.NotebookService
 	var capacitySvc ui.CapacityService
+	var quantSvc ui.QuantService
 	if nbErr == nil {
 		nb, err := store.Open(nbPath)
 		if err != nil {
@@ -79,6 +80,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 			studies, registrar = svc, svc
 			notebookSvc = notebookService{nb}
 			capacitySvc = capacityService{nb: nb, llamaDir: *llamaDir, folder: folder}
+			quantSvc = quantService{nb: nb, llamaDir: *llamaDir, folder: folder}
 		}
 	}
 	a := fyneapp.NewWithID(app.AppID)
@@ -93,6 +95,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		Registrar: registrar,
 		Notebook:  notebookSvc,
 		Capacity:  capacitySvc,
+		Quant:     quantSvc,
 	})
 	wb.ShowSection(*section)
 	wb.Kind.SetSelected(*newKind)
