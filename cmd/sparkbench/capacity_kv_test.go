@@ -13,9 +13,9 @@ import (
 
 // TestCapacityKVArmsGetTheirKLD: a concurrency study whose arms are the f16 and q8_0 KV caches
 // of the medium model (one cell each, P1/C1, one pass) gets, after its cells, the KL divergence
-// of q8_0 from f16 on that model: run, capacity show, study show and the receipt say it beside
-// the speed change, the plan's gate (a limit below any KLD q8_0 gives) fails with its code, and
-// the receipt verifies.
+// of q8_0 from f16 on that model: run, capacity show and the receipt say it beside the speed
+// change, the plan's gate (a limit below any KLD q8_0 gives) fails with its code, and the
+// receipt verifies. A build without llama-perplexity leaves the check to the next run.
 func TestCapacityKVArmsGetTheirKLD(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	model := llamatest.Model(t, "medium-llama-f16.gguf")
@@ -44,8 +44,34 @@ func TestCapacityKVArmsGetTheirKLD(t *testing.T) {
 }`, model, mediumSHA, capacitySHA(t, pp))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCapacity("run", plan, "--notebook", nb, "--llama-dir", loc.Dir)
-	if code != 0 {
+	// First with a build that has no llama-perplexity (the same binaries but that one): the
+	// cells are measured and assembled, the check is said not to have run, and show says so.
+	noPPL := filepath.Join(dir, "no-perplexity")
+	if err := os.Mkdir(noPPL, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(loc.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() != "llama-perplexity" {
+			if err := os.Symlink(filepath.Join(loc.Dir, e.Name()), filepath.Join(noPPL, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	code, out, errOut := runCapacity("run", plan, "--notebook", nb, "--llama-dir", noPPL)
+	if code != 0 || !strings.Contains(out, "  q8 (q8_0/q8_0 KV) vs f16: KL divergence not checked (run the study again to check it)") ||
+		!strings.Contains(errOut, "kv quality: not checked: ") || !strings.Contains(errOut, "has no executable llama-perplexity") {
+		t.Fatalf("run without llama-perplexity: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, text, _ := runCapacity("show", "1", "--notebook", nb); !strings.Contains(text, "  q8: KL divergence not checked yet (`sparkbench capacity run 1` checks it)") {
+		t.Errorf("show before the check:\n%s", text)
+	}
+	// The next run of the complete study runs the check alone.
+	code, out, errOut = runCapacity("run", "1", "--notebook", nb, "--llama-dir", loc.Dir)
+	if code != 0 || strings.Contains(errOut, "server lifetime") {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
 	t.Logf("run:\n%s", out)
