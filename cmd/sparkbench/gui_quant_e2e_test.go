@@ -117,9 +117,7 @@ func TestWindowRegistersRunsAndHandsOffALadder(t *testing.T) {
 		})
 	}
 	if !finished {
-		ui.Locked(func() {
-			t.Fatalf("the ladder did not finish in 5 minutes; console:\n%s", strings.Join(p.ConsoleLines(), "\n"))
-		})
+		t.Fatalf("the ladder did not finish in 5 minutes; console:\n%s", strings.Join(p.ConsoleLines(), "\n"))
 	}
 	ui.Locked(func() { t.Logf("run: %s", p.ProgressMsg.Text) })
 	waitFor(t, "the finished ladder", func() bool { return p.Study() != nil && p.Study().Status == store.StatusComplete })
