@@ -74,69 +74,12 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb.Bench.flagDir = deps.LlamaDir
 	wb.Studies = newStudiesView(a, w, deps.Studies)
 	wb.Studies.SetCapacity(deps.Capacity) // nil: capacity studies are listed, with a note
-	wb.Wizard = newWizardView(w, deps.Registrar, deps.Library, func() []app.ModelEntry { return wb.Models.rows }, func(id int64) {
-		wb.nav.SelectIndex(0)
-		wb.Studies.Reload(id)
-	})
-	wb.CapWiz = newCapacityWizard(w, deps.Capacity, deps.Library, func() []app.ModelEntry { return wb.Models.rows }, func(id int64) {
-		wb.nav.SelectIndex(0)
-		wb.Studies.Reload(id)
-	})
 	wb.Studies.SetQuant(deps.Quant)
-	wb.QuantWiz = newQuantWizard(w, deps.Quant, deps.Library, func() []app.ModelEntry { return wb.Models.rows }, func(id int64) {
-		wb.nav.SelectIndex(0)
-		wb.Studies.Reload(id)
-	})
-	if deps.Quant != nil {
-		wb.Models.SetDerived(deps.Quant.DerivedModels)
-	}
 	wb.Notebook = newNotebookView(w, deps.Notebook)
 	if deps.Studies != nil {
 		wb.Notebook.SetStudies(deps.Studies)
 	}
-	wb.Models.OnChanged = func() {
-		wb.Wizard.RefreshModels()
-		wb.CapWiz.RefreshModels()
-		wb.QuantWiz.RefreshModels()
-	}
-	wb.CapWiz.Object.Hide()
-	wb.QuantWiz.Object.Hide()
-	wb.Kind = widget.NewRadioGroup(kinds.All, func(k string) {
-		if kinds.Server(k) {
-			wb.CapWiz.SetKind(k)
-		}
-		setVisible(wb.Wizard.Object, k == kinds.Throughput || k == "")
-		setVisible(wb.CapWiz.Object, kinds.Server(k))
-		setVisible(wb.QuantWiz.Object, k == kinds.Quant)
-	})
-	wb.Kind.Horizontal = true
-	wb.Kind.Required = true
-	wb.Kind.SetSelected(kinds.Throughput)
-	wb.CapWiz.OnKind = func(k string) {
-		if wb.Kind.Selected != k {
-			wb.Kind.SetSelected(k)
-		}
-	}
-	// Either wizard's Open plan… hands a plan of the other kind to the other wizard.
-	wb.Wizard.openOther = func(path string) bool {
-		p, err := capacity.Load(path)
-		if err != nil {
-			return false
-		}
-		wb.CapWiz.LoadPlan(p, filepath.Dir(path))
-		return true
-	}
-	wb.CapWiz.openOther = func(path string) bool {
-		p, err := study.Load(path)
-		if err != nil {
-			return false
-		}
-		wb.Kind.SetSelected(kinds.Throughput)
-		wb.Wizard.LoadPlan(p, filepath.Dir(path))
-		return true
-	}
-	newStudy := container.NewBorder(container.NewHBox(heading("Kind of study"), wb.Kind), nil, nil, nil,
-		container.NewStack(wb.Wizard.Object, wb.CapWiz.Object, wb.QuantWiz.Object))
+	newStudy := wb.newStudySection(deps)
 	wb.Bench.onReport = func(r app.DoctorReport) {
 		wb.Studies.SetMeta(chartMeta(r))
 		wb.Wizard.SetDoctorReport(r) // its device notes offer their env; the devices are listed again
@@ -178,7 +121,68 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	// inline, so a job started earlier could update widgets still being built).
 	wb.Studies.Start()
 	wb.Bench.Recheck()
+	if deps.Quant != nil {
+		wb.Models.SetDerived(deps.Quant.DerivedModels)
+	}
 	return wb
+}
+
+// newStudySection builds the New study section: the kind chooser over the three forms
+// (throughput; capacity and concurrency; quantization ladders), each registering into the
+// Studies section, offered the Models section's files.
+func (wb *Workbench) newStudySection(deps Deps) fyne.CanvasObject {
+	w := wb.Window
+	rows := func() []app.ModelEntry { return wb.Models.rows }
+	registered := func(id int64) {
+		wb.nav.SelectIndex(0)
+		wb.Studies.Reload(id)
+	}
+	wb.Wizard = newWizardView(w, deps.Registrar, deps.Library, rows, registered)
+	wb.CapWiz = newCapacityWizard(w, deps.Capacity, deps.Library, rows, registered)
+	wb.QuantWiz = newQuantWizard(w, deps.Quant, deps.Library, rows, registered)
+	wb.Models.OnChanged = func() {
+		wb.Wizard.RefreshModels()
+		wb.CapWiz.RefreshModels()
+		wb.QuantWiz.RefreshModels()
+	}
+	wb.CapWiz.Object.Hide()
+	wb.QuantWiz.Object.Hide()
+	wb.Kind = widget.NewRadioGroup(kinds.All, func(k string) {
+		if kinds.Server(k) {
+			wb.CapWiz.SetKind(k)
+		}
+		setVisible(wb.Wizard.Object, k == kinds.Throughput || k == "")
+		setVisible(wb.CapWiz.Object, kinds.Server(k))
+		setVisible(wb.QuantWiz.Object, k == kinds.Quant)
+	})
+	wb.Kind.Horizontal = true
+	wb.Kind.Required = true
+	wb.Kind.SetSelected(kinds.Throughput)
+	wb.CapWiz.OnKind = func(k string) {
+		if wb.Kind.Selected != k {
+			wb.Kind.SetSelected(k)
+		}
+	}
+	// Either wizard's Open plan… hands a plan of the other kind to the other wizard.
+	wb.Wizard.openOther = func(path string) bool {
+		p, err := capacity.Load(path)
+		if err != nil {
+			return false
+		}
+		wb.CapWiz.LoadPlan(p, filepath.Dir(path))
+		return true
+	}
+	wb.CapWiz.openOther = func(path string) bool {
+		p, err := study.Load(path)
+		if err != nil {
+			return false
+		}
+		wb.Kind.SetSelected(kinds.Throughput)
+		wb.Wizard.LoadPlan(p, filepath.Dir(path))
+		return true
+	}
+	return container.NewBorder(container.NewHBox(heading("Kind of study"), wb.Kind), nil, nil, nil,
+		container.NewStack(wb.Wizard.Object, wb.CapWiz.Object, wb.QuantWiz.Object))
 }
 
 func heading(text string) *widget.Label {
