@@ -476,18 +476,10 @@ func (v *CapacityWizard) newPredictionForm() *capPredictionForm {
 	f.slots, f.clients = widget.NewEntry(), widget.NewEntry()
 	f.slots.SetPlaceHolder("P (cell figures)")
 	f.clients.SetPlaceHolder("C (cell figures of capacity plans)")
-	f.lo, f.hi = widget.NewEntry(), widget.NewEntry()
-	f.lo.SetPlaceHolder("lower bound (empty: open)")
-	f.hi.SetPlaceHolder("upper bound (empty: open)")
+	f.kind, f.lo, f.hi, f.kinds = bandOrQuestion()
 	f.cellForm = widget.NewForm(widget.NewFormItem("slots", f.slots), widget.NewFormItem("clients", f.clients))
 	f.figure = widget.NewSelect(capFigures, func(s string) { setVisible(f.cellForm, slices.Contains(capCellFigures, s)) })
 	f.figure.SetSelected(string(capacity.FigureSelectedGain))
-	f.kinds = newSwitchedForm(map[string][]*widget.FormItem{
-		"band":     {widget.NewFormItem("Band lo", f.lo), widget.NewFormItem("Band hi", f.hi)},
-		"question": nil,
-	})
-	f.kind = widget.NewSelect([]string{"band", "question"}, f.kinds.show)
-	f.kind.SetSelected("band")
 	common := widget.NewForm(widget.NewFormItem("Kind", f.kind), widget.NewFormItem("Claim", f.text),
 		widget.NewFormItem("About: figure", f.figure), widget.NewFormItem("candidate", f.cand))
 	f.content = container.NewVBox(common, f.cellForm, f.kinds.box)

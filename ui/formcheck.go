@@ -118,6 +118,21 @@ func claimFields(ids []string) (*widget.Entry, *widget.Select) {
 	return text, about
 }
 
+// bandOrQuestion are the kind fields of an Add a prediction dialog that offers a band or a
+// question: the kind's choice (band first) and the band's bounds, shown only for a band.
+func bandOrQuestion() (kind *widget.Select, lo, hi *widget.Entry, kinds *switchedForm) {
+	lo, hi = widget.NewEntry(), widget.NewEntry()
+	lo.SetPlaceHolder("lower bound (empty: open)")
+	hi.SetPlaceHolder("upper bound (empty: open)")
+	kinds = newSwitchedForm(map[string][]*widget.FormItem{
+		"band":     {widget.NewFormItem("Band lo", lo), widget.NewFormItem("Band hi", hi)},
+		"question": nil,
+	})
+	kind = widget.NewSelect([]string{"band", "question"}, kinds.show)
+	kind.SetSelected("band")
+	return kind, lo, hi, kinds
+}
+
 // studyFormPage lays out a New study form: the top row (heading and buttons), the form's
 // sections, the predictions (the list under its Add and Remove buttons, predsHeight tall; none
 // when list is nil), then the checks (estimate and problems), scrolling as one page.

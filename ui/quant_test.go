@@ -181,6 +181,26 @@ func TestQuantWizardValidatesAndRegisters(t *testing.T) {
 		v.KLDMean.SetText("0.01")
 	})
 	waitQuantValidated(t, v, func() bool { return v.Problems.Text == "no problems: ready to register" && !v.RegisterBtn.Disabled() })
+	// predictions: checked with the plan (a type it does not list is refused), then registered with it
+	if _, err := buildQuantPrediction("band", "x", "kld_mean", "Q8_0", "", "low", ""); err == nil || !strings.Contains(err.Error(), `lower bound: "low" is not a number`) {
+		t.Fatalf("bad bound: %v", err)
+	}
+	bad, _ := buildQuantPrediction("band", "Q2_K stays close", "kld_mean", "Q2_K", "tg@256", "", "0.1")
+	Locked(func() { v.AddPrediction(bad) })
+	waitQuantValidated(t, v, func() bool {
+		return strings.Contains(v.Problems.Text, `predictions[0].about.candidate: "Q2_K": want a quant of this plan (Q8_0, Q4_0)`) && v.RegisterBtn.Disabled()
+	})
+	Locked(func() {
+		v.Predictions.Select(0)
+		test.Tap(v.RemovePred)
+	})
+	good, _ := buildQuantPrediction("band", "the chosen quant stays close", "kld_mean", quant.CandidateSelected, "tg@256", "", "0.01")
+	speed, _ := buildQuantPrediction("question", "how fast is Q4_0 at 256", "speed", "Q4_0", "tg@256", "", "")
+	Locked(func() {
+		v.AddPrediction(good)
+		v.AddPrediction(speed)
+	})
+	waitQuantValidated(t, v, func() bool { return v.Problems.Text == "no problems: ready to register" && len(v.preds) == 2 })
 	m := models[0]
 	q8, _ := quant.EstimateBytes(m.Size, m.FileType, "Q8_0")
 	q4, _ := quant.EstimateBytes(m.Size, m.FileType, "Q4_0")
@@ -210,7 +230,10 @@ func TestQuantWizardValidatesAndRegisters(t *testing.T) {
 	want := &quant.Plan{Schema: quant.SchemaQuant, Name: "tiny ladder", Reference: quant.FileRef{Path: ref, SHA256: strings.Repeat("ab", 32)},
 		Quants: []string{"Q8_0", "Q4_0"}, Speed: quant.Speed{Depths: []int{0, 256}, NPrompt: 32, NGen: 8, Reps: 2, Threads: 1},
 		Quality: quant.Quality{Corpus: quant.FileRef{Path: svc.corpus, SHA256: fmt.Sprintf("%x", sha256.Sum256(corpus))}, Ctx: 64, Chunks: 2},
-		Memory:  quant.MemoryBench, Rule: quant.Rule{Maximize: "tg@256", Limits: quant.Limits{KLDMeanMax: &kld}, Tolerance: &tol}}
+		Memory:  quant.MemoryBench, Rule: quant.Rule{Maximize: "tg@256", Limits: quant.Limits{KLDMeanMax: &kld}, Tolerance: &tol},
+		Predictions: []quant.Prediction{
+			{ID: "P1", Text: "the chosen quant stays close", Kind: study.KindBand, About: quant.Selector{Figure: quant.FigureKLDMean, Candidate: quant.CandidateSelected}, Hi: &kld},
+			{ID: "P2", Text: "how fast is Q4_0 at 256", Kind: study.KindQuestion, About: quant.Selector{Figure: quant.FigureSpeed, Candidate: "Q4_0", At: "tg@256"}}}}
 	want.Defaults()
 	wj, _ := json.Marshal(want)
 	gj, _ := json.Marshal(svc.got)
@@ -262,7 +285,11 @@ func waitQuant(t *testing.T, v *QuantPanel, cond func() bool) {
 func TestQuantPanelLiveChart(t *testing.T) {
 	a := newTestApp(t)
 	step := make(chan struct{})
-	svc := &fakeQuant{plan: ladderPlan(), status: "registered", step: step, recs: []quant.Record{
+	plan := ladderPlan()
+	hi := 0.01
+	plan.Predictions = []quant.Prediction{{ID: "P1", Text: "the chosen one is close", Kind: study.KindBand,
+		About: quant.Selector{Figure: quant.FigureKLDMean, Candidate: quant.CandidateSelected}, Hi: &hi}}
+	svc := &fakeQuant{plan: plan, status: "registered", step: step, recs: []quant.Record{
 		quantRecord("Q8_0", 27, 50, 0.0005), quantRecord("Q4_K_M", 16, 70, 0.004), quantRecord("Q4_0", 14, 75, 0.02)}}
 	v := build(func() *QuantPanel { return newQuantPanel(a, a.NewWindow("t"), svc, nil) })
 	defer Locked(v.close)
@@ -293,6 +320,9 @@ func TestQuantPanelLiveChart(t *testing.T) {
 		}
 		if !strings.HasPrefix(v.Selected.Text, "selected Q4_K_M (runner-up Q8_0)") {
 			t.Errorf("selected %q", v.Selected.Text)
+		}
+		if len(v.verdicts) != 1 || v.verdicts[0].Prediction != "P1" || v.verdicts[0].Outcome != study.Hit {
+			t.Errorf("verdicts %+v", v.verdicts)
 		}
 		lines := strings.Join(v.ConsoleLines(), "\n")
 		if !strings.Contains(lines, "kld-base: base logits") || !strings.Contains(lines, "Q4_0 measured (3 of 3 candidates)") {

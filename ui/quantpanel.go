@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"sparkbench/app/quant"
+	"sparkbench/app/study"
 	"sparkbench/plots"
 )
 
@@ -31,6 +32,7 @@ type QuantPanel struct {
 	Progress                *widget.ProgressBar
 	ProgressMsg             *widget.Label
 	Candidates              *widget.Table
+	Verdicts                *widget.Table // the predictions' answers from the result shown
 	Chart                   *ChartView
 	Console                 *widget.List
 	Follow                  *widget.Check
@@ -50,6 +52,7 @@ type QuantPanel struct {
 	runOnLoad int64
 	study     *QuantStudy
 	rows      []quantRow
+	verdicts  []study.Verdict
 	gen       uint64
 
 	runSession // the running study; its mu guards the live state below
@@ -83,12 +86,14 @@ func newQuantPanel(a fyne.App, win fyne.Window, svc QuantService, busy func() bo
 	v.AbortButton.Disable()
 	v.HandOffButton.Disable()
 	v.Candidates = newItemTable(quantCols, func() []quantRow { return v.rows })
+	v.Verdicts = newItemTable(quantVerdictCols, func() []study.Verdict { return v.verdicts })
 	v.Chart = NewChartView(760, 420)
 	var consoleTab fyne.CanvasObject
 	v.Console, v.Follow, v.CopyConsole, consoleTab = newConsoleTab(a, &v.mu, &v.console)
 	v.Tabs = container.NewAppTabs(
 		container.NewTabItem("Candidates", v.Candidates),
 		container.NewTabItem("Pareto", v.Chart.Object),
+		container.NewTabItem("Predictions", v.Verdicts),
 		container.NewTabItem("Console", consoleTab),
 	)
 	v.Tabs.OnSelected = func(*container.TabItem) { v.refreshConsole() }
@@ -114,6 +119,24 @@ var quantCols = []col[quantRow]{
 	}},
 	{"Peak RSS MiB", 100, func(x quantRow) string { return fmtPtr(x.cand.PeakRSSMiB, 0) }},
 	{"Verdict", 420, func(x quantRow) string { return x.verdict }},
+}
+
+var quantVerdictCols = []col[study.Verdict]{
+	{"Prediction", 90, func(x study.Verdict) string { return x.Prediction }},
+	{"Outcome", 110, func(x study.Verdict) string { return string(x.Outcome) }},
+	{"Observed", 110, func(x study.Verdict) string { return fmtPtr(x.Value, 4) }},
+	{"Expected", 160, func(x study.Verdict) string { return x.Expected }},
+	{"Detail", 480, func(x study.Verdict) string { return orText(x.Problem, x.Detail) }},
+}
+
+// setResult shows a result's candidates and verdicts in the tables.
+func (v *QuantPanel) setResult(res *quant.Result) {
+	v.rows, v.verdicts = quantRows(res), nil
+	if res != nil {
+		v.verdicts = res.Verdicts
+	}
+	v.Candidates.Refresh()
+	v.Verdicts.Refresh()
 }
 
 func optNum(ok bool, f float64, prec int) string {
@@ -194,8 +217,8 @@ func (v *QuantPanel) Show(id int64) {
 		}
 		v.mu.Unlock()
 		v.Console.Refresh()
-		v.study, v.rows = nil, nil
-		v.Candidates.Refresh()
+		v.study = nil
+		v.setResult(nil)
 		v.HandOffMsg.SetText("")
 	}
 	v.id = id
@@ -230,8 +253,7 @@ func (v *QuantPanel) show(qs *QuantStudy) {
 	v.Status.SetText(fmt.Sprintf("%s · ladder of %s · plan sha256 %s", qs.Status, refName, short(qs.PlanSHA256)))
 	v.Selected.SetText(selectionText(qs.Result))
 	if !v.Running() {
-		v.rows = quantRows(qs.Result)
-		v.Candidates.Refresh()
+		v.setResult(qs.Result)
 		if qs.Result != nil {
 			v.showChart(quant.Chart(qs.Result, v.chartMeta(qs.Plan)))
 		}
@@ -296,8 +318,7 @@ func (v *QuantPanel) Run() {
 		return
 	}
 	plan := v.study.Plan
-	v.rows = quantRows(mustAssemble(plan, nil))
-	v.Candidates.Refresh()
+	v.setResult(mustAssemble(plan, nil))
 	v.updateButtons()
 	d := runDisplay{v.app, v.Progress, v.ProgressMsg, v.Tabs}
 	v.launch(d, cancel, v.study.Name, "starting: checking the reference and the corpus…", func() func() string {
@@ -375,9 +396,8 @@ func (v *QuantPanel) showLive() {
 	if st := v.study; st != nil && st.Plan != nil {
 		setProgress(v.Progress, float64(n)/float64(max(len(st.Plan.Quants), 1)))
 	}
-	if res != nil && len(v.rows) > 0 {
-		v.rows = quantRows(res)
-		v.Candidates.Refresh()
+	if res != nil {
+		v.setResult(res)
 	}
 	v.refreshConsole()
 }

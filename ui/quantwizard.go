@@ -52,6 +52,10 @@ type QuantWizard struct {
 	Problems   *widget.Label
 	Estimate   *widget.Label
 
+	Predictions *widget.List
+	AddPred     *widget.Button
+	RemovePred  *widget.Button
+
 	RegisterBtn *widget.Button
 
 	win    fyne.Window
@@ -60,6 +64,7 @@ type QuantWizard struct {
 	models func() []app.ModelEntry
 	onDone func(id int64)
 	chosen map[string]app.ModelEntry // reference files chosen with Choose file…
+	preds  []quant.Prediction
 
 	formCheck        // only the newest check's result is shown; mu also guards corpus
 	corpus    string // the project corpus's path, once the service gave it
@@ -107,6 +112,8 @@ func newQuantWizard(win fyne.Window, svc QuantService, lib app.ModelLibrary, mod
 	v.FileMiB = entry("", "MiB, empty: no limit")
 	v.PeakRSS = entry("", "MiB, empty: no limit")
 	v.Tolerance = entry("0.01", "fraction of the best speed that counts as tied")
+	v.Predictions, v.RemovePred = predictionList(&v.preds, quantPredictionLine, v.Validate)
+	v.AddPred = widget.NewButton("Add prediction…", v.predictionDialog)
 	v.RegisterBtn = widget.NewButton("Register…", v.confirmRegister)
 	v.RegisterBtn.Disable()
 	v.offerFigures()
@@ -134,7 +141,7 @@ func newQuantWizard(win fyne.Window, svc QuantService, lib app.ModelLibrary, mod
 		widget.NewFormItem("Rule: tolerance", v.Tolerance),
 	)
 	v.Object = studyFormPage(container.NewHBox(heading("New quantization ladder"), v.RegisterBtn), []fyne.CanvasObject{form},
-		nil, nil, nil, 0, v.Estimate, v.Problems)
+		v.AddPred, v.RemovePred, v.Predictions, 140, v.Estimate, v.Problems)
 	v.RefreshModels()
 	v.RefreshTypes()
 	return v
@@ -341,5 +348,6 @@ func (v *QuantWizard) Plan() (*quant.Plan, []string) {
 		*f.to, err = optFloat(f.field, f.e.Text)
 		add(err)
 	}
+	p.Predictions = slices.Clone(v.preds)
 	return p, errs
 }

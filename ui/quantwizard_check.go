@@ -131,7 +131,7 @@ func (v *QuantWizard) confirmRegister() {
 		showErrorLines(v.win, errs)
 		return
 	}
-	msg := "This freezes exactly this plan and its rule in the notebook before anything runs; nothing registered can be edited afterwards."
+	msg := fmt.Sprintf("This freezes exactly this plan, its rule and its %d prediction(s) in the notebook before anything runs; nothing registered can be edited afterwards.", len(p.Predictions))
 	freeze(v.win, v.RegisterBtn, "hashing the reference (cached in the notebook) and the corpus…", msg,
 		func(ctx context.Context) (any, string, error) { return v.prepareFiles(ctx, p) },
 		func(ctx context.Context, plan any, sum string) (registered, error) {

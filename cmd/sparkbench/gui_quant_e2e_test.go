@@ -22,6 +22,7 @@ import (
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
 	"sparkbench/ui"
+	"sparkbench/ui/uitest"
 )
 
 // TestWindowRegistersRunsAndHandsOffALadder clicks through a quantization ladder in the window
@@ -75,6 +76,15 @@ func TestWindowRegistersRunsAndHandsOffALadder(t *testing.T) {
 		q.Chunks.SetText("2")
 		q.KLDMean.SetText("0.05")
 	})
+	// A prediction, through the Add a prediction… dialog (a band on Q8_0's mean KLD).
+	c := wb.Window.Canvas()
+	ui.Locked(func() { test.Tap(q.AddPred) })
+	waitFor(t, "the prediction dialog", func() bool { return uitest.DialogEntry(c, "the claim in words") != nil })
+	ui.Locked(func() {
+		test.Type(uitest.DialogEntry(c, "the claim in words"), "Q8_0 stays close")
+		test.Type(uitest.DialogEntry(c, "upper bound (empty: open)"), "0.05")
+	})
+	tapDialog(t, c, "Add")
 	waitFor(t, "a clean check", func() bool { return q.Problems.Text == "no problems: ready to register" && !q.RegisterBtn.Disabled() })
 	ui.Locked(func() {
 		if !strings.Contains(q.Estimate.Text, "a guess: 2m0s per candidate") || !strings.Contains(q.Estimate.Text, "disk for the derived models at most") {
@@ -83,7 +93,6 @@ func TestWindowRegistersRunsAndHandsOffALadder(t *testing.T) {
 	})
 
 	// Register…: the plan and its SHA-256 are shown before anything is frozen.
-	c := wb.Window.Canvas()
 	ui.Locked(func() { test.Tap(q.RegisterBtn) })
 	confirm := waitDialog(t, c, "plan sha256 ")
 	shown := regexp.MustCompile(`plan sha256 ([0-9a-f]{64})`).FindStringSubmatch(confirm)
@@ -127,6 +136,9 @@ func TestWindowRegistersRunsAndHandsOffALadder(t *testing.T) {
 		}
 		if len(p.ChartShown().Points) != 2 || !strings.HasPrefix(p.Selected.Text, "selected ") {
 			t.Errorf("after the run: %d points, %q; progress %q", len(p.ChartShown().Points), p.Selected.Text, p.ProgressMsg.Text)
+		}
+		if v := p.Study().Result.Verdicts; len(v) != 1 || v[0].Prediction != "P1" || v[0].Value == nil {
+			t.Errorf("verdicts %+v", v)
 		}
 		lines := strings.Join(p.ConsoleLines(), "\n")
 		if !strings.Contains(lines, "Q4_0 measured (2 of 2 candidates)") {
@@ -188,7 +200,8 @@ func checkSameAsCLI(t *testing.T, nb *store.Notebook, id int64, ref, tmp string)
   "reference": {"path": %q, "sha256": %q}, "quants": ["Q8_0", "Q4_0"],
   "speed": {"depths": [0], "n_prompt": 32, "n_gen": 8, "reps": 2},
   "quality": {"corpus": {"path": %q, "sha256": %q}, "ctx": 128, "chunks": 2},
-  "rule": {"maximize": "tg@0", "limits": {"kld_mean_max": 0.05}}}`, ref, mediumSHA, corpus, corpusSHA)
+  "rule": {"maximize": "tg@0", "limits": {"kld_mean_max": 0.05}},
+  "predictions": [{"id": "P1", "text": "Q8_0 stays close", "kind": "band", "about": {"figure": "kld_mean", "candidate": "Q8_0"}, "hi": 0.05}]}`, ref, mediumSHA, corpus, corpusSHA)
 	if err := os.WriteFile(file, []byte(plan), 0o644); err != nil {
 		t.Fatal(err)
 	}
