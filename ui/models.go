@@ -69,7 +69,7 @@ var modelColumns = []struct {
 	width float32
 	cell  func(v *ModelsView, m app.ModelEntry) string
 }{
-	{"File", 220, func(_ *ModelsView, m app.ModelEntry) string { return filepath.Base(m.Path) }},
+	{"File", 220, func(v *ModelsView, m app.ModelEntry) string { return v.fileText(m.Path) }},
 	{"Architecture", 100, func(_ *ModelsView, m app.ModelEntry) string { return m.Architecture }},
 	{"Params", 70, func(_ *ModelsView, m app.ModelEntry) string { return app.HumanCount(m.Params) }},
 	{"Type", 110, func(_ *ModelsView, m app.ModelEntry) string { return m.FileType }},

@@ -64,6 +64,16 @@ func (v *ModelsView) derivedText(path string) string {
 	return fmt.Sprintf("derived: %s of %s", d.Type, v.parentName(d.Parent))
 }
 
+// fileText is the File column: the file's name, or for a derived model (named by its cache
+// key) its type and parent.
+func (v *ModelsView) fileText(path string) string {
+	d, ok := v.derived[path]
+	if !ok {
+		return filepath.Base(path)
+	}
+	return fmt.Sprintf("%s of %s (derived)", d.Type, v.parentName(d.Parent))
+}
+
 // parentName is the file of the Models list whose SHA-256 is sha, else "parent " and the
 // SHA-256's first digits.
 func (v *ModelsView) parentName(sha string) string {

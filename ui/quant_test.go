@@ -413,6 +413,9 @@ func TestModelsListsDerivedModels(t *testing.T) {
 		if got := m.derivedText(orphan); got != "derived: Q4_0 of parent 999999999999…" {
 			t.Errorf("orphan's column %q", got)
 		}
+		if got := modelColumns[0].cell(m, app.ModelEntry{Path: derived}); got != "Q8_0 of tiny-llama-f32.gguf (derived)" {
+			t.Errorf("derived file column %q", got)
+		}
 		if got := m.derivedText(parent); got != "—" {
 			t.Errorf("the parent's column %q", got)
 		}

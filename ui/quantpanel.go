@@ -108,7 +108,7 @@ var quantCols = []col[quantRow]{
 	{"Type", 90, func(x quantRow) string { return x.cand.Type }},
 	{"File MiB", 80, func(x quantRow) string { return optNum(x.cand.FileBytes > 0, x.cand.FileMiB(), 1) }},
 	{"Bits/weight", 80, func(x quantRow) string { return optNum(x.cand.BitsPerWeight > 0, x.cand.BitsPerWeight, 2) }},
-	{"Speed", 90, func(x quantRow) string { s, ok := x.cand.Speed[x.figure]; return optNum(ok, s, 2) }},
+	{"Speed t/s", 90, func(x quantRow) string { s, ok := x.cand.Speed[x.figure]; return optNum(ok, s, 2) }},
 	{"Mean KLD", 90, func(x quantRow) string { return kldText(x.cand.KLD, func(k *quant.KLD) float64 { return k.Mean }, 6) }},
 	{"KLD p99", 90, func(x quantRow) string { return kldText(x.cand.KLD, func(k *quant.KLD) float64 { return k.P99 }, 5) }},
 	{"Same top p", 90, func(x quantRow) string {

@@ -121,7 +121,7 @@ func newQuantWizard(win fyne.Window, svc QuantService, lib app.ModelLibrary, mod
 		widget.NewFormItem("Name", v.Name),
 		widget.NewFormItem("Reference model", container.NewVBox(container.NewBorder(nil, nil, nil, container.NewHBox(v.RefFile,
 			widget.NewButton("Refresh model list", v.RefreshModels)), v.Reference), v.RefNote)),
-		widget.NewFormItem("Quant types", container.NewVBox(container.NewGridWrap(fyne.NewSize(700, 160), container.NewVScroll(v.Quants)), v.MoreQuants, v.TypesNote)),
+		widget.NewFormItem("Quant types", container.NewVBox(container.NewGridWrap(fyne.NewSize(700, 240), container.NewVScroll(v.Quants)), v.MoreQuants, v.TypesNote)),
 		widget.NewFormItem("Speed: depths", v.Depths),
 		widget.NewFormItem("Speed: prompt tokens", v.NPrompt),
 		widget.NewFormItem("Speed: generated tokens", v.NGen),
