@@ -201,6 +201,18 @@ func TestQuantWizardValidatesAndRegisters(t *testing.T) {
 		v.AddPrediction(speed)
 	})
 	waitQuantValidated(t, v, func() bool { return v.Problems.Text == "no problems: ready to register" && len(v.preds) == 2 })
+	// an importance matrix from a calibration text (here the corpus)
+	Locked(func() {
+		v.Calibration.SetText(svc.corpus)
+		v.ImatrixChunks.SetText("four")
+	})
+	waitQuantValidated(t, v, func() bool {
+		return strings.Contains(v.Problems.Text, `importance matrix chunks: "four" is not a whole number`)
+	})
+	Locked(func() { v.ImatrixChunks.SetText("4") })
+	waitQuantValidated(t, v, func() bool {
+		return v.Problems.Text == "no problems: ready to register" && strings.Contains(v.Estimate.Text, "an importance matrix (llama-imatrix, 4 chunks of 512 tokens)")
+	})
 	m := models[0]
 	q8, _ := quant.EstimateBytes(m.Size, m.FileType, "Q8_0")
 	q4, _ := quant.EstimateBytes(m.Size, m.FileType, "Q4_0")
@@ -230,6 +242,7 @@ func TestQuantWizardValidatesAndRegisters(t *testing.T) {
 	want := &quant.Plan{Schema: quant.SchemaQuant, Name: "tiny ladder", Reference: quant.FileRef{Path: ref, SHA256: strings.Repeat("ab", 32)},
 		Quants: []string{"Q8_0", "Q4_0"}, Speed: quant.Speed{Depths: []int{0, 256}, NPrompt: 32, NGen: 8, Reps: 2, Threads: 1},
 		Quality: quant.Quality{Corpus: quant.FileRef{Path: svc.corpus, SHA256: fmt.Sprintf("%x", sha256.Sum256(corpus))}, Ctx: 64, Chunks: 2},
+		Imatrix: &quant.Imatrix{Calibration: quant.FileRef{Path: svc.corpus, SHA256: fmt.Sprintf("%x", sha256.Sum256(corpus))}, Chunks: 4},
 		Memory:  quant.MemoryBench, Rule: quant.Rule{Maximize: "tg@256", Limits: quant.Limits{KLDMeanMax: &kld}, Tolerance: &tol},
 		Predictions: []quant.Prediction{
 			{ID: "P1", Text: "the chosen quant stays close", Kind: study.KindBand, About: quant.Selector{Figure: quant.FigureKLDMean, Candidate: quant.CandidateSelected}, Hi: &kld},

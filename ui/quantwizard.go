@@ -40,17 +40,22 @@ type QuantWizard struct {
 	CorpusFile *widget.Button
 	Ctx        *widget.Entry
 	Chunks     *widget.Entry
-	Memory     *widget.Select
-	Maximize   *widget.Select // TEST@DEPTH of the depths
-	KLDMean    *widget.Entry
-	KLDP99     *widget.Entry
-	SameTopP   *widget.Entry
-	PPLRatio   *widget.Entry
-	FileMiB    *widget.Entry
-	PeakRSS    *widget.Entry
-	Tolerance  *widget.Entry
-	Problems   *widget.Label
-	Estimate   *widget.Label
+	// The importance matrix (empty calibration: none): its calibration text, ctx and chunks.
+	Calibration   *widget.Entry
+	CalibFile     *widget.Button
+	ImatrixCtx    *widget.Entry
+	ImatrixChunks *widget.Entry
+	Memory        *widget.Select
+	Maximize      *widget.Select // TEST@DEPTH of the depths
+	KLDMean       *widget.Entry
+	KLDP99        *widget.Entry
+	SameTopP      *widget.Entry
+	PPLRatio      *widget.Entry
+	FileMiB       *widget.Entry
+	PeakRSS       *widget.Entry
+	Tolerance     *widget.Entry
+	Problems      *widget.Label
+	Estimate      *widget.Label
 
 	Predictions *widget.List
 	AddPred     *widget.Button
@@ -102,6 +107,12 @@ func newQuantWizard(win fyne.Window, svc QuantService, lib app.ModelLibrary, mod
 	})
 	v.Ctx = entry("128", "tokens per chunk (-c)")
 	v.Chunks = entry("20", "chunks (--chunks)")
+	v.Calibration = entry("", "empty: no importance matrix; or a calibration text file")
+	v.CalibFile = widget.NewButton("Choose file…", func() {
+		pickFile(prefLastPlans, v.win, func(path string) { v.Calibration.SetText(path) })
+	})
+	v.ImatrixCtx = entry("", "tokens per chunk (empty: 512)")
+	v.ImatrixChunks = entry("", "chunks (empty: 16)")
 	v.Memory = widget.NewSelect([]string{quant.MemoryBench, quant.MemoryNone}, func(string) { v.Validate() })
 	v.Memory.SetSelected(quant.MemoryBench)
 	v.Maximize = widget.NewSelect(nil, func(string) { v.Validate() })
@@ -130,6 +141,9 @@ func newQuantWizard(win fyne.Window, svc QuantService, lib app.ModelLibrary, mod
 		widget.NewFormItem("Quality corpus", container.NewBorder(nil, nil, nil, v.CorpusFile, v.Corpus)),
 		widget.NewFormItem("Quality: context", v.Ctx),
 		widget.NewFormItem("Quality: chunks", v.Chunks),
+		widget.NewFormItem("Importance matrix: calibration", container.NewBorder(nil, nil, nil, v.CalibFile, v.Calibration)),
+		widget.NewFormItem("Importance matrix: context", v.ImatrixCtx),
+		widget.NewFormItem("Importance matrix: chunks", v.ImatrixChunks),
 		widget.NewFormItem("Peak memory", v.Memory),
 		widget.NewFormItem("Rule: maximise", v.Maximize),
 		widget.NewFormItem("Limit: mean KLD max", v.KLDMean),
@@ -336,6 +350,19 @@ func (v *QuantWizard) Plan() (*quant.Plan, []string) {
 	}
 	p.Quality.Ctx = one("context", v.Ctx.Text)
 	p.Quality.Chunks = one("chunks", v.Chunks.Text)
+	if cal := strings.TrimSpace(v.Calibration.Text); cal != "" {
+		p.Imatrix = &quant.Imatrix{Calibration: quant.FileRef{Path: cal}}
+		ctx, err := optInt("importance matrix context", v.ImatrixCtx.Text)
+		add(err)
+		chunks, err := optInt("importance matrix chunks", v.ImatrixChunks.Text)
+		add(err)
+		if ctx != nil {
+			p.Imatrix.Ctx = *ctx
+		}
+		if chunks != nil {
+			p.Imatrix.Chunks = *chunks
+		}
+	}
 	p.Rule.Maximize = v.Maximize.Selected
 	l := &p.Rule.Limits
 	for _, f := range []struct {

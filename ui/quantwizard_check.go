@@ -50,8 +50,12 @@ func (v *QuantWizard) Validate() {
 func (v *QuantWizard) estimate(p *quant.Plan, ref app.ModelEntry, known bool) string {
 	q := *p
 	q.Defaults()
-	text := fmt.Sprintf("%d candidate(s): base logits, then per candidate llama-quantize, a KLD run on %d chunks of %d tokens and %d speed leg(s) of %d repetitions",
-		len(q.Quants), q.Quality.Chunks, q.Quality.Ctx, len(q.Speed.Depths), q.Speed.Reps)
+	imatrix := ""
+	if q.Imatrix != nil {
+		imatrix = fmt.Sprintf("an importance matrix (llama-imatrix, %d chunks of %d tokens), ", q.Imatrix.Chunks, q.Imatrix.Ctx)
+	}
+	text := fmt.Sprintf("%d candidate(s): %sbase logits, then per candidate llama-quantize, a KLD run on %d chunks of %d tokens and %d speed leg(s) of %d repetitions",
+		len(q.Quants), imatrix, q.Quality.Chunks, q.Quality.Ctx, len(q.Speed.Depths), q.Speed.Reps)
 	var disk int64
 	var unknown []string
 	for _, typ := range q.Quants {
@@ -78,10 +82,15 @@ func (v *QuantWizard) estimate(p *quant.Plan, ref app.ModelEntry, known bool) st
 // corpus and fills their SHA-256 in, then the defaults: the plan exactly as it will be frozen,
 // and its SHA-256. It runs off the UI goroutine.
 func (v *QuantWizard) prepareFiles(ctx context.Context, p *quant.Plan) (*quant.Plan, string, error) {
-	for _, f := range []struct {
+	type planFile struct {
 		what string
 		ref  *quant.FileRef
-	}{{"reference", &p.Reference}, {"quality corpus", &p.Quality.Corpus}} {
+	}
+	files := []planFile{{"reference", &p.Reference}, {"quality corpus", &p.Quality.Corpus}}
+	if p.Imatrix != nil {
+		files = append(files, planFile{"calibration text", &p.Imatrix.Calibration})
+	}
+	for _, f := range files {
 		if !filepath.IsAbs(f.ref.Path) {
 			return nil, "", fmt.Errorf("%s %q: give the file's full path (the plan is written to the data folder's plans/)", f.what, f.ref.Path)
 		}
@@ -91,15 +100,15 @@ func (v *QuantWizard) prepareFiles(ctx context.Context, p *quant.Plan) (*quant.P
 	} else if sum, ok := sums[p.Reference.Path]; ok {
 		p.Reference.SHA256 = sum
 	}
-	for _, f := range []*quant.FileRef{&p.Reference, &p.Quality.Corpus} {
-		if f.SHA256 != "" {
+	for _, f := range files {
+		if f.ref.SHA256 != "" {
 			continue
 		}
-		sum, err := app.HashFile(ctx, f.Path, nil)
+		sum, err := app.HashFile(ctx, f.ref.Path, nil)
 		if err != nil {
 			return nil, "", err
 		}
-		f.SHA256 = sum
+		f.ref.SHA256 = sum
 	}
 	p.Defaults()
 	sum, _, err := p.SHA256()
@@ -132,7 +141,7 @@ func (v *QuantWizard) confirmRegister() {
 		return
 	}
 	msg := fmt.Sprintf("This freezes exactly this plan, its rule and its %d prediction(s) in the notebook before anything runs; nothing registered can be edited afterwards.", len(p.Predictions))
-	freeze(v.win, v.RegisterBtn, "hashing the reference (cached in the notebook) and the corpus…", msg,
+	freeze(v.win, v.RegisterBtn, "hashing the reference (cached in the notebook), the corpus and the calibration text…", msg,
 		func(ctx context.Context) (any, string, error) { return v.prepareFiles(ctx, p) },
 		func(ctx context.Context, plan any, sum string) (registered, error) {
 			reg, err := v.registerPrepared(ctx, plan.(*quant.Plan), sum)
