@@ -61,7 +61,7 @@ const (
 
 // Kinds lists every chart kind in the order the CLI documents them.
 func Kinds() []Kind {
-	return []Kind{KindDepth, KindSlots, KindLatency, KindEnvelope, KindUbatch, KindRepeatability, KindNGL, KindPareto}
+	return []Kind{KindDepth, KindSlots, KindLatency, KindEnvelope, KindUbatch, KindRepeatability, KindNGL, KindPareto, KindKLDBits}
 }
 
 // Chart is the input of one chart kind: plain data that builds a *plot.Plot. Values are
@@ -96,6 +96,8 @@ func New(kind Kind) (Chart, error) {
 		return &NGLChart{}, nil
 	case KindPareto:
 		return &ParetoChart{}, nil
+	case KindKLDBits:
+		return &KLDBitsChart{}, nil
 	}
 	names := make([]string, 0, len(Kinds()))
 	for _, k := range Kinds() {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"sparkbench/plots"
 )
 
 func TestAssembleAndMarkdown(t *testing.T) {
@@ -50,5 +52,37 @@ func TestAssembleAndMarkdown(t *testing.T) {
 	}
 	if _, err := Assemble(p, "x", []Record{{Type: "Q4_0"}, {Type: "Q4_0"}}); err == nil {
 		t.Error("two records of one type were taken")
+	}
+}
+
+// TestCharts: the KLD-against-bits chart takes every candidate with a KLD and a size, the
+// selected one marked; the depth charts a series per measured candidate in plan order, its
+// points sorted by depth; a test nobody measured has no chart.
+func TestCharts(t *testing.T) {
+	p := goodPlan()
+	rec := func(typ string, bits, kld float64) Record {
+		return Record{Type: typ, File: typ + ".gguf", Bits: bits, Bytes: 10 << 20,
+			Bench: []BenchCell{{Test: "tg", Depth: 512, Mean: 100 * bits, N: 3}, {Test: "tg", Depth: 0, Mean: 200 * bits, N: 3}},
+			KLD:   &KLD{Mean: kld, P99: 2 * kld}}
+	}
+	res, err := Assemble(p, "x", []Record{rec("Q8_0", 8.5, 0.0001), rec("Q4_0", 4.5, 0.003)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, charts := Charts(res, plots.Meta{})
+	if strings.Join(names, ",") != "pareto,kld-bits,candidates-tg" || len(charts) != 3 {
+		t.Fatalf("charts %v", names)
+	}
+	kb := charts[1].(plots.KLDBitsChart)
+	if len(kb.Points) != 2 || kb.Points[0].Label != "Q8_0" || kb.Points[1].Selected != (res.Selection.Selected == "Q4_0") || kb.Points[1].KLDP99 != 0.006 {
+		t.Fatalf("kld-bits %+v (selected %s)", kb.Points, res.Selection.Selected)
+	}
+	d := charts[2].(plots.DepthChart)
+	if len(d.Series) != 2 || !strings.HasPrefix(d.Series[0].Label, "Q8_0") || d.Series[0].Points[0].Depth != 0 || d.Series[0].Points[1].Mean != 850 {
+		t.Fatalf("depth %+v", d.Series)
+	}
+	md := string(Markdown(res))
+	if !strings.Contains(md, "(plots/kld-bits.png)") || !strings.Contains(md, "(plots/candidates-tg.png)") || strings.Contains(md, "candidates-pp") {
+		t.Errorf("receipt links:\n%s", md)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"sparkbench/app/study"
+	"sparkbench/plots"
 )
 
 // Markdown is the ladder's receipt text, made from the result alone (the same result gives the
@@ -76,6 +77,11 @@ func writeCandidates(b *strings.Builder, res *Result) {
 		fmt.Fprintf(b, " %s | %s |\n", opt(c.PeakRSSMiB, "%.1f"), mark(sel, c.Type))
 	}
 	b.WriteString("\n")
+	for _, test := range []string{"tg", "pp"} {
+		if len(DepthCurves(res, plots.Meta{}, test).Series) > 0 {
+			fmt.Fprintf(b, "![%s against depth, every candidate](plots/candidates-%s.png)\n\n", test, test)
+		}
+	}
 }
 
 // mark is a candidate's word in the table: selected, runner-up, or its failure codes.
@@ -141,7 +147,10 @@ func writeFrontier(b *strings.Builder, res *Result) {
 		b.WriteString("No candidate was measured on both.\n\n")
 		return
 	}
-	fmt.Fprintf(b, "![%s against mean KLD](plots/pareto.png)\n\n", res.Rule.Maximize)
+	fmt.Fprintf(b, "![%s against mean KLD](plots/%s.png)\n\n", res.Rule.Maximize, ChartPareto)
+	if len(KLDBits(res, plots.Meta{}).Points) > 0 {
+		fmt.Fprintf(b, "![mean KLD against bits per weight](plots/%s.png)\n\n", ChartKLDBits)
+	}
 	fmt.Fprintf(b, "On the frontier: %s.\n", strings.Join(sel.Frontier, ", "))
 	var dom []string
 	for _, c := range res.Candidates {

@@ -377,11 +377,16 @@ func QuantHandOff(ctx context.Context, nb *store.Notebook, req QuantHandOffReque
 // EntryHandOff journals a capacity plan a ladder handed off.
 const EntryHandOff = "quant.handoff"
 
-// quantCharts are a ladder bundle's plots: the speed-against-KLD chart of its study.json.
+// quantCharts are a ladder bundle's plots (quant.Charts) of its study.json.
 func quantCharts(studyJSON []byte) ([]receipt.NamedChart, error) {
 	var res quant.Result
 	if err := json.Unmarshal(studyJSON, &res); err != nil {
 		return nil, fmt.Errorf("study.json: %w", err)
 	}
-	return []receipt.NamedChart{{Name: "plots/pareto", Chart: quant.Chart(&res, plots.Meta{Model: filepath.Base(res.Reference.Path)})}}, nil
+	names, charts := quant.Charts(&res, plots.Meta{Model: filepath.Base(res.Reference.Path)})
+	out := make([]receipt.NamedChart, len(names))
+	for i := range names {
+		out[i] = receipt.NamedChart{Name: "plots/" + names[i], Chart: charts[i]}
+	}
+	return out, nil
 }
