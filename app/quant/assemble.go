@@ -31,6 +31,7 @@ type Record struct {
 	KLDLeg     string      `json:"kld_leg,omitempty"`
 	KLDLines   []int       `json:"kld_lines,omitempty"` // transcript lines of mean, p99, max, same top p, PPL ratio
 	PeakRSS    int64       `json:"peak_rss_bytes"`
+	Projected  *Projection `json:"projected,omitempty"`  // llama-fit-params at the plan's memory_ctx
 	Incomplete []string    `json:"incomplete,omitempty"` // what was not measured, and why
 }
 
@@ -57,7 +58,8 @@ type Result struct {
 	PlanSHA256 string      `json:"plan_sha256"`
 	Reference  FileRef     `json:"reference"`
 	Rule       Rule        `json:"rule"`
-	Imatrix    *Imatrix    `json:"imatrix,omitempty"` // the plan's importance matrix settings
+	Imatrix    *Imatrix    `json:"imatrix,omitempty"`    // the plan's importance matrix settings
+	MemoryCtx  int         `json:"memory_ctx,omitempty"` // the context the memory projections are at
 	Candidates []Candidate `json:"candidates"`
 	Records    []Record    `json:"records"`
 	Selection  Selection   `json:"selection"`
@@ -82,7 +84,7 @@ func Assemble(p *Plan, planSHA string, recs []Record) (*Result, error) {
 		}
 		byType[r.Type] = r
 	}
-	res := &Result{Schema: SchemaResult, Name: q.Name, PlanSHA256: planSHA, Reference: q.Reference, Rule: q.Rule, Imatrix: q.Imatrix,
+	res := &Result{Schema: SchemaResult, Name: q.Name, PlanSHA256: planSHA, Reference: q.Reference, Rule: q.Rule, Imatrix: q.Imatrix, MemoryCtx: q.MemoryCtx,
 		Candidates: []Candidate{}, Records: []Record{}}
 	for i, typ := range q.Quants {
 		r, ok := byType[typ]
@@ -93,6 +95,7 @@ func Assemble(p *Plan, planSHA string, recs []Record) (*Result, error) {
 		for _, b := range r.Bench {
 			c.Speed[b.Figure()] = b.Mean
 		}
+		c.Projected = r.Projected
 		if q.Memory == MemoryBench && r.PeakRSS > 0 {
 			mib := float64(r.PeakRSS) / (1 << 20)
 			c.PeakRSSMiB = &mib

@@ -30,7 +30,11 @@ type Plan struct {
 	// its llama-bench legs, which load it and fill the KV cache to the deepest depth) or
 	// "none" (default "bench").
 	Memory string `json:"memory,omitempty"`
-	Rule   Rule   `json:"rule"`
+	// MemoryCtx, when set, also asks llama-fit-params for each candidate's projected memory at
+	// this context size: device memory on a build with a GPU (or other device), host memory on
+	// a CPU-only build (0: no projection).
+	MemoryCtx int  `json:"memory_ctx,omitempty"`
+	Rule      Rule `json:"rule"`
 	// Predictions are registered with the plan, before anything runs, on the ladder's figures
 	// (docs/quant.md): a band, fork, comparison or question about a candidate's speed, KLD,
 	// size or memory, or about the one the rule selects.
@@ -91,6 +95,8 @@ type Limits struct {
 	PPLRatioMax   *float64 `json:"ppl_ratio_max,omitempty"`
 	FileMiBMax    *float64 `json:"file_mib_max,omitempty"`
 	PeakRSSMiBMax *float64 `json:"peak_rss_mib_max,omitempty"`
+	// ProjectedMiBMax limits llama-fit-params's projection at memory_ctx.
+	ProjectedMiBMax *float64 `json:"projected_mib_max,omitempty"`
 }
 
 // Tie-break keys.

@@ -17,19 +17,20 @@ type Prediction = study.PredictionOf[Selector]
 type Figure string
 
 const (
-	FigureSpeed    Figure = "speed"           // t/s of one speed figure (At: TEST@DEPTH)
-	FigureKLDMean  Figure = "kld_mean"        // mean KL divergence from the reference
-	FigureKLDP99   Figure = "kld_p99"         // its 99th percentile
-	FigureKLDMax   Figure = "kld_max"         // its maximum
-	FigureSameTopP Figure = "same_top_p"      // fraction of tokens whose top choice is the reference's
-	FigurePPLRatio Figure = "ppl_ratio"       // mean PPL(Q)/PPL(base)
-	FigureFileMiB  Figure = "file_mib"        // the derived file's size
-	FigureBits     Figure = "bits_per_weight" // the file's bits per weight
-	FigurePeakRSS  Figure = "peak_rss_mib"    // the peak RSS of its llama-bench legs
+	FigureSpeed     Figure = "speed"           // t/s of one speed figure (At: TEST@DEPTH)
+	FigureKLDMean   Figure = "kld_mean"        // mean KL divergence from the reference
+	FigureKLDP99    Figure = "kld_p99"         // its 99th percentile
+	FigureKLDMax    Figure = "kld_max"         // its maximum
+	FigureSameTopP  Figure = "same_top_p"      // fraction of tokens whose top choice is the reference's
+	FigurePPLRatio  Figure = "ppl_ratio"       // mean PPL(Q)/PPL(base)
+	FigureFileMiB   Figure = "file_mib"        // the derived file's size
+	FigureBits      Figure = "bits_per_weight" // the file's bits per weight
+	FigurePeakRSS   Figure = "peak_rss_mib"    // the peak RSS of its llama-bench legs
+	FigureProjected Figure = "projected_mib"   // llama-fit-params's projection at memory_ctx
 )
 
 // Figures lists the selector figures, in the order the docs give them.
-var Figures = []Figure{FigureSpeed, FigureKLDMean, FigureKLDP99, FigureKLDMax, FigureSameTopP, FigurePPLRatio, FigureFileMiB, FigureBits, FigurePeakRSS}
+var Figures = []Figure{FigureSpeed, FigureKLDMean, FigureKLDP99, FigureKLDMax, FigureSameTopP, FigurePPLRatio, FigureFileMiB, FigureBits, FigurePeakRSS, FigureProjected}
 
 // Candidate names that stand for the rule's outcome rather than a quant type.
 const (
@@ -80,6 +81,9 @@ func checkSelector(p *Plan, at string, s Selector) []study.Problem {
 		}
 	case s.At != "":
 		errf(at+".at", "only a speed figure takes at; leave it out for %s", s.Figure)
+	}
+	if s.Figure == FigureProjected && p.MemoryCtx == 0 {
+		errf(at+".figure", "projected_mib is not measured: the plan sets no memory_ctx")
 	}
 	if s.Figure == FigurePeakRSS && p.Memory == MemoryNone {
 		errf(at+".figure", "peak_rss_mib is not measured: the plan's memory is %q", MemoryNone)
@@ -151,6 +155,11 @@ func value(s Selector, res *Result) (v float64, sources []string, problem string
 			return 0, nil, name + " has no peak RSS"
 		}
 		return *c.PeakRSSMiB, []string{name + " llama-bench legs' peak RSS"}, ""
+	case FigureProjected:
+		if c.Projected == nil {
+			return 0, nil, name + " has no memory projection"
+		}
+		return float64(c.Projected.MiB), []string{name + " llama-fit-params: " + c.Projected.Line}, ""
 	}
 	k := c.KLD
 	if k == nil {

@@ -80,6 +80,9 @@ func TestValidate(t *testing.T) {
 		{"an importance matrix with a tiny chunk", func(p *Plan, _ *ValidateOptions) {
 			p.Imatrix = &Imatrix{Calibration: FileRef{"calib.txt", sha}, Ctx: 8, Chunks: 4}
 		}, "imatrix.ctx: 8: want at least 16"},
+		{"a projected-memory limit with no projection", func(p *Plan, _ *ValidateOptions) { p.Rule.Limits.ProjectedMiBMax = f(100) },
+			"rule.limits.projected_mib_max: set, but memory_ctx is not"},
+		{"a negative memory context", func(p *Plan, _ *ValidateOptions) { p.MemoryCtx = -1 }, "memory_ctx: -1: give the context size"},
 		{"no depths", func(p *Plan, _ *ValidateOptions) { p.Speed.Depths = nil; p.Rule.Maximize = "tg@0" }, "speed.depths: empty"},
 	}
 	for _, c := range cases {
@@ -147,6 +150,14 @@ func TestSelectByHand(t *testing.T) {
 	want := []string{FailKLDP99, FailSameTopP, FailPPLRatio, FailMemoryMissing}
 	if s.Selected != "" || !slices.Equal(s.Rejected[0].Codes, want) || !strings.HasPrefix(s.Why, "no candidate meets every limit") {
 		t.Fatalf("codes %+v, want %v (%s)", s.Rejected, want, s.Why)
+	}
+	// The projected-memory limit: over it, and not projected.
+	r = p.Rule
+	r.Limits = Limits{ProjectedMiBMax: f(50)}
+	big, none := cands[0], cands[1]
+	big.Projected = &Projection{MiB: 81, Of: "host"}
+	if s := Select(r, []Candidate{big, none}); len(s.Rejected) != 2 || !slices.Equal(s.Rejected[0].Codes, []string{FailProjected}) || !slices.Equal(s.Rejected[1].Codes, []string{FailProjectedMissing}) {
+		t.Fatalf("projected: %+v", s.Rejected)
 	}
 	noSpeed := Candidate{Type: "Q3_K_M", Speed: map[string]float64{}}
 	if s := Select(p.Rule, []Candidate{noSpeed}); !slices.Equal(s.Rejected[0].Codes, []string{FailSpeedMissing, FailKLDMissing}) {

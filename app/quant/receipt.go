@@ -56,8 +56,15 @@ func writeCandidates(b *strings.Builder, res *Result) {
 	for _, f := range figs {
 		fmt.Fprintf(b, " %s t/s |", f.Figure())
 	}
-	b.WriteString(" KLD mean | KLD p99 | KLD max | same top p | PPL ratio | peak RSS MiB | |\n|---|---:|---:|")
-	b.WriteString(strings.Repeat("---:|", len(figs)+6))
+	proj := slices.ContainsFunc(res.Candidates, func(c Candidate) bool { return c.Projected != nil })
+	b.WriteString(" KLD mean | KLD p99 | KLD max | same top p | PPL ratio | peak RSS MiB |")
+	extra := 0
+	if proj {
+		b.WriteString(" projected MiB |")
+		extra = 1
+	}
+	b.WriteString(" |\n|---|---:|---:|")
+	b.WriteString(strings.Repeat("---:|", len(figs)+6+extra))
 	b.WriteString("---|\n")
 	sel := res.Selection
 	for _, c := range res.Candidates {
@@ -74,9 +81,20 @@ func writeCandidates(b *strings.Builder, res *Result) {
 		} else {
 			b.WriteString(" — | — | — | — | — |")
 		}
-		fmt.Fprintf(b, " %s | %s |\n", opt(c.PeakRSSMiB, "%.1f"), mark(sel, c.Type))
+		fmt.Fprintf(b, " %s |", opt(c.PeakRSSMiB, "%.1f"))
+		if proj {
+			if c.Projected != nil {
+				fmt.Fprintf(b, " %d (%s) |", c.Projected.MiB, c.Projected.Of)
+			} else {
+				b.WriteString(" — |")
+			}
+		}
+		fmt.Fprintf(b, " %s |\n", mark(sel, c.Type))
 	}
 	b.WriteString("\n")
+	if proj {
+		fmt.Fprintf(b, "Projected MiB: llama-fit-params's projection at a context of %d tokens (device memory where the build has a device; host memory on a CPU-only build).\n\n", res.MemoryCtx)
+	}
 	for _, test := range []string{"tg", "pp"} {
 		if len(DepthCurves(res, plots.Meta{}, test).Series) > 0 {
 			fmt.Fprintf(b, "![%s against depth, every candidate](plots/candidates-%s.png)\n\n", test, test)
@@ -113,7 +131,7 @@ func writeRule(b *strings.Builder, res *Result) {
 	for _, x := range []struct {
 		name string
 		v    *float64
-	}{{"mean KLD ≤", l.KLDMeanMax}, {"KLD p99 ≤", l.KLDP99Max}, {"same top p ≥", l.SameTopPMin}, {"PPL ratio ≤", l.PPLRatioMax}, {"file MiB ≤", l.FileMiBMax}, {"peak RSS MiB ≤", l.PeakRSSMiBMax}} {
+	}{{"mean KLD ≤", l.KLDMeanMax}, {"KLD p99 ≤", l.KLDP99Max}, {"same top p ≥", l.SameTopPMin}, {"PPL ratio ≤", l.PPLRatioMax}, {"file MiB ≤", l.FileMiBMax}, {"peak RSS MiB ≤", l.PeakRSSMiBMax}, {"projected MiB ≤", l.ProjectedMiBMax}} {
 		if x.v != nil {
 			lim = append(lim, fmt.Sprintf("%s %g", x.name, *x.v))
 		}

@@ -22,6 +22,17 @@ type Candidate struct {
 	Speed      map[string]float64 `json:"speed"`
 	KLD        *KLD               `json:"kld,omitempty"`
 	PeakRSSMiB *float64           `json:"peak_rss_mib,omitempty"`
+	// Projected is llama-fit-params's memory projection at the plan's memory_ctx.
+	Projected *Projection `json:"projected,omitempty"`
+}
+
+// Projection is the memory llama-fit-params projects a candidate to use: MiB of device
+// memory (Of "device") or, on a CPU-only build, of host memory (Of "host"), and the line it
+// was read from.
+type Projection struct {
+	MiB  int    `json:"mib"`
+	Of   string `json:"of"`
+	Line string `json:"line"`
 }
 
 // KLD is a candidate's quality against the reference: llama-perplexity --kl-divergence.
@@ -38,15 +49,17 @@ func (c Candidate) FileMiB() float64 { return float64(c.FileBytes) / (1 << 20) }
 
 // Failure codes of a rejected candidate.
 const (
-	FailSpeedMissing  = "speed_missing"
-	FailKLDMissing    = "kld_missing"
-	FailMemoryMissing = "peak_rss_missing"
-	FailKLDMean       = "kld_mean_above_maximum"
-	FailKLDP99        = "kld_p99_above_maximum"
-	FailSameTopP      = "same_top_p_below_minimum"
-	FailPPLRatio      = "ppl_ratio_above_maximum"
-	FailFileSize      = "file_size_above_maximum"
-	FailPeakRSS       = "peak_rss_above_maximum"
+	FailSpeedMissing     = "speed_missing"
+	FailKLDMissing       = "kld_missing"
+	FailMemoryMissing    = "peak_rss_missing"
+	FailKLDMean          = "kld_mean_above_maximum"
+	FailKLDP99           = "kld_p99_above_maximum"
+	FailSameTopP         = "same_top_p_below_minimum"
+	FailPPLRatio         = "ppl_ratio_above_maximum"
+	FailFileSize         = "file_size_above_maximum"
+	FailPeakRSS          = "peak_rss_above_maximum"
+	FailProjectedMissing = "projected_memory_missing"
+	FailProjected        = "projected_memory_above_maximum"
 )
 
 // Rejection is a candidate the limits ruled out, with every limit it failed.
@@ -101,6 +114,14 @@ func failures(r Rule, figure string, c Candidate) []string {
 			out = append(out, FailMemoryMissing)
 		case *c.PeakRSSMiB > *l.PeakRSSMiBMax:
 			out = append(out, FailPeakRSS)
+		}
+	}
+	if l.ProjectedMiBMax != nil {
+		switch {
+		case c.Projected == nil:
+			out = append(out, FailProjectedMissing)
+		case float64(c.Projected.MiB) > *l.ProjectedMiBMax:
+			out = append(out, FailProjected)
 		}
 	}
 	return out

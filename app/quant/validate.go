@@ -87,6 +87,9 @@ func Validate(p *Plan, opts ValidateOptions) []study.Problem {
 	}
 	v.checkSpeed()
 	v.checkQuality()
+	if p.MemoryCtx < 0 {
+		v.errf("memory_ctx", "%d: give the context size llama-fit-params projects memory at (e.g. 4096), or leave it out", p.MemoryCtx)
+	}
 	if p.Memory != MemoryBench && p.Memory != MemoryNone {
 		v.errf("memory", "%q: want %q (the largest peak RSS of the candidate's llama-bench legs) or %q", p.Memory, MemoryBench, MemoryNone)
 	}
@@ -221,13 +224,16 @@ func (v *validator) checkRule() {
 	for _, f := range []struct {
 		at  string
 		val *float64
-	}{{"kld_mean_max", l.KLDMeanMax}, {"kld_p99_max", l.KLDP99Max}, {"ppl_ratio_max", l.PPLRatioMax}, {"file_mib_max", l.FileMiBMax}, {"peak_rss_mib_max", l.PeakRSSMiBMax}} {
+	}{{"kld_mean_max", l.KLDMeanMax}, {"kld_p99_max", l.KLDP99Max}, {"ppl_ratio_max", l.PPLRatioMax}, {"file_mib_max", l.FileMiBMax}, {"peak_rss_mib_max", l.PeakRSSMiBMax}, {"projected_mib_max", l.ProjectedMiBMax}} {
 		if f.val != nil && *f.val <= 0 {
 			v.errf("rule.limits."+f.at, "%g: a maximum is above 0", *f.val)
 		}
 	}
 	if m := l.SameTopPMin; m != nil && (*m <= 0 || *m > 1) {
 		v.errf("rule.limits.same_top_p_min", "%g: a fraction above 0 and at most 1 (0.9 = the top token agrees 90%% of the time)", *m)
+	}
+	if l.ProjectedMiBMax != nil && v.p.MemoryCtx == 0 {
+		v.errf("rule.limits.projected_mib_max", "set, but memory_ctx is not: nothing would project it; set memory_ctx (e.g. 4096) or drop the limit")
 	}
 	if l.PeakRSSMiBMax != nil && v.p.Memory == MemoryNone {
 		v.errf("rule.limits.peak_rss_mib_max", "set, but memory is %q: nothing would measure it; set memory to %q or drop the limit", MemoryNone, MemoryBench)

@@ -89,6 +89,11 @@ func checkQuantPlan(ctx context.Context, file string, data []byte, hash study.Ha
 		}
 		opts.CorpusTokens = n
 	}
+	if p.MemoryCtx > 0 && err == nil {
+		if _, ferr := llamacpp.FitParamsTool(loc); ferr != nil {
+			extra = append(extra, study.Problem{Path: "memory_ctx", Severity: study.SevError, Msg: ferr.Error() + "; or leave memory_ctx out (no projection)"})
+		}
+	}
 	if p.Imatrix != nil && err == nil {
 		if _, ierr := runner.ImatrixToolPath(loc); ierr != nil {
 			extra = append(extra, study.Problem{Path: "imatrix", Severity: study.SevError, Msg: ierr.Error() + "; or remove imatrix (every candidate is then quantized without one)"})
@@ -185,8 +190,8 @@ func runQuantKind(ctx context.Context, nb *store.Notebook, s store.Study, req Ru
 		}
 		return nil, err
 	}
-	phases := fmt.Sprintf("quantize %s, kld %s, bench %s", sum.Phases["quantize"].Round(10*time.Millisecond),
-		sum.Phases["kld"].Round(10*time.Millisecond), sum.Phases["bench"].Round(10*time.Millisecond))
+	phases := fmt.Sprintf("quantize %s, kld %s, bench %s, memory %s", sum.Phases["quantize"].Round(10*time.Millisecond),
+		sum.Phases["kld"].Round(10*time.Millisecond), sum.Phases["bench"].Round(10*time.Millisecond), sum.Phases["memory"].Round(10*time.Millisecond))
 	if err != nil {
 		return &RunDone{Status: sum.Status, Notes: []string{fmt.Sprintf("sparkbench study run: study %d halted after %d legs: %v", s.ID, sum.Legs, err),
 			fmt.Sprintf("fix the cause, then `sparkbench study run %d` runs the ladder again (derived models already made are reused)", s.ID)}}, nil

@@ -364,6 +364,7 @@ func TestQuantLadderWithImatrix(t *testing.T) {
 	}
 	m["imatrix"] = map[string]any{"calibration": map[string]any{"path": corpusPath(), "sha256": corpusSHA}, "ctx": 128, "chunks": 4}
 	m["predictions"] = nil
+	m["memory_ctx"] = 2048
 	b, _ = json.Marshal(m)
 	if err := os.WriteFile(plan, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -390,6 +391,9 @@ func TestQuantLadderWithImatrix(t *testing.T) {
 	if matSHA == "" || r.Imatrix != matSHA || !slices.Contains(r.Quantize, "--imatrix") {
 		t.Fatalf("the candidate's matrix %q, the cache's %q, argv %v", r.Imatrix, matSHA, r.Quantize)
 	}
+	if c := res.Candidates[0]; c.Projected == nil || c.Projected.Of != "host" || c.Projected.MiB <= 0 || !strings.Contains(c.Projected.Line, "projected to use") {
+		t.Errorf("no memory projection: %+v", c.Projected)
+	}
 	if r.SHA256 == plainQ4 {
 		t.Error("Q4_0 with an importance matrix is byte for byte the plain Q4_0: the matrix was not used")
 	}
@@ -401,7 +405,7 @@ func TestQuantLadderWithImatrix(t *testing.T) {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
 	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
-	if !strings.Contains(string(md), "Every candidate is quantized with an importance matrix") || !strings.Contains(string(md), matSHA[:12]) {
+	if !strings.Contains(string(md), "Every candidate is quantized with an importance matrix") || !strings.Contains(string(md), "Projected MiB: llama-fit-params's projection at a context of 2048 tokens") || !strings.Contains(string(md), matSHA[:12]) {
 		t.Errorf("receipt.md does not name the matrix:\n%s", md)
 	}
 	code, out, errOut = runCLI("study", "run", "1", "--notebook", nb)

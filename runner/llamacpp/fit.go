@@ -66,3 +66,31 @@ func FitParams(ctx context.Context, tool, model string, env []string, marginMiB,
 	}
 	return f, nil
 }
+
+// Projection is the memory llama-fit-params projects a model to use at a context size: MiB
+// of device memory (Of "device": the layers it put on a GPU or other device) or of host
+// memory (Of "host": a CPU-only build), as its log line says (Line, kept verbatim).
+type Projection struct {
+	MiB  int    `json:"mib"`
+	Of   string `json:"of"`
+	Line string `json:"line"`
+}
+
+var projectedRE = regexp.MustCompile(`projected to use (\d+) MiB of (device|host) memory`)
+
+// ProjectMemory runs llama-fit-params -v on a model at context size ctxSize with env (device
+// visibility variables), bounded by MetaTimeout, and reads its memory projection. It loads the
+// model's metadata only.
+func ProjectMemory(ctx context.Context, tool, model string, env []string, ctxSize int) (Projection, error) {
+	out, err := RunMetaEnv(ctx, MetaTimeout, env, tool, "-m", model, "-c", strconv.Itoa(ctxSize), "-v")
+	if err != nil {
+		return Projection{}, fmt.Errorf("%s: %w", FitTool, err)
+	}
+	for _, ln := range strings.Split(out, "\n") {
+		if m := projectedRE.FindStringSubmatch(ln); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return Projection{MiB: n, Of: m[2], Line: strings.TrimSpace(ln)}, nil
+		}
+	}
+	return Projection{}, fmt.Errorf("%s printed no memory projection (want a line \"projected to use N MiB of device memory\"): %s", FitTool, lastLines(out, 3))
+}

@@ -270,3 +270,29 @@ func TestRealCountTokens(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// TestRealProjectMemory: llama-fit-params projects the medium Q4_0 model's memory on this
+// CPU-only build as host memory, more at a longer context (the KV cache grows), and a missing
+// model is an error naming the tool.
+func TestRealProjectMemory(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	tool, err := llamacpp.FitParamsTool(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := llamatest.Model(t, "medium-llama-q4_0.gguf")
+	small, err := llamacpp.ProjectMemory(context.Background(), tool, model, nil, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	large, err := llamacpp.ProjectMemory(context.Background(), tool, model, nil, 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small.Of != "host" || small.MiB <= 0 || large.MiB <= small.MiB || !strings.Contains(large.Line, "projected to use") {
+		t.Errorf("projections %+v %+v", small, large)
+	}
+	if _, err := llamacpp.ProjectMemory(context.Background(), tool, filepath.Join(t.TempDir(), "absent.gguf"), nil, 1024); err == nil || !strings.Contains(err.Error(), llamacpp.FitTool) {
+		t.Errorf("missing model: %v", err)
+	}
+}

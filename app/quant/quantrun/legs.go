@@ -12,6 +12,7 @@ import (
 	"sparkbench/runner"
 	"sparkbench/runner/benchfmt"
 	"sparkbench/runner/gguf"
+	"sparkbench/runner/llamacpp"
 	"sparkbench/store"
 )
 
@@ -233,6 +234,25 @@ func (e *engine) kld(ctx context.Context, r *quant.Record, base string) error {
 	r.KLDLeg = label
 	r.KLDLines = []int{s.MeanKLD.Line, p99.Line, s.MaxKLD.Line, s.SameTopP.Line, s.MeanPPLRatio.Line}
 	e.say(fmt.Sprintf("%s: mean KLD %.6f, 99%% %.6f, same top p %.2f%%", label, r.KLD.Mean, r.KLD.P99, s.SameTopP.Value))
+	return nil
+}
+
+// project asks llama-fit-params for the candidate's memory at the plan's memory_ctx (a plan
+// without one: nothing). The tool reads the model's metadata only; its line is kept.
+func (e *engine) project(ctx context.Context, r *quant.Record) error {
+	if e.ftool == "" {
+		return nil
+	}
+	pr, err := llamacpp.ProjectMemory(ctx, e.ftool, r.File, e.env, e.plan.MemoryCtx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e.note(r, "memory projection: %v", err)
+		return nil
+	}
+	r.Projected = &quant.Projection{MiB: pr.MiB, Of: pr.Of, Line: pr.Line}
+	e.say(fmt.Sprintf("%s: llama-fit-params projects %d MiB of %s memory at -c %d", r.Type, pr.MiB, pr.Of, e.plan.MemoryCtx))
 	return nil
 }
 

@@ -66,6 +66,7 @@ type engine struct {
 	qtool    string
 	ptool    string
 	itool    string      // llama-imatrix, when the plan makes a matrix
+	ftool    string      // llama-fit-params, when the plan projects memory
 	imatrix  imatrixFile // the matrix every candidate is quantized with (none: zero)
 	build    string
 	cacheDir string
@@ -168,6 +169,11 @@ func newEngine(ctx context.Context, nb *store.Notebook, s store.Study, o Options
 			return nil, err
 		}
 	}
+	if p.MemoryCtx > 0 {
+		if e.ftool, err = llamacpp.FitParamsTool(loc); err != nil {
+			return nil, err
+		}
+	}
 	if e.build, err = e.hash(e.qtool); err != nil {
 		return nil, fmt.Errorf("hash %s: %w", e.qtool, err)
 	}
@@ -237,6 +243,9 @@ func (e *engine) candidates(ctx context.Context) ([]quant.Record, error) {
 			return nil, err
 		}
 		if err := e.timed("bench", func() error { return e.bench(ctx, &recs[i]) }); err != nil {
+			return nil, err
+		}
+		if err := e.timed("memory", func() error { return e.project(ctx, &recs[i]) }); err != nil {
 			return nil, err
 		}
 		if err := e.journal(ctx, recs[i]); err != nil {
