@@ -88,7 +88,7 @@ func TestCapacityKVArmsGetTheirKLD(t *testing.T) {
 
 	code, js, errOut := runCapacity("show", "1", "--notebook", nb, "--json")
 	var rep struct {
-		Legs     []struct{ Label string } `json:"legs"`
+		Legs     []struct{ Label string }        `json:"legs"`
 		KVLegs   []struct{ Label, Class string } `json:"kv_legs"`
 		Envelope []struct {
 			Candidate string
