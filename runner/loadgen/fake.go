@@ -40,6 +40,9 @@ type Fault struct {
 	Body       string // e.g. {"error":{"code":500,"message":"…","type":"server_error"}}
 	CutAfter   int    // close the connection after this many token events (no final event)
 	ErrorAfter int    // after this many token events send an error event and end the stream
+	// CacheN is the final event's timings.cache_n: prompt tokens the "server" says it took
+	// from its prompt cache (a contaminated cold request), taken off prompt_n's 9.
+	CacheN int
 }
 
 // Served is one request the fake answered, on the monotonic clock.
@@ -182,7 +185,7 @@ func (f *FakeServer) completion(w http.ResponseWriter, r *http.Request) {
 			rec.Emitted = append(rec.Emitted, time.Now())
 		}
 	}
-	buf = appendFinalEvent(buf[:0], n, f.cfg)
+	buf = appendFinalEventCache(buf[:0], n, f.cfg, min(max(fault.CacheN, 0), 9))
 	if out.event(buf) != nil {
 		return
 	}
@@ -291,13 +294,22 @@ func appendTokenEvent(b []byte, k int, prompt string) []byte {
 }
 
 func appendFinalEvent(b []byte, n int, cfg FakeConfig) []byte {
+	return appendFinalEventCache(b, n, cfg, 0)
+}
+
+// appendFinalEventCache is the final event with cacheN of the prompt's 9 tokens from the cache.
+func appendFinalEventCache(b []byte, n int, cfg FakeConfig, cacheN int) []byte {
 	ms := func(d time.Duration) []byte {
 		return strconv.AppendFloat(nil, float64(d)/1e6, 'f', 3, 64)
 	}
 	pred := time.Duration(max(n-1, 0)) * cfg.ITL
 	b = append(b, `data: {"index":0,"content":"","tokens":[],"id_slot":0,"stop":true,"model":"fake","tokens_predicted":`...)
 	b = strconv.AppendInt(b, int64(n), 10)
-	b = append(b, `,"tokens_evaluated":9,"stop_type":"limit","timings":{"cache_n":0,"prompt_n":9,"prompt_ms":`...)
+	b = append(b, `,"tokens_evaluated":9,"stop_type":"limit","timings":{"cache_n":`...)
+	b = strconv.AppendInt(b, int64(cacheN), 10)
+	b = append(b, `,"prompt_n":`...)
+	b = strconv.AppendInt(b, int64(9-cacheN), 10)
+	b = append(b, `,"prompt_ms":`...)
 	b = append(b, ms(cfg.TTFT)...)
 	b = append(b, `,"predicted_n":`...)
 	b = strconv.AppendInt(b, int64(n), 10)

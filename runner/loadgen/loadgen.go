@@ -72,6 +72,18 @@ type Config struct {
 	// AllowRemote permits a non-loopback URL (refused by default: sparkbench measures a server
 	// on this machine).
 	AllowRemote bool
+	// Schedule, when set, makes the measured phase open-loop: measured request k is due at
+	// Schedule[k] after the phase starts (Schedule has Measured offsets, non-decreasing),
+	// whether or not earlier requests ended. Warmups still run closed-loop through Clients
+	// workers first. Result.Scheduled is the due time, and latency is measured from it
+	// (coordinated-omission-correct); Send - Scheduled is the send delay.
+	Schedule []time.Duration
+	// MaxInFlight bounds the open-loop requests in flight (default DefaultMaxInFlight): a
+	// request due while the bound is reached waits for a slot, and its send delay says so.
+	MaxInFlight int
+	// CachePrompt sends cache_prompt: true (llama-server may reuse a cached prefix); false
+	// by default: every request is cold.
+	CachePrompt bool
 }
 
 // Result is one request as the client measured it. Every time is since Config.Origin on the
@@ -81,6 +93,8 @@ type Result struct {
 	Phase   string `json:"phase"`
 	Seq     int    `json:"seq"`   // 0-based within (clients, phase)
 	Index   int    `json:"index"` // 0-based in take order (warmups first): the argument of Prompt
+	// Scheduled is when an open-loop request was due (Config.Schedule); zero in a closed loop.
+	Scheduled time.Duration `json:"scheduled,omitempty"`
 	// Send is when the request bytes were written (httptrace WroteRequest) by its last send,
 	// the one that got the response (see Retries); when the write never completed, when the
 	// request was handed to the transport.
@@ -134,6 +148,10 @@ func NewTransport(c int) *http.Transport {
 // CompletionBody is the JSON body of request prompt: streamed, no prompt cache, fixed length
 // (ignore_eos), greedy (temperature 0) with a fixed seed.
 func CompletionBody(prompt string, nPredict int, seed int64) []byte {
+	return completionBody(prompt, nPredict, seed, false)
+}
+
+func completionBody(prompt string, nPredict int, seed int64, cache bool) []byte {
 	b, _ := json.Marshal(struct {
 		Prompt      string `json:"prompt"`
 		NPredict    int    `json:"n_predict"`
@@ -142,7 +160,7 @@ func CompletionBody(prompt string, nPredict int, seed int64) []byte {
 		IgnoreEOS   bool   `json:"ignore_eos"`
 		Temperature int    `json:"temperature"`
 		Seed        int64  `json:"seed"`
-	}{prompt, nPredict, true, false, true, 0, seed})
+	}{prompt, nPredict, true, cache, true, 0, seed})
 	return b
 }
 
@@ -185,11 +203,11 @@ func Start(ctx context.Context, cfg Config) *Attack {
 	a.timedOut = fmt.Errorf("timed out after %s (the per-request limit)", cfg.Timeout)
 	a.bodies = make([][]byte, total)
 	for i := range a.bodies {
-		a.bodies[i] = CompletionBody(cfg.Prompt(i), cfg.NPredict, cfg.Seed)
+		a.bodies[i] = completionBody(cfg.Prompt(i), cfg.NPredict, cfg.Seed, cfg.CachePrompt)
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		tr, a.ownTrans = NewTransport(cfg.Clients), true
+		tr, a.ownTrans = NewTransport(a.conns()), true
 	}
 	a.client = &http.Client{Transport: tr} // no client timeout: each request has its own context
 	ft := tr.Clone()
@@ -210,6 +228,9 @@ func (a *Attack) check() error {
 		return fmt.Errorf("n_predict %d: want at least 1", c.NPredict)
 	case c.Prompt == nil:
 		return errors.New("no prompt function")
+	}
+	if err := c.checkSchedule(); err != nil {
+		return err
 	}
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -272,6 +293,10 @@ func (a *Attack) run() {
 	}
 	defer a.fresh.Transport.(*http.Transport).CloseIdleConnections()
 	a.phase(0, a.cfg.Warmups)
+	if a.cfg.Schedule != nil {
+		a.open(a.cfg.Warmups, a.cfg.Warmups+a.cfg.Measured)
+		return
+	}
 	a.phase(a.cfg.Warmups, a.cfg.Warmups+a.cfg.Measured)
 }
 
