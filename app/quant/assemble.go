@@ -67,6 +67,17 @@ type Result struct {
 	// registered: both absent).
 	Predictions []Prediction    `json:"predictions,omitempty"`
 	Verdicts    []study.Verdict `json:"verdicts,omitempty"`
+	// HandOffs are the capacity plans made from this ladder (quant handoff), in the order they
+	// were written.
+	HandOffs []HandOffRecord `json:"handoffs,omitempty"`
+}
+
+// HandOffRecord is a capacity plan a ladder handed off: where it was written, its SHA-256 and
+// the candidates it names (the selected one, the runner-up).
+type HandOffRecord struct {
+	Plan       string   `json:"capacity_plan"`
+	SHA256     string   `json:"capacity_plan_sha256"`
+	Candidates []string `json:"candidates"`
 }
 
 // Assemble builds the candidates table from the records (one per plan quant; a quant with no

@@ -20,6 +20,7 @@ func Markdown(res *Result) []byte {
 	writeRule(&b, res)
 	writeFrontier(&b, res)
 	writeVerdicts(&b, res)
+	writeHandOffs(&b, res)
 	writeProvenance(&b, res)
 	return []byte(b.String())
 }
@@ -180,6 +181,18 @@ func writeFrontier(b *strings.Builder, res *Result) {
 		fmt.Fprintf(b, "Dominated: %s.\n", strings.Join(dom, "; "))
 	}
 	b.WriteString("\n")
+}
+
+// writeHandOffs names the capacity plans made from the ladder (nothing when none was).
+func writeHandOffs(b *strings.Builder, res *Result) {
+	if len(res.HandOffs) == 0 {
+		return
+	}
+	b.WriteString("## Hand-off\n\n")
+	for _, h := range res.HandOffs {
+		fmt.Fprintf(b, "- capacity plan `%s` (sha256 `%s`) of %s\n", h.Plan, short(h.SHA256), strings.Join(slices.DeleteFunc(slices.Clone(h.Candidates), func(s string) bool { return s == "" }), " and "))
+	}
+	b.WriteString("\nIts capacity receipt names this ladder in its description.\n\n")
 }
 
 // writeImatrix says which importance matrix the candidates were quantized with (nothing for

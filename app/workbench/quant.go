@@ -260,7 +260,30 @@ func quantResult(ctx context.Context, nb *store.Notebook, s store.Study) (*store
 		return nil, nil, nil, err
 	}
 	res, err := quant.Assemble(p, pl.SHA256, recs)
+	if err == nil {
+		res.HandOffs, err = quantHandOffs(ctx, nb, s.ID)
+	}
 	return &pl, recs, res, err
+}
+
+// quantHandOffs are the capacity plans a ladder handed off, from its journal.
+func quantHandOffs(ctx context.Context, nb *store.Notebook, id int64) ([]quant.HandOffRecord, error) {
+	entries, err := nb.Journal(ctx, id, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []quant.HandOffRecord
+	for _, e := range entries {
+		if e.Kind != EntryHandOff {
+			continue
+		}
+		var h quant.HandOffRecord
+		if err := json.Unmarshal(e.Payload, &h); err != nil {
+			return nil, fmt.Errorf("journal entry %d: %w", e.Seq, err)
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 func showQuantKind(ctx context.Context, nb *store.Notebook, s store.Study) (*Shown, error) {
@@ -279,7 +302,7 @@ func showQuantKind(ctx context.Context, nb *store.Notebook, s store.Study) (*Sho
 // raw records (paths under the home folder written as ~ when redacting); study.json and
 // receipt.md are assembled from them.
 func quantStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error) {
-	pl, recs, _, err := quantResult(ctx, nb, s)
+	pl, recs, res, err := quantResult(ctx, nb, s)
 	if err != nil {
 		return nil, err
 	}
@@ -298,6 +321,16 @@ func quantStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, opt
 		rj = []byte(strings.ReplaceAll(string(rj), opt.Home+"/", "~/"))
 	}
 	files := receipt.Files{receipt.FileIndex: ix, "plan.json": pl.JSON, "records.json": rj}
+	if len(res.HandOffs) > 0 { // only then: a ladder without one keeps its bundle as it was
+		hj, err := canon.Marshal(res.HandOffs)
+		if err != nil {
+			return nil, err
+		}
+		if opt.Redact && opt.Home != "" {
+			hj = []byte(strings.ReplaceAll(string(hj), opt.Home+"/", "~/"))
+		}
+		files[fileHandOffs] = hj
+	}
 	return files, receipt.Finish(files)
 }
 
@@ -314,6 +347,11 @@ func assembleQuantBundle(files receipt.Files, _ *receipt.Index) ([]byte, []byte,
 	res, err := quant.Assemble(p, canon.SHA256Hex(files["plan.json"]), recs)
 	if err != nil {
 		return nil, nil, fmt.Errorf("records.json: %w", err)
+	}
+	if hj, ok := files[fileHandOffs]; ok {
+		if err := json.Unmarshal(hj, &res.HandOffs); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", fileHandOffs, err)
+		}
 	}
 	js, err := canon.Marshal(res)
 	if err != nil {
@@ -378,6 +416,9 @@ func QuantHandOff(ctx context.Context, nb *store.Notebook, req QuantHandOffReque
 		"candidates": []string{res.Selection.Selected, res.Selection.RunnerUp}}, store.ForStudy(s.ID))
 	return sum, err
 }
+
+// fileHandOffs is a ladder bundle's raw list of the capacity plans it handed off.
+const fileHandOffs = "handoffs.json"
 
 // EntryHandOff journals a capacity plan a ladder handed off.
 const EntryHandOff = "quant.handoff"

@@ -166,6 +166,18 @@ func TestQuantLadderOnTheMediumModel(t *testing.T) {
 	if code, _, errOut := runCLI("quant", "handoff", "1", "--out", cplan, "--notebook", nb); code != 2 || !strings.Contains(errOut, "exists; give a new file") {
 		t.Errorf("handoff over an existing file: %d %s", code, errOut)
 	}
+	// The ladder's receipt now names the plan it handed off; the bundle still verifies.
+	bundle2 := filepath.Join(dir, "receipt2")
+	if code, _, errOut := runCLI("receipt", "1", "--notebook", nb, "--out", bundle2); code != 0 {
+		t.Fatalf("receipt after the hand-off: %d %s", code, errOut)
+	}
+	if code, out, errOut := runCLI("verify", bundle2); code != 0 || !strings.Contains(out, "OK") {
+		t.Fatalf("verify after the hand-off: %d %s %s", code, out, errOut)
+	}
+	md2, _ := os.ReadFile(filepath.Join(bundle2, "receipt.md"))
+	if !strings.Contains(string(md2), "## Hand-off") || !strings.Contains(string(md2), "- capacity plan `"+cplan+"` (sha256 `") {
+		t.Errorf("the ladder's receipt does not name its hand-off:\n%s", md2)
+	}
 	code, out, errOut = runCLI("capacity", "run", cplan, "--notebook", nb)
 	if code != 0 || !strings.Contains(out, "complete, 4 server lifetimes recorded") {
 		t.Fatalf("capacity run of the hand-off: %d\n%s\n%s", code, out, errOut)
