@@ -1,13 +1,15 @@
 module sparkbench
 
-go 1.26
+go 1.26.0
 
 require (
 	codeberg.org/go-pdf/fpdf v0.11.1
 	fyne.io/fyne/v2 v2.7.1
+	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794
 	github.com/creack/pty v1.1.24
 	github.com/mattn/go-sqlite3 v1.14.53
-	golang.org/x/image v0.30.0
+	golang.org/x/image v0.46.0
+	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.17.0
 )
@@ -45,9 +47,9 @@ require (
 	github.com/srwiley/rasterx v0.0.0-20220730225603-2ab79fcdd4ef // indirect
 	github.com/stretchr/testify v1.11.1 // indirect
 	github.com/yuin/goldmark v1.7.8 // indirect
-	golang.org/x/net v0.35.0 // indirect
-	golang.org/x/sys v0.30.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
+	golang.org/x/net v0.59.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	rsc.io/pdf v0.1.1 // indirect
 )
