@@ -34,6 +34,10 @@ type Inputs struct {
 	// Batched is candidate ID -> llama-batched-bench output of the same model and build, for
 	// the server tax (optional; see ReadBatched).
 	Batched map[string]InputFile
+	// Serving are the open-loop request records of a serving plan, one per lifetime, and
+	// Harness the harness floor record (docs/serving.md).
+	Serving map[LifetimeKey]InputFile
+	Harness *InputFile
 }
 
 // Input roles, as CLI flags.
@@ -106,10 +110,17 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	if err := a.read(); err != nil {
 		return Result{}, err
 	}
+	if err := a.readServing(); err != nil {
+		return Result{}, err
+	}
 	res := Result{Schema: SchemaResult, Kind: kinds.Capacity, PlanSHA256: sha, Plan: p,
 		Definitions: definitions, Inputs: a.refs, Candidates: []CandidateResult{}}
-	if len(a.batched) > 0 || p.Limits.MaxDeviceMiB > 0 {
+	if len(a.batched) > 0 || p.Limits.MaxDeviceMiB > 0 || p.Serving != nil {
 		res.Definitions = maps.Clone(definitions)
+	}
+	if p.Serving != nil {
+		maps.Copy(res.Definitions, servingDefinitions)
+		res.HarnessFloor = a.harness
 	}
 	if len(a.batched) > 0 {
 		res.Definitions["server_tax"] = serverTaxDefinition
@@ -155,6 +166,8 @@ type assembler struct {
 	quality map[QualityKey]*QualityEvidence
 	batched map[string]*batchedInput
 	refs    []InputRef
+	serving map[LifetimeKey]*ServingResult
+	harness *HarnessFloor
 }
 
 // passes are the plan's passes in the fixed order.
@@ -389,6 +402,7 @@ func (a *assembler) candidate(c Candidate) CandidateResult {
 	cr.Selected, cr.SelectionNote = selectPoint(cr.Cells, p.Limits.ObjectiveTolerance, base.GenerationRate)
 	cr.Scaling, cr.ScalingNote = scalingOf(cr.Cells, p.KneeThreshold)
 	cr.ServerTax = a.serverTax(c.ID, cr.Cells)
+	cr.Serving = a.servingOf(c)
 	if tg, ok := a.in.BenchTG[c.ID]; ok {
 		cr.BenchTG = fptr(tg)
 		single := findCell(cr.Cells, p.Slots[0], 1)

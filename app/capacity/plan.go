@@ -74,6 +74,10 @@ type Plan struct {
 	// KneeThreshold is the gain per doubling below which the knee is declared (default 0.2).
 	KneeThreshold float64      `json:"knee_threshold"`
 	Predictions   []Prediction `json:"predictions,omitempty"`
+	// Serving, when given, adds open-loop probes (arrival process, offered rates, max-rate
+	// search, SLO and goodput) to every server lifetime (docs/serving.md). Written only when
+	// given: a closed-loop plan keeps its bytes and hash.
+	Serving *Serving `json:"serving,omitempty"`
 
 	// given records which defaulted fields the plan's JSON wrote (Decode): Defaults fills
 	// only the others, so a written value (0 included) is kept and judged by Validate.
@@ -88,6 +92,7 @@ type given struct {
 	completionRateMin, genRateSpreadMax, e2eP95SpreadMax           bool
 	objectiveTolerance, qualityReference                           bool
 	noiseFloor                                                     []bool // per prediction
+	serving                                                        servingGiven
 }
 
 // planKeys is the shape given is read from: the raw value of each defaulted key.
@@ -108,6 +113,14 @@ type planKeys struct {
 	Predictions []struct {
 		NoiseFloor json.RawMessage `json:"noise_floor"`
 	} `json:"predictions"`
+	Serving struct {
+		MaxInFlight     json.RawMessage `json:"max_in_flight"`
+		ScheduleSlackMs json.RawMessage `json:"schedule_slack_ms"`
+		SLO             struct {
+			Percentile        json.RawMessage `json:"percentile"`
+			CompletionRateMin json.RawMessage `json:"completion_rate_min"`
+		} `json:"slo"`
+	} `json:"serving"`
 }
 
 func written(raw json.RawMessage) bool {
@@ -126,6 +139,8 @@ func readGiven(data []byte) (given, error) {
 		completionRateMin: written(k.Limits.CompletionRateMin), genRateSpreadMax: written(k.Limits.GenRateSpreadMax),
 		e2eP95SpreadMax: written(k.Limits.E2EP95SpreadMax), objectiveTolerance: written(k.Limits.ObjectiveTolerance),
 		qualityReference: written(k.Limits.QualityReference),
+		serving: servingGiven{maxInFlight: written(k.Serving.MaxInFlight), slack: written(k.Serving.ScheduleSlackMs),
+			percentile: written(k.Serving.SLO.Percentile), completion: written(k.Serving.SLO.CompletionRateMin)},
 	}
 	for _, pr := range k.Predictions {
 		g.noiseFloor = append(g.noiseFloor, written(pr.NoiseFloor))
@@ -254,6 +269,9 @@ func (p *Plan) Defaults() {
 		if p.Candidates[i].ServerFlags == nil {
 			p.Candidates[i].ServerFlags = []string{}
 		}
+	}
+	if p.Serving != nil {
+		p.Serving.defaults(g.serving)
 	}
 	for i := range p.Predictions {
 		if p.Predictions[i].Kind == study.KindBand && p.Predictions[i].NoiseFloor == 0 && !g.noiseFloorGiven(i) {

@@ -49,6 +49,8 @@ type Result struct {
 	Inputs      []InputRef        `json:"inputs"`
 	Candidates  []CandidateResult `json:"candidates"`
 	Verdicts    []study.Verdict   `json:"verdicts"`
+	// HarnessFloor is the client's own overhead (serving plans run with one; docs/serving.md).
+	HarnessFloor *HarnessFloor `json:"harness_floor,omitempty"`
 }
 
 // InputRef fingerprints one raw input file. Paths are left out on purpose: the same bundle
@@ -84,6 +86,8 @@ type CandidateResult struct {
 	// ServerTax is the cell generation rate at P = C = B / llama-batched-bench's B×TG / T at
 	// each B both measured (only with a --batched file for the candidate).
 	ServerTax *ServerTaxResult `json:"server_tax,omitempty"`
+	// Serving is the open-loop measurement of each server lifetime (serving plans only).
+	Serving []ServingResult `json:"serving,omitempty"`
 }
 
 // LifetimeResult is what one server lifetime (pass, candidate, P) left besides requests.

@@ -1,0 +1,211 @@
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// Exact failure codes of a serving probe, in the order its gates are checked (docs/serving.md);
+// the latency codes name the plan's percentile, e.g. ttft_ms_p95_above_slo.
+const (
+	CodeServingCompletion = "completion_rate_below_slo"
+	CodeBehindSchedule    = "client_behind_schedule"
+	CodeContaminated      = "prompt_cache_contaminated"
+	CodeTokenMismatch     = "token_count_mismatch"
+)
+
+// ClientBoundFactor: a probe whose median TTFT or TPOT is within this multiple of the harness
+// floor's p99 is flagged client_bound (the client's own overhead is a visible share of it).
+const ClientBoundFactor = 3
+
+// ProbeResult is one offered rate of one server lifetime: its requests' figures, with TTFT and
+// E2E measured from each request's scheduled send time, and its SLO gates.
+type ProbeResult struct {
+	Probe          int     `json:"probe"`
+	Kind           string  `json:"kind"`         // sweep or search
+	OfferedRate    float64 `json:"offered_rate"` // req/s
+	ScheduleSHA256 string  `json:"schedule_sha256"`
+	Requests       int     `json:"requests"`
+	Completed      int     `json:"completed"`
+	Contaminated   int     `json:"contaminated"`   // cold requests the server answered from its prompt cache (excluded)
+	TokenMismatch  int     `json:"token_mismatch"` // requests whose predicted_n or content events differ from tokens
+	CompletionRate float64 `json:"completion_rate"` // completed / (requests - contaminated)
+	// AchievedRate is (sends - 1) / (last send - first send): what the client managed to offer.
+	AchievedRate *float64 `json:"achieved_rate"`
+	// Throughput and Goodput are completed and SLO-meeting requests per second of the window
+	// (first scheduled send to last end); TokenRate is generated tokens per second of it.
+	Throughput *float64  `json:"throughput"`
+	Goodput    *float64  `json:"goodput"`
+	TokenRate  *float64  `json:"token_rate"`
+	TTFTMs     Quantiles `json:"ttft_ms"`
+	TPOTMs     Quantiles `json:"tpot_ms"`
+	E2EMs      Quantiles `json:"e2e_ms"`
+	// SendDelayMs is actual - scheduled send over the measured requests.
+	SendDelayMs Quantiles `json:"send_delay_ms"`
+	// ClientBound: the latencies are within ClientBoundFactor of the harness floor.
+	ClientBound bool        `json:"client_bound,omitempty"`
+	Checks      []GateCheck `json:"checks"`
+	Failures    []string    `json:"failures"`
+	Passed      bool        `json:"passed"`
+}
+
+// Quantiles are p50, p95, p99 and the maximum (null when no value).
+type Quantiles struct {
+	P50 *float64 `json:"p50"`
+	P95 *float64 `json:"p95"`
+	P99 *float64 `json:"p99"`
+	Max *float64 `json:"max"`
+}
+
+func quantilesOf(xs []float64) Quantiles {
+	if len(xs) == 0 {
+		return Quantiles{}
+	}
+	m := xs[0]
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return Quantiles{P50: pct(xs, 50), P95: pct(xs, 95), P99: pct(xs, 99), Max: fptr(m)}
+}
+
+func (q Quantiles) at(p int) *float64 {
+	if p == 99 {
+		return q.P99
+	}
+	return q.P95
+}
+
+// ProbeMetrics computes one probe from its measured records (any order) and judges it against
+// the serving SLO. Its pass or fail is what the max-rate search follows, so it depends on the
+// records alone; the harness floor (when known) only adds the client_bound flag.
+func ProbeMetrics(s *Serving, nPredict int, probe int, kind string, rate float64, measured []ServingRecord) ProbeResult {
+	recs := append([]ServingRecord(nil), measured...)
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
+	pr := ProbeResult{Probe: probe, Kind: kind, OfferedRate: rate, Requests: len(recs),
+		ScheduleSHA256: ScheduleSHA256(ArrivalSchedule(s.Arrival, rate, s.Requests)), Checks: []GateCheck{}, Failures: []string{}}
+	var ttft, tpot, e2e, delay []float64
+	first, lastEnd := math.Inf(1), math.Inf(-1)
+	firstSend, lastSend := math.Inf(1), math.Inf(-1)
+	tokens, good := 0, 0
+	for _, r := range recs {
+		sched := *r.ScheduledMs
+		first, lastEnd = min(first, sched), max(lastEnd, r.EndMs)
+		firstSend, lastSend = min(firstSend, r.SendMs), max(lastSend, r.SendMs)
+		delay = append(delay, r.SendMs-sched)
+		tokens += r.Tokens
+		if t := r.Timings; t != nil && (t.PredictedN != r.Tokens || r.Events != r.Tokens) && r.HTTPStatus == 200 && r.Error == "" {
+			pr.TokenMismatch++
+		}
+		if !s.CachePrompt && r.Timings != nil && r.Timings.CacheN > 0 {
+			pr.Contaminated++
+			continue
+		}
+		if r.HTTPStatus != 200 || r.Error != "" || r.Tokens != nPredict || r.FirstTokenMs == nil {
+			continue
+		}
+		pr.Completed++
+		t, e := *r.FirstTokenMs-sched, r.EndMs-sched
+		ttft, e2e = append(ttft, t), append(e2e, e)
+		p := 0.0
+		if r.Tokens > 1 {
+			p = (r.EndMs - *r.FirstTokenMs) / float64(r.Tokens-1)
+		}
+		tpot = append(tpot, p)
+		if t <= s.SLO.TTFTMs && p <= s.SLO.TPOTMs && (s.SLO.E2EMs == 0 || e <= s.SLO.E2EMs) {
+			good++
+		}
+	}
+	if n := len(recs); n > 0 {
+		if cold := n - pr.Contaminated; cold > 0 {
+			pr.CompletionRate = float64(pr.Completed) / float64(cold)
+		}
+		if lastSend > firstSend {
+			pr.AchievedRate = fptr(float64(n-1) / (lastSend - firstSend) * 1000)
+		}
+		if w := lastEnd - first; w > 0 {
+			pr.Throughput, pr.Goodput = fptr(float64(pr.Completed)/w*1000), fptr(float64(good)/w*1000)
+			pr.TokenRate = fptr(float64(tokens) / w * 1000)
+		}
+	}
+	pr.TTFTMs, pr.TPOTMs, pr.E2EMs, pr.SendDelayMs = quantilesOf(ttft), quantilesOf(tpot), quantilesOf(e2e), quantilesOf(delay)
+	pr.judge(s)
+	return pr
+}
+
+// judge runs the probe's gates in their fixed order.
+func (pr *ProbeResult) judge(s *Serving) {
+	slo := s.SLO
+	check := func(g GateCheck, code string) {
+		if !g.Passed {
+			g.Failure = code
+			pr.Failures = append(pr.Failures, code)
+		}
+		pr.Checks = append(pr.Checks, g)
+	}
+	check(GateCheck{Gate: "completion_rate", Observed: fptr(pr.CompletionRate), Limit: fptr(slo.CompletionRateMin),
+		Passed: pr.CompletionRate >= slo.CompletionRateMin}, CodeServingCompletion)
+	p := slo.Percentile
+	for _, g := range []struct {
+		name  string
+		q     Quantiles
+		limit float64
+	}{{"ttft_ms", pr.TTFTMs, slo.TTFTMs}, {"tpot_ms", pr.TPOTMs, slo.TPOTMs}, {"e2e_ms", pr.E2EMs, slo.E2EMs}} {
+		if g.limit == 0 {
+			continue
+		}
+		obs := g.q.at(p)
+		gc := GateCheck{Gate: fmt.Sprintf("%s_p%d", g.name, p), Observed: obs, Limit: fptr(g.limit), Passed: obs != nil && *obs <= g.limit}
+		if obs == nil {
+			gc.Detail = "no completed request"
+		}
+		check(gc, fmt.Sprintf("%s_p%d_above_slo", g.name, p))
+	}
+	sd := GateCheck{Gate: "send_delay_ms_p99", Observed: pr.SendDelayMs.P99, Limit: fptr(s.ScheduleSlackMs),
+		Passed: pr.SendDelayMs.P99 != nil && *pr.SendDelayMs.P99 <= s.ScheduleSlackMs}
+	if !sd.Passed {
+		sd.Detail = fmt.Sprintf("the client could not keep its schedule: offered %s req/s, achieved %s", ms(pr.OfferedRate), rateText(pr.AchievedRate))
+	}
+	check(sd, CodeBehindSchedule)
+	frac := 0.0
+	if pr.Requests > 0 {
+		frac = float64(pr.Contaminated) / float64(pr.Requests)
+	}
+	cg := GateCheck{Gate: "prompt_cache_contamination", Observed: fptr(frac), Limit: fptr(s.ContaminationMax), Passed: frac <= s.ContaminationMax}
+	if pr.Contaminated > 0 {
+		cg.Detail = fmt.Sprintf("%d of %d cold requests answered from the prompt cache (timings.cache_n > 0), excluded from the figures", pr.Contaminated, pr.Requests)
+	}
+	check(cg, CodeContaminated)
+	tg := GateCheck{Gate: "token_count", Observed: fptr(float64(pr.TokenMismatch)), Limit: fptr(0), Passed: pr.TokenMismatch == 0}
+	if !tg.Passed {
+		tg.Detail = "the server's predicted_n or the content events seen differ from tokens_predicted"
+	}
+	check(tg, CodeTokenMismatch)
+	pr.Passed = len(pr.Failures) == 0
+}
+
+func rateText(r *float64) string {
+	if r == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.3g req/s", *r)
+}
+
+// NextProbe is the rate the serving block measures next, given the probes measured so far in
+// order: the sweep's rates, then the max-rate search's choices; done when there is none.
+func (s *Serving) NextProbe(points []ProbePoint) (rate float64, kind string, done bool, st SearchState) {
+	if k := len(points); k < len(s.Rates) {
+		return s.Rates[k], ProbeSweep, false, st
+	}
+	if s.Search == nil {
+		return 0, "", true, st
+	}
+	rate, done, st = NextSearchRate(*s.Search, points, len(points)-len(s.Rates))
+	return rate, ProbeSearch, done, st
+}
+
+// ProbeSchedule is a probe's send times (the plan's arrival process at rate).
+func (s *Serving) ProbeSchedule(rate float64) []time.Duration {
+	return ArrivalSchedule(s.Arrival, rate, s.Requests)
+}
