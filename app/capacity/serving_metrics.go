@@ -29,8 +29,8 @@ type ProbeResult struct {
 	ScheduleSHA256 string  `json:"schedule_sha256"`
 	Requests       int     `json:"requests"`
 	Completed      int     `json:"completed"`
-	Contaminated   int     `json:"contaminated"`   // cold requests the server answered from its prompt cache (excluded)
-	TokenMismatch  int     `json:"token_mismatch"` // requests whose predicted_n or content events differ from tokens
+	Contaminated   int     `json:"contaminated"`    // cold requests the server answered from its prompt cache (excluded)
+	TokenMismatch  int     `json:"token_mismatch"`  // requests whose predicted_n or content events differ from tokens
 	CompletionRate float64 `json:"completion_rate"` // completed / (requests - contaminated)
 	// AchievedRate is (sends - 1) / (last send - first send): what the client managed to offer.
 	AchievedRate *float64 `json:"achieved_rate"`
