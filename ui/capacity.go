@@ -60,11 +60,7 @@ type CapacityPanel struct {
 
 	Title, Status, Selected *widget.Label
 	RunButton, AbortButton  *widget.Button
-	ReceiptButton           *widget.Button
-	ExportTarGz             *widget.Check
-	ExportBar               *widget.ProgressBarInfinite
-	CancelExport            *widget.Button // cancels the receipt being written
-	exportOps               *opCancel
+	receiptPane             // Export receipt…, as .tar.gz, its progress and Cancel export; the Receipt tab
 	Progress                *widget.ProgressBar
 	ProgressMsg, Gates      *widget.Label
 	Envelope                *widget.Table
@@ -73,8 +69,6 @@ type CapacityPanel struct {
 	Console                 *widget.List
 	Follow                  *widget.Check
 	CopyConsole             *widget.Button
-	Receipt                 *widget.RichText // the last exported receipt.md, rendered
-	ReceiptImgs             *fyne.Container  // its charts
 	Tabs                    *container.AppTabs
 
 	// Updated receives after each background load or run has been shown (tests wait on it).
@@ -113,17 +107,11 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 	}
 	v.RunButton = widget.NewButton("Run", v.Run)
 	v.AbortButton = widget.NewButton("Abort", v.confirmAbort)
-	v.ReceiptButton = widget.NewButton("Export receipt…", func() {
+	v.receiptPane = newReceiptPane(func() {
 		if v.receipt != nil && v.id != 0 {
 			v.receipt(v.id)
 		}
 	})
-	v.ExportTarGz = widget.NewCheck("as .tar.gz", nil)
-	v.ExportBar = widget.NewProgressBarInfinite()
-	v.ExportBar.Stop()
-	v.ExportBar.Hide()
-	v.exportOps = newOpCancel("Cancel export")
-	v.CancelExport = v.exportOps.Button
 	v.RunButton.Disable()
 	v.AbortButton.Disable()
 	v.Envelope = newItemTable(envelopeCols, func() []capRow { return v.rows })
@@ -133,20 +121,17 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 	v.Console, v.Follow, v.CopyConsole, consoleTab = newConsoleTab(a, &v.mu, &v.console)
 	v.Chart = NewChartView(760, 420)
 	v.Grid = NewChartView(760, 420)
-	v.Receipt = widget.NewRichTextFromMarkdown("Export the study's receipt (Export receipt…) to preview it here.")
-	v.Receipt.Wrapping = fyne.TextWrapWord
-	v.ReceiptImgs = container.NewVBox()
 	v.Tabs = container.NewAppTabs(
 		container.NewTabItem("Envelope", v.Envelope),
 		container.NewTabItem("Grid", v.Grid.Object),
 		container.NewTabItem("Slots", v.Chart.Object),
 		container.NewTabItem("Verdicts", v.Verdicts),
 		container.NewTabItem("Console", consoleTab),
-		container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(v.ReceiptImgs, v.Receipt))),
+		v.receiptTab(),
 	)
 	v.Tabs.OnSelected = func(*container.TabItem) { v.refreshConsole() }
 	v.Progress.Hide()
-	head := container.NewVBox(v.Title, container.NewHBox(v.RunButton, v.AbortButton, v.ReceiptButton, v.ExportTarGz, v.CancelExport),
+	head := container.NewVBox(v.Title, container.NewHBox(append([]fyne.CanvasObject{v.RunButton, v.AbortButton}, v.exportControls()...)...),
 		v.Status, v.Selected, v.Progress, v.ExportBar, v.ProgressMsg, v.Gates)
 	v.Object = container.NewBorder(head, nil, nil, nil, v.Tabs)
 	return v
@@ -425,12 +410,6 @@ func withMeta(c plots.Chart, m plots.Meta) plots.Chart {
 		return x
 	}
 	return c
-}
-
-// showReceipt previews an exported receipt: its charts, then receipt.md rendered.
-func (v *CapacityPanel) showReceipt(md []byte, imgs []fyne.Resource) {
-	fillReceipt(v.ReceiptImgs, v.Receipt, md, imgs)
-	v.Tabs.SelectIndex(len(v.Tabs.Items) - 1)
 }
 
 func (v *CapacityPanel) confirmAbort() {

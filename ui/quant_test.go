@@ -304,7 +304,7 @@ func TestQuantPanelLiveChart(t *testing.T) {
 		About: quant.Selector{Figure: quant.FigureKLDMean, Candidate: quant.CandidateSelected}, Hi: &hi}}
 	svc := &fakeQuant{plan: plan, status: "registered", step: step, recs: []quant.Record{
 		quantRecord("Q8_0", 27, 50, 0.0005), quantRecord("Q4_K_M", 16, 70, 0.004), quantRecord("Q4_0", 14, 75, 0.02)}}
-	v := build(func() *QuantPanel { return newQuantPanel(a, a.NewWindow("t"), svc, nil) })
+	v := build(func() *QuantPanel { return newQuantPanel(a, a.NewWindow("t"), svc, nil, nil) })
 	defer Locked(v.close)
 	Locked(func() { v.Show(5) })
 	waitQuant(t, v, func() bool { return v.Study() != nil && !v.RunButton.Disabled() })
@@ -350,7 +350,7 @@ func TestQuantPanelHandOff(t *testing.T) {
 	a := newTestApp(t)
 	svc := &fakeQuant{plan: ladderPlan(), status: "registered"}
 	w := a.NewWindow("t")
-	v := build(func() *QuantPanel { return newQuantPanel(a, w, svc, nil) })
+	v := build(func() *QuantPanel { return newQuantPanel(a, w, svc, nil, nil) })
 	defer Locked(v.close)
 	Locked(func() { v.Show(5) })
 	waitQuant(t, v, func() bool { return v.Study() != nil && !v.HandOffButton.Disabled() })

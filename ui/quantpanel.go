@@ -29,6 +29,7 @@ type QuantPanel struct {
 	RunButton, AbortButton  *widget.Button
 	HandOffButton           *widget.Button
 	HandOffMsg              *widget.Label // the last hand-off: the plan's path and SHA-256, or why not
+	receiptPane                           // Export receipt…, as .tar.gz, its progress and Cancel export; the Receipt tab
 	Progress                *widget.ProgressBar
 	ProgressMsg             *widget.Label
 	Candidates              *widget.Table
@@ -42,11 +43,12 @@ type QuantPanel struct {
 	// Updated receives after each background load, run or hand-off has been shown (tests wait on it).
 	Updated chan struct{}
 
-	app  fyne.App
-	win  fyne.Window
-	svc  QuantService
-	busy func() bool       // another run is going on in the window
-	meta func() plots.Meta // the build and machine for chart titles (from the doctor)
+	app     fyne.App
+	win     fyne.Window
+	svc     QuantService
+	receipt func(id int64)    // Export receipt… (the Studies section's)
+	busy    func() bool       // another run is going on in the window
+	meta    func() plots.Meta // the build and machine for chart titles (from the doctor)
 
 	id        int64
 	runOnLoad int64
@@ -71,8 +73,8 @@ type quantRow struct {
 	verdict string
 }
 
-func newQuantPanel(a fyne.App, win fyne.Window, svc QuantService, busy func() bool) *QuantPanel {
-	v := &QuantPanel{app: a, win: win, svc: svc, busy: busy, Updated: make(chan struct{}, 32),
+func newQuantPanel(a fyne.App, win fyne.Window, svc QuantService, receipt func(int64), busy func() bool) *QuantPanel {
+	v := &QuantPanel{app: a, win: win, svc: svc, receipt: receipt, busy: busy, Updated: make(chan struct{}, 32),
 		Title:  widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		Status: widget.NewLabel(""), Selected: widget.NewLabel(""), HandOffMsg: widget.NewLabel(""),
 		Progress: widget.NewProgressBar(), ProgressMsg: widget.NewLabel(""), text: NewThrottle(capTextInterval)}
@@ -82,9 +84,15 @@ func newQuantPanel(a fyne.App, win fyne.Window, svc QuantService, busy func() bo
 	v.RunButton = widget.NewButton("Run", v.Run)
 	v.AbortButton = widget.NewButton("Abort", v.confirmAbort)
 	v.HandOffButton = widget.NewButton("Make a capacity plan…", v.handOffDialog)
+	v.receiptPane = newReceiptPane(func() {
+		if v.receipt != nil && v.id != 0 {
+			v.receipt(v.id)
+		}
+	})
 	v.RunButton.Disable()
 	v.AbortButton.Disable()
 	v.HandOffButton.Disable()
+	v.ReceiptButton.Disable()
 	v.Candidates = newItemTable(quantCols, func() []quantRow { return v.rows })
 	v.Verdicts = newItemTable(quantVerdictCols, func() []study.Verdict { return v.verdicts })
 	v.Chart = NewChartView(760, 420)
@@ -95,11 +103,12 @@ func newQuantPanel(a fyne.App, win fyne.Window, svc QuantService, busy func() bo
 		container.NewTabItem("Pareto", v.Chart.Object),
 		container.NewTabItem("Predictions", v.Verdicts),
 		container.NewTabItem("Console", consoleTab),
+		v.receiptTab(),
 	)
 	v.Tabs.OnSelected = func(*container.TabItem) { v.refreshConsole() }
 	v.Progress.Hide()
-	head := container.NewVBox(v.Title, container.NewHBox(v.RunButton, v.AbortButton, v.HandOffButton),
-		v.Status, v.Selected, v.HandOffMsg, v.Progress, v.ProgressMsg)
+	head := container.NewVBox(v.Title, container.NewHBox(append([]fyne.CanvasObject{v.RunButton, v.AbortButton, v.HandOffButton}, v.exportControls()...)...),
+		v.Status, v.Selected, v.HandOffMsg, v.Progress, v.ExportBar, v.ProgressMsg)
 	v.Object = container.NewBorder(head, nil, nil, nil, v.Tabs)
 	return v
 }
@@ -298,6 +307,7 @@ func (v *QuantPanel) updateButtons() {
 	setEnabled(v.RunButton, v.id != 0 && v.svc != nil && !running && v.study != nil)
 	setEnabled(v.AbortButton, running)
 	setEnabled(v.HandOffButton, v.id != 0 && v.svc != nil && !running && v.study != nil)
+	setEnabled(v.ReceiptButton, v.id != 0 && v.receipt != nil && !running && v.study != nil)
 }
 
 // Run runs the shown ladder in the background (a run measures every candidate again; the

@@ -63,11 +63,7 @@ type StudiesView struct {
 	AbortButton   *widget.Button
 	HumanButton   *widget.Button
 	FindingButton *widget.Button
-	ReceiptButton *widget.Button
-	ExportTarGz   *widget.Check               // Export receipt… writes a .tar.gz instead of a folder
-	ExportBar     *widget.ProgressBarInfinite // shown while a receipt is written
-	CancelExport  *widget.Button              // cancels the receipt being written
-	exportOps     *opCancel
+	receiptPane   // Export receipt…, as .tar.gz, its progress and Cancel export; the Receipt tab
 	Progress      *widget.ProgressBar
 	ProgressMsg   *widget.Label
 	Scoreboard    *widget.Table
@@ -78,8 +74,6 @@ type StudiesView struct {
 	Gates         *widget.Label // gate lights of the running (or last) run: CV gate, canary, crashes
 	Follow        *widget.Check // console follows new lines (untick to read back)
 	CopyConsole   *widget.Button
-	Receipt       *widget.RichText // the last exported receipt.md, rendered
-	ReceiptImgs   *fyne.Container  // its charts
 	Tabs          *container.AppTabs
 
 	app fyne.App
@@ -151,13 +145,7 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v.RunButton = widget.NewButton("Run", v.RunSelected)
 	v.HumanButton = widget.NewButton("Human verdict…", v.humanDialog)
 	v.FindingButton = widget.NewButton("Add finding…", v.findingDialog)
-	v.ReceiptButton = widget.NewButton("Export receipt…", v.receiptDialog)
-	v.ExportTarGz = widget.NewCheck("as .tar.gz", nil)
-	v.ExportBar = widget.NewProgressBarInfinite()
-	v.ExportBar.Stop()
-	v.ExportBar.Hide()
-	v.exportOps = newOpCancel("Cancel export")
-	v.CancelExport = v.exportOps.Button
+	v.receiptPane = newReceiptPane(v.receiptDialog)
 	v.AbortButton = widget.NewButton("Abort", v.confirmAbort)
 	v.RunButton.Disable()
 	v.AbortButton.Disable()
@@ -168,9 +156,6 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	var consoleTab fyne.CanvasObject
 	v.Console, v.Follow, v.CopyConsole, consoleTab = newConsoleTab(a, &v.mu, &v.console)
 	v.Chart = NewChartView(760, 420)
-	v.Receipt = widget.NewRichTextFromMarkdown("Export the study's receipt (Export receipt…) to preview it here.")
-	v.Receipt.Wrapping = fyne.TextWrapWord
-	v.ReceiptImgs = container.NewVBox()
 	v.Gates = widget.NewLabel("gates: no run yet")
 	v.Tabs = container.NewAppTabs(
 		container.NewTabItem("Predictions", v.Scoreboard),
@@ -178,13 +163,13 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 		container.NewTabItem("Results", v.Results),
 		container.NewTabItem("Legs", v.Legs),
 		container.NewTabItem("Console", consoleTab),
-		container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(v.ReceiptImgs, v.Receipt))),
+		v.receiptTab(),
 	)
 	v.Tabs.OnSelected = func(*container.TabItem) { v.refreshConsole() }
 	v.Progress.Hide()
 	head := container.NewVBox(
 		v.Title,
-		container.NewHBox(v.RunButton, v.AbortButton, v.HumanButton, v.FindingButton, v.ReceiptButton, v.ExportTarGz, v.CancelExport),
+		container.NewHBox(append([]fyne.CanvasObject{v.RunButton, v.AbortButton, v.HumanButton, v.FindingButton}, v.exportControls()...)...),
 		v.Status, v.Progress, v.ExportBar, v.ProgressMsg, v.Gates,
 	)
 	v.detail = container.NewBorder(head, nil, nil, nil, v.Tabs)
@@ -210,7 +195,7 @@ func (v *StudiesView) SetCapacity(svc CapacityService) {
 
 // SetQuant lets the section show and run quantization ladders through svc.
 func (v *StudiesView) SetQuant(svc QuantService) {
-	v.Quant = newQuantPanel(v.app, v.win, svc, v.busy)
+	v.Quant = newQuantPanel(v.app, v.win, svc, func(int64) { v.receiptDialog() }, v.busy)
 	v.Quant.meta = func() plots.Meta {
 		v.mu.Lock()
 		defer v.mu.Unlock()

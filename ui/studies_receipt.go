@@ -3,36 +3,84 @@ package ui
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
 )
 
-// ExportReceipt writes the shown study's receipt bundle into a new folder under parent.
+// receiptPane is a study view's Export receipt… controls and the preview of its last export:
+// the throughput view, the capacity panel and the ladder panel each have one.
+type receiptPane struct {
+	ReceiptButton *widget.Button
+	ExportTarGz   *widget.Check               // Export receipt… writes a .tar.gz instead of a folder
+	ExportBar     *widget.ProgressBarInfinite // shown while a receipt is written
+	CancelExport  *widget.Button              // cancels the receipt being written
+	exportOps     *opCancel
+	Receipt       *widget.RichText // the last exported receipt.md, rendered
+	ReceiptImgs   *fyne.Container  // its charts
+}
+
+// newReceiptPane makes the controls; export is the Export receipt… button's action.
+func newReceiptPane(export func()) receiptPane {
+	r := receiptPane{ReceiptButton: widget.NewButton("Export receipt…", export), ExportTarGz: widget.NewCheck("as .tar.gz", nil),
+		ExportBar: widget.NewProgressBarInfinite(), exportOps: newOpCancel("Cancel export"), ReceiptImgs: container.NewVBox(),
+		Receipt: widget.NewRichTextFromMarkdown("Export the study's receipt (Export receipt…) to preview it here.")}
+	r.ExportBar.Stop()
+	r.ExportBar.Hide()
+	r.CancelExport = r.exportOps.Button
+	r.Receipt.Wrapping = fyne.TextWrapWord
+	return r
+}
+
+// receiptTab is the Receipt tab: the preview's charts, then receipt.md rendered.
+func (r *receiptPane) receiptTab() *container.TabItem {
+	return container.NewTabItem("Receipt", container.NewVScroll(container.NewVBox(r.ReceiptImgs, r.Receipt)))
+}
+
+// exportControls are the head row's Export receipt…, as .tar.gz and Cancel export.
+func (r *receiptPane) exportControls() []fyne.CanvasObject {
+	return []fyne.CanvasObject{r.ReceiptButton, r.ExportTarGz, r.CancelExport}
+}
+
+// showReceipt previews an exported receipt (its charts, then receipt.md rendered) in the
+// Receipt tab, the last of tabs, and shows it.
+func (r *receiptPane) showReceipt(tabs *container.AppTabs, md []byte, imgs []fyne.Resource) {
+	fillReceipt(r.ReceiptImgs, r.Receipt, md, imgs)
+	tabs.SelectIndex(len(tabs.Items) - 1)
+}
+
+// ExportReceipt writes the shown study's receipt bundle into a new folder under parent, from
+// the view of its kind (its progress, its .tar.gz choice, its preview).
 func (v *StudiesView) ExportReceipt(parent string, done func(string, error)) {
 	id := v.selected
 	name := fmt.Sprintf("study-%d-receipt", id)
-	msg, bar, tgz, ops := v.ProgressMsg, v.ExportBar, v.ExportTarGz.Checked, v.exportOps
+	pane, msg, tabs := &v.receiptPane, v.ProgressMsg, v.Tabs
 	switch {
 	case v.capShown && v.Cap.study != nil:
 		name = fmt.Sprintf("%s-%d-receipt", slugify(v.Cap.study.Report.Study.Name), id)
-		msg, bar, tgz, ops = v.Cap.ProgressMsg, v.Cap.ExportBar, v.Cap.ExportTarGz.Checked, v.Cap.exportOps
+		pane, msg, tabs = &v.Cap.receiptPane, v.Cap.ProgressMsg, v.Cap.Tabs
+	case v.quantShown && v.Quant.study != nil:
+		name = fmt.Sprintf("%s-%d-receipt", slugify(v.Quant.study.Name), id)
+		pane, msg, tabs = &v.Quant.receiptPane, v.Quant.ProgressMsg, v.Quant.Tabs
 	case v.report != nil:
 		name = fmt.Sprintf("%s-%d-receipt", slugify(v.report.Study.Name), id)
 	}
 	out := filepath.Join(parent, name)
-	if tgz {
+	if pane.ExportTarGz.Checked {
 		out += ".tar.gz"
 	}
 	msg.SetText("writing the receipt to " + out + "…")
+	bar := pane.ExportBar
 	bar.Show()
 	bar.Start()
-	ctx, end := ops.start()
+	ctx, end := pane.exportOps.start()
 	go func() {
 		x, err := v.svc.Receipt(ctx, id, out)
 		summary := x.Summary
@@ -44,12 +92,9 @@ func (v *StudiesView) ExportReceipt(parent string, done func(string, error)) {
 			end()
 			bar.Stop()
 			bar.Hide()
-			if err == nil && v.capShown {
-				v.Cap.ProgressMsg.SetText(summary)
-				v.Cap.showReceipt(md, imgs)
-			} else if err == nil {
-				v.ProgressMsg.SetText(summary)
-				v.showReceipt(md, imgs)
+			if err == nil {
+				msg.SetText(summary)
+				pane.showReceipt(tabs, md, imgs)
 			} else {
 				msg.SetText("the receipt was not written: " + err.Error())
 			}
@@ -100,12 +145,6 @@ func (v *StudiesView) receiptDialog() {
 	})
 }
 
-// showReceipt previews an exported receipt: its charts, then receipt.md rendered.
-func (v *StudiesView) showReceipt(md []byte, imgs []fyne.Resource) {
-	fillReceipt(v.ReceiptImgs, v.Receipt, md, imgs)
-	v.Tabs.SelectIndex(len(v.Tabs.Items) - 1)
-}
-
 // fillReceipt shows a receipt's charts, then its receipt.md rendered.
 func fillReceipt(box *fyne.Container, text *widget.RichText, md []byte, imgs []fyne.Resource) {
 	box.RemoveAll()
@@ -119,9 +158,14 @@ func fillReceipt(box *fyne.Container, text *widget.RichText, md []byte, imgs []f
 	text.ParseMarkdown(previewMarkdown(string(md)))
 }
 
+// imageLink is a Markdown image: ![ALT](PATH).
+var imageLink = regexp.MustCompile(`!\[([^\]]*)\]\([^)]*\)`)
+
 // previewMarkdown prepares receipt.md for Fyne's RichText, which renders no tables: each
 // table becomes a fenced block of aligned columns (inline code marks and escapes removed), so
-// the preview reads as the receipt does. Everything else is left as it is.
+// the preview reads as the receipt does. An image, a chart of the bundle (a path inside it,
+// which RichText would look for in the working folder), becomes a note that the chart is
+// shown above, as the preview shows the bundle's charts. Everything else is left as it is.
 func previewMarkdown(md string) string {
 	lines := strings.Split(md, "\n")
 	var out []string
@@ -132,6 +176,9 @@ func previewMarkdown(md string) string {
 			fenced = !fenced
 		}
 		if fenced || !strings.HasPrefix(strings.TrimSpace(line), "|") {
+			if !fenced {
+				line = imageLink.ReplaceAllString(line, "(chart above: $1)")
+			}
 			// A paragraph's next line joins it with a space, as Markdown renderers show a soft
 			// line break (RichText would glue the two lines together).
 			if n := len(out); !fenced && n > 0 && isProse(line) && isProse(out[n-1]) {

@@ -309,6 +309,12 @@ func TestPreviewMarkdownTables(t *testing.T) {
 	if got := previewMarkdown(md); got != want {
 		t.Fatalf("prose:\n%q\nwant:\n%q", got, want)
 	}
+	// A chart of the bundle (shown above the text) is named, not loaded from the working folder.
+	md = "## Charts\n\n![tg@0 against mean KLD](plots/pareto.png) ([SVG](plots/pareto.svg))\n\n```\n![kept](x.png)\n```\n"
+	want = "## Charts\n\n(chart above: tg@0 against mean KLD) ([SVG](plots/pareto.svg))\n\n```\n![kept](x.png)\n```\n"
+	if got := previewMarkdown(md); got != want {
+		t.Fatalf("images:\n%q\nwant:\n%q", got, want)
+	}
 }
 
 // A run that leaves legs without results ends "incomplete" (not "finished"), naming the legs

@@ -246,7 +246,7 @@ func (wb *Workbench) addShortcuts() {
 		if wb.Studies.capShown {
 			export = wb.Studies.Cap.ReceiptButton
 		} else if wb.Studies.quantShown {
-			return // a ladder's receipt: `sparkbench receipt ID`
+			export = wb.Studies.Quant.ReceiptButton
 		}
 		if !export.Disabled() {
 			export.OnTapped()
@@ -254,7 +254,8 @@ func (wb *Workbench) addShortcuts() {
 	})
 	add(fyne.KeyM, func() { wb.ShowSection("models") })
 	// Ctrl+1 … Ctrl+6: the shown study's tabs (Predictions, Chart, Results, Legs, Console,
-	// Receipt; a capacity study's Envelope, Grid, Slots, Verdicts, Console, Receipt).
+	// Receipt; a capacity study's Envelope, Grid, Slots, Verdicts, Console, Receipt; a ladder's
+	// Candidates, Pareto, Predictions, Console, Receipt).
 	for i, key := range []fyne.KeyName{fyne.Key1, fyne.Key2, fyne.Key3, fyne.Key4, fyne.Key5, fyne.Key6} {
 		add(key, func() {
 			wb.ShowSection("studies")
