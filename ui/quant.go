@@ -14,6 +14,10 @@ import (
 type QuantService interface {
 	// QuantTypes are the types the window's build's llama-quantize lists, in its order.
 	QuantTypes(ctx context.Context) ([]string, error)
+	// BuildDir is the window's llama.cpp folder as an absolute path ("": the default search),
+	// which ValidateQuant and RunQuant use: the form records it as the plan's build.dir, so the
+	// kind's Register checks the plan against the same build.
+	BuildDir() string
 	// DefaultCorpus is the path of the project's own quality corpus (written to the data folder).
 	DefaultCorpus(ctx context.Context) (string, error)
 	// ValidateQuant checks a plan as the kind's Validate does (files named, not hashed).

@@ -39,7 +39,11 @@ type fakeQuant struct {
 	step     chan struct{}
 	handed   []quant.HandOff
 	derived  []DerivedModel
+	buildDir string   // the window's llama.cpp folder
+	checked  []string // the build.dir of each plan ValidateQuant checked
 }
+
+func (f *fakeQuant) BuildDir() string { return f.buildDir }
 
 func (f *fakeQuant) QuantTypes(context.Context) ([]string, error) { return f.types, f.typesErr }
 func (f *fakeQuant) DefaultCorpus(context.Context) (string, error) {
@@ -47,6 +51,9 @@ func (f *fakeQuant) DefaultCorpus(context.Context) (string, error) {
 }
 
 func (f *fakeQuant) ValidateQuant(_ context.Context, p *quant.Plan) ([]study.Problem, error) {
+	f.mu.Lock()
+	f.checked = append(f.checked, p.Build.Dir)
+	f.mu.Unlock()
 	q := *p
 	q.Defaults()
 	return quant.Validate(&q, quant.ValidateOptions{Types: f.types}), nil
@@ -123,13 +130,14 @@ func waitQuantValidated(t *testing.T, v *QuantWizard, cond func() bool) {
 
 // The ladder form offers the build's types, checks itself through the kind's rules as the user
 // types (no type, a type the build does not know, a misspelt one, a field that does not parse),
-// estimates disk and duration, and registers exactly the plan it describes, its files hashed.
+// estimates disk and duration, and registers exactly the plan it describes, its files hashed
+// and its build.dir the window's llama.cpp folder (the build it was validated against).
 func TestQuantWizardValidatesAndRegisters(t *testing.T) {
 	a := newTestApp(t)
 	ref := filepath.Join(modelsDir(), "tiny-llama-f16.gguf")
 	quantized := filepath.Join(modelsDir(), "tiny-llama-f32.gguf")
 	models := []app.ModelEntry{app.InspectModel(ref), app.InspectModel(quantized), {Path: "/x/broken.gguf", Err: "invalid magic"}}
-	svc := &fakeQuant{types: fakeTypes, corpus: writeCorpus(t)}
+	svc := &fakeQuant{types: fakeTypes, corpus: writeCorpus(t), buildDir: "/opt/llama.cpp/build/bin"}
 	lib := &fakeLibrary{sums: map[string]string{}, expected: map[string]string{}}
 	var done int64
 	v := build(func() *QuantWizard {
@@ -239,7 +247,7 @@ func TestQuantWizardValidatesAndRegisters(t *testing.T) {
 	}
 	corpus, _ := os.ReadFile(svc.corpus)
 	kld, tol := 0.01, 0.01
-	want := &quant.Plan{Schema: quant.SchemaQuant, Name: "tiny ladder", Reference: quant.FileRef{Path: ref, SHA256: strings.Repeat("ab", 32)},
+	want := &quant.Plan{Schema: quant.SchemaQuant, Name: "tiny ladder", Build: study.Build{Dir: "/opt/llama.cpp/build/bin"}, Reference: quant.FileRef{Path: ref, SHA256: strings.Repeat("ab", 32)},
 		Quants: []string{"Q8_0", "Q4_0"}, Speed: quant.Speed{Depths: []int{0, 256}, NPrompt: 32, NGen: 8, Reps: 2, Threads: 1},
 		Quality: quant.Quality{Corpus: quant.FileRef{Path: svc.corpus, SHA256: fmt.Sprintf("%x", sha256.Sum256(corpus))}, Ctx: 64, Chunks: 2},
 		Imatrix: &quant.Imatrix{Calibration: quant.FileRef{Path: svc.corpus, SHA256: fmt.Sprintf("%x", sha256.Sum256(corpus))}, Chunks: 4},
@@ -253,6 +261,28 @@ func TestQuantWizardValidatesAndRegisters(t *testing.T) {
 	if string(wj) != string(gj) || done != 7 {
 		t.Fatalf("registered plan\n%s\nwant\n%s\n(done %d)", gj, wj, done)
 	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if len(svc.checked) == 0 || slices.ContainsFunc(svc.checked, func(d string) bool { return d != "/opt/llama.cpp/build/bin" }) {
+		t.Errorf("validated with build.dir %q, want the window's folder each time", svc.checked)
+	}
+}
+
+// With the default search (no folder chosen) the plan names no build.dir: the kind's Register
+// searches as validation did.
+func TestQuantWizardDefaultBuild(t *testing.T) {
+	a := newTestApp(t)
+	svc := &fakeQuant{types: fakeTypes, corpus: writeCorpus(t)}
+	v := build(func() *QuantWizard { return newQuantWizard(a.NewWindow("t"), svc, nil, nil, nil) })
+	Locked(func() {
+		if p, _ := v.Plan(); p.Build.Dir != "" {
+			t.Errorf("build.dir %q without a chosen folder", p.Build.Dir)
+		}
+		svc.buildDir = "/chosen/later"
+		if p, _ := v.Plan(); p.Build.Dir != "/chosen/later" {
+			t.Errorf("build.dir %q after the folder was chosen", p.Build.Dir)
+		}
+	})
 }
 
 // Without the build's list of types the form says why, and the types written in are still

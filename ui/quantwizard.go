@@ -321,8 +321,10 @@ func (v *QuantWizard) quantList() []string {
 	return out
 }
 
-// Plan builds the plan the form describes (the files' SHA-256 are filled in by Register).
-// Errors are the fields that do not parse; the plan's own rules are the kind's Validate.
+// Plan builds the plan the form describes (the files' SHA-256 are filled in by Register), its
+// build.dir the window's llama.cpp folder when one is chosen: the build it is validated and run
+// with, and the one the kind's Register checks it against. Errors are the fields that do not
+// parse; the plan's own rules are the kind's Validate.
 func (v *QuantWizard) Plan() (*quant.Plan, []string) {
 	var errs []string
 	add := errAdder(&errs)
@@ -335,6 +337,9 @@ func (v *QuantWizard) Plan() (*quant.Plan, []string) {
 	}
 	p := &quant.Plan{Schema: quant.SchemaQuant, Name: strings.TrimSpace(v.Name.Text),
 		Reference: quant.FileRef{Path: v.Reference.Selected}, Quants: v.quantList(), Memory: v.Memory.Selected}
+	if v.svc != nil {
+		p.Build.Dir = v.svc.BuildDir()
+	}
 	var err error
 	p.Speed.Depths, err = parseInts("depths", v.Depths.Text)
 	add(err)

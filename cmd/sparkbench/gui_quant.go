@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"path/filepath"
 
 	"sparkbench/app/quant"
 	"sparkbench/app/study"
@@ -27,6 +28,18 @@ func (s quantService) dir() string {
 		return s.folder()
 	}
 	return s.llamaDir
+}
+
+// BuildDir is the window's folder, absolute (the plan's build.dir; "" for the default search).
+func (s quantService) BuildDir() string {
+	d := s.dir()
+	if d == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(d); err == nil {
+		return abs
+	}
+	return d
 }
 
 func (s quantService) QuantTypes(ctx context.Context) ([]string, error) {

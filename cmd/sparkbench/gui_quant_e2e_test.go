@@ -107,7 +107,7 @@ func TestWindowRegistersRunsAndHandsOffALadder(t *testing.T) {
 	}
 	id, _ := strconv.ParseInt(m[1], 10, 64)
 	tapDialog(t, c, "OK")
-	checkSameAsCLI(t, nb, id, ref, tmp)
+	checkSameAsCLI(t, nb, id, ref, loc.Dir, tmp)
 
 	// Run: the chart is redrawn from the records as they arrive.
 	p := wb.Studies.Quant
@@ -145,6 +145,8 @@ func TestWindowRegistersRunsAndHandsOffALadder(t *testing.T) {
 			t.Errorf("console:\n%s", lines)
 		}
 	})
+
+	exportLadderReceipt(t, wb, id, tmp)
 
 	// Make a capacity plan: written once, with its SHA-256; a file that exists is refused.
 	out := filepath.Join(tmp, "serve.json")
@@ -186,22 +188,69 @@ func TestWindowRegistersRunsAndHandsOffALadder(t *testing.T) {
 	})
 }
 
+// exportLadderReceipt exports the finished ladder's receipt from its view (as Ctrl+E does
+// after the folder dialog): the bundle is written under the ladder's name, previewed in the
+// ladder's Receipt tab (receipt.md and its charts), and verifies as `sparkbench verify` checks it.
+func exportLadderReceipt(t *testing.T, wb *ui.Workbench, id int64, tmp string) {
+	t.Helper()
+	p := wb.Studies.Quant
+	exports := filepath.Join(tmp, "receipts")
+	if err := os.MkdirAll(exports, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	ui.Locked(func() {
+		if p.ReceiptButton.Disabled() {
+			t.Error("Export receipt… is disabled on the finished ladder")
+		}
+		wb.Studies.ExportReceipt(exports, func(_ string, err error) { done <- err })
+	})
+	if err := <-done; err != nil {
+		t.Fatalf("export the ladder's receipt: %v", err)
+	}
+	out := filepath.Join(exports, fmt.Sprintf("window-ladder-%d-receipt", id))
+	for _, f := range []string{"receipt.md", "plan.json", "records.json", "SHA256SUMS"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("the bundle lacks %s: %v", f, err)
+		}
+	}
+	ui.Locked(func() {
+		if !strings.Contains(p.Receipt.String(), "window ladder — quantization ladder receipt") || len(p.ReceiptImgs.Objects) == 0 ||
+			p.Tabs.Selected().Text != "Receipt" || !strings.Contains(p.ProgressMsg.Text, out) {
+			t.Errorf("preview: %d chart(s), tab %q, text %.80q, progress %q", len(p.ReceiptImgs.Objects), p.Tabs.Selected().Text, p.Receipt.String(), p.ProgressMsg.Text)
+		}
+	})
+	verified := make(chan []string, 1)
+	ui.Locked(func() {
+		wb.Notebook.VerifyBundle(out, func(ok bool, lines []string, err error) {
+			if err != nil || !ok {
+				t.Errorf("verify the ladder's bundle: %v %v", err, lines)
+			}
+			verified <- lines
+		})
+	})
+	if lines := <-verified; !strings.Contains(strings.Join(lines, "\n"), "OK") {
+		t.Errorf("verification lines %q", lines)
+	}
+}
+
 // checkSameAsCLI registers, in a notebook of its own, the plan file a user would write for the
 // same inputs, as `study register FILE` does, and compares the plan the window registered with
-// it: the same canonical JSON and SHA-256.
-func checkSameAsCLI(t *testing.T, nb *store.Notebook, id int64, ref, tmp string) {
+// it: the same canonical JSON and SHA-256. Its build.dir is the window's llama.cpp folder, the
+// build the form was validated against and the kind's Register checked.
+func checkSameAsCLI(t *testing.T, nb *store.Notebook, id int64, ref, build, tmp string) {
 	t.Helper()
 	corpus, err := workbench.QuantCorpus("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(tmp, "ladder.json")
-	plan := fmt.Sprintf(`{"schema": "sparkbench.quant/v1", "name": "window ladder", "build": {},
+	plan := fmt.Sprintf(`{"schema": "sparkbench.quant/v1", "name": "window ladder", "build": {"dir": %q},
   "reference": {"path": %q, "sha256": %q}, "quants": ["Q8_0", "Q4_0"],
   "speed": {"depths": [0], "n_prompt": 32, "n_gen": 8, "reps": 2},
   "quality": {"corpus": {"path": %q, "sha256": %q}, "ctx": 128, "chunks": 2},
   "rule": {"maximize": "tg@0", "limits": {"kld_mean_max": 0.05}},
-  "predictions": [{"id": "P1", "text": "Q8_0 stays close", "kind": "band", "about": {"figure": "kld_mean", "candidate": "Q8_0"}, "hi": 0.05}]}`, ref, mediumSHA, corpus, corpusSHA)
+  "predictions": [{"id": "P1", "text": "Q8_0 stays close", "kind": "band", "about": {"figure": "kld_mean", "candidate": "Q8_0"}, "hi": 0.05}]}`, build, ref, mediumSHA, corpus, corpusSHA)
 	if err := os.WriteFile(file, []byte(plan), 0o644); err != nil {
 		t.Fatal(err)
 	}
