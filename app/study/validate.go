@@ -357,18 +357,7 @@ func (v *validator) checkAxes() {
 		}
 		seenFA[f] = true
 	}
-	seenKV := map[KVType]bool{}
-	for i, kv := range a.KV {
-		for _, t := range []string{kv.K, kv.V} {
-			if !kvTypeNames[t] {
-				v.errf(fmt.Sprintf("axes.kv_types[%d]", i), "%q is not a KV cache type; want one of %s", t, sortedKeys(kvTypeNames))
-			}
-		}
-		if seenKV[kv] {
-			v.errf(fmt.Sprintf("axes.kv_types[%d]", i), "%s/%s is listed twice: duplicate legs", kv.K, kv.V)
-		}
-		seenKV[kv] = true
-	}
+	v.problems = append(v.problems, CheckKVTypes("axes.kv_types", a.KV)...)
 	for i, arg := range a.ExtraArgs {
 		if owner, ok := controlledFlags[arg]; ok {
 			v.errf(fmt.Sprintf("axes.extra_args[%d]", i), "%s is set by the plan (%s); remove it from extra_args", arg, owner)
