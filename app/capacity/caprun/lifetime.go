@@ -118,6 +118,14 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 		r.advance(1, 0)
 		r.emit(capacity.RunEvent{Type: capacity.CellDone, Lifetime: rl.Key, Clients: c, Cell: &cell})
 	}
+	if p.Serving != nil && r.ctx.Err() == nil {
+		if err := r.servingProbes(p, planSHA, lt.Key, srv, gone, prompts, &next, origin, &rl); err != nil && r.ctx.Err() == nil {
+			if srv != nil {
+				srv.Stop(context.Background())
+			}
+			return rl, err
+		}
+	}
 	// Every client level ran to its end unless the run was stopped by now: a stop after this
 	// point leaves the measurements whole.
 	cut := r.ctx.Err() != nil

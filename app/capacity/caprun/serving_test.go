@@ -1,0 +1,136 @@
+package caprun
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"sparkbench/app/capacity"
+	"sparkbench/runner/llamatest"
+)
+
+// addServing rewrites the plan file at path with a serving block.
+func addServing(t *testing.T, path string, s capacity.Serving) {
+	t.Helper()
+	p, err := capacity.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Serving = &s
+	p.Defaults()
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// servingSchedules reads a lifetime's serving file: each probe's rate and its measured
+// requests' scheduled offsets from the probe's first, in seq order.
+func servingSchedules(t *testing.T, out string, key capacity.LifetimeKey) ([]float64, [][]time.Duration) {
+	t.Helper()
+	path := filepath.Join(out, lifetimeDir(key), RunServingFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := capacity.ReadServing(path, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rates []float64
+	var scheds [][]time.Duration
+	for _, r := range f.Records {
+		if r.Phase != capacity.PhaseMeasured {
+			continue
+		}
+		for len(rates) <= r.Probe {
+			rates, scheds = append(rates, 0), append(scheds, nil)
+		}
+		rates[r.Probe] = r.Rate
+		for len(scheds[r.Probe]) <= r.Seq {
+			scheds[r.Probe] = append(scheds[r.Probe], 0)
+		}
+		scheds[r.Probe][r.Seq] = time.Duration(*r.ScheduledMs * 1e6)
+	}
+	for i := range scheds {
+		t0 := scheds[i][0]
+		for k := range scheds[i] {
+			scheds[i][k] = (scheds[i][k] - t0).Round(time.Microsecond)
+		}
+	}
+	return rates, scheds
+}
+
+// checkServingRun checks a serving run's folder: every probe sent on the plan's schedule, the
+// harness floor measured, study.json with both sections, re-assembled byte for byte.
+func checkServingRun(t *testing.T, plan, out string, rep *capacity.RunReport) capacity.ServingResult {
+	t.Helper()
+	p := mustLoad(t, plan)
+	res := rep.Result
+	if res == nil || res.HarnessFloor == nil || res.HarnessFloor.Tokens == 0 {
+		t.Fatalf("no harness floor in the result: %+v", res)
+	}
+	sv := res.Candidates[0].Serving
+	if len(sv) != 1 || len(sv[0].Probes) == 0 {
+		t.Fatalf("serving results %+v", sv)
+	}
+	rates, scheds := servingSchedules(t, out, capacity.LifetimeKey{Pass: capacity.PassForward, Candidate: p.Candidates[0].ID, Slots: p.Slots[0]})
+	for i, pr := range sv[0].Probes {
+		want := p.Serving.ProbeSchedule(pr.OfferedRate)
+		if rates[i] != pr.OfferedRate || !slices.Equal(scheds[i], want) {
+			t.Errorf("probe %d at %g req/s: sent on %v, the plan's schedule is %v", i, pr.OfferedRate, scheds[i][:3], want[:3])
+		}
+	}
+	study1, err := os.ReadFile(filepath.Join(out, capacity.RunStudyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, again, err := assembleRun(out, capacity.Schedule(p, filepath.Dir(plan)), nil)
+	if err != nil || !bytes.Equal(study1, again) {
+		t.Fatalf("re-assembly differs (err %v)", err)
+	}
+	if !slices.Contains(rep.AssembleArgs, capacity.FlagHarness) || !slices.Contains(rep.AssembleArgs, capacity.FlagServing) {
+		t.Errorf("assemble args %v lack the serving files", rep.AssembleArgs)
+	}
+	return sv[0]
+}
+
+// TestServingRunOnTheFake: a serving plan (Poisson sweep and a max-rate search) through the
+// runner against the test's llama-server stand-in (2 ms TTFT, 0.2 ms per token): the harness
+// floor first, the probes on their seeded schedules, every search probe a recorded cell, the
+// study re-assembled from the folder byte for byte.
+func TestServingRunOnTheFake(t *testing.T) {
+	dir := t.TempDir()
+	model := llamatest.Model(t, "tiny-llama-f32.gguf")
+	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-lv", "4"}, capacity.Markers{}}}, []int{1}, []int{1}, 0, 2, 8)
+	addServing(t, plan, capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalPoisson, Seed: 11}, Rates: []float64{20, 40},
+		Search: &capacity.RateSearch{Lo: 10, Hi: 80, Tolerance: 0.5, MaxProbes: 4}, Requests: 12, Warmups: 1,
+		SLO: capacity.SLO{TTFTMs: 2000, TPOTMs: 500}})
+	p := mustLoad(t, plan)
+	p.Passes = []string{capacity.PassForward}
+	b, _ := json.MarshalIndent(p, "", "  ")
+	if err := os.WriteFile(plan, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	rep, _, err := runPlan(t, plan, os.Args[0], out, []string{tag(t), fakeServerEnv + "=1"}, nil)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	sv := checkServingRun(t, plan, out, rep)
+	if len(sv.Probes) < 3 || sv.Search == nil || len(sv.Search.Probes) != len(sv.Probes)-2 {
+		t.Errorf("probes %d, search %+v: want the 2 sweep probes and the search's own", len(sv.Probes), sv.Search)
+	}
+	for _, pr := range sv.Probes {
+		if pr.Completed != 12 || pr.AchievedRate == nil || pr.Goodput == nil {
+			t.Errorf("probe %d: %d completed, achieved %v, goodput %v", pr.Probe, pr.Completed, pr.AchievedRate, pr.Goodput)
+		}
+	}
+}
