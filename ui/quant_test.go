@@ -196,7 +196,7 @@ func TestQuantWizardValidatesAndRegisters(t *testing.T) {
 	bad, _ := buildQuantPrediction("band", "Q2_K stays close", "kld_mean", "Q2_K", "tg@256", "", "0.1")
 	Locked(func() { v.AddPrediction(bad) })
 	waitQuantValidated(t, v, func() bool {
-		return strings.Contains(v.Problems.Text, `predictions[0].about.candidate: "Q2_K": want a quant of this plan (Q8_0, Q4_0)`) && v.RegisterBtn.Disabled()
+		return strings.Contains(v.Problems.Text, `predictions[0].about.candidate: "Q2_K": want a candidate of this plan (Q8_0, Q4_0)`) && v.RegisterBtn.Disabled()
 	})
 	Locked(func() {
 		v.Predictions.Select(0)

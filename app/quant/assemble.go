@@ -17,23 +17,27 @@ const SchemaResult = "sparkbench.quant-study/v1"
 // transcript lines its figures were read from, and the peak RSS of its llama-bench legs. The
 // candidates table is assembled from these alone.
 type Record struct {
-	Type       string      `json:"type"`
-	Key        string      `json:"cache_key"`
-	File       string      `json:"file"`
-	SHA256     string      `json:"sha256"`
-	Bytes      int64       `json:"bytes"`
-	Bits       float64     `json:"bits_per_weight"`
-	Reused     bool        `json:"reused"`
-	Quantize   []string    `json:"quantize_argv,omitempty"`
-	Imatrix    string      `json:"imatrix_sha256,omitempty"` // the importance matrix it was quantized with
-	Bench      []BenchCell `json:"bench"`
-	KLD        *KLD        `json:"kld,omitempty"`
-	KLDLeg     string      `json:"kld_leg,omitempty"`
-	KLDLines   []int       `json:"kld_lines,omitempty"` // transcript lines of mean, p99, max, same top p, PPL ratio
-	PeakRSS    int64       `json:"peak_rss_bytes"`
-	Projected  *Projection `json:"projected,omitempty"`  // llama-fit-params at the plan's memory_ctx
-	Incomplete []string    `json:"incomplete,omitempty"` // what was not measured, and why
+	Type       string        `json:"type"`
+	KV         *study.KVType `json:"kv,omitempty"` // the KV cache type it ran with (a plan with kv_types)
+	Key        string        `json:"cache_key"`
+	File       string        `json:"file"`
+	SHA256     string        `json:"sha256"`
+	Bytes      int64         `json:"bytes"`
+	Bits       float64       `json:"bits_per_weight"`
+	Reused     bool          `json:"reused"`
+	Quantize   []string      `json:"quantize_argv,omitempty"`
+	Imatrix    string        `json:"imatrix_sha256,omitempty"` // the importance matrix it was quantized with
+	Bench      []BenchCell   `json:"bench"`
+	KLD        *KLD          `json:"kld,omitempty"`
+	KLDLeg     string        `json:"kld_leg,omitempty"`
+	KLDLines   []int         `json:"kld_lines,omitempty"` // transcript lines of mean, p99, max, same top p, PPL ratio
+	PeakRSS    int64         `json:"peak_rss_bytes"`
+	Projected  *Projection   `json:"projected,omitempty"`  // llama-fit-params at the plan's memory_ctx
+	Incomplete []string      `json:"incomplete,omitempty"` // what was not measured, and why
 }
+
+// Label is the record's candidate name (Arm.Label).
+func (r Record) Label() string { return armLabel(r.Type, r.KV) }
 
 // BenchCell is one llama-bench test of a candidate at one depth: the mean and standard
 // deviation of its repetitions (t/s), their number, and the leg and row it came from.
@@ -86,23 +90,25 @@ func Assemble(p *Plan, planSHA string, recs []Record) (*Result, error) {
 	q := *p
 	q.Defaults()
 	byType := map[string]Record{}
+	labels := q.Labels()
 	for _, r := range recs {
-		if !slices.Contains(q.Quants, r.Type) {
-			return nil, fmt.Errorf("a record of %s, which the plan does not list (%s)", r.Type, strings.Join(q.Quants, ", "))
+		if !slices.Contains(labels, r.Label()) {
+			return nil, fmt.Errorf("a record of %s, which the plan does not list (%s)", r.Label(), strings.Join(labels, ", "))
 		}
-		if _, dup := byType[r.Type]; dup {
-			return nil, fmt.Errorf("two records of %s", r.Type)
+		if _, dup := byType[r.Label()]; dup {
+			return nil, fmt.Errorf("two records of %s", r.Label())
 		}
-		byType[r.Type] = r
+		byType[r.Label()] = r
 	}
 	res := &Result{Schema: SchemaResult, Name: q.Name, PlanSHA256: planSHA, Reference: q.Reference, Rule: q.Rule, Imatrix: q.Imatrix, MemoryCtx: q.MemoryCtx,
 		Candidates: []Candidate{}, Records: []Record{}}
-	for i, typ := range q.Quants {
+	for i, arm := range q.Arms() {
+		typ := arm.Label()
 		r, ok := byType[typ]
 		if !ok {
-			r = Record{Type: typ, Bench: []BenchCell{}, Incomplete: []string{"not run"}}
+			r = Record{Type: arm.Quant, KV: arm.KV, Bench: []BenchCell{}, Incomplete: []string{"not run"}}
 		}
-		c := Candidate{Type: typ, Order: i, FileBytes: r.Bytes, BitsPerWeight: r.Bits, Speed: map[string]float64{}, KLD: r.KLD}
+		c := Candidate{Type: typ, KV: arm.KV, Order: i, FileBytes: r.Bytes, BitsPerWeight: r.Bits, Speed: map[string]float64{}, KLD: r.KLD}
 		for _, b := range r.Bench {
 			c.Speed[b.Figure()] = b.Mean
 		}

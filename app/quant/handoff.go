@@ -44,7 +44,7 @@ func CapacityPlan(res *Result, p *Plan, o HandOff) (*capacity.Plan, error) {
 	for i, typ := range pick {
 		var rec *Record
 		for j := range res.Records {
-			if res.Records[j].Type == typ {
+			if res.Records[j].Label() == typ {
 				rec = &res.Records[j]
 			}
 		}
@@ -56,8 +56,12 @@ func CapacityPlan(res *Result, p *Plan, o HandOff) (*capacity.Plan, error) {
 			role = "runner-up"
 		}
 		rss = max(rss, float64(rec.PeakRSS)/(1<<20))
-		cands = append(cands, capacity.Candidate{ID: strings.ToLower(typ), Label: fmt.Sprintf("%s (ladder study %d: %s)", typ, o.StudyID, role),
-			Model: capacity.FileRef{Path: rec.File, SHA256: rec.SHA256}, ServerFlags: []string{"-t", fmt.Sprint(o.Threads)}})
+		flags := []string{"-t", fmt.Sprint(o.Threads)}
+		if rec.KV != nil {
+			flags = append(flags, "-ctk", rec.KV.K, "-ctv", rec.KV.V)
+		}
+		cands = append(cands, capacity.Candidate{ID: candidateID(typ), Label: fmt.Sprintf("%s (ladder study %d: %s)", typ, o.StudyID, role),
+			Model: capacity.FileRef{Path: rec.File, SHA256: rec.SHA256}, ServerFlags: flags})
 	}
 	slots := orInts(o.Slots, []int{1, 2, 4})
 	warm := 1
@@ -70,6 +74,18 @@ func CapacityPlan(res *Result, p *Plan, o HandOff) (*capacity.Plan, error) {
 			PeakRSSMiBMax: orFloat(o.PeakRSSMiBMax, math.Ceil(max(rss, 64)*2/64)*64)}}
 	cp.Defaults()
 	return cp, nil
+}
+
+// candidateID is a capacity candidate ID from a ladder label: lower case, any character but a
+// letter, digit, '_' or '-' written '-' (q4_0/kv:q8_0 -> q4_0-kv-q8_0).
+func candidateID(label string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-':
+			return r
+		}
+		return '-'
+	}, strings.ToLower(label))
 }
 
 func orInts(v, d []int) []int {

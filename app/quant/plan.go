@@ -24,8 +24,13 @@ type Plan struct {
 	// Imatrix, when given, makes an importance matrix from a calibration text (llama-imatrix)
 	// and quantizes every candidate with it.
 	Imatrix *Imatrix `json:"imatrix,omitempty"`
-	Speed   Speed    `json:"speed"`
-	Quality Quality  `json:"quality"`
+	// KVTypes, when given, are the KV cache types (-ctk/-ctv) every quant is tried with: each
+	// (quant, KV type) pair is a candidate, its KLD measured against the reference's f16-cache
+	// logits and its speed with that cache (docs/quant.md). None: one candidate per quant, on
+	// llama.cpp's default f16 cache.
+	KVTypes []study.KVType `json:"kv_types,omitempty"`
+	Speed   Speed          `json:"speed"`
+	Quality Quality        `json:"quality"`
 	// Memory is how a candidate's peak memory is measured: "bench" (the largest peak RSS of
 	// its llama-bench legs, which load it and fill the KV cache to the deepest depth) or
 	// "none" (default "bench").
@@ -115,6 +120,51 @@ const (
 	MemoryBench = "bench"
 	MemoryNone  = "none"
 )
+
+// Arm is one candidate of a plan: a quant type, and the KV cache type it runs with (nil: the
+// default f16 cache of a plan without kv_types).
+type Arm struct {
+	Quant string
+	KV    *study.KVType
+}
+
+// Label names a candidate: the quant type, and its KV cache type when the plan lists any
+// (Q4_0/kv:q8_0; Q4_0/kv:q8_0,q4_0 when K and V differ).
+func (a Arm) Label() string { return armLabel(a.Quant, a.KV) }
+
+func armLabel(quant string, kv *study.KVType) string {
+	switch {
+	case kv == nil:
+		return quant
+	case kv.K == kv.V:
+		return quant + "/kv:" + kv.K
+	}
+	return quant + "/kv:" + kv.K + "," + kv.V
+}
+
+// Arms are the plan's candidates in order: each quant (in the plan's order) with each KV type.
+func (p *Plan) Arms() []Arm {
+	var out []Arm
+	for _, q := range p.Quants {
+		if len(p.KVTypes) == 0 {
+			out = append(out, Arm{Quant: q})
+			continue
+		}
+		for i := range p.KVTypes {
+			out = append(out, Arm{Quant: q, KV: &p.KVTypes[i]})
+		}
+	}
+	return out
+}
+
+// Labels are the plan's candidates' labels, in order.
+func (p *Plan) Labels() []string {
+	var out []string
+	for _, a := range p.Arms() {
+		out = append(out, a.Label())
+	}
+	return out
+}
 
 // Defaults fills what the plan left out.
 func (p *Plan) Defaults() {

@@ -67,8 +67,8 @@ func checkSelector(p *Plan, at string, s Selector) []study.Problem {
 		}
 		errf(at+".figure", "%q: want one of %s", s.Figure, strings.Join(names, ", "))
 	}
-	if s.Candidate != CandidateSelected && s.Candidate != CandidateRunnerUp && !slices.Contains(p.Quants, s.Candidate) {
-		errf(at+".candidate", "%q: want a quant of this plan (%s), %q or %q", s.Candidate, strings.Join(p.Quants, ", "), CandidateSelected, CandidateRunnerUp)
+	if s.Candidate != CandidateSelected && s.Candidate != CandidateRunnerUp && !slices.Contains(p.Labels(), s.Candidate) {
+		errf(at+".candidate", "%q: want a candidate of this plan (%s), %q or %q", s.Candidate, strings.Join(p.Labels(), ", "), CandidateSelected, CandidateRunnerUp)
 	}
 	switch {
 	case s.Figure == FigureSpeed && s.At == "":

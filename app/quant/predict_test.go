@@ -18,7 +18,7 @@ func TestPredictionsAreChecked(t *testing.T) {
 		{Prediction{ID: "P1", Text: "a", Kind: study.KindBand, About: Selector{Figure: "speedy", Candidate: "Q4_0"}, Hi: f(1)},
 			`predictions[0].about.figure: "speedy": want one of speed, kld_mean,`},
 		{Prediction{ID: "P1", Text: "a", Kind: study.KindBand, About: Selector{Figure: FigureKLDMean, Candidate: "Q2_K"}, Hi: f(1)},
-			`predictions[0].about.candidate: "Q2_K": want a quant of this plan (Q8_0, Q4_K_M, Q4_0), "selected" or "runner_up"`},
+			`predictions[0].about.candidate: "Q2_K": want a candidate of this plan (Q8_0, Q4_K_M, Q4_0), "selected" or "runner_up"`},
 		{Prediction{ID: "P1", Text: "a", Kind: study.KindBand, About: Selector{Figure: FigureSpeed, Candidate: "Q4_0"}, Lo: f(1)},
 			"predictions[0].about.at: missing; a speed figure names TEST@DEPTH, e.g. tg@0"},
 		{Prediction{ID: "P1", Text: "a", Kind: study.KindBand, About: Selector{Figure: FigureSpeed, Candidate: "Q4_0", At: "tg@4096"}, Lo: f(1)},

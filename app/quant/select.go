@@ -8,13 +8,17 @@ import (
 	"strings"
 
 	"sparkbench/app/canon"
+	"sparkbench/app/study"
 )
 
 // Candidate is one row of the candidates table: a quant type and what was measured of it.
 // A nil figure was not measured.
 type Candidate struct {
-	Type string `json:"type"`
-	// Order is its place in the plan's quants (0-based): the tie-break's last word.
+	// Type is the candidate's name: the quant type, with its KV cache type when the plan lists
+	// any (Arm.Label).
+	Type string        `json:"type"`
+	KV   *study.KVType `json:"kv,omitempty"`
+	// Order is its place in the plan's candidates (0-based): the tie-break's last word.
 	Order         int     `json:"order"`
 	FileBytes     int64   `json:"file_bytes"`
 	BitsPerWeight float64 `json:"bits_per_weight,omitempty"`

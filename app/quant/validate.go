@@ -85,6 +85,7 @@ func Validate(p *Plan, opts ValidateOptions) []study.Problem {
 			}
 		}
 	}
+	v.problems = append(v.problems, study.CheckKVTypes("kv_types", p.KVTypes)...)
 	v.checkSpeed()
 	v.checkQuality()
 	if p.MemoryCtx < 0 {
