@@ -425,3 +425,60 @@ func TestQuantLadderWithImatrix(t *testing.T) {
 		t.Fatalf("second run: %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestQuantLadderKVTypes: a ladder with kv_types tries each quant with each KV cache type as
+// its own candidate (one derived file for both), measures each pair's KLD and speed with that
+// cache (-ctk/-ctv in its legs), and hands the pair off with its cache flags.
+func TestQuantLadderKVTypes(t *testing.T) {
+	llamatest.Binaries(t)
+	ref := llamatest.Model(t, "medium-llama-f16.gguf")
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	nb := filepath.Join(dir, "notebook.db")
+	plan := writeLadderPlan(t, dir, ref, mediumSHA, corpusPath(), corpusSHA, []string{"Q4_0"}, 4)
+	b, _ := os.ReadFile(plan)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["predictions"] = nil
+	m["kv_types"] = []map[string]string{{"k": "f16", "v": "f16"}, {"k": "q8_0", "v": "q8_0"}}
+	b, _ = json.Marshal(m)
+	if err := os.WriteFile(plan, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI("study", "run", plan, "--notebook", nb)
+	if code != 0 || !strings.Contains(out, "study 1 complete") {
+		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
+	}
+	code, js, errOut := runCLI("study", "show", "1", "--notebook", nb, "--json")
+	var res quant.Result
+	if code != 0 || json.Unmarshal([]byte(js), &res) != nil || len(res.Candidates) != 2 {
+		t.Fatalf("show --json: %d %s %s", code, js, errOut)
+	}
+	f16, q8 := res.Records[0], res.Records[1]
+	if res.Candidates[0].Type != "Q4_0/kv:f16" || res.Candidates[1].Type != "Q4_0/kv:q8_0" || f16.SHA256 != q8.SHA256 || f16.SHA256 == "" {
+		t.Fatalf("candidates %s %s, files %s %s", res.Candidates[0].Type, res.Candidates[1].Type, f16.SHA256, q8.SHA256)
+	}
+	for _, r := range res.Records {
+		if r.KLD == nil || len(r.Bench) != 4 || !strings.HasPrefix(r.Bench[0].Leg, "bench/"+r.Label()+"/d") {
+			t.Errorf("%s not measured: %+v", r.Label(), r)
+		}
+	}
+	// the q8_0 pair's legs ran with the cache flags
+	code, legs, _ := runCLI("study", "show", "1", "--notebook", nb)
+	if code != 0 || !strings.Contains(legs, "Q4_0/kv:q8_0") {
+		t.Errorf("show:\n%s", legs)
+	}
+	cplan := filepath.Join(dir, "handoff", "capacity.json")
+	if err := os.MkdirAll(filepath.Dir(cplan), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCLI("quant", "handoff", "1", "--out", cplan, "--notebook", nb); code != 0 {
+		t.Fatalf("handoff: %d %s %s", code, out, errOut)
+	}
+	cb, _ := os.ReadFile(cplan)
+	if !strings.Contains(string(cb), `"id": "q4_0-kv-q8_0"`) || !strings.Contains(string(cb), `"-ctk",`) || !strings.Contains(string(cb), `"q8_0"`) {
+		t.Errorf("the hand-off lacks the q8_0 pair's cache flags:\n%s", cb)
+	}
+}

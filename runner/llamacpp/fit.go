@@ -79,10 +79,10 @@ type Projection struct {
 var projectedRE = regexp.MustCompile(`projected to use (\d+) MiB of (device|host) memory`)
 
 // ProjectMemory runs llama-fit-params -v on a model at context size ctxSize with env (device
-// visibility variables), bounded by MetaTimeout, and reads its memory projection. It loads the
-// model's metadata only.
-func ProjectMemory(ctx context.Context, tool, model string, env []string, ctxSize int) (Projection, error) {
-	out, err := RunMetaEnv(ctx, MetaTimeout, env, tool, "-m", model, "-c", strconv.Itoa(ctxSize), "-v")
+// visibility variables) and extra arguments (e.g. -ctk q8_0 -ctv q8_0), bounded by
+// MetaTimeout, and reads its memory projection. It loads the model's metadata only.
+func ProjectMemory(ctx context.Context, tool, model string, env []string, ctxSize int, extra ...string) (Projection, error) {
+	out, err := RunMetaEnv(ctx, MetaTimeout, env, tool, append([]string{"-m", model, "-c", strconv.Itoa(ctxSize), "-v"}, extra...)...)
 	if err != nil {
 		return Projection{}, fmt.Errorf("%s: %w", FitTool, err)
 	}

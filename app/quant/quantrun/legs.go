@@ -212,9 +212,9 @@ func (e *engine) baseLogits(ctx context.Context, base string) error {
 
 // kld measures the candidate's KL divergence against the base logits.
 func (e *engine) kld(ctx context.Context, r *quant.Record, base string) error {
-	label := "kld/" + r.Type
+	label := "kld/" + r.Label()
 	res, err := e.perplexity(ctx, label, runner.PerplexitySpec{Tool: e.ptool, Model: r.File, Mode: runner.PerplexityKLD, Base: base,
-		Args: []string{"-t", strconv.Itoa(e.plan.Speed.Threads)}, Env: e.env, Limits: legLimits, NoFingerprint: true},
+		Args: append([]string{"-t", strconv.Itoa(e.plan.Speed.Threads)}, kvArgs(r)...), Env: e.env, Limits: legLimits, NoFingerprint: true},
 		func(r *runner.PerplexityResult) bool { return r.Exit.Class == runner.ClassOK && r.KLD != nil })
 	if err != nil {
 		return err
@@ -237,13 +237,22 @@ func (e *engine) kld(ctx context.Context, r *quant.Record, base string) error {
 	return nil
 }
 
+// kvArgs are the KV cache flags of a candidate that runs with a KV type of the plan's kv_types
+// (none: the tools' default f16 cache, as the reference's base logits were made).
+func kvArgs(r *quant.Record) []string {
+	if r.KV == nil {
+		return nil
+	}
+	return []string{"-ctk", r.KV.K, "-ctv", r.KV.V}
+}
+
 // project asks llama-fit-params for the candidate's memory at the plan's memory_ctx (a plan
 // without one: nothing). The tool reads the model's metadata only; its line is kept.
 func (e *engine) project(ctx context.Context, r *quant.Record) error {
 	if e.ftool == "" {
 		return nil
 	}
-	pr, err := llamacpp.ProjectMemory(ctx, e.ftool, r.File, e.env, e.plan.MemoryCtx)
+	pr, err := llamacpp.ProjectMemory(ctx, e.ftool, r.File, e.env, e.plan.MemoryCtx, kvArgs(r)...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -252,7 +261,7 @@ func (e *engine) project(ctx context.Context, r *quant.Record) error {
 		return nil
 	}
 	r.Projected = &quant.Projection{MiB: pr.MiB, Of: pr.Of, Line: pr.Line}
-	e.say(fmt.Sprintf("%s: llama-fit-params projects %d MiB of %s memory at -c %d", r.Type, pr.MiB, pr.Of, e.plan.MemoryCtx))
+	e.say(fmt.Sprintf("%s: llama-fit-params projects %d MiB of %s memory at -c %d", r.Label(), pr.MiB, pr.Of, e.plan.MemoryCtx))
 	return nil
 }
 
@@ -262,9 +271,9 @@ func (e *engine) bench(ctx context.Context, r *quant.Record) error {
 	sp := e.plan.Speed
 	bench := e.loc.Bench
 	for _, d := range sp.Depths {
-		label := fmt.Sprintf("bench/%s/d%d", r.Type, d)
-		args := []string{"-m", r.File, "-p", strconv.Itoa(sp.NPrompt), "-n", strconv.Itoa(sp.NGen), "-d", strconv.Itoa(d),
-			"-r", strconv.Itoa(sp.Reps), "-t", strconv.Itoa(sp.Threads)}
+		label := fmt.Sprintf("bench/%s/d%d", r.Label(), d)
+		args := append([]string{"-m", r.File, "-p", strconv.Itoa(sp.NPrompt), "-n", strconv.Itoa(sp.NGen), "-d", strconv.Itoa(d),
+			"-r", strconv.Itoa(sp.Reps), "-t", strconv.Itoa(sp.Threads)}, kvArgs(r)...)
 		var res *runner.LegResult
 		var rows []benchfmt.Result
 		// A leg the CV gate flagged (the machine was noisy) runs again, as a throughput

@@ -228,12 +228,20 @@ func (e *engine) candidates(ctx context.Context) ([]quant.Record, error) {
 	if err := e.checkDisk(todo, refSt.Size(), ref.FileTypeName); err != nil {
 		return nil, err
 	}
-	recs := make([]quant.Record, len(p.Quants))
-	for i, typ := range p.Quants {
-		recs[i] = quant.Record{Type: typ, Bench: []quant.BenchCell{}}
+	arms := p.Arms()
+	recs := make([]quant.Record, len(arms))
+	made := map[string]quant.Record{} // by quant type: its derived file, shared by its KV arms
+	for i, arm := range arms {
+		recs[i] = quant.Record{Type: arm.Quant, KV: arm.KV, Bench: []quant.BenchCell{}}
+		if m, ok := made[arm.Quant]; ok {
+			recs[i].Key, recs[i].File, recs[i].SHA256, recs[i].Bytes, recs[i].Bits = m.Key, m.File, m.SHA256, m.Bytes, m.Bits
+			recs[i].Reused, recs[i].Quantize, recs[i].Imatrix, recs[i].Incomplete = m.Reused, m.Quantize, m.Imatrix, m.Incomplete
+			continue
+		}
 		if err := e.timed("quantize", func() error { return e.derive(ctx, &recs[i]) }); err != nil {
 			return nil, err
 		}
+		made[arm.Quant] = recs[i]
 	}
 	for i := range recs {
 		if recs[i].File == "" {
@@ -277,7 +285,7 @@ func (e *engine) journal(ctx context.Context, r quant.Record) error {
 func (e *engine) note(r *quant.Record, format string, a ...any) {
 	msg := fmt.Sprintf(format, a...)
 	r.Incomplete = append(r.Incomplete, msg)
-	e.say(r.Type + ": " + msg)
+	e.say(r.Label() + ": " + msg)
 }
 
 func joinArgs(a []string) string { return strings.Join(a, " ") }
