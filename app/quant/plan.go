@@ -60,7 +60,7 @@ type Imatrix struct {
 	Chunks      int     `json:"chunks,omitempty"` // default 16
 }
 
-// Speed are the llama-bench axes every candidate (and the reference) is measured on.
+// Speed are the llama-bench axes every candidate is measured on.
 type Speed struct {
 	Depths  []int `json:"depths"`
 	NPrompt int   `json:"n_prompt,omitempty"` // default 512
