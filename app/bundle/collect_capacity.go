@@ -98,6 +98,9 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 	if err := rf.lifetimeFiles(plan, ci, files, red); err != nil {
 		return nil, err
 	}
+	if err := rf.servingFiles(plan, ci, files, red); err != nil {
+		return nil, err
+	}
 	if err := rf.batchedFiles(plan, opt.Batched, ci, files, red); err != nil {
 		return nil, err
 	}

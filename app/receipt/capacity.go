@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"sparkbench/app/capacity"
@@ -157,11 +156,14 @@ func readCapacity(files Files, ix *Index) (*capacityBundle, *capacity.Result, []
 			return nil, nil, nil, fmt.Errorf("%s: evidence: %w", FileIndex, err)
 		}
 	}
+	if err := servingBundleInputs(files, ci, &in); err != nil {
+		return nil, nil, nil, err
+	}
 	res, err := capacity.Assemble(cb.plan, in)
 	if err != nil {
 		var ie *capacity.InputError
 		if errors.As(err, &ie) {
-			m := map[string]map[string]string{capacity.FlagRequests: ci.Requests, capacity.FlagRSS: ci.RSS,
+			m := map[string]map[string]string{capacity.FlagRequests: ci.Requests, capacity.FlagRSS: ci.RSS, capacity.FlagServing: ci.Serving,
 				capacity.FlagServerLog: ci.ServerLogs, capacity.FlagQuality: ci.Quality, capacity.FlagBatched: ci.Batched}[ie.Flag]
 			if name := m[ie.Key]; name != "" {
 				return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
@@ -193,6 +195,7 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	capQuality(w, r)
 	capScaling(w, r)
 	capServerTax(w, r)
+	capServing(w, r)
 	capKVQuality(w, cb, r)
 	capPredictions(w, cb, r)
 	capMethodology(w, r)
@@ -543,55 +546,4 @@ func capProvenance(w *mdWriter, cb *capacityBundle, r *capacity.Result) {
 			code(FileJournal), code("sparkbench verify"), code(FilePlan), code("sparkbench notebook verify"))
 		w.blank()
 	}
-}
-
-// capReproduce writes the commands that re-derive study.json from the raw files.
-func capReproduce(w *mdWriter, cb *capacityBundle, r *capacity.Result) {
-	p := r.Plan
-	w.heading(2, "Reproduce and compare")
-	w.line("Run from the extracted bundle with %s. This first verifies every archived file, then requires byte-for-byte matches for both derived outputs.", code(cb.ix.Sparkbench))
-	w.blank()
-	w.line("<details>")
-	w.line("<summary>Show exact commands</summary>")
-	w.blank()
-	w.line("```bash")
-	w.line("sha256sum --check SHA256SUMS")
-	w.line("sparkbench verify .")
-	w.line("sparkbench capacity assemble \\")
-	ci := cb.ix.Capacity
-	w.line("  --plan %s \\", ci.Plan)
-	keys := func(m map[string]string) []string {
-		out := make([]string, 0, len(m))
-		for k := range m {
-			out = append(out, k)
-		}
-		sort.Strings(out)
-		return out
-	}
-	for _, lt := range capacity.Schedule(p, "") {
-		k := lt.Key.String()
-		w.line("  --requests %s=%s \\", k, ci.Requests[k])
-		w.line("  --rss %s=%s \\", k, ci.RSS[k])
-		w.line("  --server-log %s=%s \\", k, ci.ServerLogs[k])
-	}
-	for _, k := range keys(ci.Quality) {
-		w.line("  --quality %s=%s \\", k, ci.Quality[k])
-	}
-	tgs := make([]string, 0, len(ci.BenchTG))
-	for k := range ci.BenchTG {
-		tgs = append(tgs, k)
-	}
-	sort.Strings(tgs)
-	for _, k := range tgs {
-		w.line("  --bench-tg %s=%s \\", k, num(ci.BenchTG[k]))
-	}
-	for _, k := range keys(ci.Batched) {
-		w.line("  --batched %s=%s \\", k, ci.Batched[k])
-	}
-	w.line("  --output study.reproduced.json")
-	w.line("cmp study.json study.reproduced.json")
-	w.line("```")
-	w.blank()
-	w.line("</details>")
-	w.blank()
 }

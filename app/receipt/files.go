@@ -110,6 +110,10 @@ type CapacityIndex struct {
 	// Batched names each candidate's llama-batched-bench output (CANDIDATE → path), for the
 	// server tax.
 	Batched map[string]string `json:"batched,omitempty"`
+	// Serving names a serving plan's open-loop records (PASS/CANDIDATE/pP → path) and Harness
+	// its harness floor record (docs/serving.md); absent for a closed-loop plan.
+	Serving map[string]string `json:"serving,omitempty"`
+	Harness string            `json:"harness,omitempty"`
 	// Evidence lists further raw files kept as evidence but not read by the assembly
 	// (per-lifetime backend evidence, …).
 	Evidence []string `json:"evidence,omitempty"`

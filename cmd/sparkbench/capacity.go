@@ -14,7 +14,7 @@ import (
 	"sparkbench/runner/fsread"
 )
 
-const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] [--batched CANDIDATE=FILE…] --output study.json"
+const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] [--batched CANDIDATE=FILE…] [--serving PASS/CANDIDATE/pP=FILE… --harness FILE] --output study.json"
 
 // cmdCapacity is `sparkbench capacity validate|assemble`: capacity and concurrency studies
 // (docs/capacity.md). Exit 0 ok, 2 bad input (one line naming the file or flag and the fix),
@@ -57,7 +57,9 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("capacity assemble", stderr)
 	planFile := fs.String("plan", "", "the capacity or concurrency plan (JSON)")
 	output := fs.String("output", "", "where to write study.json")
-	var requests, rss, logs, quality, benchTG, batched multiFlag
+	harness := fs.String("harness", "", "a serving plan's harness floor record (docs/serving.md)")
+	var requests, rss, logs, quality, benchTG, batched, serving multiFlag
+	fs.Var(&serving, "serving", "PASS/CANDIDATE/pP=FILE: a serving plan's open-loop records of one server lifetime (repeat)")
 	fs.Var(&requests, "requests", "PASS/CANDIDATE/pP=FILE: request records of one server lifetime (repeat)")
 	fs.Var(&rss, "rss", "PASS/CANDIDATE/pP=FILE: GNU time -v output or {\"vmhwm_kib\": N} (repeat)")
 	fs.Var(&logs, "server-log", "PASS/CANDIDATE/pP=FILE: llama-server's log (repeat)")
@@ -86,12 +88,12 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 	}
 	in := capacity.Inputs{Requests: map[capacity.LifetimeKey]capacity.InputFile{}, RSS: map[capacity.LifetimeKey]capacity.InputFile{},
 		ServerLogs: map[capacity.LifetimeKey]capacity.InputFile{}, Quality: map[capacity.QualityKey]capacity.InputFile{},
-		BenchTG: map[string]float64{}}
+		BenchTG: map[string]float64{}, Serving: map[capacity.LifetimeKey]capacity.InputFile{}}
 	for _, role := range []struct {
 		flag  string
 		vals  multiFlag
 		files map[capacity.LifetimeKey]capacity.InputFile
-	}{{capacity.FlagRequests, requests, in.Requests}, {capacity.FlagRSS, rss, in.RSS}, {capacity.FlagServerLog, logs, in.ServerLogs}} {
+	}{{capacity.FlagRequests, requests, in.Requests}, {capacity.FlagRSS, rss, in.RSS}, {capacity.FlagServerLog, logs, in.ServerLogs}, {capacity.FlagServing, serving, in.Serving}} {
 		for _, v := range role.vals {
 			ks, path, err := capacityKeyFile(role.flag, v)
 			if err != nil {
@@ -142,6 +144,13 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 	}
 	if in.Batched, err = capacityBatchedInputs(batched); err != nil {
 		return bad("%v", err)
+	}
+	if *harness != "" {
+		f, err := capacityReadInput(capacity.FlagHarness, "", *harness)
+		if err != nil {
+			return bad("%v", err)
+		}
+		in.Harness = &f
 	}
 	res, err := capacity.Assemble(plan, in)
 	if err != nil {

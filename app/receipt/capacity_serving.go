@@ -1,0 +1,156 @@
+package receipt
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"sparkbench/app/capacity"
+)
+
+// servingBundleInputs adds a serving plan's open-loop records and harness floor to the
+// assembly's inputs (none for a closed-loop bundle).
+func servingBundleInputs(files Files, ci *CapacityIndex, in *capacity.Inputs) error {
+	if len(ci.Serving) > 0 {
+		in.Serving = map[capacity.LifetimeKey]capacity.InputFile{}
+	}
+	for ks, name := range ci.Serving {
+		k, err := capacity.ParseLifetimeKey(ks)
+		if err != nil {
+			return fmt.Errorf("%s: %s %v", FileIndex, capacity.FlagServing, err)
+		}
+		b, err := need(files, name)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", capacity.FlagServing, ks, err)
+		}
+		in.Serving[k] = capacity.InputFile{Name: name, Data: b}
+	}
+	if ci.Harness != "" {
+		b, err := need(files, ci.Harness)
+		if err != nil {
+			return fmt.Errorf("%s: %w", capacity.FlagHarness, err)
+		}
+		in.Harness = &capacity.InputFile{Name: ci.Harness, Data: b}
+	}
+	return nil
+}
+
+// servingReproduce adds the serving files to the reproduce command.
+func servingReproduce(w *mdWriter, ci *CapacityIndex) {
+	keys := make([]string, 0, len(ci.Serving))
+	for k := range ci.Serving {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		w.line("  --serving %s=%s \\", k, ci.Serving[k])
+	}
+	if ci.Harness != "" {
+		w.line("  --harness %s \\", ci.Harness)
+	}
+}
+
+// capServing writes the harness floor and, per server lifetime, the open-loop probes: offered
+// against achieved rate, goodput beside throughput, latency percentiles from the scheduled
+// send, the send delay, the gates, and the max-rate search's outcome.
+func capServing(w *mdWriter, r *capacity.Result) {
+	s := r.Plan.Serving
+	if s == nil {
+		return
+	}
+	w.heading(2, "Serving: open-loop arrivals")
+	a := s.Arrival
+	proc := a.Process
+	switch a.Process {
+	case capacity.ArrivalGamma:
+		proc += fmt.Sprintf(" (burstiness %s, seed %d)", num(a.Burstiness), a.Seed)
+	case capacity.ArrivalPoisson:
+		proc += fmt.Sprintf(" (seed %d)", a.Seed)
+	case capacity.ArrivalRamp:
+		proc += fmt.Sprintf(" (from %s req/s)", num(a.RampFrom))
+	}
+	w.line("**Open loop, not the closed loop of the tables above.** Requests arrive on a %s schedule at each offered rate whether or not earlier ones finished (at most %d in flight); each probe is %d measured requests after %d closed-loop warmups. TTFT and E2E run from each request's **scheduled** send time (coordinated-omission-correct); the send delay is actual − scheduled. The closed-loop cells above answer which slots × clients point to pick; these rows answer how much traffic the server takes and at what latency.",
+		proc, s.MaxInFlight, s.Requests, s.Warmups)
+	w.blank()
+	slo := fmt.Sprintf("TTFT ≤ %s ms, TPOT ≤ %s ms", num(s.SLO.TTFTMs), num(s.SLO.TPOTMs))
+	if s.SLO.E2EMs > 0 {
+		slo += fmt.Sprintf(", E2E ≤ %s ms", num(s.SLO.E2EMs))
+	}
+	if s.SLO.Preset != "" {
+		slo += " (preset " + code(s.SLO.Preset) + ")"
+	}
+	w.line("**SLO:** %s per request (goodput counts the requests meeting all of them); a probe passes when its p%d of each meets it, at least %s complete, its p99 send delay is ≤ %s ms and no more than %s of its cold requests were answered from the prompt cache.",
+		slo, s.SLO.Percentile, pct(s.SLO.CompletionRateMin), num(s.ScheduleSlackMs), pct(s.ContaminationMax))
+	w.blank()
+	capHarnessFloor(w, r.HarnessFloor)
+	for _, c := range r.Candidates {
+		for _, sv := range c.Serving {
+			capServingLifetime(w, c.ID, sv, s.SLO.Percentile)
+		}
+	}
+}
+
+// capHarnessFloor writes the harness floor: the client's own overhead.
+func capHarnessFloor(w *mdWriter, h *capacity.HarnessFloor) {
+	w.heading(3, "Harness floor")
+	if h == nil {
+		w.line("No harness floor was measured for this run.")
+		w.blank()
+		return
+	}
+	w.line("A null run against the %s, closed-loop at %d clients, %d requests of %d tokens, before the study: the client's own overhead, with no server time in it. A probe whose median TTFT or TPOT is within %d× the floor's p99 is marked client-bound (⚠).",
+		inline(h.Server), h.Clients, h.Requests, h.NPredict, capacity.ClientBoundFactor)
+	w.blank()
+	w.table([]string{"TTFT p50 (ms)", "TTFT p99 (ms)", "ITL p50 (ms)", "ITL p99 (ms)", "CPU per token (µs)", "Tokens", "Wall (ms)"}, "rrrrrrr",
+		[][]string{{f3(h.TTFTMsP50), f3(h.TTFTMsP99), f3(h.ITLMsP50), f3(h.ITLMsP99), f2(h.CPUUsPerToken), fmt.Sprint(h.Tokens), f1(h.WallMs)}})
+	w.blank()
+}
+
+func capServingLifetime(w *mdWriter, cand string, sv capacity.ServingResult, p int) {
+	w.heading(3, fmt.Sprintf("%s · P%d · %s pass", cand, sv.Slots, sv.Pass))
+	var rows [][]string
+	for _, pr := range sv.Probes {
+		ttft, tpot, e2e := pr.TTFTMs.P95, pr.TPOTMs.P95, pr.E2EMs.P95
+		if p == 99 {
+			ttft, tpot, e2e = pr.TTFTMs.P99, pr.TPOTMs.P99, pr.E2EMs.P99
+		}
+		verdict := "PASS"
+		if !pr.Passed {
+			verdict = "FAIL " + strings.Join(pr.Failures, ", ")
+		}
+		if pr.ClientBound {
+			verdict += " ⚠ client-bound"
+		}
+		rows = append(rows, []string{fmt.Sprint(pr.Probe), pr.Kind, num(pr.OfferedRate), fp(pr.AchievedRate, num), fp(pr.Throughput, num), fp(pr.Goodput, num),
+			fmt.Sprintf("%d/%d", pr.Completed, pr.Requests), fp(pr.TTFTMs.P50, f1), fp(ttft, f1), fp(tpot, f2), fp(e2e, f1), fp(pr.SendDelayMs.P99, f3),
+			code(pr.ScheduleSHA256[:12]), verdict})
+	}
+	pp := fmt.Sprintf("p%d", p)
+	w.table([]string{"#", "Probe", "Offered (req/s)", "Achieved (req/s)", "Throughput (req/s)", "Goodput (req/s)", "Completed", "TTFT p50 (ms)",
+		"TTFT " + pp + " (ms)", "TPOT " + pp + " (ms)", "E2E " + pp + " (ms)", "Send delay p99 (ms)", "Schedule", "Verdict"}, "rlrrrrrrrrrrll", rows)
+	w.blank()
+	if sv.MaxSweepRate != nil {
+		w.line("Largest sweep rate meeting every SLO: %s req/s.", num(*sv.MaxSweepRate))
+	} else if len(sv.Probes) > 0 && (sv.Search == nil || len(sv.Search.Probes) < len(sv.Probes)) {
+		w.line("No sweep rate met every SLO.")
+	}
+	if q := sv.Search; q != nil {
+		status := "converged"
+		if !q.Converged {
+			status = "not converged"
+		}
+		w.line("**Max-rate search:** %s req/s (lowest failing rate %s; %s: %s; probes %s).", fp(q.MaxRate, num), fp(q.LowestFail, num), status, inline(q.Note), probeList(q.Probes))
+	}
+	w.blank()
+}
+
+func probeList(ps []int) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, ", ")
+}
