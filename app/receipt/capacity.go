@@ -205,7 +205,7 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	plotsSection(w, capacityPlotNames(r))
 	capReproduce(w, cb, r)
 	w.heading(2, "Boundary")
-	w.line("This is a bounded fixed-concurrency study on one machine. It is not an open-loop production-capacity benchmark, a cost or energy claim, or a model-quality evaluation beyond its guard. Backend log markers establish only that llama.cpp logged them; they are not kernel-level proof.")
+	w.line("%s", capBoundary(r))
 	w.blank()
 	w.heading(2, "Metric definitions")
 	definitionsSection(w, r.Definitions)

@@ -154,3 +154,12 @@ func probeList(ps []int) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// capBoundary is the receipt's boundary: a serving plan's open-loop probes are bounded too.
+func capBoundary(r *capacity.Result) string {
+	what := "a bounded fixed-concurrency study on one machine. It is not an open-loop production-capacity benchmark"
+	if r.Plan.Serving != nil {
+		what = "a bounded fixed-concurrency study on one machine with bounded open-loop probes (a few requests per offered rate). It is not a production-capacity benchmark"
+	}
+	return "This is " + what + ", a cost or energy claim, or a model-quality evaluation beyond its guard. Backend log markers establish only that llama.cpp logged them; they are not kernel-level proof."
+}
