@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"time"
 
@@ -61,12 +60,7 @@ type ImatrixRun struct {
 
 // ImatrixResult is everything a llama-imatrix run leaves behind.
 type ImatrixResult struct {
-	ID    string    `json:"id,omitempty"`
-	Argv  []string  `json:"argv"`
-	Env   []string  `json:"env"`
-	Start time.Time `json:"start"`
-	End   time.Time `json:"end"`
-	Exit  Exit      `json:"exit"` // Rows/Expected: chunks read / planned (as printed)
+	ToolRecord // Exit's Rows/Expected: chunks read / planned (as printed)
 	// Output is the written matrix, set only when the run ended ok; Bytes is its size.
 	Output       string       `json:"output,omitempty"`
 	Bytes        int64        `json:"bytes,omitempty"`
@@ -204,8 +198,7 @@ func (h *imatrixHandler) finish(p *Proc, x *Exit) {
 	if h.fp != nil {
 		h.fper.After(h.fp)
 	}
-	r := &ImatrixResult{ID: h.spec.ID, Argv: p.spec.Argv, Env: append(slices.Clone(llamacpp.QuietEnv), h.spec.Env...),
-		Start: p.start, End: p.endTime, Fingerprint: h.fp, Transcript: p.transcript, DroppedLines: p.DroppedLines(), Err: h.err}
+	r := &ImatrixResult{ToolRecord: p.toolRecord(h.spec.ID, h.spec.Env), Fingerprint: h.fp, Transcript: p.transcript, DroppedLines: p.DroppedLines(), Err: h.err}
 	switch {
 	case x.Class == ClassOK && h.part != nil:
 		n, err := h.part.commit()

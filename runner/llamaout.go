@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,15 +31,7 @@ func QuantizeToolPath(loc llamacpp.Location) (string, error) { return toolIn(loc
 // *llamacpp.LocateError.
 func PerplexityToolPath(loc llamacpp.Location) (string, error) { return toolIn(loc, PerplexityTool) }
 
-func toolIn(loc llamacpp.Location, name string) (string, error) {
-	p := filepath.Join(loc.Dir, name)
-	st, err := os.Stat(p)
-	if err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
-		return "", &llamacpp.LocateError{Dir: loc.Dir, Source: loc.Source, Reason: "has no executable " + name,
-			Fix: "install a prefix that includes it with: " + llamacpp.InstallCommand + ", or pass --llama-dir with a llama.cpp build's binaries folder that has it"}
-	}
-	return p, nil
-}
+func toolIn(loc llamacpp.Location, name string) (string, error) { return llamacpp.ToolIn(loc, name) }
 
 var typesCache sync.Map // binKey -> quantfmt.QuantTypes
 
@@ -67,6 +60,22 @@ func QuantizeTypes(ctx context.Context, tool string, env []string) (quantfmt.Qua
 		typesCache.Store(key, types)
 	}
 	return types, nil
+}
+
+// ToolRecord is what every run of a llama.cpp tool that writes a file leaves first: its id,
+// argv, environment (the quiet variables, then the spec's), start and end, and exit.
+type ToolRecord struct {
+	ID    string    `json:"id,omitempty"`
+	Argv  []string  `json:"argv"`
+	Env   []string  `json:"env"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	Exit  Exit      `json:"exit"`
+}
+
+// toolRecord is the process's ToolRecord so far (its Exit is set by the handler's finish).
+func (p *Proc) toolRecord(id string, env []string) ToolRecord {
+	return ToolRecord{ID: id, Argv: p.spec.Argv, Env: append(slices.Clone(llamacpp.QuietEnv), env...), Start: p.start, End: p.endTime}
 }
 
 // OutputExistsError is a destination that already exists: the drivers never overwrite a file.

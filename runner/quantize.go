@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/quantfmt"
 )
 
@@ -97,13 +95,8 @@ type QuantizeRun struct {
 
 // QuantizeResult is everything a llama-quantize run leaves behind.
 type QuantizeResult struct {
-	ID    string              `json:"id,omitempty"`
-	Argv  []string            `json:"argv"`
-	Env   []string            `json:"env"`
-	Start time.Time           `json:"start"`
-	End   time.Time           `json:"end"`
-	Exit  Exit                `json:"exit"` // Rows/Expected: tensors finished / N
-	Type  *quantfmt.QuantType `json:"type,omitempty"`
+	ToolRecord                     // Exit's Rows/Expected: tensors finished / N
+	Type       *quantfmt.QuantType `json:"type,omitempty"`
 	// Output is the written file, set only when the run ended ok (not for a dry run); Bytes
 	// is its size.
 	Output       string                  `json:"output,omitempty"`
@@ -245,8 +238,7 @@ func (h *quantizeHandler) finish(p *Proc, x *Exit) {
 	if h.fp != nil {
 		h.fper.After(h.fp)
 	}
-	r := &QuantizeResult{ID: h.spec.ID, Argv: p.spec.Argv, Env: append(slices.Clone(llamacpp.QuietEnv), h.spec.Env...),
-		Start: p.start, End: p.endTime, Type: h.qt, Parsed: out, Fingerprint: h.fp, Transcript: p.transcript,
+	r := &QuantizeResult{ToolRecord: p.toolRecord(h.spec.ID, h.spec.Env), Type: h.qt, Parsed: out, Fingerprint: h.fp, Transcript: p.transcript,
 		DroppedLines: p.DroppedLines(), Err: h.err}
 	switch {
 	case x.Class == ClassOK && h.part != nil:

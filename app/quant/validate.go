@@ -78,12 +78,7 @@ func Validate(p *Plan, opts ValidateOptions) []study.Problem {
 		if im.Chunks < 1 {
 			v.errf("imatrix.chunks", "%d: want at least 1", im.Chunks)
 		}
-		if n := v.opts.CalibrationTokens; n > 0 && im.Ctx >= 16 && im.Chunks >= 1 {
-			if need := TokensNeeded(im.Ctx, im.Chunks); n < need {
-				v.errf("imatrix.calibration", "the calibration text has %d tokens; ctx %d x %d chunks needs %d: give a longer text, or fewer chunks (at most %d)",
-					n, im.Ctx, im.Chunks, need, n/im.Ctx).Code = ProblemCorpusShort
-			}
-		}
+		v.checkTokens("imatrix.calibration", "the calibration text", v.opts.CalibrationTokens, im.Ctx, im.Chunks)
 	}
 	v.problems = append(v.problems, study.CheckKVTypes("kv_types", p.KVTypes)...)
 	v.checkSpeed()
@@ -192,11 +187,18 @@ func (v *validator) checkQuality() {
 	if q.Chunks < 1 {
 		v.errf("quality.chunks", "%d: want at least 1", q.Chunks)
 	}
-	if n := v.opts.CorpusTokens; n > 0 && q.Ctx >= 16 && q.Chunks >= 1 {
-		if need := TokensNeeded(q.Ctx, q.Chunks); n < need {
-			v.errf("quality.corpus", "the corpus has %d tokens; ctx %d x %d chunks needs %d: give a longer text, or fewer chunks (at most %d)",
-				n, q.Ctx, q.Chunks, need, n/q.Ctx).Code = ProblemCorpusShort
-		}
+	v.checkTokens("quality.corpus", "the corpus", v.opts.CorpusTokens, q.Ctx, q.Chunks)
+}
+
+// checkTokens refuses a text (what, at JSON path at) of n tokens (0: not counted) that is
+// shorter than ctx × chunks tokens, saying how many chunks it can hold.
+func (v *validator) checkTokens(at, what string, n, ctx, chunks int) {
+	if n <= 0 || ctx < 16 || chunks < 1 {
+		return
+	}
+	if need := TokensNeeded(ctx, chunks); n < need {
+		v.errf(at, "%s has %d tokens; ctx %d x %d chunks needs %d: give a longer text, or fewer chunks (at most %d)",
+			what, n, ctx, chunks, need, n/ctx).Code = ProblemCorpusShort
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,6 +39,27 @@ func writeLadderPlan(t *testing.T, dir, ref, refSHA, corpus, corpusSHA string, q
 		t.Fatal(err)
 	}
 	return path
+}
+
+// editPlan sets top-level fields of a plan file (nil: written as null, which leaves a
+// slice or pointer field empty).
+func editPlan(t *testing.T, plan string, set map[string]any) {
+	t.Helper()
+	b, err := os.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(m, set)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plan, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func corpusPath() string {
@@ -369,18 +391,8 @@ func TestQuantLadderWithImatrix(t *testing.T) {
 		t.Fatalf("IQ2_XS without a matrix: %d %s", code, errOut)
 	}
 	plan = writeLadderPlan(t, dir, ref, mediumSHA, corpusPath(), corpusSHA, []string{"Q4_0"}, 4)
-	b, _ := os.ReadFile(plan)
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["imatrix"] = map[string]any{"calibration": map[string]any{"path": corpusPath(), "sha256": corpusSHA}, "ctx": 128, "chunks": 4}
-	m["predictions"] = nil
-	m["memory_ctx"] = 2048
-	b, _ = json.Marshal(m)
-	if err := os.WriteFile(plan, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editPlan(t, plan, map[string]any{"predictions": nil, "memory_ctx": 2048,
+		"imatrix": map[string]any{"calibration": map[string]any{"path": corpusPath(), "sha256": corpusSHA}, "ctx": 128, "chunks": 4}})
 	code, out, errOut := runCLI("study", "run", plan, "--notebook", nb)
 	if code != 0 || !strings.Contains(out, "study 1 complete") || !strings.Contains(errOut+out, "imatrix: made in") {
 		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
@@ -436,17 +448,7 @@ func TestQuantLadderKVTypes(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	nb := filepath.Join(dir, "notebook.db")
 	plan := writeLadderPlan(t, dir, ref, mediumSHA, corpusPath(), corpusSHA, []string{"Q4_0"}, 4)
-	b, _ := os.ReadFile(plan)
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["predictions"] = nil
-	m["kv_types"] = []map[string]string{{"k": "f16", "v": "f16"}, {"k": "q8_0", "v": "q8_0"}}
-	b, _ = json.Marshal(m)
-	if err := os.WriteFile(plan, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editPlan(t, plan, map[string]any{"predictions": nil, "kv_types": []map[string]string{{"k": "f16", "v": "f16"}, {"k": "q8_0", "v": "q8_0"}}})
 	code, out, errOut := runCLI("study", "run", plan, "--notebook", nb)
 	if code != 0 || !strings.Contains(out, "study 1 complete") {
 		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)

@@ -17,11 +17,15 @@ const FitTool = "llama-fit-params"
 
 // FitParamsTool returns the path of llama-fit-params beside the folder's tools, or a
 // *LocateError naming the installer.
-func FitParamsTool(loc Location) (string, error) {
-	p := filepath.Join(loc.Dir, FitTool)
+func FitParamsTool(loc Location) (string, error) { return ToolIn(loc, FitTool) }
+
+// ToolIn is the executable name in the located folder, or a *LocateError naming the
+// installer (every tool beside llama-bench is found this way).
+func ToolIn(loc Location, name string) (string, error) {
+	p := filepath.Join(loc.Dir, name)
 	st, err := os.Stat(p)
 	if err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
-		return "", &LocateError{Dir: loc.Dir, Source: loc.Source, Reason: "has no executable " + FitTool,
+		return "", &LocateError{Dir: loc.Dir, Source: loc.Source, Reason: "has no executable " + name,
 			Fix: "install a prefix that includes it with: " + InstallCommand + ", or pass --llama-dir with a llama.cpp build's binaries folder that has it"}
 	}
 	return p, nil

@@ -3,8 +3,6 @@ package llamacpp
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 )
@@ -14,15 +12,7 @@ const TokenizeTool = "llama-tokenize"
 
 // TokenizeToolPath returns the path of llama-tokenize beside the folder's tools, or a
 // *LocateError naming the installer.
-func TokenizeToolPath(loc Location) (string, error) {
-	p := filepath.Join(loc.Dir, TokenizeTool)
-	st, err := os.Stat(p)
-	if err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
-		return "", &LocateError{Dir: loc.Dir, Source: loc.Source, Reason: "has no executable " + TokenizeTool,
-			Fix: "install a prefix that includes it with: " + InstallCommand + ", or pass --llama-dir with a llama.cpp build's binaries folder that has it"}
-	}
-	return p, nil
-}
+func TokenizeToolPath(loc Location) (string, error) { return ToolIn(loc, TokenizeTool) }
 
 var tokenCountRE = regexp.MustCompile(`(?m)^Total number of tokens: (\d+)\s*$`)
 
