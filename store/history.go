@@ -49,6 +49,10 @@ func (n *Notebook) BenchHistory(ctx context.Context, modelSHA string, maxLegs in
 		var ns []json.Number
 		if json.Unmarshal([]byte(samples), &ns) == nil {
 			t.Reps = len(ns)
+			for _, x := range ns {
+				f, _ := x.Float64()
+				t.SamplesNs = append(t.SamplesNs, f)
+			}
 		}
 		h.Tests = append(h.Tests, t)
 	}

@@ -99,6 +99,7 @@ const (
 	NoteHalted     = "study.halted"      // {"reason","leg","class"}
 	NoteRun        = "study.run"         // {"resumed_at","legs_done","legs_total"}
 	NoteIncomplete = "study.incomplete"  // {"legs":[{"leg","class","reason","attempts","failed","max_attempts","final"}]}
+	NoteAdaptive   = "study.adaptive"    // {"rule","met","legs":[{"leg","chunks","reps","met","cells"}],"order"}
 )
 
 // NewStudy is what Register freezes.

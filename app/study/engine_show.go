@@ -30,6 +30,9 @@ type Report struct {
 	// KVQuality: the KL divergence of each non-f16 KV cache type the plan measured (none: the
 	// plan has only f16, or the check has not run).
 	KVQuality []KVQuality `json:"kv_quality,omitempty"`
+	// Adaptive: a plan with adaptive repetitions, where each leg's chunks stand against its
+	// stopping rule (docs/adaptive.md).
+	Adaptive *AdaptiveReport `json:"adaptive,omitempty"`
 }
 
 // ReportStudy heads the report.
@@ -202,6 +205,9 @@ func Show(ctx context.Context, rec RecordReader, studyID int64) (*Report, error)
 		}
 	}
 	rep.Legs = reportLegs(l)
+	if l.Plan.Adaptive != nil {
+		rep.Adaptive = adaptiveReport(l, rep.Legs)
+	}
 	rep.Results = reportCells(l.Plan, res)
 	rep.Figures = reportFigures(l, res)
 	rep.Scoreboard, rep.Deviations = reportScores(l, res)

@@ -23,6 +23,8 @@ type HistoryTest struct {
 	NPrompt, NGen, Depth int
 	AvgNs                int64
 	Reps                 int
+	// SamplesNs are the repetitions' times (ns), for the repetition planner's CV.
+	SamplesNs []float64
 }
 
 // HistoryLeg is a past leg's wall time, from its start to its end.

@@ -129,9 +129,13 @@ func Expand(p *Plan, planDir string) ([]LegPlan, error) {
 
 func (p *Plan) leg(id string, models []string, depths []int, kv KVType, dev string) LegPlan {
 	a := p.Axes
+	reps := a.Reps
+	if p.Adaptive != nil {
+		reps = p.Adaptive.MinReps // the first chunk; the engine sets each chunk's -r
+	}
 	args := []string{
 		"-p", joinInts(a.NPrompt), "-n", joinInts(a.NGen), "-d", joinInts(depths),
-		"-r", strconv.Itoa(a.Reps), "-b", joinInts(a.Batch), "-ub", joinInts(a.Ubatch),
+		"-r", strconv.Itoa(reps), "-b", joinInts(a.Batch), "-ub", joinInts(a.Ubatch),
 		"-fa", strings.Join(a.FlashAttn, ","), "-ctk", kv.K, "-ctv", kv.V, "-ngl", joinInts(a.NGL),
 	}
 	if len(a.Threads) > 0 {

@@ -38,6 +38,9 @@ func hasResults(s StoredLeg) bool {
 	return false
 }
 
+// HasResults reports whether a leg attempt (or an adaptive leg's chunk) ended with results.
+func HasResults(s StoredLeg) bool { return hasResults(s) }
+
 // failedAttempt reports whether a leg attempt ended without results through a failure of the
 // leg itself (crashed, bad arguments, out of memory, timeout, …): those count toward the plan's
 // retry limit. A stop by the user and an attempt a dead process left interrupted do not.

@@ -109,6 +109,14 @@ func (l *Loaded) Bandwidth() float64 {
 // of each plan leg. Rows of failed, flagged, interrupted or canary legs never count.
 func BuildResults(l *Loaded, models map[string]ModelInfo, bandwidth float64) *Results {
 	res := &Results{Plan: l.Plan, Models: models, BandwidthGBs: bandwidth}
+	if l.Plan.Adaptive != nil {
+		st := NewAdaptiveState(l.Plan, l.St.PlanDir, l.Legs, l.Stored, l.Rows)
+		res.Finished, res.Rows = st.Finished(), st.ResultRows()
+		for leg := range l.Reopened {
+			delete(res.Finished, leg)
+		}
+		return res
+	}
 	var counting map[string]StoredLeg
 	res.Finished, counting = FinalLegs(l.Plan, l.Legs, l.Stored)
 	for leg := range l.Reopened {

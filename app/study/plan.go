@@ -44,6 +44,9 @@ type Plan struct {
 	// cache type whose mean KLD from an f16 cache is above KLDMeanMax fails the gate. Written
 	// only when given.
 	KVQuality *KVQualityGate `json:"kv_quality,omitempty"`
+	// Adaptive, when given, replaces the fixed axes.reps by adaptive repetitions with a
+	// pre-registered stopping rule (docs/adaptive.md). Written only when given.
+	Adaptive *Adaptive `json:"adaptive,omitempty"`
 
 	// given lists the defaulted fields the plan file wrote (Decode fills it), so that Defaults
 	// never replaces a value the user wrote, zero or empty as it may be: validation refuses it
@@ -371,6 +374,10 @@ func decodeError(name string, data []byte, e *jsonlex.StrictError) error {
 			off = o
 		}
 		return at(off, "unknown field "+e.Field+"; check its spelling against docs/plans.md")
+	case jsonlex.StrictType:
+		if msg, ok := seedTypeError(e); ok {
+			return at(e.Offset, msg)
+		}
 	case jsonlex.StrictTrailing:
 		return at(e.Offset, "trailing data after the plan object; a plan file holds exactly one JSON object")
 	}

@@ -68,6 +68,9 @@ type ValidateOptions struct {
 	// Devices are the build's devices as listed with the plan's env and endpoints
 	// (studyrun.ListBuildDevices); nil: the device axes are checked by their form only.
 	Devices *BuildDevices
+	// History is the notebook's past measurements of each model (by model ID): the
+	// repetition planner's CVs (nil: no history, no planner warnings).
+	History map[string]BenchHistory
 }
 
 // ModelInfo is what validation learned about a model file.
@@ -196,6 +199,7 @@ func (v *validator) run() {
 	v.checkConditions()
 	v.checkBandwidth()
 	v.checkPredictions()
+	v.checkAdaptive()
 }
 
 // TextProblem is the error of a plan's free-text field that holds a control character (or is
@@ -339,7 +343,11 @@ func (v *validator) checkAxes() {
 	if len(a.NPrompt) > 0 && len(a.NGen) > 0 && maxInt(a.NPrompt) == 0 && maxInt(a.NGen) == 0 {
 		v.errf("axes", "n_prompt and n_gen are all 0: there is no test to run")
 	}
-	if a.Reps < 1 || a.Reps > 1000 {
+	if v.p.Adaptive != nil {
+		if a.Reps != 0 {
+			v.warnf("axes.reps", "%d is not used: adaptive.min_reps to adaptive.max_reps decide the repetitions; leave it out", a.Reps)
+		}
+	} else if a.Reps < 1 || a.Reps > 1000 {
 		v.errf("axes.reps", "%d: want 1 to 1000 repetitions", a.Reps)
 	} else if a.Reps < 3 {
 		v.warnf("axes.reps", "%d repetitions give no confidence interval; use at least 3", a.Reps)

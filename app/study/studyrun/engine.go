@@ -84,6 +84,8 @@ type run struct {
 	progress  study.Progress
 	verdicts  []study.Verdict
 	legStart  time.Time
+	// adaptiveFinal: the plan legs the stopping rule (or their failures) made final.
+	adaptiveFinal map[string]bool
 }
 
 func (r *run) emit(ev study.Event) {
@@ -157,7 +159,16 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, erro
 		}
 		return sum, err
 	}
+	if l.Plan.Adaptive != nil {
+		halted, err := r.runAdaptive(ctx, &sum)
+		if err != nil || halted {
+			return finish(err)
+		}
+	}
 	for _, lp := range l.Legs {
+		if l.Plan.Adaptive != nil {
+			break // run in chunks above
+		}
 		if r.done[lp.ID] {
 			r.emit(study.Event{Kind: study.EventLegSkipped, Leg: lp.ID})
 			continue
@@ -170,7 +181,7 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, erro
 				return finish(err)
 			}
 		}
-		out, err := r.runLeg(ctx, lp)
+		out, err := r.runLeg(ctx, lp, nil)
 		if err != nil {
 			return finish(err)
 		}
@@ -182,7 +193,7 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, erro
 	// Legs still without results make the study incomplete, never complete: a later run retries
 	// those whose failures have not reached the plan's retry limit.
 	for _, st := range study.LegStatuses(l.Plan, l.Legs, l.Stored) {
-		if !st.Results {
+		if !st.Results || (l.Plan.Adaptive != nil && !r.adaptiveFinal[st.Leg]) {
 			sum.Incomplete = append(sum.Incomplete, st)
 		}
 	}

@@ -282,6 +282,8 @@ type fakeBench struct {
 	canaryFails bool
 	onLeg       func(id string) // called as a leg starts
 	ran         []string
+	// samples, when set, draws each row's repetitions (t/s) around its rate, for the leg's -r.
+	samples func(leg string, reps int, ts float64) []float64
 }
 
 func argOf(args []string, flag string) string {
@@ -311,6 +313,12 @@ func (f *fakeBench) rows(spec runner.LegSpec) []benchfmt.Result {
 				NThreads: 1, NGPULayers: -1}
 		}
 		out = append(out, mk(np, 0, tg*10), mk(0, ng, tg))
+	}
+	if f.samples != nil {
+		reps, _ := strconv.Atoi(argOf(spec.Args, "-r"))
+		for i := range out {
+			out[i].SamplesTs = f.samples(spec.ID, reps, out[i].AvgTs)
+		}
 	}
 	return out
 }

@@ -41,7 +41,8 @@ func legEnd(res *runner.LegResult, status []string) study.LegEnd {
 }
 
 type legRun struct {
-	halted *runner.QueueStatus
+	halted  *runner.QueueStatus
+	results int // rows that counted or were flagged (0: the attempt ended without results)
 }
 
 // streamed is one leg run through a queue and recorded as it ran.
@@ -164,15 +165,24 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart
 
 // runLeg runs one plan leg (and the canary after a crash-class end), then journals the
 // verdicts its rows decide.
-func (r *run) runLeg(ctx context.Context, lp study.LegPlan) (legRun, error) {
+// With a chunk (adaptive repetitions), it runs that chunk of the leg: its own -r, its label
+// and detail; the leg is not done until the stopping rule says so.
+func (r *run) runLeg(ctx context.Context, lp study.LegPlan, chunk *chunkRun) (legRun, error) {
 	e, l := r.e, r.l
-	attempt := r.attempts[lp.ID] + 1
-	r.attempts[lp.ID] = attempt
-	label := lp.ID
-	if attempt > 1 {
-		label = fmt.Sprintf("%s (attempt %d)", lp.ID, attempt)
+	var attempt int
+	var label string
+	args := lp.Args
+	if chunk != nil {
+		attempt, label, args = chunk.attempt, chunk.label(lp.ID), chunk.args(lp.Args)
+	} else {
+		attempt = r.attempts[lp.ID] + 1
+		r.attempts[lp.ID] = attempt
+		label = lp.ID
+		if attempt > 1 {
+			label = fmt.Sprintf("%s (attempt %d)", lp.ID, attempt)
+		}
 	}
-	spec := runner.LegSpec{ID: lp.ID, Bench: e.Bench, Args: lp.Args, Env: lp.Env, CVGate: r.gate()}
+	spec := runner.LegSpec{ID: lp.ID, Bench: e.Bench, Args: args, Env: lp.Env, CVGate: r.gate()}
 	if lp.Device != "" && lp.Device != "none" && lp.Device != "auto" {
 		spec.DeviceGate = &runner.DeviceGate{Want: lp.Device}
 	}
@@ -183,6 +193,9 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan) (legRun, error) {
 	detail := map[string]any{"plan_sha256": l.St.PlanSHA256, "expected_rows": lp.ExpectedRows}
 	if lp.Repeat != "" {
 		detail["repeat"], detail["of"] = lp.Repeat, lp.Of
+	}
+	if chunk != nil {
+		detail["chunk"], detail["round"], detail["reps"] = chunk.chunk, chunk.round, chunk.reps
 	}
 	var cs *runner.CanarySpec
 	if l.Plan.Canary != nil {
@@ -195,9 +208,12 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan) (legRun, error) {
 		return legRun{}, err
 	}
 	delete(l.Reopened, lp.ID) // a forced attempt ended: the leg is final again if it failed again
-	if st.results[0].Exit.Class != runner.ClassStoppedByUser {
+	ended := st.results[0].Exit.Class != runner.ClassStoppedByUser
+	if ended && chunk == nil {
 		r.done[lp.ID] = true
 		r.progress.LegsDone++
+	}
+	if ended {
 		r.legsRun++
 		r.legTime += e.now().Sub(r.legStart)
 	}
@@ -213,5 +229,5 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan) (legRun, error) {
 		return legRun{}, err
 	}
 	r.emit(study.Event{Kind: study.EventProgress})
-	return legRun{halted: st.halted}, nil
+	return legRun{halted: st.halted, results: st.out.Results + st.out.Flagged}, nil
 }
