@@ -32,8 +32,11 @@ type ProbeResult struct {
 	Contaminated   int     `json:"contaminated"`    // cold requests the server answered from its prompt cache (excluded)
 	TokenMismatch  int     `json:"token_mismatch"`  // requests whose predicted_n or content events differ from tokens
 	CompletionRate float64 `json:"completion_rate"` // completed / (requests - contaminated)
-	// AchievedRate is (sends - 1) / (last send - first send): what the client managed to offer.
-	AchievedRate *float64 `json:"achieved_rate"`
+	// ScheduledRate is (requests - 1) / (last scheduled - first scheduled send): the rate the
+	// schedule itself offers (a seeded Poisson schedule of few requests is not exactly the
+	// nominal rate); AchievedRate is the same over the actual sends: what the client managed.
+	ScheduledRate *float64 `json:"scheduled_rate"`
+	AchievedRate  *float64 `json:"achieved_rate"`
 	// Throughput and Goodput are completed and SLO-meeting requests per second of the window
 	// (first scheduled send to last end); TokenRate is generated tokens per second of it.
 	Throughput *float64  `json:"throughput"`
@@ -87,11 +90,11 @@ func ProbeMetrics(s *Serving, nPredict int, probe int, kind string, rate float64
 		ScheduleSHA256: ScheduleSHA256(ArrivalSchedule(s.Arrival, rate, s.Requests)), Checks: []GateCheck{}, Failures: []string{}}
 	var ttft, tpot, e2e, delay []float64
 	first, lastEnd := math.Inf(1), math.Inf(-1)
-	firstSend, lastSend := math.Inf(1), math.Inf(-1)
+	firstSend, lastSend, lastSched := math.Inf(1), math.Inf(-1), math.Inf(-1)
 	tokens, good := 0, 0
 	for _, r := range recs {
 		sched := *r.ScheduledMs
-		first, lastEnd = min(first, sched), max(lastEnd, r.EndMs)
+		first, lastEnd, lastSched = min(first, sched), max(lastEnd, r.EndMs), max(lastSched, sched)
 		firstSend, lastSend = min(firstSend, r.SendMs), max(lastSend, r.SendMs)
 		delay = append(delay, r.SendMs-sched)
 		tokens += r.Tokens
@@ -120,6 +123,9 @@ func ProbeMetrics(s *Serving, nPredict int, probe int, kind string, rate float64
 	if n := len(recs); n > 0 {
 		if cold := n - pr.Contaminated; cold > 0 {
 			pr.CompletionRate = float64(pr.Completed) / float64(cold)
+		}
+		if lastSched > first {
+			pr.ScheduledRate = fptr(float64(n-1) / (lastSched - first) * 1000)
 		}
 		if lastSend > firstSend {
 			pr.AchievedRate = fptr(float64(n-1) / (lastSend - firstSend) * 1000)
@@ -165,7 +171,7 @@ func (pr *ProbeResult) judge(s *Serving) {
 	sd := GateCheck{Gate: "send_delay_ms_p99", Observed: pr.SendDelayMs.P99, Limit: fptr(s.ScheduleSlackMs),
 		Passed: pr.SendDelayMs.P99 != nil && *pr.SendDelayMs.P99 <= s.ScheduleSlackMs}
 	if !sd.Passed {
-		sd.Detail = fmt.Sprintf("the client could not keep its schedule: offered %s req/s, achieved %s", ms(pr.OfferedRate), rateText(pr.AchievedRate))
+		sd.Detail = fmt.Sprintf("the client could not keep its schedule: offered %s req/s (the schedule's own %s), achieved %s", ms(pr.OfferedRate), rateText(pr.ScheduledRate), rateText(pr.AchievedRate))
 	}
 	check(sd, CodeBehindSchedule)
 	frac := 0.0

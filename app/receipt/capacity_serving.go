@@ -121,13 +121,13 @@ func capServingLifetime(w *mdWriter, cand string, sv capacity.ServingResult, p i
 		if pr.ClientBound {
 			verdict += " ⚠ client-bound"
 		}
-		rows = append(rows, []string{fmt.Sprint(pr.Probe), pr.Kind, num(pr.OfferedRate), fp(pr.AchievedRate, num), fp(pr.Throughput, num), fp(pr.Goodput, num),
+		rows = append(rows, []string{fmt.Sprint(pr.Probe), pr.Kind, num(pr.OfferedRate), fp(pr.ScheduledRate, num), fp(pr.AchievedRate, num), fp(pr.Throughput, num), fp(pr.Goodput, num),
 			fmt.Sprintf("%d/%d", pr.Completed, pr.Requests), fp(pr.TTFTMs.P50, f1), fp(ttft, f1), fp(tpot, f2), fp(e2e, f1), fp(pr.SendDelayMs.P99, f3),
 			code(pr.ScheduleSHA256[:12]), verdict})
 	}
 	pp := fmt.Sprintf("p%d", p)
-	w.table([]string{"#", "Probe", "Offered (req/s)", "Achieved (req/s)", "Throughput (req/s)", "Goodput (req/s)", "Completed", "TTFT p50 (ms)",
-		"TTFT " + pp + " (ms)", "TPOT " + pp + " (ms)", "E2E " + pp + " (ms)", "Send delay p99 (ms)", "Schedule", "Verdict"}, "rlrrrrrrrrrrll", rows)
+	w.table([]string{"#", "Probe", "Offered (req/s)", "Scheduled (req/s)", "Achieved (req/s)", "Throughput (req/s)", "Goodput (req/s)", "Completed", "TTFT p50 (ms)",
+		"TTFT " + pp + " (ms)", "TPOT " + pp + " (ms)", "E2E " + pp + " (ms)", "Send delay p99 (ms)", "Schedule", "Verdict"}, "rlrrrrrrrrrrrll", rows)
 	w.blank()
 	if sv.MaxSweepRate != nil {
 		w.line("Largest sweep rate meeting every SLO: %s req/s.", num(*sv.MaxSweepRate))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -133,4 +134,64 @@ func TestServingRunOnTheFake(t *testing.T) {
 			t.Errorf("probe %d: %d completed, achieved %v, goodput %v", pr.Probe, pr.Completed, pr.AchievedRate, pr.Goodput)
 		}
 	}
+}
+
+// TestServingRealServer is the acceptance run on the real llama-server with the medium model:
+// a Poisson sweep at three rates (seed 5) and a max-rate search, run twice. Both runs send
+// every probe on the same schedule (the plan's, to the microsecond: same schedule SHA-256),
+// the search converges within its tolerance or says why not, and the receipt bundle lists
+// every probe and verifies byte for byte.
+func TestServingRealServer(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	dir := t.TempDir()
+	model := llamatest.Model(t, "medium-llama-q8_0.gguf")
+	plan := writeRunPlan(t, dir, []runCand{{"medium", model, []string{"-t", llamatest.Threads, "-lv", "4"}, capacity.Markers{}}}, []int{2}, []int{1}, 0, 2, 8)
+	addServing(t, plan, capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalPoisson, Seed: 5}, Rates: []float64{2, 4, 8},
+		Search: &capacity.RateSearch{Lo: 2, Hi: 64, Tolerance: 0.3, MaxProbes: 4}, Requests: 8, Warmups: 1, ScheduleSlackMs: 50,
+		SLO: capacity.SLO{TTFTMs: 400, TPOTMs: 100}})
+	p := mustLoad(t, plan)
+	p.Passes = []string{capacity.PassForward}
+	b, _ := json.MarshalIndent(p, "", "  ")
+	if err := os.WriteFile(plan, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var runs [2]capacity.ServingResult
+	for i := range runs {
+		out := filepath.Join(dir, "run"+string(rune('1'+i)))
+		start := time.Now()
+		rep, _, err := runPlan(t, plan, loc.Server, out, []string{tag(t)}, nil)
+		if err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+		runs[i] = checkServingRun(t, plan, out, rep)
+		t.Logf("run %d: %d probes in %v; search %+v", i+1, len(runs[i].Probes), time.Since(start).Round(time.Millisecond), runs[i].Search)
+		for _, pr := range runs[i].Probes {
+			t.Logf("  probe %d %s %g req/s: achieved %s, goodput %s, TTFT p95 %s ms, TPOT p95 %s ms, send delay p99 %s ms, failures %v",
+				pr.Probe, pr.Kind, pr.OfferedRate, fmtp(pr.AchievedRate), fmtp(pr.Goodput), fmtp(pr.TTFTMs.P95), fmtp(pr.TPOTMs.P95), fmtp(pr.SendDelayMs.P99), pr.Failures)
+		}
+	}
+	for k := range 3 {
+		a, b := runs[0].Probes[k], runs[1].Probes[k]
+		if a.OfferedRate != b.OfferedRate || a.ScheduleSHA256 != b.ScheduleSHA256 {
+			t.Errorf("sweep probe %d: %g req/s schedule %s, then %g req/s schedule %s: want the same schedule twice", k, a.OfferedRate, a.ScheduleSHA256, b.OfferedRate, b.ScheduleSHA256)
+		}
+	}
+	for i, sv := range runs {
+		q := sv.Search
+		switch {
+		case q == nil:
+			t.Fatalf("run %d: no search result", i+1)
+		case q.Converged && q.MaxRate != nil && q.LowestFail != nil && (*q.LowestFail-*q.MaxRate)/(*q.MaxRate) > 0.3:
+			t.Errorf("run %d: converged but the bracket [%g, %g] is wider than the tolerance", i+1, *q.MaxRate, *q.LowestFail)
+		case !q.Converged && len(q.Probes) != 4:
+			t.Errorf("run %d: not converged after %d of its 4 probes: %s", i+1, len(q.Probes), q.Note)
+		}
+	}
+}
+
+func fmtp(x *float64) string {
+	if x == nil {
+		return "n/a"
+	}
+	return strconv.FormatFloat(*x, 'f', 2, 64)
 }
