@@ -74,6 +74,20 @@ type Result struct {
 	// HandOffs are the capacity plans made from this ladder (quant handoff), in the order they
 	// were written.
 	HandOffs []HandOffRecord `json:"handoffs,omitempty"`
+	// Provenance is the build and machine the run measured on (ladders run before it was
+	// recorded have none).
+	Provenance *Provenance `json:"provenance,omitempty"`
+}
+
+// Provenance is the llama.cpp build (llama-bench --version, --list-devices) and the machine
+// a ladder ran on, as the run's fingerprint found them.
+type Provenance struct {
+	VersionLine string   `json:"version_line"`
+	Commit      string   `json:"commit"`
+	BuildNumber int      `json:"build_number"`
+	Backends    []string `json:"backends"`
+	Devices     []string `json:"devices,omitempty"`
+	Machine     string   `json:"machine"`
 }
 
 // HandOffRecord is a capacity plan a ladder handed off: where it was written, its SHA-256 and

@@ -15,6 +15,13 @@ func Markdown(res *Result) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s — quantization ladder receipt\n\n", res.Name)
 	fmt.Fprintf(&b, "Reference `%s` (sha256 `%s`). Plan sha256 `%s`.\n\n", res.Reference.Path, res.Reference.SHA256, res.PlanSHA256)
+	if pv := res.Provenance; pv != nil {
+		devs := "no device listed"
+		if len(pv.Devices) > 0 {
+			devs = "devices " + strings.Join(pv.Devices, ", ")
+		}
+		fmt.Fprintf(&b, "Measured with llama.cpp `%s` (backends %s; %s) on %s.\n\n", pv.VersionLine, orDash(strings.Join(pv.Backends, ", ")), devs, pv.Machine)
+	}
 	writeImatrix(&b, res)
 	writeCandidates(&b, res)
 	writeRule(&b, res)

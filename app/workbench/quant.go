@@ -15,6 +15,7 @@ import (
 	"sparkbench/app/bundle"
 	"sparkbench/app/canon"
 	"sparkbench/app/capacity"
+	"sparkbench/app/charts"
 	"sparkbench/app/kinds"
 	"sparkbench/app/quant"
 	"sparkbench/app/quant/quantrun"
@@ -261,29 +262,37 @@ func quantResult(ctx context.Context, nb *store.Notebook, s store.Study) (*store
 	}
 	res, err := quant.Assemble(p, pl.SHA256, recs)
 	if err == nil {
-		res.HandOffs, err = quantHandOffs(ctx, nb, s.ID)
+		err = quantJournaled(ctx, nb, s.ID, res)
 	}
 	return &pl, recs, res, err
 }
 
-// quantHandOffs are the capacity plans a ladder handed off, from its journal.
-func quantHandOffs(ctx context.Context, nb *store.Notebook, id int64) ([]quant.HandOffRecord, error) {
+// quantJournaled adds to a ladder's result what its journal holds beside the records: the
+// capacity plans it handed off, and the build and machine of its latest run.
+func quantJournaled(ctx context.Context, nb *store.Notebook, id int64, res *quant.Result) error {
 	entries, err := nb.Journal(ctx, id, 0, 0)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []quant.HandOffRecord
 	for _, e := range entries {
-		if e.Kind != EntryHandOff {
-			continue
+		switch e.Kind {
+		case EntryHandOff:
+			var h quant.HandOffRecord
+			if err := json.Unmarshal(e.Payload, &h); err != nil {
+				return fmt.Errorf("journal entry %d: %w", e.Seq, err)
+			}
+			res.HandOffs = append(res.HandOffs, h)
+		case quantrun.EntryProvenance:
+			var x struct {
+				Provenance quant.Provenance `json:"provenance"`
+			}
+			if err := json.Unmarshal(e.Payload, &x); err != nil {
+				return fmt.Errorf("journal entry %d: %w", e.Seq, err)
+			}
+			res.Provenance = &x.Provenance
 		}
-		var h quant.HandOffRecord
-		if err := json.Unmarshal(e.Payload, &h); err != nil {
-			return nil, fmt.Errorf("journal entry %d: %w", e.Seq, err)
-		}
-		out = append(out, h)
 	}
-	return out, nil
+	return nil
 }
 
 func showQuantKind(ctx context.Context, nb *store.Notebook, s store.Study) (*Shown, error) {
@@ -321,15 +330,24 @@ func quantStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, opt
 		rj = []byte(strings.ReplaceAll(string(rj), opt.Home+"/", "~/"))
 	}
 	files := receipt.Files{receipt.FileIndex: ix, "plan.json": pl.JSON, "records.json": rj}
-	if len(res.HandOffs) > 0 { // only then: a ladder without one keeps its bundle as it was
-		hj, err := canon.Marshal(res.HandOffs)
-		if err != nil {
+	// Each only when there is one: a ladder without keeps its bundle as it was.
+	add := func(name string, v any) error {
+		b, err := canon.Marshal(v)
+		if opt.Redact && opt.Home != "" {
+			b = []byte(strings.ReplaceAll(string(b), opt.Home+"/", "~/"))
+		}
+		files[name] = b
+		return err
+	}
+	if len(res.HandOffs) > 0 {
+		if err := add(fileHandOffs, res.HandOffs); err != nil {
 			return nil, err
 		}
-		if opt.Redact && opt.Home != "" {
-			hj = []byte(strings.ReplaceAll(string(hj), opt.Home+"/", "~/"))
+	}
+	if res.Provenance != nil {
+		if err := add(fileProvenance, res.Provenance); err != nil {
+			return nil, err
 		}
-		files[fileHandOffs] = hj
 	}
 	return files, receipt.Finish(files)
 }
@@ -351,6 +369,11 @@ func assembleQuantBundle(files receipt.Files, _ *receipt.Index) ([]byte, []byte,
 	if hj, ok := files[fileHandOffs]; ok {
 		if err := json.Unmarshal(hj, &res.HandOffs); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", fileHandOffs, err)
+		}
+	}
+	if pj, ok := files[fileProvenance]; ok {
+		if err := json.Unmarshal(pj, &res.Provenance); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", fileProvenance, err)
 		}
 	}
 	js, err := canon.Marshal(res)
@@ -420,6 +443,9 @@ func QuantHandOff(ctx context.Context, nb *store.Notebook, req QuantHandOffReque
 // fileHandOffs is a ladder bundle's raw list of the capacity plans it handed off.
 const fileHandOffs = "handoffs.json"
 
+// fileProvenance is a ladder bundle's raw build and machine (quant.Provenance).
+const fileProvenance = "provenance.json"
+
 // EntryHandOff journals a capacity plan a ladder handed off.
 const EntryHandOff = "quant.handoff"
 
@@ -429,10 +455,15 @@ func quantCharts(studyJSON []byte) ([]receipt.NamedChart, error) {
 	if err := json.Unmarshal(studyJSON, &res); err != nil {
 		return nil, fmt.Errorf("study.json: %w", err)
 	}
-	names, charts := quant.Charts(&res, plots.Meta{Model: filepath.Base(res.Reference.Path)})
+	meta := plots.Meta{Model: filepath.Base(res.Reference.Path)}
+	if pv := res.Provenance; pv != nil {
+		meta.Build = charts.BuildLabel(pv.Commit, int64(pv.BuildNumber), strings.Join(pv.Backends, ","))
+		meta.Machine = pv.Machine
+	}
+	names, cs := quant.Charts(&res, meta)
 	out := make([]receipt.NamedChart, len(names))
 	for i := range names {
-		out[i] = receipt.NamedChart{Name: "plots/" + names[i], Chart: charts[i]}
+		out[i] = receipt.NamedChart{Name: "plots/" + names[i], Chart: cs[i]}
 	}
 	return out, nil
 }

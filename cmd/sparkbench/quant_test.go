@@ -150,6 +150,9 @@ func TestQuantLadderOnTheMediumModel(t *testing.T) {
 	if !strings.Contains(string(md), "**Selected: "+res.Selection.Selected+"**") || !strings.Contains(string(md), "| P1 | Q8_0 stays closer to the reference than Q4_0 |") || !strings.Contains(string(md), "## Pareto frontier (tg@512 against mean KLD)") {
 		t.Errorf("receipt.md:\n%s", md)
 	}
+	if _, err := os.Stat(filepath.Join(bundle, "provenance.json")); err != nil || !strings.Contains(string(md), "Measured with llama.cpp `version: ") {
+		t.Errorf("the receipt does not say which build it measured with (%v)", err)
+	}
 	for _, chart := range []string{"pareto", "kld-bits", "candidates-tg", "candidates-pp"} {
 		if _, err := os.Stat(filepath.Join(bundle, "plots", chart+".png")); err != nil {
 			t.Errorf("no %s chart in the bundle: %v", chart, err)

@@ -49,11 +49,12 @@ type Summary struct {
 
 // Journal entry kinds the run appends.
 const (
-	EntryStarted   = "quant.started"   // a run began: the records after it are its own
-	EntryRecord    = "quant.record"    // a candidate's raw record (quant.Record), once measured
-	EntryStale     = "quant.stale"     // a cache file set aside: it no longer hashed as recorded
-	EntryImatrix   = "quant.imatrix"   // the importance matrix the candidates are quantized with
-	EntryAssembled = "quant.assembled" // the rule's choice over the records
+	EntryStarted    = "quant.started"    // a run began: the records after it are its own
+	EntryRecord     = "quant.record"     // a candidate's raw record (quant.Record), once measured
+	EntryStale      = "quant.stale"      // a cache file set aside: it no longer hashed as recorded
+	EntryImatrix    = "quant.imatrix"    // the importance matrix the candidates are quantized with
+	EntryProvenance = "quant.provenance" // the build and machine the run measures on (quant.Provenance)
+	EntryAssembled  = "quant.assembled"  // the rule's choice over the records
 )
 
 type engine struct {
@@ -108,6 +109,9 @@ func Run(ctx context.Context, nb *store.Notebook, s store.Study, o Options) (*Su
 		return nil, err
 	}
 	if _, err := nb.AppendJournal(ctx, EntryStarted, map[string]any{"study": s.ID, "plan_sha256": e.planSHA}, store.ForStudy(s.ID)); err != nil {
+		return nil, err
+	}
+	if _, err := nb.AppendJournal(ctx, EntryProvenance, map[string]any{"study": s.ID, "provenance": e.provenance(ctx)}, store.ForStudy(s.ID)); err != nil {
 		return nil, err
 	}
 	recs, err := e.candidates(ctx)
@@ -279,6 +283,17 @@ func (e *engine) journal(ctx context.Context, r quant.Record) error {
 		e.opts.Record(r)
 	}
 	return nil
+}
+
+// provenance fingerprints llama-bench of the run's build (version, devices) and the machine.
+func (e *engine) provenance(ctx context.Context) quant.Provenance {
+	fp := (&runner.Fingerprinter{}).Take(ctx, e.loc.Bench, e.env)
+	pv := quant.Provenance{VersionLine: fp.VersionLine, Commit: fp.Commit, BuildNumber: fp.BuildNumber,
+		Backends: append([]string{}, fp.Backends...), Machine: fp.Machine.String()}
+	for _, d := range fp.Devices {
+		pv.Devices = append(pv.Devices, d.Name+" ("+d.Description+")")
+	}
+	return pv
 }
 
 // note adds what a record lacks, and says it.
