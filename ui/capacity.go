@@ -23,12 +23,14 @@ type CapacityEstimator interface {
 
 // CapacityService registers, shows and runs capacity and concurrency studies: cmd wires it to
 // the notebook and llama-server (the same calls as `sparkbench capacity register|show|run`),
-// tests to fakes. RunCapacity blocks until the run ends and calls onEvent synchronously from
-// its own goroutine.
+// tests to fakes. RunCapacity blocks until the run ends and calls onEvent and onLine
+// synchronously from its own goroutine; a complete run of a study with KV arms ends with their
+// KV cache quality check (as `capacity run` does), its lines to onLine, and a complete study
+// whose arms lack the check gets the check alone.
 type CapacityService interface {
 	RegisterCapacity(ctx context.Context, p *capacity.Plan) (capacity.Registration, error)
 	ShowCapacity(ctx context.Context, id int64) (*CapacityStudy, error)
-	RunCapacity(ctx context.Context, id int64, onEvent func(capacity.RunEvent)) (*capacity.RunSummary, error)
+	RunCapacity(ctx context.Context, id int64, onEvent func(capacity.RunEvent), onLine func(string)) (*capacity.RunSummary, error)
 }
 
 // CapacityStudy is a capacity or concurrency study as the notebook records it: the report of
@@ -59,6 +61,7 @@ type CapacityPanel struct {
 	Object fyne.CanvasObject
 
 	Title, Status, Selected *widget.Label
+	KV                      *widget.Label // the KV arms' KL divergence beside their speed change (hidden: none)
 	RunButton, AbortButton  *widget.Button
 	receiptPane             // Export receipt…, as .tar.gz, its progress and Cancel export; the Receipt tab
 	Progress                *widget.ProgressBar
@@ -83,6 +86,7 @@ type CapacityPanel struct {
 
 	id        int64
 	runOnLoad int64 // run this study as soon as it has been shown (the window's --run)
+	kvOnly    bool  // the run is the KV cache check alone (every cell was measured before)
 	study     *CapacityStudy
 	rows      []capRow
 	gen       uint64
@@ -98,11 +102,12 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 		Title:       widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		Status:      widget.NewLabel(""),
 		Selected:    widget.NewLabel(""),
+		KV:          widget.NewLabel(""),
 		Progress:    widget.NewProgressBar(),
 		ProgressMsg: widget.NewLabel(""),
 		Gates:       widget.NewLabel("gates: no run yet"),
 		text:        NewThrottle(capTextInterval)}
-	for _, l := range []*widget.Label{v.Status, v.Selected, v.ProgressMsg, v.Gates} {
+	for _, l := range []*widget.Label{v.Status, v.Selected, v.KV, v.ProgressMsg, v.Gates} {
 		l.Wrapping = fyne.TextWrapWord
 	}
 	v.RunButton = widget.NewButton("Run", v.Run)
@@ -131,8 +136,9 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 	)
 	v.Tabs.OnSelected = func(*container.TabItem) { v.refreshConsole() }
 	v.Progress.Hide()
+	v.KV.Hide()
 	head := container.NewVBox(v.Title, container.NewHBox(append([]fyne.CanvasObject{v.RunButton, v.AbortButton}, v.exportControls()...)...),
-		v.Status, v.Selected, v.Progress, v.ExportBar, v.ProgressMsg, v.Gates)
+		v.Status, v.Selected, v.KV, v.Progress, v.ExportBar, v.ProgressMsg, v.Gates)
 	v.Object = container.NewBorder(head, nil, nil, nil, v.Tabs)
 	return v
 }
@@ -224,6 +230,8 @@ func (v *CapacityPanel) show(cs *CapacityStudy) {
 		sel = append(sel, "no assembled result yet: Run measures every cell, then assembles and selects")
 	}
 	v.Selected.SetText(strings.Join(sel, "\n"))
+	v.KV.SetText(kvText(r))
+	setVisible(v.KV, v.KV.Text != "")
 	if !v.Running() {
 		v.rows = assembledRows(r)
 		v.Envelope.Refresh()
@@ -234,9 +242,12 @@ func (v *CapacityPanel) show(cs *CapacityStudy) {
 			v.Grid.Show(withMeta(cs.Charts[1], v.chartMeta()))
 		}
 	}
-	if s.Status == capacity.StatusComplete {
+	switch {
+	case v.kvPending():
+		v.RunButton.SetText("Run the KV cache check (the cells are kept)")
+	case s.Status == capacity.StatusComplete:
 		v.RunButton.SetText("Run again (nothing left to run)")
-	} else {
+	default:
 		v.RunButton.SetText("Run")
 	}
 	v.Verdicts.Refresh()
@@ -315,7 +326,7 @@ func (v *CapacityPanel) updateButtons() {
 	running := v.running != 0
 	v.mu.Unlock()
 	complete := v.study != nil && v.study.Report.Study.Status == capacity.StatusComplete
-	setEnabled(v.RunButton, v.id != 0 && v.svc != nil && !running && v.study != nil && !complete)
+	setEnabled(v.RunButton, v.id != 0 && v.svc != nil && !running && v.study != nil && (!complete || v.kvPending()))
 	setEnabled(v.AbortButton, running)
 	setEnabled(v.ReceiptButton, complete && v.receipt != nil)
 }
@@ -337,13 +348,18 @@ func (v *CapacityPanel) Run() {
 	if !ok {
 		return
 	}
-	v.rows = nil
-	v.Envelope.Refresh()
-	v.Gates.SetText("gates: nothing measured yet")
+	v.kvOnly = v.kvPending()
+	start := "starting: the KV cache check (every cell was measured before)…"
+	if !v.kvOnly {
+		start = "starting: verifying the model and prompt-plan files…"
+		v.rows = nil
+		v.Envelope.Refresh()
+		v.Gates.SetText("gates: nothing measured yet")
+	}
 	v.updateButtons()
 	d := runDisplay{v.app, v.Progress, v.ProgressMsg, v.Tabs}
-	v.launch(d, cancel, v.study.Report.Study.Name, "starting: verifying the model and prompt-plan files…", func() func() string {
-		sum, err := v.svc.RunCapacity(ctx, id, v.onEvent)
+	v.launch(d, cancel, v.study.Report.Study.Name, start, func() func() string {
+		sum, err := v.svc.RunCapacity(ctx, id, v.onEvent, v.onLine)
 		return func() string { return v.runOutcome(sum, err) }
 	}, func() { v.Show(id) })
 }
@@ -352,12 +368,15 @@ func (v *CapacityPanel) Run() {
 // the run's last gate lights. UI goroutine.
 func (v *CapacityPanel) runOutcome(sum *capacity.RunSummary, err error) string {
 	v.mu.Lock()
-	if v.live != nil {
+	if v.live != nil && !v.kvOnly {
 		if gates := v.live.gates(); gates != "" {
 			v.Gates.SetText(gates)
 		}
 	}
 	v.mu.Unlock()
+	if msg, ok := kvOutcome(v.kvOnly, err); ok {
+		return msg
+	}
 	switch {
 	case errors.Is(err, capacity.ErrRunStopped) || errors.Is(err, context.Canceled):
 		return "stopped by you: the running server lifetime is recorded as halted; Run resumes the study at its first unfinished server lifetime (the finished ones are kept)."

@@ -29,6 +29,12 @@ type fakeCapacity struct {
 	runErr  error
 	runNil  bool // RunCapacity fails before a run starts (no summary)
 	assembl bool // Show returns an assembled envelope once a run finished
+	// kv is the KV cache check a complete run ends with (kvOnly: the study was complete, the
+	// check runs alone); kvQuality and kvUnchecked are what Show reports of it.
+	kv          func(kvOnly bool, say func(string)) error
+	kvQuality   []capacity.KVQuality
+	kvUnchecked []string
+	kvRuns      int
 }
 
 func (f *fakeCapacity) RegisterCapacity(_ context.Context, p *capacity.Plan) (capacity.Registration, error) {
@@ -74,14 +80,21 @@ func (f *fakeCapacity) ShowCapacity(_ context.Context, id int64) (*CapacityStudy
 		r.Verdicts = []capacity.ReportVerdict{{Prediction: "P1", Outcome: "HIT", Observed: &obs, Detail: "0.4 inside >= 0"}}
 		r.Pending = nil
 	}
+	r.KVQuality, r.KVUnchecked = f.kvQuality, f.kvUnchecked
 	return &CapacityStudy{Report: r, Plan: capPlan()}, nil
 }
 
-func (f *fakeCapacity) RunCapacity(ctx context.Context, id int64, on func(capacity.RunEvent)) (*capacity.RunSummary, error) {
+func (f *fakeCapacity) RunCapacity(ctx context.Context, id int64, on func(capacity.RunEvent), say func(string)) (*capacity.RunSummary, error) {
 	f.mu.Lock()
 	f.runs++
-	events, runErr := f.events, f.runErr
+	events, runErr, kv, kvOnly := f.events, f.runErr, f.kv, f.status == capacity.StatusComplete
 	f.mu.Unlock()
+	if kvOnly && kv != nil {
+		f.mu.Lock()
+		f.kvRuns++
+		f.mu.Unlock()
+		return &capacity.RunSummary{StudyID: id, Status: capacity.StatusComplete}, kv(true, say)
+	}
 	if events != nil {
 		events(on)
 	}
@@ -97,7 +110,11 @@ func (f *fakeCapacity) RunCapacity(ctx context.Context, id int64, on func(capaci
 	f.mu.Lock()
 	f.status, f.assembl = capacity.StatusComplete, true
 	f.mu.Unlock()
-	return &capacity.RunSummary{StudyID: id, Status: capacity.StatusComplete, RunDir: "/runs/9", Legs: 2}, nil
+	sum := &capacity.RunSummary{StudyID: id, Status: capacity.StatusComplete, RunDir: "/runs/9", Legs: 2}
+	if kv != nil {
+		return sum, kv(false, say)
+	}
+	return sum, nil
 }
 
 func waitCapValidated(t *testing.T, v *CapacityWizard, cond func() bool) {

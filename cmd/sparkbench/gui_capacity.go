@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/receipt"
@@ -75,14 +77,64 @@ func (s capacityService) ShowCapacity(ctx context.Context, id int64) (*ui.Capaci
 }
 
 // RunCapacity is `capacity run ID`: the run folder under the data folder, every lifetime a leg
-// of the notebook, study.json and the verdicts journaled.
-func (s capacityService) RunCapacity(ctx context.Context, id int64, onEvent func(capacity.RunEvent)) (*capacity.RunSummary, error) {
+// of the notebook, study.json and the verdicts journaled; a complete run then gets the KV cache
+// quality check of the study's KV arms (as `capacity run` ends), and a complete study whose arms
+// lack it gets the check alone. The check's steps and each arm's line go to onLine.
+func (s capacityService) RunCapacity(ctx context.Context, id int64, onEvent func(capacity.RunEvent), onLine func(string)) (*capacity.RunSummary, error) {
 	sum, _, err := workbench.RunCapacity(ctx, s.nb, workbench.CapacityRunRequest{ID: id, LlamaDir: s.dir(), DataDir: s.dataDir, OnEvent: onEvent})
 	var ns *workbench.NotStartedError
-	if errors.As(err, &ns) {
+	switch {
+	case errors.As(err, &ns):
 		return nil, ns.Err
+	case err == nil && sum != nil && sum.Status == capacity.StatusComplete:
+		_, kerr := s.kvQuality(ctx, id, onLine)
+		return sum, kerr
+	case errors.Is(err, capacity.ErrAlreadyAssembled):
+		pending, kerr := s.kvQuality(ctx, id, onLine)
+		if pending == 0 && kerr == nil {
+			return nil, err // nothing left to run
+		}
+		return &capacity.RunSummary{StudyID: id, Status: capacity.StatusComplete}, kerr
 	}
 	return sum, err
+}
+
+// kvQuality runs the KV cache check of complete study id (workbench.CapacityKVQuality: the
+// window's build, the data folder's corpus and base logits) and tells onLine each KV arm's
+// line as `capacity run` ends: its speed change beside its KL divergence, or that it is not
+// checked. pending is how many arms lacked a check before; a check that failed, or left arms
+// unchecked (no llama-perplexity: said, not an error of the CLI), is a *ui.KVCheckError.
+func (s capacityService) kvQuality(ctx context.Context, id int64, onLine func(string)) (int, error) {
+	why := ""
+	say := func(line string) {
+		if r, ok := strings.CutPrefix(line, "kv quality: not checked: "); ok {
+			why = " (" + r + ")"
+		}
+		if onLine != nil {
+			onLine(line)
+		}
+	}
+	pending, _, err := workbench.CapacityKVQuality(ctx, s.nb, workbench.CapacityKVRequest{ID: id, LlamaDir: s.dir(), DataDir: s.dataDir, Say: say})
+	if err != nil {
+		return pending, &ui.KVCheckError{Err: err}
+	}
+	rep, err := workbench.ShowCapacity(ctx, s.nb, id)
+	if err != nil {
+		return pending, &ui.KVCheckError{Err: err}
+	}
+	if len(rep.KVQuality)+len(rep.KVUnchecked) > 0 {
+		say(fmt.Sprintf("study %d KV cache types: speed against quality (KL divergence from an f16 cache on the same model):", id))
+	}
+	for _, q := range rep.KVQuality {
+		say("  " + capacity.KVQualityLine(q))
+	}
+	for _, c := range rep.KVUnchecked {
+		say(fmt.Sprintf("  %s: KL divergence not checked (Run checks it)", c))
+	}
+	if n := len(rep.KVUnchecked); n > 0 {
+		return pending, &ui.KVCheckError{Err: fmt.Errorf("%d KV arm(s) not checked%s", n, why)}
+	}
+	return pending, nil
 }
 
 // EstimateCapacity is ui.CapacityEstimator (workbench.EstimateCapacity).
