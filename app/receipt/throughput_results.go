@@ -210,6 +210,19 @@ func (tb *throughputBundle) results(bandwidth float64) (*study.Results, map[stri
 		stored[k] = study.StoredLeg{ID: r.ID, Label: r.Label, PlanLeg: r.PlanLeg, Role: r.Role, Attempt: r.Attempt, State: r.State, Class: r.Class}
 		index[r.ID] = i
 	}
+	if tb.plan.Adaptive != nil { // the engine's reading of adaptive chunks (study.BuildResults)
+		for k, i := range order {
+			stored[k].Argv = tb.legs[i].rec.Argv
+		}
+		var all []study.StoredRow
+		for _, i := range order {
+			all = append(all, tb.legs[i].rows...)
+		}
+		st := study.NewAdaptiveState(tb.plan, "", legs, stored, all)
+		res.Finished, res.Rows = st.Finished(), st.ResultRows()
+		preds, err := tb.predictions()
+		return res, preds, err
+	}
 	// The engine's reading of the legs: final plan legs, and the attempt whose rows count.
 	finished, counting := study.FinalLegs(tb.plan, legs, stored)
 	res.Finished = finished
@@ -230,6 +243,12 @@ func (tb *throughputBundle) results(bandwidth float64) (*study.Results, map[stri
 				Model: modelOfRow(tb.plan, byID[pl], &row.Result), Result: row.Result})
 		}
 	}
+	preds, err := tb.predictions()
+	return res, preds, err
+}
+
+// predictions are the plan's predictions with accepted amendments applied.
+func (tb *throughputBundle) predictions() (map[string]study.Prediction, error) {
 	preds := map[string]study.Prediction{}
 	for _, p := range tb.plan.Predictions {
 		preds[p.ID] = p
@@ -241,11 +260,11 @@ func (tb *throughputBundle) results(bandwidth float64) (*study.Results, map[stri
 		}
 		var ch study.AmendmentChange
 		if err := json.Unmarshal(a.Change, &ch); err != nil {
-			return nil, nil, fmt.Errorf("amendment of %s: %w", key, err)
+			return nil, fmt.Errorf("amendment of %s: %w", key, err)
 		}
 		preds[key] = ch.After
 	}
-	return res, preds, nil
+	return preds, nil
 }
 
 func modelOfRow(p *study.Plan, lp study.LegPlan, r *benchfmt.Result) string {

@@ -55,6 +55,7 @@ func (r *run) runAdaptive(ctx context.Context, sum *study.RunSummary) (halted bo
 	for {
 		st := study.NewAdaptiveState(l.Plan, l.St.PlanDir, l.Legs, l.Stored, l.Rows)
 		r.adaptiveFinal = st.Finished()
+		r.progress.LegsDone = len(r.adaptiveFinal)
 		if st.Stop {
 			return false, r.noteAdaptive(ctx, st)
 		}

@@ -183,6 +183,10 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan, chunk *chunkRun) (le
 		}
 	}
 	spec := runner.LegSpec{ID: lp.ID, Bench: e.Bench, Args: args, Env: lp.Env, CVGate: r.gate()}
+	if chunk != nil {
+		// A chunk's spread is what the stopping rule measures and answers with more chunks.
+		spec.CVGate = runner.CVGate{Off: true}
+	}
 	if lp.Device != "" && lp.Device != "none" && lp.Device != "auto" {
 		spec.DeviceGate = &runner.DeviceGate{Want: lp.Device}
 	}
