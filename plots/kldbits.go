@@ -43,27 +43,10 @@ func (c KLDBitsChart) LimitPoints(int) Chart     { return c }
 // KLDBits draws mean KLD (log scale) against bits per weight, the candidates joined in order
 // of bits, each p99 a whisker, every candidate labelled.
 func KLDBits(c KLDBitsChart) (*plot.Plot, error) {
-	p := newPlot("Quantization ladder: KLD against bits per weight")
-	h := &header{subtitle: c.Meta.subtitle()}
-	c.Meta.notes(h)
-	p.X.Label.Text = "bits per weight (from the file's tensor table)"
-	p.Y.Label.Text = "KLD (log scale)"
-	var pts []KLDBitsPoint
-	for _, pt := range c.Points {
-		switch {
-		case pt.KLD <= 0 || !finite(pt.KLD):
-			h.note("%s: mean KLD %g cannot be placed on a log axis; not drawn", pt.Label, pt.KLD)
-		case pt.Bits <= 0 || !finite(pt.Bits):
-			h.note("%s: no bits per weight; not drawn", pt.Label)
-		default:
-			pts = append(pts, pt)
-		}
-	}
+	p, h := ladderChart(c.Meta, "Quantization ladder: KLD against bits per weight", "bits per weight (from the file's tensor table)", "KLD (log scale)")
+	pts := drawable(h, c.Points, func(pt KLDBitsPoint) (string, float64, float64) { return pt.Label, pt.KLD, pt.Bits }, "bits per weight")
 	if len(pts) == 0 {
-		p.Add(message{"no candidate measured for both KLD and size"})
-		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
-		h.attach(p)
-		return p, nil
+		return nothingDrawn(p, h, "no candidate measured for both KLD and size")
 	}
 	slices.SortStableFunc(pts, func(a, b KLDBitsPoint) int { return cmp.Compare(a.Bits, b.Bits) })
 	// log10 of the KLD on a linear axis, ticked in decades: gonum places a log axis's label

@@ -48,27 +48,11 @@ func Pareto(c ParetoChart) (*plot.Plot, error) {
 	if fig == "" {
 		fig = "speed"
 	}
-	p := newPlot(fmt.Sprintf("Quantization ladder: %s against mean KLD", fig))
-	h := &header{subtitle: c.Meta.subtitle()}
-	c.Meta.notes(h)
-	p.X.Label.Text = "mean KL divergence from the reference (log scale; lower is closer)"
-	p.Y.Label.Text = fig + " (t/s)"
-	var pts []ParetoPoint
-	for _, pt := range c.Points {
-		switch {
-		case pt.KLD <= 0 || math.IsNaN(pt.KLD) || math.IsInf(pt.KLD, 0):
-			h.note("%s: mean KLD %g cannot be placed on a log axis; not drawn", pt.Label, pt.KLD)
-		case pt.Speed <= 0 || math.IsNaN(pt.Speed):
-			h.note("%s: no %s; not drawn", pt.Label, fig)
-		default:
-			pts = append(pts, pt)
-		}
-	}
+	p, h := ladderChart(c.Meta, fmt.Sprintf("Quantization ladder: %s against mean KLD", fig),
+		"mean KL divergence from the reference (log scale; lower is closer)", fig+" (t/s)")
+	pts := drawable(h, c.Points, func(pt ParetoPoint) (string, float64, float64) { return pt.Label, pt.KLD, pt.Speed }, fig)
 	if len(pts) == 0 {
-		p.Add(message{"no candidate measured for both speed and KLD"})
-		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
-		h.attach(p)
-		return p, nil
+		return nothingDrawn(p, h, "no candidate measured for both speed and KLD")
 	}
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
@@ -138,6 +122,42 @@ func Pareto(c ParetoChart) (*plot.Plot, error) {
 	}
 	p.X.Min, p.X.Max = pad(lo, hi)
 	p.Y.Min, p.Y.Max = ylo*0.9, yhi*1.1
+	h.attach(p)
+	return p, nil
+}
+
+// ladderChart starts a quantization ladder chart: the plot with its title and axis labels, and
+// its header with the meta's subtitle and notes.
+func ladderChart(meta Meta, title, x, y string) (*plot.Plot, *header) {
+	p := newPlot(title)
+	h := &header{subtitle: meta.subtitle()}
+	meta.notes(h)
+	p.X.Label.Text, p.Y.Label.Text = x, y
+	return p, h
+}
+
+// drawable keeps the candidates a ladder chart can place: a mean KLD above 0 (a log axis) and
+// a positive, finite other figure (what names it); each one left out is noted in the header.
+func drawable[T any](h *header, pts []T, get func(T) (label string, kld, other float64), what string) []T {
+	var out []T
+	for _, pt := range pts {
+		label, kld, other := get(pt)
+		switch {
+		case kld <= 0 || !finite(kld):
+			h.note("%s: mean KLD %g cannot be placed on a log axis; not drawn", label, kld)
+		case other <= 0 || !finite(other):
+			h.note("%s: no %s; not drawn", label, what)
+		default:
+			out = append(out, pt)
+		}
+	}
+	return out
+}
+
+// nothingDrawn ends a chart with no point to place: the message in the middle, the header.
+func nothingDrawn(p *plot.Plot, h *header, msg string) (*plot.Plot, error) {
+	p.Add(message{msg})
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
 	h.attach(p)
 	return p, nil
 }
