@@ -245,21 +245,8 @@ func exitText[C ~string](class C, reason string) string {
 // its requests short with that reason. Request events go out as requests end; the file gets
 // the cell's records at its end, where a failed record also names the server's exit.
 func (r *Run) cell(rw *capacity.RequestWriter, key string, srv *server.Server, cfg loadgen.Config, nPredict int) (capacity.RunCell, error) {
-	cfg.URL = srv.URL()
-	cfg.Transport = loadgen.NewTransport(cfg.Clients)
-	srv.Track(cfg.Transport)
-	defer cfg.Transport.CloseIdleConnections()
-	actx, acancel := context.WithCancelCause(r.ctx)
-	defer acancel(nil)
-	go func() {
-		select {
-		case <-srv.Done():
-			x, _ := srv.Exited()
-			acancel(errors.New(exitText(x.Class, x.Reason)))
-		case <-actx.Done():
-		}
-	}()
-	a := loadgen.Start(actx, cfg)
+	a, done := r.startOn(srv, cfg, cfg.Clients)
+	defer done()
 	var recs []capacity.RequestRecord
 	var werr error
 	retries := 0
@@ -295,6 +282,27 @@ func (r *Run) cell(rw *capacity.RequestWriter, key string, srv *server.Server, c
 	}
 	summarise(&cell, recs, nPredict)
 	return cell, werr
+}
+
+// startOn starts the load of cfg on a live server with a transport of conns connections; a
+// server that dies cuts the load short with its exit. done releases the watch and transport.
+func (r *Run) startOn(srv *server.Server, cfg loadgen.Config, conns int) (a *loadgen.Attack, done func()) {
+	cfg.URL = srv.URL()
+	cfg.Transport = loadgen.NewTransport(conns)
+	srv.Track(cfg.Transport)
+	actx, acancel := context.WithCancelCause(r.ctx)
+	go func() {
+		select {
+		case <-srv.Done():
+			x, _ := srv.Exited()
+			acancel(errors.New(exitText(x.Class, x.Reason)))
+		case <-actx.Done():
+		}
+	}()
+	return loadgen.Start(actx, cfg), func() {
+		acancel(nil)
+		cfg.Transport.CloseIdleConnections()
+	}
 }
 
 // connectionLost says whether a request error is the connection failing under it (refused,

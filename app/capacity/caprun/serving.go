@@ -86,21 +86,9 @@ func (r *Run) servingProbes(p *capacity.Plan, sha string, key capacity.LifetimeK
 
 // probeOn runs one probe against a live server; a server that dies cuts it short.
 func (r *Run) probeOn(srv *server.Server, cfg loadgen.Config) []loadgen.Result {
-	cfg.URL = srv.URL()
-	cfg.Transport = loadgen.NewTransport(cfg.MaxInFlight)
-	srv.Track(cfg.Transport)
-	defer cfg.Transport.CloseIdleConnections()
-	actx, acancel := context.WithCancelCause(r.ctx)
-	defer acancel(nil)
-	go func() {
-		select {
-		case <-srv.Done():
-			x, _ := srv.Exited()
-			acancel(errors.New(exitText(x.Class, x.Reason)))
-		case <-actx.Done():
-		}
-	}()
-	return drain(loadgen.Start(actx, cfg))
+	a, done := r.startOn(srv, cfg, cfg.MaxInFlight)
+	defer done()
+	return drain(a)
 }
 
 func drain(a *loadgen.Attack) []loadgen.Result {
