@@ -119,18 +119,44 @@ func claimFields(ids []string) (*widget.Entry, *widget.Select) {
 }
 
 // bandOrQuestion are the kind fields of an Add a prediction dialog that offers a band or a
-// question: the kind's choice (band first) and the band's bounds, shown only for a band.
-func bandOrQuestion() (kind *widget.Select, lo, hi *widget.Entry, kinds *switchedForm) {
+// question (and a comparison, when its fields are given): the kind's choice (band first) and
+// the band's bounds, shown only for a band, the comparison's only for a comparison.
+func bandOrQuestion(comparison ...*widget.FormItem) (kind *widget.Select, lo, hi *widget.Entry, kinds *switchedForm) {
 	lo, hi = widget.NewEntry(), widget.NewEntry()
 	lo.SetPlaceHolder("lower bound (empty: open)")
 	hi.SetPlaceHolder("upper bound (empty: open)")
-	kinds = newSwitchedForm(map[string][]*widget.FormItem{
+	parts := map[string][]*widget.FormItem{
 		"band":     {widget.NewFormItem("Band lo", lo), widget.NewFormItem("Band hi", hi)},
 		"question": nil,
-	})
-	kind = widget.NewSelect([]string{"band", "question"}, kinds.show)
+	}
+	names := []string{"band", "question"}
+	if len(comparison) > 0 {
+		parts["comparison"] = comparison
+		names = []string{"band", "comparison", "question"}
+	}
+	kinds = newSwitchedForm(parts)
+	kind = widget.NewSelect(names, kinds.show)
 	kind.SetSelected("band")
 	return kind, lo, hi, kinds
+}
+
+// comparisonFields are a comparison's operator (>=, <=, within; >= chosen) and its tolerance
+// in percent (0 written in), as the Add a prediction dialogs offer them.
+func comparisonFields() (op *widget.Select, tol *widget.Entry) {
+	op = widget.NewSelect([]string{">=", "<=", "within"}, nil)
+	op.SetSelected(">=")
+	tol = widget.NewEntry()
+	tol.SetText("0")
+	return op, tol
+}
+
+// tolerancePercent is a comparison's tolerance written in percent, as a fraction (empty: 0).
+func tolerancePercent(tol string) (float64, error) {
+	t, err := optFloat("tolerance", tol)
+	if err != nil || t == nil {
+		return 0, err
+	}
+	return *t / 100, nil
 }
 
 // studyFormPage lays out a New study form: the top row (heading and buttons), the form's

@@ -512,3 +512,85 @@ func TestStudiesShowALadder(t *testing.T) {
 		}
 	})
 }
+
+// The ladder's Add a prediction dialog also offers a comparison: a figure of one candidate
+// against the same figure of another (for speed, at a TEST@DEPTH of each), with an operator and
+// a tolerance in percent; its fields are shown only for a comparison, and the kind's rules
+// check it with the plan (a right-hand candidate the plan does not list is refused).
+func TestQuantWizardComparisonPrediction(t *testing.T) {
+	a := newTestApp(t)
+	ref := filepath.Join(modelsDir(), "tiny-llama-f16.gguf")
+	models := []app.ModelEntry{app.InspectModel(ref)}
+	svc := &fakeQuant{types: fakeTypes, corpus: writeCorpus(t)}
+	v := build(func() *QuantWizard {
+		return newQuantWizard(a.NewWindow("t"), svc, nil, func() []app.ModelEntry { return models }, nil)
+	})
+	waitSignalled(t, v.TypesLoaded, 10*time.Second, func() bool { return len(v.Quants.Options) == len(fakeTypes) }, nil)
+	Locked(func() {
+		test.Type(v.Name, "tiny ladder")
+		v.Reference.SetSelected(ref)
+		v.Quants.SetSelected([]string{"Q8_0", "Q4_0"})
+		v.Depths.SetText("0,256")
+		v.Chunks.SetText("2")
+	})
+	waitQuantValidated(t, v, func() bool { return v.Problems.Text == "no problems: ready to register" })
+	var pred quant.Prediction
+	Locked(func() {
+		f := v.newPredictionForm()
+		if f.kinds.shown("comparison") || f.thanForm.Visible() {
+			t.Error("the comparison's fields are shown for a band")
+		}
+		if !slices.Equal(f.kind.Options, []string{"band", "comparison", "question"}) {
+			t.Errorf("kinds offered %v", f.kind.Options)
+		}
+		f.kind.SetSelected("comparison")
+		f.text.SetText("Q4_0 is as fast at 256 as Q8_0 at 0")
+		f.figure.SetSelected(string(quant.FigureSpeed))
+		f.cand.SetSelected("Q4_0")
+		f.at.SetSelected("tg@256")
+		if !f.kinds.shown("comparison") || !f.thanForm.Visible() || f.kinds.shown("band") {
+			t.Errorf("comparison fields shown %v, right-hand TEST@DEPTH shown %v", f.kinds.shown("comparison"), f.thanForm.Visible())
+		}
+		f.thanCand.SetSelected("Q8_0")
+		f.thanAt.SetSelected("tg@0")
+		f.op.SetSelected("within")
+		f.tol.SetText("5")
+		var err error
+		if pred, err = f.build(); err != nil {
+			t.Fatal(err)
+		}
+		f.tol.SetText("five")
+		if _, err := f.build(); err == nil || !strings.Contains(err.Error(), `tolerance: "five" is not a number`) {
+			t.Errorf("a tolerance that is not a number: %v", err)
+		}
+		f.figure.SetSelected(string(quant.FigureKLDMean))
+		if f.thanForm.Visible() {
+			t.Error("the right-hand TEST@DEPTH is shown for a KLD figure")
+		}
+	})
+	want := quant.Prediction{Kind: study.KindComparison, Text: "Q4_0 is as fast at 256 as Q8_0 at 0", Op: "within", Tolerance: 0.05,
+		About: quant.Selector{Figure: quant.FigureSpeed, Candidate: "Q4_0", At: "tg@256"}, Than: &quant.Selector{Figure: quant.FigureSpeed, Candidate: "Q8_0", At: "tg@0"}}
+	if gj, wj := fmt.Sprintf("%+v %+v", pred, *pred.Than), fmt.Sprintf("%+v %+v", want, *want.Than); gj != wj {
+		t.Fatalf("comparison\n%s\nwant\n%s", gj, wj)
+	}
+	bad, err := quantComparison(quant.Prediction{Kind: study.KindComparison, Text: "x", About: quant.Selector{Figure: quant.FigureKLDMean, Candidate: "Q4_0"}},
+		"<=", "Q2_K", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	Locked(func() { v.AddPrediction(bad) })
+	waitQuantValidated(t, v, func() bool {
+		return strings.Contains(v.Problems.Text, `predictions[0].than.candidate: "Q2_K"`) && v.RegisterBtn.Disabled()
+	})
+	Locked(func() {
+		v.Predictions.Select(0)
+		test.Tap(v.RemovePred)
+		v.AddPrediction(pred)
+	})
+	waitQuantValidated(t, v, func() bool { return v.Problems.Text == "no problems: ready to register" && len(v.preds) == 1 })
+	Locked(func() {
+		if got := quantPredictionLine(v.preds[0]); !strings.Contains(got, "within 5% of") {
+			t.Errorf("listed as %q", got)
+		}
+	})
+}

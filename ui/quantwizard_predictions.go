@@ -22,46 +22,92 @@ func quantPredictionLine(p quant.Prediction) string {
 	return fmt.Sprintf("%s  %s  [%s] %s — %s", p.ID, p.Kind, p.About.String(), p.Expectation(), p.Text)
 }
 
-// predictionDialog adds a band or question prediction about one figure of one candidate (a
-// type of the plan, or the one the rule selects, or its runner-up).
+// predictionDialog adds a band, comparison or question prediction about one figure of one
+// candidate (a type of the plan, or the one the rule selects, or its runner-up); a comparison
+// sets it against the same figure of another candidate (at another TEST@DEPTH for speed).
 func (v *QuantWizard) predictionDialog() {
 	f := v.newPredictionForm()
 	addPredictionDialog(v.win, f.content, f.build, v.AddPrediction)
 }
 
 // quantPredictionForm is the ladder's Add a prediction dialog: the claim, the figure and the
-// candidate, the speed figure's TEST@DEPTH only for speed, the band's bounds only for a band.
+// candidate, the speed figure's TEST@DEPTH only for speed, the band's bounds only for a band,
+// the comparison's operator, right-hand candidate (and TEST@DEPTH) and tolerance only for a
+// comparison.
 type quantPredictionForm struct {
-	content      fyne.CanvasObject
-	kind, figure *widget.Select
-	cand, at     *widget.Select
-	text, lo, hi *widget.Entry
-	kinds        *switchedForm
-	atForm       *widget.Form
-	figureNames  []string
+	content          fyne.CanvasObject
+	kind, figure     *widget.Select
+	cand, at         *widget.Select
+	op, thanCand     *widget.Select
+	thanAt           *widget.Select
+	text, lo, hi     *widget.Entry
+	tol              *widget.Entry
+	kinds            *switchedForm
+	atForm, thanForm *widget.Form
+	figureNames      []string
 }
 
 func (v *QuantWizard) newPredictionForm() *quantPredictionForm {
 	p, _ := v.Plan()
 	f := &quantPredictionForm{}
-	f.text, f.cand = claimFields(append(slices.Clone(p.Quants), quant.CandidateSelected, quant.CandidateRunnerUp))
+	cands := append(slices.Clone(p.Quants), quant.CandidateSelected, quant.CandidateRunnerUp)
+	f.text, f.cand = claimFields(cands)
 	f.at = widget.NewSelect(slices.Clone(v.Maximize.Options), nil)
 	f.at.SetSelected(v.Maximize.Selected)
 	f.atForm = widget.NewForm(widget.NewFormItem("at (TEST@DEPTH)", f.at))
-	f.kind, f.lo, f.hi, f.kinds = bandOrQuestion()
+	f.op, f.tol = comparisonFields()
+	f.thanCand = widget.NewSelect(cands, nil)
+	if len(cands) > 1 {
+		f.thanCand.SetSelected(cands[1])
+	}
+	f.thanAt = widget.NewSelect(slices.Clone(v.Maximize.Options), nil)
+	f.thanAt.SetSelected(v.Maximize.Selected)
+	f.thanForm = widget.NewForm(widget.NewFormItem("than at (TEST@DEPTH)", f.thanAt))
+	f.kind, f.lo, f.hi, f.kinds = bandOrQuestion(widget.NewFormItem("Comparison", f.op), widget.NewFormItem("than candidate", f.thanCand),
+		widget.NewFormItem("tolerance %", f.tol))
 	for _, fig := range quant.Figures {
 		f.figureNames = append(f.figureNames, string(fig))
 	}
-	f.figure = widget.NewSelect(f.figureNames, func(s string) { setVisible(f.atForm, s == string(quant.FigureSpeed)) })
+	f.figure = widget.NewSelect(f.figureNames, func(s string) { f.showAt() })
 	f.figure.SetSelected(string(quant.FigureKLDMean))
 	common := widget.NewForm(widget.NewFormItem("Kind", f.kind), widget.NewFormItem("Claim", f.text),
 		widget.NewFormItem("About: figure", f.figure), widget.NewFormItem("candidate", f.cand))
-	f.content = container.NewVBox(common, f.atForm, f.kinds.box)
+	kindChanged := f.kind.OnChanged
+	f.kind.OnChanged = func(s string) { kindChanged(s); f.showAt() }
+	f.content = container.NewVBox(common, f.atForm, f.kinds.box, f.thanForm)
+	f.showAt()
 	return f
 }
 
+// showAt shows the TEST@DEPTH choices of a speed figure: the left-hand one, and the
+// right-hand one of a comparison.
+func (f *quantPredictionForm) showAt() {
+	speed := f.figure != nil && f.figure.Selected == string(quant.FigureSpeed)
+	setVisible(f.atForm, speed)
+	setVisible(f.thanForm, speed && f.kind.Selected == string(study.KindComparison))
+}
+
 func (f *quantPredictionForm) build() (quant.Prediction, error) {
-	return buildQuantPrediction(f.kind.Selected, f.text.Text, f.figure.Selected, f.cand.Selected, f.at.Selected, f.lo.Text, f.hi.Text)
+	p, err := buildQuantPrediction(f.kind.Selected, f.text.Text, f.figure.Selected, f.cand.Selected, f.at.Selected, f.lo.Text, f.hi.Text)
+	if err != nil || p.Kind != study.KindComparison {
+		return p, err
+	}
+	return quantComparison(p, f.op.Selected, f.thanCand.Selected, f.thanAt.Selected, f.tol.Text)
+}
+
+// quantComparison makes p a comparison of its figure against the same figure of candidate cand
+// (for speed at TEST@DEPTH at, that of p when empty): op, and the tolerance in percent.
+func quantComparison(p quant.Prediction, op, cand, at, tol string) (quant.Prediction, error) {
+	p.Op = op
+	than := p.About
+	than.Candidate = cand
+	if than.Figure == quant.FigureSpeed && at != "" {
+		than.At = at
+	}
+	p.Than = &than
+	var err error
+	p.Tolerance, err = tolerancePercent(tol)
+	return p, err
 }
 
 // buildQuantPrediction turns the dialog's fields into a prediction (its rules are checked by

@@ -108,13 +108,10 @@ func (v *WizardView) newPredictionForm() *predictionForm {
 	f.hi.SetPlaceHolder("upper bound (empty: open)")
 	f.arms = widget.NewEntry()
 	f.arms.SetPlaceHolder("fork arms: name:lo:hi; name:lo:hi (empty bound = open)")
-	f.op = widget.NewSelect([]string{">=", "<=", "within"}, nil)
-	f.op.SetSelected(">=")
+	f.op, f.tol = comparisonFields()
 	f.thanModel = widget.NewSelect(ids, nil)
 	f.thanDepth = widget.NewEntry()
 	f.thanDepth.SetPlaceHolder("right-hand depth")
-	f.tol = widget.NewEntry()
-	f.tol.SetText("0")
 	f.kinds = newSwitchedForm(map[string][]*widget.FormItem{
 		"band":       {widget.NewFormItem("Band lo", f.lo), widget.NewFormItem("Band hi", f.hi)},
 		"fork":       {widget.NewFormItem("Fork arms", f.arms)},
@@ -256,13 +253,7 @@ func buildPrediction(kind, text, figure, model, test, depth, line, lo, hi, arms,
 			than.Depth = d
 		}
 		p.Than = &than
-		t, err := optFloat("tolerance", tol)
-		if err != nil {
-			return p, err
-		}
-		if t != nil {
-			p.Tolerance = *t / 100
-		}
+		p.Tolerance, err = tolerancePercent(tol)
 	}
-	return p, nil
+	return p, err
 }
