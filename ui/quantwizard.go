@@ -15,6 +15,7 @@ import (
 
 	"sparkbench/app"
 	"sparkbench/app/quant"
+	"sparkbench/app/study"
 )
 
 // QuantWizard builds a quantization ladder (docs/quant.md) by point and click: the reference
@@ -35,6 +36,7 @@ type QuantWizard struct {
 	NPrompt    *widget.Entry
 	NGen       *widget.Entry
 	Reps       *widget.Entry
+	CVMax      *widget.Entry // the speed legs' CV gate, one limit for tg and pp (empty: the defaults)
 	Threads    *widget.Entry
 	Corpus     *widget.Entry // empty: the project's own corpus
 	CorpusFile *widget.Button
@@ -100,6 +102,7 @@ func newQuantWizard(win fyne.Window, svc QuantService, lib app.ModelLibrary, mod
 	v.NPrompt = entry("512", "prompt tokens (-p)")
 	v.NGen = entry("128", "generated tokens (-n)")
 	v.Reps = entry("5", "repetitions (-r)")
+	v.CVMax = entry("", "a fraction; empty: 0.05 for tg and pp at d0, 0.10 for pp at depth")
 	v.Threads = entry("1", "threads (-t)")
 	v.Corpus = entry("", "empty: the project's own corpus (CC0); or a text file")
 	v.CorpusFile = widget.NewButton("Choose file…", func() {
@@ -137,6 +140,7 @@ func newQuantWizard(win fyne.Window, svc QuantService, lib app.ModelLibrary, mod
 		widget.NewFormItem("Speed: prompt tokens", v.NPrompt),
 		widget.NewFormItem("Speed: generated tokens", v.NGen),
 		widget.NewFormItem("Speed: repetitions", v.Reps),
+		widget.NewFormItem("Speed: CV limit", v.CVMax),
 		widget.NewFormItem("Speed: threads", v.Threads),
 		widget.NewFormItem("Quality corpus", container.NewBorder(nil, nil, nil, v.CorpusFile, v.Corpus)),
 		widget.NewFormItem("Quality: context", v.Ctx),
@@ -347,6 +351,11 @@ func (v *QuantWizard) Plan() (*quant.Plan, []string) {
 	p.Speed.NGen = one("generated tokens", v.NGen.Text)
 	p.Speed.Reps = one("repetitions", v.Reps.Text)
 	p.Speed.Threads = one("threads", v.Threads.Text)
+	cv, err := optFloat("CV limit", v.CVMax.Text)
+	add(err)
+	if cv != nil { // one limit for every test: a leg over it is flagged and run again
+		p.Speed.Gates = study.Gates{CVTG: *cv, CVPPDepth: *cv, CVPPD0: *cv}
+	}
 	p.Quality.Corpus.Path = strings.TrimSpace(v.Corpus.Text)
 	if p.Quality.Corpus.Path == "" {
 		v.mu.Lock()

@@ -73,6 +73,10 @@ func TestWindowRegistersRunsAndHandsOffALadder(t *testing.T) {
 		q.NPrompt.SetText("32")
 		q.NGen.SetText("8")
 		q.Reps.SetText("2")
+		// two repetitions of 8 tokens on a shared 2-core machine spread wider than the 5%
+		// default gate (both candidates were once flagged three times over): 50%, as the CLI
+		// ladder tests open theirs
+		q.CVMax.SetText("0.5")
 		q.Chunks.SetText("2")
 		q.KLDMean.SetText("0.05")
 	})
@@ -247,7 +251,7 @@ func checkSameAsCLI(t *testing.T, nb *store.Notebook, id int64, ref, build, tmp 
 	file := filepath.Join(tmp, "ladder.json")
 	plan := fmt.Sprintf(`{"schema": "sparkbench.quant/v1", "name": "window ladder", "build": {"dir": %q},
   "reference": {"path": %q, "sha256": %q}, "quants": ["Q8_0", "Q4_0"],
-  "speed": {"depths": [0], "n_prompt": 32, "n_gen": 8, "reps": 2},
+  "speed": {"depths": [0], "n_prompt": 32, "n_gen": 8, "reps": 2, "gates": {"cv_tg": 0.5, "cv_pp_depth": 0.5, "cv_pp_d0": 0.5}},
   "quality": {"corpus": {"path": %q, "sha256": %q}, "ctx": 128, "chunks": 2},
   "rule": {"maximize": "tg@0", "limits": {"kld_mean_max": 0.05}},
   "predictions": [{"id": "P1", "text": "Q8_0 stays close", "kind": "band", "about": {"figure": "kld_mean", "candidate": "Q8_0"}, "hi": 0.05}]}`, build, ref, mediumSHA, corpus, corpusSHA)
