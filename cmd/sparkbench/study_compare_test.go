@@ -135,15 +135,23 @@ func TestStudyCompareCLI(t *testing.T) {
 	}
 	// Two repetitions: no interval, no p-value. Every cell the study has a result for is
 	// named (a busy machine can make the CV gate flag one of two reps: that row is no result).
-	two := registerAndRun(t, nb, writeSmallPlan(t, dir, "compare two reps", tiny, tinySHA, "0", 2), loc.Dir, true)
-	rows, err := (store.StudyRecorder{N: n}).Rows(context.Background(), int64(mustAtoi(t, two)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Under heavy load both cells can be flagged (two reps can spread past even a 100% gate):
+	// such a study has nothing to compare, so another is run, up to three.
+	var two string
 	results := 0
-	for _, r := range rows {
-		if r.Status == "result" {
-			results++
+	for attempt := 1; attempt <= 3 && results == 0; attempt++ {
+		two = registerAndRun(t, nb, writeSmallPlan(t, dir, fmt.Sprintf("compare two reps %d", attempt), tiny, tinySHA, "0", 2), loc.Dir, true)
+		rows, err := (store.StudyRecorder{N: n}).Rows(context.Background(), int64(mustAtoi(t, two)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Status == "result" {
+				results++
+			}
+		}
+		if results == 0 {
+			t.Logf("study %s (two reps) has no result row: running another", two)
 		}
 	}
 	code, out, errOut = runCLI("study", "compare", base, two, "--notebook", nb, "--json")
