@@ -108,7 +108,9 @@ func TestCapacityServerTaxRealBatchedBench(t *testing.T) {
 	model := llamatest.Model(t, "tiny-llama-f16.gguf")
 
 	// On this machine llama-batched-bench now and then exits 0 having printed nothing at all
-	// (no log line either): such a run is tried again, at most three times in all.
+	// (no log line either), or only some of its rows (a clean-clone CI run under load got the
+	// B=1 row alone, through a plain pipe: the tool's own output is lost at exit, not the
+	// runner's pty): such a run is tried again, at most three times in all.
 	var stdout, stderr bytes.Buffer
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -122,10 +124,10 @@ func TestCapacityServerTaxRealBatchedBench(t *testing.T) {
 		if err != nil {
 			t.Fatalf("llama-batched-bench: %v\n%s", err, stderr.Bytes())
 		}
-		if stdout.Len() > 0 || stderr.Len() > 0 || attempt == 3 {
+		if bytes.Count(stdout.Bytes(), []byte(`"pl": `)) >= 2 || attempt == 3 {
 			break
 		}
-		t.Logf("llama-batched-bench attempt %d exited 0 without any output; trying again", attempt)
+		t.Logf("llama-batched-bench attempt %d exited 0 with %d of its 2 rows; trying again", attempt, bytes.Count(stdout.Bytes(), []byte(`"pl": `)))
 	}
 	bf := filepath.Join(dir, "tiny-batched.jsonl")
 	if err := os.WriteFile(bf, stdout.Bytes(), 0o644); err != nil {
