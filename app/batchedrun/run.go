@@ -38,6 +38,8 @@ type Request struct {
 	OnEvent func(runner.Event)
 	// Fingerprinter is shared between legs to cache the build's fingerprint; nil: a new one.
 	Fingerprinter *runner.Fingerprinter
+	// OnRetry, if set, is told when an incomplete attempt runs again (a line).
+	OnRetry func(line string)
 }
 
 // Result is what was run and recorded.
@@ -46,7 +48,9 @@ type Result struct {
 	LegID   int64
 	Model   store.BatchedModel
 	Leg     *runner.BatchedLegResult
-	Stored  int // rows written to the notebook (all the tool printed, whatever the class)
+	Stored  int // rows the last attempt wrote to the notebook (all the tool printed, whatever the class)
+	// Attempts is how many legs it took (more than one when a run ended incomplete).
+	Attempts int
 }
 
 // UsageError is a request refused before anything was started or written.
@@ -91,7 +95,10 @@ func Check(args []string) error {
 // Run checks the request (arguments the runner can read, a model file that exists: a
 // *UsageError otherwise, and nothing is written), hashes the model, records the machine and
 // build from the tool's fingerprint, starts the leg in the notebook, runs the tool and stores
-// each row as it arrives, then finishes the leg with its class, reason, exit and transcript.
+// each row as it arrives, then finishes the leg with its class, reason, exit and transcript. A
+// leg that ended incomplete for no reason the tool gave runs again (Attempts in all), each
+// attempt its own leg; the notebook's rows of an incomplete leg are kept apart from the
+// complete one's (BatchedRowsFor reads only ok legs unless asked).
 // An error after the leg started still finishes it (best effort) and is returned with the
 // Result so far.
 func Run(ctx context.Context, req Request) (Result, error) {
@@ -150,10 +157,36 @@ func Run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	leg, _, err := nb.StartLeg(ctx, store.LegSpec{StudyID: study.ID, Label: label, Kind: store.LegKindBatched,
-		MachineID: machineID, BuildID: buildID, Argv: spec.Argv(), Env: env, Detail: detail})
+	// A run that ended incomplete for no reason the tool gave (llama-batched-bench loses its
+	// last rows at exit now and then, through a pipe as through the pty) runs again, each
+	// attempt its own leg (label, label#2, …); the result is the last attempt's.
+	for attempt := 1; ; attempt++ {
+		l := label
+		if attempt > 1 {
+			l = fmt.Sprintf("%s#%d", label, attempt)
+			if req.OnRetry != nil {
+				req.OnRetry(fmt.Sprintf("%s: again (attempt %d of %d): %s", l, attempt, Attempts, res.Leg.Exit.Reason))
+			}
+		}
+		res.Stored = 0
+		err := runLeg(ctx, req, nb, &res, store.LegSpec{StudyID: study.ID, Label: l, Kind: store.LegKindBatched,
+			MachineID: machineID, BuildID: buildID, Argv: spec.Argv(), Env: env, Detail: detail}, spec, fper)
+		res.Attempts = attempt
+		if err != nil || res.Leg.Exit.Class != runner.ClassIncomplete || attempt == Attempts || ctx.Err() != nil {
+			return res, err
+		}
+	}
+}
+
+// Attempts bounds the runs of one batched-bench leg that end incomplete.
+const Attempts = 3
+
+// runLeg records one attempt as a leg: started before the tool runs, each row stored as it
+// arrives, finished with the class, reason, exit and transcript.
+func runLeg(ctx context.Context, req Request, nb *store.Notebook, res *Result, ls store.LegSpec, spec runner.BatchedSpec, fper *runner.Fingerprinter) error {
+	leg, _, err := nb.StartLeg(ctx, ls)
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.LegID = leg.ID
 
@@ -186,9 +219,9 @@ func Run(ctx context.Context, req Request) (Result, error) {
 		out.Transcript = res.Leg.Transcript.Bytes()
 	}
 	if _, _, err := nb.FinishLeg(wctx, leg.ID, out); err != nil {
-		return res, err
+		return err
 	}
-	return res, addErr
+	return addErr
 }
 
 func recordEnvironment(ctx context.Context, nb *store.Notebook, tool string, fp *runner.Fingerprint) (machineID, buildID int64, err error) {

@@ -3,7 +3,10 @@ package batchedrun
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +37,7 @@ func TestRunRealBinary(t *testing.T) {
 				seen = append(seen, *ev.Batched)
 			}
 		},
+		OnRetry: func(line string) { t.Log(line); seen = nil }, // the tool lost rows at exit: the next leg's count
 	})
 	if err != nil || res.Leg.Exit.Class != runner.ClassOK || res.Stored != 2 || len(seen) != 2 || len(res.Model.SHA256) != 64 {
 		exit, transcript := runner.Exit{}, ""
@@ -61,5 +65,51 @@ func TestRunRealBinary(t *testing.T) {
 	var ue *UsageError
 	if !errors.As(err, &ue) {
 		t.Errorf("a capacity study was accepted: %v", err)
+	}
+}
+
+// A run that ends without all its rows (llama-batched-bench loses its last lines at exit now
+// and then) runs again as a leg of its own, and the notebook's rows are the complete leg's: a
+// fake tool prints one of its two rows the first time, both the second.
+func TestRunRetriesALegThatLostRows(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.gguf")
+	if err := os.WriteFile(model, []byte("GGUF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	row := func(b int) string { // consistent figures: n_kv = B(PP+TG), S_PP = B·PP/T_PP, …
+		tpp, ttg := 0.002*float64(b), 0.001*float64(b)
+		return fmt.Sprintf(`{"n_kv_max": 512, "n_batch": 2048, "n_ubatch": 512, "flash_attn": -1, "is_pp_shared": 0, "n_gpu_layers": -1, "n_threads": 1, "n_threads_batch": 1, "pp": 16, "tg": 8, "pl": %d, "n_kv": %d, "t_pp": %g, "speed_pp": %g, "t_tg": %g, "speed_tg": %g, "t": %g, "speed": %g}`,
+			b, 24*b, tpp, float64(16*b)/tpp, ttg, float64(8*b)/ttg, tpp+ttg, float64(24*b)/(tpp+ttg))
+	}
+	count := filepath.Join(dir, "runs")
+	tool := filepath.Join(dir, "llama-batched-bench")
+	script := "#!/bin/sh\ncase \"$1\" in --version|--list-devices) echo 'version: 1 (fake)'; exit 0;; esac\n" +
+		"echo x >> " + count + "\n" +
+		"echo '" + row(1) + "'\n" +
+		"if [ $(wc -l < " + count + ") -ge 2 ]; then echo '" + row(2) + "'; fi\n"
+	if err := os.WriteFile(tool, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	nb, err := store.Open(filepath.Join(dir, "notebook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	var retries []string
+	res, err := Run(context.Background(), Request{Notebook: nb, Tool: tool, Study: "engine", Label: "fake",
+		Args:    []string{"-m", model, "-npp", "16", "-ntg", "8", "-npl", "1,2"},
+		Limits:  runner.Limits{Start: time.Minute, Idle: time.Minute, Total: time.Minute},
+		OnRetry: func(line string) { retries = append(retries, line) }})
+	if err != nil || res.Attempts != 2 || res.Leg.Exit.Class != runner.ClassOK || res.Stored != 2 || len(retries) != 1 || !strings.HasPrefix(retries[0], "fake#2: again (attempt 2 of 3)") {
+		t.Fatalf("res %+v, exit %+v, retries %q, %v\n%s", res, res.Leg.Exit, retries, err, res.Leg.Transcript.Bytes())
+	}
+	rows, err := nb.BatchedRowsFor(context.Background(), store.BatchedQuery{StudyID: res.StudyID})
+	if err != nil || len(rows) != 2 || rows[0].LegID != res.LegID {
+		t.Fatalf("rows %+v, %v", rows, err)
+	}
+	all, err := nb.BatchedRowsFor(context.Background(), store.BatchedQuery{StudyID: res.StudyID, AllLegs: true})
+	if err != nil || len(all) != 3 || all[0].LegClass != string(runner.ClassIncomplete) {
+		t.Fatalf("every leg's rows %+v, %v", all, err)
 	}
 }

@@ -85,6 +85,8 @@ func cmdBatched(args []string, stdout, stderr io.Writer) int {
 				fprintf(stderr, "# output line %d is not a valid jsonl row (%s); the leg continues\n", ev.Malformed.Line, ev.Malformed.Err)
 			}
 		},
+		// the rows printed so far belong to an incomplete leg the notebook keeps apart
+		OnRetry: func(line string) { fprintf(stderr, "# %s\n", line) },
 	})
 	var ue *batchedrun.UsageError
 	if errors.As(err, &ue) {
