@@ -53,6 +53,41 @@ var capacityKind = cliKind{
 
 // capacityAssemble turns a study's raw files into study.json (canonical JSON, byte-identical
 // for the same inputs whatever the flag order or the folder it runs from).
+// capacityQualityAndTG reads the quality-guard evidence files and the llama-bench tg figures
+// of `capacity assemble` into in.
+func capacityQualityAndTG(in *capacity.Inputs, quality, benchTG multiFlag) error {
+	for _, v := range quality {
+		ks, path, err := capacityKeyFile(capacity.FlagQuality, v)
+		if err != nil {
+			return err
+		}
+		k, err := capacity.ParseQualityKey(ks)
+		if err != nil {
+			return fmt.Errorf("%s %v", capacity.FlagQuality, err)
+		}
+		if _, dup := in.Quality[k]; dup {
+			return fmt.Errorf("%s %s is given twice; give one evidence file per candidate and slot count", capacity.FlagQuality, k)
+		}
+		f, err := capacityReadInput(capacity.FlagQuality, ks, path)
+		if err != nil {
+			return err
+		}
+		in.Quality[k] = f
+	}
+	for _, v := range benchTG {
+		id, num, ok := strings.Cut(v, "=")
+		x, err := strconv.ParseFloat(num, 64)
+		if !ok || id == "" || err != nil {
+			return fmt.Errorf("%s %q: want CANDIDATE=T with T llama-bench's tg in t/s, e.g. q8-generic=41.2", capacity.FlagBenchTG, v)
+		}
+		if _, dup := in.BenchTG[id]; dup {
+			return fmt.Errorf("%s %s is given twice", capacity.FlagBenchTG, id)
+		}
+		in.BenchTG[id] = x
+	}
+	return nil
+}
+
 func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("capacity assemble", stderr)
 	planFile := fs.String("plan", "", "the capacity or concurrency plan (JSON)")
@@ -113,34 +148,8 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 			role.files[k] = f
 		}
 	}
-	for _, v := range quality {
-		ks, path, err := capacityKeyFile(capacity.FlagQuality, v)
-		if err != nil {
-			return bad("%v", err)
-		}
-		k, err := capacity.ParseQualityKey(ks)
-		if err != nil {
-			return bad("%s %v", capacity.FlagQuality, err)
-		}
-		if _, dup := in.Quality[k]; dup {
-			return bad("%s %s is given twice; give one evidence file per candidate and slot count", capacity.FlagQuality, k)
-		}
-		f, err := capacityReadInput(capacity.FlagQuality, ks, path)
-		if err != nil {
-			return bad("%v", err)
-		}
-		in.Quality[k] = f
-	}
-	for _, v := range benchTG {
-		id, num, ok := strings.Cut(v, "=")
-		x, err := strconv.ParseFloat(num, 64)
-		if !ok || id == "" || err != nil {
-			return bad("%s %q: want CANDIDATE=T with T llama-bench's tg in t/s, e.g. q8-generic=41.2", capacity.FlagBenchTG, v)
-		}
-		if _, dup := in.BenchTG[id]; dup {
-			return bad("%s %s is given twice", capacity.FlagBenchTG, id)
-		}
-		in.BenchTG[id] = x
+	if err := capacityQualityAndTG(&in, quality, benchTG); err != nil {
+		return bad("%v", err)
 	}
 	if in.Batched, err = capacityBatchedInputs(batched); err != nil {
 		return bad("%v", err)

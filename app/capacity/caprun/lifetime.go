@@ -129,19 +129,7 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 	// Every client level ran to its end unless the run was stopped by now: a stop after this
 	// point leaves the measurements whole.
 	cut := r.ctx.Err() != nil
-	if srv != nil {
-		st := srv.Stop(context.Background())
-		rss, evidence = st.RSS, st.Evidence
-		rl.Server.Class, rl.Server.Reason = string(st.Exit.Class), st.Exit.Reason
-		rl.Server.Unexpect, rl.Server.Escalated = st.Unexpected, st.Exit.Escalated
-		if err := srv.LogError(); err != nil {
-			return rl, fmt.Errorf("write %s: %w", filepath.Join(rel, capacity.RunServerLogFile), err)
-		}
-	}
-	if err := writeServerRecords(&rl, dir, rss, evidence); err != nil {
-		return rl, err
-	}
-	if err := reqf.Sync(); err != nil {
+	if err := endLifetime(srv, &rl, dir, rel, reqf, rss, evidence); err != nil {
 		return rl, err
 	}
 	if !cut && !hasResults(rl) {
@@ -157,6 +145,24 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 		return rl, context.Cause(r.ctx)
 	}
 	return rl, nil
+}
+
+// endLifetime stops the server (its RSS, evidence and exit go into rl; without one, those of
+// its failed start), writes the server records and syncs the requests file.
+func endLifetime(srv *server.Server, rl *capacity.RunLifetime, dir, rel string, reqf *os.File, rss server.RSS, evidence server.Evidence) error {
+	if srv != nil {
+		st := srv.Stop(context.Background())
+		rss, evidence = st.RSS, st.Evidence
+		rl.Server.Class, rl.Server.Reason = string(st.Exit.Class), st.Exit.Reason
+		rl.Server.Unexpect, rl.Server.Escalated = st.Unexpected, st.Exit.Escalated
+		if err := srv.LogError(); err != nil {
+			return fmt.Errorf("write %s: %w", filepath.Join(rel, capacity.RunServerLogFile), err)
+		}
+	}
+	if err := writeServerRecords(rl, dir, rss, evidence); err != nil {
+		return err
+	}
+	return reqf.Sync()
 }
 
 // failedStart is the server record of a llama-server that never became healthy: its attempts
