@@ -84,12 +84,10 @@ type CapacityPanel struct {
 	busy    func() bool       // another run is going on in the window
 	meta    func() plots.Meta // the build and machine for chart titles (from the doctor)
 
-	id        int64
-	runOnLoad int64 // run this study as soon as it has been shown (the window's --run)
-	kvOnly    bool  // the run is the KV cache check alone (every cell was measured before)
-	study     *CapacityStudy
-	rows      []capRow
-	gen       uint64
+	panelLoad
+	kvOnly bool // the run is the KV cache check alone (every cell was measured before)
+	study  *CapacityStudy
+	rows   []capRow
 
 	runSession // the running study; its mu guards the live state below
 	console    []string
@@ -176,26 +174,12 @@ func (v *CapacityPanel) Show(id int64) {
 		v.Envelope.Refresh()
 		v.Verdicts.Refresh()
 	}
-	v.id = id
-	v.gen++
-	gen := v.gen
-	v.updateButtons()
 	if v.svc == nil {
-		v.Status.SetText("capacity studies are unavailable here (no llama-server service): use `sparkbench capacity show " + fmt.Sprint(id) + "`")
-		v.signal()
+		v.unavailable(id, v.updateButtons, v.Status, v.signal, "capacity studies are unavailable here (no llama-server service): use `sparkbench capacity show "+fmt.Sprint(id)+"`")
 		return
 	}
-	loadStudy(v.win, v.Status, id, func() bool { return gen == v.gen }, v.signal,
-		func(ctx context.Context) (*CapacityStudy, error) { return v.svc.ShowCapacity(ctx, id) },
-		func(cs *CapacityStudy) {
-			v.show(cs)
-			if v.runOnLoad == id {
-				v.runOnLoad = 0
-				if !v.RunButton.Disabled() {
-					v.Run()
-				}
-			}
-		})
+	showStudy(&v.panelLoad, id, v.win, v.Status, v.updateButtons, v.signal, v.RunButton, v.Run,
+		func(ctx context.Context) (*CapacityStudy, error) { return v.svc.ShowCapacity(ctx, id) }, v.show)
 }
 
 func (v *CapacityPanel) show(cs *CapacityStudy) {

@@ -50,12 +50,10 @@ type QuantPanel struct {
 	busy    func() bool       // another run is going on in the window
 	meta    func() plots.Meta // the build and machine for chart titles (from the doctor)
 
-	id        int64
-	runOnLoad int64
-	study     *QuantStudy
-	rows      []quantRow
-	verdicts  []study.Verdict
-	gen       uint64
+	panelLoad
+	study    *QuantStudy
+	rows     []quantRow
+	verdicts []study.Verdict
 
 	runSession // the running study; its mu guards the live state below
 	console    []string
@@ -230,26 +228,12 @@ func (v *QuantPanel) Show(id int64) {
 		v.setResult(nil)
 		v.HandOffMsg.SetText("")
 	}
-	v.id = id
-	v.gen++
-	gen := v.gen
-	v.updateButtons()
 	if v.svc == nil {
-		v.Status.SetText(fmt.Sprintf("quantization ladders are unavailable here (the notebook is not open): use `sparkbench study show %d`", id))
-		v.signal()
+		v.unavailable(id, v.updateButtons, v.Status, v.signal, fmt.Sprintf("quantization ladders are unavailable here (the notebook is not open): use `sparkbench study show %d`", id))
 		return
 	}
-	loadStudy(v.win, v.Status, id, func() bool { return gen == v.gen }, v.signal,
-		func(ctx context.Context) (*QuantStudy, error) { return v.svc.ShowQuant(ctx, id) },
-		func(qs *QuantStudy) {
-			v.show(qs)
-			if v.runOnLoad == id {
-				v.runOnLoad = 0
-				if !v.RunButton.Disabled() {
-					v.Run()
-				}
-			}
-		})
+	showStudy(&v.panelLoad, id, v.win, v.Status, v.updateButtons, v.signal, v.RunButton, v.Run,
+		func(ctx context.Context) (*QuantStudy, error) { return v.svc.ShowQuant(ctx, id) }, v.show)
 }
 
 func (v *QuantPanel) show(qs *QuantStudy) {

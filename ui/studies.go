@@ -374,6 +374,43 @@ func (v *StudiesView) Select(id int64) {
 // loadStudy reads a study off the UI goroutine and, back on it, shows it — unless current
 // says a later load began meanwhile — or says in the status line and a dialog why it could
 // not be read; signal runs last either way (tests wait on it). Both run views load so.
+// panelLoad is what a study panel keeps of its loads: the study it shows, the load
+// generation (the latest Show wins when loads finish out of order), and a study to run as soon
+// as it has been shown (the window's --run).
+type panelLoad struct {
+	id        int64
+	runOnLoad int64
+	gen       uint64
+}
+
+// unavailable shows study id's refusal when the panel has no service to load it with.
+func (pl *panelLoad) unavailable(id int64, updateButtons func(), status *widget.Label, signal func(), msg string) {
+	pl.id = id
+	pl.gen++
+	updateButtons()
+	status.SetText(msg)
+	signal()
+}
+
+// showStudy loads study id in the background (a new generation; the buttons updated first)
+// and shows it, then runs it when it was asked to run once shown and can.
+func showStudy[T any](pl *panelLoad, id int64, win fyne.Window, status *widget.Label, updateButtons, signal func(),
+	runBtn *widget.Button, run func(), load func(context.Context) (T, error), show func(T)) {
+	pl.id = id
+	pl.gen++
+	gen := pl.gen
+	updateButtons()
+	loadStudy(win, status, id, func() bool { return gen == pl.gen }, signal, load, func(x T) {
+		show(x)
+		if pl.runOnLoad == id {
+			pl.runOnLoad = 0
+			if !runBtn.Disabled() {
+				run()
+			}
+		}
+	})
+}
+
 func loadStudy[T any](win fyne.Window, status *widget.Label, id int64, current func() bool, signal func(),
 	load func(context.Context) (T, error), show func(T)) {
 	go func() {
