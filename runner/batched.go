@@ -3,13 +3,11 @@ package runner
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"sparkbench/runner/benchfmt"
-	"sparkbench/runner/llamacpp"
 )
 
 // BatchedSpec is one llama-batched-bench invocation, run like a llama-bench leg (StartLeg):
@@ -151,12 +149,7 @@ type BatchedRow struct {
 
 // BatchedLegResult is everything a batched-bench leg leaves behind.
 type BatchedLegResult struct {
-	ID           string       `json:"id,omitempty"`
-	Argv         []string     `json:"argv"`
-	Env          []string     `json:"env"`
-	Start        time.Time    `json:"start"`
-	End          time.Time    `json:"end"`
-	Exit         Exit         `json:"exit"`
+	ToolRecord
 	Rows         []BatchedRow `json:"rows"`
 	Malformed    []Malformed  `json:"malformed,omitempty"`
 	Fingerprint  *Fingerprint `json:"fingerprint,omitempty"`
@@ -277,11 +270,9 @@ func (h *batchedHandler) finish(p *Proc, x *Exit) {
 			h.rows[i].Status = RowDiscarded
 		}
 	}
-	h.result = &BatchedLegResult{
-		ID: h.spec.ID, Argv: p.spec.Argv, Env: append(slices.Clone(llamacpp.QuietEnv), h.spec.Env...),
-		Start: p.start, End: p.endTime, Exit: *x, Rows: h.rows, Malformed: h.malformed,
-		Fingerprint: h.fp, Transcript: p.transcript, DroppedLines: p.DroppedLines(),
-	}
+	h.result = &BatchedLegResult{ToolRecord: p.toolRecord(h.spec.ID, h.spec.Env), Rows: h.rows, Malformed: h.malformed,
+		Fingerprint: h.fp, Transcript: p.transcript, DroppedLines: p.DroppedLines()}
+	h.result.Exit = *x
 	if h.result.Rows == nil {
 		h.result.Rows = []BatchedRow{}
 	}

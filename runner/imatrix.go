@@ -114,11 +114,10 @@ func (r *ImatrixRun) Result() *ImatrixResult {
 
 func (h *imatrixHandler) check() error {
 	s := h.spec
+	if err := toolAndModel(s.Tool, ImatrixTool, s.Model); err != nil {
+		return err
+	}
 	switch {
-	case s.Tool == "":
-		return &BenchArgError{"no llama-imatrix binary given"}
-	case s.Model == "":
-		return &BenchArgError{"no model given"}
 	case s.Corpus == "":
 		return &BenchArgError{"no calibration text given"}
 	case s.Ctx < 8:

@@ -62,8 +62,20 @@ func QuantizeTypes(ctx context.Context, tool string, env []string) (quantfmt.Qua
 	return types, nil
 }
 
-// ToolRecord is what every run of a llama.cpp tool that writes a file leaves first: its id,
-// argv, environment (the quiet variables, then the spec's), start and end, and exit.
+// toolAndModel refuses a spec without its tool's path or a model.
+func toolAndModel(tool, name, model string) error {
+	switch {
+	case tool == "":
+		return &BenchArgError{"no " + name + " binary given"}
+	case model == "":
+		return &BenchArgError{"no model given"}
+	}
+	return nil
+}
+
+// ToolRecord is what a run of a llama.cpp tool (llama-batched-bench, llama-quantize,
+// llama-imatrix) leaves first: its id, argv, environment (the quiet variables, then the
+// spec's), start and end, and exit.
 type ToolRecord struct {
 	ID    string    `json:"id,omitempty"`
 	Argv  []string  `json:"argv"`

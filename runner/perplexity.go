@@ -197,11 +197,10 @@ func (r *PerplexityRun) Result() *PerplexityResult {
 
 func (h *perplexityHandler) check() error {
 	s := h.spec
+	if err := toolAndModel(s.Tool, PerplexityTool, s.Model); err != nil {
+		return err
+	}
 	switch {
-	case s.Tool == "":
-		return &BenchArgError{"no llama-perplexity binary given"}
-	case s.Model == "":
-		return &BenchArgError{"no model given"}
 	case s.Chunks < 0 || s.Ctx < 0:
 		return &BenchArgError{fmt.Sprintf("-c %d --chunks %d: give positive counts (0 --chunks: every chunk)", s.Ctx, s.Chunks)}
 	}
