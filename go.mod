@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	codeberg.org/go-pdf/fpdf v0.11.1
 	fyne.io/fyne/v2 v2.7.1
+	github.com/NVIDIA/go-nvml v0.12.9-0
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794
 	github.com/creack/pty v1.1.24
 	github.com/mattn/go-sqlite3 v1.14.53
