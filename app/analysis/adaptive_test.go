@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -100,6 +101,36 @@ func TestCompareMediansExactCase(t *testing.T) {
 	same := CompareMedians([]float64{10, 11, 12}, []float64{10.5, 11.5, 12.5}, 0.05)
 	if same.Significant || !strings.HasPrefix(same.String(), "~ (p=") || len(same.Warnings) == 0 {
 		t.Fatalf("three against three can never be significant at 5%%: %s %v", same.String(), same.Warnings)
+	}
+	// Not significant, but large enough for an interval: "~" with the difference's interval,
+	// which holds 0. Six a side, the second shifted by half a step: 36 differences.
+	base, next := []float64{1, 2, 3, 4, 5, 6}, []float64{1.5, 2.5, 3.5, 4.5, 5.5, 6.5}
+	flat := CompareMedians(base, next, 0.05)
+	_, lo, hi, _ := HodgesLehmann(base, next, 0.95)
+	want := fmt.Sprintf("~ [%+.2f%%, %+.2f%%] (p=%.3f n=6+6)", lo/3.5*100, hi/3.5*100, flat.P)
+	if flat.Significant || flat.ShiftLo == nil || !(lo < 0 && hi > 0) || flat.String() != want {
+		t.Fatalf("~ with its interval: %q, want %q", flat.String(), want)
+	}
+}
+
+// TestMinPValueU: the exact U test's smallest two-sided p-value is 2/C(n+m, n), checked
+// against the p-value benchmath gives two samples entirely apart.
+func TestMinPValueU(t *testing.T) {
+	for _, c := range []struct{ n, m int }{{3, 3}, {3, 4}, {5, 5}, {4, 6}, {10, 10}} {
+		base, next := make([]float64, c.n), make([]float64, c.m)
+		for i := range base {
+			base[i] = float64(i)
+		}
+		for i := range next {
+			next[i] = float64(100 + i)
+		}
+		got := MinPValueU(c.n, c.m)
+		if p := CompareMedians(base, next, 0.05).P; math.Abs(got-p) > 1e-9*p {
+			t.Errorf("%d+%d: MinPValueU %g, the test's p for samples apart %g", c.n, c.m, got, p)
+		}
+	}
+	if p := MinPValueU(3, 3); p < 0.05 {
+		t.Errorf("3+3: %g; three against three cannot be significant at 5%%", p)
 	}
 }
 

@@ -96,17 +96,33 @@ func medianOf(s *benchmath.Sample) MedianSummary {
 func fptr(x float64) *float64 { return &x }
 
 // String is benchstat's column with the difference's interval: "+3.21% [+2.10%, +4.30%]
-// (p=0.002 n=5+5)", or "~ (p=0.412 n=5+5)" when the difference is not significant.
+// (p=0.002 n=5+5)", or "~ [-0.80%, +1.20%] (p=0.412 n=5+5)" when the difference is not
+// significant: the interval still says how small a difference the samples rule out (none is
+// printed when the samples are too small for one: "~ (p=0.700 n=3+3)").
 func (c MedianComparison) String() string {
 	n := fmt.Sprintf("n=%d+%d", c.Base.N, c.New.N)
-	if !c.Significant {
-		return fmt.Sprintf("~ (p=%.3f %s)", c.P, n)
-	}
 	ci := ""
 	if c.ShiftLo != nil {
 		ci = fmt.Sprintf(" [%+.2f%%, %+.2f%%]", *c.ShiftLo*100, *c.ShiftHi*100)
 	}
+	if !c.Significant {
+		return fmt.Sprintf("~%s (p=%.3f %s)", ci, c.P, n)
+	}
 	return fmt.Sprintf("%+.2f%%%s (p=%.3f %s)", c.Delta*100, ci, c.P, n)
+}
+
+// MinPValueU is the smallest two-sided p-value the exact Mann–Whitney U test can give with n
+// and m samples, 2/C(n+m, n) (the two samples entirely apart): at or above alpha, no
+// difference can be significant at these counts (three against three: 0.1).
+func MinPValueU(n, m int) float64 {
+	if n < 1 || m < 1 {
+		return 1
+	}
+	// log C(n+m, n) by lgamma: exact enough, and no overflow for large counts.
+	a, _ := math.Lgamma(float64(n + m + 1))
+	b, _ := math.Lgamma(float64(n + 1))
+	c, _ := math.Lgamma(float64(m + 1))
+	return math.Min(1, 2*math.Exp(b+c-a))
 }
 
 // HodgesLehmann is the Hodges–Lehmann estimate of the shift y − x (the median of the n·m

@@ -104,6 +104,7 @@ type AdaptiveCell struct {
 	Met       bool     `json:"met"`
 	Refs      []string `json:"refs"`
 	rows      []*benchfmt.Result
+	chunks    []int // kept repetitions per chunk
 	target    *PrecisionTarget
 	model     string
 }
@@ -267,6 +268,7 @@ func (l *AdaptiveLeg) addRow(a *Adaptive, p *Plan, planDir string, lp LegPlan, r
 		xs = xs[drop:]
 	}
 	c.Samples = append(c.Samples, xs...)
+	c.chunks = append(c.chunks, len(xs))
 	c.Refs = append(c.Refs, RowRef(r.LegID, r.Seq))
 	c.rows = append(c.rows, &r.Result)
 }
@@ -299,7 +301,7 @@ func (st *AdaptiveState) ResultRows() []ResultRow {
 			r.SamplesTs = slices.Clone(c.Samples)
 			sum := analysis.Summarize(c.Samples)
 			r.AvgTs, r.StddevTs = sum.Mean, sum.SD
-			out = append(out, ResultRow{Leg: l.Leg, Ref: strings.Join(c.Refs, ", "), Model: c.model, Result: r})
+			out = append(out, ResultRow{Leg: l.Leg, Ref: strings.Join(c.Refs, ", "), Model: c.model, Result: r, Chunks: slices.Clone(c.chunks)})
 		}
 	}
 	return out

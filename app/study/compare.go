@@ -11,9 +11,29 @@ import (
 	"sparkbench/app/analysis"
 )
 
-// DefaultAlpha is the significance level of a study comparison: a delta whose Welch p-value is
-// at or above it prints as "~" (no significant difference), as benchstat does.
+// DefaultAlpha is the significance level of a study comparison: a delta whose p-value is at
+// or above it prints as "~" (no significant difference), as benchstat does.
 const DefaultAlpha = 0.05
+
+// The statistics a comparison uses (CompareOptions.Stats; docs/adaptive.md says which when).
+const (
+	// StatsAuto is benchmath when either study has adaptive repetitions, else Welch (the
+	// comparisons of fixed-repetition studies read as they always did).
+	StatsAuto = "auto"
+	// StatsBenchmath compares medians with golang.org/x/perf/benchmath (Mann–Whitney U, the
+	// Hodges–Lehmann interval of the difference), as benchstat does.
+	StatsBenchmath = "benchmath"
+	// StatsWelch compares means with Welch's t-test and its interval of the difference.
+	StatsWelch = "welch"
+)
+
+// CompareOptions are a comparison's statistics and level.
+type CompareOptions struct {
+	Alpha float64 // <= 0: DefaultAlpha
+	Stats string  // StatsAuto ("" too), StatsBenchmath or StatsWelch
+	// AA adds the A/A control of both studies (AAControl).
+	AA bool
+}
 
 // ErrNotComparable is wrapped by every refusal of CompareStudies: the studies measure
 // different model files, share no cell, or a shared cell has too few repetitions for an
@@ -29,6 +49,10 @@ type StudyComparison struct {
 	Baseline ComparedStudy `json:"baseline"`
 	New      ComparedStudy `json:"new"`
 	Alpha    float64       `json:"alpha"`
+	// Stats is "benchmath" when the cells compare medians with the Mann–Whitney U test (each
+	// cell's medians then hold the comparison); absent for Welch's t-test on the means, so a
+	// Welch comparison reads as it always did.
+	Stats string `json:"stats,omitempty"`
 	// Cells are the cells both studies measured, in the baseline plan's model order, then by
 	// test, configuration and depth.
 	Cells []CellComparison `json:"cells"`
@@ -38,6 +62,8 @@ type StudyComparison struct {
 	// Notes name models that are not compared: a model ID whose file differs between the
 	// plans, a file only one plan measures.
 	Notes []string `json:"notes"`
+	// AA is the A/A control of both studies, when asked for.
+	AA *AAControl `json:"aa_control,omitempty"`
 }
 
 // ComparedStudy names one side of a comparison.
@@ -47,6 +73,8 @@ type ComparedStudy struct {
 	Status     string          `json:"status"`
 	PlanSHA256 string          `json:"plan_sha256"`
 	Models     []ComparedModel `json:"models"`
+	// Adaptive: the plan has adaptive repetitions (StatsAuto then means benchmath).
+	Adaptive bool `json:"-"`
 }
 
 // ComparedModel is a plan model with the SHA-256 its file was verified against.
@@ -56,7 +84,9 @@ type ComparedModel struct {
 }
 
 // CellComparison is one cell measured by both studies: each side's mean with its t-based 95%
-// interval over the repetitions (llama-bench's samples_ts), and the Welch comparison.
+// interval over the repetitions (llama-bench's samples_ts), and the comparison: Welch's on the
+// means, or benchmath's on the medians (Medians; Delta, DeltaLo, DeltaHi and P are then its
+// median delta, Hodges–Lehmann interval and U test p-value).
 type CellComparison struct {
 	Model       string `json:"model"`     // the baseline plan's model ID
 	NewModel    string `json:"new_model"` // the new plan's ID of the same file
@@ -71,11 +101,14 @@ type CellComparison struct {
 	Delta   float64 `json:"delta"`
 	DeltaLo float64 `json:"delta_lo"`
 	DeltaHi float64 `json:"delta_hi"`
-	// P is Welch's two-sided p-value (null when it cannot be computed).
+	// P is the test's two-sided p-value (null when it cannot be computed).
 	P           *float64 `json:"p"`
 	Significant bool     `json:"significant"`
-	// Word is the benchstat column: "+3.21% (p=0.002 n=5+5)" or "~ (p=0.412 n=5+5)".
+	// Word is the benchstat column: "+3.21% (p=0.002 n=5+5)" or "~ (p=0.412 n=5+5)"; with
+	// benchmath the difference's interval follows the delta: "+3.21% [+2.10%, +4.30%] (…)".
 	Word string `json:"word"`
+	// Medians is the benchmath comparison (absent with Welch).
+	Medians *analysis.MedianComparison `json:"medians,omitempty"`
 	// Sources name the stored row each side's repetitions came from.
 	BaselineSource string `json:"baseline_source"`
 	NewSource      string `json:"new_source"`
@@ -107,7 +140,7 @@ func comparedSide(ctx context.Context, rec RecordReader, id int64) (ComparedStud
 	if err != nil {
 		return ComparedStudy{}, nil, nil, err
 	}
-	cs := ComparedStudy{ID: l.St.ID, Name: l.St.Name, Status: l.St.Status, PlanSHA256: l.St.PlanSHA256}
+	cs := ComparedStudy{ID: l.St.ID, Name: l.St.Name, Status: l.St.Status, PlanSHA256: l.St.PlanSHA256, Adaptive: l.Plan.Adaptive != nil}
 	sha := map[string]string{}
 	order := map[string]int{}
 	for i, m := range l.Plan.Models {
@@ -153,13 +186,23 @@ func comparedSide(ctx context.Context, rec RecordReader, id int64) (ComparedStud
 	return cs, cells, keys, nil
 }
 
-// CompareStudies compares study newID against study baselineID (alpha <= 0: DefaultAlpha). It
-// refuses (ErrNotComparable, naming why) when the two plans share no model file (by SHA-256),
-// when the shared models have no cell in common, or when a shared cell has fewer than
-// analysis.MinReps repetitions on either side.
+// CompareStudies compares study newID against study baselineID with Welch's t-test (alpha <=
+// 0: DefaultAlpha); CompareStudiesWith chooses the statistics.
 func CompareStudies(ctx context.Context, rec RecordReader, baselineID, newID int64, alpha float64) (*StudyComparison, error) {
+	return CompareStudiesWith(ctx, rec, baselineID, newID, CompareOptions{Alpha: alpha, Stats: StatsWelch})
+}
+
+// CompareStudiesWith compares study newID against study baselineID. It refuses
+// (ErrNotComparable, naming why) when the two plans share no model file (by SHA-256), when the
+// shared models have no cell in common, or when a shared cell has fewer than analysis.MinReps
+// repetitions on either side; statistics it does not know are an error.
+func CompareStudiesWith(ctx context.Context, rec RecordReader, baselineID, newID int64, o CompareOptions) (*StudyComparison, error) {
+	alpha := o.Alpha
 	if alpha <= 0 || alpha >= 1 {
 		alpha = DefaultAlpha
+	}
+	if err := CheckStats(o.Stats); err != nil {
+		return nil, err
 	}
 	if baselineID == newID {
 		return nil, fmt.Errorf("study %d is both the baseline and the new study; compare it with another study: %w", newID, ErrNotComparable)
@@ -172,8 +215,12 @@ func CompareStudies(ctx context.Context, rec RecordReader, baselineID, newID int
 	if err != nil {
 		return nil, err
 	}
+	stats := resolveStats(o.Stats, base, nw)
 	out := &StudyComparison{Baseline: base, New: nw, Alpha: alpha, Cells: []CellComparison{}, OnlyBaseline: []string{}, OnlyNew: []string{},
 		Notes: []string{}}
+	if stats == StatsBenchmath {
+		out.Stats = stats
+	}
 
 	shared := map[string]bool{}
 	for _, m := range base.Models {
@@ -210,12 +257,7 @@ func CompareStudies(ctx context.Context, rec RecordReader, baselineID, newID int
 			few = append(few, fmt.Sprintf("%s: baseline %d rep(s) (%s), new %d (%s)", cc.Label(), len(bs), b.row.Ref, len(ns), n.row.Ref))
 			continue
 		}
-		c := analysis.Compare(bs, ns, alpha)
-		cc.Baseline, cc.New, cc.Delta, cc.DeltaLo, cc.DeltaHi, cc.Significant = c.Base, c.New, c.Delta, c.DeltaLo, c.DeltaHi, c.Significant
-		if !math.IsNaN(c.P) {
-			cc.P = fptr(c.P)
-		}
-		cc.Word = c.String()
+		compareSamples(&cc, bs, ns, stats, alpha)
 		out.Cells = append(out.Cells, cc)
 	}
 	for _, k := range newKeys {
@@ -231,7 +273,64 @@ func CompareStudies(ctx context.Context, rec RecordReader, baselineID, newID int
 		return nil, fmt.Errorf("the studies share model files but no measured cell (same test, depth and configuration): baseline study %d has %d result cell(s), new study %d has %d: %w",
 			base.ID, len(baseKeys), nw.ID, len(newKeys), ErrNotComparable)
 	}
+	if o.AA {
+		out.AA = newAAControl(stats, alpha)
+		out.AA.add(base.ID, baseCells, baseKeys)
+		out.AA.add(nw.ID, newCells, newKeys)
+		out.AA.finish()
+	}
 	return out, nil
+}
+
+// CheckStats refuses statistics a comparison does not know.
+func CheckStats(stats string) error {
+	switch stats {
+	case "", StatsAuto, StatsBenchmath, StatsWelch:
+		return nil
+	}
+	return fmt.Errorf("statistics %q: want %s (the default: benchmath when a study has adaptive repetitions, else welch), %s or %s",
+		stats, StatsAuto, StatsBenchmath, StatsWelch)
+}
+
+// resolveStats is the statistics a comparison of these studies uses: StatsAuto is benchmath
+// when one of them has adaptive repetitions, else Welch.
+func resolveStats(stats string, sides ...ComparedStudy) string {
+	if stats == StatsBenchmath || stats == StatsWelch {
+		return stats
+	}
+	for _, s := range sides {
+		if s.Adaptive {
+			return StatsBenchmath
+		}
+	}
+	return StatsWelch
+}
+
+// compareSamples fills a cell's summaries and comparison from its two samples (t/s) by the
+// statistics at alpha.
+func compareSamples(cc *CellComparison, bs, ns []float64, stats string, alpha float64) {
+	if stats != StatsBenchmath {
+		c := analysis.Compare(bs, ns, alpha)
+		cc.Baseline, cc.New, cc.Delta, cc.DeltaLo, cc.DeltaHi, cc.Significant = c.Base, c.New, c.Delta, c.DeltaLo, c.DeltaHi, c.Significant
+		if !math.IsNaN(c.P) {
+			cc.P = fptr(c.P)
+		}
+		cc.Word = c.String()
+		return
+	}
+	m := analysis.CompareMedians(bs, ns, alpha)
+	if p := analysis.MinPValueU(len(bs), len(ns)); p >= alpha {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("n=%d+%d: the Mann-Whitney test cannot reach p < %g at these counts (its smallest p is %.3f); add repetitions or compare with welch",
+			len(bs), len(ns), alpha, p))
+	}
+	cc.Baseline, cc.New, cc.Medians = analysis.Summarize(bs), analysis.Summarize(ns), &m
+	cc.Delta, cc.DeltaLo, cc.DeltaHi, cc.Significant, cc.Word = m.Delta, m.Delta, m.Delta, m.Significant, m.String()
+	if !math.IsNaN(m.P) {
+		cc.P = fptr(m.P)
+	}
+	if m.ShiftLo != nil {
+		cc.DeltaLo, cc.DeltaHi = *m.ShiftLo, *m.ShiftHi
+	}
 }
 
 func modelList(ms []ComparedModel) string {

@@ -20,6 +20,9 @@ type ResultRow struct {
 	Ref    string          `json:"ref"`   // reference to the stored row, e.g. "leg 12 row 3"
 	Model  string          `json:"model"` // model ID
 	Result benchfmt.Result `json:"-"`
+	// Chunks are the kept repetitions of each chunk of an adaptive cell, in order (their sum is
+	// len(Result.SamplesTs)); nil for a fixed leg's row (one process).
+	Chunks []int `json:"-"`
 }
 
 // Results is what a study has measured so far.

@@ -5,7 +5,8 @@
 //
 //   - throughput (throughput.go): ValidateThroughput, RegisterThroughput (a plan file, or a plan
 //     built in the window, written to DATA/plans first), RunThroughput (run or resume; a
-//     cancelled ctx stops it), ShowThroughput, CompareThroughput;
+//     cancelled ctx stops it), ShowThroughput, CompareThroughput (CompareThroughputWith: the
+//     statistics, the A/A control; AAControlThroughput: one study against itself);
 //   - capacity and concurrency (capacity.go): ValidateCapacity, RegisterCapacity, CapacityEngine and RunCapacity
 //     (run or resume; --fresh; a cancelled ctx stops it), ShowCapacity, CapacityPlan;
 //   - on a registered throughput study (annotate.go): FindThroughput, Amend, RecordVerdict

@@ -254,10 +254,33 @@ func ShowThroughput(ctx context.Context, nb *store.Notebook, id int64) (*study.R
 	return rep, nil
 }
 
-// CompareThroughput compares two throughput studies cell by cell (benchstat style);
+// CompareThroughput compares two throughput studies cell by cell (benchstat style) at alpha,
+// with the default statistics (benchmath when a study has adaptive repetitions, else Welch);
 // study.ErrNotComparable: they share no model, no cell, or have too few reps.
 func CompareThroughput(ctx context.Context, nb *store.Notebook, baseline, newer int64, alpha float64) (*study.StudyComparison, error) {
-	return study.CompareStudies(ctx, store.StudyRecorder{N: nb}, baseline, newer, alpha)
+	return CompareThroughputWith(ctx, nb, baseline, newer, study.CompareOptions{Alpha: alpha})
+}
+
+// CompareThroughputWith is CompareThroughput with the statistics chosen (`study compare
+// --stats`) and, with o.AA, the A/A control of both studies.
+func CompareThroughputWith(ctx context.Context, nb *store.Notebook, baseline, newer int64, o study.CompareOptions) (*study.StudyComparison, error) {
+	return study.CompareStudiesWith(ctx, store.StudyRecorder{N: nb}, baseline, newer, o)
+}
+
+// ThroughputAAControl is the A/A control of one throughput study (`study compare --aa ID`).
+type ThroughputAAControl struct {
+	Study study.ComparedStudy `json:"study"`
+	AA    *study.AAControl    `json:"aa_control"`
+}
+
+// AAControlThroughput compares every cell of study id with itself, split in halves
+// (study.AAControlOf), and reports the false-positive rate.
+func AAControlThroughput(ctx context.Context, nb *store.Notebook, id int64, o study.CompareOptions) (*ThroughputAAControl, error) {
+	aa, s, err := study.AAControlOf(ctx, store.StudyRecorder{N: nb}, id, o)
+	if err != nil {
+		return nil, err
+	}
+	return &ThroughputAAControl{Study: s, AA: aa}, nil
 }
 
 // devicesFor asks the build that would run the plan for its devices, with the plan's env and

@@ -176,3 +176,89 @@ func TestStudyCompareCLI(t *testing.T) {
 		}
 	}
 }
+
+// writeAdaptivePlan writes a one-model adaptive plan on the real llama-bench with -t 1: a
+// target no run of a few repetitions meets, so every leg runs its 9 repetitions in 3 chunks.
+func writeAdaptivePlan(t *testing.T, dir, name, model, sha string, seed int) string {
+	t.Helper()
+	plan := fmt.Sprintf(`{
+  "schema": "sparkbench.throughput/v1", "name": %q,
+  "models": [{"id": "m", "path": %q, "sha256": %q}],
+  "axes": {"depths": [0, 64], "n_prompt": [16], "n_gen": [8], "threads": [1]},
+  "split": "per_depth",
+  "adaptive": {"min_reps": 3, "max_reps": 9, "chunk_reps": 3, "targets": [{"test": "tg", "rel": 0.00001}],
+    "order": "blocks", "seed": %d}
+}`, name, model, sha, seed)
+	path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
+	if err := os.WriteFile(path, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestStudyCompareBenchmathCLI runs two adaptive studies of the same model on the real
+// llama-bench and compares them: benchmath by default (medians with their intervals, the
+// difference's interval, the test named, "~" when not significant), Welch on request, the A/A
+// control of both and of one study alone, bad statistics refused.
+func TestStudyCompareBenchmathCLI(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	tiny := llamatest.Model(t, "tiny-llama-f32.gguf")
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "notebook.db")
+	base := registerAndRun(t, nb, writeAdaptivePlan(t, dir, "adaptive base", tiny, tinySHA, 1), loc.Dir, true)
+	nw := registerAndRun(t, nb, writeAdaptivePlan(t, dir, "adaptive new", tiny, tinySHA, 2), loc.Dir, true)
+
+	code, out, errOut := runCLI("study", "compare", base, nw, "--notebook", nb, "--json", "--aa")
+	var c study.StudyComparison
+	if code != 0 || json.Unmarshal([]byte(out), &c) != nil {
+		t.Fatalf("compare --json: %d %s %s", code, out, errOut)
+	}
+	if c.Stats != study.StatsBenchmath || len(c.Cells) != 4 || c.AA == nil || c.AA.Stats != study.StatsBenchmath {
+		t.Fatalf("comparison: %+v", c)
+	}
+	for _, cc := range c.Cells {
+		m := cc.Medians
+		if m == nil || m.Base.N != 9 || m.New.N != 9 || cc.Significant != (*cc.P < c.Alpha) || cc.Significant == strings.HasPrefix(cc.Word, "~") ||
+			!strings.HasSuffix(cc.Word, " n=9+9)") || m.ShiftLo == nil || cc.DeltaLo != *m.ShiftLo || cc.DeltaHi != *m.ShiftHi {
+			t.Errorf("%s: %+v medians %+v", cc.Label(), cc, m)
+		}
+		t.Logf("%s: %s", cc.Label(), cc.Word)
+	}
+	// The A/A control: 4 cells a study, odd chunks (6 reps) against even (3).
+	if c.AA.Tested != 8 || len(c.AA.Untestable) != 0 || c.AA.Rate == nil {
+		t.Errorf("A/A: %+v", c.AA)
+	}
+	for _, x := range c.AA.Cells {
+		if x.Split != "odd against even chunks (3 chunks)" || !strings.HasSuffix(x.Word, " n=6+3)") {
+			t.Errorf("A/A cell %+v", x)
+		}
+	}
+
+	code, out, _ = runCLI("study", "compare", base, nw, "--notebook", nb, "--aa")
+	for _, want := range []string{"baseline t/s", "] (p=", "Hodges-Lehmann 95% interval of the difference, test Mann-Whitney U",
+		"A/A control (Mann-Whitney U, alpha 0.05)", "odd against even chunks (3 chunks)", c.AA.Words()} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("compare text lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI("study", "compare", base, nw, "--notebook", nb, "--stats", "welch")
+	if code != 0 || !strings.Contains(out, "Welch's two-sided t-test") || strings.Contains(out, "Mann-Whitney") {
+		t.Errorf("--stats welch:\n%s", out)
+	}
+	code, out, _ = runCLI("study", "compare", "--aa", base, "--notebook", nb)
+	if code != 0 || !strings.Contains(out, `study `+base+` "adaptive base"`) || strings.Count(out, "odd against even chunks") != 4 ||
+		!strings.Contains(out, "A/A control: ") {
+		t.Errorf("--aa alone:\n%s", out)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"study", "compare", base, nw, "--stats", "ttest", "--notebook", nb}, `--stats: statistics "ttest"`},
+		{[]string{"study", "compare", base, "--notebook", nb}, "(or one with --aa)"},
+	} {
+		if code, _, errOut := runCLI(bad.args...); code != 2 || !strings.Contains(errOut, bad.want) {
+			t.Errorf("%v: %d %q (want %q)", bad.args, code, errOut, bad.want)
+		}
+	}
+}

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
-	"sparkbench/app/analysis"
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 
@@ -38,25 +35,33 @@ func openShown(verb, nbFlag, ref string, find func(context.Context, *store.Noteb
 	return nb, ctx, id, done, 0
 }
 
-// studyCompare: sparkbench study compare BASELINE NEW [--alpha A] [--json] [--notebook P]. It
-// compares every cell the two studies measured on the same model file (same SHA-256), test,
-// depth and configuration, the benchstat way. Exit 0 compared; 2 refused (different model
+// studyCompare: sparkbench study compare BASELINE NEW [--alpha A] [--stats S] [--aa] [--json]
+// [--notebook P], or study compare --aa ID. It compares every cell the two studies measured on
+// the same model file (same SHA-256), test, depth and configuration, the benchstat way; --aa
+// adds (or, with one study, is) the A/A control. Exit 0 compared; 2 refused (different model
 // files, no shared cell, fewer than 3 repetitions in a shared cell) or bad input; 1 otherwise.
 func studyCompare(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("study compare", stderr)
 	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	asJSON := fs.Bool("json", false, "print the comparison as JSON (every cell with the stored rows it came from)")
 	alpha := fs.Float64("alpha", study.DefaultAlpha, "significance level: a delta with p >= alpha prints as ~")
+	stats := fs.String("stats", study.StatsAuto, "benchmath (medians, Mann-Whitney U, the interval of the difference), welch (means, Welch's t-test) or auto: benchmath when a study has adaptive repetitions, else welch")
+	aa := fs.Bool("aa", false, "add the A/A control: every cell against itself split in halves, and the false-positive rate (with one study: the control alone)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
 	}
-	if len(pos) != 2 {
-		fprintf(stderr, "sparkbench study compare: want two study ids or names: the baseline, then the new study\n")
+	if len(pos) != 2 && !(*aa && len(pos) == 1) {
+		fprintf(stderr, "sparkbench study compare: want two study ids or names: the baseline, then the new study (or one with --aa)\n")
 		return 2
 	}
 	if !(*alpha > 0 && *alpha < 1) {
 		fprintf(stderr, "sparkbench study compare: --alpha %g: want a level in (0, 1), e.g. 0.05\n", *alpha)
+		return 2
+	}
+	o := study.CompareOptions{Alpha: *alpha, Stats: *stats, AA: *aa}
+	if err := study.CheckStats(o.Stats); err != nil {
+		fprintf(stderr, "sparkbench study compare: --stats: %v\n", err)
 		return 2
 	}
 	nb, ctx, baseID, done, code := openShown("study compare", *nbFlag, pos[0], findStudy, stderr)
@@ -64,19 +69,17 @@ func studyCompare(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer done()
+	if len(pos) == 1 {
+		return studyAAOnly(ctx, nb, baseID, o, *asJSON, stdout, stderr)
+	}
 	newID, err := findStudy(ctx, nb, pos[1])
 	if err != nil {
 		fprintf(stderr, "sparkbench study compare: %v\n", err)
 		return 2
 	}
-	c, err := study.CompareStudies(ctx, store.StudyRecorder{N: nb}, baseID, newID, *alpha)
-	switch {
-	case errors.Is(err, study.ErrNotComparable):
-		fprintf(stderr, "sparkbench study compare: refused: %s\n", strings.TrimSuffix(err.Error(), ": "+study.ErrNotComparable.Error()))
-		return 2
-	case err != nil:
-		fprintf(stderr, "sparkbench study compare: %v\n", err)
-		return 1
+	c, err := workbench.CompareThroughputWith(ctx, nb, baseID, newID, o)
+	if code := compareRefusal(err, stderr); code != 0 {
+		return code
 	}
 	if *asJSON {
 		return printJSON(stdout, stderr, "study compare", c)
@@ -111,7 +114,6 @@ func printComparison(w io.Writer, c *study.StudyComparison) {
 		fprintf(tw, "config\t")
 	}
 	fprintf(tw, "baseline t/s\tnew t/s\tdelta\n")
-	ci := func(s analysis.Summary) string { return fmt.Sprintf("%.2f ± %.2f", s.Mean, s.Hi-s.Mean) }
 	for _, cc := range c.Cells {
 		model := cc.Model
 		if cc.NewModel != cc.Model {
@@ -121,11 +123,11 @@ func printComparison(w io.Writer, c *study.StudyComparison) {
 		if len(configs) > 1 {
 			fprintf(tw, "%s\t", cc.Config)
 		}
-		fprintf(tw, "%s\t%s\t%s\n", ci(cc.Baseline), ci(cc.New), cc.Word)
+		base, next := sideColumns(cc)
+		fprintf(tw, "%s\t%s\t%s\n", base, next, cc.Word)
 	}
 	tw.Flush()
-	fprintf(w, "\n± is the t-based 95%% interval of the mean over the repetitions; delta is new/baseline - 1 with\n"+
-		"Welch's two-sided t-test: ~ when p >= %g (no significant difference)\n", c.Alpha)
+	fprintf(w, "\n%s", compareFooter(c))
 	for _, x := range []struct {
 		head  string
 		cells []string
@@ -136,5 +138,9 @@ func printComparison(w io.Writer, c *study.StudyComparison) {
 				fprintf(w, "  %s\n", s)
 			}
 		}
+	}
+	if c.AA != nil {
+		fprintf(w, "\n")
+		printAA(w, c.AA)
 	}
 }
