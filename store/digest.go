@@ -58,6 +58,7 @@ func transcriptDigest(ctx context.Context, q querier, legID int64, w io.Writer) 
 type digest struct {
 	BenchRows, RequestRows int64
 	BatchedRows            int64 // llama-batched-bench rows (schema 7)
+	TelemetryRows          int64 // telemetry samples (schema 8)
 	SamplesSHA256          string
 	TranscriptSHA256       string
 }
@@ -94,6 +95,20 @@ func legDigest(ctx context.Context, q querier, legID int64) (digest, error) {
 	if d.BatchedRows > 0 {
 		h.Write([]byte("batched\n"))
 		if _, err := hashRows(ctx, q, h, "SELECT "+batchedDigestCols+" FROM batched_samples WHERE leg_id = ? ORDER BY seq", legID); err != nil {
+			return d, err
+		}
+	}
+	// Telemetry samples (schema 8) likewise: after the rest, only when the leg has some.
+	if ok, err := hasTable(ctx, q, "telemetry_samples"); err != nil {
+		return d, err
+	} else if ok {
+		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM telemetry_samples WHERE leg_id = ?", legID).Scan(&d.TelemetryRows); err != nil {
+			return d, err
+		}
+	}
+	if d.TelemetryRows > 0 {
+		h.Write([]byte("telemetry\n"))
+		if _, err := hashRows(ctx, q, h, "SELECT "+telemetryDigestCols+" FROM telemetry_samples WHERE leg_id = ? ORDER BY seq", legID); err != nil {
 			return d, err
 		}
 	}

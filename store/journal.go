@@ -290,6 +290,8 @@ func (n *Notebook) checkLeg(ctx context.Context, rep *VerifyReport, seq int64, k
 			p.Leg, d.BenchRows, d.RequestRows, p.BenchRows, p.RequestRows)}, nil
 	case d.BatchedRows != p.BatchedRows:
 		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d has %d batched-bench rows, the journal recorded %d", p.Leg, d.BatchedRows, p.BatchedRows)}, nil
+	case d.TelemetryRows != p.TelemetryRows:
+		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d has %d telemetry samples, the journal recorded %d", p.Leg, d.TelemetryRows, p.TelemetryRows)}, nil
 	case d.SamplesSHA256 != p.SamplesSHA256:
 		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d's samples no longer hash to the recorded digest", p.Leg)}, nil
 	case d.TranscriptSHA256 != p.TranscriptSHA256:

@@ -126,7 +126,9 @@ type legFinishedPayload struct {
 	RequestRows int64             `json:"request_rows"`
 	// BatchedRows counts llama-batched-bench rows; journaled only when there are some, so
 	// every other leg's entry is what it was before schema 7.
-	BatchedRows      int64  `json:"batched_rows,omitempty"`
+	BatchedRows int64 `json:"batched_rows,omitempty"`
+	// TelemetryRows counts telemetry samples (schema 8), journaled only when there are some.
+	TelemetryRows    int64  `json:"telemetry_rows,omitempty"`
 	SamplesSHA256    string `json:"samples_sha256"`
 	TranscriptSHA256 string `json:"transcript_sha256"`
 	// RowsSHA256 is the SHA-256 of the leg's rows in their canonical serialization
@@ -282,7 +284,7 @@ func (n *Notebook) finishLegTx(ctx context.Context, tx *sql.Tx, legID int64, sta
 	p.Leg, p.State, p.Class, p.Reason, p.ExitCode, p.Signal = legID, state, out.Class, out.Reason, out.ExitCode, out.Signal
 	p.EndedAt = n.nowText()
 	p.BenchRows, p.RequestRows, p.SamplesSHA256, p.TranscriptSHA256 = d.BenchRows, d.RequestRows, d.SamplesSHA256, d.TranscriptSHA256
-	p.BatchedRows = d.BatchedRows
+	p.BatchedRows, p.TelemetryRows = d.BatchedRows, d.TelemetryRows
 	if p.RowsSHA256, err = legRowsSHA256(ctx, tx, legID); err != nil {
 		return JournalEntry{}, err
 	}

@@ -53,7 +53,7 @@ func TestMigration7BatchedSamples(t *testing.T) {
 	}
 	old.Close()
 
-	n, err := Open(path)
+	n, err := OpenWith(path, Options{migrateTo: 7})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -326,17 +326,19 @@ func (n *Notebook) Stats(ctx context.Context) (Stats, error) {
 		}
 		st.Tables[t] = c
 	}
-	// batched-bench rows (schema 7) are listed once there are some, so the statistics of a
-	// notebook without any read as before
-	if ok, err := hasTable(ctx, n.rdb, "batched_samples"); err != nil {
-		return st, err
-	} else if ok {
-		var c int64
-		if err := n.rdb.QueryRowContext(ctx, "SELECT COUNT(*) FROM batched_samples").Scan(&c); err != nil {
+	// batched-bench rows (schema 7) and telemetry samples (schema 8) are listed once there are
+	// some, so the statistics of a notebook without any read as before
+	for _, table := range []string{"batched_samples", "telemetry_samples"} {
+		if ok, err := hasTable(ctx, n.rdb, table); err != nil {
 			return st, err
-		}
-		if c > 0 {
-			st.Tables["batched_samples"] = c
+		} else if ok {
+			var c int64
+			if err := n.rdb.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&c); err != nil {
+				return st, err
+			}
+			if c > 0 {
+				st.Tables[table] = c
+			}
 		}
 	}
 	err := n.rdb.QueryRowContext(ctx, "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").Scan(&st.JournalSeq, &st.JournalHead)

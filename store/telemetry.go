@@ -1,0 +1,82 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"sparkbench/runner/telemetry"
+)
+
+// telemetryDigestCols are hashed into a leg's samples_sha256 (after its other rows, only
+// when it has telemetry).
+const telemetryDigestCols = "seq, source, t_ns, points_json, error"
+
+// AddTelemetry appends a running leg's telemetry samples (their T on the leg's clock) in one
+// transaction, after the samples it already has.
+func (n *Notebook) AddTelemetry(ctx context.Context, legID int64, samples []telemetry.Sample) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	return n.write(ctx, func(tx *sql.Tx) error {
+		var studyID, next int64
+		if err := tx.QueryRowContext(ctx, "SELECT study_id FROM legs WHERE id = ?", legID).Scan(&studyID); err != nil {
+			return fmt.Errorf("telemetry for leg %d: %w", legID, err)
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq) + 1, 0) FROM telemetry_samples WHERE leg_id = ?", legID).Scan(&next); err != nil {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, "INSERT INTO telemetry_samples (leg_id, seq, study_id, source, t_ns, points_json, error) VALUES (?, ?, ?, ?, ?, ?, ?)")
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i, s := range samples {
+			pts := s.Points
+			if pts == nil {
+				pts = []telemetry.Point{}
+			}
+			b, err := json.Marshal(pts)
+			if err != nil {
+				return err
+			}
+			if _, err := stmt.ExecContext(ctx, legID, next+int64(i), studyID, s.Source, int64(s.T), string(b), s.Err); err != nil {
+				return fmt.Errorf("telemetry for leg %d: %w", legID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Telemetry reads a leg's telemetry samples back, in the order they were added.
+func (n *Notebook) Telemetry(ctx context.Context, legID int64) ([]telemetry.Sample, error) {
+	ok, err := hasTable(ctx, n.rdb, "telemetry_samples")
+	if err != nil || !ok {
+		return nil, err
+	}
+	rows, err := n.rdb.QueryContext(ctx, "SELECT source, t_ns, points_json, error FROM telemetry_samples WHERE leg_id = ? ORDER BY seq", legID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []telemetry.Sample
+	for rows.Next() {
+		var s telemetry.Sample
+		var t int64
+		var pts string
+		if err := rows.Scan(&s.Source, &t, &pts, &s.Err); err != nil {
+			return nil, err
+		}
+		s.T = time.Duration(t)
+		if err := json.Unmarshal([]byte(pts), &s.Points); err != nil {
+			return nil, fmt.Errorf("leg %d telemetry: %w", legID, err)
+		}
+		if len(s.Points) == 0 {
+			s.Points = nil
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
