@@ -98,6 +98,9 @@ func NewTimeline(samples []telemetry.Sample) *Timeline {
 	tl := &Timeline{}
 	byKey := map[string]*device{}
 	for _, s := range sorted {
+		if s.Source == telemetry.SourceMark {
+			continue
+		}
 		if s.Err != "" {
 			tl.Unreadable++
 		}
@@ -174,4 +177,24 @@ func (tl *Timeline) Total(w Window) (float64, string, bool) {
 func round(x float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(x*p) / p
+}
+
+// Marks reads the recorder's marks among samples: each row's arrival by sequence number, and
+// the leg's end (ok false when the leg has no end mark).
+func Marks(samples []telemetry.Sample) (rows map[int]time.Duration, end time.Duration, ok bool) {
+	rows = map[int]time.Duration{}
+	for _, s := range samples {
+		if s.Source != telemetry.SourceMark {
+			continue
+		}
+		for _, p := range s.Points {
+			switch p.Metric {
+			case telemetry.MarkRow:
+				rows[int(p.Value)] = s.T
+			case telemetry.MarkEnd:
+				end, ok = s.T, true
+			}
+		}
+	}
+	return rows, end, ok
 }

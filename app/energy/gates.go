@@ -1,6 +1,7 @@
 package energy
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -95,4 +96,17 @@ func (g Gates) Check(samples []telemetry.Sample, w Window) []Breach {
 		}
 	}
 	return out
+}
+
+// LegHook is what a run engine calls around each leg it runs, when the study samples
+// telemetry (energyrun.Hook; nil: no telemetry, and the engine behaves as before).
+type LegHook interface {
+	Begin(ctx context.Context, legID int64) LegRun
+}
+
+// LegRun is one leg's sampling: Row at each row's arrival, End once when the leg's process
+// has ended (before the leg is finished in the notebook): the gates that fired.
+type LegRun interface {
+	Row()
+	End(ctx context.Context) ([]Breach, error)
 }

@@ -33,6 +33,15 @@ const (
 	Load1         = "load1"        // load average over one minute
 )
 
+// Marks are the samples a recorder adds beside the readings, under the source SourceMark: a
+// row's arrival (metric MarkRow, device "leg", the row's sequence number as value) and the
+// leg's end (MarkEnd), so the figures can split a leg by rows from the notebook alone.
+const (
+	SourceMark = "mark"
+	MarkRow    = "row"
+	MarkEnd    = "leg_end"
+)
+
 // NVML clock event (throttle) reasons, as nvml.h numbers them; nvidia-smi's
 // clocks_throttle_reasons.active prints the same mask in hex.
 const (

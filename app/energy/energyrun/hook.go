@@ -1,0 +1,110 @@
+// Package energyrun samples the machine around each leg an engine runs: it discovers the
+// samplers once (runner/telemetry/live), starts a Sampler when a leg starts, marks each row's
+// arrival on the leg's clock, and when the leg ends records the samples in the notebook and
+// checks the plan's machine-state gates (app/energy).
+package energyrun
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"sparkbench/app/energy"
+	"sparkbench/runner/telemetry"
+	"sparkbench/runner/telemetry/live"
+)
+
+// Recorder is the part of the notebook the hook writes to (store.Notebook has it).
+type Recorder interface {
+	AddTelemetry(ctx context.Context, legID int64, samples []telemetry.Sample) error
+}
+
+// Hook implements energy.LegHook.
+type Hook struct {
+	Rec      Recorder
+	Sources  []telemetry.Source
+	Status   []telemetry.Status
+	Interval time.Duration
+	Gates    energy.Gates
+
+	mu   sync.Mutex
+	gone map[string]string // sources that stopped: not started again
+}
+
+// New discovers the samplers with cfg (its Interval is the plan's).
+func New(ctx context.Context, rec Recorder, cfg live.Config, gates energy.Gates) (*Hook, func() error) {
+	set := live.Discover(ctx, cfg)
+	return &Hook{Rec: rec, Sources: set.Sources, Status: set.Status, Interval: cfg.Interval, Gates: gates}, set.Close
+}
+
+// Gone lists the sources that stopped during the run, with why.
+func (h *Hook) Gone() map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[string]string{}
+	for k, v := range h.gone {
+		out[k] = v
+	}
+	return out
+}
+
+func (h *Hook) live() []telemetry.Source {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []telemetry.Source
+	for _, s := range h.Sources {
+		if _, g := h.gone[s.Name()]; !g {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Begin starts sampling for the notebook leg legID.
+func (h *Hook) Begin(_ context.Context, legID int64) energy.LegRun {
+	return &legRun{h: h, legID: legID, s: telemetry.Start(h.live(), h.Interval)}
+}
+
+type legRun struct {
+	h     *Hook
+	legID int64
+	s     *telemetry.Sampler
+	mu    sync.Mutex
+	marks []telemetry.Sample
+}
+
+// Row marks a row's arrival now.
+func (l *legRun) Row() {
+	t := time.Since(l.s.Started())
+	l.mu.Lock()
+	l.marks = append(l.marks, telemetry.Sample{Source: telemetry.SourceMark, T: t,
+		Points: []telemetry.Point{{Device: "leg", Metric: telemetry.MarkRow, Value: float64(len(l.marks))}}})
+	l.mu.Unlock()
+}
+
+// End stops sampling, records the samples with the marks and the end, and returns the gates
+// that fired over the leg.
+func (l *legRun) End(ctx context.Context) ([]energy.Breach, error) {
+	end := time.Since(l.s.Started())
+	samples := l.s.Stop()
+	l.h.mu.Lock()
+	for k, v := range l.s.Gone() {
+		if l.h.gone == nil {
+			l.h.gone = map[string]string{}
+		}
+		l.h.gone[k] = v
+	}
+	l.h.mu.Unlock()
+	l.mu.Lock()
+	all := append(samples, l.marks...)
+	l.mu.Unlock()
+	all = append(all, telemetry.Sample{Source: telemetry.SourceMark, T: end,
+		Points: []telemetry.Point{{Device: "leg", Metric: telemetry.MarkEnd, Value: 1}}})
+	if err := l.h.Rec.AddTelemetry(ctx, l.legID, all); err != nil {
+		return nil, err
+	}
+	// The gates read every sample of the leg, the closing reading (just after the process
+	// ended) among them.
+	return l.h.Gates.Check(samples, energy.Window{From: 0, To: time.Duration(math.MaxInt64)}), nil
+}
