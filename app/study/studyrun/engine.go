@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"sparkbench/app/energy"
 	"sparkbench/app/study"
 	"sparkbench/runner"
 	"sparkbench/runner/hashing"
@@ -54,6 +55,9 @@ type Engine struct {
 	// retry limit (`study run ID --retry LEG`). Only a leg that ended without results can be
 	// retried; the verdicts that read it are journaled again once it is final.
 	Retry []string
+	// Telemetry samples the machine during each plan leg and checks the machine-state gates
+	// (docs/telemetry.md); nil: no telemetry, as before.
+	Telemetry energy.LegHook
 
 	fp *runner.Fingerprinter
 }

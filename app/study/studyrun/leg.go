@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"sparkbench/app/energy"
 	"sparkbench/app/study"
 	"sparkbench/runner"
 )
@@ -74,6 +75,10 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart
 	r.emit(study.Event{Kind: study.EventLegStarted, Leg: event, LegID: legID, Role: ls.Role, Attempt: ls.Attempt, Argv: ls.Argv})
 
 	wctx := context.WithoutCancel(ctx)
+	var tel energy.LegRun
+	if e.Telemetry != nil && ls.Role == study.RoleLeg {
+		tel = e.Telemetry.Begin(ctx, legID)
+	}
 	q := e.startQueue(ctx, runner.QueueSpec{Legs: []runner.LegSpec{spec}, Canary: cs})
 	seqOf := map[int]int64{}
 	var n int64
@@ -89,6 +94,9 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart
 			}
 			seqOf[ev.Sample.Row] = n
 			n++
+			if tel != nil {
+				tel.Row()
+			}
 			r.progress.LegTest = int(n)
 			r.emit(study.Event{Kind: study.EventSample, Leg: event, LegID: legID, Sample: ev.Sample})
 		case runner.EventProgress:
@@ -140,8 +148,12 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart
 			status[s] = string(row.Status)
 		}
 	}
-	st.out = study.LegOutcome{Class: string(res.Exit.Class), Reason: res.Exit.Reason, Rows: int(n), Expected: expected, Duration: res.Exit.Duration}
-	for _, s := range status {
+	end := legEnd(res, status)
+	if err := r.telemetryGates(wctx, tel, legID, &end); err != nil && addErr == nil {
+		addErr = err
+	}
+	st.out = study.LegOutcome{Class: end.Class, Reason: end.Reason, Rows: int(n), Expected: expected, Duration: res.Exit.Duration}
+	for _, s := range end.RowStatus {
 		switch runner.RowStatus(s) {
 		case runner.RowResult:
 			st.out.Results++
@@ -151,7 +163,7 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart
 			st.out.Discarded++
 		}
 	}
-	if err := e.Rec.FinishLeg(wctx, legID, legEnd(res, status)); err != nil {
+	if err := e.Rec.FinishLeg(wctx, legID, end); err != nil {
 		return st, err
 	}
 	if addErr != nil {
@@ -234,4 +246,33 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan, chunk *chunkRun) (le
 	}
 	r.emit(study.Event{Kind: study.EventProgress})
 	return legRun{halted: st.halted, results: st.out.Results + st.out.Flagged}, nil
+}
+
+// telemetryGates ends the leg's sampling (none when tel is nil), records each machine-state
+// gate that fired during the leg (a throttle event, a clock drop, a temperature above the
+// limit) and, as after a CV breach, flags the leg: its rows are not used for verdicts (their
+// status turns flagged) and the queue goes on.
+func (r *run) telemetryGates(ctx context.Context, tel energy.LegRun, legID int64, end *study.LegEnd) error {
+	if tel == nil {
+		return nil
+	}
+	breaches, err := tel.End(ctx)
+	if err != nil || len(breaches) == 0 {
+		return err
+	}
+	for _, b := range breaches {
+		if err := r.e.Rec.RecordGate(ctx, study.GateRecord{StudyID: r.l.St.ID, LegID: legID, Name: b.Name, Code: b.Code,
+			Observed: b.Observed, Limit: b.Limit, Detail: b}); err != nil {
+			return err
+		}
+	}
+	for i, s := range end.RowStatus {
+		if runner.RowStatus(s) == runner.RowResult {
+			end.RowStatus[i] = string(runner.RowFlagged)
+		}
+	}
+	if end.Class == string(runner.ClassOK) { // a leg a CV gate flagged keeps that reason
+		end.Class, end.Reason = string(runner.ClassFlagged), breaches[0].Code+": "+breaches[0].Reason
+	}
+	return nil
 }
