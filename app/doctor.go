@@ -18,6 +18,8 @@ import (
 	"sparkbench/runner"
 	"sparkbench/runner/gguf"
 	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/telemetry"
+	"sparkbench/runner/telemetry/live"
 )
 
 // EnvModelDirs lists extra model folders, separated by ':'.
@@ -92,7 +94,10 @@ type DoctorReport struct {
 	// only with GGML_VK_VISIBLE_DEVICES set, or a Vulkan backend that found no device. Notes,
 	// not problems.
 	DeviceNotes []DeviceNote `json:",omitempty"`
-	Problems    []Problem
+	// Telemetry is what each sampler of docs/telemetry.md found: available, or not and why
+	// (not problems: a study runs without any).
+	Telemetry []telemetry.Status `json:",omitempty"`
+	Problems  []Problem
 }
 
 // OK is true when nothing is missing.
@@ -162,6 +167,9 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 	}
 
 	r.Machine = (&runner.Fingerprinter{}).Machine().String()
+	set := live.Discover(ctx, live.Config{})
+	r.Telemetry = set.Status
+	_ = set.Close()
 	r.Display = os.Getenv("DISPLAY")
 	if r.Display == "" {
 		r.Display = os.Getenv("WAYLAND_DISPLAY")
@@ -270,6 +278,12 @@ func (r *DoctorReport) WriteText(w io.Writer) error {
 			HumanCount(m.Params), m.FileType, m.Context, moe, HumanBytes(m.Size))
 	}
 	p("machine\n  %s\n", r.Machine)
+	if len(r.Telemetry) > 0 {
+		p("telemetry\n")
+	}
+	for _, st := range r.Telemetry {
+		p("  %-13s %s\n", st.Source+":", telemetryLine(st))
+	}
 	p("notebook\n")
 	if r.NotebookPath != "" {
 		state := "will be created on first use"
@@ -339,4 +353,23 @@ func (e *errWriter) printf(format string, a ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, a...)
 	}
+}
+
+// telemetryLine is a sampler's doctor line: its devices and energy method, or why not.
+func telemetryLine(st telemetry.Status) string {
+	reason := strings.TrimPrefix(st.Reason, st.Source+": ")
+	if !st.Available {
+		return "not available: " + reason
+	}
+	line := "available"
+	if len(st.Devices) > 0 {
+		line += ": " + strings.Join(st.Devices, ", ")
+	}
+	if st.Energy != "" {
+		line += " (energy: " + st.Energy + ")"
+	}
+	if reason != "" {
+		line += "; " + reason
+	}
+	return line
 }
