@@ -31,6 +31,9 @@ type DoctorOptions struct {
 	ModelDirs    []string // folders to scan for *.gguf (not recursive beyond one level)
 	NotebookPath string   // resolved notebook path ("" if it could not be resolved)
 	NotebookErr  error    // why the notebook path could not be resolved
+	// Telemetry asks for the samplers too (doctor --telemetry): each tried once, every command
+	// bounded; without it the report is what it was before telemetry existed.
+	Telemetry bool
 }
 
 // DefaultModelDirs are the folders doctor scans when none are given: the project's generated
@@ -167,9 +170,11 @@ func Doctor(ctx context.Context, opts DoctorOptions) DoctorReport {
 	}
 
 	r.Machine = (&runner.Fingerprinter{}).Machine().String()
-	set := live.Discover(ctx, live.Config{})
-	r.Telemetry = set.Status
-	_ = set.Close()
+	if opts.Telemetry {
+		set := live.Discover(ctx, live.Config{})
+		r.Telemetry = set.Status
+		_ = set.Close()
+	}
 	r.Display = os.Getenv("DISPLAY")
 	if r.Display == "" {
 		r.Display = os.Getenv("WAYLAND_DISPLAY")

@@ -17,6 +17,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	llamaDir := fs.String("llama-dir", "", "folder holding llama-bench and llama-server (default: $"+llamacpp.EnvDir+", the installed prefix, then PATH)")
 	notebook := fs.String("notebook", "", "notebook file (default: $SPARKBENCH_NOTEBOOK, then the user's data folder)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	withTelemetry := fs.Bool("telemetry", false, "also try every telemetry sampler (NVML, nvidia-smi, amd-smi, rocm-smi, amdgpu, RAPL, hwmon, cpufreq, host) and say why each is not available")
 	var models multiFlag
 	fs.Var(&models, "models", "folder to scan for .gguf files (repeatable; default: testdata/models, $"+app.EnvModelDirs+", ~/models)")
 	pos, err := parseInterspersed(fs, args)
@@ -40,7 +41,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	opts := app.DoctorOptions{LlamaDir: *llamaDir, ModelDirs: models}
+	opts := app.DoctorOptions{LlamaDir: *llamaDir, ModelDirs: models, Telemetry: *withTelemetry}
 	opts.NotebookPath, opts.NotebookErr = notebookPath(*notebook)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
