@@ -80,18 +80,19 @@ func (v *validator) warnUnreachable() {
 			}
 			need := analysis.RepsForPrecision(cv, t.Rel)
 			if need > a.MaxReps {
-				v.warnf(fmt.Sprintf("adaptive.targets[%d]", i), "%s %s on model %s: at the CV of %.2f%% this notebook measured before (%d past rows), the interval needs about %s repetitions, above max_reps %d: the run will end with \"precision not reached\"; raise max_reps or loosen the target",
+				v.warnf(fmt.Sprintf("adaptive.targets[%d]", i), "%s %s on model %s: at the CV of %.2f%% this notebook measured before (%d past rows), the interval needs %s repetitions, above max_reps %d: the run will end with \"precision not reached\"; raise max_reps or loosen the target",
 					t.Test, t.Precision(), m.ID, cv*100, rows, repsWords(need), a.MaxReps)
 			}
 		}
 	}
 }
 
+// repsWords is "about 99" repetitions, or "more than 1000" past the planner's bound.
 func repsWords(n int) string {
 	if n > analysis.PlannerMaxReps {
 		return fmt.Sprintf("more than %d", analysis.PlannerMaxReps)
 	}
-	return fmt.Sprint(n)
+	return fmt.Sprintf("about %d", n)
 }
 
 // HistoryCV is the pooled coefficient of variation of a test's repetitions in a model's

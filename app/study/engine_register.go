@@ -29,6 +29,19 @@ type Registration struct {
 // Registering the same plan again finds the same study (a plan's SHA-256 is its identity), so
 // it is idempotent.
 func Register(ctx context.Context, rec Recorder, p *Plan, planFile string, hash HashFunc) (Registration, error) {
+	return RegisterWith(ctx, rec, p, planFile, RegisterOptions{Hash: hash})
+}
+
+// RegisterOptions are how Register hashes the models and the notebook's history of them (the
+// repetition planner's warnings: ValidateOptions.History).
+type RegisterOptions struct {
+	Hash    HashFunc
+	History map[string]BenchHistory
+}
+
+// RegisterWith is Register with the models' history: its warnings join the registration's.
+func RegisterWith(ctx context.Context, rec Recorder, p *Plan, planFile string, o RegisterOptions) (Registration, error) {
+	hash := o.Hash
 	abs, err := filepath.Abs(planFile)
 	if err != nil {
 		return Registration{}, err
@@ -41,7 +54,7 @@ func Register(ctx context.Context, rec Recorder, p *Plan, planFile string, hash 
 	if probs, _ := Validate(p, ValidateOptions{PlanDir: dir}); len(Errors(probs)) > 0 {
 		return Registration{}, &RefusedError{Problems: probs}
 	}
-	probs, _ := Validate(p, ValidateOptions{PlanDir: dir, Hash: hash})
+	probs, _ := Validate(p, ValidateOptions{PlanDir: dir, Hash: hash, History: o.History})
 	if len(Errors(probs)) > 0 {
 		return Registration{}, &RefusedError{Problems: probs}
 	}

@@ -69,7 +69,8 @@ type ValidateOptions struct {
 	// (studyrun.ListBuildDevices); nil: the device axes are checked by their form only.
 	Devices *BuildDevices
 	// History is the notebook's past measurements of each model (by model ID): the
-	// repetition planner's CVs (nil: no history, no planner warnings).
+	// repetition planner's CVs (nil: no history, no planner warnings: an adaptive target
+	// max_reps cannot meet, a band prediction narrower than the plan resolves).
 	History map[string]BenchHistory
 }
 
@@ -200,6 +201,7 @@ func (v *validator) run() {
 	v.checkBandwidth()
 	v.checkPredictions()
 	v.checkAdaptive()
+	v.checkResolution()
 }
 
 // TextProblem is the error of a plan's free-text field that holds a control character (or is

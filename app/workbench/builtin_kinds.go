@@ -29,7 +29,7 @@ func init() {
 }
 
 func validateThroughputKind(ctx context.Context, req PlanCheck) (*Validated, error) {
-	v, err := ValidateThroughput(ctx, req.File, req.Data, req.Hash, req.LlamaDir)
+	v, err := ValidateThroughputWith(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -38,6 +38,12 @@ func validateThroughputKind(ctx context.Context, req PlanCheck) (*Validated, err
 		out.Lines = []string{fmt.Sprintf("%s: valid throughput plan %q, sha256 %s, %d legs:", req.File, v.Plan.Name, v.SHA256, len(v.Legs))}
 		for _, l := range v.Legs {
 			out.Lines = append(out.Lines, fmt.Sprintf("  %-24s %d rows  llama-bench %s", l.ID, l.ExpectedRows, study.JoinArgs(l.Args)))
+		}
+		if len(v.Planner) > 0 {
+			out.Lines = append(out.Lines, "repetition planner (this notebook's history of the models; 95% confidence, 80% power, Mann-Whitney):")
+			for _, r := range v.Planner {
+				out.Lines = append(out.Lines, "  "+r.Words())
+			}
 		}
 	}
 	return out, nil

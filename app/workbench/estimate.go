@@ -2,6 +2,7 @@ package workbench
 
 import (
 	"context"
+	"path/filepath"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
@@ -13,15 +14,33 @@ import (
 // history of its models (found by their SHA-256, or the one cached for their files: a model
 // never hashed has no history).
 func EstimateThroughput(ctx context.Context, nb *store.Notebook, p *study.Plan) (study.Estimate, error) {
+	hist, err := PlanHistory(ctx, nb, p, "")
+	if err != nil {
+		return study.Estimate{}, err
+	}
+	return study.EstimateDuration(p, "", hist)
+}
+
+// PlanHistory is the notebook's llama-bench history of each model of a throughput plan (by
+// model ID), found as modelHistory finds it (relative model paths from planDir); nil without
+// a notebook.
+func PlanHistory(ctx context.Context, nb *store.Notebook, p *study.Plan, planDir string) (map[string]study.BenchHistory, error) {
+	if nb == nil {
+		return nil, nil
+	}
 	hist := map[string]study.BenchHistory{}
 	for _, m := range p.Models {
-		h, err := modelHistory(ctx, nb, m.Path, m.SHA256)
+		path := m.Path
+		if planDir != "" && !filepath.IsAbs(path) {
+			path = filepath.Join(planDir, path)
+		}
+		h, err := modelHistory(ctx, nb, path, m.SHA256)
 		if err != nil {
-			return study.Estimate{}, err
+			return nil, err
 		}
 		hist[m.ID] = h
 	}
-	return study.EstimateDuration(p, "", hist)
+	return hist, nil
 }
 
 // EstimateCapacity is how long a capacity or concurrency plan's run takes, from the notebook's

@@ -67,6 +67,10 @@ type PlanCheck struct {
 	Data     []byte
 	Hash     study.HashFunc
 	LlamaDir string
+	// Notebook, when one exists (opened read-only), holds the history the repetition planner
+	// reads (nil: no planner); Effect is the difference it sizes a comparison for (<= 0: 3%).
+	Notebook *store.Notebook
+	Effect   float64
 }
 
 // Validated is a plan file's check: its problems, whether it can be registered, the value

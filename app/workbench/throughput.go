@@ -30,6 +30,9 @@ type ThroughputValidation struct {
 	SHA256   string          `json:"plan_sha256,omitempty"`
 	Problems []study.Problem `json:"problems"`
 	Legs     []study.LegPlan `json:"legs,omitempty"`
+	// Planner is the repetition planner's answer per model and test, from the notebook's
+	// history (absent without a notebook).
+	Planner []study.RepPlan `json:"planner,omitempty"`
 	// Plan is the plan as checked (its defaults filled in).
 	Plan *study.Plan `json:"-"`
 }
@@ -64,12 +67,22 @@ func ReadPlanFile(file string) (data []byte, schema string) {
 // plan (hash nil: not hashed), extra_args and devices against the build in llamaDir (else
 // the plan's build.dir, else the usual search). An error: the plan cannot be read at all.
 func ValidateThroughput(ctx context.Context, file string, data []byte, hash study.HashFunc, llamaDir string) (*ThroughputValidation, error) {
-	p, err := LoadPlan(file, data)
+	return ValidateThroughputWith(ctx, PlanCheck{File: file, Data: data, Hash: hash, LlamaDir: llamaDir})
+}
+
+// ValidateThroughputWith is ValidateThroughput with the notebook's history of the plan's
+// models (req.Notebook): the repetition planner's answers and its warnings.
+func ValidateThroughputWith(ctx context.Context, req PlanCheck) (*ThroughputValidation, error) {
+	file, hash, llamaDir := req.File, req.Hash, req.LlamaDir
+	p, err := LoadPlan(file, req.Data)
 	if err != nil {
 		return nil, err
 	}
 	p.Defaults()
 	opts := study.ValidateOptions{PlanDir: filepath.Dir(file), Hash: hash}
+	if opts.History, err = PlanHistory(ctx, req.Notebook, p, opts.PlanDir); err != nil {
+		return nil, err
+	}
 	var unchecked *study.Problem
 	opts.BenchFlags, unchecked = benchFlagsFor(ctx, p, llamaDir)
 	var devProbs []study.Problem
@@ -86,6 +99,9 @@ func ValidateThroughput(ctx context.Context, file string, data []byte, hash stud
 	if v.Valid {
 		v.SHA256, _, _ = p.SHA256()
 		v.Legs, _ = study.Expand(p, opts.PlanDir)
+		if opts.History != nil {
+			v.Planner = study.PlanRepetitions(p, opts.History, req.Effect)
+		}
 	}
 	return v, nil
 }
@@ -156,7 +172,11 @@ func registerThroughput(ctx context.Context, nb *store.Notebook, req ThroughputR
 			return nil, err
 		}
 	}
-	reg, err := study.Register(ctx, store.StudyRecorder{N: nb}, p, file, hash)
+	hist, err := PlanHistory(ctx, nb, p, filepath.Dir(file))
+	if err != nil {
+		return nil, err
+	}
+	reg, err := study.RegisterWith(ctx, store.StudyRecorder{N: nb}, p, file, study.RegisterOptions{Hash: hash, History: hist})
 	return &ThroughputRegistered{Registration: reg, File: file, Plan: p}, err
 }
 

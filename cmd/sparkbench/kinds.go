@@ -22,6 +22,8 @@ type cliKind struct {
 	noHashHelp   string
 	llamaDirHelp string
 	showJSONHelp string
+	// planner: validate reads the notebook's history for the repetition planner.
+	planner bool
 }
 
 // validateCommand is `sparkbench VERB validate PLAN [--json] [--no-hash] [--llama-dir DIR]`:
@@ -33,12 +35,31 @@ func validateCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noHash := fs.Bool("no-hash", false, k.noHashHelp)
 	llamaDir := fs.String("llama-dir", "", k.llamaDirHelp)
+	var nbFlag *string
+	effect := new(float64)
+	if k.planner {
+		nbFlag = fs.String("notebook", "", nbFlagHelp+" (read only, for the repetition planner's history; the default is read when it exists)")
+		fs.Float64Var(effect, "effect", 3, "the difference in percent the repetition planner sizes a comparison for")
+	}
 	file, code := onePlanFile(cmd, fs, args, stderr)
 	if code >= 0 {
 		return code
 	}
+	if k.planner && !(*effect > 0 && *effect < 100) {
+		fprintf(stderr, "sparkbench %s: --effect %g: want a difference in percent in (0, 100), e.g. 3\n", cmd, *effect)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	var nb *store.Notebook
+	if nbFlag != nil {
+		if nb, code = plannerNotebook(cmd, *nbFlag, stderr); code != 0 {
+			return code
+		}
+		if nb != nil {
+			defer nb.Close()
+		}
+	}
 	var hash study.HashFunc
 	if !*noHash {
 		hash = func(path string) (string, error) { return hashing.File(ctx, path, nil) }
@@ -48,7 +69,7 @@ func validateCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench %s: no study kind checks %s\n", cmd, file)
 		return 2
 	}
-	c, err := kind.Validate(ctx, workbench.PlanCheck{File: file, Data: data, Hash: hash, LlamaDir: *llamaDir})
+	c, err := kind.Validate(ctx, workbench.PlanCheck{File: file, Data: data, Hash: hash, LlamaDir: *llamaDir, Notebook: nb, Effect: *effect / 100})
 	if err != nil {
 		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
 		return 2

@@ -13,7 +13,7 @@ import (
 	"sparkbench/store"
 )
 
-const studyUsage = "study validate FILE [--json] | study register FILE | study run ID|FILE [--llama-dir D] [--retry LEG]… | study show ID [--json] | study compare BASELINE NEW [--alpha A] [--stats auto|benchmath|welch] [--aa] [--json] | study compare --aa ID"
+const studyUsage = "study validate FILE [--json] [--notebook P] [--effect PCT] | study register FILE | study run ID|FILE [--llama-dir D] [--retry LEG]… | study show ID [--json] | study compare BASELINE NEW [--alpha A] [--stats auto|benchmath|welch] [--aa] [--json] | study compare --aa ID"
 
 func cmdStudy(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -45,6 +45,21 @@ var throughputKind = cliKind{
 	noHashHelp:   "skip hashing the model files (only their form is checked)",
 	llamaDirHelp: "the build whose llama-bench checks extra_args (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)",
 	showJSONHelp: "print the report as JSON (every figure with the stored rows it came from)",
+	planner:      true,
+}
+
+// plannerNotebook opens the notebook `study validate` reads the planner's history from, read
+// only: --notebook's (it must exist), else the default one when it exists (nil when not).
+func plannerNotebook(cmd, flagValue string, stderr io.Writer) (*store.Notebook, int) {
+	path, err := notebookPath(flagValue)
+	if err != nil {
+		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
+		return nil, 2
+	}
+	if _, err := os.Stat(path); flagValue == "" && errors.Is(err, os.ErrNotExist) {
+		return nil, 0
+	}
+	return openNotebook(cmd, path, true, stderr)
 }
 
 // studyCtx is a command's context: Ctrl-C (or SIGTERM) cancels it.

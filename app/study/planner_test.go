@@ -1,0 +1,93 @@
+package study
+
+import (
+	"strings"
+	"testing"
+
+	"sparkbench/app/analysis"
+)
+
+// cv2History is a model's history with tg32 measured at a CV of exactly 2% (98, 100, 102 ns:
+// sd 2, mean 100) by one past leg of 10 s whose three 1 s repetitions (32 tokens each: 32 t/s)
+// and warm-up run took 4 s: a leg's overhead of 6 s.
+func cv2History() BenchHistory {
+	return BenchHistory{
+		Tests: []HistoryTest{{LegID: 1, NGen: 32, AvgNs: 1e9, Reps: 3, SamplesNs: []float64{98, 100, 102}}},
+		Legs:  []HistoryLeg{{ID: 1, Wall: 10e9}},
+	}
+}
+
+// TestPlannerFromHistory: at the CV of 2% the notebook measured, a 3% difference needs n = 10
+// repetitions per arm — the n at which TestSimulatedStoppingRuleAndComparison measured a power
+// of 0.8355 — and one arm of a one-depth plan takes about 17 s: the 6 s overhead and eleven
+// 1 s runs (ten repetitions and the warm-up). The plan as written (3 reps) detects only a larger
+// effect; a model without history says so.
+func TestPlannerFromHistory(t *testing.T) {
+	p := loadValid(t)
+	p.Axes.Depths = []int{0}
+	got := PlanRepetitions(p, map[string]BenchHistory{"tiny": cv2History()}, 0)
+	if len(got) != 4 || got[0].Test != "pp64" || got[1].Test != "tg32" || got[2].Model != "moe" {
+		t.Fatalf("planner: %+v", got)
+	}
+	tg := got[1]
+	if tg.Rows != 1 || tg.CV != 0.02 || tg.Effect != 0.03 || tg.Reps != 10 || tg.Seconds != 17 || tg.PlanReps != 3 {
+		t.Fatalf("tg32 of tiny: %+v", tg)
+	}
+	if !(tg.MDE > 0.03) || !(analysis.MinDetectableEffect(tg.CV, tg.Reps, PlannerAlpha, PlannerPower) <= 0.03) {
+		t.Errorf("MDE at the plan's 3 reps %g; at the planner's 10 it must be within 3%%", tg.MDE)
+	}
+	want := "tg32 of tiny (CV 2.00% over 1 past rows): to detect a 3% difference at 95% confidence with this CV you need n ≈ 10 repetitions per arm, about 17s per arm; the plan as written (3 reps) detects "
+	if !strings.HasPrefix(tg.Words(), want) {
+		t.Errorf("words %q", tg.Words())
+	}
+	if got[0].Rows != 0 || !strings.Contains(got[0].Words(), "pp64 of tiny: no history in this notebook") ||
+		got[3].Rows != 0 || !strings.Contains(got[3].Words(), "tg32 of moe: no history") {
+		t.Errorf("no history: %q %q", got[0].Words(), got[3].Words())
+	}
+	// An adaptive plan runs its n in chunks: 10 reps from 3 in chunks of 3 are four processes
+	// (3+3+3+1), each with its overhead and warm-up: 4·6 s + (10+4)·1 s.
+	adaptiveOf(p)
+	p.Adaptive.MaxReps = 30
+	a := PlanRepetitions(p, map[string]BenchHistory{"tiny": cv2History()}, 0.03)[1]
+	if a.Reps != 10 || a.Seconds != 4*6+14 || a.PlanReps != 30 || !(a.MDE < 0.03) {
+		t.Errorf("adaptive: %+v", a)
+	}
+}
+
+// TestNarrowBandWarned: a band prediction on a cell narrower than the interval the plan
+// resolves is warned about (at validation, hence at registration), with the repetitions a band
+// that narrow needs; a band wide enough is not, nor any band without history.
+func TestNarrowBandWarned(t *testing.T) {
+	hist := map[string]BenchHistory{"tiny": cv2History()}
+	band := func(lo, hi float64) *Plan {
+		p := loadValid(t)
+		p.Predictions[0].Lo, p.Predictions[0].Hi = &lo, &hi
+		return p
+	}
+	// 3 reps at CV 2%: t(0.975, 2)·2%/√3 = ±4.97%; the band 99-101 is ±1%.
+	got := problemsOf(t, band(99, 101), ValidateOptions{History: hist})
+	want := "warning: predictions[0]: P1: the band [99, 101] is ±1.00% about its middle, narrower than the ±4.97% 95% interval this plan resolves for tg of model tiny (3 reps, at the CV of 2.00% this notebook measured over 1 past rows): its verdict cannot be told from noise; widen the band or raise the repetitions (about "
+	if !strings.Contains(got, want) || strings.Count(got, "warning: predictions[") != 1 {
+		t.Fatalf("got:\n%s", got)
+	}
+	if got := problemsOf(t, band(90, 110), ValidateOptions{History: hist}); strings.Contains(got, "predictions[0]") {
+		t.Errorf("a ±10%% band: %s", got)
+	}
+	if got := problemsOf(t, band(99, 101), ValidateOptions{}); got != "" {
+		t.Errorf("no history: %s", got)
+	}
+	// Adaptive to ±3% on tg: the run stops there, so a ±2% band cannot be resolved, whatever
+	// max_reps allows; a ±5% one can.
+	p := band(98, 102)
+	adaptiveOf(p)
+	p.Adaptive.Targets[0].Rel = 0.03
+	if got := problemsOf(t, p, ValidateOptions{History: hist}); !strings.Contains(got, "narrower than the ±3.00% 95% interval this plan resolves for tg of model tiny (stopping at its target ±3%") {
+		t.Errorf("adaptive: %s", got)
+	}
+	p = band(95, 105)
+	adaptiveOf(p)
+	p.Adaptive.Targets[0].Rel = 0.03
+	if got := problemsOf(t, p, ValidateOptions{History: hist}); strings.Contains(got, "predictions[0]") {
+		t.Errorf("adaptive, ±5%%: %s", got)
+	}
+}
