@@ -129,10 +129,17 @@ func newTransparencyRow(model, test string, rd, aa []float64) transparencyRow {
 }
 
 func formatTransparency(rows []transparencyRow, pairs int) string {
+	return formatRatios(rows, pairs, "transparency: llama-bench's own t/s through the runner (pty, jsonl parsing, events) vs the same command under a pipe",
+		"direct vs direct", "runner/direct")
+}
+
+// formatRatios prints a transparency table: title, what the A/A control compares, and the
+// name of the ratio column.
+func formatRatios(rows []transparencyRow, pairs int, title, control, ratio string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\ntransparency: llama-bench's own t/s through the runner (pty, jsonl parsing, events) vs the same command under a pipe\n")
-	fmt.Fprintf(&b, "%d interleaved pairs per model (A/B order alternating), A/A control = direct vs direct in the same pairing; medians of per-pair ratios, bootstrap 95%% intervals\n\n", pairs)
-	fmt.Fprintf(&b, "%-22s %-4s %14s %18s %14s %18s %7s %9s\n", "model", "test", "runner/direct", "95% interval", "A/A", "A/A spread (95%)", ">=0.99", "in A/A")
+	fmt.Fprintf(&b, "\n%s\n", title)
+	fmt.Fprintf(&b, "%d interleaved pairs per model (A/B order alternating), A/A control = %s in the same pairing; medians of per-pair ratios, bootstrap 95%% intervals\n\n", pairs, control)
+	fmt.Fprintf(&b, "%-22s %-4s %14s %18s %14s %18s %7s %9s\n", "model", "test", ratio, "95% interval", "A/A", "A/A spread (95%)", ">=0.99", "in A/A")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "%-22s %-4s %14.4f %18s %14.4f %18s %7s %9s\n", r.Model, r.Test, r.RD,
 			fmt.Sprintf("[%.4f, %.4f]", r.RDLo, r.RDHi), r.AA, fmt.Sprintf("[%.4f, %.4f]", r.AALo, r.AAHi),

@@ -239,3 +239,41 @@ func (s *Script) ReadCount() int {
 	defer s.mu.Unlock()
 	return s.n
 }
+
+// FullTree writes a workstation's worth of sensors under root, for cost measurements: two
+// RAPL packages with core and uncore zones and DRAM, an amdgpu card, six hwmon chips with four
+// temperatures each, sixteen cores with cpufreq, and the host's pressure, load and memory.
+func FullTree(root string) error {
+	t := Tree{Root: root}
+	files := map[string]string{
+		"proc/pressure/cpu":    "some avg10=1.81 avg60=8.16 avg300=44.70 total=7110580531\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+		"proc/pressure/memory": "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+		"proc/pressure/io":     "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+		"proc/loadavg":         "1.60 4.01 4.34 2/115 22087\n",
+		"proc/meminfo":         "MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:   20000000 kB\n",
+	}
+	for p := 0; p < 2; p++ {
+		z := fmt.Sprintf("sys/class/powercap/intel-rapl:%d/", p)
+		files[z+"name"], files[z+"energy_uj"], files[z+"max_energy_range_uj"] = fmt.Sprintf("package-%d", p), "123456789", "262143328850"
+		for i, name := range []string{"core", "uncore", "dram"} {
+			s := fmt.Sprintf("sys/class/powercap/intel-rapl:%d:%d/", p, i)
+			files[s+"name"], files[s+"energy_uj"], files[s+"max_energy_range_uj"] = name, "23456789", "262143328850"
+		}
+	}
+	for c := 0; c < 6; c++ {
+		d := fmt.Sprintf("sys/class/hwmon/hwmon%d/", c)
+		files[d+"name"] = []string{"k10temp", "nvme", "amdgpu", "acpitz", "it8688", "spd5118"}[c]
+		for s := 1; s <= 4; s++ {
+			files[fmt.Sprintf("%stemp%d_input", d, s)] = fmt.Sprint(40000 + 1000*s)
+		}
+	}
+	a := "sys/class/hwmon/hwmon2/"
+	files[a+"power1_average"], files[a+"freq1_input"], files[a+"device/gpu_busy_percent"] = "212000000", "2304000000", "99"
+	files[a+"device/pp_dpm_sclk"] = "0: 500Mhz\n1: 1800Mhz\n2: 2304Mhz *\n"
+	files[a+"device/mem_info_vram_used"], files[a+"device/mem_info_vram_total"] = "9126805504", "17163091968"
+	for c := 0; c < 16; c++ {
+		d := fmt.Sprintf("sys/devices/system/cpu/cpu%d/cpufreq/", c)
+		files[d+"scaling_cur_freq"], files[d+"cpuinfo_max_freq"] = "3601000", "5200000"
+	}
+	return t.WriteAll(files)
+}
