@@ -4,7 +4,9 @@
 # reaches), measure the GUI cost (jq derives its plan) and assemble the llama.cpp prefix
 # (patchelf, dpkg-deb, apt-get download), plus the host's Vulkan loader and Mesa's Vulkan
 # drivers (libvulkan1, mesa-vulkan-drivers: the prefix's Vulkan backend loads them at run time;
-# on a machine without a GPU Mesa's software device llvmpipe/lavapipe stands in).
+# on a machine without a GPU Mesa's software device llvmpipe/lavapipe stands in), and OpenSSH
+# (openssh-client for bench hosts; openssh-server so the tests run loopback sshd hosts as
+# `sshd -f CONFIG` on 127.0.0.1, never as a system service: docs/fleet.md).
 # Idempotent: installs only what is missing, and does nothing (not even `apt-get update`)
 # when everything is present.
 set -euo pipefail
@@ -15,6 +17,7 @@ packages=(
   xvfb xauth imagemagick x11-utils xdotool jq
   patchelf debian-archive-keyring ca-certificates binutils file
   libvulkan1 mesa-vulkan-drivers
+  openssh-client openssh-server
 )
 
 missing=()
