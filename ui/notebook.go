@@ -20,6 +20,21 @@ type JournalRow struct {
 	Kind    string
 	StudyID int64
 	Summary string // the payload, shortened
+	// Sentence is the entry as people read it (workbench.JournalSentence); Tone groups its
+	// kind for colour (workbench.JournalTone); Payload is the whole canonical JSON, shown
+	// when the entry is expanded.
+	Sentence string
+	Tone     string
+	Payload  string
+}
+
+// text is what the timeline shows of r after its number and time: its sentence, or (for a
+// row without one) its kind and shortened payload.
+func (r JournalRow) text() string {
+	if r.Sentence != "" {
+		return r.Sentence
+	}
+	return r.Kind + " " + r.Summary
 }
 
 // ChainStatus is the result of walking the journal's hash chain.
@@ -76,6 +91,13 @@ type NotebookView struct {
 	all  []JournalRow
 	gen  uint64 // counts Reload calls: a journal read that finishes after a later one is dropped
 	rows []JournalRow
+	// Detail shows the selected entry: its sentence, kind, study and JSON payload (the
+	// timeline row "expanded"); CopyPayload copies the payload.
+	Detail      *widget.Label
+	CopyPayload *widget.Button
+	detailRow   *JournalRow
+	wantSeq     int64  // SelectSeq's entry, selected again once the pending load has shown
+	onLoaded    func() // after each journal load has been shown (the Find dialog searches again)
 	// Updated receives after each background job has been shown (tests wait on it).
 	Updated chan struct{}
 }
@@ -99,20 +121,10 @@ func newNotebookView(win fyne.Window, svc NotebookService) *NotebookView {
 	v.Since.OnChanged = func(string) { v.apply() }
 	v.Until.OnChanged = func(string) { v.apply() }
 	v.DateErr = widget.NewLabel("")
-	v.List = widget.NewList(func() int { return len(v.rows) },
-		func() fyne.CanvasObject {
-			l := widget.NewLabel("")
-			l.Truncation = fyne.TextTruncateEllipsis
-			return l
-		},
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			r := v.rows[i]
-			study := "—"
-			if r.StudyID != 0 {
-				study = fmt.Sprintf("study %d", r.StudyID)
-			}
-			o.(*widget.Label).SetText(fmt.Sprintf("#%d  %s  %-20s %-9s %s", r.Seq, r.At.Local().Format("2006-01-02 15:04:05"), r.Kind, study, r.Summary))
-		})
+	v.List = newJournalList(func() []JournalRow { return v.rows })
+	v.List.OnSelected = func(i widget.ListItemID) { v.expand(i) }
+	v.Detail, v.CopyPayload = widget.NewLabel(""), widget.NewButton("Copy payload", v.copyPayload)
+	v.CopyPayload.Disable()
 	v.VerifyBt = widget.NewButton("Verify the chain", v.Verify)
 	v.ImportBt = widget.NewButton("Import llama-bench output…", v.importDialog)
 	v.BundleBt = widget.NewButton("Verify a bundle…", v.bundleDialog)
@@ -132,7 +144,7 @@ func newNotebookView(win fyne.Window, svc NotebookService) *NotebookView {
 		v.DateErr,
 	)
 	v.Tabs = container.NewAppTabs(
-		container.NewTabItem("Timeline", v.List),
+		container.NewTabItem("Timeline", v.timeline()),
 		container.NewTabItem("Predictions & findings", v.buildBoard()),
 	)
 	v.loadBoard()
@@ -184,6 +196,13 @@ func (v *NotebookView) Reload() {
 				}
 				v.Study.Options = studies
 				v.apply()
+				if v.wantSeq != 0 {
+					v.selectSeq(v.wantSeq)
+					v.wantSeq = 0
+				}
+				if v.onLoaded != nil {
+					v.onLoaded()
+				}
 			}
 			v.signal()
 		})
@@ -230,12 +249,14 @@ func (v *NotebookView) apply() {
 		if hasSince && r.At.Before(since) || hasUntil && !r.At.Before(until.AddDate(0, 0, 1)) {
 			continue
 		}
-		if text != "" && !strings.Contains(strings.ToLower(fmt.Sprintf("%d %s study %d %s", r.Seq, r.Kind, r.StudyID, r.Summary)), text) {
+		if text != "" && !strings.Contains(strings.ToLower(fmt.Sprintf("%d %s study %d %s %s", r.Seq, r.Kind, r.StudyID, r.Summary, r.Sentence)), text) {
 			continue
 		}
 		v.rows = append(v.rows, r)
 	}
+	v.List.UnselectAll()
 	v.List.Refresh()
+	v.showDetail(nil)
 }
 
 // Verify walks the hash chain in the background and shows the result (Cancel stops it).

@@ -61,7 +61,9 @@ type Workbench struct {
 	QuantWiz *QuantWizard
 	Kind     *widget.RadioGroup // New study: throughput, capacity, concurrency or quant
 	Notebook *NotebookView
-	nav      *container.AppTabs
+	// Find is the Ctrl+F dialog: every study and journal entry, jumping to the hit.
+	Find *FindView
+	nav  *container.AppTabs
 }
 
 // NewWorkbench builds the main window and starts the first doctor check in the background.
@@ -78,6 +80,12 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb.Notebook = newNotebookView(w, deps.Notebook)
 	if deps.Studies != nil {
 		wb.Notebook.SetStudies(deps.Studies)
+	}
+	wb.Find = newFindView(func() []StudySummary { return wb.Studies.studies }, func() []JournalRow { return wb.Notebook.all }, wb.jumpTo)
+	wb.Notebook.onLoaded = func() {
+		if wb.Find.Query.Text != "" {
+			wb.Find.Search(wb.Find.Query.Text)
+		}
 	}
 	newStudy := wb.newStudySection(deps)
 	wb.Bench.onReport = func(r app.DoctorReport) {
@@ -203,6 +211,18 @@ func (wb *Workbench) ShowSection(name string) bool {
 	return false
 }
 
+// jumpTo shows a Find hit: a study in the Studies section, an entry expanded in the
+// Notebook's timeline.
+func (wb *Workbench) jumpTo(h FindHit) {
+	if h.Seq == 0 {
+		wb.ShowSection("studies")
+		wb.Studies.Reload(h.StudyID)
+		return
+	}
+	wb.ShowSection("notebook")
+	wb.Notebook.SelectSeq(h.Seq)
+}
+
 // chartMeta names the build and the machine in chart titles.
 func chartMeta(r app.DoctorReport) plots.Meta {
 	var m plots.Meta
@@ -237,8 +257,8 @@ func (wb *Workbench) addShortcuts() {
 		}
 	})
 	add(fyne.KeyF, func() {
-		wb.ShowSection("notebook")
-		c.Focus(wb.Notebook.Filter)
+		wb.Notebook.Reload() // the hits are searched again when the journal has loaded
+		wb.Find.Show(wb.Window)
 	})
 	add(fyne.KeyE, func() {
 		wb.ShowSection("studies")

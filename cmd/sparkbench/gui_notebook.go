@@ -32,7 +32,8 @@ func (s notebookService) Journal(ctx context.Context) ([]ui.JournalRow, error) {
 		if len(sum) > 300 {
 			sum = sum[:300] + "…"
 		}
-		rows = append(rows, ui.JournalRow{Seq: e.Seq, At: e.At, Kind: e.Kind, StudyID: e.StudyID, Summary: sum})
+		rows = append(rows, ui.JournalRow{Seq: e.Seq, At: e.At, Kind: e.Kind, StudyID: e.StudyID, Summary: sum,
+			Sentence: workbench.JournalSentence(e.Kind, e.Payload), Tone: workbench.JournalTone(e.Kind), Payload: string(e.Payload)})
 	}
 	return rows, nil
 }
