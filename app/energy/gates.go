@@ -41,23 +41,26 @@ func (p *Plan) Interval() time.Duration {
 	return time.Duration(p.IntervalMS) * time.Millisecond
 }
 
+// Problem is what is wrong with a field of the block: its JSON path and why.
+type Problem struct{ Path, Msg string }
+
+func (p Problem) String() string { return p.Path + ": " + p.Msg }
+
 // Validate lists what is wrong with the block, each with its JSON path under prefix.
-func (p *Plan) Validate(prefix string) []string {
+func (p *Plan) Validate(prefix string) []Problem {
 	if p == nil {
 		return nil
 	}
-	var out []string
-	if p.IntervalMS != 0 && time.Duration(p.IntervalMS)*time.Millisecond < telemetry.MinInterval {
-		out = append(out, fmt.Sprintf("%s.interval_ms: %d is below the shortest interval, %d ms", prefix, p.IntervalMS, telemetry.MinInterval.Milliseconds()))
-	}
-	if p.IntervalMS < 0 || p.IntervalMS > 60000 {
-		out = append(out, fmt.Sprintf("%s.interval_ms: %d is outside 10 to 60000", prefix, p.IntervalMS))
+	var out []Problem
+	if p.IntervalMS < 0 || p.IntervalMS > 60000 || p.IntervalMS != 0 && time.Duration(p.IntervalMS)*time.Millisecond < telemetry.MinInterval {
+		out = append(out, Problem{prefix + ".interval_ms", fmt.Sprintf("%d: want %d to 60000 ms (leave it out for %d)", p.IntervalMS,
+			telemetry.MinInterval.Milliseconds(), telemetry.DefaultInterval.Milliseconds())})
 	}
 	if g := p.Gates; g.ClockDropMax < 0 || g.ClockDropMax >= 1 {
-		out = append(out, fmt.Sprintf("%s.gates.clock_drop_max: %g is not a fraction in [0, 1) (0.1 is 10%%)", prefix, g.ClockDropMax))
+		out = append(out, Problem{prefix + ".gates.clock_drop_max", fmt.Sprintf("%g is not a fraction in [0, 1) (0.1 is 10%%)", g.ClockDropMax)})
 	}
 	if g := p.Gates; g.TempMaxC < 0 || g.TempMaxC > 150 {
-		out = append(out, fmt.Sprintf("%s.gates.temp_max_c: %g °C is outside 0 to 150", prefix, g.TempMaxC))
+		out = append(out, Problem{prefix + ".gates.temp_max_c", fmt.Sprintf("%g °C is outside 0 to 150", g.TempMaxC)})
 	}
 	return out
 }

@@ -70,8 +70,12 @@ func TestPlanValidate(t *testing.T) {
 		t.Fatal("an absent block")
 	}
 	p := &energy.Plan{IntervalMS: 5, Gates: energy.Gates{ClockDropMax: 10, TempMaxC: -1}}
-	got := strings.Join(p.Validate("telemetry"), "\n")
-	for _, want := range []string{"telemetry.interval_ms: 5 is below the shortest interval, 10 ms",
+	var lines []string
+	for _, pr := range p.Validate("telemetry") {
+		lines = append(lines, pr.String())
+	}
+	got := strings.Join(lines, "\n")
+	for _, want := range []string{"telemetry.interval_ms: 5: want 10 to 60000 ms (leave it out for 250)",
 		"telemetry.gates.clock_drop_max: 10 is not a fraction", "telemetry.gates.temp_max_c: -1 °C"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
