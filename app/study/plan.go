@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"sparkbench/app/canon"
+	"sparkbench/app/energy"
 	"sparkbench/runner/fsread"
 	"sparkbench/runner/jsonlex"
 )
@@ -47,6 +48,10 @@ type Plan struct {
 	// Adaptive, when given, replaces the fixed axes.reps by adaptive repetitions with a
 	// pre-registered stopping rule (docs/adaptive.md). Written only when given.
 	Adaptive *Adaptive `json:"adaptive,omitempty"`
+	// Telemetry, when given, samples the machine during each leg (interval_ms) and flags the
+	// legs during which a machine-state gate fired (docs/telemetry.md). Written only when
+	// given.
+	Telemetry *energy.Plan `json:"telemetry,omitempty"`
 
 	// given lists the defaulted fields the plan file wrote (Decode fills it), so that Defaults
 	// never replaces a value the user wrote, zero or empty as it may be: validation refuses it

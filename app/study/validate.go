@@ -170,6 +170,9 @@ func (v *validator) run() {
 	}
 	v.checkText()
 	v.checkKVQuality()
+	for _, pr := range v.p.Telemetry.Validate("telemetry") {
+		v.errf(pr.Path, "%s", pr.Msg)
+	}
 	v.checkModels()
 	v.checkAxes()
 	v.checkDevices()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"sparkbench/app/demo"
+	"sparkbench/app/energy/energyrun"
 	"sparkbench/app/kinds"
 	"sparkbench/app/study"
 	"sparkbench/app/study/kvquality"
@@ -17,6 +18,7 @@ import (
 	"sparkbench/runner"
 	"sparkbench/runner/fsread"
 	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/telemetry/live"
 	"sparkbench/store"
 )
 
@@ -204,16 +206,20 @@ func RunThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRunReq
 		return study.RunSummary{}, err
 	}
 	dir := req.LlamaDir
-	if dir == "" {
-		if p, err := study.Decode("plan", st.PlanJSON); err == nil {
-			dir = p.Build.Dir
-		}
+	plan, perr := study.Decode("plan", st.PlanJSON)
+	if dir == "" && perr == nil {
+		dir = plan.Build.Dir
 	}
 	loc, err := llamacpp.Locate(dir)
 	if err != nil {
 		return study.RunSummary{}, badInput(err)
 	}
 	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: CachedHash(ctx, nb, req.Hash), OnEvent: req.OnEvent, Retry: req.Retry}
+	if perr == nil && plan.Telemetry != nil { // docs/telemetry.md: the samplers are found once per run
+		hook, closeSamplers := energyrun.New(ctx, nb, live.Config{Interval: plan.Telemetry.Interval()}, plan.Telemetry.Gates)
+		defer closeSamplers()
+		e.Telemetry = hook
+	}
 	sum, err := e.Run(ctx, req.ID)
 	if err != nil || sum.Status != study.StatusComplete {
 		return sum, err
