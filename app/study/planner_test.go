@@ -64,9 +64,10 @@ func TestNarrowBandWarned(t *testing.T) {
 		p.Predictions[0].Lo, p.Predictions[0].Hi = &lo, &hi
 		return p
 	}
-	// 3 reps at CV 2%: t(0.975, 2)·2%/√3 = ±4.97%; the band 99-101 is ±1%.
+	// 3 reps at CV 2%: t(0.975, 2)·2%/√3 = ±4.97%; the band 99-101 is ±1%, which needs 18
+	// reps: t(0.975, 17)·2%/√18 = 2.110·0.471% = ±0.995%, where 17 give 2.120·2%/√17 = ±1.03%.
 	got := problemsOf(t, band(99, 101), ValidateOptions{History: hist})
-	want := "warning: predictions[0]: P1: the band [99, 101] is ±1.00% about its middle, narrower than the ±4.97% 95% interval this plan resolves for tg of model tiny (3 reps, at the CV of 2.00% this notebook measured over 1 past rows): its verdict cannot be told from noise; widen the band or raise the repetitions (about "
+	want := "warning: predictions[0]: P1: the band [99, 101] is ±1.00% about its middle, narrower than the ±4.97% 95% interval this plan resolves for tg of model tiny (3 reps, at the CV of 2.00% this notebook measured over 1 past rows): its verdict cannot be told from noise; widen the band or raise the repetitions (about 18 for ±1.00%)"
 	if !strings.Contains(got, want) || strings.Count(got, "warning: predictions[") != 1 {
 		t.Fatalf("got:\n%s", got)
 	}
