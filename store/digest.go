@@ -83,32 +83,14 @@ func legDigest(ctx context.Context, q querier, legID int64) (digest, error) {
 		}
 		*t.count = n
 	}
-	// llama-batched-bench rows (schema 7) are hashed after the others, and only when the leg
-	// has some, so the digest of every other leg is what it was before they existed.
-	if ok, err := hasTable(ctx, q, "batched_samples"); err != nil {
-		return d, err
-	} else if ok {
-		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM batched_samples WHERE leg_id = ?", legID).Scan(&d.BatchedRows); err != nil {
-			return d, err
-		}
-	}
-	if d.BatchedRows > 0 {
-		h.Write([]byte("batched\n"))
-		if _, err := hashRows(ctx, q, h, "SELECT "+batchedDigestCols+" FROM batched_samples WHERE leg_id = ? ORDER BY seq", legID); err != nil {
-			return d, err
-		}
-	}
-	// Telemetry samples (schema 8) likewise: after the rest, only when the leg has some.
-	if ok, err := hasTable(ctx, q, "telemetry_samples"); err != nil {
-		return d, err
-	} else if ok {
-		if err := q.QueryRowContext(ctx, "SELECT count(*) FROM telemetry_samples WHERE leg_id = ?", legID).Scan(&d.TelemetryRows); err != nil {
-			return d, err
-		}
-	}
-	if d.TelemetryRows > 0 {
-		h.Write([]byte("telemetry\n"))
-		if _, err := hashRows(ctx, q, h, "SELECT "+telemetryDigestCols+" FROM telemetry_samples WHERE leg_id = ? ORDER BY seq", legID); err != nil {
+	// llama-batched-bench rows (schema 7), then telemetry samples (schema 8), are hashed after
+	// the others, and only when the leg has some, so the digest of every other leg is what it
+	// was before they existed.
+	for _, t := range []struct {
+		table, cols, tag string
+		count            *int64
+	}{{"batched_samples", batchedDigestCols, "batched\n", &d.BatchedRows}, {"telemetry_samples", telemetryDigestCols, "telemetry\n", &d.TelemetryRows}} {
+		if err := hashLaterRows(ctx, q, h, t.table, t.cols, t.tag, legID, t.count); err != nil {
 			return d, err
 		}
 	}
@@ -173,4 +155,21 @@ func appendDigestValue(b []byte, v any) []byte {
 		return append(append(b, 's'), FormatTime(x)...)
 	}
 	return append(append(b, '?'), fmt.Sprint(v)...)
+}
+
+// hashLaterRows counts a leg's rows in a table a later schema added (none when the notebook
+// predates it) and, when there are some, writes tag and the rows into h.
+func hashLaterRows(ctx context.Context, q querier, h io.Writer, table, cols, tag string, legID int64, count *int64) error {
+	if ok, err := hasTable(ctx, q, table); err != nil || !ok {
+		return err
+	}
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+table+" WHERE leg_id = ?", legID).Scan(count); err != nil {
+		return err
+	}
+	if *count == 0 {
+		return nil
+	}
+	_, _ = h.Write([]byte(tag))
+	_, err := hashRows(ctx, q, h, "SELECT "+cols+" FROM "+table+" WHERE leg_id = ? ORDER BY seq", legID)
+	return err
 }
