@@ -112,6 +112,9 @@ type StudiesView struct {
 	showOnLoad int64 // ShowOnLoad: the study shown first
 	gates      gateCounts
 	meta       plots.Meta
+	// onListed runs on the UI goroutine after each list has been read (the Compare section
+	// offers the same studies).
+	onListed func([]StudySummary)
 }
 
 // SetMeta names the build and machine in chart titles (from the doctor's report).
@@ -294,6 +297,9 @@ func (v *StudiesView) Reload(id int64) {
 			}
 			v.studies = list
 			v.List.Refresh()
+			if v.onListed != nil {
+				v.onListed(list)
+			}
 			for i, s := range list {
 				if s.ID == id {
 					// The list may have reordered with the same index selected, in which case

@@ -40,6 +40,9 @@ type Deps struct {
 	// Quant builds, registers, shows and runs quantization ladders, and lists the derived
 	// models (nil: ladders are listed, with a note that says where to see them).
 	Quant QuantService
+	// Compare compares throughput studies and exports comparisons (nil: the Compare section
+	// says it is unavailable).
+	Compare CompareService
 }
 
 // Preference keys: the llama.cpp folder the user chose, the window's size.
@@ -61,6 +64,7 @@ type Workbench struct {
 	QuantWiz *QuantWizard
 	Kind     *widget.RadioGroup // New study: throughput, capacity, concurrency or quant
 	Notebook *NotebookView
+	Compare  *CompareView
 	// Find is the Ctrl+F dialog: every study and journal entry, jumping to the hit.
 	Find *FindView
 	nav  *container.AppTabs
@@ -78,6 +82,8 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb.Studies.SetCapacity(deps.Capacity) // nil: capacity studies are listed, with a note
 	wb.Studies.SetQuant(deps.Quant)
 	wb.Notebook = newNotebookView(w, deps.Notebook)
+	wb.Compare = newCompareView(w, deps.Compare)
+	wb.Studies.onListed = wb.Compare.SetStudies
 	if deps.Studies != nil {
 		wb.Notebook.SetStudies(deps.Studies)
 	}
@@ -99,6 +105,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		container.NewTabItem("Bench", wb.Bench.Object),
 		container.NewTabItem("Models", wb.Models.Object),
 		container.NewTabItem("Notebook", wb.Notebook.Object),
+		container.NewTabItem("Compare", wb.Compare.Object),
 	)
 	wb.nav.OnSelected = func(t *container.TabItem) {
 		switch t.Text {
@@ -111,6 +118,8 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		case "Notebook":
 			wb.Notebook.Reload()
 			wb.Notebook.loadBoard()
+		case "Compare":
+			wb.Studies.Reload(0) // the list offered is the Studies section's, read again
 		}
 	}
 	wb.nav.SetTabLocation(container.TabLocationLeading)
@@ -198,7 +207,7 @@ func heading(text string) *widget.Label {
 }
 
 // Sections are the names ShowSection takes (the CLI's --section).
-var Sections = []string{"studies", "new", "bench", "models", "notebook"}
+var Sections = []string{"studies", "new", "bench", "models", "notebook", "compare"}
 
 // ShowSection brings a section to the front: studies, new, bench or models.
 func (wb *Workbench) ShowSection(name string) bool {

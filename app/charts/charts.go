@@ -323,3 +323,29 @@ func NGL(r *study.Report, metric string) (*plots.NGLChart, error) {
 	}
 	return ch, nil
 }
+
+// CompareDepth overlays the depth curves of several studies (charts.Depth of each), every
+// series named by its study: "study 3 tiny". Studies without results of metric are left out;
+// none with any is an error.
+func CompareDepth(reports []*study.Report, metric string) (*plots.DepthChart, error) {
+	var out *plots.DepthChart
+	var missing []string
+	for _, r := range reports {
+		ch, err := Depth(r, metric, 0)
+		if err != nil {
+			missing = append(missing, fmt.Sprintf("study %d", r.Study.ID))
+			continue
+		}
+		if out == nil {
+			out = &plots.DepthChart{Metric: ch.Metric, Meta: plots.Meta{Build: ch.Meta.Build, Machine: ch.Meta.Machine}}
+		}
+		for _, s := range ch.Series {
+			s.Label = fmt.Sprintf("study %d %s", r.Study.ID, s.Label)
+			out.Series = append(out.Series, s)
+		}
+	}
+	if out == nil {
+		return nil, fmt.Errorf("none of %s has %s results", strings.Join(missing, ", "), metric)
+	}
+	return out, nil
+}

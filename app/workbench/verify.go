@@ -54,7 +54,12 @@ func VerifyBundle(ctx context.Context, req VerifyRequest) (*Verification, error)
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("cancelled before %s was checked", req.Path)
 	}
-	rep := receipt.Verify(files, receipt.VerifyOptions{HashPlots: req.HashPlots})
+	var rep *receipt.VerifyReport
+	if IsComparisonBundle(files) {
+		rep = VerifyComparison(files) // a comparison's receipt (compare_bundle.go)
+	} else {
+		rep = receipt.Verify(files, receipt.VerifyOptions{HashPlots: req.HashPlots})
+	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("cancelled while %s was checked", req.Path)
 	}

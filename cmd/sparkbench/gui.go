@@ -69,6 +69,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	var notebookSvc ui.NotebookService
 	var capacitySvc ui.CapacityService
 	var quantSvc ui.QuantService
+	var compareSvc ui.CompareService
 	if nbErr == nil {
 		nb, err := store.Open(nbPath)
 		if err != nil {
@@ -81,6 +82,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 			notebookSvc = notebookService{nb}
 			capacitySvc = capacityService{nb: nb, llamaDir: *llamaDir, folder: folder}
 			quantSvc = quantService{nb: nb, llamaDir: *llamaDir, folder: folder}
+			compareSvc = compareService{nb}
 		}
 	}
 	a := fyneapp.NewWithID(app.AppID)
@@ -96,6 +98,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		Notebook:  notebookSvc,
 		Capacity:  capacitySvc,
 		Quant:     quantSvc,
+		Compare:   compareSvc,
 	})
 	wb.ShowSection(*section)
 	wb.Kind.SetSelected(*newKind)

@@ -44,22 +44,9 @@ func studyAAOnly(ctx context.Context, nb *store.Notebook, id int64, o study.Comp
 	return 0
 }
 
-// sideColumns are a cell's baseline and new columns: the mean ± its t-based 95% interval
-// (Welch), or the median with its distribution-free 95% interval (benchmath; "?" bounds when
-// the repetitions are too few for one).
-func sideColumns(cc study.CellComparison) (base, next string) {
-	if cc.Medians == nil {
-		ci := func(s analysis.Summary) string { return fmt.Sprintf("%.2f ± %.2f", s.Mean, s.Hi-s.Mean) }
-		return ci(cc.Baseline), ci(cc.New)
-	}
-	med := func(m analysis.MedianSummary) string {
-		if m.Lo == nil {
-			return fmt.Sprintf("%.2f [?]", m.Median)
-		}
-		return fmt.Sprintf("%.2f [%.2f, %.2f]", m.Median, *m.Lo, *m.Hi)
-	}
-	return med(cc.Medians.Base), med(cc.Medians.New)
-}
+// sideColumns are a cell's baseline and new columns (workbench.CompareSides: the window and
+// a comparison's receipt show the same).
+func sideColumns(cc study.CellComparison) (base, next string) { return workbench.CompareSides(cc) }
 
 // compareFooter says what the columns are and which test was used; with benchmath, the
 // cells' warnings follow, each once.

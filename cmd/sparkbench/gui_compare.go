@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"sparkbench/app/study"
+	"sparkbench/app/workbench"
+	"sparkbench/store"
+	"sparkbench/ui"
+)
+
+// compareService is ui.CompareService over the notebook: workbench.CompareStudies, which
+// compares each study with the first through the call `study compare` makes.
+type compareService struct{ nb *store.Notebook }
+
+var _ ui.CompareService = compareService{}
+
+func (s compareService) Compare(ctx context.Context, ids []int64) (*ui.Comparison, error) {
+	set, err := workbench.CompareStudies(ctx, s.nb, workbench.CompareRequest{IDs: ids, Options: study.CompareOptions{Alpha: 0.05}})
+	if err != nil {
+		return nil, err
+	}
+	return windowComparison(set), nil
+}
+
+// windowComparison is what the window shows of a comparison: the CLI's columns and footer.
+func windowComparison(set *workbench.ComparisonSet) *ui.Comparison {
+	c := &ui.Comparison{Depth: set.Depth, Notes: set.Notes}
+	for i, st := range set.Studies {
+		role := "new"
+		if i == 0 {
+			role = "baseline"
+		}
+		c.Studies = append(c.Studies, fmt.Sprintf("study %d %s (%s), %s", st.ID, st.Name, st.Status, role))
+	}
+	for _, p := range set.Pairs {
+		pair := fmt.Sprintf("%d vs %d", p.New.ID, p.Baseline.ID)
+		for _, cc := range p.Cells {
+			base, next := workbench.CompareSides(cc)
+			c.Cells = append(c.Cells, []string{pair, cc.Label(), base, next, cc.Word})
+		}
+		for _, n := range p.Notes {
+			c.Notes = append(c.Notes, pair+": "+n)
+		}
+	}
+	if len(set.Pairs) > 0 {
+		c.Footer = strings.TrimSpace(compareFooter(set.Pairs[0]))
+	}
+	for _, v := range set.Verdicts {
+		c.Verdicts = append(c.Verdicts, v.Line(set.Studies))
+	}
+	return c
+}
+
+func (s compareService) ExportComparison(ctx context.Context, ids []int64, out string) (ui.ReceiptExport, error) {
+	set, files, err := workbench.ExportComparison(ctx, s.nb, workbench.CompareRequest{IDs: ids, Options: study.CompareOptions{Alpha: 0.05}}, out)
+	if err != nil {
+		return ui.ReceiptExport{}, err
+	}
+	abs, _ := filepath.Abs(out)
+	return ui.ReceiptExport{Summary: fmt.Sprintf("wrote the comparison of %d studies (%d files) to %s; check it with: sparkbench verify %s", len(set.Studies), len(files), abs, abs), Files: files}, nil
+}

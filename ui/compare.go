@@ -1,0 +1,265 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/widget"
+
+	"sparkbench/app/kinds"
+	"sparkbench/plots"
+)
+
+// The Compare section: two or more throughput studies, the oldest chosen as the baseline, each
+// other one compared with it through the call `sparkbench study compare` makes; the shared
+// cells benchstat style, the depth curves overlaid, a verdict line per shared prediction, and
+// the comparison exported as its own receipt.
+
+// Comparison is a comparison as the window shows it (cmd fills it from the service's result).
+type Comparison struct {
+	Studies  []string   // "study 1 sparkbench demo (complete), baseline"
+	Cells    [][]string // per shared cell: pair, cell, baseline, new, delta (~ when not significant)
+	Verdicts []string   // one line per shared prediction
+	Footer   string     // what the columns and the test are
+	Depth    *plots.DepthChart
+	Notes    []string
+}
+
+// CompareService compares studies (the first id is the baseline) and exports a comparison's
+// receipt; cmd wires the notebook's.
+type CompareService interface {
+	Compare(ctx context.Context, ids []int64) (*Comparison, error)
+	// ExportComparison writes the receipt to out and says what it wrote.
+	ExportComparison(ctx context.Context, ids []int64, out string) (ReceiptExport, error)
+}
+
+// CompareView is the Compare section.
+type CompareView struct {
+	Object    fyne.CanvasObject
+	Choose    *widget.CheckGroup
+	CompareBt *widget.Button
+	ExportBt  *widget.Button
+	Status    *widget.Label
+	Table     *widget.Table
+	Verdicts  *widget.Label
+	Chart     *ChartView
+	Tabs      *container.AppTabs
+	Result    *Comparison
+	// Updated receives after each comparison or export has been shown (tests wait on it).
+	Updated chan struct{}
+
+	win     fyne.Window
+	svc     CompareService
+	ids     map[string]int64 // CheckGroup option -> study id
+	running bool
+}
+
+var compareCols = []string{"pair", "cell", "baseline t/s", "new t/s", "delta"}
+var compareWidths = []float32{150, 330, 170, 170, 330}
+
+func newCompareView(win fyne.Window, svc CompareService) *CompareView {
+	v := &CompareView{win: win, svc: svc, Updated: make(chan struct{}, 8), ids: map[string]int64{},
+		Status: widget.NewLabel("choose two or more throughput studies: the oldest is the baseline"), Verdicts: widget.NewLabel("")}
+	v.Status.Wrapping = fyne.TextWrapWord
+	v.Verdicts.Wrapping = fyne.TextWrapWord
+	v.Choose = widget.NewCheckGroup(nil, func([]string) { v.updateButtons() })
+	v.CompareBt = widget.NewButton("Compare", v.Compare)
+	v.ExportBt = widget.NewButton("Export comparison receipt…", v.exportDialog)
+	v.Table = widget.NewTableWithHeaders(func() (int, int) { return v.rowCount(), len(compareCols) },
+		func() fyne.CanvasObject { return widget.NewLabel("") },
+		func(id widget.TableCellID, o fyne.CanvasObject) { o.(*widget.Label).SetText(v.cell(id.Row, id.Col)) })
+	v.Table.CreateHeader = func() fyne.CanvasObject { return widget.NewLabel("") }
+	v.Table.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
+		if id.Row < 0 && id.Col >= 0 {
+			o.(*widget.Label).SetText(compareCols[id.Col])
+		} else {
+			o.(*widget.Label).SetText("")
+		}
+	}
+	for i, w := range compareWidths {
+		v.Table.SetColumnWidth(i, w)
+	}
+	v.Chart = NewChartView(760, 420)
+	v.Tabs = container.NewAppTabs(
+		container.NewTabItem("Shared cells", v.Table),
+		container.NewTabItem("Depth curves", v.Chart.Object),
+		container.NewTabItem("Verdicts", container.NewVScroll(v.Verdicts)),
+	)
+	if svc == nil {
+		v.Status.SetText("comparisons are unavailable: the notebook is not open (see the Bench section)")
+	}
+	v.updateButtons()
+	left := container.NewBorder(heading("Studies to compare"), nil, nil, nil, container.NewVScroll(v.Choose))
+	right := container.NewBorder(container.NewVBox(container.NewHBox(v.CompareBt, v.ExportBt), v.Status), nil, nil, nil, v.Tabs)
+	split := container.NewHSplit(left, right)
+	split.Offset = 0.28
+	v.Object = split
+	return v
+}
+
+func (v *CompareView) rowCount() int {
+	if v.Result == nil {
+		return 0
+	}
+	return len(v.Result.Cells)
+}
+
+func (v *CompareView) cell(r, c int) string {
+	if v.Result == nil || r >= len(v.Result.Cells) || c >= len(v.Result.Cells[r]) {
+		return ""
+	}
+	return v.Result.Cells[r][c]
+}
+
+// SetStudies offers the throughput studies of list (others cannot be compared cell by cell
+// yet), keeping what was chosen.
+func (v *CompareView) SetStudies(list []StudySummary) {
+	var opts []string
+	v.ids = map[string]int64{}
+	for _, s := range list {
+		if s.Kind != kinds.Throughput && s.Kind != "" {
+			continue
+		}
+		o := fmt.Sprintf("%d · %s (%s)", s.ID, s.Name, s.Status)
+		v.ids[o] = s.ID
+		opts = append(opts, o)
+	}
+	var keep []string
+	for _, o := range v.Choose.Selected {
+		if _, ok := v.ids[o]; ok {
+			keep = append(keep, o)
+		}
+	}
+	v.Choose.Options = opts
+	v.Choose.Selected = keep
+	v.Choose.Refresh()
+	v.updateButtons()
+}
+
+// Chosen are the chosen studies, oldest (the baseline) first.
+func (v *CompareView) Chosen() []int64 {
+	var ids []int64
+	for _, o := range v.Choose.Selected {
+		if id, ok := v.ids[o]; ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// ChooseIDs ticks the studies ids (the window's --compare, tests).
+func (v *CompareView) ChooseIDs(ids ...int64) {
+	var sel []string
+	for _, o := range v.Choose.Options {
+		if slices.Contains(ids, v.ids[o]) {
+			sel = append(sel, o)
+		}
+	}
+	v.Choose.SetSelected(sel)
+}
+
+func (v *CompareView) updateButtons() {
+	ok := v.svc != nil && !v.running && len(v.Chosen()) >= 2
+	setEnabled(v.CompareBt, ok)
+	setEnabled(v.ExportBt, ok)
+}
+
+func (v *CompareView) signal() {
+	select {
+	case v.Updated <- struct{}{}:
+	default:
+	}
+}
+
+// Compare compares the chosen studies in the background and shows the result, or why there is
+// none (fewer than two studies, no shared cell: the service's reason).
+func (v *CompareView) Compare() {
+	ids := v.Chosen()
+	if v.svc == nil || len(ids) < 2 {
+		v.Status.SetText(fmt.Sprintf("choose two or more throughput studies to compare (%d chosen)", len(ids)))
+		v.signal()
+		return
+	}
+	v.running = true
+	v.updateButtons()
+	v.Status.SetText(fmt.Sprintf("comparing %d studies…", len(ids)))
+	svc := v.svc
+	go func() {
+		res, err := svc.Compare(context.Background(), ids)
+		onUI(func() {
+			v.running = false
+			v.updateButtons()
+			if err != nil {
+				v.Result = nil
+				v.Status.SetText("not compared: " + err.Error())
+			} else {
+				v.show(res)
+			}
+			v.Table.Refresh()
+			v.signal()
+		})
+	}()
+}
+
+func (v *CompareView) show(res *Comparison) {
+	v.Result = res
+	status := fmt.Sprintf("%s\n%d shared cell(s), %d shared prediction(s)", strings.Join(res.Studies, "\n"), len(res.Cells), len(res.Verdicts))
+	if res.Footer != "" {
+		status += "\n" + res.Footer
+	}
+	v.Status.SetText(status)
+	text := strings.Join(res.Verdicts, "\n")
+	if len(res.Verdicts) == 0 {
+		text = "the studies share no prediction (the same ID about the same figure)"
+	}
+	if len(res.Notes) > 0 {
+		text += "\n\n" + strings.Join(res.Notes, "\n")
+	}
+	v.Verdicts.SetText(text)
+	if res.Depth != nil {
+		v.Chart.Show(res.Depth)
+	}
+}
+
+func (v *CompareView) exportDialog() {
+	ids := v.Chosen()
+	pickFolder(prefLastReceipts, v.win, func(dir string) {
+		out := filepath.Join(dir, compareBundleName(ids))
+		v.Export(ids, out, func(x ReceiptExport, err error) {
+			if err != nil {
+				dialog.ShowError(err, v.win)
+				return
+			}
+			dialog.ShowInformation("Comparison receipt written", x.Summary, v.win)
+		})
+	})
+}
+
+// compareBundleName is the folder a comparison's receipt is written to: compare-1-2-3.
+func compareBundleName(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprint(id)
+	}
+	return "compare-" + strings.Join(parts, "-")
+}
+
+// Export writes the comparison's receipt of ids to out in the background; done runs on the UI
+// goroutine.
+func (v *CompareView) Export(ids []int64, out string, done func(ReceiptExport, error)) {
+	svc := v.svc
+	go func() {
+		x, err := svc.ExportComparison(context.Background(), ids, out)
+		onUI(func() {
+			done(x, err)
+			v.signal()
+		})
+	}()
+}
