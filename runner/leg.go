@@ -70,6 +70,9 @@ type LegResult struct {
 	Fingerprint  *Fingerprint `json:"fingerprint,omitempty"`
 	Transcript   *Transcript  `json:"transcript"`
 	DroppedLines int          `json:"dropped_lines,omitempty"` // Line events a slow consumer missed
+	// Via is the local command line that ran Argv elsewhere (ssh to a bench host, WithVia);
+	// absent for a local leg.
+	Via []string `json:"via,omitempty"`
 }
 
 // Results are the rows that count as results.
@@ -111,7 +114,18 @@ func (l *procLeg) Pid() int { return l.proc.Pid() }
 type LegOption func(*legOptions)
 
 type legOptions struct {
-	fp *Fingerprinter
+	fp    *Fingerprinter
+	via   func(argv, env []string) ([]string, error)
+	viaFP *Fingerprint
+}
+
+// WithVia runs the leg elsewhere: wrap turns the leg's command line and environment extras into
+// the local command that runs them there (runner/remote: ssh -tt to a bench host), which the
+// pty driver runs, reads, times and classifies as it does a local one. fp is the host's
+// fingerprint, recorded in place of a local one (nil: none); the result keeps the leg's own
+// argv and the local command in Via.
+func WithVia(wrap func(argv, env []string) ([]string, error), fp *Fingerprint) LegOption {
+	return func(o *legOptions) { o.via, o.viaFP = wrap, fp }
 }
 
 // WithFingerprinter shares a Fingerprinter (and its cache) between legs.
@@ -141,11 +155,23 @@ func StartLeg(ctx context.Context, spec LegSpec, opts ...LegOption) *Leg {
 	if n, ok := ExpectedTests(argv[1:]); ok {
 		h.expectedArgs = n
 	}
-	if refuse == nil && !spec.NoFingerprint {
-		h.fp = o.fp.Take(ctx, spec.Bench, spec.Env)
-	}
 	ps := ProcSpec{Argv: argv, Env: spec.Env, Dir: spec.Dir, Cols: spec.Cols, Rows: spec.Rows,
 		TranscriptCap: spec.TranscriptCap, Limits: spec.Limits}
+	switch {
+	case o.via != nil:
+		h.fper, h.argv = nil, argv
+		if refuse == nil {
+			ps.Argv, refuse = o.via(argv, spec.Env)
+			ps.Env, ps.Dir, h.via = nil, "", ps.Argv
+		}
+		if refuse == nil && !spec.NoFingerprint && o.viaFP != nil {
+			fp := *o.viaFP
+			fp.TakenAt = time.Now()
+			h.fp = &fp
+		}
+	case refuse == nil && !spec.NoFingerprint:
+		h.fp = o.fp.Take(ctx, spec.Bench, spec.Env)
+	}
 	l := &Leg{spec: spec, h: h}
 	l.proc = startProc(ctx, ps, h, refuse)
 	return l
@@ -171,6 +197,8 @@ type benchHandler struct {
 
 	rows    []Row
 	flagRow int // row the gate flagged (0: none)
+
+	argv, via []string // WithVia: the leg's own command line and the local one that ran it
 
 	expectedArgs int
 	total        int // from --progress
@@ -288,6 +316,9 @@ func (h *benchHandler) classifyInput(p *Proc, in *ClassifyInput) {
 
 func (h *benchHandler) finish(p *Proc, x *Exit) {
 	h.exit(x, h.done(), h.expected())
+	if h.via != nil && x.Class == ClassFailed && x.Code == 255 {
+		x.Reason = clip("the connection to the host was lost or refused (ssh exited 255); "+x.Reason, maxReason)
+	}
 	for i := range h.rows {
 		r := &h.rows[i]
 		switch {
@@ -301,10 +332,14 @@ func (h *benchHandler) finish(p *Proc, x *Exit) {
 			r.Status = RowDiscarded
 		}
 	}
+	argv := p.spec.Argv
+	if h.argv != nil {
+		argv = h.argv
+	}
 	h.result = &LegResult{
-		ID: h.spec.ID, Argv: p.spec.Argv, Env: append(slices.Clone(llamacpp.QuietEnv), h.spec.Env...),
+		ID: h.spec.ID, Argv: argv, Env: append(slices.Clone(llamacpp.QuietEnv), h.spec.Env...),
 		Start: p.start, End: p.endTime, Exit: *x, Rows: h.rows, Malformed: h.malformed,
-		Fingerprint: h.fp, Transcript: p.transcript, DroppedLines: p.DroppedLines(),
+		Fingerprint: h.fp, Transcript: p.transcript, DroppedLines: p.DroppedLines(), Via: h.via,
 	}
 	if h.result.Rows == nil {
 		h.result.Rows = []Row{}

@@ -33,7 +33,7 @@ func (t *legTally) classify(in *ClassifyInput, rows, expected int) {
 // exit fills the same counts into the leg's exit and fingerprints the machine again.
 func (t *legTally) exit(x *Exit, rows, expected int) {
 	x.Rows, x.Expected, x.Malformed = rows, expected, t.nMalformed
-	if t.fp != nil {
+	if t.fp != nil && t.fper != nil { // nil for a leg run elsewhere (WithVia)
 		t.fper.After(t.fp)
 	}
 }
