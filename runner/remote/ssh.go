@@ -130,7 +130,10 @@ func (c *Conn) base(master bool) []string {
 	if master {
 		return append(a, "-o", "ControlMaster=yes", "-o", "ControlPersist=no")
 	}
-	return append(a, "-o", "ControlMaster=no")
+	// A session goes over the master or not at all: were the master gone, ssh would quietly open
+	// a connection of its own; ProxyCommand=false (never reached while the master answers) makes
+	// that attempt fail at once instead.
+	return append(a, "-o", "ControlMaster=no", "-o", "ProxyCommand=false")
 }
 
 // Open logs into h once: it starts the master and waits (bounded by the connect timeout) until

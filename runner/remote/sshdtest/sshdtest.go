@@ -6,6 +6,7 @@ package sshdtest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -235,3 +236,111 @@ func (s *Server) Stop() {
 
 // Log is what sshd printed so far (-e: to stderr).
 func (s *Server) Log() string { return s.log.String() }
+
+// HostDirs makes a host's own llama.cpp folder and model folder under a new temporary folder:
+// ROOT/bin holds links to every file of the llama.cpp folder llamaDir, ROOT/lib links to the
+// folder beside it (the prefix's libraries), ROOT/models links to each model. It returns the
+// two folders as the hosts file names them.
+func HostDirs(t testing.TB, llamaDir string, models ...string) (bin, modelDir string) {
+	t.Helper()
+	root := t.TempDir()
+	bin, modelDir = filepath.Join(root, "bin"), filepath.Join(root, "models")
+	for _, d := range []string{bin, modelDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(llamaDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(llamaDir, e.Name()), filepath.Join(bin, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lib := filepath.Join(filepath.Dir(llamaDir), "lib"); isDir(lib) {
+		if err := os.Symlink(lib, filepath.Join(root, "lib")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range models {
+		if err := os.Symlink(m, filepath.Join(modelDir, filepath.Base(m))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin, modelDir
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// Processes lists the live processes whose program (argv[0]) starts with prefix (a host's own
+// folder: on a loopback host, its processes are this machine's), as "PID argv".
+func Processes(prefix string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.HasPrefix(string(b), prefix) {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && (st[i+2] == 'Z' || st[i+2] == 'X') {
+				continue
+			}
+		}
+		out = append(out, strconv.Itoa(pid)+" "+strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " "))
+	}
+	return out
+}
+
+// Lab is the example hosts file run against loopback sshd hosts: one sshd per host of the
+// file (reached by the file's own ssh alias), each with its own llama.cpp and model folders,
+// which replace the file's ~/ folders (the loopback hosts share this machine's home).
+type Lab struct {
+	HostsFile string             // the hosts file the test passes (--hosts)
+	Servers   map[string]*Server // by host name
+	LlamaDirs map[string]string  // by host name
+	ModelDirs map[string]string
+}
+
+// StartLab reads the hosts file example, starts its hosts and writes the test's copy.
+func StartLab(t testing.TB, example, llamaDir string, models ...string) *Lab {
+	t.Helper()
+	b, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	lab := &Lab{Servers: map[string]*Server{}, LlamaDirs: map[string]string{}, ModelDirs: map[string]string{}}
+	var servers []*Server
+	for _, hv := range f["hosts"].([]any) {
+		h := hv.(map[string]any)
+		name, alias := h["name"].(string), h["ssh"].(string)
+		s := Start(t, alias)
+		bin, md := HostDirs(t, llamaDir, models...)
+		h["llama_dir"], h["model_dirs"] = bin, []string{md}
+		lab.Servers[name], lab.LlamaDirs[name], lab.ModelDirs[name] = s, bin, md
+		servers = append(servers, s)
+	}
+	f["ssh_config"] = WriteConfig(t, "", servers...)
+	out, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab.HostsFile = filepath.Join(t.TempDir(), "hosts.json")
+	if err := os.WriteFile(lab.HostsFile, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return lab
+}
