@@ -32,7 +32,7 @@ func baseCommands() []command {
 	return []command{
 		{"gui", "gui [--llama-dir D] [--notebook P] [--section S] [--run-demo] [--run ID]", "open the window (the default with no command)", cmdGUI},
 		{"version", "version", "print sparkbench's version", cmdVersion},
-		{"doctor", "doctor [--llama-dir D] [--models DIR]... [--notebook P]", "check llama.cpp, models, notebook and display; print each fix", cmdDoctor},
+		{"doctor", "doctor [--llama-dir D] [--models DIR]... [--notebook P] | doctor --host NAME [--hosts F]", "check llama.cpp, models, notebook and display; print each fix", cmdDoctor},
 		{"model", "model inspect FILE [--json] | model verify FILE [--expect SHA256]", "GGUF metadata and tensor table; streamed SHA-256 (cached in the notebook) against the published hash", cmdModel},
 		{"leg", "leg run [--llama-dir D] [--idle-timeout DUR] [--timeout DUR] [--json] -- <llama-bench args>", "run one llama-bench leg through the runner, results as they arrive", cmdLeg},
 		{"fit", fitUsage, "the largest -ngl that fits the devices' memory (llama-fit-params), and an ngl sweep up to it for a plan", cmdFit},
@@ -52,6 +52,7 @@ func baseCommands() []command {
 		{"receipt", receiptUsage, "write a study's receipt bundle: raw files, receipt.md, study.json, plots, SHA256SUMS", cmdReceipt},
 		{"verify", verifyUsage, "check a receipt bundle: SHA256SUMS, the journal chain, derived files re-assembled byte for byte", cmdVerify},
 		{"analyze", "analyze crossing|slope|ceiling …", "derived figures from numbers: crossing depth, depth slope, bandwidth ceiling", cmdAnalyze},
+		{"host", hostUsage, "bench hosts over ssh: list them; connect and fingerprint one (as doctor --host)", cmdHost},
 		{"help", "help", "print this list", cmdHelp},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 
 	"sparkbench/app"
 	"sparkbench/runner/llamacpp"
@@ -18,6 +19,8 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	notebook := fs.String("notebook", "", "notebook file (default: $SPARKBENCH_NOTEBOOK, then the user's data folder)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	withTelemetry := fs.Bool("telemetry", false, "also try every telemetry sampler (NVML, nvidia-smi, amd-smi, rocm-smi, amdgpu, RAPL, hwmon, cpufreq, host) and say why each is not available")
+	host := fs.String("host", "", "fingerprint this bench host over ssh instead (docs/fleet.md; --hosts FILE)")
+	hosts := fs.String("hosts", "", "hosts file for --host (default: $"+envHosts+", then hosts.json in the user's sparkbench config folder)")
 	var models multiFlag
 	fs.Var(&models, "models", "folder to scan for .gguf files (repeatable; default: testdata/models, $"+app.EnvModelDirs+", ~/models)")
 	pos, err := parseInterspersed(fs, args)
@@ -27,6 +30,9 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		fprintf(stderr, "sparkbench doctor: unexpected argument %q; doctor takes only flags (see sparkbench doctor -h)\n", pos[0])
 		return 2
+	}
+	if *host != "" {
+		return hostCheck("doctor --host", []string{"--hosts=" + *hosts, "--json=" + strconv.FormatBool(*asJSON), *host}, stdout, stderr)
 	}
 	// A folder the user named must be usable: a typo is bad input, not a report.
 	if *llamaDir != "" {
