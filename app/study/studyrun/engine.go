@@ -389,8 +389,13 @@ func (r *run) probe(ctx context.Context) (study.Environment, error) {
 	if r.e.Probe != nil {
 		return r.e.Probe(ctx)
 	}
-	fp := r.e.fingerprinter().Take(ctx, r.e.Bench, r.l.Plan.Build.EnvList())
-	env := study.Environment{Machine: fp.Machine, BuildDir: filepath.Dir(r.e.Bench), VersionLine: fp.VersionLine,
+	return EnvironmentOf(r.e.fingerprinter().Take(ctx, r.e.Bench, r.l.Plan.Build.EnvList()), r.e.Bench), nil
+}
+
+// EnvironmentOf is the machine and build a study records from a fingerprint of llama-bench at
+// bench (a local one, or a bench host's: Engine.Probe).
+func EnvironmentOf(fp *runner.Fingerprint, bench string) study.Environment {
+	env := study.Environment{Machine: fp.Machine, BuildDir: filepath.Dir(bench), VersionLine: fp.VersionLine,
 		BuildNumber: int64(fp.BuildNumber), Commit: fp.Commit, Backends: fp.Backends,
 		Binaries: map[string]string{fp.Binary.Name: fp.Binary.SHA256}}
 	for _, lib := range fp.Libraries { // the libraries hold the build's code: they identify it
@@ -399,7 +404,7 @@ func (r *run) probe(ctx context.Context) (study.Environment, error) {
 	for _, d := range fp.Devices {
 		env.Devices = append(env.Devices, d.Name+" ("+d.Description+")")
 	}
-	return env, nil
+	return env
 }
 
 func (e *Engine) fingerprinter() *runner.Fingerprinter {
