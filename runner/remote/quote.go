@@ -68,3 +68,13 @@ func Script(s string) string { return "exec /bin/sh -c " + Quote(s) }
 
 // HostPath joins a host folder and a name the way the host reads it.
 func HostPath(dir, name string) string { return strings.TrimRight(dir, "/") + "/" + name }
+
+// ExecCommandOrEmpty is ExecCommand(nil, argv), or "false" (which fails on the host) for an
+// argv that cannot be sent.
+func ExecCommandOrEmpty(argv []string) string {
+	c, err := ExecCommand(nil, argv)
+	if err != nil {
+		return "false"
+	}
+	return c
+}

@@ -344,3 +344,26 @@ func StartLab(t testing.TB, example, llamaDir string, models ...string) *Lab {
 	}
 	return lab
 }
+
+// KillSessions cuts every connection the server holds (SIGKILL to each per-connection sshd
+// process, the listener's children), as a network failure or a host going down would.
+func (s *Server) KillSessions() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		i := bytes.LastIndexByte(st, ')')
+		if err != nil || i < 0 {
+			continue
+		}
+		if f := strings.Fields(string(st[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(s.cmd.Process.Pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+
+	"sparkbench/app/fleet"
+	"sparkbench/app/study"
+	"sparkbench/store"
+)
+
+const fleetUsage = "fleet run FLEET [--hosts F] [--llama-dir D] [--notebook P]"
+
+func cmdFleet(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "run" {
+		fprintf(stderr, "usage: sparkbench %s\n", fleetUsage)
+		return 2
+	}
+	fs := newFlagSet("fleet run", stderr)
+	hosts := fs.String("hosts", "", "hosts file (default: $"+envHosts+", then hosts.json in the user's sparkbench config folder)")
+	llamaDir := fs.String("llama-dir", "", "this machine's llama.cpp folder, for the local member")
+	notebook := fs.String("notebook", "", "notebook file (default: $SPARKBENCH_NOTEBOOK, then the user's data folder)")
+	pos, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 1 {
+		fprintf(stderr, "sparkbench fleet run: give one fleet file (docs/fleet.md)\n")
+		return 2
+	}
+	hf, err := loadHostsFlag(*hosts)
+	if err != nil {
+		fprintf(stderr, "sparkbench fleet run: %v\n", err)
+		return 2
+	}
+	f, err := fleet.Load(pos[0], hf)
+	if err != nil {
+		fprintf(stderr, "sparkbench fleet run: %v\n", err)
+		return 2
+	}
+	path, err := notebookPath(*notebook)
+	if err != nil {
+		fprintf(stderr, "sparkbench fleet run: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	nb, err := store.Open(path)
+	if err != nil {
+		fprintf(stderr, "sparkbench fleet run: %v\n", err)
+		return 1
+	}
+	defer nb.Close()
+	// the members' plans (their names say the host) are written beside the notebook
+	dataDir := filepath.Dir(path)
+	var mu sync.Mutex
+	on := func(host string, ev study.Event) {
+		if ev.Kind == study.EventLegFinished {
+			mu.Lock()
+			fprintf(stderr, "%s: leg %s finished\n", host, ev.Leg)
+			mu.Unlock()
+		}
+	}
+	id, members, err := fleet.Run(ctx, nb, fleet.Request{File: f, Hosts: hf, LlamaDir: *llamaDir, DataDir: dataDir, OnEvent: on})
+	if err != nil {
+		fprintf(stderr, "sparkbench fleet run: %v\n", err)
+		return 1
+	}
+	fprintf(stdout, "fleet %q: %d hosts\n", id, len(members))
+	code := 0
+	for _, m := range members {
+		fprintf(stdout, "  %-10s study %d  %s", m.Host, m.StudyID, m.Status)
+		if m.Clock != nil && m.Clock.FarOff() {
+			fprintf(stdout, "  (clock far off: %s)", m.Clock.Skew)
+		}
+		if m.Err != "" {
+			fprintf(stdout, "  %s", m.Err)
+		}
+		fprintf(stdout, "\n")
+		if m.Status != string(study.StatusComplete) {
+			code = 1
+		}
+	}
+	rows, err := fleet.Compare(ctx, nb, members)
+	if err != nil {
+		fprintf(stderr, "sparkbench fleet run: compare: %v\n", err)
+		return 1
+	}
+	fleet.WriteTable(stdout, members, rows)
+	return code
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sparkbench/runner/llamatest"
+	"sparkbench/runner/remote/sshdtest"
+)
+
+func fleetExample() string {
+	return filepath.Join(llamatest.RepoRoot(), "docs", "examples", "fleet-tiny.json")
+}
+
+// TestFleetRunOnTwoHostsAndLocal runs docs/examples/fleet-tiny.json on this machine and the
+// two loopback hosts of docs/examples/hosts.json: three studies, each complete, side by side.
+func TestFleetRunOnTwoHostsAndLocal(t *testing.T) {
+	lab := exampleLab(t)
+	nb := filepath.Join(t.TempDir(), "nb.sqlite")
+	code, out, errOut := runCLI("fleet", "run", fleetExample(), "--hosts", lab.HostsFile, "--notebook", nb)
+	if code != 0 {
+		t.Fatalf("fleet run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"local ", "host-a ", "host-b ", "complete", "tg8", "pp32"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("fleet run output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "complete") != 3 || strings.Contains(out, "—") {
+		t.Fatalf("want three complete studies with every cell on every host:\n%s", out)
+	}
+}
+
+// TestFleetHostDroppingOutFailsOnlyItsStudy runs the fleet with host-b gone (its sshd
+// stopped): host-b's study fails with the refused connection, the other two complete. (A
+// connection cut mid-leg is TestConnectionKilledMidLegLeavesNoOrphan in runner/remote.)
+func TestFleetHostDroppingOutFailsOnlyItsStudy(t *testing.T) {
+	lab := exampleLab(t)
+	lab.Servers["host-b"].Stop()
+	nb := filepath.Join(t.TempDir(), "nb.sqlite")
+	code, out, errOut := runCLI("fleet", "run", fleetExample(), "--hosts", lab.HostsFile, "--notebook", nb)
+	if code != 1 {
+		t.Fatalf("fleet with a host gone: exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 3 && f[1] == "study" {
+			lines[f[0]] = l
+		}
+	}
+	if !strings.Contains(lines["local"], "complete") || !strings.Contains(lines["host-a"], "complete") ||
+		strings.Contains(lines["host-b"], "complete") || !strings.Contains(lines["host-b"], "connection refused") {
+		t.Fatalf("only host-b's study may fail, with the refused connection:\n%s\n%s", out, errOut)
+	}
+	if left := sshdtest.Processes(lab.LlamaDirs["host-b"]); len(left) > 0 {
+		t.Fatalf("left on host-b: %q", left)
+	}
+}
