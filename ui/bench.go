@@ -32,6 +32,7 @@ type BenchView struct {
 	Display       *widget.Label
 	Problems      *widget.Label
 	RecheckButton *widget.Button
+	AboutButton   *widget.Button // the About box (build, llama.cpp, notebook)
 	Choose        *widget.Button
 	// Measure memory bandwidth: the button (Cancel while it runs), its progress and result.
 	MeasureBW  *widget.Button
@@ -72,6 +73,7 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 	v.Notebook, v.Display, v.Problems = wrap(), wrap(), wrap()
 	v.Machine = wrap()
 	v.RecheckButton = widget.NewButton("Re-check", v.Recheck)
+	v.AboutButton = widget.NewButton("About sparkbench…", nil) // the window sets it (about.go)
 	v.Choose = widget.NewButton("Choose llama.cpp folder…", v.chooseFolder)
 	v.BWMeasured = make(chan struct{}, 4)
 	v.BWResult = wrap()
@@ -89,7 +91,7 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 		widget.NewFormItem("SHA-256", v.Hashes),
 	)
 	v.Object = container.NewVScroll(container.NewVBox(
-		container.NewHBox(heading("Bench"), v.Status, v.Choose, v.RecheckButton),
+		container.NewHBox(heading("Bench"), v.Status, v.Choose, v.RecheckButton, v.AboutButton),
 		widget.NewCard("llama.cpp build", "the binaries sparkbench drives", form),
 		widget.NewCard("Machine", "", v.Machine),
 		widget.NewCard("Memory bandwidth", "STREAM-style copy and triad, best trial; the ceiling of memory-bound token generation",

@@ -58,7 +58,12 @@ type CompareView struct {
 	svc     CompareService
 	ids     map[string]int64 // CheckGroup option -> study id
 	running bool
+	onLoad  []int64 // CompareOnLoad: chosen and compared once the studies are offered
 }
+
+// CompareOnLoad chooses ids and compares them as soon as the studies have been listed (the
+// window's --compare).
+func (v *CompareView) CompareOnLoad(ids []int64) { v.onLoad = ids }
 
 var compareCols = []string{"pair", "cell", "baseline t/s", "new t/s", "delta"}
 var compareWidths = []float32{150, 330, 170, 170, 330}
@@ -140,6 +145,12 @@ func (v *CompareView) SetStudies(list []StudySummary) {
 	v.Choose.Selected = keep
 	v.Choose.Refresh()
 	v.updateButtons()
+	if len(v.onLoad) > 0 {
+		ids := v.onLoad
+		v.onLoad = nil
+		v.ChooseIDs(ids...)
+		v.Compare()
+	}
 }
 
 // Chosen are the chosen studies, oldest (the baseline) first.

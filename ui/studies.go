@@ -57,6 +57,9 @@ type StudiesView struct {
 	Object fyne.CanvasObject
 
 	List          *widget.List
+	ListFilter    *widget.Entry  // keeps the studies whose id, name, kind or status match
+	Sort          *widget.Select // newest first, oldest first, name, status
+	ListCount     *widget.Label  // "3 of 5 studies"
 	Title         *widget.Label
 	Status        *widget.Label
 	RunButton     *widget.Button
@@ -81,6 +84,7 @@ type StudiesView struct {
 	svc StudyService
 
 	studies  []StudySummary
+	shown    []StudySummary // the list's rows: studies filtered and sorted (studies_list.go)
 	stack    *fyne.Container
 	selected int64
 	report   *study.Report
@@ -137,13 +141,12 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 		text: NewThrottle(textInterval), slowText: NewThrottle(slowTextInterval)}
 	v.Status.Wrapping = fyne.TextWrapWord
 	v.ProgressMsg.Wrapping = fyne.TextWrapWord
-	v.List = widget.NewList(func() int { return len(v.studies) },
-		func() fyne.CanvasObject { return widget.NewLabel("") },
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			s := v.studies[i]
-			o.(*widget.Label).SetText(fmt.Sprintf("%d · %s (%s, %s)", s.ID, s.Name, s.Kind, s.Status))
-		})
-	v.List.OnSelected = func(i widget.ListItemID) { v.Select(v.studies[i].ID) }
+	v.List = newStudyList(func() []StudySummary { return v.shown })
+	v.List.OnSelected = func(i widget.ListItemID) {
+		if id := v.shown[i].ID; id != v.selected {
+			v.Select(id)
+		}
+	}
 
 	v.RunButton = widget.NewButton("Run", v.RunSelected)
 	v.HumanButton = widget.NewButton("Human verdict…", v.humanDialog)
@@ -177,9 +180,8 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	)
 	v.detail = container.NewBorder(head, nil, nil, nil, v.Tabs)
 	v.stack = container.NewStack(v.detail)
-	left := container.NewBorder(heading("Studies"), widget.NewButton("Refresh", func() { v.Reload(0) }), nil, nil, v.List)
-	split := container.NewHSplit(left, v.stack)
-	split.Offset = 0.22
+	split := container.NewHSplit(v.listPane(), v.stack)
+	split.Offset = 0.26
 	v.Object = split
 	return v
 }
@@ -296,22 +298,30 @@ func (v *StudiesView) Reload(id int64) {
 				return
 			}
 			v.studies = list
-			v.List.Refresh()
+			v.applyList()
 			if v.onListed != nil {
 				v.onListed(list)
 			}
-			for i, s := range list {
+			for _, s := range list {
 				if s.ID == id {
 					// The list may have reordered with the same index selected, in which case
 					// OnSelected does not fire: show the study explicitly.
-					v.List.Select(i)
+					if i := v.shownIndex(id); i >= 0 {
+						v.List.Select(i)
+					}
 					v.Select(id)
 					return
 				}
 			}
 			if id == 0 && len(list) > 0 {
-				v.List.Select(0)
-				v.Select(list[0].ID)
+				first := list[0].ID
+				if len(v.shown) > 0 {
+					first = v.shown[0].ID
+				}
+				if i := v.shownIndex(first); i >= 0 {
+					v.List.Select(i)
+				}
+				v.Select(first)
 				return
 			}
 			v.signal()

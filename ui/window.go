@@ -7,6 +7,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/widget"
 
@@ -50,6 +51,7 @@ const (
 	prefLlamaDir = "llama.dir"
 	prefWidth    = "window.width"
 	prefHeight   = "window.height"
+	prefSection  = "window.section" // the section shown last (the next window opens on it)
 )
 
 // Workbench is the main window and its sections.
@@ -65,6 +67,9 @@ type Workbench struct {
 	Kind     *widget.RadioGroup // New study: throughput, capacity, concurrency or quant
 	Notebook *NotebookView
 	Compare  *CompareView
+	// About is the About box last shown (nil until then).
+	About      dialog.Dialog
+	lastReport *app.DoctorReport
 	// Find is the Ctrl+F dialog: every study and journal entry, jumping to the hit.
 	Find *FindView
 	nav  *container.AppTabs
@@ -95,6 +100,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	}
 	newStudy := wb.newStudySection(deps)
 	wb.Bench.onReport = func(r app.DoctorReport) {
+		wb.lastReport = &r
 		wb.Studies.SetMeta(chartMeta(r))
 		wb.Wizard.SetDoctorReport(r) // its device notes offer their env; the devices are listed again
 		wb.QuantWiz.RefreshTypes()   // the build may have changed
@@ -108,6 +114,9 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 		container.NewTabItem("Compare", wb.Compare.Object),
 	)
 	wb.nav.OnSelected = func(t *container.TabItem) {
+		if i := wb.nav.SelectedIndex(); i >= 0 && i < len(Sections) {
+			a.Preferences().SetString(prefSection, Sections[i])
+		}
 		switch t.Text {
 		case "New study":
 			wb.Wizard.RefreshModels()
@@ -126,6 +135,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	w.SetContent(wb.nav)
 	w.Resize(fyne.NewSize(float32(a.Preferences().FloatWithFallback(prefWidth, 1280)), float32(a.Preferences().FloatWithFallback(prefHeight, 800))))
 	wb.addShortcuts()
+	wb.addAbout()
 	w.SetOnClosed(func() {
 		sz := w.Canvas().Size()
 		if sz.Width >= 400 && sz.Height >= 300 {
@@ -209,8 +219,17 @@ func heading(text string) *widget.Label {
 // Sections are the names ShowSection takes (the CLI's --section).
 var Sections = []string{"studies", "new", "bench", "models", "notebook", "compare"}
 
-// ShowSection brings a section to the front: studies, new, bench or models.
+// LastSection is the section shown when the last window closed ("studies" the first time).
+func (wb *Workbench) LastSection() string {
+	return wb.App.Preferences().StringWithFallback(prefSection, "studies")
+}
+
+// ShowSection brings a section to the front: studies, new, bench, models, notebook or compare
+// ("" or "last": the section shown last).
 func (wb *Workbench) ShowSection(name string) bool {
+	if name == "" || name == "last" {
+		name = wb.LastSection()
+	}
 	for i, s := range Sections {
 		if s == name {
 			wb.nav.SelectIndex(i)

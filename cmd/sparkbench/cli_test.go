@@ -59,6 +59,9 @@ func TestBadInputExitsTwoWithOneLine(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, []string{`unknown command "frobnicate"`, "sparkbench help"}},
 		{"unknown flag", []string{"doctor", "--bogus"}, []string{"flag provided but not defined: -bogus"}},
 		{"gui unknown study kind", []string{"gui", "--new-kind", "latency"}, []string{`--new-kind "latency"`, "throughput, capacity or concurrency"}},
+		{"gui compare one study", []string{"gui", "--compare", "3"}, []string{`--compare "3"`, "two or more studies, e.g. --compare 3,4"}},
+		{"gui compare not an ID", []string{"gui", "--compare", "3,x"}, []string{`"x" is not a study ID: write the IDs as 3,4`}},
+		{"gui unknown section", []string{"gui", "--section", "overview2"}, []string{`--section "overview2"`, "or last"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,10 +26,11 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("gui", stderr)
 	llamaDir := fs.String("llama-dir", "", "folder holding llama-bench and llama-server")
 	notebook := fs.String("notebook", "", "notebook file")
-	section := fs.String("section", "studies", "section to open: "+strings.Join(ui.Sections, ", "))
+	section := fs.String("section", "last", "section to open: "+strings.Join(ui.Sections, ", ")+", or last (the one shown when the window last closed)")
 	runDemo := fs.Bool("run-demo", false, "run the demo study as soon as the window opens")
 	runID := fs.Int64("run", 0, "run (or resume) this study as soon as the window opens")
 	showID := fs.Int64("study", 0, "open the Studies section on this study (without running it)")
+	compareIDs := fs.String("compare", "", "open the Compare section on these studies, compared: ID,ID[,ID…] (the first the baseline)")
 	newKind := fs.String("new-kind", "throughput", "kind of study the New study section starts with: "+strings.Join(kinds.All, ", "))
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
@@ -36,8 +39,13 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench: --new-kind %q: want throughput, capacity or concurrency, or quant for a quantization ladder\n", *newKind)
 		return 2
 	}
-	if !slices.Contains(ui.Sections, *section) {
-		fprintf(stderr, "sparkbench: --section %q: want one of %s\n", *section, strings.Join(ui.Sections, ", "))
+	if *section != "last" && !slices.Contains(ui.Sections, *section) {
+		fprintf(stderr, "sparkbench: --section %q: want one of %s, or last\n", *section, strings.Join(ui.Sections, ", "))
+		return 2
+	}
+	compare, err := parseIDList(*compareIDs)
+	if err != nil {
+		fprintf(stderr, "sparkbench: --compare %q: %v\n", *compareIDs, err)
 		return 2
 	}
 	if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
@@ -110,9 +118,31 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	case *showID > 0:
 		wb.ShowSection("studies")
 		wb.Studies.ShowOnLoad(*showID)
+	case len(compare) > 0:
+		wb.ShowSection("compare")
+		wb.Compare.CompareOnLoad(compare)
 	}
 	wb.Window.ShowAndRun()
 	return 0
+}
+
+// parseIDList reads "3,4[,5…]": two or more study IDs ("" is none).
+func parseIDList(s string) ([]int64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var ids []int64
+	for _, f := range strings.Split(s, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || id <= 0 {
+			return nil, fmt.Errorf("%q is not a study ID: write the IDs as 3,4", strings.TrimSpace(f))
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) < 2 {
+		return nil, fmt.Errorf("a comparison needs two or more studies, e.g. --compare 3,4")
+	}
+	return ids, nil
 }
 
 // startCPUProfile profiles the process into path until stop, or until SIGTERM or Ctrl-C
