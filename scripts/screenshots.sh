@@ -17,6 +17,18 @@
 #                      grid filling in
 #   capacity-done.png  the same study assembled: envelope table, selected point
 #   new-capacity.png   the New study section with the capacity kind chosen (empty form)
+#   studies-light.png  the Studies list (full names, state badges, filter and sort) in the light
+#                      theme (FYNE_THEME=light); the other pictures are the dark default
+#   compare.png        the Compare section on the demo and a second run of its plan
+#                      (--compare): the shared cells benchstat style; compare-light.png light
+#   compare-chart.png  the same comparison's overlaid depth curves (its Depth curves tab)
+#   find.png           Ctrl+F in the Notebook section, "tiny/d128" typed: the hits
+#   journal-entry.png  Enter on the first hit: the entry in the timeline, expanded with its
+#                      payload; journal-light.png the same in the light theme
+#   about.png          the About box (F1)
+# DEMO_WAIT (default 6) is how long the demo may take in the window (a loaded machine wants more).
+# ONLY=window runs the demo, its second run and the pictures from studies-light on (a quicker
+# look at the window's newer views).
 # The receipt preview is reached only through the window (no flag opens it), so the script
 # clicks with xdotool: Export receipt… (RECEIPT_BUTTON_XY), then Open in the folder dialog
 # (FOLDER_OPEN_XY), which starts in an empty folder (the file dialog's remembered folder is
@@ -30,6 +42,7 @@ OUT=${OUT:-screenshots}
 RECEIPT_BUTTON_XY=${RECEIPT_BUTTON_XY:-962 61}
 FOLDER_OPEN_XY=${FOLDER_OPEN_XY:-859 566}
 VERIFY_CHAIN_XY=${VERIFY_CHAIN_XY:-241 21}
+COMPARE_CHART_TAB_XY=${COMPARE_CHART_TAB_XY:-689 177}
 for tool in Xvfb import xwininfo xdotool; do
   command -v "$tool" >/dev/null || { echo "screenshots: $tool is missing; run make setup (or apt-get install xvfb imagemagick x11-utils xdotool)" >&2; exit 2; }
 done
@@ -101,8 +114,16 @@ shot() { # shot NAME SECONDS ARGS...: open the window with ARGS, wait, capture
   close_app
 }
 
+keys() { # keys KEY...: xdotool key presses in the app's window
+  local win; win=$(xdotool search --sync --onlyvisible --pid "$app_pid" 2>/dev/null | head -1)
+  xdotool windowfocus --sync "$win" 2>/dev/null || true
+  for k in "$@"; do xdotool key --window "$win" "$k"; sleep 0.4; done
+}
+
+if [ "${ONLY:-}" != window ]; then
 shot studies 3 --section studies
-shot demo-run 6 --section studies --run-demo
+fi
+shot demo-run "${DEMO_WAIT:-6}" --section studies --run-demo
 demo_state=$("$bin" study show "$demoid")
 case "${demo_state%%$'\n'*}" in
   *": complete"*) ;;
@@ -114,6 +135,7 @@ esac
   --why "the MoE model crosses 10000 t/s before the dense one; tiny random-weight models, so only the shape matters" >/dev/null
 "$bin" finding add "$demoid" --text "generation falls faster with depth than prompt processing on both tiny models" \
   --leg tiny/d256 --leg moe/d256 --prediction P2 --prediction P3 >/dev/null
+if [ "${ONLY:-}" != window ]; then
 open_app notebook --section notebook
 sleep 3
 click "$VERIFY_CHAIN_XY"
@@ -160,3 +182,40 @@ shot models 4 --section models
 shot capacity-live 8 --section studies --run "$capid"
 shot capacity-done 60 --section studies --run "$capid"
 shot new-capacity 3 --section new --new-kind capacity
+fi
+
+# The window's newer views. A second run of the demo's plan, to compare with the first.
+demodir="$XDG_DATA_HOME/sparkbench/demo"
+jq --arg dir "$demodir" '.name = "sparkbench demo, second run" | .models |= map(.path = ($dir + "/" + .path))' \
+  "$demodir/demo-study.json" > "$work/demo-again.json"
+again=$("$bin" study register "$work/demo-again.json" | sed -n 's/^study \([0-9]*\).*/\1/p' | head -1)
+[ -n "$again" ] || { echo "screenshots: could not register the demo's second run" >&2; exit 1; }
+"$bin" study run "$again" >/dev/null || { echo "screenshots: the demo's second run failed" >&2; exit 1; }
+FYNE_THEME=light shot studies-light 3 --section studies
+shot compare 6 --compare "$demoid,$again"
+FYNE_THEME=light shot compare-light 6 --compare "$demoid,$again"
+open_app compare-chart --compare "$demoid,$again"
+sleep 5
+click "$COMPARE_CHART_TAB_XY"
+sleep 2
+capture compare-chart
+close_app
+for theme in dark light; do
+  name=journal-entry; [ "$theme" = light ] && name=journal-light
+  FYNE_THEME=$theme open_app "$name" --section notebook
+  sleep 3
+  keys ctrl+f
+  xdotool type --delay 40 "tiny/d128 finished"
+  sleep 1
+  [ "$theme" = dark ] && capture find
+  keys Return
+  sleep 1
+  capture "$name"
+  close_app
+done
+open_app about --section bench
+sleep 3
+keys F1
+sleep 1
+capture about
+close_app

@@ -31,8 +31,7 @@ func aboutText(r *app.DoctorReport) string {
 	if r != nil && r.NotebookPath != "" {
 		lines = append(lines, "notebook: "+r.NotebookPath)
 	}
-	lines = append(lines, "", "A workbench for measuring local LLM inference with llama.cpp: pre-registered predictions,",
-		"an append-only notebook, receipts anyone can re-verify (sparkbench verify).")
+	lines = append(lines, "", "A workbench for measuring local LLM inference with llama.cpp: pre-registered predictions, an append-only notebook, receipts anyone can re-verify (sparkbench verify).")
 	return strings.Join(lines, "\n")
 }
 

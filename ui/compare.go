@@ -66,7 +66,7 @@ type CompareView struct {
 func (v *CompareView) CompareOnLoad(ids []int64) { v.onLoad = ids }
 
 var compareCols = []string{"pair", "cell", "baseline t/s", "new t/s", "delta"}
-var compareWidths = []float32{150, 330, 170, 170, 330}
+var compareWidths = []float32{80, 430, 170, 170, 330}
 
 func newCompareView(win fyne.Window, svc CompareService) *CompareView {
 	v := &CompareView{win: win, svc: svc, Updated: make(chan struct{}, 8), ids: map[string]int64{},
@@ -77,7 +77,11 @@ func newCompareView(win fyne.Window, svc CompareService) *CompareView {
 	v.CompareBt = widget.NewButton("Compare", v.Compare)
 	v.ExportBt = widget.NewButton("Export comparison receipt…", v.exportDialog)
 	v.Table = widget.NewTableWithHeaders(func() (int, int) { return v.rowCount(), len(compareCols) },
-		func() fyne.CanvasObject { return widget.NewLabel("") },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("")
+			l.Truncation = fyne.TextTruncateEllipsis // a long cell label never runs into the next column
+			return l
+		},
 		func(id widget.TableCellID, o fyne.CanvasObject) { o.(*widget.Label).SetText(v.cell(id.Row, id.Col)) })
 	v.Table.CreateHeader = func() fyne.CanvasObject { return widget.NewLabel("") }
 	v.Table.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
@@ -103,7 +107,7 @@ func newCompareView(win fyne.Window, svc CompareService) *CompareView {
 	left := container.NewBorder(heading("Studies to compare"), nil, nil, nil, container.NewVScroll(v.Choose))
 	right := container.NewBorder(container.NewVBox(container.NewHBox(v.CompareBt, v.ExportBt), v.Status), nil, nil, nil, v.Tabs)
 	split := container.NewHSplit(left, right)
-	split.Offset = 0.28
+	split.Offset = 0.24
 	v.Object = split
 	return v
 }
