@@ -30,7 +30,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	runDemo := fs.Bool("run-demo", false, "run the demo study as soon as the window opens")
 	runID := fs.Int64("run", 0, "run (or resume) this study as soon as the window opens")
 	showID := fs.Int64("study", 0, "open the Studies section on this study (without running it)")
-	compareIDs := fs.String("compare", "", "open the Compare section on these studies, compared: ID,ID[,ID…] (the first the baseline)")
+	compareIDs := fs.String("compare", "", "open the Compare section on these studies, compared: ID,ID[,ID…] (the oldest, the lowest ID, is the baseline)")
 	newKind := fs.String("new-kind", "throughput", "kind of study the New study section starts with: "+strings.Join(kinds.All, ", "))
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
