@@ -108,7 +108,7 @@ type Request struct {
 }
 
 // Run registers the plan once per host (the plan's name gets " @ HOST"; models as absolute
-// paths) and runs the hosts in parallel. The error is for the fleet as a whole (a plan that
+// paths) and runs the hosts one after another. The error is for the fleet as a whole (a plan that
 // does not load or register); each host's failure is in its Member.
 func Run(ctx context.Context, nb *store.Notebook, req Request) (string, []Member, error) {
 	data, err := os.ReadFile(req.File.Plan)
