@@ -128,7 +128,11 @@ type legFinishedPayload struct {
 	// every other leg's entry is what it was before schema 7.
 	BatchedRows int64 `json:"batched_rows,omitempty"`
 	// TelemetryRows counts telemetry samples (schema 8), journaled only when there are some.
-	TelemetryRows    int64  `json:"telemetry_rows,omitempty"`
+	TelemetryRows int64 `json:"telemetry_rows,omitempty"`
+	// TelemetrySHA256 is the SHA-256 of the samples in their canonical serialization
+	// (canon.AppendTelemetryLine), the bytes of a bundle's telemetry.jsonl; only for a leg
+	// with samples.
+	TelemetrySHA256  string `json:"telemetry_sha256,omitempty"`
 	SamplesSHA256    string `json:"samples_sha256"`
 	TranscriptSHA256 string `json:"transcript_sha256"`
 	// RowsSHA256 is the SHA-256 of the leg's rows in their canonical serialization
@@ -285,6 +289,13 @@ func (n *Notebook) finishLegTx(ctx context.Context, tx *sql.Tx, legID int64, sta
 	p.EndedAt = n.nowText()
 	p.BenchRows, p.RequestRows, p.SamplesSHA256, p.TranscriptSHA256 = d.BenchRows, d.RequestRows, d.SamplesSHA256, d.TranscriptSHA256
 	p.BatchedRows, p.TelemetryRows = d.BatchedRows, d.TelemetryRows
+	if d.TelemetryRows > 0 {
+		tl, err := telemetryJSONL(ctx, tx, legID)
+		if err != nil {
+			return JournalEntry{}, err
+		}
+		p.TelemetrySHA256 = SHA256Hex(tl)
+	}
 	if p.RowsSHA256, err = legRowsSHA256(ctx, tx, legID); err != nil {
 		return JournalEntry{}, err
 	}

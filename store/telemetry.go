@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"sparkbench/app/canon"
 	"sparkbench/runner/telemetry"
 )
 
@@ -79,4 +80,38 @@ func (n *Notebook) Telemetry(ctx context.Context, legID int64) ([]telemetry.Samp
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// Telemetry reads a leg's telemetry samples for study.Show (study.TelemetryReader).
+func (r StudyRecorder) Telemetry(ctx context.Context, legID int64) ([]telemetry.Sample, error) {
+	return r.N.Telemetry(ctx, legID)
+}
+
+// TelemetryJSONL is a leg's telemetry samples in their canonical serialization
+// (canon.AppendTelemetryLine, seq order): the bytes of a bundle's telemetry.jsonl, whose
+// SHA-256 leg.finished journals as telemetry_sha256. Empty for a leg without samples.
+func (n *Notebook) TelemetryJSONL(ctx context.Context, legID int64) ([]byte, error) {
+	return telemetryJSONL(ctx, n.rdb, legID)
+}
+
+func telemetryJSONL(ctx context.Context, q querier, legID int64) ([]byte, error) {
+	ok, err := hasTable(ctx, q, "telemetry_samples")
+	if err != nil || !ok {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, "SELECT seq, source, t_ns, points_json, error FROM telemetry_samples WHERE leg_id = ? ORDER BY seq", legID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var b []byte
+	for rows.Next() {
+		var seq, t int64
+		var src, pts, e string
+		if err := rows.Scan(&seq, &src, &t, &pts, &e); err != nil {
+			return nil, err
+		}
+		b = canon.AppendTelemetryLine(b, seq, src, t, []byte(pts), e)
+	}
+	return b, rows.Err()
 }

@@ -44,6 +44,9 @@ type SourceLeg struct {
 	Record     receipt.LegRecord
 	Rows       []SourceRow
 	Transcript []byte
+	// Telemetry is the leg's telemetry samples in their canonical serialization (the
+	// notebook's TelemetryJSONL); empty for a leg that was not sampled.
+	Telemetry []byte
 }
 
 // SourceRow is one llama-bench row: its JSON as llama-bench writes it, with seq and status.
@@ -155,6 +158,10 @@ func Throughput(src ThroughputSource, opt Options) (receipt.Files, error) {
 		files[dir+"/"+receipt.LegRowsFile] = rows
 		verbatim = append(verbatim, dir+"/"+receipt.LegRowsFile)
 		put(dir+"/"+receipt.LegTranscript, l.Transcript, true)
+		if len(l.Telemetry) > 0 { // verbatim: its SHA-256 is the telemetry_sha256 of leg.finished
+			files[dir+"/"+receipt.LegTelemetry] = l.Telemetry
+			verbatim = append(verbatim, dir+"/"+receipt.LegTelemetry)
+		}
 	}
 	models, headers := modelRecords(src.Models, files)
 	verbatim = append(verbatim, headers...)

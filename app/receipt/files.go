@@ -71,9 +71,12 @@ const (
 
 // Leg folder files.
 const (
-	LegFile        = "leg.json"
-	LegRowsFile    = "rows.jsonl"
-	LegTranscript  = "transcript.txt"
+	LegFile       = "leg.json"
+	LegRowsFile   = "rows.jsonl"
+	LegTranscript = "transcript.txt"
+	// LegTelemetry holds a sampled leg's telemetry samples (canon.AppendTelemetryLine), only
+	// for a leg that has some.
+	LegTelemetry   = "telemetry.jsonl"
 	HeaderSuffix   = ".gguf-header"
 	SchemaBundle   = "sparkbench.bundle/v1"
 	KindThroughput = kinds.Throughput

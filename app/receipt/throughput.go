@@ -126,6 +126,7 @@ func (tb *throughputBundle) doc(rep *study.Report) *ThroughputStudy {
 		defs = maps.Clone(ThroughputDefinitions)
 		maps.Copy(defs, DeviceDefinitions)
 	}
+	defs = withEnergyDefinitions(defs, rep)
 	d := &ThroughputStudy{Schema: SchemaThroughputStudy, Kind: KindThroughput, Report: rep, Plan: json.RawMessage(tb.planJSON),
 		Definitions: defs, Journal: tb.chain, Redaction: tb.redaction, Plots: []string{}}
 	if d.Redaction.Files == nil {

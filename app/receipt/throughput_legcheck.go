@@ -36,6 +36,9 @@ func (tb *throughputBundle) checkLegs() error {
 			}
 		}
 		if e.finished == nil {
+			if len(lf.telemetry) > 0 {
+				return fmt.Errorf("%s/%s: the leg has telemetry samples but %s has no leg.finished entry for it", lf.dir, LegTelemetry, FileJournal)
+			}
 			if r.EndedAt != "" {
 				return fmt.Errorf("%s: the leg ended at %s but %s has no leg.finished entry for it", name, r.EndedAt, FileJournal)
 			}
@@ -160,15 +163,17 @@ func checkLegMarked(lf legFolder, marked *JournalLine) error {
 func (tb *throughputBundle) checkLegFinished(lf legFolder, name string, finished *JournalLine) error {
 	r := lf.rec
 	var f struct {
-		State      string `json:"state"`
-		Class      string `json:"class"`
-		Reason     string `json:"reason"`
-		ExitCode   *int   `json:"exit_code"`
-		Signal     string `json:"signal"`
-		EndedAt    string `json:"ended_at"`
-		BenchRows  int    `json:"bench_rows"`
-		Transcript string `json:"transcript_sha256"`
-		Rows       string `json:"rows_sha256"`
+		State        string `json:"state"`
+		Class        string `json:"class"`
+		Reason       string `json:"reason"`
+		ExitCode     *int   `json:"exit_code"`
+		Signal       string `json:"signal"`
+		EndedAt      string `json:"ended_at"`
+		BenchRows    int    `json:"bench_rows"`
+		Transcript   string `json:"transcript_sha256"`
+		Rows         string `json:"rows_sha256"`
+		Telemetry    int64  `json:"telemetry_rows"`
+		TelemetrySHA string `json:"telemetry_sha256"`
 	}
 	if err := payloadOf(*finished, &f); err != nil {
 		return err
@@ -188,6 +193,9 @@ func (tb *throughputBundle) checkLegFinished(lf legFolder, name string, finished
 		return legMismatch(name, "ended_at", r.EndedAt, f.EndedAt, finished.Seq)
 	case f.BenchRows != len(lf.rows):
 		return fmt.Errorf("%s/%s: %d rows, the journal (entry %d) recorded %d", lf.dir, LegRowsFile, len(lf.rows), finished.Seq, f.BenchRows)
+	}
+	if err := checkLegTelemetry(lf, f.Telemetry, f.TelemetrySHA, finished.Seq); err != nil {
+		return err
 	}
 	// The row values: rows.jsonl is written verbatim in the canonical serialization the
 	// notebook hashed into rows_sha256 (canon.AppendRowLine). Entries journaled before

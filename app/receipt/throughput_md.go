@@ -22,6 +22,7 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 	tmHeader(w, d, plan)
 	w.heading(2, "Results by depth")
 	depthTables(w, d, plan)
+	tmEnergy(w, d)
 	tmFigures(w, d)
 	tmKVQuality(w, d)
 	tmScoreboard(w, d)
@@ -30,7 +31,7 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 	tmFindings(w, d)
 	tmLegs(w, d)
 	w.heading(2, "Methodology")
-	methodology(w, plan)
+	methodology(w, plan, energyMethodology(plan, d.Energy))
 	w.heading(2, "Provenance and fingerprints")
 	provenanceTable(w, d)
 	w.heading(2, "Redaction")
@@ -386,7 +387,9 @@ func depthTables(w *mdWriter, d *ThroughputStudy, plan *study.Plan) {
 	w.blank()
 }
 
-func methodology(w *mdWriter, p *study.Plan) {
+// methodology writes how the study was run; extra lines (the telemetry's) come before the
+// closing line on the plan's registration.
+func methodology(w *mdWriter, p *study.Plan, extra []string) {
 	a := p.Axes
 	var models []string
 	for _, m := range p.Models {
@@ -445,6 +448,9 @@ func methodology(w *mdWriter, p *study.Plan) {
 		w.line("- Memory bandwidth: %s GB/s entered in the plan, for the ceilings.", num(b.GBs))
 	case b.Measure:
 		w.line("- Memory bandwidth: measured once per study (STREAM triad), for the ceilings.")
+	}
+	for _, l := range extra {
+		w.line("%s", l)
 	}
 	w.line("- The plan and its predictions were frozen (registered, SHA-256 and hash-chained journal entry) before any leg ran; later changes are amendments (accepted only while no leg they touch had run) or deviations.")
 	w.blank()

@@ -14,6 +14,7 @@ import (
 	"sparkbench/app/study"
 	"sparkbench/runner/benchfmt"
 	"sparkbench/runner/gguf"
+	"sparkbench/runner/telemetry"
 	"sparkbench/runner/vocab"
 )
 
@@ -46,6 +47,9 @@ type legFolder struct {
 	transcript []byte
 	rowsJSONL  []byte
 	results    []benchfmt.Result
+	// telemetry: the leg's telemetry.jsonl (absent: not sampled), as read and its bytes.
+	telemetry      []telemetry.Sample
+	telemetryJSONL []byte
 }
 
 // readThroughput parses and cross-checks every raw file a throughput receipt reads.
@@ -204,6 +208,9 @@ func (tb *throughputBundle) readLegs(files Files) error {
 			}
 			lf.rows = append(lf.rows, study.StoredRow{LegID: lf.rec.ID, Seq: rr.Seq, Status: rr.Status, Result: res})
 			lf.statuses = append(lf.statuses, rr.Status)
+		}
+		if err := lf.readTelemetry(files); err != nil {
+			return err
 		}
 		tb.legs = append(tb.legs, lf)
 	}

@@ -33,6 +33,9 @@ type Report struct {
 	// Adaptive: a plan with adaptive repetitions, where each leg's chunks stand against its
 	// stopping rule (docs/adaptive.md).
 	Adaptive *AdaptiveReport `json:"adaptive,omitempty"`
+	// Energy: the sampled legs' energy and the result cells' Joules per token, when the study
+	// has telemetry samples (docs/telemetry.md).
+	Energy *ReportEnergy `json:"energy,omitempty"`
 }
 
 // ReportStudy heads the report.
@@ -209,6 +212,7 @@ func Show(ctx context.Context, rec RecordReader, studyID int64) (*Report, error)
 		rep.Adaptive = adaptiveReport(l, rep.Legs)
 	}
 	rep.Results = reportCells(l.Plan, res)
+	rep.Energy = energyReport(l, rep.Legs, res)
 	rep.Figures = reportFigures(l, res)
 	rep.Scoreboard, rep.Deviations = reportScores(l, res)
 	rep.Findings = reportFindings(l)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/telemetry"
 	"sparkbench/runner/vocab"
 )
 
@@ -50,6 +51,9 @@ type Loaded struct {
 	// Reopened lists final legs without results that a run was asked to retry (Reopen): not
 	// final again until that attempt ends.
 	Reopened map[string]bool
+	// Telemetry holds each sampled leg's telemetry samples by notebook leg ID, when the
+	// recorder holds them (TelemetryReader); nil for a study without.
+	Telemetry map[int64][]telemetry.Sample
 }
 
 // LoadStudy reads study id back from the notebook.
@@ -75,6 +79,9 @@ func LoadStudy(ctx context.Context, rec RecordReader, id int64) (*Loaded, error)
 		return nil, err
 	}
 	if l.Rows, err = rec.Rows(ctx, id); err != nil {
+		return nil, err
+	}
+	if l.Telemetry, err = loadTelemetry(ctx, rec, l.Stored); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -109,6 +116,9 @@ func (l *Loaded) Bandwidth() float64 {
 // of each plan leg. Rows of failed, flagged, interrupted or canary legs never count.
 func BuildResults(l *Loaded, models map[string]ModelInfo, bandwidth float64) *Results {
 	res := &Results{Plan: l.Plan, Models: models, BandwidthGBs: bandwidth}
+	if len(l.Telemetry) > 0 {
+		res.Energy = rowEnergy(legEnergies(l))
+	}
 	if l.Plan.Adaptive != nil {
 		st := NewAdaptiveState(l.Plan, l.St.PlanDir, l.Legs, l.Stored, l.Rows)
 		res.Finished, res.Rows = st.Finished(), st.ResultRows()

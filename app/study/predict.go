@@ -60,10 +60,15 @@ const (
 	// FigureDeviceRatio is a cell on one device over the same cell on another: the RPC/local
 	// or Vulkan/CPU ratio (device and base_device name axes.devices values).
 	FigureDeviceRatio Figure = "device_ratio"
+	// FigureJPerToken is a cell's Joules per token from the plan's telemetry (per prompt token
+	// for pp, per generated token for tg); FigureTokensPerJ its inverse (docs/telemetry.md).
+	FigureJPerToken  Figure = "j_per_token"
+	FigureTokensPerJ Figure = "tokens_per_j"
 )
 
 var figures = map[Figure]bool{FigureCell: true, FigureCrossing: true, FigureSlope: true, FigureCeiling: true,
-	FigureEfficiency: true, FigureCV: true, FigureRepeatabilityCV: true, FigureContamination: true, FigureDeviceRatio: true}
+	FigureEfficiency: true, FigureCV: true, FigureRepeatabilityCV: true, FigureContamination: true, FigureDeviceRatio: true,
+	FigureJPerToken: true, FigureTokensPerJ: true}
 
 // Selector names one number of the study's results.
 type Selector struct {

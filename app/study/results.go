@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"sparkbench/app/analysis"
+	"sparkbench/app/energy"
 	"sparkbench/runner/benchfmt"
 )
 
@@ -35,6 +36,8 @@ type Results struct {
 	Models map[string]ModelInfo
 	// BandwidthGBs is the plan's bandwidth, or the measured one when the plan says measure.
 	BandwidthGBs float64
+	// Energy is each sampled row's energy figure by its RowRef (nil: no leg was sampled).
+	Energy map[string]energy.RowFigures
 }
 
 // Resolution errors: Pending while a leg the figure needs has not run, Unresolvable when the
@@ -103,7 +106,7 @@ func legsOf(legs []LegPlan, model string, depth int, withRepeats bool) []string 
 // while none of them has run.
 func Touches(s Selector, legs []LegPlan) []string {
 	switch s.Figure {
-	case FigureCell, FigureCV, FigureEfficiency, FigureDeviceRatio:
+	case FigureCell, FigureCV, FigureEfficiency, FigureDeviceRatio, FigureJPerToken, FigureTokensPerJ:
 		d := -1
 		if s.Depth != nil {
 			d = *s.Depth
@@ -185,6 +188,8 @@ func (res *Results) Resolve(s Selector) (Value, error) {
 		return res.resolveRepeatability(s, legs)
 	case FigureContamination:
 		return res.resolveContamination(s, legs)
+	case FigureJPerToken, FigureTokensPerJ:
+		return res.resolveEnergy(s, legs)
 	}
 	return Value{}, fmt.Errorf("figure %q: %w", s.Figure, ErrUnresolvable)
 }

@@ -142,7 +142,7 @@ func (v *validator) checkSelector(at string, s Selector) {
 		v.errf(at+".model", "%q is not a model ID of this plan", s.Model)
 	}
 	needTest := s.Figure == FigureCell || s.Figure == FigureCrossing || s.Figure == FigureSlope || s.Figure == FigureCV ||
-		s.Figure == FigureRepeatabilityCV || s.Figure == FigureContamination || s.Figure == FigureDeviceRatio
+		s.Figure == FigureRepeatabilityCV || s.Figure == FigureContamination || s.Figure == FigureDeviceRatio || energyFigure(s.Figure)
 	if needTest {
 		m := testRE.FindStringSubmatch(s.Test)
 		switch {
@@ -160,7 +160,7 @@ func (v *validator) checkSelector(at string, s Selector) {
 		}
 	}
 	needDepth := s.Figure == FigureCell || s.Figure == FigureSlope || s.Figure == FigureCV || s.Figure == FigureEfficiency ||
-		s.Figure == FigureDeviceRatio
+		s.Figure == FigureDeviceRatio || energyFigure(s.Figure)
 	if needDepth {
 		if s.Depth == nil {
 			v.errf(at+".depth", "missing; name the depth (one of %v)", v.p.Axes.Depths)
@@ -188,6 +188,13 @@ func (v *validator) checkSelector(at string, s Selector) {
 		}
 		if s.Device != "" && s.Device == s.BaseDevice {
 			v.errf(at+".base_device", "the same device as device: the ratio is 1 by definition")
+		}
+	case FigureJPerToken, FigureTokensPerJ:
+		if v.p.Telemetry == nil {
+			v.errf(at, "%s needs the plan's telemetry block (a sampler that measures energy)", s.Figure)
+		}
+		if v.p.Adaptive != nil {
+			v.errf(at, "%s is not computed for adaptive repetitions (a cell merges several processes)", s.Figure)
 		}
 	case FigureRepeatabilityCV:
 		if v.p.Repeatability == nil {
@@ -265,3 +272,6 @@ func sortedFigureNames() string {
 	sort.Strings(ks)
 	return strings.Join(ks, ", ")
 }
+
+// energyFigure says whether a figure reads the telemetry's energy split.
+func energyFigure(f Figure) bool { return f == FigureJPerToken || f == FigureTokensPerJ }

@@ -91,7 +91,11 @@ func sourceLegs(ctx context.Context, nb *store.Notebook, studyID int64, legs []s
 		if err != nil {
 			return nil, fmt.Errorf("leg %d transcript: %w", l.ID, err)
 		}
-		out = append(out, bundle.SourceLeg{Record: rec, Rows: byLeg[l.ID], Transcript: tr})
+		tel, err := nb.TelemetryJSONL(ctx, l.ID)
+		if err != nil {
+			return nil, fmt.Errorf("leg %d telemetry: %w", l.ID, err)
+		}
+		out = append(out, bundle.SourceLeg{Record: rec, Rows: byLeg[l.ID], Transcript: tr, Telemetry: tel})
 	}
 	return out, nil
 }

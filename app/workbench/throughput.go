@@ -193,6 +193,9 @@ type ThroughputRunRequest struct {
 	Hash    HashShow
 	// Say is told the KV quality check's lines (nil: nowhere).
 	Say func(line string)
+	// Telemetry says where the samplers of a plan with a telemetry block read (nil: this
+	// machine's; tests give fake trees and a fake NVML); the interval is the plan's.
+	Telemetry *live.Config
 }
 
 // RunThroughput runs the study's unfinished legs. A llama-bench that cannot be found is a
@@ -216,7 +219,12 @@ func RunThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRunReq
 	}
 	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: CachedHash(ctx, nb, req.Hash), OnEvent: req.OnEvent, Retry: req.Retry}
 	if perr == nil && plan.Telemetry != nil { // docs/telemetry.md: the samplers are found once per run
-		hook, closeSamplers := energyrun.New(ctx, nb, live.Config{Interval: plan.Telemetry.Interval()}, plan.Telemetry.Gates)
+		cfg := live.Config{}
+		if req.Telemetry != nil {
+			cfg = *req.Telemetry
+		}
+		cfg.Interval = plan.Telemetry.Interval()
+		hook, closeSamplers := energyrun.New(ctx, nb, cfg, plan.Telemetry.Gates)
 		defer closeSamplers()
 		e.Telemetry = hook
 	}
