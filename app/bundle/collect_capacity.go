@@ -235,6 +235,17 @@ func (rf runFolder) lifetimeFiles(plan *capacity.Plan, ci *receipt.CapacityIndex
 			files[rel] = red.Bytes(rel, b)
 			role.m[k] = rel
 		}
+		if rel := first(dir, capacity.RunTelemetryFile); rel != "" { // a sampled lifetime (docs/telemetry.md)
+			b, err := rf.read(rel)
+			if err != nil {
+				return err
+			}
+			files[rel] = b
+			if ci.Telemetry == nil {
+				ci.Telemetry = map[string]string{}
+			}
+			ci.Telemetry[k] = rel
+		}
 		if rel := first(dir, runEvidenceFile); rel != "" {
 			b, err := rf.read(rel)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"sparkbench/app/analysis"
 	"sparkbench/app/canon"
+	"sparkbench/app/energy"
 	"sparkbench/app/kinds"
 	"sparkbench/app/study"
 )
@@ -38,6 +39,8 @@ type Inputs struct {
 	// Harness the harness floor record (docs/serving.md).
 	Serving map[LifetimeKey]InputFile
 	Harness *InputFile
+	// Telemetry are the sampled lifetimes' telemetry.jsonl (optional; docs/telemetry.md).
+	Telemetry map[LifetimeKey]InputFile
 }
 
 // Input roles, as CLI flags.
@@ -83,7 +86,8 @@ type lifetime struct {
 	rssFmt   string
 	block    LoadBlock
 	markers  []MarkerCheck
-	evidence vocab.Evidence // device plans only (limits.max_device_mib)
+	evidence vocab.Evidence             // device plans only (limits.max_device_mib)
+	energy   map[int]energy.CellFigures // by client level, when the lifetime was sampled
 }
 
 // Assemble turns a plan and its raw files into the study result. It is pure and
@@ -115,8 +119,11 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	}
 	res := Result{Schema: SchemaResult, Kind: kinds.Capacity, PlanSHA256: sha, Plan: p,
 		Definitions: definitions, Inputs: a.refs, Candidates: []CandidateResult{}}
-	if len(a.batched) > 0 || p.Limits.MaxDeviceMiB > 0 || p.Serving != nil {
+	if len(a.batched) > 0 || p.Limits.MaxDeviceMiB > 0 || p.Serving != nil || len(in.Telemetry) > 0 {
 		res.Definitions = maps.Clone(definitions)
+	}
+	if len(in.Telemetry) > 0 {
+		maps.Copy(res.Definitions, energyDefinitions)
 	}
 	if p.Serving != nil {
 		maps.Copy(res.Definitions, servingDefinitions)
@@ -237,6 +244,9 @@ func (a *assembler) read() error {
 		}
 	}
 	if err := a.readQuality(); err != nil {
+		return err
+	}
+	if err := a.readTelemetry(); err != nil {
 		return err
 	}
 	for _, id := range slices.Sorted(maps.Keys(a.in.BenchTG)) {
@@ -488,6 +498,7 @@ func (a *assembler) cell(c Candidate, slots, clients int, q QualityResult, quali
 	cell.E2EMsP50, cell.E2EMsP95 = medianOf(e50), medianOf(e95)
 	cell.GenerationRateSpread, cell.E2EP95Spread = spreadOf(rates), spreadOf(e95)
 	cell.PeakRSSMiB = float64(worstKiB) / 1024
+	cellEnergy(&cell, lives)
 
 	check := func(g GateCheck, code string) {
 		if !g.Passed {

@@ -3,6 +3,7 @@ package capacity
 import (
 	"sparkbench/app/analysis"
 	"sparkbench/app/canon"
+	"sparkbench/app/energy"
 	"sparkbench/app/study"
 	"sparkbench/runner/vocab"
 )
@@ -133,11 +134,14 @@ type CellResult struct {
 	PeakRSSMiB           float64  `json:"peak_rss_mib"`
 	// PeakDeviceMiB is the worst device peak over the cell's server lifetimes (device memory
 	// gate plans only).
-	PeakDeviceMiB *float64      `json:"peak_device_mib,omitempty"` // worst pass of the (candidate, P) server
-	Passes        []PassMetrics `json:"passes"`
-	Checks        []GateCheck   `json:"checks"`
-	Failures      []string      `json:"failures"` // exact codes, fixed order
-	Passed        bool          `json:"passed"`
+	PeakDeviceMiB *float64 `json:"peak_device_mib,omitempty"` // worst pass of the (candidate, P) server
+	// JPerGeneratedToken is the median over passes of the cell's Joules per generated token,
+	// when its lifetimes were sampled (docs/telemetry.md).
+	JPerGeneratedToken *float64      `json:"j_per_generated_token,omitempty"`
+	Passes             []PassMetrics `json:"passes"`
+	Checks             []GateCheck   `json:"checks"`
+	Failures           []string      `json:"failures"` // exact codes, fixed order
+	Passed             bool          `json:"passed"`
 }
 
 // PassMetrics are one cell's figures in one pass, from its measured requests.
@@ -159,6 +163,8 @@ type PassMetrics struct {
 	ServerPerStreamRate *float64 `json:"server_per_stream_rate"`
 	// OverheadMsP50 is the median of E2E - (prompt_ms + predicted_ms): client/HTTP overhead.
 	OverheadMsP50 *float64 `json:"overhead_ms_p50"`
+	// Energy is the cell's energy in this pass, when its lifetime was sampled.
+	Energy *energy.CellFigures `json:"energy,omitempty"`
 }
 
 // GateCheck is one gate of one cell: observed against limit.

@@ -112,12 +112,14 @@ func readCapacity(files Files, ix *Index) (*capacityBundle, *capacity.Result, []
 		}
 	}
 	in := capacity.Inputs{Requests: map[capacity.LifetimeKey]capacity.InputFile{}, RSS: map[capacity.LifetimeKey]capacity.InputFile{},
-		ServerLogs: map[capacity.LifetimeKey]capacity.InputFile{}, Quality: map[capacity.QualityKey]capacity.InputFile{}, BenchTG: ci.BenchTG}
+		ServerLogs: map[capacity.LifetimeKey]capacity.InputFile{}, Quality: map[capacity.QualityKey]capacity.InputFile{}, BenchTG: ci.BenchTG,
+		Telemetry: map[capacity.LifetimeKey]capacity.InputFile{}}
 	for _, role := range []struct {
 		flag  string
 		m     map[string]string
 		files map[capacity.LifetimeKey]capacity.InputFile
-	}{{capacity.FlagRequests, ci.Requests, in.Requests}, {capacity.FlagRSS, ci.RSS, in.RSS}, {capacity.FlagServerLog, ci.ServerLogs, in.ServerLogs}} {
+	}{{capacity.FlagRequests, ci.Requests, in.Requests}, {capacity.FlagRSS, ci.RSS, in.RSS}, {capacity.FlagServerLog, ci.ServerLogs, in.ServerLogs},
+		{capacity.FlagTelemetry, ci.Telemetry, in.Telemetry}} {
 		for ks, name := range role.m {
 			k, err := capacity.ParseLifetimeKey(ks)
 			if err != nil {
@@ -164,7 +166,7 @@ func readCapacity(files Files, ix *Index) (*capacityBundle, *capacity.Result, []
 		var ie *capacity.InputError
 		if errors.As(err, &ie) {
 			m := map[string]map[string]string{capacity.FlagRequests: ci.Requests, capacity.FlagRSS: ci.RSS, capacity.FlagServing: ci.Serving,
-				capacity.FlagServerLog: ci.ServerLogs, capacity.FlagQuality: ci.Quality, capacity.FlagBatched: ci.Batched}[ie.Flag]
+				capacity.FlagServerLog: ci.ServerLogs, capacity.FlagQuality: ci.Quality, capacity.FlagBatched: ci.Batched, capacity.FlagTelemetry: ci.Telemetry}[ie.Flag]
 			if name := m[ie.Key]; name != "" {
 				return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 			}

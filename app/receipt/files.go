@@ -117,6 +117,9 @@ type CapacityIndex struct {
 	// its harness floor record (docs/serving.md); absent for a closed-loop plan.
 	Serving map[string]string `json:"serving,omitempty"`
 	Harness string            `json:"harness,omitempty"`
+	// Telemetry names each sampled lifetime's telemetry.jsonl (PASS/CANDIDATE/pP → path);
+	// absent for a run without telemetry (docs/telemetry.md).
+	Telemetry map[string]string `json:"telemetry,omitempty"`
 	// Evidence lists further raw files kept as evidence but not read by the assembly
 	// (per-lifetime backend evidence, …).
 	Evidence []string `json:"evidence,omitempty"`

@@ -93,7 +93,8 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 	planFile := fs.String("plan", "", "the capacity or concurrency plan (JSON)")
 	output := fs.String("output", "", "where to write study.json")
 	harness := fs.String("harness", "", "a serving plan's harness floor record (docs/serving.md)")
-	var requests, rss, logs, quality, benchTG, batched, serving multiFlag
+	var requests, rss, logs, quality, benchTG, batched, serving, tel multiFlag
+	fs.Var(&tel, "telemetry", "PASS/CANDIDATE/pP=FILE: a sampled server lifetime's telemetry.jsonl (repeat; docs/telemetry.md)")
 	fs.Var(&serving, "serving", "PASS/CANDIDATE/pP=FILE: a serving plan's open-loop records of one server lifetime (repeat)")
 	fs.Var(&requests, "requests", "PASS/CANDIDATE/pP=FILE: request records of one server lifetime (repeat)")
 	fs.Var(&rss, "rss", "PASS/CANDIDATE/pP=FILE: GNU time -v output or {\"vmhwm_kib\": N} (repeat)")
@@ -123,12 +124,13 @@ func capacityAssemble(args []string, stdout, stderr io.Writer) int {
 	}
 	in := capacity.Inputs{Requests: map[capacity.LifetimeKey]capacity.InputFile{}, RSS: map[capacity.LifetimeKey]capacity.InputFile{},
 		ServerLogs: map[capacity.LifetimeKey]capacity.InputFile{}, Quality: map[capacity.QualityKey]capacity.InputFile{},
-		BenchTG: map[string]float64{}, Serving: map[capacity.LifetimeKey]capacity.InputFile{}}
+		BenchTG: map[string]float64{}, Serving: map[capacity.LifetimeKey]capacity.InputFile{}, Telemetry: map[capacity.LifetimeKey]capacity.InputFile{}}
 	for _, role := range []struct {
 		flag  string
 		vals  multiFlag
 		files map[capacity.LifetimeKey]capacity.InputFile
-	}{{capacity.FlagRequests, requests, in.Requests}, {capacity.FlagRSS, rss, in.RSS}, {capacity.FlagServerLog, logs, in.ServerLogs}, {capacity.FlagServing, serving, in.Serving}} {
+	}{{capacity.FlagRequests, requests, in.Requests}, {capacity.FlagRSS, rss, in.RSS}, {capacity.FlagServerLog, logs, in.ServerLogs}, {capacity.FlagServing, serving, in.Serving},
+		{capacity.FlagTelemetry, tel, in.Telemetry}} {
 		for _, v := range role.vals {
 			ks, path, err := capacityKeyFile(role.flag, v)
 			if err != nil {

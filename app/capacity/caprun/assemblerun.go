@@ -15,6 +15,9 @@ func assembleArgs(out string, sched []capacity.Lifetime, guards []guardRun) []st
 		k := lt.Key.String()
 		args = append(args, capacity.FlagRequests, k+"="+filepath.Join(dir, capacity.RunRequestsFile),
 			capacity.FlagRSS, k+"="+filepath.Join(dir, capacity.RunRSSFile), capacity.FlagServerLog, k+"="+filepath.Join(dir, capacity.RunServerLogFile))
+		if p, ok := telemetryFile(out, lt.Key); ok {
+			args = append(args, capacity.FlagTelemetry, k+"="+p)
+		}
 	}
 	for _, g := range guards {
 		args = append(args, capacity.FlagQuality, g.key.String()+"="+filepath.Join(out, guardDir(g.key), capacity.RunQualityFile))
@@ -58,6 +61,16 @@ func assembleRun(out string, sched []capacity.Lifetime, guards []guardRun) (capa
 				return capacity.Result{}, nil, &capacity.InputError{Flag: f.flag, Key: lt.Key.String(), Err: err}
 			}
 			f.files[lt.Key] = capacity.InputFile{Name: path, Data: data}
+		}
+		if path, ok := telemetryFile(out, lt.Key); ok {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return capacity.Result{}, nil, &capacity.InputError{Flag: capacity.FlagTelemetry, Key: lt.Key.String(), Err: err}
+			}
+			if in.Telemetry == nil {
+				in.Telemetry = map[capacity.LifetimeKey]capacity.InputFile{}
+			}
+			in.Telemetry[lt.Key] = capacity.InputFile{Name: path, Data: data}
 		}
 	}
 	for _, id := range batchedInFolder(out, sched) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sparkbench/app/capacity"
+	"sparkbench/app/energy"
 	"sparkbench/app/study"
 	"sparkbench/runner/llamacpp"
 )
@@ -37,6 +38,8 @@ type Engine struct {
 	Fresh bool
 	// OnEvent sees every run event, synchronously, after the engine recorded it.
 	OnEvent func(capacity.RunEvent)
+	// Telemetry samples each server lifetime (RunSpec.Telemetry; nil: none).
+	Telemetry energy.SpanHook
 }
 
 // Run runs study id and records it. With outDir empty and Fresh unset, a study whose last run
@@ -135,7 +138,8 @@ func (e *Engine) runInto(ctx context.Context, st capacity.StoredStudy, p *capaci
 	sum := &capacity.RunSummary{StudyID: id, RunDir: outDir, Verdicts: []study.Verdict{}, NotResumed: notResumed}
 	runStart := time.Now()
 	run := StartRun(ctx, RunSpec{PlanFile: planFile, Plan: p, Server: e.Server, OutDir: outDir, Resume: resume, Env: e.Env, Build: e.Build,
-		StartTimeout: e.StartTimeout, RequestTimeout: e.RequestTimeout, Grace: e.Grace, Hash: e.Hash, QualityCases: e.QualityCases, Batched: e.Batched})
+		StartTimeout: e.StartTimeout, RequestTimeout: e.RequestTimeout, Grace: e.Grace, Hash: e.Hash, QualityCases: e.QualityCases, Batched: e.Batched,
+		Telemetry: e.Telemetry})
 	rr := &runRecorder{e: e, ctx: context.WithoutCancel(ctx), study: id, plan: p, out: outDir, start: runStart,
 		origins: map[string]time.Time{}, legs: map[string]int64{}, sinks: map[string]capacity.LegSink{}, attempts: map[string]int{}}
 	for _, l := range legs {

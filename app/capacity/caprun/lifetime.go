@@ -13,6 +13,7 @@ import (
 
 	"sparkbench/app/canon"
 	"sparkbench/app/capacity"
+	"sparkbench/app/energy"
 	"sparkbench/runner/loadgen"
 	"sparkbench/runner/server"
 )
@@ -45,6 +46,8 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 		return rl, err
 	}
 	r.emit(capacity.RunEvent{Type: capacity.LifetimeStarted, Lifetime: rl.Key, Origin: wall})
+	tel := r.beginTelemetry()
+	defer tel.stop()
 	logf, err := os.Create(filepath.Join(dir, capacity.RunServerLogFile))
 	if err != nil {
 		return rl, err
@@ -100,6 +103,7 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 		next += per
 		var cell capacity.RunCell
 		var werr error
+		tel.mark(energy.MarkCellStart, c)
 		if gone != "" {
 			cell, werr = r.notSent(rw, rl.Key, c, p, origin, gone)
 		} else {
@@ -108,6 +112,7 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 				gone = serverGone(srv)
 			}
 		}
+		tel.mark(energy.MarkCellEnd, c)
 		if werr != nil {
 			if srv != nil {
 				srv.Stop(context.Background())
@@ -130,6 +135,9 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 	// point leaves the measurements whole.
 	cut := r.ctx.Err() != nil
 	if err := endLifetime(srv, &rl, dir, rel, reqf, rss, evidence); err != nil {
+		return rl, err
+	}
+	if err := tel.write(dir, rel, &rl); err != nil {
 		return rl, err
 	}
 	if !cut && !hasResults(rl) {

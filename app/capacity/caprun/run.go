@@ -13,6 +13,7 @@ import (
 
 	"sparkbench/app/canon"
 	"sparkbench/app/capacity"
+	"sparkbench/app/energy"
 	"sparkbench/app/study"
 	"sparkbench/runner"
 	"sparkbench/runner/atomicfile"
@@ -59,6 +60,9 @@ type RunSpec struct {
 	// and copied into the run folder as batched/ID.txt, where the assembly (and a resumed run,
 	// and the receipt) finds it.
 	Batched map[string]string
+	// Telemetry samples each server lifetime and marks its client levels (docs/telemetry.md;
+	// nil: none, as before).
+	Telemetry energy.SpanHook
 }
 
 // SchemaRun identifies run.json.

@@ -63,44 +63,77 @@ func (h *Hook) live() []telemetry.Source {
 
 // Begin starts sampling for the notebook leg legID.
 func (h *Hook) Begin(_ context.Context, legID int64) energy.LegRun {
-	return &legRun{h: h, legID: legID, s: telemetry.Start(h.live(), h.Interval)}
+	return &legRun{span: h.start(), legID: legID}
 }
 
-type legRun struct {
+// BeginSpan starts sampling a span that is not a notebook leg (a capacity server lifetime):
+// its samples are returned by End, not recorded.
+func (h *Hook) BeginSpan() energy.SpanRun { return h.start() }
+
+func (h *Hook) start() *span { return &span{h: h, s: telemetry.Start(h.live(), h.Interval)} }
+
+// span is one sampling from start to end, with the marks placed on its clock.
+type span struct {
 	h     *Hook
-	legID int64
 	s     *telemetry.Sampler
 	mu    sync.Mutex
 	marks []telemetry.Sample
+	rows  int
 }
 
-// Row marks a row's arrival now.
+// Mark places a mark now.
+func (sp *span) Mark(device, metric string, value float64) {
+	t := time.Since(sp.s.Started())
+	sp.mu.Lock()
+	sp.marks = append(sp.marks, telemetry.Sample{Source: telemetry.SourceMark, T: t,
+		Points: []telemetry.Point{{Device: device, Metric: metric, Value: value}}})
+	sp.mu.Unlock()
+}
+
+// End stops sampling and returns the samples, the marks and the end mark; the sources that
+// stopped are not started again.
+func (sp *span) End() []telemetry.Sample {
+	all, _ := sp.end()
+	return all
+}
+
+func (sp *span) end() (all, readings []telemetry.Sample) {
+	end := time.Since(sp.s.Started())
+	readings = sp.s.Stop()
+	sp.h.mu.Lock()
+	for k, v := range sp.s.Gone() {
+		if sp.h.gone == nil {
+			sp.h.gone = map[string]string{}
+		}
+		sp.h.gone[k] = v
+	}
+	sp.h.mu.Unlock()
+	sp.mu.Lock()
+	all = append(append([]telemetry.Sample(nil), readings...), sp.marks...)
+	sp.mu.Unlock()
+	all = append(all, telemetry.Sample{Source: telemetry.SourceMark, T: end,
+		Points: []telemetry.Point{{Device: "leg", Metric: telemetry.MarkEnd, Value: 1}}})
+	return all, readings
+}
+
+type legRun struct {
+	*span
+	legID int64
+}
+
+// Row marks a row's arrival now (its sequence number as value).
 func (l *legRun) Row() {
-	t := time.Since(l.s.Started())
 	l.mu.Lock()
-	l.marks = append(l.marks, telemetry.Sample{Source: telemetry.SourceMark, T: t,
-		Points: []telemetry.Point{{Device: "leg", Metric: telemetry.MarkRow, Value: float64(len(l.marks))}}})
+	n := l.rows
+	l.rows++
 	l.mu.Unlock()
+	l.Mark("leg", telemetry.MarkRow, float64(n))
 }
 
 // End stops sampling, records the samples with the marks and the end, and returns the gates
 // that fired over the leg.
 func (l *legRun) End(ctx context.Context) ([]energy.Breach, error) {
-	end := time.Since(l.s.Started())
-	samples := l.s.Stop()
-	l.h.mu.Lock()
-	for k, v := range l.s.Gone() {
-		if l.h.gone == nil {
-			l.h.gone = map[string]string{}
-		}
-		l.h.gone[k] = v
-	}
-	l.h.mu.Unlock()
-	l.mu.Lock()
-	all := append(samples, l.marks...)
-	l.mu.Unlock()
-	all = append(all, telemetry.Sample{Source: telemetry.SourceMark, T: end,
-		Points: []telemetry.Point{{Device: "leg", Metric: telemetry.MarkEnd, Value: 1}}})
+	all, samples := l.end()
 	if err := l.h.Rec.AddTelemetry(ctx, l.legID, all); err != nil {
 		return nil, err
 	}
