@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +34,10 @@ type FakeConfig struct {
 	// closes the connection right after a streamed response, so a client that reuses it at
 	// that moment meets a dead connection.
 	CloseAfterResponse bool
+	// WordTokens makes a prompt one token a word: /tokenize counts them, and a final event's
+	// prompt_n (less cache_n) and tokens_evaluated are that count. Off, every prompt is 9
+	// tokens, to /tokenize too.
+	WordTokens bool
 }
 
 // Fault is a failure the fake injects into one request.
@@ -43,6 +49,17 @@ type Fault struct {
 	// CacheN is the final event's timings.cache_n: prompt tokens the "server" says it took
 	// from its prompt cache (a contaminated cold request), taken off prompt_n's 9.
 	CacheN int
+}
+
+// fakePromptTokens is every prompt's length without WordTokens.
+const fakePromptTokens = 9
+
+// promptTokens is the fake's token count of a prompt.
+func (c FakeConfig) promptTokens(prompt string) int {
+	if c.WordTokens {
+		return len(strings.Fields(prompt))
+	}
+	return fakePromptTokens
 }
 
 // Served is one request the fake answered, on the monotonic clock.
@@ -97,6 +114,7 @@ func StartFake(cfg FakeConfig) (*FakeServer, error) {
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	})
 	mux.HandleFunc("POST /completion", f.completion)
+	mux.HandleFunc("POST /tokenize", f.tokenize)
 	f.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = f.srv.Serve(ln) }()
 	return f, nil
@@ -185,7 +203,8 @@ func (f *FakeServer) completion(w http.ResponseWriter, r *http.Request) {
 			rec.Emitted = append(rec.Emitted, time.Now())
 		}
 	}
-	buf = appendFinalEventCache(buf[:0], n, f.cfg, min(max(fault.CacheN, 0), 9))
+	pn := f.cfg.promptTokens(in.Prompt)
+	buf = appendFinalEventCache(buf[:0], n, f.cfg, pn, min(max(fault.CacheN, 0), pn))
 	if out.event(buf) != nil {
 		return
 	}
@@ -294,21 +313,24 @@ func appendTokenEvent(b []byte, k int, prompt string) []byte {
 }
 
 func appendFinalEvent(b []byte, n int, cfg FakeConfig) []byte {
-	return appendFinalEventCache(b, n, cfg, 0)
+	return appendFinalEventCache(b, n, cfg, fakePromptTokens, 0)
 }
 
-// appendFinalEventCache is the final event with cacheN of the prompt's 9 tokens from the cache.
-func appendFinalEventCache(b []byte, n int, cfg FakeConfig, cacheN int) []byte {
+// appendFinalEventCache is the final event with cacheN of the prompt's promptN tokens from the
+// cache.
+func appendFinalEventCache(b []byte, n int, cfg FakeConfig, promptN, cacheN int) []byte {
 	ms := func(d time.Duration) []byte {
 		return strconv.AppendFloat(nil, float64(d)/1e6, 'f', 3, 64)
 	}
 	pred := time.Duration(max(n-1, 0)) * cfg.ITL
 	b = append(b, `data: {"index":0,"content":"","tokens":[],"id_slot":0,"stop":true,"model":"fake","tokens_predicted":`...)
 	b = strconv.AppendInt(b, int64(n), 10)
-	b = append(b, `,"tokens_evaluated":9,"stop_type":"limit","timings":{"cache_n":`...)
+	b = append(b, `,"tokens_evaluated":`...)
+	b = strconv.AppendInt(b, int64(promptN), 10)
+	b = append(b, `,"stop_type":"limit","timings":{"cache_n":`...)
 	b = strconv.AppendInt(b, int64(cacheN), 10)
 	b = append(b, `,"prompt_n":`...)
-	b = strconv.AppendInt(b, int64(9-cacheN), 10)
+	b = strconv.AppendInt(b, int64(promptN-cacheN), 10)
 	b = append(b, `,"prompt_ms":`...)
 	b = append(b, ms(cfg.TTFT)...)
 	b = append(b, `,"predicted_n":`...)
@@ -321,4 +343,23 @@ func appendFinalEventCache(b []byte, n int, cfg FakeConfig, cacheN int) []byte {
 	}
 	b = append(b, `}}`...)
 	return append(b, '\n', '\n')
+}
+
+// tokenize answers /tokenize with the fake's count of the prompt's tokens (token i is i).
+func (f *FakeServer) tokenize(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Content string `json:"content"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxTokenizeBody)).Decode(&in); err != nil {
+		http.Error(w, `{"error":{"code":400,"message":"bad JSON","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return
+	}
+	toks := make([]int, f.cfg.promptTokens(in.Content))
+	for i := range toks {
+		toks[i] = i
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(struct {
+		Tokens []int `json:"tokens"`
+	}{toks})
 }

@@ -56,6 +56,9 @@ type Config struct {
 	Warmups, Measured int
 	// NPredict is the fixed number of tokens per request (sent with ignore_eos: true).
 	NPredict int
+	// NPredictOf, when set, gives request i its own number of tokens (an output length
+	// distribution); nil: every request asks for NPredict.
+	NPredictOf func(i int) int
 	// Seed is every request's sampling seed (temperature 0).
 	Seed int64
 	// Prompt gives the text of request i (0-based, in the order requests are taken: warmups
@@ -203,7 +206,7 @@ func Start(ctx context.Context, cfg Config) *Attack {
 	a.timedOut = fmt.Errorf("timed out after %s (the per-request limit)", cfg.Timeout)
 	a.bodies = make([][]byte, total)
 	for i := range a.bodies {
-		a.bodies[i] = completionBody(cfg.Prompt(i), cfg.NPredict, cfg.Seed, cfg.CachePrompt)
+		a.bodies[i] = completionBody(cfg.Prompt(i), cfg.nPredict(i), cfg.Seed, cfg.CachePrompt)
 	}
 	tr := cfg.Transport
 	if tr == nil {
@@ -215,6 +218,14 @@ func Start(ctx context.Context, cfg Config) *Attack {
 	a.fresh = &http.Client{Transport: ft}
 	go a.run()
 	return a
+}
+
+// nPredict is the number of tokens request i asks for.
+func (c Config) nPredict(i int) int {
+	if c.NPredictOf != nil {
+		return c.NPredictOf(i)
+	}
+	return c.NPredict
 }
 
 func (a *Attack) check() error {
@@ -229,17 +240,31 @@ func (a *Attack) check() error {
 	case c.Prompt == nil:
 		return errors.New("no prompt function")
 	}
+	for i := range max(c.Warmups, 0) + max(c.Measured, 0) {
+		if n := c.nPredict(i); n < 1 {
+			return fmt.Errorf("n_predict %d of request %d: want at least 1", n, i)
+		}
+	}
 	if err := c.checkSchedule(); err != nil {
 		return err
 	}
-	u, err := url.Parse(c.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("server URL %q: want http://127.0.0.1:PORT", c.URL)
-	}
-	if !c.AllowRemote && !isLoopback(u.Hostname()) {
-		return fmt.Errorf("server URL %q is not on this machine's loopback interface (127.0.0.1)", c.URL)
+	if err := checkURL(c.URL, c.AllowRemote); err != nil {
+		return err
 	}
 	a.url = strings.TrimRight(c.URL, "/") + "/completion"
+	return nil
+}
+
+// checkURL refuses a server URL that is not http(s)://HOST:PORT, or, unless remote, not on
+// this machine's loopback interface.
+func checkURL(s string, remote bool) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("server URL %q: want http://127.0.0.1:PORT", s)
+	}
+	if !remote && !isLoopback(u.Hostname()) {
+		return fmt.Errorf("server URL %q is not on this machine's loopback interface (127.0.0.1)", s)
+	}
 	return nil
 }
 

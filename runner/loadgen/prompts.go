@@ -59,18 +59,28 @@ func DecodePromptPlan(name string, data []byte) (*PromptPlan, error) {
 // LoadPromptPlan reads a prompt plan file and checks its SHA-256 against want (when not empty).
 // It returns the plan and the file's SHA-256.
 func LoadPromptPlan(path, want string) (*PromptPlan, string, error) {
-	data, err := fsread.ReadFile(path, 64<<20, "a prompt plan")
+	data, got, err := ReadPinned(path, want, 64<<20, "prompt plan")
 	if err != nil {
-		return nil, "", fmt.Errorf("read prompt plan: %w", err)
-	}
-	sum := sha256.Sum256(data)
-	got := hex.EncodeToString(sum[:])
-	if want != "" && !strings.EqualFold(want, got) {
-		return nil, got, fmt.Errorf("prompt plan %s: SHA-256 is %s, the plan expects %s: the file changed since the plan was written", path, got, want)
+		return nil, got, err
 	}
 	p, err := DecodePromptPlan(path, data)
 	if err != nil {
 		return nil, got, err
 	}
 	return p, got, nil
+}
+
+// ReadPinned reads a file of at most limit bytes and checks its SHA-256 against want (when
+// not empty); it returns the bytes and the SHA-256. what names the file in messages.
+func ReadPinned(path, want string, limit int64, what string) ([]byte, string, error) {
+	data, err := fsread.ReadFile(path, limit, "a "+what)
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", what, err)
+	}
+	sum := sha256.Sum256(data)
+	got := hex.EncodeToString(sum[:])
+	if want != "" && !strings.EqualFold(want, got) {
+		return nil, got, fmt.Errorf("%s %s: SHA-256 is %s, the plan expects %s: the file changed since the plan was written", what, path, got, want)
+	}
+	return data, got, nil
 }
