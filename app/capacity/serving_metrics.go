@@ -101,11 +101,11 @@ func ProbeMetrics(s *Serving, nPredict int, probe int, kind string, rate float64
 		if t := r.Timings; t != nil && (t.PredictedN != r.Tokens || r.Events != r.Tokens) && r.HTTPStatus == 200 && r.Error == "" {
 			pr.TokenMismatch++
 		}
-		if !s.CachePrompt && r.Timings != nil && r.Timings.CacheN > 0 {
+		if !s.CachePrompt && contaminated(r) {
 			pr.Contaminated++
 			continue
 		}
-		if r.HTTPStatus != 200 || r.Error != "" || r.Tokens != nPredict || r.FirstTokenMs == nil {
+		if r.HTTPStatus != 200 || r.Error != "" || r.Tokens != r.asked(nPredict) || r.FirstTokenMs == nil {
 			continue
 		}
 		pr.Completed++
@@ -214,4 +214,20 @@ func (s *Serving) NextProbe(points []ProbePoint) (rate float64, kind string, don
 // ProbeSchedule is a probe's send times (the plan's arrival process at rate).
 func (s *Serving) ProbeSchedule(rate float64) []time.Duration {
 	return ArrivalSchedule(s.Arrival, rate, s.Requests)
+}
+
+// contaminated says a request the server should have answered cold reused its prompt cache:
+// timings.cache_n > 0, or timings.prompt_n below the prompt's own /tokenize count.
+func contaminated(r ServingRecord) bool {
+	t := r.Timings
+	return t != nil && (t.CacheN > 0 || (r.PromptTokens > 0 && t.PromptN < r.PromptTokens))
+}
+
+// asked is the number of tokens the request asked for: its own n_predict when the workload
+// gave it one, else the plan's.
+func (r ServingRecord) asked(nPredict int) int {
+	if r.NPredict > 0 {
+		return r.NPredict
+	}
+	return nPredict
 }

@@ -49,6 +49,9 @@ type Serving struct {
 	// ContaminationMax is the fraction of a probe's requests that may be contaminated (excluded
 	// from its figures) before the probe fails with prompt_cache_contaminated (default 0).
 	ContaminationMax float64 `json:"contamination_max"`
+	// Workload, when given, is the probes' prompts and output lengths (synthetic lengths, a
+	// shared-prefix workload or a JSONL prompt set); omitted, the prompt plan's prompts.
+	Workload *Workload `json:"workload,omitempty"`
 }
 
 // Arrival is the arrival process shared by every probe; only the rate differs between them.
@@ -171,6 +174,7 @@ func (v *validator) checkServing() {
 		v.errf("serving.warmups", "%d: want 0 to 1000", s.Warmups)
 	}
 	v.checkSLO(s)
+	v.checkWorkload(s.Workload)
 }
 
 func (v *validator) checkSLO(s *Serving) {

@@ -44,6 +44,10 @@ type ServingRecord struct {
 	HTTPStatus   int             `json:"http_status"`
 	Error        string          `json:"error,omitempty"`
 	Timings      *ServingTimings `json:"timings"`
+	// PromptTokens is the prompt's length by the server's own /tokenize (workload plans only).
+	PromptTokens int `json:"prompt_tokens,omitempty"`
+	// NPredict is the tokens this request asked for, when the workload sets its own.
+	NPredict int `json:"n_predict,omitempty"`
 
 	Line int `json:"-"`
 }
@@ -99,6 +103,9 @@ func checkServingRecord(r ServingRecord) string {
 	}
 	if s := r.ScheduledMs; s != nil && (!finite(*s) || *s > r.SendMs) {
 		return fmt.Sprintf("scheduled_ms %s: want a time at or before send_ms %s", ms(*s), ms(r.SendMs))
+	}
+	if r.PromptTokens < 0 || r.NPredict < 0 {
+		return "prompt_tokens and n_predict must be non-negative"
 	}
 	if t := r.Timings; t != nil && (t.CacheN < 0 || t.PromptN < 0 || t.PredictedN < 0 || !finite(t.PromptMs) || !finite(t.PredictedMs)) {
 		return "timings: counts and milliseconds must be non-negative numbers"

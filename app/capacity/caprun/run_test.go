@@ -28,6 +28,7 @@ import (
 const (
 	fakeServerEnv       = "SPARKBENCH_FAKE_LLAMA_SERVER"
 	fakeServerFaultsEnv = "SPARKBENCH_FAKE_LLAMA_FAULTS" // JSON: request number -> loadgen.Fault
+	fakeWordTokensEnv   = "SPARKBENCH_FAKE_WORD_TOKENS"  // 1: loadgen.FakeConfig.WordTokens
 )
 
 func TestMain(m *testing.M) {
@@ -69,7 +70,7 @@ func fakeLlamaServer(args []string) int {
 	fmt.Println("0.00.001.200 I llama_kv_cache:        CPU KV buffer size =     0.25 MiB")
 	fmt.Println("0.00.001.300 I sched_reserve:        CPU compute buffer size =     2.39 MiB")
 	f, err := loadgen.StartFake(loadgen.FakeConfig{Addr: host + ":" + port, TTFT: 2 * time.Millisecond, ITL: 200 * time.Microsecond,
-		Fault: func(n int) loadgen.Fault { return faults[n] }})
+		Fault: func(n int) loadgen.Fault { return faults[n] }, WordTokens: os.Getenv(fakeWordTokensEnv) == "1"})
 	if err != nil {
 		fmt.Println("0.00.002.000 E srv    operator(): couldn't bind HTTP server socket, hostname: " + host + ", port: " + port)
 		return 1

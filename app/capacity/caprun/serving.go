@@ -42,6 +42,10 @@ func (r *Run) servingProbes(p *capacity.Plan, sha string, key capacity.LifetimeK
 		return err
 	}
 	rl.Files["serving"] = rel
+	wd, err := r.loadWorkload(p)
+	if err != nil {
+		return err
+	}
 	var pts []capacity.ProbePoint
 	for probe := 0; ; probe++ {
 		rate, kind, done, _ := s.NextProbe(pts)
@@ -59,6 +63,18 @@ func (r *Run) servingProbes(p *capacity.Plan, sha string, key capacity.LifetimeK
 		if gone == "" && srv != nil && !srv.Alive() {
 			gone = serverGone(srv)
 		}
+		var pw *probeWork
+		if wd != nil {
+			url := ""
+			if gone == "" && srv != nil {
+				url = srv.URL()
+			}
+			if pw, err = r.probeWorkload(r.ctx, wd, p, url, base, s.Warmups+s.Requests, probe == 0); err != nil {
+				return err
+			}
+			cfg.Prompt = func(i int) string { return pw.reqs[i].Prompt }
+			cfg.NPredictOf = func(i int) int { return pw.reqs[i].NPredict }
+		}
 		var results []loadgen.Result
 		if gone != "" {
 			cfg.URL = "http://127.0.0.1:1"
@@ -71,6 +87,9 @@ func (r *Run) servingProbes(p *capacity.Plan, sha string, key capacity.LifetimeK
 		var measured []capacity.ServingRecord
 		for _, res := range results {
 			rec := servingRecord(probe, rate, res)
+			if pw != nil && res.Index >= 0 && res.Index < len(pw.reqs) {
+				rec.PromptTokens, rec.NPredict = pw.tokens[res.Index], pw.reqs[res.Index].NPredict
+			}
 			if err := sw.Write(rec); err != nil {
 				return err
 			}

@@ -32,9 +32,8 @@ func addServing(t *testing.T, path string, s capacity.Serving) {
 	}
 }
 
-// servingSchedules reads a lifetime's serving file: each probe's rate and its measured
-// requests' scheduled offsets from the probe's first, in seq order.
-func servingSchedules(t *testing.T, out string, key capacity.LifetimeKey) ([]float64, [][]time.Duration) {
+// readServing reads and parses a lifetime's serving file.
+func readServing(t *testing.T, out string, key capacity.LifetimeKey) *capacity.ServingFile {
 	t.Helper()
 	path := filepath.Join(out, lifetimeDir(key), RunServingFile)
 	b, err := os.ReadFile(path)
@@ -45,6 +44,14 @@ func servingSchedules(t *testing.T, out string, key capacity.LifetimeKey) ([]flo
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// servingSchedules reads a lifetime's serving file: each probe's rate and its measured
+// requests' scheduled offsets from the probe's first, in seq order.
+func servingSchedules(t *testing.T, out string, key capacity.LifetimeKey) ([]float64, [][]time.Duration) {
+	t.Helper()
+	f := readServing(t, out, key)
 	var rates []float64
 	var scheds [][]time.Duration
 	for _, r := range f.Records {
