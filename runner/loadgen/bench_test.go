@@ -73,7 +73,7 @@ func runHeadroom(tb testing.TB, c, rounds int, child bool) headroom {
 	origin := clk.t
 	u0, s0 := cpuTime()
 	a := Start(context.Background(), Config{URL: url, Clients: c, Measured: n, NPredict: headroomTokens,
-		Prompt: prompt, Origin: origin, TokenTimes: true})
+		Prompt: prompt, Origin: origin, TokenTimes: true, Timeout: floorReadDeadline})
 	var rs []Result
 	for r := range a.Results() {
 		rs = append(rs, r)
@@ -238,6 +238,34 @@ func benchFloor(b *testing.B, floor func(testing.TB, int, int) time.Duration, un
 				sum += floor(b, c, 2)
 			}
 			b.ReportMetric(float64(sum)/1e3/float64(b.N), unit)
+		})
+	}
+}
+
+// BenchmarkHeadroomRatio is issue 18's headroom as a ratio, measured side by side in one run:
+// at each C (1, 16, 64, 256, 1024; two rounds of C streams), a raw loopback TCP read loop
+// (sseFloor: one hand-written HTTP/1.1 request a connection, then a newline scan, nothing
+// else) reads the SSE child's streams, then the load generator reads the same child's same
+// bytes (fake=child, so the CPU time is the client's alone). raw-cpu-us/token is the loop's
+// CPU per event x 65/64 (64 tokens and the final event a stream), client-cpu-us/token the load
+// generator's, ratio the quotient (the target: at most 1.25 at C >= 64). Every read has a
+// deadline (30 s); a failed, stalled or short stream fails the benchmark.
+func BenchmarkHeadroomRatio(b *testing.B) {
+	for _, c := range []int{1, 16, 64, 256, 1024} {
+		b.Run(fmt.Sprintf("C=%d", c), func(b *testing.B) {
+			var client, raw time.Duration
+			for range b.N {
+				raw += sseFloor(b, c, 2) * (headroomTokens + 1) / headroomTokens
+				h := runHeadroom(b, c, 2, true)
+				if h.failed > 0 || h.tokens != 2*c*headroomTokens {
+					b.Fatalf("C=%d: %d streams failed, %d tokens of %d", c, h.failed, h.tokens, 2*c*headroomTokens)
+				}
+				client += h.cpu / time.Duration(h.tokens)
+			}
+			us := func(d time.Duration) float64 { return float64(d) / 1e3 / float64(b.N) }
+			b.ReportMetric(us(client), "client-cpu-us/token")
+			b.ReportMetric(us(raw), "raw-cpu-us/token")
+			b.ReportMetric(float64(client)/float64(raw), "ratio")
 		})
 	}
 }

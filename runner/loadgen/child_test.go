@@ -212,6 +212,10 @@ func tcpFloor(tb testing.TB, c, rounds int) (perMsg time.Duration) {
 	return (u1 - u0 + s1 - s0) / time.Duration(msgs)
 }
 
+// floorReadDeadline bounds every stream the headroom measurements read (a stall fails them
+// instead of hanging).
+const floorReadDeadline = 30 * time.Second
+
 // sseFloor is tcpFloor against the load generator's own source: the SSE child, asked over raw
 // loopback TCP (one hand-written HTTP/1.1 request per connection, rounds x c connections, c at
 // a time) and read the same way (bufio, one ReadSlice per line), no HTTP client, no SSE
@@ -245,16 +249,20 @@ func sseFloor(tb testing.TB, c, rounds int) (perEvent time.Duration) {
 					tb.Error(err)
 					return
 				}
+				_ = conn.SetReadDeadline(time.Now().Add(floorReadDeadline))
 				br := bufio.NewReaderSize(conn, DefaultReadBuffer)
 				n := 0
 				for {
-					line, err := br.ReadSlice('\n')
-					if err != nil {
+					var line []byte
+					if line, err = br.ReadSlice('\n'); err != nil {
 						break
 					}
 					if bytes.HasPrefix(line, []byte("data: ")) {
 						n++
 					}
+				}
+				if n != headroomTokens+1 {
+					tb.Errorf("stream %d: %d events, want %d (the tokens and the final event): %v", r*c+k, n, headroomTokens+1, err)
 				}
 				mu.Lock()
 				events += n
