@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"sparkbench/app/analysis"
 	"sparkbench/app/capacity"
 	"sparkbench/runner/llamatest"
 )
@@ -96,8 +95,6 @@ func TestServingWorkloadTooLong(t *testing.T) {
 		t.Fatalf("run: %v; want the prompt set refused, naming set.jsonl:2", err)
 	}
 }
-
-func median(xs []float64) float64 { v, _ := analysis.Percentile(xs, 50); return v }
 
 // cacheArm is one arm of the prefix-cache test: its measured records and what they sum to.
 type cacheArm struct {
