@@ -289,3 +289,36 @@ func (d *WorkloadData) Request(n, nPredict int) WorkRequest {
 	}
 	return r
 }
+
+// Describe is the workload in words, for reports.
+func (w *Workload) Describe() string {
+	var b strings.Builder
+	switch w.Kind {
+	case WorkloadSharedPrefix:
+		fmt.Fprintf(&b, "shared prefix: %d prefixes of %d words, each shared by %d consecutive requests, then %s suffix words", w.Prefixes, w.PrefixWords, w.Suffixes, w.InputWords.Describe())
+	case WorkloadPromptSet:
+		fmt.Fprintf(&b, "the JSONL prompt set %s (SHA-256 %.12s…), its lines in turn", w.PromptSet.Path, w.PromptSet.SHA256)
+	default:
+		fmt.Fprintf(&b, "synthetic prompts of %s words", w.InputWords.Describe())
+	}
+	if w.OutputTokens != nil {
+		fmt.Fprintf(&b, "; output tokens %s", w.OutputTokens.Describe())
+	}
+	fmt.Fprintf(&b, " (seed %d)", w.Seed)
+	return b.String()
+}
+
+// Describe is the distribution in words.
+func (d *LengthDist) Describe() string {
+	switch d.Dist {
+	case DistFixed:
+		return strconv.Itoa(d.Value)
+	case DistUniform:
+		return fmt.Sprintf("uniform in [%d, %d]", d.Min, d.Max)
+	case DistNormal:
+		return fmt.Sprintf("normal %s ± %s in [%d, %d]", strconv.FormatFloat(d.Mean, 'g', -1, 64), strconv.FormatFloat(d.Std, 'g', -1, 64), d.Min, d.Max)
+	case DistFile:
+		return "drawn from " + d.File.Path
+	}
+	return d.Dist
+}

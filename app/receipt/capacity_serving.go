@@ -82,6 +82,14 @@ func capServing(w *mdWriter, r *capacity.Result) {
 	w.line("**SLO:** %s per request (goodput counts the requests meeting all of them); a probe passes when its p%d of each meets it, at least %s complete, its p99 send delay is ≤ %s ms and no more than %s of its cold requests were answered from the prompt cache.",
 		slo, s.SLO.Percentile, pct(s.SLO.CompletionRateMin), num(s.ScheduleSlackMs), pct(s.ContaminationMax))
 	w.blank()
+	if wl := s.Workload; wl != nil {
+		cache := "prompt cache off: every request should be cold, and one with cache_n > 0 or prompt_n below its /tokenize count is contaminated"
+		if s.CachePrompt {
+			cache = "prompt cache on (cache_prompt: an explicit arm): requests may reuse cached prefixes"
+		}
+		w.line("**Workload:** %s. Each request's prompt tokens are llama-server's own /tokenize count (prompt_tokens in serving.jsonl); %s.", inline(wl.Describe()), cache)
+		w.blank()
+	}
 	capHarnessFloor(w, r.HarnessFloor)
 	for _, c := range r.Candidates {
 		for _, sv := range c.Serving {
