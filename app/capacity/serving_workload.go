@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"sparkbench/app/study"
-	"sparkbench/runner/loadgen"
+	"sparkbench/runner/promptset"
 )
 
 // Workload kinds of a serving plan (docs/serving.md).
@@ -205,9 +205,9 @@ func (w *Workload) words(tag uint64, seq, n int) string {
 // WorkloadData is a workload with its files read.
 type WorkloadData struct {
 	W          *Workload
-	Items      []loadgen.PromptItem // the prompt set's (prompt_set)
-	InLengths  []int                // input_words' length file (dist file)
-	OutLengths []int                // output_tokens' length file (dist file)
+	Items      []promptset.PromptItem // the prompt set's (prompt_set)
+	InLengths  []int                  // input_words' length file (dist file)
+	OutLengths []int                  // output_tokens' length file (dist file)
 }
 
 // LoadWorkloadFiles reads a workload's prompt set and length files (paths relative to
@@ -215,7 +215,7 @@ type WorkloadData struct {
 func LoadWorkloadFiles(w *Workload, planDir string) (*WorkloadData, error) {
 	d := &WorkloadData{W: w}
 	if w.PromptSet != nil {
-		items, _, err := loadgen.LoadPromptSet(study.ResolvePath(planDir, w.PromptSet.Path), w.PromptSet.SHA256)
+		items, _, err := promptset.LoadPromptSet(study.ResolvePath(planDir, w.PromptSet.Path), w.PromptSet.SHA256)
 		if err != nil {
 			return nil, err
 		}
@@ -236,7 +236,7 @@ func loadLengths(d *LengthDist, planDir string) ([]int, error) {
 		return nil, nil
 	}
 	path := study.ResolvePath(planDir, d.File.Path)
-	data, _, err := loadgen.ReadPinned(path, d.File.SHA256, 64<<20, "length file")
+	data, _, err := promptset.ReadPinned(path, d.File.SHA256, 64<<20, "length file")
 	if err != nil {
 		return nil, err
 	}

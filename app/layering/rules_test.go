@@ -14,7 +14,7 @@ const Module = "sparkbench"
 var Pure = []string{
 	"app/analysis", "app/bundle", "app/canon", "app/capacity", "app/charts", "app/energy", "app/kinds", "app/quant", "app/receipt",
 	"app/study", "app/textsafe", "plots", "plots/lttb", "runner/benchfmt", "runner/devlog", "runner/evq", "runner/gguf",
-	"runner/quantfmt", "runner/telemetry", "runner/vocab", "store",
+	"runner/promptset", "runner/quantfmt", "runner/telemetry", "runner/vocab", "store",
 }
 
 // ProcessCode lists what starts processes: a pure package reaching one of these breaks a rule.

@@ -1,14 +1,12 @@
 package loadgen
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
 
-	"sparkbench/runner/fsread"
 	"sparkbench/runner/jsonlex"
+	"sparkbench/runner/promptset"
 )
 
 // SchemaPrompts identifies version 1 of the prompt plan format.
@@ -59,7 +57,7 @@ func DecodePromptPlan(name string, data []byte) (*PromptPlan, error) {
 // LoadPromptPlan reads a prompt plan file and checks its SHA-256 against want (when not empty).
 // It returns the plan and the file's SHA-256.
 func LoadPromptPlan(path, want string) (*PromptPlan, string, error) {
-	data, got, err := ReadPinned(path, want, 64<<20, "prompt plan")
+	data, got, err := promptset.ReadPinned(path, want, 64<<20, "prompt plan")
 	if err != nil {
 		return nil, got, err
 	}
@@ -68,19 +66,4 @@ func LoadPromptPlan(path, want string) (*PromptPlan, string, error) {
 		return nil, got, err
 	}
 	return p, got, nil
-}
-
-// ReadPinned reads a file of at most limit bytes and checks its SHA-256 against want (when
-// not empty); it returns the bytes and the SHA-256. what names the file in messages.
-func ReadPinned(path, want string, limit int64, what string) ([]byte, string, error) {
-	data, err := fsread.ReadFile(path, limit, "a "+what)
-	if err != nil {
-		return nil, "", fmt.Errorf("read %s: %w", what, err)
-	}
-	sum := sha256.Sum256(data)
-	got := hex.EncodeToString(sum[:])
-	if want != "" && !strings.EqualFold(want, got) {
-		return nil, got, fmt.Errorf("%s %s: SHA-256 is %s, the plan expects %s: the file changed since the plan was written", what, path, got, want)
-	}
-	return data, got, nil
 }

@@ -1,11 +1,16 @@
-package loadgen
+// Package promptset reads the files a serving workload is made of: JSONL prompt sets
+// (docs/serving.md) and any file pinned by its SHA-256. It starts no process.
+package promptset
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
+	"sparkbench/runner/fsread"
 	"sparkbench/runner/jsonlex"
 )
 
@@ -69,4 +74,19 @@ func LoadPromptSet(path, want string) ([]PromptItem, string, error) {
 	}
 	items, err := DecodePromptSet(path, data)
 	return items, got, err
+}
+
+// ReadPinned reads a file of at most limit bytes and checks its SHA-256 against want (when
+// not empty); it returns the bytes and the SHA-256. what names the file in messages.
+func ReadPinned(path, want string, limit int64, what string) ([]byte, string, error) {
+	data, err := fsread.ReadFile(path, limit, "a "+what)
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s: %w", what, err)
+	}
+	sum := sha256.Sum256(data)
+	got := hex.EncodeToString(sum[:])
+	if want != "" && !strings.EqualFold(want, got) {
+		return nil, got, fmt.Errorf("%s %s: SHA-256 is %s, the plan expects %s: the file changed since the plan was written", what, path, got, want)
+	}
+	return data, got, nil
 }
