@@ -61,7 +61,7 @@ const (
 
 // Kinds lists every chart kind in the order the CLI documents them.
 func Kinds() []Kind {
-	return []Kind{KindDepth, KindSlots, KindLatency, KindEnvelope, KindUbatch, KindRepeatability, KindNGL, KindPareto, KindKLDBits}
+	return []Kind{KindDepth, KindSlots, KindLatency, KindEnvelope, KindUbatch, KindRepeatability, KindNGL, KindPareto, KindKLDBits, KindEnergy, KindTimeline}
 }
 
 // Chart is the input of one chart kind: plain data that builds a *plot.Plot. Values are
@@ -98,6 +98,10 @@ func New(kind Kind) (Chart, error) {
 		return &ParetoChart{}, nil
 	case KindKLDBits:
 		return &KLDBitsChart{}, nil
+	case KindEnergy:
+		return &EnergyChart{}, nil
+	case KindTimeline:
+		return &TimelineChart{}, nil
 	}
 	names := make([]string, 0, len(Kinds()))
 	for _, k := range Kinds() {
@@ -139,6 +143,10 @@ func Decode(kind Kind, r io.Reader) (Chart, error) {
 	case *RepeatChart:
 		return *v, nil
 	case *ParetoChart:
+		return *v, nil
+	case *EnergyChart:
+		return *v, nil
+	case *TimelineChart:
 		return *v, nil
 	}
 	return c, nil
