@@ -58,7 +58,7 @@ func throughputCharts(d *ThroughputStudy) []NamedChart {
 			out = append(out, NamedChart{DirPlots + "ngl-" + metric, *ch})
 		}
 	}
-	return out
+	return append(out, energyCharts(rep, meta)...)
 }
 
 func throughputPlotNames(d *ThroughputStudy) []string {
