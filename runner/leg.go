@@ -12,6 +12,7 @@ import (
 
 	"sparkbench/runner/benchfmt"
 	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/vocab"
 )
 
 // Defaults for LegSpec fields left zero.
@@ -36,12 +37,18 @@ type LegSpec struct {
 	// Progress adds --progress: llama-bench's own test total and phase lines. Off by default
 	// because llama-bench prints them inside its timed region (see RunnerArgs); without them
 	// the total comes from the arguments and the ETA from the rows' arrival times.
-	Progress      bool   `json:"progress,omitempty"`
-	NoFingerprint bool   `json:"no_fingerprint,omitempty"`
-	TranscriptCap int    `json:"transcript_cap,omitempty"`
-	MaxRows       int    `json:"max_rows,omitempty"`
-	Cols          uint16 `json:"cols,omitempty"`
-	Rows          uint16 `json:"rows,omitempty"`
+	Progress bool `json:"progress,omitempty"`
+	// Wrapper is a launch wrapper's argv (e.g. taskset -c 0): the process started is Wrapper
+	// then Argv(), argv only, no shell, in the same pty, session and process group. The
+	// result keeps Argv() as the leg's command line and records the launch apart (Launch):
+	// Wrapper[0] resolved on PATH, and the CPU affinity of llama-bench's own process.
+	// Under WithVia it goes to the host as given. Empty: llama-bench is started itself.
+	Wrapper       []string `json:"wrapper,omitempty"`
+	NoFingerprint bool     `json:"no_fingerprint,omitempty"`
+	TranscriptCap int      `json:"transcript_cap,omitempty"`
+	MaxRows       int      `json:"max_rows,omitempty"`
+	Cols          uint16   `json:"cols,omitempty"`
+	Rows          uint16   `json:"rows,omitempty"`
 }
 
 // Argv is the exact command line the leg runs: the binary, the arguments, and -o jsonl (and
@@ -73,6 +80,9 @@ type LegResult struct {
 	// Via is the local command line that ran Argv elsewhere (ssh to a bench host, WithVia);
 	// absent for a local leg.
 	Via []string `json:"via,omitempty"`
+	// Launch is how a leg with a launch wrapper (LegSpec.Wrapper) was started and the
+	// affinity in force for llama-bench; absent without one.
+	Launch *Launch `json:"launch,omitempty"`
 }
 
 // Results are the rows that count as results.
@@ -157,11 +167,22 @@ func StartLeg(ctx context.Context, spec LegSpec, opts ...LegOption) *Leg {
 	}
 	ps := ProcSpec{Argv: argv, Env: spec.Env, Dir: spec.Dir, Cols: spec.Cols, Rows: spec.Rows,
 		TranscriptCap: spec.TranscriptCap, Limits: spec.Limits}
+	if len(spec.Wrapper) > 0 {
+		var werr error
+		h.launch, werr = wrapLaunch(spec.Wrapper, argv, o.via == nil)
+		h.argv, ps.Argv = argv, h.launch.LaunchedAs
+		if o.via == nil {
+			ps.Target = spec.Bench
+		}
+		if refuse == nil {
+			refuse = werr
+		}
+	}
 	switch {
 	case o.via != nil:
 		h.fper, h.argv = nil, argv
 		if refuse == nil {
-			ps.Argv, refuse = o.via(argv, spec.Env)
+			ps.Argv, refuse = o.via(ps.Argv, spec.Env)
 			ps.Env, ps.Dir, h.via = nil, "", ps.Argv
 		}
 		if refuse == nil && !spec.NoFingerprint && o.viaFP != nil {
@@ -198,7 +219,8 @@ type benchHandler struct {
 	rows    []Row
 	flagRow int // row the gate flagged (0: none)
 
-	argv, via []string // WithVia: the leg's own command line and the local one that ran it
+	argv, via []string // WithVia or a wrapper: the leg's own command line; the local one that ran it
+	launch    *Launch  // with a wrapper
 
 	expectedArgs int
 	total        int // from --progress
@@ -341,6 +363,18 @@ func (h *benchHandler) finish(p *Proc, x *Exit) {
 		Start: p.start, End: p.endTime, Exit: *x, Rows: h.rows, Malformed: h.malformed,
 		Fingerprint: h.fp, Transcript: p.transcript, DroppedLines: p.DroppedLines(), Via: h.via,
 	}
+	if h.launch != nil {
+		l := *h.launch
+		switch aff, why := p.Affinity(); {
+		case aff != nil:
+			l.Affinity = aff
+		case why != "":
+			l.AffinityError = why
+		case l.AffinityError == "" && p.pid == 0:
+			l.AffinityError = "not read: the process did not start"
+		}
+		h.result.Launch = &l
+	}
 	if h.result.Rows == nil {
 		h.result.Rows = []Row{}
 	}
@@ -358,4 +392,33 @@ func malformedLine(n int, text string, err error) Malformed {
 		}
 	}
 	return Malformed{Line: n, Text: clip(text, 200), Err: msg}
+}
+
+// wrapLaunch is the launch of argv under wrapper: its program resolved on PATH when the leg
+// runs here (local), as given for a host. It always returns the record (with the wrapper as
+// given when it cannot be resolved); the error refuses the leg before anything starts.
+func wrapLaunch(wrapper, argv []string, local bool) (*Launch, error) {
+	w := slices.Clone(wrapper)
+	l := &Launch{Wrapper: w}
+	var err error
+	for i, a := range w {
+		if a == "" {
+			err = fmt.Errorf("launch wrapper: argument %d is an empty string", i)
+			break
+		}
+	}
+	switch {
+	case err != nil:
+	case local:
+		var path string
+		if path, err = vocab.ResolveProgram(w[0]); err == nil {
+			w[0] = path
+		} else {
+			err = fmt.Errorf("launch wrapper: %w", err)
+		}
+	default:
+		l.AffinityError = "not read: the leg ran on another host"
+	}
+	l.LaunchedAs = append(slices.Clone(w), argv...)
+	return l, err
 }

@@ -70,6 +70,10 @@ type ProcSpec struct {
 	TranscriptCap int    `json:"transcript_cap,omitempty"`
 	MaxLine       int    `json:"max_line,omitempty"` // bytes of one line kept for parsing (default 256 KiB)
 	Limits        Limits `json:"limits"`
+	// Target, when set, is the binary whose process the driver looks for in the group while it
+	// runs (Argv[0] itself, or a program a launch wrapper runs), to read its CPU affinity
+	// (Proc.Affinity).
+	Target string `json:"target,omitempty"`
 }
 
 // Environ is the child's environment: ours, then NO_COLOR=1 and TERM=dumb, then extra; a later
@@ -120,6 +124,7 @@ type Proc struct {
 	lines    int
 	lastByte atomic.Int64 // ns since start of the last byte read; -1 before the first
 	log      LogScanner
+	watch    *affinityWatch // nil without ProcSpec.Target
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
@@ -180,6 +185,7 @@ func startProc(ctx context.Context, spec ProcSpec, h handler, refuse error) *Pro
 		p.finishUnstarted(err)
 		return p
 	}
+	p.watch = startAffinityWatch(p.pid, spec.Target)
 	go p.read()
 	go func() {
 		_ = p.cmd.Wait() // the status is read from ProcessState
@@ -253,6 +259,16 @@ func (p *Proc) Events() <-chan Event { return p.q.out }
 
 // Pid is the process (and process group) ID; 0 if it never started.
 func (p *Proc) Pid() int { return p.pid }
+
+// Affinity is the CPU affinity read from ProcSpec.Target's process while it ran, or why none
+// was read; (nil, "") without a target. Valid once the group is gone (in a handler's finish,
+// or after Done).
+func (p *Proc) Affinity() (*Affinity, string) {
+	if p.watch == nil {
+		return nil, ""
+	}
+	return p.watch.aff, p.watch.err
+}
 
 // Argv is the command line that was run.
 func (p *Proc) Argv() []string { return p.spec.Argv }
@@ -431,6 +447,7 @@ loop:
 			}
 		}
 	}
+	p.watch.end()
 	// Read what is still buffered; EIO ends the reader once no one holds the pty's other end.
 	// A process that escaped the group could hold it open: close our end after a bound.
 	select {

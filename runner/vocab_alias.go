@@ -22,6 +22,9 @@ type (
 	StopCause     = vocab.StopCause
 	RowStatus     = vocab.RowStatus
 	Machine       = vocab.Machine
+	// Launch and Affinity: a leg run under a launch wrapper (LegSpec.Wrapper).
+	Launch   = vocab.Launch
+	Affinity = vocab.Affinity
 )
 
 const (
