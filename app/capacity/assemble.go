@@ -88,6 +88,7 @@ type lifetime struct {
 	markers  []MarkerCheck
 	evidence vocab.Evidence             // device plans only (limits.max_device_mib)
 	energy   map[int]energy.CellFigures // by client level, when the lifetime was sampled
+	breaches map[int][]energy.Breach    // by client level, when sampled under a telemetry block
 }
 
 // Assemble turns a plan and its raw files into the study result. It is pure and
@@ -119,8 +120,11 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	}
 	res := Result{Schema: SchemaResult, Kind: kinds.Capacity, PlanSHA256: sha, Plan: p,
 		Definitions: definitions, Inputs: a.refs, Candidates: []CandidateResult{}}
-	if len(a.batched) > 0 || p.Limits.MaxDeviceMiB > 0 || p.Serving != nil || len(in.Telemetry) > 0 {
+	if len(a.batched) > 0 || p.Limits.MaxDeviceMiB > 0 || p.Serving != nil || len(in.Telemetry) > 0 || p.Telemetry != nil {
 		res.Definitions = maps.Clone(definitions)
+	}
+	if p.Telemetry != nil {
+		res.Definitions["machine_gate"] = machineGateDefinition
 	}
 	if len(in.Telemetry) > 0 {
 		maps.Copy(res.Definitions, energyDefinitions)
@@ -537,6 +541,7 @@ func (a *assembler) cell(c Candidate, slots, clients int, q QualityResult, quali
 	if l.MaxDeviceMiB > 0 {
 		cell.PeakDeviceMiB = a.deviceGates(c, lives, check, above)
 	}
+	a.machineGates(&cell, lives, check)
 	if qualityGated {
 		qg := GateCheck{Gate: "quality", Observed: fptr(q.Fraction), Limit: l.QualityFloor, Passed: q.Passed,
 			Detail: fmt.Sprintf("score %d/%d", q.Score, q.Cases)}

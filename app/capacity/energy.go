@@ -1,12 +1,14 @@
 package capacity
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	"sparkbench/app/canon"
 	"sparkbench/app/energy"
+	"sparkbench/runner/telemetry"
 )
 
 // Energy of capacity cells (docs/telemetry.md): a run with a telemetry hook samples each
@@ -41,6 +43,9 @@ func (a *assembler) readTelemetry() error {
 			return &InputError{Flag: FlagTelemetry, Key: k.String(), Err: err}
 		}
 		life.energy = map[int]energy.CellFigures{}
+		if a.p.Telemetry != nil {
+			life.breaches = cellBreaches(samples, a.p.Telemetry.Gates)
+		}
 		for _, c := range energy.Cells(samples) {
 			life.energy[c.Clients] = c
 		}
@@ -67,4 +72,61 @@ func cellEnergy(cell *CellResult, lives []*lifetime) {
 		}
 	}
 	cell.JPerGeneratedToken = medianOf(per)
+}
+
+// machineGateDefinition is added to the definitions of a plan with a telemetry block.
+const machineGateDefinition = "machine_state: in each sampled pass, the cell's window (from its client level's start mark to its end mark) is checked against the plan's telemetry gates — thermal:throttled (a thermal or hardware slowdown reason in a sample), clock:drop_above_maximum (the shader clock below its first reading in the window by more than the plan's fraction), thermal:temperature_above_maximum (a sensor above the plan's limit); a code that fired fails the cell, so it is never selected; a cell no sampler read passes, said as not sampled"
+
+// checkTelemetry validates the plan's telemetry block (the throughput plan's rules).
+func (v *validator) checkTelemetry() {
+	for _, pr := range v.p.Telemetry.Validate("telemetry") {
+		v.errf(pr.Path, "%s", pr.Msg)
+	}
+}
+
+// Machine-state gate of a capacity cell: with a telemetry block, each cell's window in each
+// sampled pass is checked against the plan's gates (energy.Gates.Check); one check per code
+// that fired (the cell fails with that code, like a load SLO), else one passing check.
+const gateMachineState = "machine_state"
+
+// cellBreaches keeps each client level's gate breaches in a sampled lifetime.
+func cellBreaches(samples []telemetry.Sample, g energy.Gates) map[int][]energy.Breach {
+	out := map[int][]energy.Breach{}
+	for c, w := range energy.CellWindows(samples) {
+		out[c] = g.Check(samples, w)
+	}
+	return out
+}
+
+// machineGates applies the machine-state gates to a cell (a plan with a telemetry block only).
+func (a *assembler) machineGates(cell *CellResult, lives []*lifetime, check func(GateCheck, string)) {
+	if a.p.Telemetry == nil {
+		return
+	}
+	sampled := 0
+	byCode := map[string][]string{}
+	for _, life := range lives {
+		b, ok := life.breaches[cell.Clients]
+		if !ok {
+			continue
+		}
+		sampled++
+		for _, x := range b {
+			byCode[x.Code] = append(byCode[x.Code], life.key.Pass+": "+x.Reason)
+		}
+	}
+	n := 0
+	for _, code := range []string{energy.CodeThrottled, energy.CodeClockDrop, energy.CodeTempMax} {
+		if r := byCode[code]; len(r) > 0 {
+			check(GateCheck{Gate: gateMachineState, Observed: fptr(float64(len(r))), Limit: fptr(0), Detail: strings.Join(r, "; ")}, code)
+			n++
+		}
+	}
+	if n == 0 {
+		detail := fmt.Sprintf("no gate fired in %d sampled pass(es)", sampled)
+		if sampled == 0 {
+			detail = "not sampled: no sampler read during the cell (doctor --telemetry says why)"
+		}
+		check(GateCheck{Gate: gateMachineState, Observed: fptr(0), Limit: fptr(0), Passed: true, Detail: detail}, "")
+	}
 }

@@ -63,6 +63,8 @@ type EnvelopeCell struct {
 	PeakRSSMiB     float64  `json:"peak_rss_mib"`
 	Passed         bool     `json:"passed"`
 	Failures       []string `json:"failures"`
+	// JPerGeneratedToken is the cell's median J per generated token (sampled cells only).
+	JPerGeneratedToken *float64 `json:"j_per_generated_token,omitempty"`
 }
 
 // ReportVerdict is a journaled computed verdict.
@@ -121,7 +123,8 @@ func Show(ctx context.Context, rec Recorder, id int64) (*Report, error) {
 						f = []string{}
 					}
 					er.Cells = append(er.Cells, EnvelopeCell{Slots: cell.Slots, Clients: cell.Clients, GenerationRate: cell.GenerationRate,
-						TTFTMsP95: cell.TTFTMsP95, E2EMsP95: cell.E2EMsP95, PeakRSSMiB: cell.PeakRSSMiB, Passed: cell.Passed, Failures: f})
+						TTFTMsP95: cell.TTFTMsP95, E2EMsP95: cell.E2EMsP95, PeakRSSMiB: cell.PeakRSSMiB, Passed: cell.Passed, Failures: f,
+						JPerGeneratedToken: cell.JPerGeneratedToken})
 				}
 				rep.Envelope = append(rep.Envelope, er)
 			}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	"sparkbench/app/canon"
+	"sparkbench/app/energy"
 	"sparkbench/app/study"
 	"sparkbench/runner/fsread"
 )
@@ -78,6 +79,9 @@ type Plan struct {
 	// search, SLO and goodput) to every server lifetime (docs/serving.md). Written only when
 	// given: a closed-loop plan keeps its bytes and hash.
 	Serving *Serving `json:"serving,omitempty"`
+	// Telemetry, when given, samples each server lifetime (interval_ms) and applies the
+	// machine-state gates to each cell's window (docs/telemetry.md). Written only when given.
+	Telemetry *energy.Plan `json:"telemetry,omitempty"`
 
 	// given records which defaulted fields the plan's JSON wrote (Decode): Defaults fills
 	// only the others, so a written value (0 included) is kept and judged by Validate.

@@ -67,8 +67,12 @@ func WriteReport(w io.Writer, r *Report) {
 				if !cell.Passed {
 					verdict = "FAIL " + strings.Join(cell.Failures, ", ")
 				}
-				fprintf(w, "    P%d/C%-3d %9s tok/s  TTFT p95 %9s ms  E2E p95 %9s ms  RSS %7.1f MiB  %s\n", cell.Slots, cell.Clients,
-					numText(cell.GenerationRate, 2), numText(cell.TTFTMsP95, 1), numText(cell.E2EMsP95, 1), cell.PeakRSSMiB, verdict)
+				energy := ""
+				if cell.JPerGeneratedToken != nil {
+					energy = fmt.Sprintf("  %.4g J/token", *cell.JPerGeneratedToken)
+				}
+				fprintf(w, "    P%d/C%-3d %9s tok/s  TTFT p95 %9s ms  E2E p95 %9s ms  RSS %7.1f MiB%s  %s\n", cell.Slots, cell.Clients,
+					numText(cell.GenerationRate, 2), numText(cell.TTFTMsP95, 1), numText(cell.E2EMsP95, 1), cell.PeakRSSMiB, energy, verdict)
 			}
 		}
 		header := false

@@ -113,6 +113,7 @@ func (v *validator) run() {
 	v.checkLimits()
 	v.checkKVQuality()
 	v.checkServing()
+	v.checkTelemetry()
 	if !(p.KneeThreshold > 0 && p.KneeThreshold <= 10) {
 		v.errf("knee_threshold", "%g: want a positive gain per doubling in (0, 10], e.g. 0.2 for 20%%%s", p.KneeThreshold, orOmit(DefaultKneeThreshold))
 	}

@@ -43,9 +43,9 @@ type CellFigures struct {
 	Devices    []DeviceFigures `json:"devices"`
 }
 
-// Cells computes each marked cell's figures from a span's samples, in client order; a cell
-// without both marks, or when no device measured energy, is left out.
-func Cells(samples []telemetry.Sample) []CellFigures {
+// CellWindows are the marked cells' windows by client level: from each level's start mark to
+// its end mark; a level without both marks, or whose end is not after its start, is left out.
+func CellWindows(samples []telemetry.Sample) map[int]Window {
 	start, end := map[int]time.Duration{}, map[int]time.Duration{}
 	for _, s := range samples {
 		if s.Source != telemetry.SourceMark {
@@ -60,14 +60,21 @@ func Cells(samples []telemetry.Sample) []CellFigures {
 			}
 		}
 	}
+	out := map[int]Window{}
+	for c, from := range start {
+		if to, ok := end[c]; ok && to > from {
+			out[c] = Window{From: from, To: to}
+		}
+	}
+	return out
+}
+
+// Cells computes each marked cell's figures from a span's samples, in client order; a cell
+// without both marks, or when no device measured energy, is left out.
+func Cells(samples []telemetry.Sample) []CellFigures {
 	tl := NewTimeline(samples)
 	var out []CellFigures
-	for c, from := range start {
-		to, ok := end[c]
-		if !ok || to <= from {
-			continue
-		}
-		w := Window{From: from, To: to}
+	for c, w := range CellWindows(samples) {
 		j, method, ok := tl.Total(w)
 		if !ok {
 			continue

@@ -198,6 +198,7 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	capScaling(w, r)
 	capServerTax(w, r)
 	capServing(w, r)
+	capEnergy(w, r)
 	capKVQuality(w, cb, r)
 	capPredictions(w, cb, r)
 	capMethodology(w, r)
@@ -488,6 +489,9 @@ func capMethodology(w *mdWriter, r *capacity.Result) {
 	}
 	w.line("- Gate limits: observed-p95 TTFT at most %s ms and E2E at most %s ms in every pass, completion rate at least %s, generation-rate spread at most %s, observed-p95 E2E spread at most %s, peak RSS at most %s MiB.",
 		f1(p.Limits.TTFTMsP95Max), f1(p.Limits.E2EMsP95Max), pct(p.Limits.CompletionRateMin), pct(p.Limits.GenRateSpreadMax), pct(p.Limits.E2EP95SpreadMax), f1(p.Limits.PeakRSSMiBMax))
+	if t := p.Telemetry; t != nil {
+		w.line("- Telemetry: each server lifetime sampled every %s ms; machine-state gates on each cell's window: %s (see `machine_gate`).", code(fmt.Sprint(t.Interval().Milliseconds())), machineGatesText(t.Gates))
+	}
 	w.blank()
 }
 

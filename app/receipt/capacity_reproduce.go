@@ -50,6 +50,9 @@ func capReproduce(w *mdWriter, cb *capacityBundle, r *capacity.Result) {
 		w.line("  --batched %s=%s \\", k, ci.Batched[k])
 	}
 	servingReproduce(w, ci)
+	for _, k := range keys(ci.Telemetry) {
+		w.line("  --telemetry %s=%s \\", k, ci.Telemetry[k])
+	}
 	w.line("  --output study.reproduced.json")
 	w.line("cmp study.json study.reproduced.json")
 	w.line("```")

@@ -127,20 +127,7 @@ func energyMethodology(p *study.Plan, e *study.ReportEnergy) []string {
 func telemetryMethodLines(tp *energy.Plan, samplers []string) []string {
 	gates := "none"
 	if tp != nil {
-		g := tp.Gates
-		var gs []string
-		if g.Throttle == nil || *g.Throttle {
-			gs = append(gs, "thermal:throttled")
-		}
-		if g.ClockDropMax > 0 {
-			gs = append(gs, "clock:drop_above_maximum above "+pct(g.ClockDropMax))
-		}
-		if g.TempMaxC > 0 {
-			gs = append(gs, "thermal:temperature_above_maximum above "+num(g.TempMaxC)+" °C")
-		}
-		if len(gs) > 0 {
-			gates = strings.Join(gs, ", ")
-		}
+		gates = machineGatesText(tp.Gates)
 	}
 	read := "none"
 	if len(samplers) > 0 {
@@ -151,4 +138,22 @@ func telemetryMethodLines(tp *energy.Plan, samplers []string) []string {
 			code(fmt.Sprint(tp.Interval().Milliseconds())), read, gates),
 		"- Energy: per device from its energy counter where it has one, else its power readings integrated (the method is named with each figure); J per token from each row's window, see the definitions.",
 	}
+}
+
+// machineGatesText names the machine-state gates in effect ("none" when every one is off).
+func machineGatesText(g energy.Gates) string {
+	var gs []string
+	if g.Throttle == nil || *g.Throttle {
+		gs = append(gs, "thermal:throttled")
+	}
+	if g.ClockDropMax > 0 {
+		gs = append(gs, "clock:drop_above_maximum above "+pct(g.ClockDropMax))
+	}
+	if g.TempMaxC > 0 {
+		gs = append(gs, "thermal:temperature_above_maximum above "+num(g.TempMaxC)+" °C")
+	}
+	if len(gs) == 0 {
+		return "none"
+	}
+	return strings.Join(gs, ", ")
 }

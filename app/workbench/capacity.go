@@ -14,6 +14,7 @@ import (
 	"sparkbench/app/study"
 	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/telemetry/live"
 	"sparkbench/store"
 )
 
@@ -222,6 +223,9 @@ type CapacityRunRequest struct {
 	// Warn is told what was not checked or fingerprinted (nil: nothing).
 	Warn func(msg string)
 	Hash HashShow
+	// Telemetry says where the samplers of a plan with a telemetry block read (nil: this
+	// machine's; tests give fake trees and a fake NVML); the interval is the plan's.
+	Telemetry *live.Config
 }
 
 // CapacityEngine is the engine that runs study req.ID: llama-server from req.LlamaDir, else the
@@ -296,6 +300,11 @@ func RunCapacity(ctx context.Context, nb *store.Notebook, req CapacityRunRequest
 	e, st, err := CapacityEngine(ctx, nb, req)
 	if err != nil {
 		return nil, st, &NotStartedError{err}
+	}
+	if plan, perr := capacity.Decode("registered plan", st.PlanJSON); perr == nil && plan.Telemetry != nil {
+		hook, closeSamplers := samplerHook(ctx, nb, plan.Telemetry, req.Telemetry)
+		defer closeSamplers()
+		e.Telemetry = hook
 	}
 	sum, err := e.Run(ctx, req.ID, req.Out)
 	return sum, st, err

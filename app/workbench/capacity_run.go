@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sparkbench/app/capacity"
+	"sparkbench/runner/telemetry/live"
 	"sparkbench/store"
 )
 
@@ -17,6 +18,8 @@ type CapacityRunOptions struct {
 	QualityCases                        string
 	Batched                             map[string]string
 	StartTimeout, RequestTimeout, Grace time.Duration
+	// Telemetry says where a telemetry block's samplers read (nil: this machine's).
+	Telemetry *live.Config
 }
 
 // runCapacityKind is the capacity kind's Run: RunCapacity, its outcome worded as `capacity
@@ -36,7 +39,7 @@ func runCapacityKind(ctx context.Context, nb *store.Notebook, s store.Study, req
 	}
 	const prefix = "sparkbench capacity run: "
 	sum, st, err := RunCapacity(ctx, nb, CapacityRunRequest{ID: id, LlamaDir: req.LlamaDir, Out: req.Out, Fresh: req.Fresh,
-		StartTimeout: opt.StartTimeout, RequestTimeout: opt.RequestTimeout, Grace: opt.Grace, QualityCases: opt.QualityCases, Batched: opt.Batched,
+		StartTimeout: opt.StartTimeout, RequestTimeout: opt.RequestTimeout, Grace: opt.Grace, QualityCases: opt.QualityCases, Batched: opt.Batched, Telemetry: opt.Telemetry,
 		Warn: func(msg string) { say(prefix + msg) }, Hash: req.Hash,
 		OnEvent: func(ev capacity.RunEvent) {
 			if req.JSON != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"sparkbench/app/demo"
+	"sparkbench/app/energy"
 	"sparkbench/app/energy/energyrun"
 	"sparkbench/app/kinds"
 	"sparkbench/app/study"
@@ -218,13 +219,8 @@ func RunThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRunReq
 		return study.RunSummary{}, badInput(err)
 	}
 	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: CachedHash(ctx, nb, req.Hash), OnEvent: req.OnEvent, Retry: req.Retry}
-	if perr == nil && plan.Telemetry != nil { // docs/telemetry.md: the samplers are found once per run
-		cfg := live.Config{}
-		if req.Telemetry != nil {
-			cfg = *req.Telemetry
-		}
-		cfg.Interval = plan.Telemetry.Interval()
-		hook, closeSamplers := energyrun.New(ctx, nb, cfg, plan.Telemetry.Gates)
+	if perr == nil && plan.Telemetry != nil {
+		hook, closeSamplers := samplerHook(ctx, nb, plan.Telemetry, req.Telemetry)
 		defer closeSamplers()
 		e.Telemetry = hook
 	}
@@ -424,3 +420,15 @@ func WritePlanFile(dataDir, name, sum string, p any) (string, error) {
 }
 
 var planSlug = regexp.MustCompile(`[^a-z0-9]+`)
+
+// samplerHook finds the samplers of a plan's telemetry block once per run (docs/telemetry.md):
+// where cfg says (nil: this machine's; tests give fake trees and a fake NVML), at the plan's
+// interval, with its gates.
+func samplerHook(ctx context.Context, nb *store.Notebook, tp *energy.Plan, cfg *live.Config) (*energyrun.Hook, func() error) {
+	c := live.Config{}
+	if cfg != nil {
+		c = *cfg
+	}
+	c.Interval = tp.Interval()
+	return energyrun.New(ctx, nb, c, tp.Gates)
+}
