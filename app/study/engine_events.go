@@ -3,6 +3,7 @@ package study
 import (
 	"time"
 
+	"sparkbench/runner/telemetry"
 	"sparkbench/runner/vocab"
 )
 
@@ -28,6 +29,9 @@ const (
 	EventProgress    EventKind = "progress"     // Progress after each leg
 	EventHalted      EventKind = "halted"       // Reason: the study stopped early
 	EventDone        EventKind = "done"         // every plan leg has finished
+	// EventTelemetry is one sampler reading during a sampled leg (LegID, Telemetry), sent
+	// only when the run asks for live telemetry (the window): never in the CLI's events.
+	EventTelemetry EventKind = "telemetry"
 )
 
 // Event is one thing the engine did. It is a plain struct (encoding/json reads and writes it);
@@ -52,6 +56,8 @@ type Event struct {
 	Verdict      *Verdict        `json:"verdict,omitempty"`
 	BandwidthGBs float64         `json:"bandwidth_gbs,omitempty"`
 	Reason       string          `json:"reason,omitempty"`
+	// Telemetry is an EventTelemetry's reading; its T is on the leg's clock.
+	Telemetry *telemetry.Sample `json:"telemetry,omitempty"`
 
 	Progress Progress `json:"progress"`
 }

@@ -19,6 +19,7 @@ import (
 	"sparkbench/runner"
 	"sparkbench/runner/fsread"
 	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/telemetry"
 	"sparkbench/runner/telemetry/live"
 	"sparkbench/store"
 )
@@ -197,6 +198,10 @@ type ThroughputRunRequest struct {
 	// Telemetry says where the samplers of a plan with a telemetry block read (nil: this
 	// machine's; tests give fake trees and a fake NVML); the interval is the plan's.
 	Telemetry *live.Config
+	// LiveTelemetry also hands OnEvent each sampler reading as it is taken (EventTelemetry:
+	// the window's timeline and machine card), from the samplers' goroutines; off, the events
+	// are what they were (the CLI's --json lines).
+	LiveTelemetry bool
 }
 
 // RunThroughput runs the study's unfinished legs. A llama-bench that cannot be found is a
@@ -222,6 +227,9 @@ func RunThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRunReq
 	if perr == nil && plan.Telemetry != nil {
 		hook, closeSamplers := samplerHook(ctx, nb, plan.Telemetry, req.Telemetry)
 		defer closeSamplers()
+		if req.LiveTelemetry && req.OnEvent != nil {
+			hook.OnSample = func(legID int64, s telemetry.Sample) { req.OnEvent(study.TelemetryEvent(req.ID, legID, s)) }
+		}
 		e.Telemetry = hook
 	}
 	sum, err := e.Run(ctx, req.ID)

@@ -32,6 +32,8 @@ type Sampler struct {
 	wg       sync.WaitGroup
 	stopped  chan struct{}
 
+	notify func(Sample) // nil: nobody watches the samples as they come
+
 	mu      sync.Mutex
 	samples []Sample
 	dropped int
@@ -45,14 +47,24 @@ func Start(sources []Source, interval time.Duration) *Sampler {
 	return StartAt(sources, interval, time.Now)
 }
 
+// StartNotify is Start that also hands each sample kept to notify as soon as it is read, on
+// the source's own goroutine (the window's live readings); notify must return quickly.
+func StartNotify(sources []Source, interval time.Duration, notify func(Sample)) *Sampler {
+	return startAt(sources, interval, time.Now, notify)
+}
+
 // StartAt is Start with a clock (tests).
 func StartAt(sources []Source, interval time.Duration, now func() time.Time) *Sampler {
+	return startAt(sources, interval, now, nil)
+}
+
+func startAt(sources []Source, interval time.Duration, now func() time.Time, notify func(Sample)) *Sampler {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Sampler{start: now(), interval: interval, now: now, cancel: cancel, stopped: make(chan struct{}),
-		gone: map[string]string{}, active: map[string]bool{}}
+		gone: map[string]string{}, active: map[string]bool{}, notify: notify}
 	for _, src := range sources {
 		s.active[src.Name()] = true
 		s.wg.Add(1)
@@ -92,20 +104,25 @@ func (s *Sampler) read(ctx context.Context, src Source) bool {
 		smp.Err = err.Error()
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return false
 	}
-	if len(s.samples) < maxSamples {
+	kept := len(s.samples) < maxSamples
+	if kept {
 		s.samples = append(s.samples, smp)
 	} else {
 		s.dropped++
 	}
-	if errors.Is(err, ErrGone) {
+	gone := errors.Is(err, ErrGone)
+	if gone {
 		s.gone[src.Name()] = err.Error()
-		return false
 	}
-	return true
+	s.mu.Unlock()
+	if kept && s.notify != nil {
+		s.notify(smp)
+	}
+	return !gone
 }
 
 // Stop ends sampling (each source reads once more) and returns the samples in the order they

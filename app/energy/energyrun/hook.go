@@ -27,6 +27,10 @@ type Hook struct {
 	Status   []telemetry.Status
 	Interval time.Duration
 	Gates    energy.Gates
+	// OnSample, when set before the first leg, is handed each reading of a notebook leg as it
+	// is taken, with the leg's notebook ID, on the sampler's goroutine (the window's live
+	// timeline); it must return quickly. Capacity spans are not handed on.
+	OnSample func(legID int64, s telemetry.Sample)
 
 	mu   sync.Mutex
 	gone map[string]string // sources that stopped: not started again
@@ -63,6 +67,10 @@ func (h *Hook) live() []telemetry.Source {
 
 // Begin starts sampling for the notebook leg legID.
 func (h *Hook) Begin(_ context.Context, legID int64) energy.LegRun {
+	if h.OnSample != nil {
+		on := h.OnSample
+		return &legRun{span: h.startWith(func(s telemetry.Sample) { on(legID, s) }), legID: legID}
+	}
 	return &legRun{span: h.start(), legID: legID}
 }
 
@@ -71,6 +79,10 @@ func (h *Hook) Begin(_ context.Context, legID int64) energy.LegRun {
 func (h *Hook) BeginSpan() energy.SpanRun { return h.start() }
 
 func (h *Hook) start() *span { return &span{h: h, s: telemetry.Start(h.live(), h.Interval)} }
+
+func (h *Hook) startWith(notify func(telemetry.Sample)) *span {
+	return &span{h: h, s: telemetry.StartNotify(h.live(), h.Interval, notify)}
+}
 
 // span is one sampling from start to end, with the marks placed on its clock.
 type span struct {
