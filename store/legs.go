@@ -104,6 +104,9 @@ type LegOutcome struct {
 	// Transcript, if non-empty, is appended as the last transcript chunk (use
 	// SampleWriter.AddTranscript to stream it instead).
 	Transcript []byte
+	// endedAt, when set, is the leg's end as recorded elsewhere (a leg imported from a receipt
+	// bundle keeps its own); otherwise the leg ends now.
+	endedAt string
 }
 
 type legFinishedPayload struct {
@@ -287,6 +290,9 @@ func (n *Notebook) finishLegTx(ctx context.Context, tx *sql.Tx, legID int64, sta
 	}
 	p.Leg, p.State, p.Class, p.Reason, p.ExitCode, p.Signal = legID, state, out.Class, out.Reason, out.ExitCode, out.Signal
 	p.EndedAt = n.nowText()
+	if out.endedAt != "" {
+		p.EndedAt = out.endedAt
+	}
 	p.BenchRows, p.RequestRows, p.SamplesSHA256, p.TranscriptSHA256 = d.BenchRows, d.RequestRows, d.SamplesSHA256, d.TranscriptSHA256
 	p.BatchedRows, p.TelemetryRows = d.BatchedRows, d.TelemetryRows
 	if d.TelemetryRows > 0 {

@@ -30,7 +30,7 @@ func TestTelemetrySamplesMigrationAndDigest(t *testing.T) {
 	_, before := must2(t)(old.FinishLeg(ctx, leg.ID, LegOutcome{Class: "ok"}))
 	old.Close()
 
-	n := must[*Notebook](t)(Open(path))
+	n := must[*Notebook](t)(OpenWith(path, Options{migrateTo: 8}))
 	defer n.Close()
 	if stats := must[Stats](t)(n.Stats(ctx)); stats.SchemaVersion != 8 || stats.Tables["telemetry_samples"] != 0 {
 		t.Fatalf("schema %d, tables %v", stats.SchemaVersion, stats.Tables)
