@@ -73,6 +73,9 @@ type ReportLeg struct {
 	Conditions []string      `json:"conditions"`
 	Started    *time.Time    `json:"started,omitempty"`
 	Duration   time.Duration `json:"duration,omitempty"`
+	// Launch: a leg run under the plan's launch wrapper (the wrapper as run, the affinity in
+	// force for llama-bench); absent otherwise.
+	Launch *ReportLaunch `json:"launch,omitempty"`
 }
 
 // ReportCell is one result row: a test at a depth.
@@ -208,6 +211,7 @@ func Show(ctx context.Context, rec RecordReader, studyID int64) (*Report, error)
 		}
 	}
 	rep.Legs = reportLegs(l)
+	reportLaunches(l, rep.Legs)
 	if l.Plan.Adaptive != nil {
 		rep.Adaptive = adaptiveReport(l, rep.Legs)
 	}

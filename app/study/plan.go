@@ -124,6 +124,10 @@ type Build struct {
 	// which ggml needs to use a Vulkan device of CPU type such as Mesa's llvmpipe); only the
 	// names in DeviceEnvNames are accepted. Written only when given.
 	Env map[string]string `json:"env,omitempty"`
+	// LaunchWrapper is a program and its arguments every leg and canary is started under
+	// (e.g. ["taskset", "-c", "0"]): the runner runs it with the leg's command line appended,
+	// argv only (CheckLaunchWrapper). Written only when given.
+	LaunchWrapper []string `json:"launch_wrapper,omitempty"`
 }
 
 // DeviceEnvNames are the environment variables a plan may set for its legs: they choose which

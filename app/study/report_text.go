@@ -22,6 +22,7 @@ func WriteReport(w io.Writer, r *Report) {
 	defer flush()
 	writeStudyHead(w, r)
 	writeLegs(w, r)
+	writeLaunches(w, r)
 	writeResults(w, r)
 	writeEnergy(w, r)
 	writeAdaptive(w, r.Adaptive)

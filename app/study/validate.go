@@ -169,6 +169,7 @@ func (v *validator) run() {
 		v.errf("name", "empty; give the study a name")
 	}
 	v.checkText()
+	v.problems = append(v.problems, CheckLaunchWrapper("build.launch_wrapper", p.Build.LaunchWrapper)...)
 	v.checkKVQuality()
 	for _, pr := range v.p.Telemetry.Validate("telemetry") {
 		v.errf(pr.Path, "%s", pr.Msg)

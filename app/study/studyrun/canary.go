@@ -34,7 +34,8 @@ func (r *run) canaryLeg(id string) runner.LegSpec {
 		args = append(args, "-ngl", strconv.Itoa(p.Axes.NGL[0]))
 	}
 	args = append(args, "-o", "jsonl")
-	return runner.LegSpec{ID: id, Bench: r.e.Bench, Args: args, Env: p.Build.EnvList(), CVGate: runner.CVGate{Off: true}}
+	return runner.LegSpec{ID: id, Bench: r.e.Bench, Args: args, Env: p.Build.EnvList(), CVGate: runner.CVGate{Off: true},
+		Wrapper: p.Build.LaunchWrapper}
 }
 
 func (r *run) canaryTest() string { return benchfmt.TestName(0, int64(r.l.Plan.Canary.NGen), 0) }

@@ -357,6 +357,10 @@ func (f *fakeBench) start(ctx context.Context, spec runner.QueueSpec) QueueRun {
 		rows := f.rows(ls)
 		res := &runner.LegResult{ID: ls.ID, Argv: ls.Argv(), Exit: runner.Exit{Class: runner.ClassOK, Expected: len(rows)},
 			Transcript: &runner.Transcript{}}
+		if ls.Wrapper != nil { // as the runner records a wrapped leg, the tool exec'd as PID 4242
+			res.Launch = &runner.Launch{Wrapper: ls.Wrapper, LaunchedAs: append(slices.Clone(ls.Wrapper), ls.Argv()...),
+				Affinity: &runner.Affinity{PID: 4242, How: "exec", CPUs: "0", Mems: "0"}}
+		}
 		evs = append(evs, runner.Event{Type: runner.EventLegStarted, Leg: ls.ID})
 		keep := len(rows)
 		switch outcome {

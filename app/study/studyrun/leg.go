@@ -25,6 +25,9 @@ func (r *run) recordAfterTheFact(ctx context.Context, res *runner.LegResult, lab
 		}
 		status = append(status, string(row.Status))
 	}
+	if err := r.noteLaunch(wctx, res, id, label); err != nil {
+		return id, err
+	}
 	return id, r.e.Rec.FinishLeg(wctx, id, legEnd(res, status))
 }
 
@@ -152,6 +155,9 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart
 	if err := r.telemetryGates(wctx, tel, legID, &end); err != nil && addErr == nil {
 		addErr = err
 	}
+	if err := r.noteLaunch(wctx, res, legID, ls.Label); err != nil && addErr == nil {
+		addErr = err
+	}
 	st.out = study.LegOutcome{Class: end.Class, Reason: end.Reason, Rows: int(n), Expected: expected, Duration: res.Exit.Duration}
 	for _, s := range end.RowStatus {
 		switch runner.RowStatus(s) {
@@ -194,7 +200,7 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan, chunk *chunkRun) (le
 			label = fmt.Sprintf("%s (attempt %d)", lp.ID, attempt)
 		}
 	}
-	spec := runner.LegSpec{ID: lp.ID, Bench: e.Bench, Args: args, Env: lp.Env, CVGate: r.gate()}
+	spec := runner.LegSpec{ID: lp.ID, Bench: e.Bench, Args: args, Env: lp.Env, CVGate: r.gate(), Wrapper: l.Plan.Build.LaunchWrapper}
 	if chunk != nil {
 		// A chunk's spread is what the stopping rule measures and answers with more chunks.
 		spec.CVGate = runner.CVGate{Off: true}
@@ -275,4 +281,13 @@ func (r *run) telemetryGates(ctx context.Context, tel energy.LegRun, legID int64
 		end.Class, end.Reason = string(runner.ClassFlagged), breaches[0].Code+": "+breaches[0].Reason
 	}
 	return nil
+}
+
+// noteLaunch journals how a leg run under the plan's launch wrapper was started and the
+// affinity read from llama-bench's process (nothing for a leg without a wrapper).
+func (r *run) noteLaunch(ctx context.Context, res *runner.LegResult, legID int64, label string) error {
+	if res.Launch == nil {
+		return nil
+	}
+	return r.e.Rec.Note(ctx, r.l.St.ID, study.NoteLegLaunch, study.LegLaunch{Leg: legID, Label: label, Launch: *res.Launch})
 }
