@@ -172,7 +172,10 @@ func (a *assembler) servingLifetime(k LifetimeKey, f InputFile) (*ServingResult,
 		}
 		recs := byProbe[probe]
 		delete(byProbe, probe)
-		if len(recs) != s.Requests || warm[probe] != s.Warmups {
+		if n, msg := s.measuredCount(recs); n != s.Requests || warm[probe] != s.Warmups {
+			if msg != "" {
+				return nil, inputErr(FlagServing, key, "%s: probe %d (%s conversations/s): %s: the run is incomplete; re-run this server lifetime", f.Name, probe, ms(rate), msg)
+			}
 			return nil, inputErr(FlagServing, key, "%s: probe %d (%s req/s) has %d warmup and %d measured requests, the plan says %d and %d: the run is incomplete; re-run this server lifetime",
 				f.Name, probe, ms(rate), warm[probe], len(recs), s.Warmups, s.Requests)
 		}

@@ -48,10 +48,15 @@ type ProbeResult struct {
 	// SendDelayMs is actual - scheduled send over the measured requests.
 	SendDelayMs Quantiles `json:"send_delay_ms"`
 	// ClientBound: the latencies are within ClientBoundFactor of the harness floor.
-	ClientBound bool        `json:"client_bound,omitempty"`
-	Checks      []GateCheck `json:"checks"`
-	Failures    []string    `json:"failures"`
-	Passed      bool        `json:"passed"`
+	ClientBound bool `json:"client_bound,omitempty"`
+	// Conversations is a multi_turn probe's turns by kind (omitted otherwise).
+	Conversations *ConversationCounts `json:"conversations,omitempty"`
+	// TimingDisagreements are the requests whose client-measured generation time differs from
+	// the server's timings beyond timing_tolerance (when the plan sets it).
+	TimingDisagreements *TimingDisagreements `json:"timing_disagreements,omitempty"`
+	Checks              []GateCheck          `json:"checks"`
+	Failures            []string             `json:"failures"`
+	Passed              bool                 `json:"passed"`
 }
 
 // Quantiles are p50, p95, p99 and the maximum (null when no value).
@@ -91,17 +96,21 @@ func ProbeMetrics(s *Serving, nPredict int, probe int, kind string, rate float64
 	var ttft, tpot, e2e, delay []float64
 	first, lastEnd := math.Inf(1), math.Inf(-1)
 	firstSend, lastSend, lastSched := math.Inf(1), math.Inf(-1), math.Inf(-1)
-	tokens, good := 0, 0
+	tokens, good, arrivals := 0, 0, 0
+	pr.Conversations, pr.TimingDisagreements = conversationCounts(s, recs), timingDisagreements(s, recs)
 	for _, r := range recs {
 		sched := *r.ScheduledMs
-		first, lastEnd, lastSched = min(first, sched), max(lastEnd, r.EndMs), max(lastSched, sched)
-		firstSend, lastSend = min(firstSend, r.SendMs), max(lastSend, r.SendMs)
+		first, lastEnd = min(first, sched), max(lastEnd, r.EndMs)
+		if r.Turn <= 1 { // an arrival of the schedule (a later turn is due when the turn before it ended)
+			arrivals++
+			lastSched, firstSend, lastSend = max(lastSched, sched), min(firstSend, r.SendMs), max(lastSend, r.SendMs)
+		}
 		delay = append(delay, r.SendMs-sched)
 		tokens += r.Tokens
 		if t := r.Timings; t != nil && (t.PredictedN != r.Tokens || r.Events != r.Tokens) && r.HTTPStatus == 200 && r.Error == "" {
 			pr.TokenMismatch++
 		}
-		if !s.CachePrompt && contaminated(r) {
+		if contaminatedUnder(s.CachePrompt, r) {
 			pr.Contaminated++
 			continue
 		}
@@ -125,10 +134,10 @@ func ProbeMetrics(s *Serving, nPredict int, probe int, kind string, rate float64
 			pr.CompletionRate = float64(pr.Completed) / float64(cold)
 		}
 		if lastSched > first {
-			pr.ScheduledRate = fptr(float64(n-1) / (lastSched - first) * 1000)
+			pr.ScheduledRate = fptr(float64(arrivals-1) / (lastSched - first) * 1000)
 		}
 		if lastSend > firstSend {
-			pr.AchievedRate = fptr(float64(n-1) / (lastSend - firstSend) * 1000)
+			pr.AchievedRate = fptr(float64(arrivals-1) / (lastSend - firstSend) * 1000)
 		}
 		if w := lastEnd - first; w > 0 {
 			pr.Throughput, pr.Goodput = fptr(float64(pr.Completed)/w*1000), fptr(float64(good)/w*1000)
@@ -188,6 +197,9 @@ func (pr *ProbeResult) judge(s *Serving) {
 		tg.Detail = "the server's predicted_n or the content events seen differ from tokens_predicted"
 	}
 	check(tg, CodeTokenMismatch)
+	if td := pr.TimingDisagreements; td != nil {
+		check(td.gate(s.TimingTolerance), CodeTimingDisagreement)
+	}
 	pr.Passed = len(pr.Failures) == 0
 }
 

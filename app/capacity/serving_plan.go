@@ -50,8 +50,13 @@ type Serving struct {
 	// from its figures) before the probe fails with prompt_cache_contaminated (default 0).
 	ContaminationMax float64 `json:"contamination_max"`
 	// Workload, when given, is the probes' prompts and output lengths (synthetic lengths, a
-	// shared-prefix workload or a JSONL prompt set); omitted, the prompt plan's prompts.
+	// shared-prefix workload, a JSONL prompt set or multi-turn conversations); omitted, the
+	// prompt plan's prompts.
 	Workload *Workload `json:"workload,omitempty"`
+	// TimingTolerance, when set, flags a request whose client-measured time per generated
+	// token differs from the server's own (timings.predicted_ms) by more than this fraction
+	// (plus 0.5 ms), and fails the probe client_server_timing_disagreement (docs/serving.md).
+	TimingTolerance float64 `json:"timing_tolerance,omitempty"`
 }
 
 // Arrival is the arrival process shared by every probe; only the rate differs between them.
@@ -175,6 +180,9 @@ func (v *validator) checkServing() {
 	}
 	v.checkSLO(s)
 	v.checkWorkload(s.Workload)
+	if !(s.TimingTolerance >= 0 && s.TimingTolerance <= 10) {
+		v.errf("serving.timing_tolerance", "%g: want a fraction in (0, 10], e.g. 0.5 for 50%%; or leave it out", s.TimingTolerance)
+	}
 }
 
 func (v *validator) checkSLO(s *Serving) {

@@ -48,6 +48,13 @@ type ServingRecord struct {
 	PromptTokens int `json:"prompt_tokens,omitempty"`
 	// NPredict is the tokens this request asked for, when the workload sets its own.
 	NPredict int `json:"n_predict,omitempty"`
+	// Conversation, Turn (1-based) and Turns place a multi_turn request in its conversation.
+	Conversation int `json:"conversation,omitempty"`
+	Turn         int `json:"turn,omitempty"`
+	Turns        int `json:"turns,omitempty"`
+	// LeadTokens is the conversation header's length by /tokenize: with caching on, a first
+	// turn may take at most that much from the cache (docs/serving.md).
+	LeadTokens int `json:"lead_tokens,omitempty"`
 
 	Line int `json:"-"`
 }
@@ -106,6 +113,9 @@ func checkServingRecord(r ServingRecord) string {
 	}
 	if r.PromptTokens < 0 || r.NPredict < 0 {
 		return "prompt_tokens and n_predict must be non-negative"
+	}
+	if msg := checkTurnFields(r); msg != "" {
+		return msg
 	}
 	if t := r.Timings; t != nil && (t.CacheN < 0 || t.PromptN < 0 || t.PredictedN < 0 || !finite(t.PromptMs) || !finite(t.PredictedMs)) {
 		return "timings: counts and milliseconds must be non-negative numbers"

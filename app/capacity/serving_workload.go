@@ -16,6 +16,7 @@ const (
 	WorkloadSynthetic    = "synthetic"     // generated prompts of input_words words
 	WorkloadSharedPrefix = "shared_prefix" // prefixes x suffixes: each prefix shared by suffixes consecutive requests
 	WorkloadPromptSet    = "prompt_set"    // a JSONL prompt set (one {"prompt": …} a line), taken in turn
+	WorkloadMultiTurn    = "multi_turn"    // conversations: each turn sent with the conversation so far
 )
 
 // Length distributions (docs/serving.md).
@@ -45,6 +46,10 @@ type Workload struct {
 	PrefixWords int `json:"prefix_words,omitempty"`
 	// PromptSet is the JSONL prompt set (prompt_set).
 	PromptSet *FileRef `json:"prompt_set,omitempty"`
+	// Turns is a synthetic conversation's number of turns (multi_turn without a file).
+	Turns *LengthDist `json:"turns,omitempty"`
+	// Conversations is the JSONL conversation file (multi_turn), taken in turn.
+	Conversations *FileRef `json:"conversations,omitempty"`
 }
 
 // LengthDist is a distribution of lengths (words or tokens), bounded.
@@ -88,8 +93,13 @@ func (v *validator) checkWorkload(w *Workload) {
 	case WorkloadPromptSet:
 		need("prompt_set", w.PromptSet != nil, "a prompt_set workload needs its JSONL file (prompt_set: {path, sha256})")
 		need("input_words", w.InputWords == nil, "a prompt set's prompts are its own; remove input_words")
+	case WorkloadMultiTurn:
+		v.checkMultiTurn(w)
 	default:
-		v.errf(at+".kind", "%q: want synthetic, shared_prefix or prompt_set", w.Kind)
+		v.errf(at+".kind", "%q: want synthetic, shared_prefix, prompt_set or multi_turn", w.Kind)
+	}
+	if w.Kind != WorkloadMultiTurn && (w.Turns != nil || w.Conversations != nil) {
+		v.errf(at, "turns and conversations are for the multi_turn kind")
 	}
 	if w.Kind != WorkloadSharedPrefix && (w.Prefixes != 0 || w.Suffixes != 0 || w.PrefixWords != 0) {
 		v.errf(at, "prefixes, suffixes and prefix_words are for the shared_prefix kind")
@@ -103,8 +113,11 @@ func (v *validator) checkWorkload(w *Workload) {
 		v.checkFile(at+".prompt_set", *w.PromptSet, "the prompt set")
 	}
 	if v.opts.Hash != nil && len(study.Errors(v.problems)) == before {
-		if _, err := LoadWorkloadFiles(w, v.opts.PlanDir); err != nil {
+		wd, err := LoadWorkloadFiles(w, v.opts.PlanDir)
+		if err != nil {
 			v.errf(at, "%v", err)
+		} else {
+			v.checkWorkloadContext(wd)
 		}
 	}
 }
@@ -206,8 +219,9 @@ func (w *Workload) words(tag uint64, seq, n int) string {
 type WorkloadData struct {
 	W          *Workload
 	Items      []promptset.PromptItem // the prompt set's (prompt_set)
-	InLengths  []int                  // input_words' length file (dist file)
-	OutLengths []int                  // output_tokens' length file (dist file)
+	Convs      []promptset.Conversation
+	InLengths  []int // input_words' length file (dist file)
+	OutLengths []int // output_tokens' length file (dist file)
 }
 
 // LoadWorkloadFiles reads a workload's prompt set and length files (paths relative to
@@ -220,6 +234,13 @@ func LoadWorkloadFiles(w *Workload, planDir string) (*WorkloadData, error) {
 			return nil, err
 		}
 		d.Items = items
+	}
+	if w.Conversations != nil {
+		cs, _, err := promptset.LoadConversations(study.ResolvePath(planDir, w.Conversations.Path), w.Conversations.SHA256)
+		if err != nil {
+			return nil, err
+		}
+		d.Convs = cs
 	}
 	var err error
 	if d.InLengths, err = loadLengths(w.InputWords, planDir); err != nil {
@@ -259,12 +280,20 @@ type WorkRequest struct {
 	// Source names where the prompt comes from in messages: the prompt set's file:line, or the
 	// request's number and kind.
 	Source string
+	// Conversation, Turn (1-based) and Turns place a multi_turn request in its conversation
+	// (Turn 0: not a conversation's); Lead is the conversation's header, the only text a first
+	// turn shares with other conversations.
+	Conversation, Turn, Turns int
+	Lead                      string
 }
 
 // Request is request n of the server lifetime (0-based over every probe, warmups included):
 // its prompt and how many tokens it asks for (nPredict when the workload sets no length).
 func (d *WorkloadData) Request(n, nPredict int) WorkRequest {
 	w := d.W
+	if w.Kind == WorkloadMultiTurn {
+		return d.Conversation(n, nPredict)[0]
+	}
 	r := WorkRequest{NPredict: nPredict}
 	if w.OutputTokens != nil {
 		r.NPredict = w.OutputTokens.draw(w.stream(tagOutLen, n), d.OutLengths)
@@ -298,6 +327,8 @@ func (w *Workload) Describe() string {
 		fmt.Fprintf(&b, "shared prefix: %d prefixes of %d words, each shared by %d consecutive requests, then %s suffix words", w.Prefixes, w.PrefixWords, w.Suffixes, w.InputWords.Describe())
 	case WorkloadPromptSet:
 		fmt.Fprintf(&b, "the JSONL prompt set %s (SHA-256 %.12s…), its lines in turn", w.PromptSet.Path, w.PromptSet.SHA256)
+	case WorkloadMultiTurn:
+		b.WriteString(w.describeMultiTurn())
 	default:
 		fmt.Fprintf(&b, "synthetic prompts of %s words", w.InputWords.Describe())
 	}

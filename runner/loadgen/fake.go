@@ -34,6 +34,10 @@ type FakeConfig struct {
 	// closes the connection right after a streamed response, so a client that reuses it at
 	// that moment meets a dead connection.
 	CloseAfterResponse bool
+	// ReportITL, when set, is the gap between tokens the final event's timings claim
+	// (predicted_ms = (n - 1) x ReportITL) instead of ITL: a server whose own timings disagree
+	// with what the client sees.
+	ReportITL time.Duration
 	// WordTokens makes a prompt one token a word: /tokenize counts them, and a final event's
 	// prompt_n (less cache_n) and tokens_evaluated are that count. Off, every prompt is 9
 	// tokens, to /tokenize too.
@@ -322,7 +326,11 @@ func appendFinalEventCache(b []byte, n int, cfg FakeConfig, promptN, cacheN int)
 	ms := func(d time.Duration) []byte {
 		return strconv.AppendFloat(nil, float64(d)/1e6, 'f', 3, 64)
 	}
-	pred := time.Duration(max(n-1, 0)) * cfg.ITL
+	itl := cfg.ITL
+	if cfg.ReportITL > 0 {
+		itl = cfg.ReportITL
+	}
+	pred := time.Duration(max(n-1, 0)) * itl
 	b = append(b, `data: {"index":0,"content":"","tokens":[],"id_slot":0,"stop":true,"model":"fake","tokens_predicted":`...)
 	b = strconv.AppendInt(b, int64(n), 10)
 	b = append(b, `,"tokens_evaluated":`...)

@@ -87,6 +87,12 @@ type Config struct {
 	// CachePrompt sends cache_prompt: true (llama-server may reuse a cached prefix); false
 	// by default: every request is cold.
 	CachePrompt bool
+	// Follows, with Schedule, makes the measured requests conversations' turns: Follows[k] is
+	// the measured request that k follows (the turn before it in its conversation), or -1 for
+	// a conversation's first turn. Schedule then has one offset per first turn, in order: a
+	// first turn is due at its offset, a later turn when the turn it follows ended (its
+	// Scheduled), and a turn whose predecessor failed is not sent (NotSent, saying why).
+	Follows []int
 }
 
 // Result is one request as the client measured it. Every time is since Config.Origin on the

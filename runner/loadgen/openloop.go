@@ -34,7 +34,11 @@ func (c Config) checkSchedule() error {
 		}
 		return nil
 	}
-	if len(c.Schedule) != c.Measured {
+	if c.Follows != nil {
+		if err := c.checkFollows(); err != nil {
+			return err
+		}
+	} else if len(c.Schedule) != c.Measured {
 		return fmt.Errorf("schedule has %d send times for %d measured requests: want one each", len(c.Schedule), c.Measured)
 	}
 	if c.MaxInFlight < 0 {
@@ -55,6 +59,10 @@ func (c Config) checkSchedule() error {
 // of the in-flight bound is free. The dispatcher sleeps to each due time (and spins its last
 // stretch), so a late send is the client's or the bound's, and is recorded as such.
 func (a *Attack) open(from, to int) {
+	if a.cfg.Follows != nil {
+		a.openConversations(from, to)
+		return
+	}
 	t0 := a.since()
 	slots := make(chan struct{}, a.maxInFlight())
 	var wg sync.WaitGroup

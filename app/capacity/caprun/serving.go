@@ -74,6 +74,9 @@ func (r *Run) servingProbes(p *capacity.Plan, sha string, key capacity.LifetimeK
 			}
 			cfg.Prompt = func(i int) string { return pw.reqs[i].Prompt }
 			cfg.NPredictOf = func(i int) int { return pw.reqs[i].NPredict }
+			if pw.follows != nil {
+				cfg.Measured, cfg.Follows = len(pw.follows), pw.follows
+			}
 		}
 		var results []loadgen.Result
 		if gone != "" {
@@ -89,6 +92,7 @@ func (r *Run) servingProbes(p *capacity.Plan, sha string, key capacity.LifetimeK
 			rec := servingRecord(probe, rate, res)
 			if pw != nil && res.Index >= 0 && res.Index < len(pw.reqs) {
 				rec.PromptTokens, rec.NPredict = pw.tokens[res.Index], pw.reqs[res.Index].NPredict
+				pw.place(&rec, res.Index)
 			}
 			if err := sw.Write(rec); err != nil {
 				return err
