@@ -23,6 +23,21 @@ type SpanHook interface {
 	BeginSpan() SpanRun
 }
 
+// StatusReporter is a hook that can say what sampler discovery found: each sampler available
+// or not, and why (energyrun.Hook has it). Runs journal it with their start, so the notebook
+// records which samplers read and why the others did not.
+type StatusReporter interface {
+	Statuses() []telemetry.Status
+}
+
+// Statuses is what hook reports when it is a StatusReporter (nil otherwise).
+func Statuses(hook any) []telemetry.Status {
+	if sr, ok := hook.(StatusReporter); ok && sr != nil {
+		return sr.Statuses()
+	}
+	return nil
+}
+
 // SpanRun is one span's sampling: Mark now on the span's clock, End once when the span is
 // over: every sample, the marks among them, and the end mark.
 type SpanRun interface {

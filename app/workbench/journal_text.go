@@ -259,7 +259,7 @@ var journalSentences = map[string]func(jmap) string{
 		return s + ": " + clip(m.str("reason"), 140)
 	},
 	study.NoteRun: func(m jmap) string {
-		return fmt.Sprintf("run started with %d of %d legs already finished", m.int("legs_done"), m.int("legs_total"))
+		return fmt.Sprintf("run started with %d of %d legs already finished", m.int("legs_done"), m.int("legs_total")) + samplersText(m)
 	},
 	study.NoteIncomplete: func(m jmap) string { return incompleteLegs(m, "legs", "leg(s)") },
 	study.NoteAdaptive: func(m jmap) string {
@@ -274,7 +274,7 @@ var journalSentences = map[string]func(jmap) string{
 		return fmt.Sprintf("KV cache %s on %s: mean KLD %s against f16", m.str("kv"), m.str("model"), figure(v))
 	},
 	capacity.NoteAssembled: selectedPoints,
-	capacity.NoteRun:       func(m jmap) string { return "capacity run started in " + m.str("run_dir") },
+	capacity.NoteRun:       func(m jmap) string { return "capacity run started in " + m.str("run_dir") + samplersText(m) },
 	capacity.NoteResumed: func(m jmap) string {
 		return fmt.Sprintf("capacity run resumed: %d of %d server lifetimes skipped", m.int("lifetimes_skipped"), m.int("lifetimes_total"))
 	},
@@ -350,4 +350,26 @@ func JournalTone(kind string) string {
 		return "study"
 	}
 	return "other"
+}
+
+// samplersText is a run note's telemetry samplers in words ("" without them): those that
+// read, and how many did not (the payload says why).
+func samplersText(m jmap) string {
+	list := m.list("samplers")
+	if list == nil {
+		return ""
+	}
+	var read []string
+	for _, x := range list {
+		if s, ok := x.(map[string]any); ok {
+			if a, _ := s["available"].(bool); a {
+				name, _ := s["source"].(string)
+				read = append(read, name)
+			}
+		}
+	}
+	if len(read) == 0 {
+		return fmt.Sprintf("; telemetry: no sampler available (%d tried)", len(list))
+	}
+	return fmt.Sprintf("; telemetry: %s read, %d not available", strings.Join(read, ", "), len(list)-len(read))
 }

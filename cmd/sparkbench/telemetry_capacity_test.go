@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -48,6 +49,7 @@ func TestCapacityEnergyReceiptWithFakeSampler(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, _, err := workbench.RunCapacity(context.Background(), nb, workbench.CapacityRunRequest{ID: 1, Telemetry: fakeGPU(t)})
+	checkSamplersJournaled(t, nb, 1, capacity.NoteRun)
 	nb.Close()
 	if err != nil || sum == nil || sum.Status != capacity.StatusComplete || sum.Report == nil || sum.Report.Result == nil {
 		t.Fatalf("run: %+v %v", sum, err)
@@ -175,4 +177,38 @@ func reproduceCapacity(t *testing.T, bundle, md string) {
 		t.Errorf("the receipt's assemble command reproduces %d bytes, study.json has %d, not byte for byte", len(got), len(want))
 	}
 	_ = os.Remove(filepath.Join(bundle, "study.reproduced.json"))
+}
+
+// checkSamplersJournaled: the run's start note records what sampler discovery found: the fake
+// NVML GPU available, the fake tree's RAPL not, with its reason.
+func checkSamplersJournaled(t *testing.T, nb *store.Notebook, id int64, kind string) {
+	t.Helper()
+	es, err := nb.Journal(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Kind != kind {
+			continue
+		}
+		var p struct {
+			Samplers []struct {
+				Source    string `json:"source"`
+				Available bool   `json:"available"`
+				Reason    string `json:"reason"`
+			} `json:"samplers"`
+		}
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, s := range p.Samplers {
+			got[s.Source] = fmt.Sprint(s.Available, " ", s.Reason)
+		}
+		if !strings.HasPrefix(got["nvml"], "true") || !strings.HasPrefix(got["rapl"], "false ") || len(got["rapl"]) < 10 {
+			t.Errorf("%s samplers: %v", kind, got)
+		}
+		return
+	}
+	t.Errorf("no %s entry in the journal", kind)
 }

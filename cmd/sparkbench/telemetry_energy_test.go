@@ -55,6 +55,7 @@ func TestThroughputEnergyReceiptWithFakeSampler(t *testing.T) {
 	if err != nil || sum.Status != study.StatusComplete {
 		t.Fatalf("run: %+v %v", sum, err)
 	}
+	checkSamplersJournaled(t, nb, sid, study.NoteRun)
 	rows, err := store.StudyRecorder{N: nb}.Rows(context.Background(), sid)
 	nb.Close()
 	if err != nil {

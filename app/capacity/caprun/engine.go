@@ -152,7 +152,11 @@ func (e *Engine) runInto(ctx context.Context, st capacity.StoredStudy, p *capaci
 			started = true
 			rr.err = rec.SetStatus(rr.ctx, id, capacity.StatusRunning)
 			if rr.err == nil {
-				rr.err = rec.Note(rr.ctx, id, runNoteKind(ev), runNote(ev, outDir, st.PlanFile, runStart, notResumed))
+				note := runNote(ev, outDir, st.PlanFile, runStart, notResumed)
+				if ss := energy.Statuses(e.Telemetry); ss != nil { // which samplers read, and why the others did not
+					note["samplers"] = ss
+				}
+				rr.err = rec.Note(rr.ctx, id, runNoteKind(ev), note)
 			}
 			if rs := ev.Resume; rs != nil {
 				sum.Resumed, sum.LifetimesKept, sum.GuardsKept = true, len(rs.Lifetimes), len(rs.Guards)

@@ -42,6 +42,14 @@ func New(ctx context.Context, rec Recorder, cfg live.Config, gates energy.Gates)
 	return &Hook{Rec: rec, Sources: set.Sources, Status: set.Status, Interval: cfg.Interval, Gates: gates}, set.Close
 }
 
+// Statuses is what discovery found, sampler by sampler (energy.StatusReporter).
+func (h *Hook) Statuses() []telemetry.Status {
+	if h == nil {
+		return nil
+	}
+	return h.Status
+}
+
 // Gone lists the sources that stopped during the run, with why.
 func (h *Hook) Gone() map[string]string {
 	h.mu.Lock()

@@ -144,8 +144,11 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, erro
 	if err := e.Rec.SetStatus(ctx, studyID, study.StatusRunning); err != nil {
 		return sum, err
 	}
-	if err := e.Rec.Note(ctx, studyID, study.NoteRun, map[string]any{"legs_done": r.progress.LegsDone, "legs_total": len(l.Legs),
-		"bench": e.Bench, "bandwidth_gbs": r.bandwidth}); err != nil {
+	note := map[string]any{"legs_done": r.progress.LegsDone, "legs_total": len(l.Legs), "bench": e.Bench, "bandwidth_gbs": r.bandwidth}
+	if st := energy.Statuses(e.Telemetry); st != nil { // docs/telemetry.md: which samplers read, and why the others did not
+		note["samplers"] = st
+	}
+	if err := e.Rec.Note(ctx, studyID, study.NoteRun, note); err != nil {
 		return sum, err
 	}
 	r.emit(study.Event{Kind: study.EventRunStarted})
