@@ -48,6 +48,10 @@ type ReceiptLeg struct {
 	TranscriptBytes  int      `json:"transcript_bytes"`
 	TranscriptSHA256 string   `json:"transcript_sha256"`
 	PeakRSSBytes     int64    `json:"peak_rss_bytes"`
+	// Command and LaunchedAs: a leg run under a launch wrapper (its report's Launch), its own
+	// command line as leg.json holds it and the wrapper followed by it; absent otherwise.
+	Command    []string `json:"command,omitempty"`
+	LaunchedAs []string `json:"launched_as,omitempty"`
 }
 
 // Provenance is where the numbers came from.
@@ -149,6 +153,7 @@ func (tb *throughputBundle) doc(rep *study.Report) *ThroughputStudy {
 			sum := sha256.Sum256(lf.transcript)
 			rl.Fingerprint, rl.Dir, rl.TranscriptBytes = lf.rec.Fingerprint, lf.dir, len(lf.transcript)
 			rl.TranscriptSHA256, rl.PeakRSSBytes = hex.EncodeToString(sum[:]), lf.rec.PeakRSSBytes
+			setLaunch(&rl, lf.rec.Argv)
 		}
 		d.Legs = append(d.Legs, rl)
 	}

@@ -30,6 +30,7 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 	tmDeviations(w, d)
 	tmFindings(w, d)
 	tmLegs(w, d)
+	tmLaunch(w, d, plan)
 	w.heading(2, "Methodology")
 	methodology(w, plan, energyMethodology(plan, d.Energy))
 	w.heading(2, "Provenance and fingerprints")
