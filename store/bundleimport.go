@@ -157,14 +157,21 @@ type ImportedOrigin struct {
 	JournalSeq     int64
 }
 
-// AlreadyImportedError: the bundle (by SHA-256) is already a study of this notebook.
+// AlreadyImportedError: the bundle (by SHA-256) is already a study of this notebook, or
+// another bundle of the same study is (SameExcerpt: its journal excerpt ends at the same
+// entry, with the same hash, so it holds the same entries, legs and rows).
 type AlreadyImportedError struct {
 	BundleSHA256 string
 	StudyID      int64
 	Name         string
+	SameExcerpt  bool
+	ExcerptHash  string
 }
 
 func (e *AlreadyImportedError) Error() string {
+	if e.SameExcerpt {
+		return fmt.Sprintf("another bundle of the same study (its journal excerpt also ends at hash %s) is already imported as study %d (%s); nothing was added", e.ExcerptHash, e.StudyID, e.Name)
+	}
 	return fmt.Sprintf("this bundle (SHA-256 of its SHA256SUMS %s) is already imported as study %d (%s); nothing was added", e.BundleSHA256, e.StudyID, e.Name)
 }
 
@@ -187,12 +194,18 @@ func (n *Notebook) ImportBundle(ctx context.Context, b BundleStudy) (int64, erro
 	}
 	var id int64
 	err = n.write(ctx, func(tx *sql.Tx) error {
-		if prev, found, err := importedBySHA(ctx, tx, b.BundleSHA256); err != nil {
-			return err
-		} else if found {
-			e := &AlreadyImportedError{BundleSHA256: b.BundleSHA256, StudyID: prev.StudyID, Name: prev.OriginName}
-			_ = tx.QueryRowContext(ctx, "SELECT name FROM studies WHERE id = ?", prev.StudyID).Scan(&e.Name)
-			return e
+		last := b.Journal[len(b.Journal)-1].Hash
+		for _, by := range []struct{ where, arg string }{{"bundle_sha256 = ?", b.BundleSHA256}, {"excerpt_last_hash = ?", last}} {
+			prev, found, err := importedWhere(ctx, tx, by.where, by.arg)
+			if err != nil {
+				return err
+			}
+			if found {
+				e := &AlreadyImportedError{BundleSHA256: b.BundleSHA256, StudyID: prev.StudyID, Name: prev.OriginName,
+					SameExcerpt: prev.BundleSHA256 != b.BundleSHA256, ExcerptHash: last}
+				_ = tx.QueryRowContext(ctx, "SELECT name FROM studies WHERE id = ?", prev.StudyID).Scan(&e.Name)
+				return e
+			}
 		}
 		var err error
 		id, err = n.importBundleTx(ctx, tx, b, canonPlan)

@@ -25,10 +25,6 @@ func scanOrigin(sc interface{ Scan(...any) error }) (ImportedOrigin, error) {
 	return o, err
 }
 
-func importedBySHA(ctx context.Context, q querier, sha string) (ImportedOrigin, bool, error) {
-	return importedWhere(ctx, q, "bundle_sha256 = ?", sha)
-}
-
 func importedWhere(ctx context.Context, q querier, where string, arg any) (ImportedOrigin, bool, error) {
 	if ok, err := hasTable(ctx, q, "imported_bundles"); err != nil || !ok {
 		return ImportedOrigin{}, false, err
@@ -47,7 +43,7 @@ func (n *Notebook) ImportedOriginOf(ctx context.Context, studyID int64) (Importe
 
 // ImportedBundleBySHA finds the study a bundle (the SHA-256 of its SHA256SUMS) was imported as.
 func (n *Notebook) ImportedBundleBySHA(ctx context.Context, sha string) (ImportedOrigin, bool, error) {
-	return importedBySHA(ctx, n.rdb, sha)
+	return importedWhere(ctx, n.rdb, "bundle_sha256 = ?", sha)
 }
 
 // ImportedJournal is an imported study's journal excerpt, entry by entry as its bundle held it.

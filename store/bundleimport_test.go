@@ -53,7 +53,7 @@ func synthBundle(t testing.TB, sha string, legs, rowsPerLeg int) BundleStudy {
 	prev := GenesisHash
 	for seq := int64(1); seq <= 3; seq++ {
 		at := fmt.Sprintf("2026-01-02T03:04:0%d.000000000Z", seq)
-		payload := []byte(fmt.Sprintf(`{"n":%d}`, seq))
+		payload := []byte(fmt.Sprintf(`{"b":%q,"n":%d}`, sha[:4], seq))
 		h, err := ChainHash(prev, EntryBytes(seq, "study.run", 7, at, payload))
 		if err != nil {
 			t.Fatal(err)
@@ -138,6 +138,12 @@ func TestImportBundleOnceAllOrNothing(t *testing.T) {
 	}
 	if s2, h2 := journalHead(t, n); s2 != seq || h2 != head {
 		t.Fatal("a refused import journaled something")
+	}
+	// Another bundle of the same study (another export: other bytes, the same excerpt): refused.
+	again := b
+	again.BundleSHA256 = strings.Repeat("5", 64)
+	if _, err = n.ImportBundle(ctx, again); !errors.As(err, &dup) || !dup.SameExcerpt || dup.StudyID != id || !strings.Contains(err.Error(), "same study") {
+		t.Fatalf("another export of the same study: %v", err)
 	}
 	// Rows that do not hash to the bundle's rows.jsonl: nothing written.
 	bad := synthBundle(t, strings.Repeat("2", 64), 2, 2)

@@ -39,7 +39,7 @@ func baseCommands() []command {
 		{"log", logUsage, "what a llama.cpp log says: devices, layers offloaded, memory per device, generation timings", cmdLog},
 		{"batched", batchedUsage, "run one llama-batched-bench leg through the runner, rows into the notebook as they arrive", cmdBatched},
 		{"notebook", "notebook verify|path|stats [--expect-head H] [--notebook P]", "check the lab notebook's hash chain (and that it still reaches the last head seen); where it is; what it holds", cmdNotebook},
-		{"import", "import [--study S] FILE…", "import llama-bench output (jsonl, json, csv, md) as imported legs", cmdImport},
+		{"import", "import [--study S] FILE…", "import llama-bench output (jsonl, json, csv, md) as imported legs, or receipt bundles (verified first) as imported studies", cmdImport},
 		{"export", "export STUDY [--format csv|json] [--rows bench|requests]", "export a study's rows", cmdExport},
 		{"study", studyUsage, "check, register (freeze with its predictions), run or resume, show a throughput study, and compare it with a baseline study", cmdStudy},
 		{"verdict", "verdict ID --prediction P --human PASS|FAIL|NOTE --why TEXT", "record a human verdict on a prediction", cmdVerdict},

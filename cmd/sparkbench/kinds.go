@@ -136,6 +136,7 @@ func showCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 	} else {
+		printImportedOrigin(ctx, nb, id, stdout) // "imported from …" (importbundle.go)
 		s.Print(stdout)
 	}
 	if s.Problem != "" {

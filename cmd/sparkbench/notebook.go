@@ -206,6 +206,11 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench import: no files given; pass one or more files of llama-bench output (e.g. sparkbench import bench.jsonl)\n")
 		return 2
 	}
+	for _, f := range files {
+		if isBundleArg(f) { // a receipt bundle: verified, then imported as a study (importbundle.go)
+			return cmdImportBundles(*nbFlag, files, stdout, stderr)
+		}
+	}
 	var in []store.ImportFile
 	for _, f := range files {
 		file, err := store.ReadImportFile(f)

@@ -31,6 +31,8 @@ func cmdStudy(args []string, stdout, stderr io.Writer) int {
 		return showCommand(throughputKind, args[1:], stdout, stderr)
 	case "compare":
 		return studyCompare(args[1:], stdout, stderr)
+	case "list":
+		return studyList(args[1:], stdout, stderr) // importbundle.go
 	case "-h", "--help", "help":
 		fprintf(stdout, "usage: sparkbench %s\n", studyUsage)
 		return 0
