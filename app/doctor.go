@@ -287,7 +287,7 @@ func (r *DoctorReport) WriteText(w io.Writer) error {
 		p("telemetry\n")
 	}
 	for _, st := range r.Telemetry {
-		p("  %-13s %s\n", st.Source+":", telemetryLine(st))
+		p("  %-13s %s\n", st.Source+":", TelemetryLine(st))
 	}
 	p("notebook\n")
 	if r.NotebookPath != "" {
@@ -360,8 +360,9 @@ func (e *errWriter) printf(format string, a ...any) {
 	}
 }
 
-// telemetryLine is a sampler's doctor line: its devices and energy method, or why not.
-func telemetryLine(st telemetry.Status) string {
+// TelemetryLine is a sampler's doctor line: its devices and energy method, or why not (the
+// window's machine card shows the same words).
+func TelemetryLine(st telemetry.Status) string {
 	reason := strings.TrimPrefix(st.Reason, st.Source+": ")
 	if !st.Available {
 		return "not available: " + reason

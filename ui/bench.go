@@ -19,16 +19,18 @@ import (
 type BenchView struct {
 	Object fyne.CanvasObject
 
-	Status        *widget.Label // "checking…", "all good", "N problem(s)"
-	Folder        *widget.Label
-	Version       *widget.Label
-	Build         *widget.Label
-	Backends      *widget.Label
-	Devices       *widget.Label
-	DeviceNotes   *widget.Label // the doctor's device notes (a Vulkan device shown only with GGML_VK_VISIBLE_DEVICES …); hidden when none
-	Hashes        *widget.Label
-	Notebook      *widget.Label
-	Machine       *widget.Label
+	Status      *widget.Label // "checking…", "all good", "N problem(s)"
+	Folder      *widget.Label
+	Version     *widget.Label
+	Build       *widget.Label
+	Backends    *widget.Label
+	Devices     *widget.Label
+	DeviceNotes *widget.Label // the doctor's device notes (a Vulkan device shown only with GGML_VK_VISIBLE_DEVICES …); hidden when none
+	Hashes      *widget.Label
+	Notebook    *widget.Label
+	Machine     *widget.Label
+	// Card is the Machine card's telemetry: the samplers and the live readings (bench_machine.go).
+	Card          machineCard
 	Display       *widget.Label
 	Problems      *widget.Label
 	RecheckButton *widget.Button
@@ -72,6 +74,7 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 	v.Hashes.TextStyle = fyne.TextStyle{Monospace: true}
 	v.Notebook, v.Display, v.Problems = wrap(), wrap(), wrap()
 	v.Machine = wrap()
+	v.Card = newMachineCard()
 	v.RecheckButton = widget.NewButton("Re-check", v.Recheck)
 	v.AboutButton = widget.NewButton("About sparkbench…", nil) // the window sets it (about.go)
 	v.Choose = widget.NewButton("Choose llama.cpp folder…", v.chooseFolder)
@@ -93,7 +96,7 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 	v.Object = container.NewVScroll(container.NewVBox(
 		container.NewHBox(heading("Bench"), v.Status, v.Choose, v.RecheckButton, v.AboutButton),
 		widget.NewCard("llama.cpp build", "the binaries sparkbench drives", form),
-		widget.NewCard("Machine", "", v.Machine),
+		widget.NewCard("Machine", "", container.NewVBox(v.Machine, v.Card.Samplers, v.Card.Readings)),
 		widget.NewCard("Memory bandwidth", "STREAM-style copy and triad, best trial; the ceiling of memory-bound token generation",
 			container.NewVBox(container.NewHBox(v.MeasureBW), v.BWProgress, v.BWResult)),
 		widget.NewCard("Notebook", "", v.Notebook),
@@ -250,6 +253,7 @@ func (v *BenchView) show(r app.DoctorReport) {
 		v.DeviceNotes.Hide()
 	}
 	v.Machine.SetText(r.Machine)
+	v.showSamplers(r)
 	switch {
 	case r.NotebookPath == "":
 		v.Notebook.SetText("no notebook path")

@@ -74,10 +74,14 @@ type StudiesView struct {
 	Legs          *widget.Table
 	Console       *widget.List
 	Chart         *ChartView
-	Gates         *widget.Label // gate lights of the running (or last) run: CV gate, canary, crashes
-	Follow        *widget.Check // console follows new lines (untick to read back)
-	CopyConsole   *widget.Button
-	Tabs          *container.AppTabs
+	// Telemetry is the timeline under the live chart (telemetry_live.go); Energy the study's
+	// energy per token against depth (studies_energy.go). Each hidden when it has nothing.
+	Telemetry   *TelemetryPane
+	Energy      *ChartView
+	Gates       *widget.Label // gate lights of the running (or last) run: CV gate, canary, crashes
+	Follow      *widget.Check // console follows new lines (untick to read back)
+	CopyConsole *widget.Button
+	Tabs        *container.AppTabs
 
 	app fyne.App
 	win fyne.Window
@@ -100,6 +104,12 @@ type StudiesView struct {
 	liveProgress study.Progress
 	liveStudy    int64
 	liveRows     map[string][]plots.DepthPoint // model|test -> points, while running
+	tel          *liveTelemetry                // the run's telemetry readings (nil before any run)
+	telStudy     int64                         // the study that sent them
+	telText      *Throttle                     // the timeline and readings
+	// onTelemetry hands the newest readings to the Bench machine card (UI goroutine): the
+	// study, its readings, whether it still runs.
+	onTelemetry func(id int64, latest []LiveReading, running bool)
 
 	// Updated receives after each background load or run has been shown (tests wait on it).
 	Updated chan struct{}
@@ -138,7 +148,7 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v := &StudiesView{app: a, win: win, svc: svc, Updated: make(chan struct{}, 32),
 		Title:  widget.NewLabelWithStyle("no study selected", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		Status: widget.NewLabel(""), Progress: widget.NewProgressBar(), ProgressMsg: widget.NewLabel(""),
-		text: NewThrottle(textInterval), slowText: NewThrottle(slowTextInterval)}
+		text: NewThrottle(textInterval), slowText: NewThrottle(slowTextInterval), telText: NewThrottle(textInterval)}
 	v.Status.Wrapping = fyne.TextWrapWord
 	v.ProgressMsg.Wrapping = fyne.TextWrapWord
 	v.List = newStudyList(func() []StudySummary { return v.shown })
@@ -162,10 +172,17 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	var consoleTab fyne.CanvasObject
 	v.Console, v.Follow, v.CopyConsole, consoleTab = newConsoleTab(a, &v.mu, &v.console)
 	v.Chart = NewChartView(760, 420)
+	v.Telemetry = newTelemetryPane(func() {
+		if v.Telemetry != nil {
+			v.showTelemetry()
+		}
+	})
+	v.Energy = NewChartView(760, 420)
+	v.Energy.Object.Hide()
 	v.Gates = widget.NewLabel("gates: no run yet")
 	v.Tabs = container.NewAppTabs(
 		container.NewTabItem("Predictions", v.Scoreboard),
-		container.NewTabItem("Chart", v.Chart.Object),
+		container.NewTabItem("Chart", container.NewVScroll(container.NewVBox(v.Chart.Object, v.Telemetry.Object, v.Energy.Object))),
 		container.NewTabItem("Results", v.Results),
 		container.NewTabItem("Legs", v.Legs),
 		container.NewTabItem("Console", consoleTab),
@@ -476,6 +493,7 @@ func (v *StudiesView) showReport(r *study.Report) {
 	} else {
 		v.Chart.Notes.SetText(err.Error())
 	}
+	v.showEnergy(r)
 }
 
 func (v *StudiesView) updateButtons() {
@@ -499,7 +517,10 @@ func (v *StudiesView) close() {
 	v.Abort()
 	v.text.Stop()
 	v.slowText.Stop()
+	v.telText.Stop()
 	v.Chart.Close()
+	v.Telemetry.Chart.Close()
+	v.Energy.Close()
 }
 
 // Report is the study shown (nil before the first load).

@@ -43,16 +43,21 @@ func (v *StudiesView) RunSelected() {
 		v.console = nil
 		v.liveRows = map[string][]plots.DepthPoint{}
 		v.gates = gateCounts{}
+		v.tel, v.telStudy = newLiveTelemetry(), id
 	})
 	if !ok {
 		return
 	}
+	v.Telemetry.Object.Hide() // until this run's first reading
 	v.updateButtons()
 	d := runDisplay{v.app, v.Progress, v.ProgressMsg, v.Tabs}
 	v.launch(d, cancel, v.Title.Text, "starting…", func() func() string {
 		sum, err := v.svc.Run(ctx, id, v.onEvent)
 		return func() string { return v.runOutcome(sum, err) }
-	}, func() { v.Select(id) })
+	}, func() {
+		v.showTelemetry() // the machine card says the run has ended
+		v.Select(id)
+	})
 }
 
 // runOutcome says how a run ended (and shows an error dialog when it could not run), and shows
@@ -97,6 +102,13 @@ func incompleteMessage(sum study.RunSummary) string {
 
 // onEvent runs on the engine's goroutine: it only records and schedules a throttled update.
 func (v *StudiesView) onEvent(e study.Event) {
+	switch e.Kind {
+	case study.EventTelemetry: // the samplers' goroutines: the timeline and the machine card only
+		v.observeTelemetry(e)
+		return
+	case study.EventLegStarted:
+		v.observeTelemetry(e)
+	}
 	line := eventLine(e)
 	var chart plots.Chart
 	v.mu.Lock()

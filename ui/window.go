@@ -89,6 +89,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb.Notebook = newNotebookView(w, deps.Notebook)
 	wb.Compare = newCompareView(w, deps.Compare)
 	wb.Studies.onListed = wb.Compare.SetStudies
+	wb.Studies.onTelemetry = wb.Bench.ShowLive // the machine card's live readings
 	if deps.Studies != nil {
 		wb.Notebook.SetStudies(deps.Studies)
 	}

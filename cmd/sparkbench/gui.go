@@ -98,7 +98,8 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	wb = ui.NewWorkbench(a, ui.Deps{
 		LlamaDir: *llamaDir,
 		Doctor: func(ctx context.Context, dir string) app.DoctorReport {
-			return app.Doctor(ctx, app.DoctorOptions{LlamaDir: dir, NotebookPath: nbPath, NotebookErr: nbErr})
+			// Telemetry: the Bench machine card lists the samplers as doctor --telemetry does.
+			return app.Doctor(ctx, app.DoctorOptions{LlamaDir: dir, NotebookPath: nbPath, NotebookErr: nbErr, Telemetry: true})
 		},
 		Library:   lib,
 		Studies:   studies,

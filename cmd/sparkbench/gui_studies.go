@@ -49,7 +49,9 @@ func (s studyService) dir() string {
 }
 
 func (s studyService) Run(ctx context.Context, id int64, onEvent func(study.Event)) (study.RunSummary, error) {
-	return workbench.RunThroughput(ctx, s.nb, workbench.ThroughputRunRequest{ID: id, LlamaDir: s.dir(), OnEvent: onEvent})
+	// LiveTelemetry: a plan with a telemetry block sends its readings as they are taken (the
+	// timeline under the live chart, the Bench machine card).
+	return workbench.RunThroughput(ctx, s.nb, workbench.ThroughputRunRequest{ID: id, LlamaDir: s.dir(), OnEvent: onEvent, LiveTelemetry: true})
 }
 
 func (s studyService) EnsureDemo(ctx context.Context) (int64, error) {
