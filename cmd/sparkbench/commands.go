@@ -48,6 +48,7 @@ func baseCommands() []command {
 		{"demo", "demo [--run] [--llama-dir D]", "write the demo models, register the demo study (once), run it with --run", cmdDemo},
 		{"quant", quantUsage, "turn a finished quantization ladder into a capacity plan of its selected quant and runner-up", cmdQuant},
 		{"capacity", "capacity validate PLAN | capacity assemble --plan PLAN --requests K=FILE … --output study.json", "capacity studies: check a plan; assemble raw request/RSS/log files into study.json", cmdCapacity},
+		{"serving", servingUsage, "serving workloads' files: a ShareGPT-style file as JSONL conversations or a prompt set (docs/serving.md)", cmdServing},
 		{"plot", plotUsage, "draw a chart to PNG, SVG or PDF", cmdPlot},
 		{"receipt", receiptUsage, "write a study's receipt bundle: raw files, receipt.md, study.json, plots, SHA256SUMS", cmdReceipt},
 		{"verify", verifyUsage, "check a receipt bundle: SHA256SUMS, the journal chain, derived files re-assembled byte for byte", cmdVerify},
