@@ -70,7 +70,8 @@ func TestStudyWithTelemetryRealBench(t *testing.T) {
 					t.Errorf("leg %s: a sample of %s on a machine without it: %+v", l.Label, s.Source, s)
 				}
 			}
-			if l.Class != "ok" || !ok || end <= 0 || len(marks) != l.Rows || host < 2 {
+			// A leg the CV gate flagged on this shared machine (it runs again) is sampled the same.
+			if (l.Class != "ok" && l.Class != "flagged") || !ok || end <= 0 || len(marks) != l.Rows || host < 2 {
 				t.Errorf("leg %s (%s): %d marks for %d rows, end %v %v, %d host samples", l.Label, l.Class, len(marks), l.Rows, end, ok, host)
 			}
 			if _, hasEnergy := energy.Leg(samples, energy.Window{To: end}, nil); hasEnergy {
