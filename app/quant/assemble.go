@@ -49,6 +49,11 @@ type BenchCell struct {
 	N     int     `json:"n"`
 	Leg   string  `json:"leg"`
 	Row   int     `json:"row"`
+	// JPerToken and TokensPerJ are the row's energy figures (per prompt token for pp, per
+	// generated token for tg), when its leg was sampled by an energy-measuring sampler
+	// (a plan with a telemetry block; docs/telemetry.md).
+	JPerToken  float64 `json:"j_per_token,omitempty"`
+	TokensPerJ float64 `json:"tokens_per_j,omitempty"`
 }
 
 // Figure is a cell's speed figure name, TEST@DEPTH.
@@ -125,6 +130,12 @@ func Assemble(p *Plan, planSHA string, recs []Record) (*Result, error) {
 		c := Candidate{Type: typ, KV: arm.KV, Order: i, FileBytes: r.Bytes, BitsPerWeight: r.Bits, Speed: map[string]float64{}, KLD: r.KLD}
 		for _, b := range r.Bench {
 			c.Speed[b.Figure()] = b.Mean
+			if b.JPerToken > 0 {
+				if c.JPerToken == nil {
+					c.JPerToken = map[string]float64{}
+				}
+				c.JPerToken[b.Figure()] = b.JPerToken
+			}
 		}
 		c.Projected = r.Projected
 		if q.Memory == MemoryBench && r.PeakRSS > 0 {

@@ -2,6 +2,7 @@ package quant
 
 import (
 	"sparkbench/app/canon"
+	"sparkbench/app/energy"
 	"sparkbench/app/study"
 )
 
@@ -40,6 +41,11 @@ type Plan struct {
 	// a CPU-only build (0: no projection).
 	MemoryCtx int  `json:"memory_ctx,omitempty"`
 	Rule      Rule `json:"rule"`
+	// Telemetry, when given, samples the machine during each candidate's llama-bench legs
+	// (interval_ms) and applies the machine-state gates to them, as a throughput plan's block
+	// does (docs/telemetry.md): each bench cell gains its Joules per token. Written only when
+	// given.
+	Telemetry *energy.Plan `json:"telemetry,omitempty"`
 	// Predictions are registered with the plan, before anything runs, on the ladder's figures
 	// (docs/quant.md): a band, fork, comparison or question about a candidate's speed, KLD,
 	// size or memory, or about the one the rule selects.

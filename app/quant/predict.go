@@ -27,10 +27,14 @@ const (
 	FigureBits      Figure = "bits_per_weight" // the file's bits per weight
 	FigurePeakRSS   Figure = "peak_rss_mib"    // the peak RSS of its llama-bench legs
 	FigureProjected Figure = "projected_mib"   // llama-fit-params's projection at memory_ctx
+	FigureJPerToken Figure = "j_per_token"     // Joules per token of one speed figure (At: TEST@DEPTH; a telemetry block)
 )
 
 // Figures lists the selector figures, in the order the docs give them.
-var Figures = []Figure{FigureSpeed, FigureKLDMean, FigureKLDP99, FigureKLDMax, FigureSameTopP, FigurePPLRatio, FigureFileMiB, FigureBits, FigurePeakRSS, FigureProjected}
+var Figures = []Figure{FigureSpeed, FigureKLDMean, FigureKLDP99, FigureKLDMax, FigureSameTopP, FigurePPLRatio, FigureFileMiB, FigureBits, FigurePeakRSS, FigureProjected, FigureJPerToken}
+
+// atFigure says whether a figure is read at a speed figure (TEST@DEPTH).
+func atFigure(f Figure) bool { return f == FigureSpeed || f == FigureJPerToken }
 
 // Candidate names that stand for the rule's outcome rather than a quant type.
 const (
@@ -49,6 +53,9 @@ type Selector struct {
 func (s Selector) String() string {
 	if s.Figure == FigureSpeed {
 		return fmt.Sprintf("%s of %s", s.At, s.Candidate)
+	}
+	if s.Figure == FigureJPerToken {
+		return fmt.Sprintf("J/token at %s of %s", s.At, s.Candidate)
 	}
 	return fmt.Sprintf("%s of %s", s.Figure, s.Candidate)
 }
@@ -71,9 +78,9 @@ func checkSelector(p *Plan, at string, s Selector) []study.Problem {
 		errf(at+".candidate", "%q: want a candidate of this plan (%s), %q or %q", s.Candidate, strings.Join(p.Labels(), ", "), CandidateSelected, CandidateRunnerUp)
 	}
 	switch {
-	case s.Figure == FigureSpeed && s.At == "":
+	case atFigure(s.Figure) && s.At == "":
 		errf(at+".at", "missing; a speed figure names TEST@DEPTH, e.g. tg@%d", firstDepth(p))
-	case s.Figure == FigureSpeed:
+	case atFigure(s.Figure):
 		if m := maximizeRE.FindStringSubmatch(s.At); m == nil {
 			errf(at+".at", "%q: want TEST@DEPTH, e.g. tg@%d or pp@%d", s.At, firstDepth(p), firstDepth(p))
 		} else if !slices.Contains(p.Speed.Depths, mustAtoi(m[2])) {
@@ -81,6 +88,9 @@ func checkSelector(p *Plan, at string, s Selector) []study.Problem {
 		}
 	case s.At != "":
 		errf(at+".at", "only a speed figure takes at; leave it out for %s", s.Figure)
+	}
+	if s.Figure == FigureJPerToken && p.Telemetry == nil {
+		errf(at+".figure", "j_per_token is not measured: the plan has no telemetry block (add \"telemetry\": {} to sample the bench legs)")
 	}
 	if s.Figure == FigureProjected && p.MemoryCtx == 0 {
 		errf(at+".figure", "projected_mib is not measured: the plan sets no memory_ctx")
@@ -144,6 +154,14 @@ func value(s Selector, res *Result) (v float64, sources []string, problem string
 			}
 		}
 		return 0, nil, fmt.Sprintf("%s has no %s", name, s.At)
+	}
+	if s.Figure == FigureJPerToken {
+		for _, b := range r.Bench {
+			if b.Figure() == s.At && b.JPerToken > 0 {
+				return b.JPerToken, []string{fmt.Sprintf("%s %s energy: leg %s row %d", name, s.At, b.Leg, b.Row)}, ""
+			}
+		}
+		return 0, nil, fmt.Sprintf("%s has no energy at %s (its leg was not sampled by an energy-measuring sampler)", name, s.At)
 	}
 	switch s.Figure {
 	case FigureFileMiB:

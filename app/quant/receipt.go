@@ -24,6 +24,7 @@ func Markdown(res *Result) []byte {
 	}
 	writeImatrix(&b, res)
 	writeCandidates(&b, res)
+	writeEnergy(&b, res)
 	writeRule(&b, res)
 	writeFrontier(&b, res)
 	writeVerdicts(&b, res)
@@ -108,6 +109,32 @@ func writeCandidates(b *strings.Builder, res *Result) {
 			fmt.Fprintf(b, "![%s against depth, every candidate](plots/candidates-%s.png)\n\n", test, test)
 		}
 	}
+}
+
+// writeEnergy writes each candidate's Joules per token at each speed figure, when a
+// telemetry block's samplers measured energy during its legs (nothing otherwise).
+func writeEnergy(b *strings.Builder, res *Result) {
+	if !slices.ContainsFunc(res.Candidates, func(c Candidate) bool { return len(c.JPerToken) > 0 }) {
+		return
+	}
+	figs := figures(res)
+	b.WriteString("## Energy\n\n| type |")
+	for _, f := range figs {
+		fmt.Fprintf(b, " %s J/token |", f.Figure())
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(figs)) + "\n")
+	for _, c := range res.Candidates {
+		fmt.Fprintf(b, "| %s |", c.Type)
+		for _, f := range figs {
+			if v, ok := c.JPerToken[f.Figure()]; ok {
+				fmt.Fprintf(b, " %.4g |", v)
+			} else {
+				b.WriteString(" — |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nJoules per token of each llama-bench row (per prompt token for pp, per generated token for tg): the mean power of the row's window × llama-bench's own test time / (tokens × repetitions), from the samples recorded with the candidate's bench leg (docs/telemetry.md). A leg a machine-state gate flagged ran again; one still flagged gave no figures.\n\n")
 }
 
 // mark is a candidate's word in the table: selected, runner-up, or its failure codes.

@@ -28,6 +28,9 @@ type Candidate struct {
 	PeakRSSMiB *float64           `json:"peak_rss_mib,omitempty"`
 	// Projected is llama-fit-params's memory projection at the plan's memory_ctx.
 	Projected *Projection `json:"projected,omitempty"`
+	// JPerToken is Joules per token by speed figure (per prompt token for pp, per generated
+	// token for tg), for the figures whose legs an energy-measuring sampler read.
+	JPerToken map[string]float64 `json:"j_per_token,omitempty"`
 }
 
 // Projection is the memory llama-fit-params projects a candidate to use: MiB of device

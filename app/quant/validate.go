@@ -91,6 +91,9 @@ func Validate(p *Plan, opts ValidateOptions) []study.Problem {
 	}
 	v.checkRule()
 	v.checkPredictions()
+	for _, pr := range p.Telemetry.Validate("telemetry") {
+		v.errf(pr.Path, "%s", pr.Msg)
+	}
 	return v.problems
 }
 

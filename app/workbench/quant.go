@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sparkbench/app/energy"
+	"sparkbench/runner/telemetry/live"
 	"strings"
 	"sync"
 	"time"
@@ -173,16 +175,31 @@ func registerQuantKind(ctx context.Context, nb *store.Notebook, file string, dat
 		Lines: []string{fmt.Sprintf("study %d %q registered: quantization ladder of %d types, plan sha256 %s", st.ID, st.Name, len(p.Quants), pl.SHA256)}}, nil
 }
 
+// QuantRunOptions are the ladder kind's own run options (RunRequest.Options).
+type QuantRunOptions struct {
+	// Telemetry says where a telemetry block's samplers read (nil: this machine's; tests give
+	// fake trees and a fake NVML).
+	Telemetry *live.Config
+}
+
 func runQuantKind(ctx context.Context, nb *store.Notebook, s store.Study, req RunRequest) (*RunDone, error) {
 	data, err := DataDirOr("")
 	if err != nil {
 		return nil, badInput(err)
 	}
+	opt, _ := req.Options.(*QuantRunOptions)
 	sum, err := quantrun.Run(ctx, nb, s, quantrun.Options{LlamaDir: req.LlamaDir, DataDir: data, Hash: CachedHash(ctx, nb, req.Hash), Event: req.Event,
 		Record: func(r quant.Record) {
 			if req.JSON != nil {
 				req.JSON(r)
 			}
+		},
+		Telemetry: func(tp *energy.Plan) (energy.LegHook, func() error) {
+			var cfg *live.Config
+			if opt != nil {
+				cfg = opt.Telemetry
+			}
+			return samplerHook(ctx, nb, tp, cfg)
 		}})
 	if sum == nil {
 		var le *llamacpp.LocateError

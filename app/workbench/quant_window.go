@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sparkbench/runner/telemetry/live"
 	"strings"
 	"time"
 
@@ -169,6 +170,8 @@ type QuantRunRequest struct {
 	LlamaDir string
 	Event    func(line string)
 	Record   func(quant.Record)
+	// Telemetry says where a telemetry block's samplers read (nil: this machine's).
+	Telemetry *live.Config
 }
 
 // RunQuantLadder runs a registered ladder (`study run ID`).
@@ -188,7 +191,7 @@ func RunQuantLadder(ctx context.Context, nb *store.Notebook, req QuantRunRequest
 		if r, ok := ev.(quant.Record); ok && req.Record != nil {
 			req.Record(r)
 		}
-	}})
+	}, Options: &QuantRunOptions{Telemetry: req.Telemetry}})
 }
 
 // DerivedModels lists the derived-model cache of the data folder ("": the user's) with each

@@ -276,9 +276,10 @@ func (e *engine) bench(ctx context.Context, r *quant.Record) error {
 			"-r", strconv.Itoa(sp.Reps), "-t", strconv.Itoa(sp.Threads)}, kvArgs(r)...)
 		var res *runner.LegResult
 		var rows []benchfmt.Result
-		// A leg the CV gate flagged (the machine was noisy) runs again, as a throughput
-		// study's legs do; each attempt is its own leg.
-		err := e.retry(ctx, label, benchAttempts, func() string { return res.Exit.Reason }, func(id string) (bool, error) {
+		var sampled benchEnergy
+		// A leg the CV gate or a machine-state gate flagged (the machine was noisy, hot or
+		// throttled) runs again, as a throughput study's legs do; each attempt is its own leg.
+		err := e.retry(ctx, label, benchAttempts, func() string { return res.Exit.Reason + sampled.why() }, func(id string) (bool, error) {
 			label = id
 			spec := runner.LegSpec{ID: id, Bench: bench, Args: args, Env: e.env, Limits: legLimits, NoFingerprint: true,
 				CVGate: runner.CVGate{TG: sp.Gates.CVTG, PPDepth: sp.Gates.CVPPDepth, PP: sp.Gates.CVPPD0}}
@@ -286,33 +287,44 @@ func (e *engine) bench(ctx context.Context, r *quant.Record) error {
 			if err != nil {
 				return false, err
 			}
+			tel := e.beginTelemetry(ctx, lg.id)
 			leg := runner.StartLeg(ctx, spec)
-			for range leg.Events() {
+			for ev := range leg.Events() {
+				if tel != nil && ev.Type == runner.EventSample {
+					tel.Row()
+				}
 			}
 			res = leg.Result()
 			rows = rows[:0]
 			for _, s := range res.Results() {
 				rows = append(rows, s.Result)
 			}
+			if sampled, err = e.endTelemetry(ctx, tel, lg.id, rows); err != nil {
+				return false, err
+			}
 			if err := e.finish(ctx, lg, res.Exit, res.Transcript, rows); err != nil {
 				return false, err
 			}
 			r.PeakRSS = max(r.PeakRSS, res.Exit.PeakRSS)
-			return res.Exit.Class == runner.ClassFlagged, nil
+			return res.Exit.Class == runner.ClassFlagged || len(sampled.breaches) > 0, nil
 		})
 		if err != nil {
 			return err
 		}
-		if res.Exit.Class != runner.ClassOK {
+		if res.Exit.Class != runner.ClassOK || len(sampled.breaches) > 0 {
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return ctx.Err()
 			}
-			e.note(r, "%s: llama-bench %s: %s", label, res.Exit.Class, res.Exit.Reason)
+			e.note(r, "%s: llama-bench %s: %s%s", label, res.Exit.Class, res.Exit.Reason, sampled.why())
 			continue
 		}
 		for i, row := range rows {
 			test := string(row.Kind())
-			r.Bench = append(r.Bench, quant.BenchCell{Test: test, Depth: d, Mean: row.AvgTs, SD: row.StddevTs, N: len(row.SamplesTs), Leg: label, Row: i + 1})
+			c := quant.BenchCell{Test: test, Depth: d, Mean: row.AvgTs, SD: row.StddevTs, N: len(row.SamplesTs), Leg: label, Row: i + 1}
+			if f, ok := sampled.rows[i]; ok && f.JPerToken > 0 {
+				c.JPerToken, c.TokensPerJ = f.JPerToken, f.TokensPerJ
+			}
+			r.Bench = append(r.Bench, c)
 			e.say(fmt.Sprintf("%s: %s %.2f ± %.2f t/s", label, test, row.AvgTs, row.StddevTs))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sparkbench/app/energy"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ type Options struct {
 	// Record, when set, receives each candidate's raw record as soon as it is measured and
 	// journaled (the window's live chart).
 	Record func(quant.Record)
+	// Telemetry, when the plan has a telemetry block, gives the hook that samples each
+	// candidate's llama-bench legs and a function that closes its samplers (nil: no sampling).
+	Telemetry func(*energy.Plan) (energy.LegHook, func() error)
 }
 
 // Summary is what a run did: its status, the assembled result, the legs it recorded, the
@@ -71,6 +75,7 @@ type engine struct {
 	imatrix  imatrixFile // the matrix every candidate is quantized with (none: zero)
 	build    string
 	cacheDir string
+	tel      energy.LegHook // samples the bench legs (nil: none)
 	runDir   string
 	env      []string
 	legs     int
@@ -104,6 +109,11 @@ func Run(ctx context.Context, nb *store.Notebook, s store.Study, o Options) (*Su
 	e, err := newEngine(ctx, nb, s, o)
 	if err != nil {
 		return nil, err
+	}
+	if e.plan.Telemetry != nil && o.Telemetry != nil {
+		hook, closeSamplers := o.Telemetry(e.plan.Telemetry)
+		defer closeSamplers()
+		e.tel = hook
 	}
 	if err := nb.SetStudyStatus(ctx, s.ID, store.StatusRunning); err != nil {
 		return nil, err
