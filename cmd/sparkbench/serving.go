@@ -74,4 +74,3 @@ func servingConvertShareGPT(args []string, stdout, stderr io.Writer) int {
 	fprintf(w, "%s: %s; wrote %s (%s)\n", in, counts, out, *as)
 	return 0
 }
-
