@@ -169,7 +169,7 @@ func StartLeg(ctx context.Context, spec LegSpec, opts ...LegOption) *Leg {
 		TranscriptCap: spec.TranscriptCap, Limits: spec.Limits}
 	if len(spec.Wrapper) > 0 {
 		var werr error
-		h.launch, werr = wrapLaunch(spec.Wrapper, argv, o.via == nil)
+		h.launch, werr = WrapLaunch(spec.Wrapper, argv, o.via == nil)
 		h.argv, ps.Argv = argv, h.launch.LaunchedAs
 		if o.via == nil {
 			ps.Target = spec.Bench
@@ -394,10 +394,10 @@ func malformedLine(n int, text string, err error) Malformed {
 	return Malformed{Line: n, Text: clip(text, 200), Err: msg}
 }
 
-// wrapLaunch is the launch of argv under wrapper: its program resolved on PATH when the leg
+// WrapLaunch is the launch of argv under wrapper: its program resolved on PATH when the tool
 // runs here (local), as given for a host. It always returns the record (with the wrapper as
-// given when it cannot be resolved); the error refuses the leg before anything starts.
-func wrapLaunch(wrapper, argv []string, local bool) (*Launch, error) {
+// given when it cannot be resolved); the error refuses the run before anything starts.
+func WrapLaunch(wrapper, argv []string, local bool) (*Launch, error) {
 	w := slices.Clone(wrapper)
 	l := &Launch{Wrapper: w}
 	var err error

@@ -270,6 +270,21 @@ func (p *Proc) Affinity() (*Affinity, string) {
 	return p.watch.aff, p.watch.err
 }
 
+// WaitAffinity is Affinity while the process may still run: it waits at most d for the
+// watcher to find ProcSpec.Target's process (or give up once the group is gone); done is
+// false when it has not yet. Without a target: (nil, "", true).
+func (p *Proc) WaitAffinity(d time.Duration) (aff *Affinity, why string, done bool) {
+	if p.watch == nil {
+		return nil, "", true
+	}
+	select {
+	case <-p.watch.done:
+		return p.watch.aff, p.watch.err, true
+	case <-time.After(d):
+		return nil, "", false
+	}
+}
+
 // Argv is the command line that was run.
 func (p *Proc) Argv() []string { return p.spec.Argv }
 

@@ -66,6 +66,10 @@ type Spec struct {
 	Total        time.Duration // the whole lifetime; default 48 h
 	// HealthInterval is the first /health poll interval (it grows to 250 ms); default 25 ms.
 	HealthInterval time.Duration
+	// Wrapper is a launch wrapper's argv (e.g. taskset -c 0): each attempt starts Wrapper then
+	// Argv(port), argv only, in the same pty and process group (runner.LegSpec.Wrapper); the
+	// attempt records its launch and llama-server's affinity (Attempt.Launch). Empty: none.
+	Wrapper []string
 	// Markers are checked against the last load block (Evidence.Markers).
 	Markers Markers
 	// Log receives every log line (CR and ANSI removed) with "\n", of every attempt, as it
@@ -238,8 +242,10 @@ func (s *Server) Stop(ctx context.Context) Stopped {
 		_, already := s.Exited()
 		var rss RSS
 		if s.Alive() {
-			if kib, err := ReadVmHWM(a.proc.Pid()); err == nil && kib > 0 {
-				rss = RSS{KiB: kib, Source: fmt.Sprintf("/proc/%d/status", a.proc.Pid())}
+			if pid := a.toolPid(); pid > 0 {
+				if kib, err := ReadVmHWM(pid); err == nil && kib > 0 {
+					rss = RSS{KiB: kib, Source: fmt.Sprintf("/proc/%d/status", pid)}
+				}
 			}
 		}
 		// Close the tracked clients' idle connections (llama-server waits on SIGTERM for a
@@ -264,13 +270,14 @@ func (s *Server) Stop(ctx context.Context) Stopped {
 
 // attempt is one llama-server process.
 type attempt struct {
-	port  int
-	argv  []string
-	proc  *runner.Proc
-	start time.Time
-	bind  chan struct{} // closed when the log reports the bind failure
-	done  chan struct{} // closed after the Exit event
-	exit  runner.Exit
+	port   int
+	argv   []string
+	launch *runner.Launch // with Spec.Wrapper: argv as launched (the affinity is read later)
+	proc   *runner.Proc
+	start  time.Time
+	bind   chan struct{} // closed when the log reports the bind failure
+	done   chan struct{} // closed after the Exit event
+	exit   runner.Exit
 }
 
 // lineSink numbers the lines of every attempt as one log, writes them to Spec.Log and scans
@@ -319,6 +326,11 @@ func Start(ctx context.Context, spec Spec) (*Server, error) {
 			return nil, fmt.Errorf("argument %s: the server package sets --host %s and --port itself", a, Host)
 		}
 	}
+	if len(spec.Wrapper) > 0 {
+		if _, err := runner.WrapLaunch(spec.Wrapper, nil, true); err != nil {
+			return nil, &StartError{Class: runner.ClassFailed, Reason: "could not start: " + err.Error()}
+		}
+	}
 	scan, err := newEvidenceScanner(spec.Markers)
 	if err != nil {
 		return nil, err
@@ -334,7 +346,7 @@ func Start(ctx context.Context, spec Spec) (*Server, error) {
 		}
 		a := launch(ctx, spec, port, sink)
 		class, reason := a.awaitHealthy(ctx, spec)
-		at := Attempt{Port: port, Argv: a.argv, Pid: a.proc.Pid(), Took: time.Since(a.start)}
+		at := Attempt{Port: port, Argv: a.argv, Pid: a.proc.Pid(), Took: time.Since(a.start), Launch: a.launched()}
 		if class == "" {
 			attempts = append(attempts, at)
 			return &Server{spec: spec, attempt: a, attempts: attempts, lines: sink, readyIn: at.Took}, nil
@@ -366,8 +378,13 @@ func FreePort() (int, error) {
 
 func launch(ctx context.Context, spec Spec, port int, sink *lineSink) *attempt {
 	a := &attempt{port: port, argv: spec.Argv(port), bind: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
-	a.proc = runner.StartProc(ctx, runner.ProcSpec{Argv: a.argv, Env: spec.Env, Dir: spec.Dir,
-		Limits: runner.Limits{Start: spec.StartTimeout, Idle: spec.Idle, Total: spec.Total, Grace: spec.Grace}})
+	ps := runner.ProcSpec{Argv: a.argv, Env: spec.Env, Dir: spec.Dir,
+		Limits: runner.Limits{Start: spec.StartTimeout, Idle: spec.Idle, Total: spec.Total, Grace: spec.Grace}}
+	if len(spec.Wrapper) > 0 { // resolved by Start before the first attempt
+		a.launch, _ = runner.WrapLaunch(spec.Wrapper, a.argv, true)
+		ps.Argv, ps.Target = a.launch.LaunchedAs, spec.Binary
+	}
+	a.proc = runner.StartProc(ctx, ps)
 	go func() {
 		defer close(a.done)
 		bound := false
@@ -418,7 +435,7 @@ func (a *attempt) awaitHealthy(ctx context.Context, spec Spec) (runner.Class, st
 		case err != nil:
 			last = err.Error()
 		case code == http.StatusOK:
-			owns, known := listenerOwner(a.proc.Pid(), a.port)
+			owns, known := listenerOwner(a.toolPid(), a.port)
 			if !known || owns {
 				return "", ""
 			}

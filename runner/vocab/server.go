@@ -238,6 +238,9 @@ type Attempt struct {
 	Class  Class         `json:"class,omitempty"` // how it ended, when it did not become the server
 	Reason string        `json:"reason,omitempty"`
 	Took   time.Duration `json:"took"`
+	// Launch: an attempt started under a launch wrapper (Argv stays llama-server's own
+	// command line); absent otherwise, so an unwrapped attempt's JSON is unchanged.
+	Launch *Launch `json:"launch,omitempty"`
 }
 
 // RSS is a server lifetime's peak resident set size.
