@@ -161,6 +161,9 @@ type Build struct {
 	// Env are device visibility variables every server runs with (study.DeviceEnvNames, e.g.
 	// GGML_VK_VISIBLE_DEVICES=0 for Mesa's llvmpipe); written only when given.
 	Env map[string]string `json:"env,omitempty"`
+	// LaunchWrapper: every llama-server starts under it, as a throughput plan's legs do
+	// (study.Build.LaunchWrapper, study.CheckLaunchWrapper); written only when given.
+	LaunchWrapper []string `json:"launch_wrapper,omitempty"`
 }
 
 // EnvList is Env as sorted KEY=VALUE pairs.

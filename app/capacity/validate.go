@@ -322,6 +322,7 @@ func (v *validator) checkLimits() {
 	if l.MaxDeviceMiB < 0 || math.IsInf(l.MaxDeviceMiB, 0) || math.IsNaN(l.MaxDeviceMiB) {
 		v.errf("limits.max_device_mib", "%g: want a positive limit in MiB, e.g. 2048, or leave it out for no device memory gate", l.MaxDeviceMiB)
 	}
+	v.problems = append(v.problems, study.CheckLaunchWrapper("build.launch_wrapper", v.p.Build.LaunchWrapper)...)
 	for k := range v.p.Build.Env {
 		if !slices.Contains(study.DeviceEnvNames, k) {
 			v.errf("build.env."+k, "not a device visibility variable; a plan may set %s", strings.Join(study.DeviceEnvNames, ", "))

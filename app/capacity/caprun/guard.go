@@ -59,7 +59,7 @@ func (r *Run) guard(p *capacity.Plan, g guardRun, cases *quality.Cases) (capacit
 	rg.Files["server_log"] = filepath.Join(rel, capacity.RunServerLogFile)
 	ev := quality.Evidence{Schema: quality.SchemaEvidence, Candidate: g.key.Candidate, Slots: g.key.Slots}
 	srv, serr := server.Start(r.ctx, server.Spec{Binary: spec.Server, Args: g.args, Env: spec.Env, Log: logLines{logf, r, rg.Key},
-		StartTimeout: spec.StartTimeout, Grace: spec.Grace})
+		StartTimeout: spec.StartTimeout, Grace: spec.Grace, Wrapper: spec.Plan.Build.LaunchWrapper})
 	if serr != nil {
 		var se *server.StartError
 		if !errors.As(serr, &se) {

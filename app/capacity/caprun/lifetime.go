@@ -66,7 +66,7 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 	rl.Files["server_log"] = filepath.Join(rel, capacity.RunServerLogFile)
 
 	srv, serr := server.Start(r.ctx, server.Spec{Binary: spec.Server, Args: lt.Args, Env: spec.Env, Log: logLines{logf, r, rl.Key},
-		StartTimeout: spec.StartTimeout, Grace: spec.Grace, Markers: server.Markers{Must: cand.Markers.Must, MustNot: cand.Markers.MustNot}})
+		StartTimeout: spec.StartTimeout, Grace: spec.Grace, Markers: server.Markers{Must: cand.Markers.Must, MustNot: cand.Markers.MustNot}, Wrapper: spec.Plan.Build.LaunchWrapper})
 	var (
 		rss      server.RSS
 		evidence server.Evidence
