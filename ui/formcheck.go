@@ -162,7 +162,7 @@ func tolerancePercent(tol string) (float64, error) {
 // studyFormPage lays out a New study form: the top row (heading and buttons), the form's
 // sections, the predictions (the list under its Add and Remove buttons, predsHeight tall; none
 // when list is nil), then the checks (estimate and problems), scrolling as one page.
-func studyFormPage(top fyne.CanvasObject, sections []fyne.CanvasObject, add, remove *widget.Button, list *widget.List, predsHeight float32, estimate, problems *widget.Label) fyne.CanvasObject {
+func studyFormPage(top fyne.CanvasObject, sections []fyne.CanvasObject, add, remove *widget.Button, list *widget.List, predsHeight float32, estimate fyne.CanvasObject, problems *widget.Label) fyne.CanvasObject {
 	objs := append([]fyne.CanvasObject{top}, sections...)
 	if list != nil {
 		preds := container.NewBorder(container.NewHBox(heading("Predictions (registered before anything runs)"), add, remove), nil, nil, nil, list)

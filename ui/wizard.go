@@ -52,6 +52,9 @@ type WizardView struct {
 	Predictions *widget.List
 	Problems    *widget.Label
 	Estimate    *widget.Label
+	// Planner is the repetition planner's answer (wizard_planner.go), shown for a plan that
+	// compares arms; hidden otherwise.
+	Planner     *widget.Label
 	RegisterBtn *widget.Button
 	SaveBtn     *widget.Button
 	OpenBtn     *widget.Button
@@ -122,6 +125,9 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 	v.Problems = widget.NewLabel("")
 	v.Problems.Wrapping = fyne.TextWrapWord
 	v.Estimate = widget.NewLabel("")
+	v.Planner = widget.NewLabel("")
+	v.Planner.Wrapping = fyne.TextWrapWord
+	v.Planner.Hide()
 	v.Predictions, v.RemovePred = predictionList(&v.preds, func(p study.Prediction) string {
 		return fmt.Sprintf("%s  %s  [%s] %s — %s", p.ID, p.Kind, p.About.String(), p.Expectation(), p.Text)
 	}, v.Validate)
@@ -150,7 +156,7 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 		widget.NewFormItem("Bandwidth", v.Bandwidth),
 	)
 	v.Object = studyFormPage(container.NewHBox(heading("New throughput study"), v.RegisterBtn, v.SaveBtn, v.OpenBtn), []fyne.CanvasObject{form, devices},
-		v.AddPred, v.RemovePred, v.Predictions, 180, v.Estimate, v.Problems)
+		v.AddPred, v.RemovePred, v.Predictions, 180, container.NewVBox(v.Estimate, v.Planner), v.Problems)
 	v.RefreshModels()
 	return v
 }
@@ -247,6 +253,7 @@ func (v *WizardView) Plan() (*study.Plan, []string) {
 	}
 	if b := v.base; b != nil {
 		p.Description, p.Build.Dir = b.Description, b.Build.Dir
+		p.Adaptive, p.Telemetry = b.Adaptive, b.Telemetry
 		p.Repeatability, p.Canary, p.Conditions = b.Repeatability, b.Canary, b.Conditions
 		p.Axes.ExtraArgs, p.Axes.Batch = b.Axes.ExtraArgs, b.Axes.Batch
 	}
@@ -317,7 +324,7 @@ func (v *WizardView) Validate() {
 	v.check(func(gen int) func() {
 		var lines []string
 		lines = append(lines, errs...)
-		legs, tests, duration := 0, 0, ""
+		legs, tests, duration, planner := 0, 0, "", ""
 		ok := len(errs) == 0
 		// The build's devices with the form's env and endpoints: the Devices choices, and the
 		// check of the device axes when the plan needs the build's devices (as study validate does).
@@ -349,6 +356,7 @@ func (v *WizardView) Validate() {
 						duration = "no estimated duration: " + err.Error()
 					}
 				}
+				planner = v.plannerText(p)
 			}
 		}
 		return func() {
@@ -356,6 +364,8 @@ func (v *WizardView) Validate() {
 				v.offerDeviceChoices(listed, nil)
 			}
 			showProblems(v.Problems, lines)
+			setText(v.Planner, planner)
+			setVisible(v.Planner, planner != "")
 			if ok {
 				reps := max(p.Axes.Reps, 1)
 				text := fmt.Sprintf("%d legs, %d llama-bench tests of %d repetitions each", legs, tests, reps)

@@ -39,12 +39,7 @@ func validateThroughputKind(ctx context.Context, req PlanCheck) (*Validated, err
 		for _, l := range v.Legs {
 			out.Lines = append(out.Lines, fmt.Sprintf("  %-24s %d rows  llama-bench %s", l.ID, l.ExpectedRows, study.JoinArgs(l.Args)))
 		}
-		if len(v.Planner) > 0 {
-			out.Lines = append(out.Lines, "repetition planner (this notebook's history of the models; 95% confidence, 80% power, Mann-Whitney):")
-			for _, r := range v.Planner {
-				out.Lines = append(out.Lines, "  "+r.Words())
-			}
-		}
+		out.Lines = append(out.Lines, PlannerLines(v.Planner)...)
 	}
 	return out, nil
 }

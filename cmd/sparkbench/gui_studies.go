@@ -110,3 +110,10 @@ func (s studyService) Receipt(ctx context.Context, id int64, out string) (ui.Rec
 func (s studyService) EstimateStudy(ctx context.Context, p *study.Plan) (study.Estimate, error) {
 	return workbench.EstimateThroughput(ctx, s.nb, p)
 }
+
+// PlanRepetitions is ui.RepetitionPlanner: the repetition planner `study validate` prints
+// (workbench.RepetitionPlanner, worded by PlannerLines), from this notebook's history.
+func (s studyService) PlanRepetitions(ctx context.Context, p *study.Plan) ([]string, error) {
+	plans, err := workbench.RepetitionPlanner(ctx, s.nb, p, "", 0)
+	return workbench.PlannerLines(plans), err
+}
