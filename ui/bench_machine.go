@@ -26,6 +26,7 @@ func newMachineCard() machineCard {
 	c := machineCard{Samplers: widget.NewLabel("samplers: checking…"), Readings: widget.NewLabel(notRunning)}
 	c.Samplers.Wrapping, c.Readings.Wrapping = fyne.TextWrapWord, fyne.TextWrapWord
 	c.Samplers.TextStyle = fyne.TextStyle{Monospace: true}
+	c.Readings.TextStyle = fyne.TextStyle{Monospace: true}
 	return c
 }
 
