@@ -78,8 +78,10 @@ func TestServingWorkloadOnTheFake(t *testing.T) {
 	}
 }
 
-// TestServingWorkloadTooLong: a prompt set whose second line does not fit a slot's context
-// (by the server's own /tokenize count) is refused before any of it is sent, naming the line.
+// TestServingWorkloadTooLong: a prompt set whose second line cannot fit a slot's context is
+// refused with the plan, before any server starts, naming the line (the validation bound: the
+// tiny model's tokens are single bytes); a synthetic workload too long by the server's own
+// /tokenize count is refused before its probe sends anything, naming the longest request.
 func TestServingWorkloadTooLong(t *testing.T) {
 	dir := t.TempDir()
 	model := llamatest.Model(t, "tiny-llama-f32.gguf")
@@ -91,8 +93,15 @@ func TestServingWorkloadTooLong(t *testing.T) {
 	plan := servingPlanFile(t, dir, "fake", model, []string{"-lv", "4"}, capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalConstant},
 		Rates: []float64{20}, Requests: 2, SLO: capacity.SLO{TTFTMs: 2000, TPOTMs: 500}, Workload: w}, 256)
 	_, _, err := runPlan(t, plan, os.Args[0], filepath.Join(dir, "run"), []string{tag(t), fakeServerEnv + "=1", fakeWordTokensEnv + "=1"}, nil)
-	if err == nil || !strings.Contains(err.Error(), "2 requests do not fit") || !strings.Contains(err.Error(), "the longest is set.jsonl:2: 300 prompt tokens") {
-		t.Fatalf("run: %v; want the prompt set refused, naming set.jsonl:2", err)
+	if err == nil || !strings.Contains(err.Error(), "plan refused") || !strings.Contains(err.Error(), "2 prompts cannot fit") || !strings.Contains(err.Error(), "the longest is set.jsonl:2: at least 1500 prompt tokens") {
+		t.Fatalf("run: %v; want the prompt set refused at validation, naming set.jsonl:2", err)
+	}
+	w = &capacity.Workload{Kind: capacity.WorkloadSynthetic, Seed: 1, InputWords: &capacity.LengthDist{Dist: capacity.DistUniform, Min: 200, Max: 300}}
+	plan = servingPlanFile(t, dir, "fake", model, []string{"-lv", "4"}, capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalConstant},
+		Rates: []float64{20}, Requests: 2, SLO: capacity.SLO{TTFTMs: 2000, TPOTMs: 500}, Workload: w}, 256)
+	_, _, err = runPlan(t, plan, os.Args[0], filepath.Join(dir, "run2"), []string{tag(t), fakeServerEnv + "=1", fakeWordTokensEnv + "=1"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "2 requests do not fit") || !strings.Contains(err.Error(), " words): ") || !strings.Contains(err.Error(), "(the server's /tokenize)") {
+		t.Fatalf("run: %v; want the synthetic requests refused by their /tokenize counts, naming the longest", err)
 	}
 }
 
