@@ -122,6 +122,9 @@ func tmScoreboard(w *mdWriter, d *ThroughputStudy) {
 			for _, dv := range sc.Deviations {
 				devs = append(devs, fmt.Sprintf("- **%s**, deviation (%s): %s — %s", inline(sc.Prediction), inline(dv.Change), inline(dv.Word), inline(dv.Reason)))
 			}
+			if strings.Contains(sc.Expected, study.StatsJudged) {
+				devs = append(devs, fmt.Sprintf("- **%s**, judged on the repetitions: %s", inline(sc.Prediction), inline(sc.Verdict.Detail)))
+			}
 			if sc.Verdict.Problem != "" && sc.Verdict.Outcome != study.Pending {
 				devs = append(devs, fmt.Sprintf("- **%s** cannot be answered: %s", inline(sc.Prediction), inline(sc.Verdict.Problem)))
 			}

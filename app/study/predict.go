@@ -36,6 +36,10 @@ type Prediction struct {
 	Op        string    `json:"op,omitempty"`        // comparison: ">=", "<=" or "within"
 	Than      *Selector `json:"than,omitempty"`      // comparison: the right-hand side
 	Tolerance float64   `json:"tolerance,omitempty"` // comparison: relative slack (0.02 = 2%)
+	// Stats, "benchmath", judges a comparison of two cells on their repetitions (the interval
+	// of the difference against the tolerance; predict_stats.go) instead of their means.
+	// Written only when given.
+	Stats string `json:"stats,omitempty"`
 }
 
 // Arm is one outcome of a fork: a closed range (either bound may be open).
@@ -204,10 +208,14 @@ func (p Prediction) Expectation() string {
 		if p.Than != nil {
 			than = p.Than.String()
 		}
-		if p.Op == "within" {
-			return fmt.Sprintf("within %g%% of %s", p.Tolerance*100, than)
+		stats := ""
+		if p.Stats == StatsBenchmath {
+			stats = ", " + StatsJudged
 		}
-		return fmt.Sprintf("%s %s (tolerance %g%%)", p.Op, than, p.Tolerance*100)
+		if p.Op == "within" {
+			return fmt.Sprintf("within %g%% of %s%s", p.Tolerance*100, than, stats)
+		}
+		return fmt.Sprintf("%s %s (tolerance %g%%%s)", p.Op, than, p.Tolerance*100, stats)
 	case KindQuestion:
 		return "question (no expectation)"
 	}

@@ -209,6 +209,19 @@ func (res *Results) resolveCell(s Selector, legs []LegPlan) (Value, error) {
 	return Value{X: r.Result.AvgTs, Detail: fmt.Sprintf("%.2f ± %.2f t/s", r.Result.AvgTs, r.Result.StddevTs), Sources: []string{r.Ref}}, nil
 }
 
+// cellSamples is a cell's repetitions (t/s, llama-bench's samples_ts; nil when it has none).
+func (res *Results) cellSamples(s Selector) []float64 {
+	legs, err := Expand(res.Plan, "")
+	if err != nil || s.Depth == nil {
+		return nil
+	}
+	r, err := res.cell(s, *s.Depth, legsOf(legs, s.Model, *s.Depth, false))
+	if err != nil {
+		return nil
+	}
+	return r.Result.SamplesTs
+}
+
 // resolveDepthSeries is where the depth series crosses the line (FigureCrossing) or its slope up to the depth (FigureSlope).
 func (res *Results) resolveDepthSeries(s Selector, legs []LegPlan) (Value, error) {
 	var upTo *int
@@ -437,7 +450,15 @@ func (res *Results) Evaluate(p Prediction) Verdict {
 		if err != nil {
 			return problemVerdict(p, err)
 		}
-		vd = EvaluateComparison(p, v.X, w.X)
+		if p.Stats == StatsBenchmath {
+			a, b := res.cellSamples(p.About), res.cellSamples(*p.Than)
+			if len(a) == 0 || len(b) == 0 {
+				return problemVerdict(p, fmt.Errorf("a cell has no repetitions recorded: %w", ErrUnresolvable))
+			}
+			vd = EvaluateComparisonSamples(p, a, b)
+		} else {
+			vd = EvaluateComparison(p, v.X, w.X)
+		}
 		vd.Sources = append(vd.Sources, w.Sources...)
 	}
 	vd.Sources = append(append([]string(nil), v.Sources...), vd.Sources...)

@@ -22,6 +22,7 @@ func (v *validator) checkPredictions() {
 			v.errf(at+".noise_floor", "0: this plan format cannot keep a noise floor of 0 (it reads as the default %g); give a positive fraction below 1, e.g. 0.001, or leave it out for %g",
 				DefaultNoiseFloor, DefaultNoiseFloor)
 		}
+		v.checkStats(at, pr)
 		v.problems = append(v.problems, CheckExpectation(at, Expectation{Kind: pr.Kind, Lo: pr.Lo, Hi: pr.Hi,
 			NoiseFloor: pr.NoiseFloor, Arms: pr.Arms, Op: pr.Op, Tolerance: pr.Tolerance, HasThan: pr.Than != nil})...)
 	}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sparkbench/app/study"
+	"sparkbench/runner/llamatest"
+)
+
+// A comparison prediction with "stats": "benchmath", on the real llama-bench (-t 1, five
+// repetitions): judged on the two cells' repetitions (the Hodges–Lehmann interval of the
+// difference against the tolerance, the Mann–Whitney U test beside it) in study show, its
+// --json and the receipt, which verifies; a plan of three repetitions is warned at validation.
+func TestStatsComparisonPredictionRealBench(t *testing.T) {
+	llamatest.Binaries(t)
+	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "nb.db")
+	pred := `, "predictions": [{"id": "C1", "text": "moe generates at least 1% of tiny's rate at d0", "kind": "comparison", "stats": "benchmath",
+    "about": {"figure": "cell", "model": "moe", "test": "tg16", "depth": 0}, "op": ">=", "tolerance": 0.99,
+    "than": {"figure": "cell", "model": "tiny", "test": "tg16", "depth": 0}}]`
+	few := writePlan(t, dir, "stats few", tiny, moe, 3, 16, pred)
+	if code, out, errOut := runCLI("study", "validate", few); code != 0 || !strings.Contains(out+errOut, "3 repetitions per cell give no 95% interval") {
+		t.Errorf("three repetitions: %d %s %s", code, out, errOut)
+	}
+	file := writePlan(t, dir, "stats", tiny, moe, 5, 16, pred)
+	code, out, errOut := runCLI("study", "run", file, "--notebook", nb)
+	if code != 0 {
+		t.Fatalf("run: %d %s %s", code, out, errOut)
+	}
+	code, js, _ := runCLI("study", "show", "1", "--notebook", nb, "--json")
+	var rep study.Report
+	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil {
+		t.Fatalf("show --json: %d %s", code, js)
+	}
+	var vd *study.Verdict
+	for i := range rep.Scoreboard {
+		if rep.Scoreboard[i].Prediction == "C1" {
+			vd = &rep.Scoreboard[i].Verdict
+		}
+	}
+	if vd == nil || vd.Outcome != study.Holds || !strings.Contains(vd.Detail, "Hodges–Lehmann interval, Mann-Whitney U p=") || vd.Value == nil || vd.Other == nil {
+		t.Fatalf("C1: %+v", vd)
+	}
+	bundle := filepath.Join(dir, "bundle")
+	if code, out, errOut := runCLI("receipt", "1", "--out", bundle, "--notebook", nb); code != 0 {
+		t.Fatalf("receipt: %d %s %s", code, out, errOut)
+	}
+	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
+	if !strings.Contains(string(md), "Hodges–Lehmann interval") {
+		t.Errorf("the receipt lacks the interval:\n%s", md)
+	}
+	if code, out, errOut := runCLI("verify", bundle); code != 0 {
+		t.Fatalf("verify: %d %s %s", code, out, errOut)
+	}
+}
