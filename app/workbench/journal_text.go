@@ -269,6 +269,7 @@ var journalSentences = map[string]func(jmap) string{
 		}
 		return fmt.Sprintf("adaptive repetitions over %d leg(s): stopping rule %s", len(m.list("legs")), met)
 	},
+	study.NoteLegLaunch: legLaunch,
 	study.EntryKVKLD: func(m jmap) string {
 		v, _ := m.num("mean_kld")
 		return fmt.Sprintf("KV cache %s on %s: mean KLD %s against f16", m.str("kv"), m.str("model"), figure(v))
@@ -335,7 +336,7 @@ func JournalTone(kind string) string {
 	switch kind {
 	case study.NoteHalted, study.NoteIncomplete, capacity.NoteIncomplete, store.KindDeviation, quantrun.EntryStale:
 		return "warning"
-	case store.KindLegStarted, store.KindLegFinished, store.KindRowsMarked:
+	case store.KindLegStarted, store.KindLegFinished, store.KindRowsMarked, study.NoteLegLaunch:
 		return "leg"
 	case store.KindPredictionRegistered, store.KindAmendment:
 		return "prediction"
@@ -372,4 +373,19 @@ func samplersText(m jmap) string {
 		return fmt.Sprintf("; telemetry: no sampler available (%d tried)", len(list))
 	}
 	return fmt.Sprintf("; telemetry: %s read, %d not available", strings.Join(read, ", "), len(list)-len(read))
+}
+
+// legLaunch is a leg run under the plan's launch wrapper: the wrapper and the affinity read.
+func legLaunch(m jmap) string {
+	var w []string
+	for _, a := range m.list("wrapper") {
+		if s, ok := a.(string); ok {
+			w = append(w, s)
+		}
+	}
+	s := fmt.Sprintf("leg %s launched under %s", m.str("label"), strings.Join(w, " "))
+	if a := m.obj("affinity"); a != nil {
+		return s + fmt.Sprintf(": llama-bench (PID %d, %s) may run on CPUs %s", a.int("pid"), a.str("how"), a.str("cpus_allowed_list"))
+	}
+	return s + ": affinity " + m.str("affinity_error")
 }

@@ -27,6 +27,8 @@ var journalCases = []struct{ kind, payload, want string }{
 	{"study.run", `{"legs_done":1,"legs_total":6,"samplers":[{"source":"nvml","available":true,"devices":["GPU0"]},{"source":"host","available":true},{"source":"rapl","available":false,"reason":"absent"}]}`, "run started with 1 of 6 legs already finished; telemetry: nvml, host read, 1 not available"},
 	{"study.incomplete", `{"legs":[{"leg":"moe/d256","class":"oom"}]}`, "the run ended incomplete: 1 leg(s) without results: moe/d256 (oom)"},
 	{"study.adaptive", `{"met":true,"legs":[{"leg":"a"},{"leg":"b"}],"rule":"ci"}`, "adaptive repetitions over 2 leg(s): stopping rule met"},
+	{"study.leg_launch", `{"leg":2,"label":"tiny/d0","wrapper":["/usr/bin/taskset","-c","0"],"launched_as":["/usr/bin/taskset","-c","0","llama-bench"],"affinity":{"pid":4242,"how":"exec","cpus_allowed_list":"0","mems_allowed_list":"0"}}`, "leg tiny/d0 launched under /usr/bin/taskset -c 0: llama-bench (PID 4242, exec) may run on CPUs 0"},
+	{"study.leg_launch", `{"leg":3,"label":"tiny/d128","wrapper":["/w/pin"],"launched_as":["/w/pin","llama-bench"],"affinity_error":"not read: no process of the leg's group was seen running llama-bench"}`, "leg tiny/d128 launched under /w/pin: affinity not read: no process of the leg's group was seen running llama-bench"},
 	{"kv.kld", `{"kv":"q8_0/q8_0","mean_kld":0.00123,"model":"tiny","study":1}`, "KV cache q8_0/q8_0 on tiny: mean KLD 0.00123 against f16"},
 	{"capacity.assembled", `{"selected":[{"candidate":"medium","slots":4,"clients":2},{"candidate":"q4","slots":null,"clients":null}]}`, "capacity study assembled: medium at P4/C2; q4: none selected"},
 	{"capacity.run", `{"run_dir":"/runs/7","plan_file":"p.json"}`, "capacity run started in /runs/7"},
