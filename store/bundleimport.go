@@ -380,11 +380,6 @@ func (n *Notebook) importLegOfBundleTx(ctx context.Context, tx *sql.Tx, studyID 
 			return 0, err
 		}
 	}
-	if got, err := legRowsSHA256(ctx, tx, legID); err != nil {
-		return 0, err
-	} else if l.RowsSHA256 != "" && got != l.RowsSHA256 {
-		return 0, fmt.Errorf("import bundle: %s: the rows as stored here hash to %s, its rows.jsonl to %s; nothing was imported", l.Dir, got, l.RowsSHA256)
-	}
 	if _, err := n.appendJournalTx(tx, KindRowsMarked, studyID, map[string]any{"leg": legID, "study": studyID, "rows": len(l.Rows),
 		"result": counts["result"], "flagged": counts["flagged"], "discarded": counts["discarded"],
 		"statuses_sha256": SHA256Hex(digest)}); err != nil {
@@ -399,8 +394,16 @@ func (n *Notebook) importLegOfBundleTx(ctx context.Context, tx *sql.Tx, studyID 
 	if out.endedAt == "" {
 		out.endedAt = l.StartedAt
 	}
-	if _, err := n.finishLegTx(ctx, tx, legID, state, out); err != nil {
+	je, err := n.finishLegTx(ctx, tx, legID, state, out)
+	if err != nil {
 		return 0, err
+	}
+	var fin legFinishedPayload // its rows_sha256: the rows as stored here, hashed again
+	if err := json.Unmarshal(je.Payload, &fin); err != nil {
+		return 0, err
+	}
+	if l.RowsSHA256 != "" && fin.RowsSHA256 != l.RowsSHA256 {
+		return 0, fmt.Errorf("import bundle: %s: the rows as stored here hash to %s, its rows.jsonl to %s; nothing was imported", l.Dir, fin.RowsSHA256, l.RowsSHA256)
 	}
 	return legID, nil
 }

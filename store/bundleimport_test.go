@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -17,10 +18,18 @@ import (
 // journal excerpt (hashes real, so CheckImportedChain can walk it).
 func synthBundle(t testing.TB, sha string, legs, rowsPerLeg int) BundleStudy {
 	t.Helper()
-	line := firstLine(t.(*testing.T), batchedTestdataBench(t.(*testing.T)))
-	row, err := benchfmt.ParseJSONLLine(line)
+	data, err := os.ReadFile(filepath.Join("..", "runner", "benchfmt", "testdata", "bench-jsonl.stdout"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var row benchfmt.Result
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "{") {
+			if row, err = benchfmt.ParseJSONLLine([]byte(l)); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
 	}
 	plan := []byte(`{"name":"synthetic","schema":"sparkbench.throughput/v1"}`)
 	b := BundleStudy{BundleSHA256: sha, Source: "synthetic-bundle", Kind: StudyThroughput, Sparkbench: "test",
@@ -207,4 +216,24 @@ func TestMigration9ImportedBundles(t *testing.T) {
 	if rep := must[VerifyReport](t)(n.Verify(ctx)); !rep.OK() || id == 0 {
 		t.Fatalf("verify: %+v", rep)
 	}
+}
+
+// BenchmarkImportBundleStore1000Legs: the notebook's part of merging a 1,000-leg bundle (2,000
+// rows): ImportBundle's one transaction into a fresh notebook (the bundle's verification,
+// which comes first, is BenchmarkImportBundle1000Legs in cmd/sparkbench).
+func BenchmarkImportBundleStore1000Legs(b *testing.B) {
+	bs := synthBundle(b, strings.Repeat("6", 64), 1000, 2)
+	dir := b.TempDir()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n, err := Open(filepath.Join(dir, fmt.Sprintf("nb-%d.db", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := n.ImportBundle(ctx, bs); err != nil {
+			b.Fatal(err)
+		}
+		n.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/import")
 }

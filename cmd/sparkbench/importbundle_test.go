@@ -272,21 +272,26 @@ func TestImportBundleFromLoopbackHost(t *testing.T) {
 	}
 }
 
-// syntheticBundle writes a throughput study of legs legs (one model, one depth each, a pp and
-// a tg row per leg) straight into a new notebook through the study recorder, and exports its
-// receipt bundle with the real export code (`sparkbench receipt`).
-func syntheticBundle(tb testing.TB, legs int) string {
+// syntheticBundle writes a throughput study of models × depths legs (one model and one
+// depth a leg, a pp and a tg row each; every model ID names the tiny test model) straight
+// into a new notebook through the study recorder, and exports its receipt bundle with the
+// real export code (`sparkbench receipt`).
+func syntheticBundle(tb testing.TB, models, depths int) string {
 	tb.Helper()
 	dir := tb.TempDir()
 	tiny := llamatest.Model(tb, "tiny-llama-f32.gguf")
-	depths := make([]string, legs)
-	for i := range depths {
-		depths[i] = fmt.Sprint(i)
+	ds := make([]string, depths)
+	for i := range ds {
+		ds[i] = fmt.Sprint(i * 16)
 	}
-	planJSON := fmt.Sprintf(`{"schema": "sparkbench.throughput/v1", "name": "synthetic %d legs",
-  "models": [{"id": "tiny", "path": %q, "sha256": %q}],
+	ms := make([]string, models)
+	for i := range ms {
+		ms[i] = fmt.Sprintf(`{"id": "m%d", "path": %q, "sha256": %q}`, i, tiny, tinySHA)
+	}
+	planJSON := fmt.Sprintf(`{"schema": "sparkbench.throughput/v1", "name": "synthetic %dx%d legs",
+  "models": [%s],
   "axes": {"depths": [%s], "n_prompt": [64], "n_gen": [32], "reps": 2, "threads": [1]},
-  "split": "per_depth", "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1}}`, legs, tiny, tinySHA, strings.Join(depths, ", "))
+  "split": "per_depth", "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1}}`, models, depths, strings.Join(ms, ", "), strings.Join(ds, ", "))
 	p, err := study.Decode("plan.json", []byte(planJSON))
 	if err != nil {
 		tb.Fatal(err)
@@ -300,19 +305,7 @@ func syntheticBundle(tb testing.TB, legs int) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tmplData, err := os.ReadFile(filepath.Join(llamatest.RepoRoot(), "runner", "benchfmt", "testdata", "bench-jsonl.stdout"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var tmpl benchfmt.Result
-	for _, l := range strings.Split(string(tmplData), "\n") {
-		if strings.HasPrefix(l, "{") {
-			if tmpl, err = benchfmt.ParseJSONLLine([]byte(l)); err != nil {
-				tb.Fatal(err)
-			}
-			break
-		}
-	}
+	tmpl := templateRow(tb)
 	nbPath := filepath.Join(dir, "synthetic.db")
 	nb, err := store.Open(nbPath)
 	if err != nil {
@@ -352,19 +345,43 @@ func syntheticBundle(tb testing.TB, legs int) string {
 	return out
 }
 
+// templateRow is the first llama-bench row of benchfmt's jsonl test output.
+func templateRow(tb testing.TB) benchfmt.Result {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(llamatest.RepoRoot(), "runner", "benchfmt", "testdata", "bench-jsonl.stdout"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "{") {
+			r, err := benchfmt.ParseJSONLLine([]byte(l))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return r
+		}
+	}
+	tb.Fatal("no jsonl row")
+	return benchfmt.Result{}
+}
+
 // BenchmarkImportBundle1000Legs: the merge time of a 1,000-leg bundle (2,000 rows), written
 // by the real export code from a synthetic notebook study: `sparkbench import` (read, the
 // whole verification with the plots re-rendered, the one-transaction import) into a fresh
-// notebook each time.
+// notebook each time; two shapes: ten models × 100 depths, and one model × 1,000 depths.
 func BenchmarkImportBundle1000Legs(b *testing.B) {
-	bundleDir := syntheticBundle(b, 1000)
-	dir := b.TempDir()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		nb := filepath.Join(dir, fmt.Sprintf("home-%d.db", i))
-		if code, out, errOut := runCLI("import", bundleDir, "--notebook", nb); code != 0 || !strings.Contains(out, "1000 legs, 2000 rows") {
-			b.Fatalf("import: %d %s %s", code, out, errOut)
-		}
+	for _, shape := range []struct{ models, depths int }{{10, 100}, {1, 1000}} {
+		b.Run(fmt.Sprintf("models=%d,depths=%d", shape.models, shape.depths), func(b *testing.B) {
+			bundleDir := syntheticBundle(b, shape.models, shape.depths)
+			dir := b.TempDir()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				nb := filepath.Join(dir, fmt.Sprintf("home-%d.db", i))
+				if code, out, errOut := runCLI("import", bundleDir, "--notebook", nb); code != 0 || !strings.Contains(out, "1000 legs, 2000 rows") {
+					b.Fatalf("import: %d %s %s", code, out, errOut)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/import")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/import")
 }
