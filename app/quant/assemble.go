@@ -3,6 +3,7 @@ package quant
 import (
 	"fmt"
 	"slices"
+	"sparkbench/app/energy"
 	"strings"
 
 	"sparkbench/app/study"
@@ -34,6 +35,21 @@ type Record struct {
 	PeakRSS    int64         `json:"peak_rss_bytes"`
 	Projected  *Projection   `json:"projected,omitempty"`  // llama-fit-params at the plan's memory_ctx
 	Incomplete []string      `json:"incomplete,omitempty"` // what was not measured, and why
+	// Energy is each sampled bench leg's energy (a plan with a telemetry block): its total
+	// and each device's power, clock, temperature and throttle counts.
+	Energy []LegEnergy `json:"energy,omitempty"`
+}
+
+// LegEnergy is one sampled bench leg of a candidate (energy.LegFigures without its rows: the
+// bench cells carry their Joules per token).
+type LegEnergy struct {
+	Leg       string                 `json:"leg"`
+	HasEnergy bool                   `json:"has_energy"`
+	Seconds   float64                `json:"seconds"`
+	EnergyJ   float64                `json:"energy_j"`
+	Method    string                 `json:"method"`
+	Devices   []energy.DeviceFigures `json:"devices"`
+	Samples   int                    `json:"samples"`
 }
 
 // Label is the record's candidate name (Arm.Label).

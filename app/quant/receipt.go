@@ -3,6 +3,7 @@ package quant
 import (
 	"fmt"
 	"slices"
+	"sparkbench/app/energy"
 	"strings"
 
 	"sparkbench/app/study"
@@ -133,6 +134,15 @@ func writeEnergy(b *strings.Builder, res *Result) {
 			}
 		}
 		b.WriteString("\n")
+	}
+	b.WriteString("\n| leg | total | device | power | clock | temperature | throttle |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range res.Records {
+		for _, l := range r.Energy {
+			total := energy.LegFigures{Seconds: l.Seconds, EnergyJ: l.EnergyJ, Method: l.Method}.TotalText(l.HasEnergy)
+			for _, d := range l.Devices {
+				fmt.Fprintf(b, "| %s | %s | %s %s | %s | %s | %s | %s |\n", l.Leg, total, d.Source, d.Device, d.PowerText(), d.ClockText(), d.TempText(), d.ThrottleText())
+			}
+		}
 	}
 	b.WriteString("\nJoules per token of each llama-bench row (per prompt token for pp, per generated token for tg): the mean power of the row's window × llama-bench's own test time / (tokens × repetitions), from the samples recorded with the candidate's bench leg (docs/telemetry.md). A leg a machine-state gate flagged ran again; one still flagged gave no figures.\n\n")
 }

@@ -18,7 +18,8 @@ import (
 // A ladder with a telemetry block (one candidate, Q4_0, at depth 0) on the real llama-quantize,
 // llama-perplexity and llama-bench with a fake 100 W GPU: each bench cell has its Joules per
 // token (100 W over about its rate), the candidate carries them by figure, a prediction on
-// j_per_token is answered from them, and the receipt's Energy table has them and verifies.
+// j_per_token is answered from them, the bench leg's devices are recorded (100 W average and
+// peak), and the receipt's Energy tables have both and verify.
 // A j_per_token prediction without the block is refused at validation.
 func TestQuantLadderEnergyWithFakeSampler(t *testing.T) {
 	llamatest.Binaries(t)
@@ -72,7 +73,10 @@ func TestQuantLadderEnergyWithFakeSampler(t *testing.T) {
 		t.Fatalf("receipt: %d %s %s", code, out, errOut)
 	}
 	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
-	if !strings.Contains(string(md), "## Energy\n\n| type | pp@0 J/token | tg@0 J/token |") {
+	if len(r.Energy) != 1 || r.Energy[0].Leg != r.Bench[0].Leg || !r.Energy[0].HasEnergy || len(r.Energy[0].Devices) == 0 {
+		t.Errorf("the bench leg's energy: %+v", r.Energy)
+	}
+	if !strings.Contains(string(md), "## Energy\n\n| type | pp@0 J/token | tg@0 J/token |") || !strings.Contains(string(md), "| nvml GPU0 | 100.0 W avg, 100.0 W peak |") {
 		t.Errorf("receipt.md has no energy table:\n%s", md)
 	}
 	if code, out, errOut := runCLI("verify", bundle); code != 0 {

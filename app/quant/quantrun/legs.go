@@ -311,6 +311,10 @@ func (e *engine) bench(ctx context.Context, r *quant.Record) error {
 		if err != nil {
 			return err
 		}
+		if sampled.leg != nil {
+			sampled.leg.Leg = label
+			r.Energy = append(r.Energy, *sampled.leg)
+		}
 		if res.Exit.Class != runner.ClassOK || len(sampled.breaches) > 0 {
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return ctx.Err()

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"sparkbench/app/energy"
+	"sparkbench/app/quant"
 	"sparkbench/app/study"
 	"sparkbench/runner/benchfmt"
 )
@@ -19,6 +20,7 @@ import (
 type benchEnergy struct {
 	breaches []energy.Breach
 	rows     map[int]energy.RowFigures
+	leg      *quant.LegEnergy // nil: not sampled
 }
 
 // why is the fired gates in words, for notes ("" when none fired).
@@ -55,10 +57,12 @@ func (e *engine) endTelemetry(ctx context.Context, tel energy.LegRun, legID int6
 		return benchEnergy{}, err
 	}
 	out := benchEnergy{breaches: breaches, rows: map[int]energy.RowFigures{}}
-	if figs, ok := study.LegEnergy(samples, rows); ok {
+	figs, ok := study.LegEnergy(samples, rows)
+	if ok {
 		for _, r := range figs.Rows {
 			out.rows[r.Seq] = r
 		}
 	}
+	out.leg = &quant.LegEnergy{HasEnergy: ok, Seconds: figs.Seconds, EnergyJ: figs.EnergyJ, Method: figs.Method, Devices: figs.Devices, Samples: figs.Samples}
 	return out, nil
 }
