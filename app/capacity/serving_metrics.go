@@ -183,13 +183,17 @@ func (pr *ProbeResult) judge(s *Serving) {
 		sd.Detail = fmt.Sprintf("the client could not keep its schedule: offered %s req/s (the schedule's own %s), achieved %s", ms(pr.OfferedRate), rateText(pr.ScheduledRate), rateText(pr.AchievedRate))
 	}
 	check(sd, CodeBehindSchedule)
+	cold, what := pr.Requests, "cold requests answered from the prompt cache (timings.cache_n > 0)"
+	if c := pr.Conversations; c != nil && s.CachePrompt { // later turns are warm by design: only first turns should be cold
+		cold, what = c.FirstTurns, "first turns took more than their header (lead_tokens) from the prompt cache"
+	}
 	frac := 0.0
-	if pr.Requests > 0 {
-		frac = float64(pr.Contaminated) / float64(pr.Requests)
+	if cold > 0 {
+		frac = float64(pr.Contaminated) / float64(cold)
 	}
 	cg := GateCheck{Gate: "prompt_cache_contamination", Observed: fptr(frac), Limit: fptr(s.ContaminationMax), Passed: frac <= s.ContaminationMax}
 	if pr.Contaminated > 0 {
-		cg.Detail = fmt.Sprintf("%d of %d cold requests answered from the prompt cache (timings.cache_n > 0), excluded from the figures", pr.Contaminated, pr.Requests)
+		cg.Detail = fmt.Sprintf("%d of %d %s, excluded from the figures", pr.Contaminated, cold, what)
 	}
 	check(cg, CodeContaminated)
 	tg := GateCheck{Gate: "token_count", Observed: fptr(float64(pr.TokenMismatch)), Limit: fptr(0), Passed: pr.TokenMismatch == 0}

@@ -178,6 +178,11 @@ func TestMultiTurnContamination(t *testing.T) {
 	if !strings.Contains(strings.Join(pr.Failures, ","), CodeContaminated) {
 		t.Errorf("failures %v: want %s", pr.Failures, CodeContaminated)
 	}
+	for _, c := range pr.Checks {
+		if c.Gate == "prompt_cache_contamination" && (*c.Observed != 0.5 || !strings.Contains(c.Detail, "1 of 2 first turns took more than their header")) {
+			t.Errorf("contamination check %+v: want 1 of the 2 first turns", c)
+		}
+	}
 	if pr.ScheduledRate == nil || *pr.ScheduledRate != 5 {
 		t.Errorf("scheduled rate %v: want 5 conversations/s (first turns at 0 and 200 ms)", pr.ScheduledRate)
 	}
