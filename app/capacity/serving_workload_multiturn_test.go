@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,6 +92,9 @@ func TestMultiTurnValidation(t *testing.T) {
 		if errs := study.Errors(Validate(withWorkload(*w), ValidateOptions{})); len(errs) > 0 {
 			t.Errorf("%+v: %v", w, errs)
 		}
+	}
+	if b, _ := json.Marshal(servingPlan()); strings.Contains(string(b), "timing_tolerance") || strings.Contains(string(b), "turns") || strings.Contains(string(b), "conversations") {
+		t.Errorf("a plan without them wrote the new fields (its SHA-256 would change): %s", b)
 	}
 	p := servingPlan()
 	p.Serving.TimingTolerance = -1
