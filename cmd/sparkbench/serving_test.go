@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,5 +51,47 @@ func TestServingConvertShareGPT(t *testing.T) {
 		if code, _, stderr := runCLI(args...); code != 2 || !strings.HasPrefix(stderr, "sparkbench serving") {
 			t.Errorf("%v: %d %q", args, code, stderr)
 		}
+	}
+}
+
+// TestCapacityValidateRefusesLongConversation: `capacity validate` on the multi-turn example
+// with a conversation file one of whose conversations cannot fit ctx_per_slot (1024) refuses
+// the plan (exit 2), naming that conversation by file:line, id and turn; a malformed line of
+// the file is refused as file:line.
+func TestCapacityValidateRefusesLongConversation(t *testing.T) {
+	dir := t.TempDir()
+	examples, _ := filepath.Abs(filepath.Join("..", "..", "docs", "examples"))
+	long := strings.Repeat("tell me more ", 90)
+	write := func(name, body string) string {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%x", sha256.Sum256([]byte(body)))
+	}
+	plan := func(conv, sha string) string {
+		b, err := os.ReadFile(filepath.Join(examples, "serving-multi-turn.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.ReplaceAll(string(b), `"../../testdata/models/`, `"`+filepath.Join(examples, "..", "..", "testdata", "models")+`/`)
+		s = strings.ReplaceAll(s, `"serving-prompts.json"`, `"`+filepath.Join(examples, "serving-prompts.json")+`"`)
+		s = strings.ReplaceAll(s, `"serving-conversations.jsonl", "sha256": "a8c67a3ef7c3fbd5776a03824dbc8cbf820be45f996cb471dead0c85311d471e"`, `"`+conv+`", "sha256": "`+sha+`"`)
+		path := filepath.Join(dir, "plan-"+conv+".json")
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	sha := write("conv.jsonl", `{"id": "short", "turns": [{"user": "Hi", "assistant": "Hello"}, {"user": "Bye"}]}
+{"id": "long", "turns": [{"user": "`+long+`", "assistant": "Sure."}, {"user": "`+long+`"}]}
+`)
+	code, stdout, stderr := runCapacity("validate", plan("conv.jsonl", sha))
+	if code != 2 || !strings.Contains(stdout+stderr, `1 conversations cannot fit a slot's context (ctx_per_slot 1024)`) || !strings.Contains(stdout+stderr, `the longest is conv.jsonl:2 (conversation "long") turn 2: at least`) {
+		t.Errorf("too long: %d %q %q", code, stdout, stderr)
+	}
+	sha = write("bad.jsonl", "{\"turns\": [{\"user\": \"Hi\"}]}\n{\"turns\": [{\"user\": \"Hi\", \"assistant\": \"Yo\"}, {\"usr\": \"x\"}]}\n")
+	code, stdout, stderr = runCapacity("validate", plan("bad.jsonl", sha))
+	if code != 2 || !strings.Contains(stdout+stderr, `bad.jsonl:2: unknown field "usr"`) {
+		t.Errorf("malformed: %d %q %q", code, stdout, stderr)
 	}
 }
