@@ -19,12 +19,14 @@ type affinityWatch struct {
 	want os.FileInfo
 	stop chan struct{} // closed by the supervisor once the group is gone
 	done chan struct{} // closed by the watcher
+	poke chan struct{} // output arrived: the process that wrote it is alive, look now
 	aff  *vocab.Affinity
 	err  string
 }
 
-// affinityPoll bounds the watcher's waits: it looks at once, then after 1, 2, 4 … ms, at most
-// every affinityPollMax, and stops as soon as it has found the tool's process.
+// affinityPollMax bounds the watcher's waits: it looks at once, then after 1, 2, 4 … ms, at
+// most every affinityPollMax, and at once whenever output arrives, and stops as soon as it has
+// found the tool's process.
 const affinityPollMax = 50 * time.Millisecond
 
 // startAffinityWatch starts the watcher for the group led by pid (nil when there is no target).
@@ -32,7 +34,7 @@ func startAffinityWatch(pid int, target string) *affinityWatch {
 	if target == "" {
 		return nil
 	}
-	w := &affinityWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	w := &affinityWatch{stop: make(chan struct{}), done: make(chan struct{}), poke: make(chan struct{}, 1)}
 	st, err := os.Stat(target)
 	if err != nil {
 		w.err = fmt.Sprintf("not read: %v", err)
@@ -62,9 +64,24 @@ func (w *affinityWatch) run(pid int) {
 			w.err = "not read: no process of the leg's group was seen running " + w.want.Name() +
 				" (it ended first, or the wrapper ran something else)"
 			return
+		case <-w.poke:
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, affinityPollMax)
+	}
+}
+
+// output tells the watcher that the group wrote output (the reader calls it for every read
+// until the watcher is done): a process that writes is alive, so a tool that prints and ends
+// between two timed looks is still seen. It never blocks.
+func (w *affinityWatch) output() {
+	if w == nil {
+		return
+	}
+	select {
+	case <-w.done:
+	case w.poke <- struct{}{}:
+	default:
 	}
 }
 

@@ -72,7 +72,7 @@ func checkWrapped(t *testing.T, spec LegSpec, res *LegResult, wrapper []string, 
 // records its command line unchanged, launched as taskset + it, and CPU affinity cpu.
 func TestLaunchWrapperExecsTheTool(t *testing.T) {
 	cpu, ts := firstCPU(t), taskset(t)
-	spec := fakeLeg(t, "")
+	spec := fakeLeg(t, "", "FAKELLAMA_DELAY=100ms")
 	spec.Wrapper = []string{"taskset", "-c", cpu}
 	leg := StartLeg(context.Background(), spec)
 	collect(t, leg.Events(), 60*time.Second)
@@ -95,7 +95,7 @@ func TestLaunchWrapperThatForksIsStoppedWhole(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\n"+ts+" -c "+cpu+" \"$@\"\nexit $?\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	spec := fakeLeg(t, "hang:1")
+	spec := fakeLeg(t, "hang:1", "FAKELLAMA_DELAY=300ms") // alive a while before its first row and the stop
 	spec.Wrapper = []string{script}
 	leg := StartLeg(context.Background(), spec)
 	var stopped bool

@@ -346,6 +346,7 @@ func (p *Proc) read() {
 	readToEnd(p.master, buf, time.Sleep, func(b []byte) {
 		t := p.since()
 		p.lastByte.Store(int64(t))
+		p.watch.output()
 		p.rec.add(t, b)
 		p.split.feed(b, emit)
 	})
