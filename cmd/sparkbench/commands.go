@@ -51,6 +51,7 @@ func baseCommands() []command {
 		{"serving", servingUsage, "serving workloads' files: a ShareGPT-style file as JSONL conversations or a prompt set (docs/serving.md)", cmdServing},
 		{"plot", plotUsage, "draw a chart to PNG, SVG or PDF", cmdPlot},
 		{"receipt", receiptUsage, "write a study's receipt bundle: raw files, receipt.md, study.json, plots, SHA256SUMS", cmdReceipt},
+		{"overview", overviewUsage, "the figures that span studies: the badge table under both conventions and the constants ladder (efficiency vs the bandwidth ceiling)", cmdOverview},
 		{"verify", verifyUsage, "check a receipt bundle: SHA256SUMS, the journal chain, derived files re-assembled byte for byte", cmdVerify},
 		{"analyze", "analyze crossing|slope|ceiling …", "derived figures from numbers: crossing depth, depth slope, bandwidth ceiling", cmdAnalyze},
 		{"host", hostUsage, "bench hosts over ssh: list them; connect and fingerprint one (as doctor --host)", cmdHost},
@@ -143,6 +144,7 @@ var verbs = map[string]struct {
 	"finding":  {"verb", []string{"add"}},
 	"capacity": {"verb", []string{"validate", "assemble", "register", "run", "show"}},
 	"analyze":  {"figure", []string{"crossing", "slope", "ceiling"}},
+	"overview": {"verb", []string{"badges", "constants"}},
 }
 
 // withVerbs answers a verb the command does not have, when there is something better to say

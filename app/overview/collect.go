@@ -1,0 +1,211 @@
+package overview
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sparkbench/app/study"
+	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/gguf"
+)
+
+// Cell is one measured value with the row it came from, as the notebook names it.
+type Cell struct {
+	Study int64   `json:"study"`
+	Leg   string  `json:"leg"` // the plan leg, e.g. "tiny/d256"
+	Row   string  `json:"row"` // the row reference, "leg N seq S"
+	Depth int64   `json:"depth"`
+	TS    float64 `json:"ts"` // llama-bench's avg_ts
+}
+
+// Series is one study's result rows of one model, tg test, backend and configuration, by
+// depth (one row per depth: a depth measured twice — repeatability copies — keeps the row of
+// the plan leg that is not a copy, else the first).
+type Series struct {
+	StudyRef
+	Model        string  `json:"model"`  // the plan's model ID
+	File         string  `json:"file"`   // the model file's base name
+	SHA256       string  `json:"sha256"` // the plan's SHA-256 of the file
+	Test         string  `json:"test"`   // tg128
+	Backend      string  `json:"backend"`
+	Config       string  `json:"config"`
+	BandwidthGBs float64 `json:"bandwidth_gbs"` // the study's (plan or measured); 0: none
+	Points       []Cell  `json:"points"`
+	path         string  // the model file as the plan resolves it here
+}
+
+// collect lists the throughput studies and the tg series of each (from the cache when the
+// study has not changed), keeping the series of test.
+func (s *Service) collect(ctx context.Context, test string) ([]StudyEntry, []Series, error) {
+	refs, err := s.Src.ThroughputStudies(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].ID < refs[j].ID })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cache == nil {
+		s.cache = map[int64]cached{}
+	}
+	entries := make([]StudyEntry, 0, len(refs))
+	var all []Series
+	for _, ref := range refs {
+		c, ok := s.cache[ref.ID]
+		if !ok || ref.Version == "" || c.version != ref.Version {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			c = cached{version: ref.Version}
+			c.series, c.skipped, err = studySeries(ctx, s.Src, ref)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ref.Version != "" {
+				s.cache[ref.ID] = c
+			}
+		}
+		e := StudyEntry{StudyRef: ref, Skipped: c.skipped}
+		for _, sr := range c.series {
+			if matchTest(test, sr.Test) {
+				sr.StudyRef = ref
+				all = append(all, sr)
+				e.Series++
+			}
+		}
+		entries = append(entries, e)
+	}
+	return entries, all, nil
+}
+
+// matchTest: "tg" matches any tg test, "tgN" itself.
+func matchTest(want, test string) bool {
+	return want == test || want == "tg" && strings.HasPrefix(test, "tg")
+}
+
+// studySeries reads one study as `study show` does and groups its tg result rows. A study
+// that cannot be read as a throughput study is skipped with the reason, not an error.
+func studySeries(ctx context.Context, src Source, ref StudyRef) ([]Series, string, error) {
+	if !ref.HasPlan {
+		return nil, "no registered plan (imported llama-bench rows): its rows name no model by SHA-256", nil
+	}
+	l, err := study.LoadStudy(ctx, src, ref.ID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		return nil, fmt.Sprintf("cannot be read: %v", err), nil
+	}
+	res := study.BuildResults(l, nil, 0)
+	bw := l.Bandwidth()
+	models := map[string]study.Model{}
+	for _, m := range l.Plan.Models {
+		models[m.ID] = m
+	}
+	copies := map[string]bool{}
+	for _, lp := range l.Legs {
+		copies[lp.ID] = lp.Of != ""
+	}
+	type key struct{ model, test, backend, config string }
+	byKey := map[key]*Series{}
+	var order []key
+	for _, row := range res.Rows {
+		r := &row.Result
+		if r.Kind() != benchfmt.KindTG {
+			continue
+		}
+		m, ok := models[row.Model]
+		if !ok {
+			continue
+		}
+		k := key{row.Model, benchfmt.TestName(r.NPrompt, r.NGen, 0), backendOf(r), configLabel(r)}
+		sr := byKey[k]
+		if sr == nil {
+			sr = &Series{Model: m.ID, File: filepath.Base(m.Path), SHA256: m.SHA256, Test: k.test, Backend: k.backend, Config: k.config,
+				BandwidthGBs: bw, path: study.ResolvePath(l.St.PlanDir, m.Path)}
+			byKey[k] = sr
+			order = append(order, k)
+		}
+		c := Cell{Study: ref.ID, Leg: row.Leg, Row: row.Ref, Depth: r.NDepth, TS: r.AvgTs}
+		sr.Points = addPoint(sr.Points, c, copies)
+	}
+	out := make([]Series, 0, len(order))
+	for _, k := range order {
+		sr := byKey[k]
+		sort.Slice(sr.Points, func(i, j int) bool { return sr.Points[i].Depth < sr.Points[j].Depth })
+		out = append(out, *sr)
+	}
+	return out, "", nil
+}
+
+// addPoint adds c unless its depth is there already; a plan leg's row replaces a
+// repeatability copy's.
+func addPoint(pts []Cell, c Cell, copies map[string]bool) []Cell {
+	for i, p := range pts {
+		if p.Depth == c.Depth {
+			if copies[p.Leg] && !copies[c.Leg] {
+				pts[i] = c
+			}
+			return pts
+		}
+	}
+	return append(pts, c)
+}
+
+func backendOf(r *benchfmt.Result) string {
+	if b := r.RanOn(); b != "" {
+		return b
+	}
+	return "unknown"
+}
+
+// configLabel names a row's configuration as `study show` does (ubatch, batch, flash
+// attention, KV types, threads, GPU layers, and devices when not the default).
+func configLabel(r *benchfmt.Result) string {
+	fa := map[int64]string{-1: "auto", 0: "off", 1: "on"}[r.FlashAttn]
+	s := fmt.Sprintf("ub%d b%d fa-%s kv-%s/%s t%d ngl%d", r.NUbatch, r.NBatch, fa, r.TypeK, r.TypeV, r.NThreads, r.NGPULayers)
+	if r.Known.Has(benchfmt.FDevices) && r.Devices != "" && r.Devices != "auto" {
+		s += " dev-" + r.Devices
+	}
+	return s
+}
+
+// headers reads each model's GGUF header once per SHA-256, trying the paths of every study
+// that names it (an imported study's plan folder does not exist here; a local study of the
+// same file may).
+func (s *Service) headers(all []Series) map[string]header {
+	read := s.ReadHeader
+	if read == nil {
+		read = gguf.ReadFile
+	}
+	out := map[string]header{}
+	tried := map[string]bool{}
+	for _, sr := range all {
+		h, ok := out[sr.SHA256]
+		if ok && h.file != nil || tried[sr.path] {
+			continue
+		}
+		tried[sr.path] = true
+		f, err := read(sr.path)
+		if err != nil {
+			if !ok {
+				out[sr.SHA256] = header{err: fmt.Sprintf("its file could not be read here (%s): %v", sr.File, trimPath(err, sr.path, sr.File))}
+			}
+			continue
+		}
+		out[sr.SHA256] = header{file: f}
+	}
+	return out
+}
+
+type header struct {
+	file *gguf.File
+	err  string
+}
+
+// trimPath keeps machine paths out of the message: the path becomes the file's base name.
+func trimPath(err error, path, base string) string {
+	return strings.ReplaceAll(err.Error(), path, base)
+}

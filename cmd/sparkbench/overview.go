@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+
+	"sparkbench/app/overview"
+)
+
+const overviewUsage = "overview badges [--line T/S] [--test tgN] [--deep D] [--json] | overview constants [--test tgN] [--json]"
+
+// cmdOverview: the figures that span studies (docs/overview.md): the badge table and the
+// constants ladder over every throughput study of the notebook.
+func cmdOverview(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fprintf(stderr, "sparkbench overview: want a verb: badges or constants\n")
+		return 2
+	}
+	switch args[0] {
+	case "badges", "constants":
+		return overviewVerb(args[0], args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fprintf(stdout, "usage: sparkbench %s\n", overviewUsage)
+		return 0
+	}
+	fprintf(stderr, "sparkbench overview: unknown verb %q; want badges or constants\n", args[0])
+	return 2
+}
+
+func overviewVerb(verb string, args []string, stdout, stderr io.Writer) int {
+	name := "overview " + verb
+	fs := newFlagSet(name, stderr)
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
+	test := fs.String("test", overview.DefaultTest, "the tg test: \"tg\" (every tg length, each its own rows) or \"tgN\" such as tg128")
+	asJSON := fs.Bool("json", false, "print the table as JSON (every value with the study, leg and row it came from)")
+	line, deep := new(string), new(string)
+	if verb == "badges" {
+		line = fs.String("line", strconv.FormatFloat(overview.DefaultLine, 'g', -1, 64), "the badge line in t/s (tg must reach it; equal counts)")
+		deep = fs.String("deep", strconv.Itoa(overview.DefaultDeep), "the deep depth of the \"both depths\" convention (the nearest measured depth is used, and named)")
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	if len(pos) != 0 {
+		fprintf(stderr, "sparkbench %s: takes no arguments (got %q)\n", name, strings.Join(pos, " "))
+		return 2
+	}
+	opts := overview.Options{Test: *test}
+	if verb == "badges" {
+		if opts.Line, err = strconv.ParseFloat(strings.TrimSpace(*line), 64); err != nil || !(opts.Line > 0) {
+			fprintf(stderr, "sparkbench %s: --line %q: want a positive number of tokens per second, e.g. --line 70\n", name, *line)
+			return 2
+		}
+		if opts.Deep, err = strconv.ParseInt(strings.TrimSpace(*deep), 10, 64); err != nil || opts.Deep <= 0 {
+			fprintf(stderr, "sparkbench %s: --deep %q: want a positive whole number of tokens, e.g. --deep 8192\n", name, *deep)
+			return 2
+		}
+	}
+	path, err := notebookPath(*nbFlag)
+	if err != nil {
+		fprintf(stderr, "sparkbench %s: %v\n", name, err)
+		return 2
+	}
+	nb, code := openNotebook(name, path, true, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	ov, err := overview.New(overview.Notebook(nb)).Open(context.Background(), opts)
+	var oe *overview.OptionError
+	switch {
+	case errors.As(err, &oe):
+		fprintf(stderr, "sparkbench %s: %v\n", name, err)
+		return 2
+	case errors.Is(err, overview.ErrNoResults):
+		fprintf(stderr, "sparkbench %s: %v\n", name, err)
+		return 1
+	case err != nil:
+		fprintf(stderr, "sparkbench %s: %v\n", name, err)
+		return 1
+	}
+	if *asJSON {
+		if verb == "badges" {
+			return printJSON(stdout, stderr, name, struct {
+				Studies []overview.StudyEntry `json:"studies"`
+				overview.BadgeTable
+			}{ov.Studies, ov.Badges})
+		}
+		return printJSON(stdout, stderr, name, struct {
+			Studies []overview.StudyEntry `json:"studies"`
+			overview.Ladder
+		}{ov.Studies, ov.Ladder})
+	}
+	w, flush := escaped(stdout)
+	defer flush()
+	if verb == "badges" {
+		overview.WriteBadges(w, ov)
+	} else {
+		overview.WriteLadder(w, ov)
+	}
+	return 0
+}
