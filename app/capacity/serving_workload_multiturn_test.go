@@ -62,6 +62,9 @@ func TestConversationDrawing(t *testing.T) {
 	if (&WorkloadData{W: other}).Conversation(3, 64)[0].Prompt == d.Conversation(3, 64)[0].Prompt {
 		t.Error("another seed gave the same conversation")
 	}
+	if got := d.W.Describe(); !strings.Contains(got, "multi-turn synthetic conversations of uniform in [2, 4] turns, uniform in [3, 6] words a user message") {
+		t.Errorf("describe: %q", got)
+	}
 	if r := d.Request(5, 64); r != d.Conversation(5, 64)[0] {
 		t.Errorf("Request of a multi_turn workload is not the conversation's first turn: %+v", r)
 	}

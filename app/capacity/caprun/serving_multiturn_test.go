@@ -115,12 +115,12 @@ func TestMultiTurnOnTheFake(t *testing.T) {
 }
 
 // TestTimingDisagreementOnTheFake: the stand-in server streams a token every 8 ms but its
-// timings claim 1 ms (predicted_ms); with timing_tolerance 0.5 every request is flagged and
+// timings claim 1 ms (predicted_ms); with timing_tolerance 2 every request is flagged and
 // the probe fails client_server_timing_disagreement. The same load against an honest fake
 // passes the check.
 func TestTimingDisagreementOnTheFake(t *testing.T) {
 	s := &capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalConstant}, Rates: []float64{50}, Requests: 6,
-		SLO: capacity.SLO{TTFTMs: 5000, TPOTMs: 1000}, ScheduleSlackMs: 1000, TimingTolerance: 0.5}
+		SLO: capacity.SLO{TTFTMs: 5000, TPOTMs: 1000}, ScheduleSlackMs: 1000, TimingTolerance: 2}
 	run := func(report time.Duration) capacity.ProbeResult {
 		f, err := loadgen.StartFake(loadgen.FakeConfig{TTFT: 2 * time.Millisecond, ITL: 8 * time.Millisecond, ReportITL: report})
 		if err != nil {
