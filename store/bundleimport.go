@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/telemetry"
 )
 
 // Studies imported from receipt bundles (schema 9). A bundle written elsewhere (a study run
@@ -95,6 +96,10 @@ type BundleLeg struct {
 	// RowsSHA256 is the SHA-256 of the leg's rows.jsonl: the rows as stored here must hash to
 	// it again, or nothing is imported.
 	RowsSHA256 string
+	// Telemetry are the leg's samples (its telemetry.jsonl; none: not sampled), and
+	// TelemetrySHA256 that file's SHA-256, which the samples as stored here must hash to again.
+	Telemetry       []telemetry.Sample
+	TelemetrySHA256 string
 }
 
 // BundleAmendment is an amendment entry.
@@ -380,6 +385,9 @@ func (n *Notebook) importLegOfBundleTx(ctx context.Context, tx *sql.Tx, studyID 
 			return 0, err
 		}
 	}
+	if err := insertTelemetryTx(ctx, tx, legID, studyID, l.Telemetry); err != nil {
+		return 0, fmt.Errorf("import bundle: %s: %w", l.Dir, err)
+	}
 	if _, err := n.appendJournalTx(tx, KindRowsMarked, studyID, map[string]any{"leg": legID, "study": studyID, "rows": len(l.Rows),
 		"result": counts["result"], "flagged": counts["flagged"], "discarded": counts["discarded"],
 		"statuses_sha256": SHA256Hex(digest)}); err != nil {
@@ -403,7 +411,10 @@ func (n *Notebook) importLegOfBundleTx(ctx context.Context, tx *sql.Tx, studyID 
 		return 0, err
 	}
 	if l.RowsSHA256 != "" && fin.RowsSHA256 != l.RowsSHA256 {
-		return 0, fmt.Errorf("import bundle: %s: the rows as stored here hash to %s, its rows.jsonl to %s; nothing was imported", l.Dir, fin.RowsSHA256, l.RowsSHA256)
+		return 0, fmt.Errorf("import bundle: %s: the rows as stored here hash to %s, its rows.jsonl to %s", l.Dir, fin.RowsSHA256, l.RowsSHA256)
+	}
+	if l.TelemetrySHA256 != "" && fin.TelemetrySHA256 != l.TelemetrySHA256 {
+		return 0, fmt.Errorf("import bundle: %s: the telemetry samples as stored here hash to %s, its telemetry.jsonl to %s", l.Dir, fin.TelemetrySHA256, l.TelemetrySHA256)
 	}
 	return legID, nil
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"sparkbench/runner/telemetry"
 )
 
 // Reading imported studies back: where one came from, its kept journal excerpt, and the
@@ -96,6 +98,33 @@ func (n *Notebook) CheckImportedChain(ctx context.Context, o ImportedOrigin) err
 	}
 	if prev != o.LastHash || entries[len(entries)-1].Seq != o.LastSeq {
 		return fmt.Errorf("imported study %d: the excerpt ends at hash %s, the import recorded %s", o.StudyID, prev, o.LastHash)
+	}
+	return nil
+}
+
+// insertTelemetryTx adds a running leg's telemetry samples (an imported leg's, from its
+// telemetry.jsonl) as AddTelemetry stores them, inside the caller's transaction.
+func insertTelemetryTx(ctx context.Context, tx *sql.Tx, legID, studyID int64, samples []telemetry.Sample) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, "INSERT INTO telemetry_samples (leg_id, seq, study_id, source, t_ns, points_json, error) VALUES (?, ?, ?, ?, ?, ?, ?)")
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for i, s := range samples {
+		pts := s.Points
+		if pts == nil {
+			pts = []telemetry.Point{}
+		}
+		b, err := json.Marshal(pts)
+		if err != nil {
+			return err
+		}
+		if _, err := stmt.ExecContext(ctx, legID, int64(i), studyID, s.Source, int64(s.T), string(b), s.Err); err != nil {
+			return fmt.Errorf("telemetry sample %d: %w", i, err)
+		}
 	}
 	return nil
 }

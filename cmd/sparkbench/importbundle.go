@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"sparkbench/app/energy"
 	"sparkbench/app/receipt"
 	"sparkbench/app/workbench"
 	"sparkbench/runner/benchfmt"
@@ -210,6 +211,14 @@ func bundleLegs(files receipt.Files) ([]store.BundleLeg, error) {
 		data := files[rowsName]
 		sum := sha256.Sum256(data)
 		l.RowsSHA256 = hex.EncodeToString(sum[:])
+		telName := dir + "/" + receipt.LegTelemetry
+		if tb, ok := files[telName]; ok {
+			ts := sha256.Sum256(tb)
+			l.TelemetrySHA256 = hex.EncodeToString(ts[:])
+			if l.Telemetry, err = energy.ReadSamplesJSONL(telName, tb); err != nil {
+				return nil, err
+			}
+		}
 		var parser benchfmt.Parser
 		for i, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
 			if len(line) == 0 {

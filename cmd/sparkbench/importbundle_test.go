@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/benchfmt"
 	"sparkbench/runner/llamatest"
 	"sparkbench/runner/remote/sshdtest"
@@ -383,5 +384,52 @@ func BenchmarkImportBundle1000Legs(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/import")
 		})
+	}
+}
+
+// TestImportBundleKeepsTelemetry: a study sampled by a (fake, 100 W) GPU sampler, run on the
+// real llama-bench, exported and imported: every sampled leg's telemetry comes along (its
+// samples hash to the bundle's telemetry.jsonl again), so the imported study's energy section
+// equals the origin's; the home chain verifies.
+func TestImportBundleKeepsTelemetry(t *testing.T) {
+	llamatest.Binaries(t)
+	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
+	dir := t.TempDir()
+	nbA := filepath.Join(dir, "origin.db")
+	file := writePlan(t, dir, "energy import", tiny, moe, 2, 8, `, "telemetry": {"interval_ms": 20}`)
+	code, out, errOut := runCLI("study", "register", file, "--notebook", nbA)
+	if code != 0 {
+		t.Fatalf("register: %d %s %s", code, out, errOut)
+	}
+	id := registeredID(t, out)
+	nb, err := store.Open(nbA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := workbench.RunThroughput(context.Background(), nb, workbench.ThroughputRunRequest{ID: mustAtoi(t, id), Telemetry: fakeGPU(t)})
+	nb.Close()
+	if err != nil || sum.Status != study.StatusComplete {
+		t.Fatalf("run: %+v %v", sum, err)
+	}
+	bundle := filepath.Join(dir, "bundle")
+	if code, out, errOut := runCLI("receipt", id, "--out", bundle, "--no-redact", "--notebook", nbA); code != 0 {
+		t.Fatalf("receipt: %d %s %s", code, out, errOut)
+	}
+	tel, _ := filepath.Glob(filepath.Join(bundle, "legs", "*", "telemetry.jsonl"))
+	nbB := filepath.Join(dir, "home.db")
+	code, out, errOut = runCLI("import", bundle, "--notebook", nbB)
+	if code != 0 || len(tel) == 0 {
+		t.Fatalf("import (%d telemetry files): %d %s %s", len(tel), code, out, errOut)
+	}
+	newID := registeredID(t, out)
+	sameStudyRows(t, nbA, mustAtoi(t, id), nbB, mustAtoi(t, newID))
+	a, b := showJSON(t, id, nbA), showJSON(t, newID, nbB)
+	ja, _ := json.Marshal(a.Energy)
+	jb, _ := json.Marshal(b.Energy)
+	if a.Energy == nil || len(a.Energy.Legs) != len(tel) || string(ja) != string(jb) {
+		t.Fatalf("energy differs (%d telemetry files):\n%s\n%s", len(tel), ja, jb)
+	}
+	if code, out, _ := runCLI("notebook", "verify", "--notebook", nbB); code != 0 || !strings.Contains(out, "intact") {
+		t.Fatalf("notebook verify: %d %s", code, out)
 	}
 }
