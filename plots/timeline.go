@@ -70,7 +70,7 @@ func Timeline(c TimelineChart) (*plot.Plot, error) {
 	}
 	p.Add(grid())
 	if len(c.Series) == 0 {
-		h.note("no %s readings yet", metric)
+		h.note("no %s readings", metric)
 	}
 	ymax, tmax, plotted := 0.0, 0.0, 0
 	for i, s := range c.Series {
@@ -120,6 +120,11 @@ func Timeline(c TimelineChart) (*plot.Plot, error) {
 		}
 	}
 	noData(p, h, plotted, len(c.Series), "reading")
+	for _, m := range c.Legs { // the axis covers every leg's start, readings or not
+		if finite(m.T) {
+			tmax = math.Max(tmax, m.T)
+		}
+	}
 	if tmax <= 0 {
 		tmax = 1
 	}

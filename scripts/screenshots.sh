@@ -26,6 +26,12 @@
 #   journal-entry.png  Enter on the first hit: the entry in the timeline, expanded with its
 #                      payload; journal-light.png the same in the light theme
 #   about.png          the About box (F1)
+#   telemetry-run.png  a tiny study whose plan has a telemetry block, run in the window, its Chart
+#                      tab (TELEMETRY_CHART_TAB_XY) scrolled past the throughput chart: the
+#                      telemetry timeline (on a machine without sensors it says that no sampler
+#                      read power, clock or temperature)
+#   bench-machine.png  the Bench section scrolled to its Machine card: the samplers, available
+#                      or not and why (as doctor --telemetry), and the live readings line
 # DEMO_WAIT (default 6) is how long the demo may take in the window (a loaded machine wants more).
 # ONLY=window runs the demo, its second run and the pictures from studies-light on (a quicker
 # look at the window's newer views).
@@ -43,6 +49,7 @@ RECEIPT_BUTTON_XY=${RECEIPT_BUTTON_XY:-962 61}
 FOLDER_OPEN_XY=${FOLDER_OPEN_XY:-859 566}
 VERIFY_CHAIN_XY=${VERIFY_CHAIN_XY:-241 21}
 COMPARE_CHART_TAB_XY=${COMPARE_CHART_TAB_XY:-689 177}
+TELEMETRY_CHART_TAB_XY=${TELEMETRY_CHART_TAB_XY:-518 218}
 for tool in Xvfb import xwininfo xdotool; do
   command -v "$tool" >/dev/null || { echo "screenshots: $tool is missing; run make setup (or apt-get install xvfb imagemagick x11-utils xdotool)" >&2; exit 2; }
 done
@@ -218,4 +225,30 @@ sleep 3
 keys F1
 sleep 1
 capture about
+close_app
+
+# A study whose plan has a telemetry block, run in the window (docs/telemetry.md).
+cat > "$work/telemetry.json" <<JSON
+{"schema": "sparkbench.throughput/v1", "name": "tiny model with telemetry (screenshots)",
+ "models": [{"id": "tiny", "path": "$PWD/testdata/models/tiny-llama-f32.gguf",
+             "sha256": "$(sha256sum testdata/models/tiny-llama-f32.gguf | cut -d' ' -f1)"}],
+ "axes": {"depths": [0, 128, 256], "n_prompt": [64], "n_gen": [32], "reps": 3, "threads": [1]},
+ "split": "per_depth", "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1},
+ "telemetry": {"interval_ms": 100}}
+JSON
+telid=$("$bin" study register "$work/telemetry.json" | sed -n 's/^study \([0-9]*\).*/\1/p' | head -1)
+[ -n "$telid" ] || { echo "screenshots: could not register the telemetry study" >&2; exit 1; }
+open_app telemetry-run --section studies --run "$telid"
+sleep "${DEMO_WAIT:-6}"
+click "$TELEMETRY_CHART_TAB_XY"
+sleep 2
+xdotool mousemove 800 600 click --repeat 18 --delay 30 5 # past the throughput chart
+sleep 2
+capture telemetry-run
+close_app
+open_app bench-machine --section bench
+sleep 4
+xdotool mousemove 800 500 click --repeat 12 --delay 30 5
+sleep 1
+capture bench-machine
 close_app
