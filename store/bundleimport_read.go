@@ -128,3 +128,17 @@ func insertTelemetryTx(ctx context.Context, tx *sql.Tx, legID, studyID int64, sa
 	}
 	return nil
 }
+
+// ErrImportedStudy: a study imported from a receipt bundle is the bundle's record: it is not
+// run here (its status never changes).
+var ErrImportedStudy = errors.New("imported from a receipt bundle")
+
+// refuseImported refuses a change of status (a run) of a study imported from a bundle.
+func refuseImported(ctx context.Context, q querier, studyID int64) error {
+	o, found, err := importedWhere(ctx, q, "study_id = ?", studyID)
+	if err != nil || !found {
+		return err
+	}
+	return fmt.Errorf("study %d is %w (%s, origin study %d %q): it is not run here; register its plan as a new study to run it on this machine",
+		studyID, ErrImportedStudy, o.Source, o.OriginStudyID, o.OriginName)
+}

@@ -122,6 +122,10 @@ func TestImportBundleOnceAllOrNothing(t *testing.T) {
 	if len(st.Findings) != 1 || st.Findings[0].LegIDs[0] != legs[0].ID || st.Findings[0].Predictions[0] != "P1" {
 		t.Errorf("findings %+v", st.Findings)
 	}
+	// Not run here: its status does not change.
+	if err := n.SetStudyStatus(ctx, id, StatusRunning); !errors.Is(err, ErrImportedStudy) {
+		t.Fatalf("a run of the imported study: %v", err)
+	}
 	rep := must[VerifyReport](t)(n.Verify(ctx))
 	if !rep.OK() || rep.LegsChecked != 3 {
 		t.Fatalf("verify after import: %+v", rep)

@@ -120,6 +120,9 @@ func (n *Notebook) FindStudy(ctx context.Context, ref string) (Study, error) {
 // SetStudyStatus changes a study's status.
 func (n *Notebook) SetStudyStatus(ctx context.Context, id int64, status string) error {
 	return n.write(ctx, func(tx *sql.Tx) error {
+		if err := refuseImported(ctx, tx, id); err != nil { // bundleimport_read.go
+			return err
+		}
 		res, err := tx.Exec("UPDATE studies SET status = ?, updated_at = ? WHERE id = ?", status, n.nowText(), id)
 		if err != nil {
 			return fmt.Errorf("study %d status %q: %w", id, status, err)

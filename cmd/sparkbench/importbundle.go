@@ -376,3 +376,14 @@ func studyList(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// refuseImportedRun refuses `study run` of a study imported from a bundle (the notebook would
+// refuse its change of status anyway, but only after the models were looked for).
+func refuseImportedRun(ctx context.Context, nb *store.Notebook, id int64) error {
+	o, found, err := nb.ImportedOriginOf(ctx, id)
+	if err != nil || !found {
+		return err
+	}
+	return fmt.Errorf("study %d is %w (%s, origin study %d %q): it is not run here; register its plan as a new study to run it on this machine",
+		id, store.ErrImportedStudy, o.Source, o.OriginStudyID, o.OriginName)
+}

@@ -163,6 +163,9 @@ func TestImportBundleEndToEndRealBench(t *testing.T) {
 	if code, out, _ := runCLI("study", "list", "--notebook", nbB); code != 0 || !strings.Contains(out, "imported from "+tgz) {
 		t.Fatalf("list: %d %s", code, out)
 	}
+	if code, out, errOut := runCLI("study", "run", newID, "--notebook", nbB); code != 2 || !strings.Contains(errOut, "imported from a receipt bundle") {
+		t.Fatalf("run of an imported study: %d %s %s", code, out, errOut)
+	}
 
 	// Twice: refused by its SHA-256; the folder (another export of the same study: other
 	// bytes, the same journal excerpt) too. Nothing added.

@@ -49,6 +49,10 @@ func studyRun(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench study run: %v\n", err)
 		return 2
 	}
+	if err := refuseImportedRun(ctx, nb, id); err != nil { // importbundle.go
+		fprintf(stderr, "sparkbench study run: %v\n", err)
+		return 2
+	}
 	return runKind(ctx, nb, k, id, "study run", workbench.RunRequest{LlamaDir: *llamaDir, Retry: retry}, stdout, stderr)
 }
 
