@@ -22,7 +22,7 @@ import (
 const plotUsage = "plot STUDY|--data FILE.json --kind K --out FILE.png|svg|pdf [--metric tg|pp|tg128] [--line 70] [--width PX --height PX --dpi N]"
 
 // cmdPlot draws one chart to a PNG, SVG or PDF file. The chart's input comes from a throughput
-// STUDY in the notebook (kinds depth, repeatability, ubatch) or from --data, a JSON file of the
+// STUDY in the notebook (kinds depth, repeatability, ubatch, ngl, energy) or from --data, a JSON file of the
 // kind's input type (docs/plots.md; every kind).
 func cmdPlot(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("plot", stderr)
@@ -197,6 +197,12 @@ func studyChart(ref string, kind plots.Kind, metric string, line float64, candid
 			ch.Meta = charts.MetaFromRows(ch.Meta, rows)
 		}
 		return ch, err
+	case plots.KindEnergy: // a study with telemetry samples (docs/telemetry.md)
+		ch, err := charts.Energy(rep, metric)
+		if err == nil {
+			ch.Meta = charts.MetaFromRows(ch.Meta, rows)
+		}
+		return ch, err
 	}
-	return nil, fmt.Errorf("--kind %s charts a capacity study; study %d is a throughput study: depth, repeatability, ubatch or ngl", kind, id)
+	return nil, fmt.Errorf("--kind %s charts a capacity study; study %d is a throughput study: depth, repeatability, ubatch, ngl or energy", kind, id)
 }

@@ -97,6 +97,11 @@ func TestThroughputEnergyReceiptWithFakeSampler(t *testing.T) {
 	if code, out, errOut := runCLI("verify", bundle); code != 0 {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
+	// sparkbench plot draws the same chart from the notebook.
+	energyPNG := filepath.Join(dir, "energy.png")
+	if code, out, errOut := runCLI("plot", id, "--kind", "energy", "--metric", "tg", "--out", energyPNG, "--notebook", nbPath); code != 0 || !strings.Contains(out, "wrote "+energyPNG) {
+		t.Fatalf("plot --kind energy: %d %s %s", code, out, errOut)
+	}
 	b, _ := os.ReadFile(tel[0])
 	if err := os.WriteFile(tel[0], []byte(strings.Replace(string(b), `"value":100`, `"value":90`, 1)), 0o644); err != nil {
 		t.Fatal(err)
