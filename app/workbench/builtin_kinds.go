@@ -39,6 +39,9 @@ func validateThroughputKind(ctx context.Context, req PlanCheck) (*Validated, err
 		for _, l := range v.Legs {
 			out.Lines = append(out.Lines, fmt.Sprintf("  %-24s %d rows  llama-bench %s", l.ID, l.ExpectedRows, study.JoinArgs(l.Args)))
 		}
+		if w := v.Plan.Build.LaunchWrapper; len(w) > 0 {
+			out.Lines = append(out.Lines, fmt.Sprintf("  launch wrapper: %s, each leg and canary started as it followed by the command line above (recorded apart, with the affinity read)", study.JoinArgs(w)))
+		}
 		out.Lines = append(out.Lines, PlannerLines(v.Planner)...)
 	}
 	return out, nil

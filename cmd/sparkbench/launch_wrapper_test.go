@@ -166,6 +166,7 @@ func TestLaunchWrapperBadInputCLI(t *testing.T) {
 		{[]string{"taskset", "", "0"}, 2, "build.launch_wrapper[1]: an empty string"},
 		{[]string{"sg", "render", "-c"}, 2, "build.launch_wrapper[0]: sg: refused"},
 		{[]string{mine}, 0, "build.launch_wrapper[0]: " + mine + " is not a known launch wrapper"},
+		{[]string{"taskset", "-c", "0"}, 0, "  launch wrapper: taskset -c 0, each leg and canary started as it followed by the command line above"},
 	}
 	for i, c := range cases {
 		file := writeWrappedPlan(t, dir, fmt.Sprintf("bad %d", i), tiny, c.wrapper)
