@@ -142,7 +142,11 @@ func (p *Plan) leg(id string, models []string, depths []int, kv KVType, dev stri
 		args = append(args, "-t", joinInts(a.Threads))
 	}
 	combos := len(a.Batch) * len(a.Ubatch) * len(a.FlashAttn) * len(a.NGL) * max(1, len(a.Threads))
+	a.RPC = p.RPCEndpoints()
 	args, combos = a.deviceArgs(args, combos, dev)
+	if len(p.RPCServers) > 0 {
+		args = append(args, "-v") // the log then names each RPC device, its layers and buffers
+	}
 	args = append(args, a.ExtraArgs...)
 	args = append(args, "-o", "jsonl")
 	tests := 0

@@ -52,6 +52,9 @@ type Plan struct {
 	// legs during which a machine-state gate fired (docs/telemetry.md). Written only when
 	// given.
 	Telemetry *energy.Plan `json:"telemetry,omitempty"`
+	// RPCServers are ggml-rpc-servers the run starts on bench hosts over ssh and stops after
+	// its legs (study.RPCServer); written only when given.
+	RPCServers []RPCServer `json:"rpc_servers,omitempty"`
 
 	// given lists the defaulted fields the plan file wrote (Decode fills it), so that Defaults
 	// never replaces a value the user wrote, zero or empty as it may be: validation refuses it

@@ -147,6 +147,7 @@ func (v *validator) checkDevices() {
 			v.errf(fmt.Sprintf("axes.rpc[%d]", i), "%v", err)
 		}
 	}
+	v.checkRPCServers()
 }
 
 func presetNames() string {
@@ -192,7 +193,7 @@ func CheckDevices(p *Plan, b BuildDevices) []Problem {
 			continue
 		}
 		for _, name := range strings.Split(d, "/") {
-			if slices.Contains(names, name) {
+			if slices.Contains(names, name) || rpcServerDevice(p, name) {
 				continue
 			}
 			at := fmt.Sprintf("axes.devices[%d]", i)
