@@ -141,44 +141,7 @@ func TestTelemetryTimelineMachineCardAndEnergyChart(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the timeline never drew a frame")
 	}
-	ui(func() {
-		if !v.Telemetry.Object.Visible() {
-			t.Fatal("no timeline under the live chart for a plan with a telemetry block")
-		}
-		v.mu.Lock()
-		charts := map[string]int{}
-		for _, m := range telMetrics {
-			ch := v.tel.chart(m.choice, v.meta)
-			if len(ch.Series) != 1 || ch.Series[0].Label != "nvml GPU0" {
-				t.Fatalf("%s timeline series: %+v", m.choice, ch.Series)
-			}
-			for _, p := range ch.Series[0].Points {
-				if want := map[string]float64{telPower: 80, telClock: 2520, telTemp: 48}[m.choice]; p.Value != want {
-					t.Fatalf("%s reading %v, want %v", m.choice, p.Value, want)
-				}
-			}
-			charts[m.choice] = len(ch.Series[0].Points)
-			if len(ch.Legs) != 2 || ch.Legs[0].Label != "tiny/d0" || ch.Legs[1].Label != "tiny/d64" || ch.Legs[1].T <= ch.Legs[0].T {
-				t.Fatalf("leg marks: %+v", ch.Legs)
-			}
-		}
-		v.mu.Unlock()
-		if charts[telPower] < 4 {
-			t.Errorf("power readings drawn: %d (two legs, a reading at each start and end at least)", charts[telPower])
-		}
-		if want := "newest: nvml GPU0 80 W · nvml GPU0 2520 MHz · nvml GPU0 48 °C"; v.Telemetry.Latest.Text != want {
-			t.Errorf("newest readings %q, want %q", v.Telemetry.Latest.Text, want)
-		}
-		card := wb.Bench.Card.Readings.Text
-		if !strings.HasPrefix(card, fmt.Sprintf("last readings of study %d (its run has ended", sampled)) ||
-			!strings.Contains(card, "power        nvml GPU0 80 W") || !strings.Contains(card, "clock        nvml GPU0 2520 MHz") ||
-			!strings.Contains(card, "temperature  nvml GPU0 48 °C") {
-			t.Errorf("machine card after the run:\n%s", card)
-		}
-		if !v.Energy.Object.Visible() {
-			t.Error("no energy per token chart for a study with energy figures")
-		}
-	})
+	ui(func() { checkSampledRun(t, wb, sampled) })
 	mu.Lock()
 	if len(liveTexts) == 0 || !strings.HasPrefix(liveTexts[0], fmt.Sprintf("live readings (study %d running", sampled)) || !strings.Contains(liveTexts[0], "nvml GPU0 80 W") {
 		t.Errorf("machine card while running: %q", liveTexts)
@@ -208,4 +171,48 @@ func TestTelemetryTimelineMachineCardAndEnergyChart(t *testing.T) {
 			t.Errorf("machine card after a run without telemetry: %q", wb.Bench.Card.Readings.Text)
 		}
 	})
+}
+
+// checkSampledRun holds, after the sampled study ran, its timeline (every device reading of
+// the fake GPU, both legs marked), the newest readings and the machine card's last readings.
+// Under the UI lock.
+func checkSampledRun(t *testing.T, wb *Workbench, sampled int64) {
+	t.Helper()
+	v := wb.Studies
+	if !v.Telemetry.Object.Visible() {
+		t.Fatal("no timeline under the live chart for a plan with a telemetry block")
+	}
+	v.mu.Lock()
+	charts := map[string]int{}
+	for _, m := range telMetrics {
+		ch := v.tel.chart(m.choice, v.meta)
+		if len(ch.Series) != 1 || ch.Series[0].Label != "nvml GPU0" {
+			t.Fatalf("%s timeline series: %+v", m.choice, ch.Series)
+		}
+		for _, p := range ch.Series[0].Points {
+			if want := map[string]float64{telPower: 80, telClock: 2520, telTemp: 48}[m.choice]; p.Value != want {
+				t.Fatalf("%s reading %v, want %v", m.choice, p.Value, want)
+			}
+		}
+		charts[m.choice] = len(ch.Series[0].Points)
+		if len(ch.Legs) != 2 || ch.Legs[0].Label != "tiny/d0" || ch.Legs[1].Label != "tiny/d64" || ch.Legs[1].T <= ch.Legs[0].T {
+			t.Fatalf("leg marks: %+v", ch.Legs)
+		}
+	}
+	v.mu.Unlock()
+	if charts[telPower] < 4 {
+		t.Errorf("power readings drawn: %d (two legs, a reading at each start and end at least)", charts[telPower])
+	}
+	if want := "newest: nvml GPU0 80 W · nvml GPU0 2520 MHz · nvml GPU0 48 °C"; v.Telemetry.Latest.Text != want {
+		t.Errorf("newest readings %q, want %q", v.Telemetry.Latest.Text, want)
+	}
+	card := wb.Bench.Card.Readings.Text
+	if !strings.HasPrefix(card, fmt.Sprintf("last readings of study %d (its run has ended", sampled)) ||
+		!strings.Contains(card, "power        nvml GPU0 80 W") || !strings.Contains(card, "clock        nvml GPU0 2520 MHz") ||
+		!strings.Contains(card, "temperature  nvml GPU0 48 °C") {
+		t.Errorf("machine card after the run:\n%s", card)
+	}
+	if !v.Energy.Object.Visible() {
+		t.Error("no energy per token chart for a study with energy figures")
+	}
 }
