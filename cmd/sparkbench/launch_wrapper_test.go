@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"sparkbench/app/bundle"
 	"sparkbench/app/receipt"
 	"sparkbench/app/receipt/receipttest"
 	"sparkbench/runner/llamatest"
@@ -73,19 +74,19 @@ func TestLaunchWrapperStudyReceipt(t *testing.T) {
 		!strings.Contains(out, "m/d0: "+taskset+" -c "+cpu+" · CPUs allowed "+cpu) {
 		t.Errorf("study show: %d\n%s\n%s", code, out, errOut)
 	}
-	bundle := filepath.Join(dir, "receipt")
-	if code, out, errOut := runCLI("receipt", id, "--out", bundle, "--notebook", nb); code != 0 {
+	out := filepath.Join(dir, "receipt")
+	if code, out, errOut := runCLI("receipt", id, "--out", out, "--notebook", nb); code != 0 {
 		t.Fatalf("receipt: %d %s %s", code, out, errOut)
 	}
-	if code, out, errOut := runCLI("verify", bundle); code != 0 {
+	if code, out, errOut := runCLI("verify", out); code != 0 {
 		t.Fatalf("verify: %d\n%s\n%s", code, out, errOut)
 	}
 	var doc receipt.ThroughputStudy
-	js, _ := os.ReadFile(filepath.Join(bundle, receipt.FileStudy))
+	js, _ := os.ReadFile(filepath.Join(out, receipt.FileStudy))
 	if err := json.Unmarshal(js, &doc); err != nil {
 		t.Fatal(err)
 	}
-	md, _ := os.ReadFile(filepath.Join(bundle, receipt.FileReceipt))
+	md, _ := os.ReadFile(filepath.Join(out, receipt.FileReceipt))
 	if !strings.Contains(string(md), "## Launch wrapper") || !strings.Contains(string(md), "under the launch wrapper `taskset -c "+cpu+"`") {
 		t.Errorf("receipt.md has no launch wrapper section:\n%s", md)
 	}
@@ -106,7 +107,7 @@ func TestLaunchWrapperStudyReceipt(t *testing.T) {
 		}
 		wrapped++
 		var rec receipt.LegRecord
-		b, _ := os.ReadFile(filepath.Join(bundle, l.Dir, receipt.LegFile))
+		b, _ := os.ReadFile(filepath.Join(out, l.Dir, receipt.LegFile))
 		if err := json.Unmarshal(b, &rec); err != nil {
 			t.Fatal(err)
 		}
@@ -121,6 +122,23 @@ func TestLaunchWrapperStudyReceipt(t *testing.T) {
 	}
 	if wrapped != 2 { // the canary baseline and m/d0
 		t.Errorf("%d wrapped legs in study.json; want 2", wrapped)
+	}
+
+	// The launch records are journal entries: an affinity changed in journal.jsonl, even with
+	// SHA256SUMS re-made, breaks the chain.
+	files, err := bundle.Read(out, bundle.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := files.Clone()
+	from := fmt.Sprintf(`"cpus_allowed_list":"%s"`, cpu)
+	bad[receipt.FileJournal] = []byte(strings.Replace(string(bad[receipt.FileJournal]), from, `"cpus_allowed_list":"0-255"`, 1))
+	if string(bad[receipt.FileJournal]) == string(files[receipt.FileJournal]) {
+		t.Fatalf("journal.jsonl has no %s", from)
+	}
+	bad[receipt.FileSums] = receipt.Sums(bad)
+	if rep := receipt.Verify(bad, receipt.VerifyOptions{HashPlots: true}); rep.OK() {
+		t.Error("a changed affinity in journal.jsonl verified")
 	}
 
 	plain := registerAndRun(t, nb, writeWrappedPlan(t, dir, "plain", tiny, nil), loc.Dir, true)
