@@ -89,7 +89,7 @@ func matchTest(want, test string) bool {
 // that cannot be read as a throughput study is skipped with the reason, not an error.
 func studySeries(ctx context.Context, src Source, ref StudyRef) ([]Series, string, error) {
 	if !ref.HasPlan {
-		return nil, "no registered plan (imported llama-bench rows): its rows name no model by SHA-256", nil
+		return nil, "no registered plan (imported llama-bench rows, which name no model by SHA-256)", nil
 	}
 	l, err := study.LoadStudy(ctx, src, ref.ID)
 	if err != nil {

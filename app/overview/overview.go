@@ -174,6 +174,18 @@ func noResults(entries []StudyEntry, test string) error {
 	if len(entries) == 0 {
 		return fmt.Errorf("%w: the notebook has no throughput study; run one first (sparkbench demo --run, or sparkbench study run PLAN)", ErrNoResults)
 	}
-	return fmt.Errorf("%w: none of the notebook's %d throughput studies has a result row of %s at any depth; run a study whose plan measures it "+
-		"(n_gen in the plan, depth 0 among its depths), or pass --test with a tg test they measured", ErrNoResults, len(entries), test)
+	skipped := 0
+	why := ""
+	for _, e := range entries {
+		if e.Skipped != "" {
+			skipped++
+			why = e.Skipped
+		}
+	}
+	if skipped == len(entries) {
+		return fmt.Errorf("%w: the notebook's %d throughput studies were all left out (%s); register and run a study "+
+			"(sparkbench study run PLAN, or sparkbench demo --run)", ErrNoResults, skipped, why)
+	}
+	return fmt.Errorf("%w: none of the notebook's %d throughput studies has a result row of %s at depth 0 or deeper; run a study whose plan measures it "+
+		"(n_gen in the plan, depth 0 among its depths), or pass --test with a tg test they measured", ErrNoResults, len(entries)-skipped, test)
 }

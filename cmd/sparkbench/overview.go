@@ -60,6 +60,10 @@ func overviewVerb(verb string, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if err := opts.Defaults().Check(); err != nil {
+		fprintf(stderr, "sparkbench %s: %v\n", name, err)
+		return 2
+	}
 	path, err := notebookPath(*nbFlag)
 	if err != nil {
 		fprintf(stderr, "sparkbench %s: %v\n", name, err)
