@@ -13,6 +13,7 @@ import (
 	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/membw"
+	"sparkbench/runner/remote"
 )
 
 // QueueRun is a running runner queue (*runner.Queue): its events, then its legs' results.
@@ -58,6 +59,8 @@ type Engine struct {
 	// Telemetry samples the machine during each plan leg and checks the machine-state gates
 	// (docs/telemetry.md); nil: no telemetry, as before.
 	Telemetry energy.LegHook
+	// RPCHosts reads the hosts file a plan's rpc_servers name (nil: DefaultHosts).
+	RPCHosts func() (*remote.HostsFile, error)
 
 	fp *runner.Fingerprinter
 }
@@ -90,6 +93,7 @@ type run struct {
 	legStart  time.Time
 	// adaptiveFinal: the plan legs the stopping rule (or their failures) made final.
 	adaptiveFinal map[string]bool
+	rpc           *rpcTopology // the plan's ggml-rpc-servers while they run
 }
 
 func (r *run) emit(ev study.Event) {
@@ -158,6 +162,9 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, erro
 		return sum, err
 	}
 	finish := func(err error) (study.RunSummary, error) {
+		if serr := r.stopRPC(ctx); serr != nil && err == nil {
+			err = serr // a ggml-rpc-server stayed on its host
+		}
 		sum.LegsDone, sum.LegsRun, sum.Verdicts = r.progress.LegsDone, r.legsRun, r.verdicts
 		sum.Elapsed = e.now().Sub(r.start)
 		st, serr := e.Rec.Study(context.WithoutCancel(ctx), studyID)
@@ -165,6 +172,12 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, erro
 			sum.Status = st.Status
 		}
 		return sum, err
+	}
+	if err := r.startRPC(ctx); err != nil { // before any leg: a port taken, a host unreachable
+		if herr := r.halt(ctx, "", "rpc", err.Error(), &sum); herr != nil {
+			return finish(herr)
+		}
+		return finish(err)
 	}
 	if l.Plan.Adaptive != nil {
 		halted, err := r.runAdaptive(ctx, &sum)

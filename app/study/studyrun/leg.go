@@ -155,6 +155,9 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart
 	if err := r.telemetryGates(wctx, tel, legID, &end); err != nil && addErr == nil {
 		addErr = err
 	}
+	if err := r.rpcGates(wctx, res, ls, legID, &end); err != nil && addErr == nil {
+		addErr = err
+	}
 	if err := r.noteLaunch(wctx, res, legID, ls.Label); err != nil && addErr == nil {
 		addErr = err
 	}
@@ -228,6 +231,9 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan, chunk *chunkRun) (le
 		Detail: detail}, cs, lp.ExpectedRows)
 	if err != nil {
 		return legRun{}, err
+	}
+	if h := r.rpcHalt(); h != nil && st.halted == nil {
+		st.halted = h // a ggml-rpc-server ended during the leg
 	}
 	delete(l.Reopened, lp.ID) // a forced attempt ended: the leg is final again if it failed again
 	ended := st.results[0].Exit.Class != runner.ClassStoppedByUser
