@@ -175,7 +175,7 @@ func (r StudyRecorder) Legs(ctx context.Context, studyID int64) ([]study.StoredL
 	counts := map[int64]map[string]int{}
 	rows, err := r.N.rdb.QueryContext(ctx, `SELECT s.leg_id, COALESCE(st.status, ''), COUNT(*) FROM bench_samples s
 		LEFT JOIN bench_row_status st ON st.leg_id = s.leg_id AND st.seq = s.seq
-		WHERE s.study_id = ? GROUP BY 1, 2`, studyID)
+		WHERE s.leg_id IN (SELECT id FROM legs WHERE study_id = ?) GROUP BY 1, 2`, studyID)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +211,9 @@ func (r StudyRecorder) Legs(ctx context.Context, studyID int64) ([]study.StoredL
 
 // Rows lists every llama-bench row of the study with its leg, seq and status.
 func (r StudyRecorder) Rows(ctx context.Context, studyID int64) ([]study.StoredRow, error) {
-	return benchRows(ctx, r.N.rdb, "b.study_id = ?", studyID)
+	// By the study's legs: bench_samples is clustered by (leg_id, seq) with no index on
+	// study_id, so "b.study_id = ?" would scan every row of the notebook for each study.
+	return benchRows(ctx, r.N.rdb, "b.leg_id IN (SELECT id FROM legs WHERE study_id = ?)", studyID)
 }
 
 // benchRows reads llama-bench rows (where: a condition on bench_rows b) with their leg, seq
