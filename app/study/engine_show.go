@@ -76,6 +76,9 @@ type ReportLeg struct {
 	// Launch: a leg run under the plan's launch wrapper (the wrapper as run, the affinity in
 	// force for llama-bench); absent otherwise.
 	Launch *ReportLaunch `json:"launch,omitempty"`
+	// RPCSplit: a leg of a plan with rpc_servers, its layers per RPC device and host; absent
+	// otherwise.
+	RPCSplit *ReportRPCSplit `json:"rpc_split,omitempty"`
 }
 
 // ReportCell is one result row: a test at a depth.
@@ -212,6 +215,7 @@ func Show(ctx context.Context, rec RecordReader, studyID int64) (*Report, error)
 	}
 	rep.Legs = reportLegs(l)
 	reportLaunches(l, rep.Legs)
+	reportRPCSplits(l, rep.Legs)
 	if l.Plan.Adaptive != nil {
 		rep.Adaptive = adaptiveReport(l, rep.Legs)
 	}

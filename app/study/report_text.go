@@ -23,6 +23,7 @@ func WriteReport(w io.Writer, r *Report) {
 	writeStudyHead(w, r)
 	writeLegs(w, r)
 	writeLaunches(w, r)
+	writeRPCSplits(w, r)
 	writeResults(w, r)
 	writeEnergy(w, r)
 	writeAdaptive(w, r.Adaptive)

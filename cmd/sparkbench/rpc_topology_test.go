@@ -181,7 +181,8 @@ func TestRPCTopologyOverSSH(t *testing.T) {
 		t.Fatalf("layer split: %s", splits[0])
 	}
 	t.Logf("layer split: %s", splits[0])
-	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, "device_ratio tg16 @ d0 of m RPC0/RPC1 / none") {
+	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, "device_ratio tg16 @ d0 of m RPC0/RPC1 / none") ||
+		!strings.Contains(out, "RPC0 host-a (127.0.0.1:") {
 		t.Errorf("show: %d\n%s\n%s", code, out, errOut)
 	}
 	bundle := filepath.Join(dir, "receipt")
