@@ -193,6 +193,15 @@ func TestRPCTopologyOverSSH(t *testing.T) {
 	if !strings.Contains(string(md), "RPC0/RPC1") || !strings.Contains(string(md), "device_ratio") {
 		t.Errorf("receipt.md does not print the network tax:\n%s", md)
 	}
+	for _, l := range strings.Split(string(md), "\n") {
+		if strings.Contains(l, "RPC0/RPC1 / none") {
+			t.Logf("receipt.md: %s", l)
+		}
+	}
+	sj, _ := os.ReadFile(filepath.Join(bundle, "study.json"))
+	if !strings.Contains(string(sj), `"rpc_split"`) || !strings.Contains(string(sj), `"host-b"`) {
+		t.Errorf("the bundle's study.json has no layer split")
+	}
 	if code, out, errOut := runCLI("verify", bundle); code != 0 {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
