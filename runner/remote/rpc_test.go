@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,5 +133,33 @@ func TestRPCServerDeathIsSeen(t *testing.T) {
 	}
 	if r := s.Stop(ctx); !r.Exited || len(r.Left) != 0 || r.Error != "" {
 		t.Fatalf("stop after death: %+v", r)
+	}
+}
+
+// TestRPCServerDiesWithItsConnection: the local ssh killed as sparkbench's death would (its
+// group, SIGKILL): the host's server gets SIGHUP from its pty and is gone.
+func TestRPCServerDiesWithItsConnection(t *testing.T) {
+	h, o, _ := loopHost(t, "rpc-hup")
+	ctx := context.Background()
+	c, err := Open(ctx, h, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	port := sshdtest.FreePort(t)
+	s, err := StartRPC(ctx, c, RPCSpec{Bind: "127.0.0.1", Port: port, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(ctx)
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		ps, err := c.RPCProcesses(ctx)
+		if err == nil && !hasPort(ps, port) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the server outlived its connection: %v (%v)", ps, err)
+		}
 	}
 }
