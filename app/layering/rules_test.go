@@ -12,7 +12,7 @@ const Module = "sparkbench"
 
 // Pure lists the packages that start no process, directly or through what they import.
 var Pure = []string{
-	"app/analysis", "app/bundle", "app/canon", "app/capacity", "app/charts", "app/energy", "app/kinds", "app/quant", "app/receipt",
+	"app/analysis", "app/bundle", "app/canon", "app/capacity", "app/charts", "app/energy", "app/kinds", "app/overview", "app/quant", "app/receipt",
 	"app/study", "app/textsafe", "plots", "plots/lttb", "runner/benchfmt", "runner/devlog", "runner/evq", "runner/gguf",
 	"runner/promptset", "runner/quantfmt", "runner/telemetry", "runner/vocab", "store",
 }
