@@ -152,10 +152,7 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart
 		}
 	}
 	end := legEnd(res, status)
-	if err := r.telemetryGates(wctx, tel, legID, &end); err != nil && addErr == nil {
-		addErr = err
-	}
-	if err := r.rpcGates(wctx, res, ls, legID, &end); err != nil && addErr == nil {
+	if err := r.legGates(wctx, tel, res, ls, legID, &end); err != nil && addErr == nil {
 		addErr = err
 	}
 	if err := r.noteLaunch(wctx, res, legID, ls.Label); err != nil && addErr == nil {
@@ -258,6 +255,15 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan, chunk *chunkRun) (le
 	}
 	r.emit(study.Event{Kind: study.EventProgress})
 	return legRun{halted: st.halted, results: st.out.Results + st.out.Flagged}, nil
+}
+
+// legGates runs the gates checked once a leg has ended: the machine-state gates, then the RPC
+// topology's (rpcGates).
+func (r *run) legGates(ctx context.Context, tel energy.LegRun, res *runner.LegResult, ls study.LegStart, legID int64, end *study.LegEnd) error {
+	if err := r.telemetryGates(ctx, tel, legID, end); err != nil {
+		return err
+	}
+	return r.rpcGates(ctx, res, ls, legID, end)
 }
 
 // telemetryGates ends the leg's sampling (none when tel is nil), records each machine-state
