@@ -184,6 +184,12 @@ func TestRPCTopologyOverSSH(t *testing.T) {
 	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, "device_ratio tg16 @ d0 of m RPC0/RPC1 / none") ||
 		!strings.Contains(out, "RPC0 host-a (127.0.0.1:") {
 		t.Errorf("show: %d\n%s\n%s", code, out, errOut)
+	} else {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "RPC") {
+				t.Logf("show: %s", l)
+			}
+		}
 	}
 	bundle := filepath.Join(dir, "receipt")
 	if code, out, errOut := runCLI("receipt", id, "--out", bundle, "--notebook", nb); code != 0 {
