@@ -60,6 +60,17 @@ func BenchmarkOverviewOpen1000Studies1MRows(b *testing.B) {
 			check(b, ov)
 		}
 	})
+	b.Run("cold-4-readers", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			s := New(Notebook(nb))
+			s.ReadHeader, s.Readers = benchHeader, 4
+			ov, err := s.Open(ctx, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			check(b, ov)
+		}
+	})
 	b.Run("warm", func(b *testing.B) {
 		s := New(Notebook(nb))
 		s.ReadHeader = benchHeader
@@ -79,13 +90,18 @@ func BenchmarkOverviewOpen1000Studies1MRows(b *testing.B) {
 
 func benchHeader(string) (*gguf.File, error) { return fakeHeader("llama", "MOSTLY_Q4_K_M"), nil }
 
-func buildBenchNotebook(b *testing.B, path string) {
+func buildBenchNotebook(b testing.TB, path string) {
 	b.Helper()
 	nb, err := store.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer nb.Close()
+	addBenchStudies(b, nb, benchStudies)
+}
+
+// addBenchStudies writes n synthetic studies into nb.
+func addBenchStudies(b testing.TB, nb *store.Notebook, n int) {
 	ctx := context.Background()
 	rec := store.StudyRecorder{N: nb}
 	tmpl := benchTemplate(b)
@@ -94,7 +110,7 @@ func buildBenchNotebook(b *testing.B, path string) {
 		statuses[i] = "result"
 	}
 	rows := make([]benchfmt.Result, benchLegRows)
-	for s := 0; s < benchStudies; s++ {
+	for s := 0; s < n; s++ {
 		model := s % benchModels
 		sha := fmt.Sprintf("%064x", model+1)
 		plan := fmt.Sprintf(`{"schema": "sparkbench.throughput/v1", "name": "bench %d",
@@ -138,7 +154,7 @@ func buildBenchNotebook(b *testing.B, path string) {
 }
 
 // benchTemplate is a complete llama-bench row (every field) from the runner's test data.
-func benchTemplate(b *testing.B) benchfmt.Result {
+func benchTemplate(b testing.TB) benchfmt.Result {
 	b.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "runner", "benchfmt", "testdata", "tput-t2.stdout"))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"sparkbench/app/study"
 	"sparkbench/runner/benchfmt"
@@ -50,22 +51,25 @@ func (s *Service) collect(ctx context.Context, test string) ([]StudyEntry, []Ser
 	if s.cache == nil {
 		s.cache = map[int64]cached{}
 	}
-	entries := make([]StudyEntry, 0, len(refs))
-	var all []Series
-	for _, ref := range refs {
+	got := make([]cached, len(refs))
+	var stale []int
+	for i, ref := range refs {
 		c, ok := s.cache[ref.ID]
 		if !ok || ref.Version == "" || c.version != ref.Version {
-			if err := ctx.Err(); err != nil {
-				return nil, nil, err
-			}
-			c = cached{version: ref.Version}
-			c.series, c.skipped, err = studySeries(ctx, s.Src, ref)
-			if err != nil {
-				return nil, nil, err
-			}
-			if ref.Version != "" {
-				s.cache[ref.ID] = c
-			}
+			stale = append(stale, i)
+			continue
+		}
+		got[i] = c
+	}
+	if err := s.read(ctx, refs, stale, got); err != nil {
+		return nil, nil, err
+	}
+	entries := make([]StudyEntry, 0, len(refs))
+	var all []Series
+	for i, ref := range refs {
+		c := got[i]
+		if ref.Version != "" {
+			s.cache[ref.ID] = c
 		}
 		e := StudyEntry{StudyRef: ref, Skipped: c.skipped}
 		for _, sr := range c.series {
@@ -78,6 +82,51 @@ func (s *Service) collect(ctx context.Context, test string) ([]StudyEntry, []Ser
 		entries = append(entries, e)
 	}
 	return entries, all, nil
+}
+
+// read reads the stale studies, s.Readers at a time, into got; the first error wins.
+func (s *Service) read(ctx context.Context, refs []StudyRef, stale []int, got []cached) error {
+	readers := min(max(s.Readers, 1), 4)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	errs := make(chan error, readers)
+	var wg sync.WaitGroup
+	for w := 0; w < min(readers, len(stale)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				c := cached{version: refs[i].Version}
+				var err error
+				c.series, c.skipped, err = studySeries(ctx, s.Src, refs[i])
+				if err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+				got[i] = c
+			}
+		}()
+	}
+	var err error
+feed:
+	for _, i := range stale {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case e := <-errs:
+		return e
+	default:
+	}
+	return err
 }
 
 // matchTest: "tg" matches any tg test, "tgN" itself.

@@ -117,6 +117,10 @@ type Service struct {
 	Src Source
 	// ReadHeader reads a model's GGUF header (default gguf.ReadFile); tests replace it.
 	ReadHeader func(path string) (*gguf.File, error)
+	// Readers is how many studies are read at once when they are not cached (default 1, at
+	// most 4, the store's reader pool): more is faster on idle cores, but competes with a
+	// study running on the same machine.
+	Readers int
 
 	mu    sync.Mutex
 	cache map[int64]cached

@@ -203,10 +203,29 @@ func TestOverviewOnRealStudies(t *testing.T) {
 		t.Errorf("tiny (line halfway): d0 only %v, both %v, death %v; want earned, not earned, 128", tiny.D0Only.Word, tiny.BothDepths.Word, tiny.Death.Text)
 	}
 
+	out = checkLadder(t, nb, tinyB, rowsA["tiny-moe-f32.gguf"], rowsB["tiny-llama-f16.gguf"], f32, moe, f16)
+
+	// Deterministic: the same bytes again; the text form names the rows.
+	if _, again, _ := runCLI("overview", "constants", "--notebook", nb, "--json"); again != out {
+		t.Errorf("overview constants --json differs between two runs")
+	}
+	_, text, _ := runCLI("overview", "badges", "--notebook", nb, "--line", fmt.Sprint(line))
+	for _, s := range []string{tinyB[0].Row, tinyB[256].Row, "also measured in studies " + a, "nearest measured depth 256 (asked 8192)"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("badges text lacks %q:\n%s", s, text)
+		}
+	}
+	overviewImported(t, dir, nb, a, rowsA)
+}
+
+// checkLadder checks `overview constants --json` against efficiencies computed by hand and
+// returns its output.
+func checkLadder(t *testing.T, nb string, tinyB, moeA, f16B map[int64]overview.Cell, f32, moe, f16 string) string {
+	t.Helper()
 	// The constants ladder: efficiency = tg at 0 / (20 GB/s / active bytes), by hand.
 	eff := func(c overview.Cell, path string) float64 { return c.TS / (20e9 / handActiveBytes(t, path)) }
-	eTiny, eMoe, eF16 := eff(tinyB[0], f32), eff(rowsA["tiny-moe-f32.gguf"][0], moe), eff(rowsB["tiny-llama-f16.gguf"][0], f16)
-	code, out, errOut = runCLI("overview", "constants", "--notebook", nb, "--json")
+	eTiny, eMoe, eF16 := eff(tinyB[0], f32), eff(moeA[0], moe), eff(f16B[0], f16)
+	code, out, errOut := runCLI("overview", "constants", "--notebook", nb, "--json")
 	var ld struct {
 		Studies []overview.StudyEntry `json:"studies"`
 		overview.Ladder
@@ -224,28 +243,18 @@ func TestOverviewOnRealStudies(t *testing.T) {
 		!close(f32c.Median, (eTiny+eMoe)/2) || !close(f32c.Mean, (eTiny+eMoe)/2) || !close(f32c.Min, lo) || !close(f32c.Max, hi) {
 		t.Errorf("F32 constant %+v; want n 2, median %g, %g–%g", f32c, (eTiny+eMoe)/2, lo, hi)
 	}
-	if f16c.Quant != "MOSTLY_F16" || f16c.N != 1 || !close(f16c.Median, eF16) || f16c.Members[0].D0 != rowsB["tiny-llama-f16.gguf"][0] {
-		t.Errorf("F16 constant %+v; want %g from %+v", f16c, eF16, rowsB["tiny-llama-f16.gguf"][0])
+	if f16c.Quant != "MOSTLY_F16" || f16c.N != 1 || !close(f16c.Median, eF16) || f16c.Members[0].D0 != f16B[0] {
+		t.Errorf("F16 constant %+v; want %g from %+v", f16c, eF16, f16B[0])
 	}
 	refs := map[string]bool{}
 	for _, m := range f32c.Members {
 		refs[m.D0.Row] = true
 	}
-	if !refs[tinyB[0].Row] || !refs[rowsA["tiny-moe-f32.gguf"][0].Row] {
-		t.Errorf("F32 members cite %v, want %s and %s", refs, tinyB[0].Row, rowsA["tiny-moe-f32.gguf"][0].Row)
+	if !refs[tinyB[0].Row] || !refs[moeA[0].Row] {
+		t.Errorf("F32 members cite %v, want %s and %s", refs, tinyB[0].Row, moeA[0].Row)
 	}
 
-	// Deterministic: the same bytes again; the text form names the rows.
-	if _, again, _ := runCLI("overview", "constants", "--notebook", nb, "--json"); again != out {
-		t.Errorf("overview constants --json differs between two runs")
-	}
-	_, text, _ := runCLI("overview", "badges", "--notebook", nb, "--line", fmt.Sprint(line))
-	for _, s := range []string{tinyB[0].Row, tinyB[256].Row, "also measured in studies " + a, "nearest measured depth 256 (asked 8192)"} {
-		if !strings.Contains(text, s) {
-			t.Errorf("badges text lacks %q:\n%s", s, text)
-		}
-	}
-	overviewImported(t, dir, nb, a, rowsA)
+	return out
 }
 
 // overviewImported: study A exported as a receipt and imported into a fresh notebook shows in
