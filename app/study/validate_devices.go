@@ -211,7 +211,7 @@ func CheckDevices(p *Plan, b BuildDevices) []Problem {
 			}
 		}
 	}
-	if len(names) == 0 {
+	if len(names) == 0 && len(p.RPCServers) == 0 { // a plan's servers give devices once they run
 		for i, n := range p.Axes.NGL {
 			if n != 0 && n != -1 {
 				out = append(out, Problem{Path: fmt.Sprintf("axes.ngl[%d]", i), Severity: SevWarning,

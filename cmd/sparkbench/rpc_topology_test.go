@@ -316,3 +316,13 @@ func rpcLegRunning() bool {
 	}
 	return false
 }
+
+// TestRPCExamplePlanValidates: docs/examples/rpc-topology.json is a valid plan (validation checks
+// rpc_servers by form; the servers start with the run), and its legs get --rpc and -v.
+func TestRPCExamplePlanValidates(t *testing.T) {
+	llamatest.Binaries(t)
+	code, out, errOut := runCLI("study", "validate", filepath.Join(llamatest.RepoRoot(), "docs", "examples", "rpc-topology.json"))
+	if code != 0 || !strings.Contains(out, "--rpc 127.0.0.1:50061,127.0.0.1:50062 -dev RPC0/RPC1 -v") || strings.Contains(out+errOut, "warning") {
+		t.Fatalf("validate: %d\n%s\n%s", code, out, errOut)
+	}
+}
