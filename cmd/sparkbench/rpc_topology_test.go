@@ -99,10 +99,19 @@ func journalOf(t *testing.T, nb, id string, kind string) []json.RawMessage {
 func TestRPCTopologyOverSSH(t *testing.T) {
 	lab, llamaDir := rpcLab(t)
 	model := llamatest.Model(t, "tiny-llama-f32.gguf")
-	sha := rpcModelSHA(t, model)
 	dir := t.TempDir()
 	nb := filepath.Join(dir, "notebook.db")
-	file := writeRPCPlan(t, dir, "rpc topology", model, sha, [2]int{sshdtest.FreePort(t), sshdtest.FreePort(t)}, 16, 3)
+	// the example plan, with free ports and the model's absolute path
+	ex, err := os.ReadFile(filepath.Join(llamatest.RepoRoot(), "docs", "examples", "rpc-topology.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.NewReplacer("127.0.0.1:50061", fmt.Sprintf("127.0.0.1:%d", sshdtest.FreePort(t)),
+		"127.0.0.1:50062", fmt.Sprintf("127.0.0.1:%d", sshdtest.FreePort(t)), "../../testdata/models/tiny-llama-f32.gguf", model).Replace(string(ex))
+	file := filepath.Join(dir, "rpc-topology.json")
+	if err := os.WriteFile(file, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	id := registerAndRun(t, nb, file, llamaDir, true)
 	t.Logf("register + run: %v", time.Since(start))
@@ -169,6 +178,11 @@ func TestRPCTopologyOverSSH(t *testing.T) {
 	if ratios != 4 { // pp32 and tg16 at depths 0 and 32
 		t.Fatalf("%d device_ratio figures, want 4: %+v", ratios, rep.Figures)
 	}
+	if len(rep.Scoreboard) != 1 || rep.Scoreboard[0].Verdict.Outcome != study.Answered || rep.Scoreboard[0].Verdict.Value == nil {
+		t.Errorf("P1 (the network tax at tg16 @ d0): %+v", rep.Scoreboard)
+	} else if want := ts["RPC0/RPC1 tg16 d0"] / ts["none tg16 d0"]; math.Abs(*rep.Scoreboard[0].Verdict.Value-want) > 1e-9*want {
+		t.Errorf("P1 answered %v, the rows give %v", *rep.Scoreboard[0].Verdict.Value, want)
+	}
 	// the per-host layer split
 	splits := journalOf(t, nb, id, study.NoteRPCSplit)
 	if len(splits) == 0 {
@@ -181,7 +195,7 @@ func TestRPCTopologyOverSSH(t *testing.T) {
 		t.Fatalf("layer split: %s", splits[0])
 	}
 	t.Logf("layer split: %s", splits[0])
-	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, "device_ratio tg16 @ d0 of m RPC0/RPC1 / none") ||
+	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, "device_ratio tg16 @ d0 of tiny RPC0/RPC1 / none") ||
 		!strings.Contains(out, "RPC0 host-a (127.0.0.1:") {
 		t.Errorf("show: %d\n%s\n%s", code, out, errOut)
 	} else {
