@@ -31,6 +31,7 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 	tmFindings(w, d)
 	tmLegs(w, d)
 	tmLaunch(w, d, plan)
+	tmRPC(w, d)
 	w.heading(2, "Methodology")
 	methodology(w, plan, energyMethodology(plan, d.Energy))
 	w.heading(2, "Provenance and fingerprints")
