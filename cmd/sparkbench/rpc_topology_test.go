@@ -267,7 +267,7 @@ func TestRPCTopologyServerDies(t *testing.T) {
 	sha := rpcModelSHA(t, model)
 	dir := t.TempDir()
 	nb := filepath.Join(dir, "notebook.db")
-	file := writeRPCPlan(t, dir, "rpc dies", model, sha, [2]int{sshdtest.FreePort(t), sshdtest.FreePort(t)}, 128, 5)
+	file := writeRPCPlan(t, dir, "rpc dies", model, sha, [2]int{sshdtest.FreePort(t), sshdtest.FreePort(t)}, 128, 10)
 	id := registerAndRun(t, nb, file, llamaDir, false)
 	type res struct {
 		code     int
