@@ -245,6 +245,7 @@ func TestRPCTopologyPortTaken(t *testing.T) {
 	id := registerAndRun(t, nb, file, llamaDir, false)
 	code, out, errOut := runCLI("study", "run", id, "--notebook", nb, "--llama-dir", llamaDir)
 	want := fmt.Sprintf("port %d is already taken on host host-b", taken)
+	t.Logf("run with a taken port: exit %d\n%s%s", code, out, errOut)
 	if code == 0 || !strings.Contains(out+errOut, want) || !strings.Contains(out+errOut, "rpc:port_taken") {
 		t.Fatalf("run with a taken port: %d\n%s\n%s\nwant %q", code, out, errOut, want)
 	}
