@@ -17,10 +17,21 @@ func fleetExample() string {
 // two loopback hosts of docs/examples/hosts.json: three studies, each complete, side by side.
 func TestFleetRunOnTwoHostsAndLocal(t *testing.T) {
 	lab := exampleLab(t)
-	nb := filepath.Join(t.TempDir(), "nb.sqlite")
-	code, out, errOut := runCLI("fleet", "run", fleetExample(), "--hosts", lab.HostsFile, "--notebook", nb)
-	if code != 0 {
-		t.Fatalf("fleet run: exit %d\n%s\n%s", code, out, errOut)
+	var code int
+	var out, errOut string
+	// A leg whose rows the CV gate flagged (its three ~1 ms repetitions spread past 100% when
+	// the shared machine is loaded) completes its study with the cell left out ("—"), as the
+	// gate means: the fleet is run once more, on a fresh notebook, before that fails the test.
+	for attempt := 1; attempt <= 2; attempt++ {
+		nb := filepath.Join(t.TempDir(), "nb.sqlite")
+		code, out, errOut = runCLI("fleet", "run", fleetExample(), "--hosts", lab.HostsFile, "--notebook", nb)
+		if code != 0 {
+			t.Fatalf("fleet run: exit %d\n%s\n%s", code, out, errOut)
+		}
+		if !strings.Contains(out, "—") {
+			break
+		}
+		t.Logf("attempt %d left a cell out (a flagged leg):\n%s", attempt, out)
 	}
 	for _, want := range []string{"local ", "host-a ", "host-b ", "complete", "tg8", "pp32"} {
 		if !strings.Contains(out, want) {
