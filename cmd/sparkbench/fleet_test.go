@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"sparkbench/runner"
 	"sparkbench/runner/llamatest"
 	"sparkbench/runner/remote/sshdtest"
+	"sparkbench/store"
 )
 
 func fleetExample() string {
@@ -30,6 +33,9 @@ func TestFleetRunOnTwoHostsAndLocal(t *testing.T) {
 		}
 		if !strings.Contains(out, "—") {
 			break
+		}
+		if !anyFlaggedLeg(t, nb) {
+			t.Fatalf("a cell is missing and no leg was flagged:\n%s", out)
 		}
 		t.Logf("attempt %d left a cell out (a flagged leg):\n%s", attempt, out)
 	}
@@ -67,4 +73,30 @@ func TestFleetHostDroppingOutFailsOnlyItsStudy(t *testing.T) {
 	if left := sshdtest.Processes(lab.LlamaDirs["host-b"]); len(left) > 0 {
 		t.Fatalf("left on host-b: %q", left)
 	}
+}
+
+// anyFlaggedLeg reports whether a leg of any study in the notebook was flagged by a gate.
+func anyFlaggedLeg(t *testing.T, path string) bool {
+	t.Helper()
+	nb, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	sts, err := nb.Studies(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sts {
+		legs, err := store.StudyRecorder{N: nb}.Legs(context.Background(), st.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range legs {
+			if l.Class == string(runner.ClassFlagged) {
+				return true
+			}
+		}
+	}
+	return false
 }
