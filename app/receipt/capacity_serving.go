@@ -93,7 +93,7 @@ func capServing(w *mdWriter, r *capacity.Result) {
 	capHarnessFloor(w, r.HarnessFloor)
 	for _, c := range r.Candidates {
 		for _, sv := range c.Serving {
-			capServingLifetime(w, c.ID, sv, s.SLO.Percentile)
+			capServingLifetime(w, c.ID, sv, s.SLO.Percentile, servingUnits(s))
 		}
 	}
 }
@@ -114,7 +114,21 @@ func capHarnessFloor(w *mdWriter, h *capacity.HarnessFloor) {
 	w.blank()
 }
 
-func capServingLifetime(w *mdWriter, cand string, sv capacity.ServingResult, p int) {
+// rateUnits are the units of a serving table's rates: the schedule's (offered, scheduled,
+// achieved, max rate) and the requests' (throughput, goodput).
+type rateUnits struct{ schedule, requests string }
+
+// servingUnits: a multi-turn workload schedules conversations (its later turns follow their
+// turn before), so its schedule's rates are conversations per second and its throughput and
+// goodput turns per second; every other workload's are requests per second.
+func servingUnits(s *capacity.Serving) rateUnits {
+	if s.Workload != nil && s.Workload.Kind == capacity.WorkloadMultiTurn {
+		return rateUnits{"conversations/s", "turns/s"}
+	}
+	return rateUnits{"req/s", "req/s"}
+}
+
+func capServingLifetime(w *mdWriter, cand string, sv capacity.ServingResult, p int, u rateUnits) {
 	w.heading(3, fmt.Sprintf("%s · P%d · %s pass", cand, sv.Slots, sv.Pass))
 	var rows [][]string
 	for _, pr := range sv.Probes {
@@ -134,11 +148,12 @@ func capServingLifetime(w *mdWriter, cand string, sv capacity.ServingResult, p i
 			code(pr.ScheduleSHA256[:12]), verdict})
 	}
 	pp := fmt.Sprintf("p%d", p)
-	w.table([]string{"#", "Probe", "Offered (req/s)", "Scheduled (req/s)", "Achieved (req/s)", "Throughput (req/s)", "Goodput (req/s)", "Completed", "TTFT p50 (ms)",
+	w.table([]string{"#", "Probe", "Offered (" + u.schedule + ")", "Scheduled (" + u.schedule + ")", "Achieved (" + u.schedule + ")",
+		"Throughput (" + u.requests + ")", "Goodput (" + u.requests + ")", "Completed", "TTFT p50 (ms)",
 		"TTFT " + pp + " (ms)", "TPOT " + pp + " (ms)", "E2E " + pp + " (ms)", "Send delay p99 (ms)", "Schedule", "Verdict"}, "rlrrrrrrrrrrrll", rows)
 	w.blank()
 	if sv.MaxSweepRate != nil {
-		w.line("Largest sweep rate meeting every SLO: %s req/s.", num(*sv.MaxSweepRate))
+		w.line("Largest sweep rate meeting every SLO: %s %s.", num(*sv.MaxSweepRate), u.schedule)
 	} else if len(sv.Probes) > 0 && (sv.Search == nil || len(sv.Search.Probes) < len(sv.Probes)) {
 		w.line("No sweep rate met every SLO.")
 	}
@@ -147,7 +162,7 @@ func capServingLifetime(w *mdWriter, cand string, sv capacity.ServingResult, p i
 		if !q.Converged {
 			status = "not converged"
 		}
-		w.line("**Max-rate search:** %s req/s (lowest failing rate %s; %s: %s; probes %s).", fp(q.MaxRate, num), fp(q.LowestFail, num), status, inline(q.Note), probeList(q.Probes))
+		w.line("**Max-rate search:** %s %s (lowest failing rate %s; %s: %s; probes %s).", fp(q.MaxRate, num), u.schedule, fp(q.LowestFail, num), status, inline(q.Note), probeList(q.Probes))
 	}
 	w.blank()
 }

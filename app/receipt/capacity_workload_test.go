@@ -30,3 +30,27 @@ func TestCapServingWorkloadLine(t *testing.T) {
 		t.Errorf("workload line missing; want %q in:\n%s", want, out)
 	}
 }
+
+// TestCapServingRateUnits: a multi-turn workload's serving table gives its schedule's rates in
+// conversations per second and its throughput in turns per second; any other workload keeps
+// requests per second.
+func TestCapServingRateUnits(t *testing.T) {
+	mr := 1.5
+	sv := capacity.ServingResult{Slots: 1, Pass: "forward", MaxSweepRate: &mr,
+		Probes: []capacity.ProbeResult{{Probe: 1, Kind: "sweep", OfferedRate: 1, Requests: 4, Passed: true, ScheduleSHA256: strings.Repeat("a", 64)}}}
+	render := func(s *capacity.Serving) string {
+		w := &mdWriter{}
+		capServingLifetime(w, "c", sv, 95, servingUnits(s))
+		return w.b.String()
+	}
+	plain := render(&capacity.Serving{})
+	if !strings.Contains(plain, "| Offered (req/s) | Scheduled (req/s) | Achieved (req/s) | Throughput (req/s) | Goodput (req/s) |") ||
+		!strings.Contains(plain, "every SLO: 1.5 req/s.") {
+		t.Errorf("requests per second:\n%s", plain)
+	}
+	mt := render(&capacity.Serving{Workload: &capacity.Workload{Kind: capacity.WorkloadMultiTurn}})
+	if !strings.Contains(mt, "| Offered (conversations/s) | Scheduled (conversations/s) | Achieved (conversations/s) | Throughput (turns/s) | Goodput (turns/s) |") ||
+		!strings.Contains(mt, "every SLO: 1.5 conversations/s.") {
+		t.Errorf("multi-turn:\n%s", mt)
+	}
+}
