@@ -385,7 +385,7 @@ func (n *Notebook) importLegOfBundleTx(ctx context.Context, tx *sql.Tx, studyID 
 			return 0, err
 		}
 	}
-	if err := insertTelemetryTx(ctx, tx, legID, studyID, l.Telemetry); err != nil {
+	if err := insertTelemetryTx(ctx, tx, legID, studyID, 0, l.Telemetry); err != nil {
 		return 0, fmt.Errorf("import bundle: %s: %w", l.Dir, err)
 	}
 	if _, err := n.appendJournalTx(tx, KindRowsMarked, studyID, map[string]any{"leg": legID, "study": studyID, "rows": len(l.Rows),

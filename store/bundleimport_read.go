@@ -102,9 +102,10 @@ func (n *Notebook) CheckImportedChain(ctx context.Context, o ImportedOrigin) err
 	return nil
 }
 
-// insertTelemetryTx adds a running leg's telemetry samples (an imported leg's, from its
-// telemetry.jsonl) as AddTelemetry stores them, inside the caller's transaction.
-func insertTelemetryTx(ctx context.Context, tx *sql.Tx, legID, studyID int64, samples []telemetry.Sample) error {
+// insertTelemetryTx adds a leg's telemetry samples, numbered from first, inside the caller's
+// transaction: AddTelemetry's after the samples the leg has, an imported leg's (from its
+// telemetry.jsonl) from 0.
+func insertTelemetryTx(ctx context.Context, tx *sql.Tx, legID, studyID, first int64, samples []telemetry.Sample) error {
 	if len(samples) == 0 {
 		return nil
 	}
@@ -122,7 +123,7 @@ func insertTelemetryTx(ctx context.Context, tx *sql.Tx, legID, studyID int64, sa
 		if err != nil {
 			return err
 		}
-		if _, err := stmt.ExecContext(ctx, legID, int64(i), studyID, s.Source, int64(s.T), string(b), s.Err); err != nil {
+		if _, err := stmt.ExecContext(ctx, legID, first+int64(i), studyID, s.Source, int64(s.T), string(b), s.Err); err != nil {
 			return fmt.Errorf("telemetry sample %d: %w", i, err)
 		}
 	}

@@ -29,23 +29,8 @@ func (n *Notebook) AddTelemetry(ctx context.Context, legID int64, samples []tele
 		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq) + 1, 0) FROM telemetry_samples WHERE leg_id = ?", legID).Scan(&next); err != nil {
 			return err
 		}
-		stmt, err := tx.PrepareContext(ctx, "INSERT INTO telemetry_samples (leg_id, seq, study_id, source, t_ns, points_json, error) VALUES (?, ?, ?, ?, ?, ?, ?)")
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for i, s := range samples {
-			pts := s.Points
-			if pts == nil {
-				pts = []telemetry.Point{}
-			}
-			b, err := json.Marshal(pts)
-			if err != nil {
-				return err
-			}
-			if _, err := stmt.ExecContext(ctx, legID, next+int64(i), studyID, s.Source, int64(s.T), string(b), s.Err); err != nil {
-				return fmt.Errorf("telemetry for leg %d: %w", legID, err)
-			}
+		if err := insertTelemetryTx(ctx, tx, legID, studyID, next, samples); err != nil {
+			return fmt.Errorf("telemetry for leg %d: %w", legID, err)
 		}
 		return nil
 	})

@@ -204,15 +204,7 @@ school book story night power land field family name`)
 
 // words is n words drawn for request seq of the stream tag.
 func (w *Workload) words(tag uint64, seq, n int) string {
-	src := w.stream(tag, seq)
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(vocabulary[src.r.IntN(len(vocabulary))])
-	}
-	return b.String()
+	return wordsFrom(w.stream(tag, seq), n)
 }
 
 // WorkloadData is a workload with its files read.

@@ -47,6 +47,7 @@ func (w *Workload) turnStream(tag uint64, n, turn int) unitSource {
 	return unitSource{r: rand.New(rand.NewPCG(uint64(w.Seed)^tag, uint64(n)<<10|uint64(turn)))}
 }
 
+// wordsFrom is n vocabulary words drawn from src (a request's or a conversation turn's stream).
 func wordsFrom(src unitSource, n int) string {
 	var b strings.Builder
 	for i := range n {

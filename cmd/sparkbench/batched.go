@@ -54,12 +54,7 @@ func cmdBatched(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench batched run: %v\n", err)
 		return 2
 	}
-	path, err := notebookPath(*nbFlag)
-	if err != nil {
-		fprintf(stderr, "sparkbench batched run: %v\n", err)
-		return 2
-	}
-	nb, code := openNotebook("batched run", path, false, stderr)
+	nb, code := openNotebookFlag("batched run", *nbFlag, false, stderr)
 	if nb == nil {
 		return code
 	}

@@ -351,12 +351,7 @@ func studyList(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench study list: takes no arguments\n")
 		return 2
 	}
-	path, err := notebookPath(*nbFlag)
-	if err != nil {
-		fprintf(stderr, "sparkbench study list: %v\n", err)
-		return 2
-	}
-	nb, code := openNotebook("study list", path, true, stderr)
+	nb, code := openNotebookFlag("study list", *nbFlag, true, stderr)
 	if nb == nil {
 		return code
 	}

@@ -186,6 +186,18 @@ func openNotebook(cmd, path string, readOnly bool, stderr io.Writer) (*store.Not
 	return nil, 1
 }
 
+// openNotebookFlag opens the notebook a --notebook flag names (its default when empty) for
+// verb cmd, saying on stderr what went wrong; the exit code is 2 for a bad path or file, 1
+// otherwise (nil notebook).
+func openNotebookFlag(cmd, flag string, readOnly bool, stderr io.Writer) (*store.Notebook, int) {
+	path, err := notebookPath(flag)
+	if err != nil {
+		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
+		return nil, 2
+	}
+	return openNotebook(cmd, path, readOnly, stderr)
+}
+
 // cmdImport: sparkbench import [--study NAME] [--notebook P] FILE...
 func cmdImport(args []string, stdout, stderr io.Writer) int {
 	flags := newFlagSet("import", stderr)
@@ -239,12 +251,7 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	path, err := notebookPath(*nbFlag)
-	if err != nil {
-		fprintf(stderr, "sparkbench import: %v\n", err)
-		return 2
-	}
-	nb, code := openNotebook("import", path, false, stderr)
+	nb, code := openNotebookFlag("import", *nbFlag, false, stderr)
 	if nb == nil {
 		return code
 	}
@@ -306,12 +313,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench export: --rows %q: use bench or requests\n", *rows)
 		return 2
 	}
-	path, err := notebookPath(*nbFlag)
-	if err != nil {
-		fprintf(stderr, "sparkbench export: %v\n", err)
-		return 2
-	}
-	nb, code := openNotebook("export", path, true, stderr)
+	nb, code := openNotebookFlag("export", *nbFlag, true, stderr)
 	if nb == nil {
 		return code
 	}

@@ -64,12 +64,7 @@ func overviewVerb(verb string, args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench %s: %v\n", name, err)
 		return 2
 	}
-	path, err := notebookPath(*nbFlag)
-	if err != nil {
-		fprintf(stderr, "sparkbench %s: %v\n", name, err)
-		return 2
-	}
-	nb, code := openNotebook(name, path, true, stderr)
+	nb, code := openNotebookFlag(name, *nbFlag, true, stderr)
 	if nb == nil {
 		return code
 	}
