@@ -51,8 +51,11 @@ type ServingLatencyChart struct {
 
 // ServingGoodputChart is throughput (solid) and goodput (dashed) against offered rate.
 type ServingGoodputChart struct {
-	Meta      Meta            `json:"meta"`
-	Unit      string          `json:"unit,omitempty"`
+	Meta Meta   `json:"meta"`
+	Unit string `json:"unit,omitempty"` // offered rate unit, default "req/s"
+	// YUnit is throughput's and goodput's unit (default Unit): a multi-turn workload offers
+	// conversations/s and completes turns/s.
+	YUnit     string          `json:"y_unit,omitempty"`
 	Series    []ServingSeries `json:"series"`
 	MaxPoints int             `json:"max_points,omitempty"`
 }
@@ -229,7 +232,11 @@ func ServingGoodput(c ServingGoodputChart) (*plot.Plot, error) {
 	h := &header{subtitle: c.Meta.subtitle()}
 	c.Meta.notes(h)
 	p.X.Label.Text = "offered rate (" + unit + ")"
-	p.Y.Label.Text = "completed per second (" + unit + ")"
+	yunit := unit
+	if u := strings.TrimSpace(c.YUnit); u != "" {
+		yunit = u
+	}
+	p.Y.Label.Text = "completed per second (" + yunit + ")"
 	p.Add(grid())
 	if len(c.Series) == 0 {
 		h.note("no series given")
