@@ -160,10 +160,28 @@ func servingPairs(p *plot.Plot, h *header, series []ServingSeries, unit string, 
 			continue
 		}
 		plotted++
-		plotters = append(plotters, pairPlotters(sa, sb, col, shp, &ls, &gs)...)
+		dl := lineStyle(col, 1.4, dashSecondary...)
+		// Both measures keep filled markers: hollow means a failed probe here.
+		for _, sp := range []*seriesPlotter{{pts: sa, line: &ls, glyph: &gs}, {pts: sb, line: &dl, glyph: &gs}} {
+			if len(sp.pts) > 0 {
+				plotters = append(plotters, sp)
+			}
+		}
 	}
 	p.Add(plotters...)
 	return ymin, ymax, xmax, plotted
+}
+
+// servingKey is the key of a serving chart: the solid and dashed measure, and the hollow
+// marker of a probe that failed.
+func servingKey(h *header, solid, dashed string) {
+	al := lineStyle(colMuted, 1.6)
+	g := glyphStyle(colMuted, shapeCircle, false)
+	dl := lineStyle(colMuted, 1.4, dashSecondary...)
+	og := glyphStyle(colMuted, shapeCircle, true)
+	h.addKey(solid, thumb{line: &al, glyph: &g})
+	h.addKey(dashed, thumb{line: &dl, glyph: &g})
+	h.addKey("probe failed an SLO gate", thumb{glyph: &og})
 }
 
 // ServingLatency draws TTFT (solid) and TPOT (dashed) at the SLO's percentile against offered
@@ -193,7 +211,7 @@ func ServingLatency(c ServingLatencyChart) (*plot.Plot, error) {
 		func(q ServingPoint) float64 { return q.TTFTMs }, func(q ServingPoint) float64 { return q.TPOTMs }, math.Log10, c.MaxPoints)
 	ymin, ymax = math.Pow(10, ymin), math.Pow(10, ymax)
 	if len(c.Series) > 0 {
-		pairKey(h, fmt.Sprintf("TTFT p%d", pct), fmt.Sprintf("TPOT p%d", pct))
+		servingKey(h, fmt.Sprintf("TTFT p%d", pct), fmt.Sprintf("TPOT p%d", pct))
 	}
 	for _, l := range []struct {
 		v      float64
@@ -209,7 +227,7 @@ func ServingLatency(c ServingLatencyChart) (*plot.Plot, error) {
 		ymin, ymax = math.Min(ymin, l.v), math.Max(ymax, l.v)
 	}
 	noData(p, h, plotted, len(c.Series), "probe")
-	h.caption("hollow markers: probes that failed an SLO gate; knee: the largest rate meeting every SLO")
+	h.caption("knee: the largest offered rate meeting every SLO (the search's, else the sweep's)")
 	p.X.Min = 0
 	if !(ymin > 0) || !finite(ymax) {
 		ymin, ymax = 10, 1000
@@ -244,10 +262,10 @@ func ServingGoodput(c ServingGoodputChart) (*plot.Plot, error) {
 	_, ymax, _, plotted := servingPairs(p, h, c.Series, unit,
 		func(q ServingPoint) float64 { return q.Throughput }, func(q ServingPoint) float64 { return q.Goodput }, func(v float64) float64 { return v }, c.MaxPoints)
 	if len(c.Series) > 0 {
-		pairKey(h, "throughput", "goodput (requests meeting the SLO)")
+		servingKey(h, "throughput", "goodput (meeting the SLO)")
 	}
 	noData(p, h, plotted, len(c.Series), "probe")
-	h.caption("hollow markers: probes that failed an SLO gate; knee: the largest rate meeting every SLO")
+	h.caption("knee: the largest offered rate meeting every SLO (the search's, else the sweep's)")
 	if !(ymax > 0) || !finite(ymax) {
 		ymax = 1
 	}

@@ -130,6 +130,13 @@ func capacityCharts(r *capacity.Result) []NamedChart {
 	if len(slots.Series) > 0 {
 		out = append(out, NamedChart{DirPlots + "slots", slots})
 	}
+	// A serving plan's open-loop charts (docs/serving.md); nothing for any other plan.
+	if lat, good, search := charts.ServingCharts(r); lat != nil {
+		out = append(out, NamedChart{DirPlots + "serving-latency", *lat}, NamedChart{DirPlots + "serving-goodput", *good})
+		if search != nil {
+			out = append(out, NamedChart{DirPlots + "serving-search", *search})
+		}
+	}
 	return out
 }
 
