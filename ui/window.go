@@ -44,6 +44,9 @@ type Deps struct {
 	// Compare compares throughput studies and exports comparisons (nil: the Compare section
 	// says it is unavailable).
 	Compare CompareService
+	// Overview computes the badge table and constants ladder over every throughput study
+	// (nil: the Overview section says it is unavailable).
+	Overview OverviewService
 }
 
 // Preference keys: the llama.cpp folder the user chose, the window's size.
@@ -67,6 +70,7 @@ type Workbench struct {
 	Kind     *widget.RadioGroup // New study: throughput, capacity, concurrency or quant
 	Notebook *NotebookView
 	Compare  *CompareView
+	Overview *OverviewView
 	// About is the About box last shown (nil until then).
 	About      dialog.Dialog
 	lastReport *app.DoctorReport
@@ -88,7 +92,11 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb.Studies.SetQuant(deps.Quant)
 	wb.Notebook = newNotebookView(w, deps.Notebook)
 	wb.Compare = newCompareView(w, deps.Compare)
-	wb.Studies.onListed = wb.Compare.SetStudies
+	wb.Overview = newOverviewView(deps.Overview)
+	wb.Studies.onListed = func(list []StudySummary) {
+		wb.Compare.SetStudies(list)
+		wb.Overview.SetStudies(list)
+	}
 	wb.Studies.onTelemetry = wb.Bench.ShowLive // the machine card's live readings
 	if deps.Studies != nil {
 		wb.Notebook.SetStudies(deps.Studies)
@@ -102,11 +110,13 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	newStudy := wb.newStudySection(deps)
 	wb.Bench.onReport = func(r app.DoctorReport) {
 		wb.lastReport = &r
+		wb.Overview.SetMachine(r.Machine)
 		wb.Studies.SetMeta(chartMeta(r))
 		wb.Wizard.SetDoctorReport(r) // its device notes offer their env; the devices are listed again
 		wb.QuantWiz.RefreshTypes()   // the build may have changed
 	}
 	wb.nav = container.NewAppTabs(
+		container.NewTabItem("Overview", wb.Overview.Object),
 		container.NewTabItem("Studies", wb.Studies.Object),
 		container.NewTabItem("New study", newStudy),
 		container.NewTabItem("Bench", wb.Bench.Object),
@@ -130,6 +140,8 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 			wb.Notebook.loadBoard()
 		case "Compare":
 			wb.Studies.Reload(0) // the list offered is the Studies section's, read again
+		case "Overview":
+			wb.Overview.Load() // warm: primed at start, only what changed is read
 		}
 	}
 	wb.nav.SetTabLocation(container.TabLocationLeading)
@@ -149,6 +161,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	// inline, so a job started earlier could update widgets still being built).
 	wb.Studies.Start()
 	wb.Bench.Recheck()
+	wb.Overview.Prime() // the first reading of every study happens now, not when the section opens
 	if deps.Quant != nil {
 		wb.Models.SetDerived(deps.Quant.DerivedModels)
 	}
@@ -218,14 +231,14 @@ func heading(text string) *widget.Label {
 }
 
 // Sections are the names ShowSection takes (the CLI's --section).
-var Sections = []string{"studies", "new", "bench", "models", "notebook", "compare"}
+var Sections = []string{"overview", "studies", "new", "bench", "models", "notebook", "compare"}
 
 // LastSection is the section shown when the last window closed ("studies" the first time).
 func (wb *Workbench) LastSection() string {
 	return wb.App.Preferences().StringWithFallback(prefSection, "studies")
 }
 
-// ShowSection brings a section to the front: studies, new, bench, models, notebook or compare
+// ShowSection brings a section to the front: overview, studies, new, bench, models, notebook or compare
 // ("" or "last": the section shown last).
 func (wb *Workbench) ShowSection(name string) bool {
 	if name == "" || name == "last" {

@@ -78,6 +78,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	var capacitySvc ui.CapacityService
 	var quantSvc ui.QuantService
 	var compareSvc ui.CompareService
+	var overviewSvc ui.OverviewService
 	if nbErr == nil {
 		nb, err := store.Open(nbPath)
 		if err != nil {
@@ -91,6 +92,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 			capacitySvc = capacityService{nb: nb, llamaDir: *llamaDir, folder: folder}
 			quantSvc = quantService{nb: nb, llamaDir: *llamaDir, folder: folder}
 			compareSvc = compareService{nb}
+			overviewSvc = newOverviewService(nb) // one for the window's life: it keeps what it read
 		}
 	}
 	a := fyneapp.NewWithID(app.AppID)
@@ -108,6 +110,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		Capacity:  capacitySvc,
 		Quant:     quantSvc,
 		Compare:   compareSvc,
+		Overview:  overviewSvc,
 	})
 	wb.ShowSection(*section)
 	wb.Kind.SetSelected(*newKind)
