@@ -14,17 +14,9 @@ func WriteBadges(w io.Writer, ov *Overview) {
 	writeStudies(w, ov.Studies)
 	if len(t.Rows) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "\nmodel\ttest\tbackend\tstudy\td0 t/s\tdeep t/s\td0 only\tboth depths\tbadge death\n")
+		fmt.Fprintf(tw, "\n%s\n", strings.Join(BadgeColumns, "\t"))
 		for _, r := range t.Rows {
-			deep := "-"
-			if r.Deep != nil {
-				deep = fmt.Sprintf("%.2f @%d", r.Deep.TS, r.Deep.Depth)
-			}
-			st := fmt.Sprint(r.Study)
-			if r.Imported {
-				st += " (imported)"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\n", r.Model, r.Test, r.Backend, st, r.D0.TS, deep, r.D0Only.Word, r.BothDepths.Word, r.Death.Text)
+			fmt.Fprintf(tw, "%s\n", strings.Join(r.Cells(), "\t"))
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "\nrows:\n")
@@ -108,4 +100,20 @@ func joinIDs(ids []int64) string {
 		s[i] = fmt.Sprint(id)
 	}
 	return strings.Join(s, ", ")
+}
+
+// BadgeColumns are the badge table's columns, as the CLI and the window show them.
+var BadgeColumns = []string{"model", "test", "backend", "study", "d0 t/s", "deep t/s", "d0 only", "both depths", "badge death"}
+
+// Cells is the row's text under BadgeColumns.
+func (r BadgeRow) Cells() []string {
+	deep := "-"
+	if r.Deep != nil {
+		deep = fmt.Sprintf("%.2f @%d", r.Deep.TS, r.Deep.Depth)
+	}
+	st := fmt.Sprint(r.Study)
+	if r.Imported {
+		st += " (imported)"
+	}
+	return []string{r.Model, r.Test, r.Backend, st, fmt.Sprintf("%.2f", r.D0.TS), deep, r.D0Only.Word, r.BothDepths.Word, r.Death.Text}
 }

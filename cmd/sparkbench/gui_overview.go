@@ -51,17 +51,9 @@ func windowOverview(ov *overview.Overview) *ui.OverviewResult {
 	for _, u := range t.Unresolved {
 		res.Studies = append(res.Studies, fmt.Sprintf("unresolved: %s (%s) %s, study %d: %s", u.Model, u.File, u.Test, u.Study, u.Reason))
 	}
-	res.Badges.Header = []string{"model", "test", "backend", "study", "d0 t/s", "deep t/s", "d0 only", "both depths", "badge death"}
+	res.Badges.Header = overview.BadgeColumns
 	for _, r := range t.Rows {
-		deep := "-"
-		if r.Deep != nil {
-			deep = fmt.Sprintf("%.2f @%d", r.Deep.TS, r.Deep.Depth)
-		}
-		st := fmt.Sprint(r.Study)
-		if r.Imported {
-			st += " (imported)"
-		}
-		res.Badges.Rows = append(res.Badges.Rows, []string{r.Model, r.Test, r.Backend, st, fmt.Sprintf("%.2f", r.D0.TS), deep, r.D0Only.Word, r.BothDepths.Word, r.Death.Text})
+		res.Badges.Rows = append(res.Badges.Rows, r.Cells())
 		src := fmt.Sprintf("%s (%s, sha256 %s) %s, config %s: d0 from study %d %s %s", r.Model, r.File, r.SHA256, r.Test, r.Config, r.Study, r.D0.Leg, r.D0.Row)
 		if r.Deep != nil {
 			src += fmt.Sprintf("; deep from %s %s", r.Deep.Leg, r.Deep.Row)
