@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,10 +14,8 @@ import (
 	"sort"
 	"strings"
 
-	"sparkbench/app/energy"
 	"sparkbench/app/receipt"
 	"sparkbench/app/workbench"
-	"sparkbench/runner/benchfmt"
 	"sparkbench/store"
 )
 
@@ -142,34 +139,24 @@ func verifiedBundle(ctx context.Context, p string, stderr io.Writer) (store.Bund
 	return b, 0
 }
 
-// bundleStudy reads a verified throughput bundle's study from its raw files.
+// bundleStudy is a verified throughput bundle's study as the store imports it, from its raw
+// files as verify reads them (receipt.ReadThroughputContents).
 func bundleStudy(files receipt.Files, source string) (store.BundleStudy, error) {
-	ix, err := receipt.ReadIndex(files)
+	c, err := receipt.ReadThroughputContents(files)
 	if err != nil {
 		return store.BundleStudy{}, err
 	}
-	if ix.Kind != receipt.KindThroughput {
-		return store.BundleStudy{}, fmt.Errorf("a %s bundle: only throughput bundles are imported as studies so far", ix.Kind)
-	}
-	var nbr receipt.NotebookRecord
-	if err := json.Unmarshal(files[receipt.FileNotebook], &nbr); err != nil {
-		return store.BundleStudy{}, fmt.Errorf("%s: %w", receipt.FileNotebook, err)
-	}
+	nbr := c.Notebook
 	sums := sha256.Sum256(files[receipt.FileSums])
-	plan := files[receipt.FilePlan]
-	planSum := sha256.Sum256(plan)
-	b := store.BundleStudy{BundleSHA256: hex.EncodeToString(sums[:]), Source: source, Kind: ix.Kind, Sparkbench: ix.Sparkbench,
+	planSum := sha256.Sum256(c.Plan)
+	b := store.BundleStudy{BundleSHA256: hex.EncodeToString(sums[:]), Source: source, Kind: c.Index.Kind, Sparkbench: c.Index.Sparkbench,
 		OriginStudyID: nbr.StudyID, Name: nbr.Name, OriginStatus: nbr.Status, OriginHeadSeq: nbr.Head.Seq, OriginHeadHash: nbr.Head.Hash,
-		Machines: json.RawMessage(files[receipt.FileMachines]), PlanJSON: plan, PlanSHA256: hex.EncodeToString(planSum[:])}
+		Machines: json.RawMessage(files[receipt.FileMachines]), PlanJSON: c.Plan, PlanSHA256: hex.EncodeToString(planSum[:])}
 	keys := map[int64]string{}
 	for _, p := range nbr.Predictions {
 		keys[p.ID] = p.Key
 	}
-	journal, err := receipt.ParseJournal(files[receipt.FileJournal])
-	if err != nil {
-		return b, err
-	}
-	for _, j := range journal {
+	for _, j := range c.Journal {
 		b.Journal = append(b.Journal, store.BundleEntry{Seq: j.Seq, Kind: j.Kind, StudyID: j.StudyID(), At: j.At, Payload: j.Payload, PrevHash: j.PrevHash, Hash: j.Hash})
 		if j.StudyID() == nbr.StudyID {
 			if err := addEntry(&b, j, keys); err != nil {
@@ -177,63 +164,28 @@ func bundleStudy(files receipt.Files, source string) (store.BundleStudy, error) 
 			}
 		}
 	}
-	if b.Legs, err = bundleLegs(files); err != nil {
-		return b, err
-	}
-	return b, nil
+	b.Legs, err = bundleLegs(c.Legs)
+	return b, err
 }
 
-// bundleLegs reads every legs/NNN-label folder, in the order the legs were recorded.
-func bundleLegs(files receipt.Files) ([]store.BundleLeg, error) {
-	dirs := map[string]bool{}
-	for name := range files {
-		if rest, ok := strings.CutPrefix(name, receipt.DirLegs); ok {
-			if dir, _, ok := strings.Cut(rest, "/"); ok {
-				dirs[receipt.DirLegs+dir] = true
-			}
-		}
-	}
+// bundleLegs are the bundle's legs as the store imports them, in the order they were recorded.
+func bundleLegs(folders []receipt.ThroughputLeg) ([]store.BundleLeg, error) {
 	var legs []store.BundleLeg
-	for dir := range dirs {
-		var rec receipt.LegRecord
-		if err := json.Unmarshal(files[dir+"/"+receipt.LegFile], &rec); err != nil {
-			return nil, fmt.Errorf("%s/%s: %w", dir, receipt.LegFile, err)
-		}
+	for _, f := range folders {
+		rec := f.Record
 		detail, err := json.Marshal(map[string]any{"plan_leg": rec.PlanLeg, "role": rec.Role, "attempt": rec.Attempt})
 		if err != nil {
 			return nil, err
 		}
-		l := store.BundleLeg{OriginID: rec.ID, Dir: dir, Label: rec.Label, Kind: rec.Kind, Detail: detail, State: rec.State, Class: rec.Class,
+		rows := sha256.Sum256(f.RowsJSONL)
+		l := store.BundleLeg{OriginID: rec.ID, Dir: f.Dir, Label: rec.Label, Kind: rec.Kind, Detail: detail, State: rec.State, Class: rec.Class,
 			Reason: rec.Reason, ExitCode: rec.ExitCode, Signal: rec.Signal, Argv: rec.Argv, Env: rec.Env, Conditions: rec.Conditions,
 			StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Fingerprint: rec.Fingerprint, PeakRSS: rec.PeakRSSBytes,
-			TempBefore: rec.TempBeforeC, TempAfter: rec.TempAfterC, Transcript: files[dir+"/"+receipt.LegTranscript]}
-		rowsName := dir + "/" + receipt.LegRowsFile
-		data := files[rowsName]
-		sum := sha256.Sum256(data)
-		l.RowsSHA256 = hex.EncodeToString(sum[:])
-		telName := dir + "/" + receipt.LegTelemetry
-		if tb, ok := files[telName]; ok {
-			ts := sha256.Sum256(tb)
+			TempBefore: rec.TempBeforeC, TempAfter: rec.TempAfterC, Transcript: f.Transcript,
+			RowsSHA256: hex.EncodeToString(rows[:]), Rows: f.Results, Statuses: f.Statuses, Telemetry: f.Telemetry}
+		if f.TelemetryJSONL != nil {
+			ts := sha256.Sum256(f.TelemetryJSONL)
 			l.TelemetrySHA256 = hex.EncodeToString(ts[:])
-			if l.Telemetry, err = energy.ReadSamplesJSONL(telName, tb); err != nil {
-				return nil, err
-			}
-		}
-		var parser benchfmt.Parser
-		for i, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
-			if len(line) == 0 {
-				continue
-			}
-			var rr receipt.RowRecord
-			if err := json.Unmarshal(line, &rr); err != nil {
-				return nil, fmt.Errorf("%s: line %d: %w", rowsName, i+1, err)
-			}
-			res, err := parser.ParseLine(rr.Row)
-			if err != nil {
-				return nil, fmt.Errorf("%s: line %d: %w", rowsName, i+1, err)
-			}
-			l.Rows = append(l.Rows, res)
-			l.Statuses = append(l.Statuses, rr.Status)
 		}
 		legs = append(legs, l)
 	}
