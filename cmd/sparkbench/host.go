@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -16,29 +15,13 @@ import (
 )
 
 // envHosts names the hosts file when --hosts is not given.
-const envHosts = "SPARKBENCH_HOSTS"
+const envHosts = remote.EnvHosts
 
 const hostUsage = "host list [--hosts F] | host check NAME [--hosts F] [--json]"
 
-// hostsPath resolves --hosts: the flag, $SPARKBENCH_HOSTS, then hosts.json in the user's
-// sparkbench configuration folder.
-func hostsPath(flagValue string) (string, error) {
-	if flagValue != "" {
-		return flagValue, nil
-	}
-	if p := os.Getenv(envHosts); p != "" {
-		return p, nil
-	}
-	d, err := os.UserConfigDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(d, "sparkbench", "hosts.json"), nil
-}
-
 // loadHostsFlag reads the hosts file a command was given; the error says which file and why.
 func loadHostsFlag(flagValue string) (*remote.HostsFile, error) {
-	p, err := hostsPath(flagValue)
+	p, err := remote.HostsPath(flagValue)
 	if err != nil {
 		return nil, err
 	}

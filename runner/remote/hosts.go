@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -127,6 +128,25 @@ func ParseHosts(b []byte) (*HostsFile, error) {
 		return nil, fmt.Errorf("hosts file: %s", strings.Join(probs, "; "))
 	}
 	return &f, nil
+}
+
+// EnvHosts names the hosts file when a command is given none.
+const EnvHosts = "SPARKBENCH_HOSTS"
+
+// HostsPath is the hosts file to read: given ("" for none), else $SPARKBENCH_HOSTS, else
+// hosts.json in the user's sparkbench configuration folder.
+func HostsPath(given string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	if p := os.Getenv(EnvHosts); p != "" {
+		return p, nil
+	}
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "sparkbench", "hosts.json"), nil
 }
 
 // LoadHosts reads a hosts file from disk; a relative ssh_config is relative to the file.

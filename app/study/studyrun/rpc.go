@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"sparkbench/app/study"
@@ -15,7 +14,7 @@ import (
 
 // EnvHosts names the hosts file a plan's rpc_servers are looked up in when Engine.RPCHosts is
 // nil (then hosts.json in the user's sparkbench configuration folder), as the CLI's --hosts.
-const EnvHosts = "SPARKBENCH_HOSTS"
+const EnvHosts = remote.EnvHosts
 
 // rpcLogKeep is how much of a server's output its stop entry keeps (the end).
 const rpcLogKeep = 16 << 10
@@ -33,13 +32,9 @@ type rpcTopology struct {
 // DefaultHosts reads the hosts file named by $SPARKBENCH_HOSTS, else the user's
 // sparkbench/hosts.json.
 func DefaultHosts() (*remote.HostsFile, error) {
-	p := os.Getenv(EnvHosts)
-	if p == "" {
-		d, err := os.UserConfigDir()
-		if err != nil {
-			return nil, err
-		}
-		p = filepath.Join(d, "sparkbench", "hosts.json")
+	p, err := remote.HostsPath("")
+	if err != nil {
+		return nil, err
 	}
 	f, err := remote.LoadHosts(p)
 	if errors.Is(err, os.ErrNotExist) {
