@@ -280,6 +280,7 @@ var journalSentences = map[string]func(jmap) string{
 		return fmt.Sprintf("capacity run resumed: %d of %d server lifetimes skipped", m.int("lifetimes_skipped"), m.int("lifetimes_total"))
 	},
 	capacity.NoteIncomplete:  func(m jmap) string { return incompleteLegs(m, "lifetimes", "server lifetime(s)") },
+	capacity.NoteValidity:    servingValidity,
 	quantrun.EntryStarted:    func(m jmap) string { return "ladder run started, plan sha256 " + shortHash(m.str("plan_sha256")) },
 	quantrun.EntryProvenance: func(jmap) string { return "ladder run: the build and machine recorded" },
 	quantrun.EntryRecord: func(m jmap) string {

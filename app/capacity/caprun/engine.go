@@ -224,6 +224,11 @@ func (e *Engine) runInto(ctx context.Context, st capacity.StoredStudy, p *capaci
 		PlanSHA256: res.PlanSHA256, Selected: capacity.SelectedPoints(res)}); err != nil {
 		return out, err
 	}
+	if v := capacity.Validity(res); v != nil { // a serving plan: what each probe's validity checks caught
+		if err := rec.Note(rr.ctx, id, capacity.NoteValidity, v); err != nil {
+			return out, err
+		}
+	}
 	var err error
 	if sum.Verdicts, err = journalVerdicts(rr.ctx, rec, id, st.Verdicts, res.Verdicts); err != nil {
 		return out, err
