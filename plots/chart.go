@@ -61,7 +61,7 @@ const (
 
 // Kinds lists every chart kind in the order the CLI documents them.
 func Kinds() []Kind {
-	return []Kind{KindDepth, KindSlots, KindLatency, KindEnvelope, KindUbatch, KindRepeatability, KindNGL, KindPareto, KindKLDBits, KindEnergy, KindTimeline}
+	return []Kind{KindDepth, KindSlots, KindLatency, KindEnvelope, KindUbatch, KindRepeatability, KindNGL, KindPareto, KindKLDBits, KindEnergy, KindTimeline, KindServingLatency, KindServingGoodput, KindServingSearch}
 }
 
 // Chart is the input of one chart kind: plain data that builds a *plot.Plot. Values are
@@ -102,6 +102,12 @@ func New(kind Kind) (Chart, error) {
 		return &EnergyChart{}, nil
 	case KindTimeline:
 		return &TimelineChart{}, nil
+	case KindServingLatency:
+		return &ServingLatencyChart{}, nil
+	case KindServingGoodput:
+		return &ServingGoodputChart{}, nil
+	case KindServingSearch:
+		return &ServingSearchChart{}, nil
 	}
 	names := make([]string, 0, len(Kinds()))
 	for _, k := range Kinds() {

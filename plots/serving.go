@@ -10,7 +10,7 @@ import (
 )
 
 // Open-loop serving chart kinds (docs/serving.md). They are drawn for a capacity receipt
-// whose plan has a serving block; the CLI's --kind does not list them (Kinds).
+// whose plan has a serving block, and by the CLI's plot --kind from such a study or from data.
 const (
 	KindServingLatency Kind = "serving_latency"
 	KindServingGoodput Kind = "serving_goodput"

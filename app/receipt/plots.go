@@ -211,8 +211,10 @@ func CapacityChart(r *capacity.Result, kind plots.Kind, candidate string) (plots
 		name = DirPlots + "latency-" + candidate
 	case plots.KindSlots:
 		name = DirPlots + "slots"
+	case plots.KindServingLatency, plots.KindServingGoodput, plots.KindServingSearch:
+		return servingChart(r, kind)
 	default:
-		return nil, fmt.Errorf("a capacity study draws envelope, latency or slots charts, not %s", kind)
+		return nil, fmt.Errorf("a capacity study draws envelope, latency or slots charts (with a serving block also serving_latency, serving_goodput or serving_search), not %s", kind)
 	}
 	var ids []string
 	for _, c := range r.Candidates {
@@ -227,4 +229,20 @@ func CapacityChart(r *capacity.Result, kind plots.Kind, candidate string) (plots
 		return nil, fmt.Errorf("no diagonal cell (clients = slots) has a per-stream rate: nothing to draw")
 	}
 	return nil, fmt.Errorf("no candidate %q (candidates: %s)", candidate, strings.Join(ids, ", "))
+}
+
+// servingChart is one of a serving study's open-loop charts, as its receipt draws it.
+func servingChart(r *capacity.Result, kind plots.Kind) (plots.Chart, error) {
+	lat, good, search := charts.ServingCharts(r)
+	switch {
+	case lat == nil:
+		return nil, fmt.Errorf("--kind %s charts a serving study's open-loop probes; this capacity study's plan has no serving block (envelope, latency or slots)", kind)
+	case kind == plots.KindServingLatency:
+		return *lat, nil
+	case kind == plots.KindServingGoodput:
+		return *good, nil
+	case search == nil:
+		return nil, fmt.Errorf("--kind %s: the plan has no max-rate search (serving.search), so there is no search trace", kind)
+	}
+	return *search, nil
 }

@@ -22,8 +22,9 @@ import (
 const plotUsage = "plot STUDY|--data FILE.json --kind K --out FILE.png|svg|pdf [--metric tg|pp|tg128] [--line 70] [--width PX --height PX --dpi N]"
 
 // cmdPlot draws one chart to a PNG, SVG or PDF file. The chart's input comes from a throughput
-// STUDY in the notebook (kinds depth, repeatability, ubatch, ngl, energy) or from --data, a JSON file of the
-// kind's input type (docs/plots.md; every kind).
+// STUDY in the notebook (kinds depth, repeatability, ubatch, ngl, energy), a capacity study (envelope,
+// latency, slots; with a serving block serving_latency, serving_goodput, serving_search) or from
+// --data, a JSON file of the kind's input type (docs/plots.md; every kind).
 func cmdPlot(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("plot", stderr)
 	var kinds []string

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sparkbench/app/bundle"
+	"sparkbench/app/capacity"
+	"sparkbench/app/receipt"
+	"sparkbench/app/workbench"
+	"sparkbench/runner/llamatest"
+)
+
+// TestServingPoissonExampleEndToEnd runs docs/examples/serving-poisson.json (the medium model,
+// Poisson arrivals at three rates and a max-rate search) by the usual verbs: capacity validate,
+// register and run through the notebook, receipt, verify, and the three serving plots from the
+// study. The receipt lists every probe (sweep and search), the journal carries the probes'
+// validity checks as a capacity.validity entry, and a bundle with one changed byte is refused.
+func TestServingPoissonExampleEndToEnd(t *testing.T) {
+	llamatest.Binaries(t)
+	capacityTag(t)
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	examples := filepath.Join(llamatest.RepoRoot(), "docs", "examples")
+	llamatest.Model(t, "medium-llama-q8_0.gguf")
+	b, err := os.ReadFile(filepath.Join(examples, "serving-poisson.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The example's relative paths, made absolute so the plan runs from a scratch folder.
+	models := filepath.Join(llamatest.RepoRoot(), "testdata", "models") + "/"
+	s := strings.ReplaceAll(string(b), `"../../testdata/models/`, `"`+models)
+	s = strings.ReplaceAll(s, `"serving-prompts.json"`, `"`+filepath.Join(examples, "serving-prompts.json")+`"`)
+	plan := filepath.Join(dir, "serving-poisson.json")
+	if err := os.WriteFile(plan, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nb := filepath.Join(dir, "notebook.db")
+	for _, verb := range [][]string{{"validate", plan}, {"register", plan, "--notebook", nb}, {"run", "1", "--notebook", nb}} {
+		if code, out, errOut := runCapacity(verb...); code != 0 {
+			t.Fatalf("capacity %s: %d\n%s\n%s", verb[0], code, out, errOut)
+		}
+	}
+	out := filepath.Join(dir, "receipt")
+	if code, stdout, errOut := runCLI("receipt", "1", "--out", out, "--notebook", nb); code != 0 {
+		t.Fatalf("receipt: %d\n%s\n%s", code, stdout, errOut)
+	}
+	if code, stdout, errOut := runCLI("verify", out); code != 0 {
+		t.Fatalf("verify: %d\n%s\n%s", code, stdout, errOut)
+	}
+	files, err := bundle.ReadDir(out, bundle.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res capacity.Result
+	if err := json.Unmarshal(files[receipt.FileStudy], &res); err != nil {
+		t.Fatalf("study.json: %v", err)
+	}
+	sv := res.Candidates[0].Serving
+	if len(sv) != 1 || sv[0].Search == nil {
+		t.Fatalf("serving results %+v", sv)
+	}
+	md := string(files[receipt.FileReceipt])
+	probes := sv[0].Probes
+	if sweep := probes[:min(3, len(probes))]; len(probes) < 4 || sweep[0].OfferedRate != 2 || sweep[1].OfferedRate != 4 || sweep[2].OfferedRate != 8 {
+		t.Fatalf("probes %+v: want the sweep at 2, 4 and 8 req/s, then the search", probes)
+	}
+	for _, pr := range probes { // every probe, sweep and search, is a row of the receipt
+		if row := rowOf([]byte(md), fmt.Sprintf("| %d | %s |", pr.Probe, pr.Kind)); !strings.Contains(row, "`"+pr.ScheduleSHA256[:12]+"`") {
+			t.Errorf("probe %d (%g req/s, %s): its schedule is not in receipt.md", pr.Probe, pr.OfferedRate, pr.Kind)
+		}
+	}
+	if q := sv[0].Search; q.Converged && q.MaxRate != nil && q.LowestFail != nil && (*q.LowestFail-*q.MaxRate)/(*q.MaxRate) > 0.25 {
+		t.Errorf("converged, but the bracket [%g, %g] is wider than the tolerance 0.25", *q.MaxRate, *q.LowestFail)
+	} else if !q.Converged && !strings.Contains(md, q.Note) {
+		t.Errorf("not converged and the receipt does not say why (%q)", q.Note)
+	}
+	for _, name := range []string{"plots/serving-latency.png", "plots/serving-goodput.png", "plots/serving-search.png"} {
+		if len(files[name]) == 0 {
+			t.Errorf("the bundle has no %s", name)
+		}
+	}
+	// The validity entry: one per probe, and read as one sentence.
+	var validity []byte
+	sc := bufio.NewScanner(bytes.NewReader(files[receipt.FileJournal]))
+	sc.Buffer(nil, 1<<22)
+	for sc.Scan() {
+		var e struct {
+			Kind    string          `json:"kind"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Kind == capacity.NoteValidity {
+			validity = e.Payload
+		}
+	}
+	var v capacity.ValidityNote
+	if err := json.Unmarshal(validity, &v); err != nil || len(v.Probes) != len(probes) {
+		t.Fatalf("capacity.validity entry %s (%v): want one per probe (%d)", validity, err, len(probes))
+	}
+	if got := workbench.JournalSentence(capacity.NoteValidity, validity); !strings.HasPrefix(got, "serving validity over ") {
+		t.Errorf("validity sentence %q", got)
+	} else {
+		t.Logf("journal: %s", got)
+	}
+	for _, k := range []string{"serving_latency", "serving_goodput", "serving_search"} {
+		if code, stdout, errOut := runCLI("plot", "1", "--kind", k, "--out", filepath.Join(dir, k+".png"), "--notebook", nb); code != 0 {
+			t.Errorf("plot --kind %s: %d %s %s", k, code, stdout, errOut)
+		}
+	}
+	// One changed byte in receipt.md: verify refuses the bundle.
+	if err := os.WriteFile(filepath.Join(out, receipt.FileReceipt), append([]byte(md), ' '), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, errOut := runCLI("verify", out); code == 0 || !strings.Contains(stdout+errOut, receipt.FileReceipt) {
+		t.Errorf("a tampered receipt.md: verify exit %d\n%s%s", code, stdout, errOut)
+	}
+}
