@@ -51,7 +51,8 @@ type runManifest struct {
 	Lifetimes []struct {
 		Key    string `json:"key"`
 		Server struct {
-			Argv []string `json:"argv"`
+			Argv     []string        `json:"argv"`
+			Attempts []vocab.Attempt `json:"attempts"`
 		} `json:"server"`
 	} `json:"lifetimes"`
 }
@@ -203,6 +204,7 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	capPredictions(w, cb, r)
 	capMethodology(w, r)
 	capProvenance(w, cb, r)
+	capLaunch(w, cb)
 	w.heading(2, "Redaction")
 	redactionSection(w, cb.redaction)
 	plotsSection(w, capacityPlotNames(r))

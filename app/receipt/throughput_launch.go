@@ -43,6 +43,24 @@ func shellLine(argv []string) string {
 	return strings.Join(words, " ")
 }
 
+// affinityCells are a launch record's CPUs allowed, memory nodes and process cells: what
+// /proc said of the tool's process, or why nothing was read.
+func affinityCells(a *vocab.Affinity, why string) (cpus, mems, proc string) {
+	cpus, mems, proc = cell(why), "—", "—"
+	if a != nil {
+		cpus, mems = code(a.CPUs), code(a.Mems)
+		if a.Mems == "" {
+			mems = "—"
+		}
+		how := "exec'd by the wrapper"
+		if a.How == vocab.LaunchChild {
+			how = "the wrapper's child"
+		}
+		proc = code(fmt.Sprintf("PID %d", a.PID)) + " · " + how
+	}
+	return cpus, mems, proc
+}
+
 // tmLaunch writes the launch wrapper section: nothing when no leg has a launch record.
 func tmLaunch(w *mdWriter, d *ThroughputStudy, plan *study.Plan) {
 	var rows [][]string
@@ -54,18 +72,7 @@ func tmLaunch(w *mdWriter, d *ThroughputStudy, plan *study.Plan) {
 		if l.Role != study.RoleLeg {
 			label += " [" + l.Role + "]"
 		}
-		cpus, mems, proc := cell(l.Launch.AffinityError), "—", "—"
-		if a := l.Launch.Affinity; a != nil {
-			cpus, mems = code(a.CPUs), code(a.Mems)
-			if a.Mems == "" {
-				mems = "—"
-			}
-			how := "exec'd by the wrapper"
-			if a.How == vocab.LaunchChild {
-				how = "the wrapper's child"
-			}
-			proc = code(fmt.Sprintf("PID %d", a.PID)) + " · " + how
-		}
+		cpus, mems, proc := affinityCells(l.Launch.Affinity, l.Launch.AffinityError)
 		rows = append(rows, []string{code(fmt.Sprint(l.ID)), cell(label), code(shellLine(l.Command)), code(shellLine(l.LaunchedAs)), cpus, mems, proc})
 	}
 	if len(rows) == 0 {

@@ -2,6 +2,7 @@ package caprun
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,5 +83,18 @@ func TestRunUnderLaunchWrapper(t *testing.T) {
 	}
 	if rep := receipt.Verify(files, receipt.VerifyOptions{HashPlots: true}); !rep.OK() {
 		t.Fatalf("verify: %v", rep.Problems)
+	}
+	// receipt.md gives each start's canonical command and the command it was launched as,
+	// apart, with the affinity read from llama-server's process.
+	md := string(files[receipt.FileReceipt])
+	if !strings.Contains(md, "## Launch wrapper") || !strings.Contains(md, "under the launch wrapper `taskset -c "+cpu+"`") {
+		t.Fatalf("receipt.md has no launch wrapper section:\n%s", md)
+	}
+	for _, lt := range rep.Lifetimes {
+		at := lt.Server.Attempts[len(lt.Server.Attempts)-1]
+		row := fmt.Sprintf("| `%s` | `%d` | `%s` | `%s` | `%s` |", lt.Key, len(lt.Server.Attempts), strings.Join(at.Argv, " "), strings.Join(at.Launch.LaunchedAs, " "), cpu)
+		if !strings.Contains(md, row) {
+			t.Errorf("receipt.md lacks the row %s", row)
+		}
 	}
 }
