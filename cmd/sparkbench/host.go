@@ -17,7 +17,7 @@ import (
 // envHosts names the hosts file when --hosts is not given.
 const envHosts = remote.EnvHosts
 
-const hostUsage = "host list [--hosts F] | host check NAME [--hosts F] [--json]"
+const hostUsage = "host list [--hosts F] | host check NAME [--hosts F] [--json] | " + hostCopyUsage
 
 // loadHostsFlag reads the hosts file a command was given; the error says which file and why.
 func loadHostsFlag(flagValue string) (*remote.HostsFile, error) {
@@ -42,8 +42,10 @@ func cmdHost(args []string, stdout, stderr io.Writer) int {
 		return hostList(args[1:], stdout, stderr)
 	case "check":
 		return hostCheck("host check", args[1:], stdout, stderr)
+	case "copy-model":
+		return hostCopyModel(args[1:], os.Stdin, stdout, stderr)
 	}
-	fprintf(stderr, "sparkbench host: unknown sub-command %q (want list or check)\n", args[0])
+	fprintf(stderr, "sparkbench host: unknown sub-command %q (want list, check or copy-model)\n", args[0])
 	return 2
 }
 
