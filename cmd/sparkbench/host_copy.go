@@ -84,7 +84,9 @@ func hostCopyModel(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	defer s.Close()
 	var show func(done, total int64)
 	if isTerminal(stderr) {
-		show = func(done, total int64) { fprintf(stderr, "\r\033[K%s", remote.ProgressLine(filepath.Base(src), done, total)) }
+		show = func(done, total int64) {
+			fprintf(stderr, "\r\033[K%s", remote.ProgressLine(filepath.Base(src), done, total))
+		}
 	}
 	res, err := s.CopyModel(ctx, src, sum, dir, remote.CopyOptions{Progress: show})
 	if show != nil {
