@@ -141,5 +141,5 @@ func (s *Session) ResolveModel(ctx context.Context, planPath, want string) (stri
 		return hp, nil
 	}
 	return "", &ModelError{Host: s.Conn.Host.Name, Model: planPath,
-		Detail: fmt.Sprintf("%s is in none of the host's model_dirs (looked at %s); copy it there", name, strings.Join(looked, ", "))}
+		Detail: fmt.Sprintf("%s is in none of the host's model_dirs (looked at %s); copy it there: sparkbench host copy-model %s %s", name, strings.Join(looked, ", "), s.Conn.Host.Name, planPath)}
 }
