@@ -168,9 +168,10 @@ func (v *CapacityWizard) LoadPlan(p *capacity.Plan, planDir string) {
 	v.Validate()
 }
 
-// fillCandidates writes candidates into Models, Server configurations and Flags as well as
-// the form can: the models in order, the flags every candidate shares, and one configuration
-// per distinct remainder of the first model's candidates (named from their labels).
+// fillCandidates writes candidates into Models and Server configurations as well as the form
+// can: the models in order, and a configuration row per candidate of the first model (named
+// from its label), holding all its flags (the rows split them into their fields and other
+// flags); Flags of every configuration is left empty.
 func (v *CapacityWizard) fillCandidates(cs []capacity.Candidate) {
 	var paths []string
 	for _, c := range cs {
@@ -182,18 +183,6 @@ func (v *CapacityWizard) fillCandidates(cs []capacity.Candidate) {
 		}
 	}
 	v.Models.SetSelected(paths)
-	var common []string
-	for i, c := range cs {
-		if i == 0 {
-			common = slices.Clone(c.ServerFlags)
-			continue
-		}
-		n := 0
-		for n < len(common) && n < len(c.ServerFlags) && common[n] == c.ServerFlags[n] {
-			n++
-		}
-		common = common[:n]
-	}
 	var first []capacity.Candidate
 	for _, c := range cs {
 		if len(paths) > 0 && c.Model.Path == paths[0] {
@@ -201,9 +190,8 @@ func (v *CapacityWizard) fillCandidates(cs []capacity.Candidate) {
 		}
 	}
 	mid := modelID(paths0(paths), map[string]bool{})
-	var lines []string
+	var cfgs []serverConfig
 	for i, c := range first {
-		rest := strings.Join(c.ServerFlags[len(common):], " ")
 		name := "default"
 		if len(first) > 1 {
 			name = strings.TrimPrefix(c.Label, mid+" ")
@@ -211,13 +199,13 @@ func (v *CapacityWizard) fillCandidates(cs []capacity.Candidate) {
 				name = "c" + strconv.Itoa(i+1)
 			}
 		}
-		if len(first) == 1 && rest == "" {
-			break // one configuration without flags of its own: the empty list
+		if len(first) == 1 && len(c.ServerFlags) == 0 {
+			break // one configuration without flags: no rows
 		}
-		lines = append(lines, name+": "+rest)
+		cfgs = append(cfgs, serverConfig{name: name, flags: slices.Clone(c.ServerFlags)})
 	}
-	v.Flags.SetText(strings.Join(common, " "))
-	v.Configs.SetText(strings.Join(lines, "\n"))
+	v.Flags.SetText("")
+	v.Configs.SetConfigs(cfgs)
 }
 
 func paths0(paths []string) string {

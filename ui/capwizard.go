@@ -33,7 +33,7 @@ type CapacityWizard struct {
 
 	Name        *widget.Entry
 	Models      *widget.CheckGroup
-	Configs     *widget.Entry // one server configuration per line: "name: flags"
+	Configs     *ConfigRows   // the server configurations, a row of fields each (capconfigs.go)
 	Flags       *widget.Entry // flags every configuration gets
 	ArmAxis     *widget.Entry // concurrency: what the arms vary
 	Slots       *widget.Entry
@@ -105,10 +105,7 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	v.CandNote.Wrapping = fyne.TextWrapWord
 	v.Name = entry("", "e.g. slots x clients, Q8 vs Q4")
 	v.Models = widget.NewCheckGroup(nil, func([]string) { candsEdited() })
-	v.Configs = widget.NewMultiLineEntry()
-	v.Configs.SetPlaceHolder("one server configuration per line, name: flags, e.g.\nf16: -ctk f16 -ctv f16\nq8: -ctk q8_0 -ctv q8_0\n(empty: one configuration, \"default\")")
-	v.Configs.SetMinRowsVisible(3)
-	v.Configs.OnChanged = func(string) { candsEdited() }
+	v.Configs = newConfigRows(candsEdited)
 	v.Flags = entry("", "llama-server flags of every configuration, e.g. -t 8 -ngl 99")
 	v.Flags.OnChanged = func(string) { candsEdited() }
 	v.ArmAxis = entry("server_flags", "what the arms vary, e.g. kv_cache_type")
@@ -147,7 +144,7 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	form := widget.NewForm(
 		widget.NewFormItem("Name", v.Name),
 		widget.NewFormItem("Models", container.NewVBox(v.Models, widget.NewButton("Refresh model list", v.RefreshModels), v.CandNote)),
-		widget.NewFormItem("Server configurations", v.Configs),
+		widget.NewFormItem("Server configurations", v.Configs.Object),
 		widget.NewFormItem("Flags of every configuration", v.Flags),
 		widget.NewFormItem("Arm axis (concurrency)", v.ArmAxis),
 		widget.NewFormItem("Slots P", v.Slots),
@@ -194,39 +191,6 @@ func (v *CapacityWizard) RefreshModels() {
 	v.Validate()
 }
 
-type serverConfig struct{ name, flags string }
-
-func parseConfigs(text string) ([]serverConfig, []string) {
-	var out []serverConfig
-	var errs []string
-	seen := map[string]bool{}
-	for i, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		name, flags, ok := strings.Cut(line, ":")
-		name = strings.TrimSpace(name)
-		switch {
-		case !ok:
-			errs = append(errs, fmt.Sprintf("server configurations, line %d: %q has no name; write name: flags (e.g. q8: -ctk q8_0 -ctv q8_0)", i+1, line))
-			continue
-		case name == "":
-			errs = append(errs, fmt.Sprintf("server configurations, line %d: empty name before the colon", i+1))
-			continue
-		case seen[name]:
-			errs = append(errs, fmt.Sprintf("server configurations, line %d: %q is named twice", i+1, name))
-			continue
-		}
-		seen[name] = true
-		out = append(out, serverConfig{name, strings.TrimSpace(flags)})
-	}
-	if len(out) == 0 && len(errs) == 0 {
-		out = []serverConfig{{name: "default"}}
-	}
-	return out, errs
-}
-
 // Plan builds the plan the form describes: candidates are models × server configurations.
 // Errors are the fields that do not parse; the plan's own rules are app/capacity's Validate.
 func (v *CapacityWizard) Plan() (*capacity.Plan, []string) {
@@ -236,7 +200,7 @@ func (v *CapacityWizard) Plan() (*capacity.Plan, []string) {
 	if v.kind == KindConcurrency {
 		p.Schema, p.ArmAxis = capacity.SchemaConcurrency, strings.TrimSpace(v.ArmAxis.Text)
 	}
-	cfgs, cerrs := parseConfigs(v.Configs.Text)
+	cfgs, cerrs := v.Configs.configs()
 	errs = append(errs, cerrs...)
 	common := strings.Fields(v.Flags.Text)
 	used := map[string]bool{}
@@ -252,7 +216,7 @@ func (v *CapacityWizard) Plan() (*capacity.Plan, []string) {
 				arm = mid + "/" + c.name
 			}
 			cand := capacity.Candidate{ID: id, Label: label, Model: capacity.FileRef{Path: path},
-				ServerFlags: append(append([]string{}, common...), strings.Fields(c.flags)...)}
+				ServerFlags: append(append([]string{}, common...), c.flags...)}
 			if v.kind == KindConcurrency {
 				cand.Arm = arm
 			}

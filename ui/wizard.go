@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -106,10 +107,10 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 	v.NGen = entry("128", "generated tokens (-n), comma list")
 	v.Reps = entry("5", "repetitions (-r)")
 	v.Threads = entry("", "threads (-t), comma list; empty: llama-bench's default")
-	v.Ubatch = widget.NewCheckGroup([]string{"128", "256", "512", "1024", "2048"}, func([]string) { v.Validate() })
+	v.Ubatch = widget.NewCheckGroup(slices.Clone(ubatchChoices), func([]string) { v.Validate() })
 	v.Ubatch.SetSelected([]string{"512"})
 	v.Ubatch.Horizontal = true
-	v.FlashAttn = widget.NewCheckGroup([]string{"auto", "on", "off"}, func([]string) { v.Validate() })
+	v.FlashAttn = widget.NewCheckGroup(slices.Clone(flashAttnChoices), func([]string) { v.Validate() })
 	v.FlashAttn.SetSelected([]string{"auto"})
 	v.FlashAttn.Horizontal = true
 	v.KV = widget.NewCheckGroup([]string{"f16/f16", "q8_0/q8_0", "q4_0/q4_0"}, func([]string) { v.Validate() })
