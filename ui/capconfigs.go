@@ -55,7 +55,7 @@ var configFields = [nConfigFields]configField{
 	{key: "fa", label: "Flash attention", hint: "on, off or auto (-fa); empty: the build's default (auto)",
 		spellings: []string{"-fa", "--flash-attn"}, choices: flashAttnChoices, check: oneOf("flash attention", flashAttnChoices)},
 	{key: "t", label: "Threads", hint: "CPU threads for generation (-t); empty: llama-server's default (the CPU count)",
-		spellings: []string{"-t", "--threads"}, check: positiveInt},
+		spellings: []string{"-t", "--threads"}, choices: []string{"1", "2", "4", "8", "16"}, check: positiveInt},
 	{key: "ngl", label: "ngl", hint: "layers stored on the device (-ngl): a number, auto or all; empty: llama-server's default",
 		spellings: []string{"-ngl", "--gpu-layers", "--n-gpu-layers"}, choices: []string{"0", "99", "auto", "all"}, check: nglValue},
 	{key: "dev", label: "Device", hint: "devices to offload to (-dev), comma-separated; none: the CPU only; empty: llama-server's default",
@@ -63,7 +63,7 @@ var configFields = [nConfigFields]configField{
 	{key: "sm", label: "Split mode", hint: "how the model is split across devices (-sm): " + strings.Join(study.SplitModes, ", ") + "; empty: layer",
 		spellings: []string{"-sm", "--split-mode"}, choices: study.SplitModes, check: oneOf("split mode", study.SplitModes)},
 	{key: "ts", label: "Tensor split", hint: "fraction of the model per device (-ts), comma list of proportions, e.g. 3,1",
-		spellings: []string{"-ts", "--tensor-split"}, check: noSpace},
+		spellings: []string{"-ts", "--tensor-split"}, choices: []string{"1,1", "3,1"}, check: noSpace},
 }
 
 func noSpace(s string) error {

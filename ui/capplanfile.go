@@ -18,7 +18,8 @@ import (
 )
 
 // applyBase keeps what the form has no control for from the plan last opened: description,
-// build folder, seed, the quality retention bound and reference, the files' SHA-256 where the
+// build folder, seed, the quality retention bound and reference, the KV quality gate, the
+// serving and telemetry sections, the files' SHA-256 where the
 // path is unchanged, and the candidates themselves when the form cannot express them (or
 // their role, markers and model SHA-256 when it rebuilt the same candidate).
 func (v *CapacityWizard) applyBase(p *capacity.Plan) {
@@ -29,6 +30,16 @@ func (v *CapacityWizard) applyBase(p *capacity.Plan) {
 	p.Description, p.Build, p.Seed = b.Description, b.Build, b.Seed
 	p.Limits.QualityRetentionMin = b.Limits.QualityRetentionMin
 	p.Limits.QualityReference = b.Limits.QualityReference
+	// Sections the form has no fields for (yet): kept unless the form set them.
+	if p.KVQuality == nil {
+		p.KVQuality = b.KVQuality
+	}
+	if p.Serving == nil {
+		p.Serving = b.Serving
+	}
+	if p.Telemetry == nil {
+		p.Telemetry = b.Telemetry
+	}
 	if p.PromptPlan.Path == b.PromptPlan.Path && p.PromptPlan.SHA256 == "" {
 		p.PromptPlan.SHA256 = b.PromptPlan.SHA256
 	}

@@ -289,7 +289,7 @@ func (v *CapacityWizard) Validate() {
 		estimate := ""
 		if ok {
 			p.Defaults()
-			probLines, valid := problemLines(capacity.Validate(p, capacity.ValidateOptions{}))
+			probLines, valid := problemLines(append(capacity.Validate(p, capacity.ValidateOptions{}), v.flagProblems(p)...))
 			lines, ok = append(lines, probLines...), valid
 			if ok {
 				lives := capacity.Schedule(p, "")
@@ -318,6 +318,22 @@ func (v *CapacityWizard) Validate() {
 			setEnabled(v.RegisterBtn, ok && v.svc != nil)
 		}
 	})
+}
+
+// flagProblems are the server flags of the plan's candidates (every configuration's fields,
+// other flags and the flags of every configuration) that the build's llama-server --help does
+// not list, when the service can list them (ServerFlagLister); none otherwise (Register checks
+// them). It runs off the UI goroutine.
+func (v *CapacityWizard) flagProblems(p *capacity.Plan) []study.Problem {
+	lister, ok := v.svc.(ServerFlagLister)
+	if !ok {
+		return nil
+	}
+	known, bin, err := lister.ServerFlags(context.Background())
+	if err != nil {
+		return nil // no build to ask: Register says so
+	}
+	return capacity.CheckServerFlags(p, known, bin)
 }
 
 // AddPrediction appends a prediction (its ID is assigned: P1, P2, …).
