@@ -194,6 +194,7 @@ func (v *CapacityWizard) fillCandidates(cs []capacity.Candidate) {
 		}
 	}
 	v.Models.SetSelected(paths)
+	v.ModelTable.Refresh()
 	var first []capacity.Candidate
 	for _, c := range cs {
 		if len(paths) > 0 && c.Model.Path == paths[0] {

@@ -32,10 +32,11 @@ type CapacityWizard struct {
 	Object fyne.CanvasObject
 
 	Name        *widget.Entry
-	Models      *widget.CheckGroup
-	Configs     *ConfigRows   // the server configurations, a row of fields each (capconfigs.go)
-	Flags       *widget.Entry // flags every configuration gets
-	ArmAxis     *widget.Entry // concurrency: what the arms vary
+	Models      *widget.CheckGroup // the picked models' paths, in the order picked
+	ModelTable  *ModelPicker       // the models as a table with their facts (modelpicker.go)
+	Configs     *ConfigRows        // the server configurations, a row of fields each (capconfigs.go)
+	Flags       *widget.Entry      // flags every configuration gets
+	ArmAxis     *widget.Entry      // concurrency: what the arms vary
 	Slots       *widget.Entry
 	Clients     *widget.Entry
 	Passes      *widget.Select
@@ -105,6 +106,7 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	v.CandNote.Wrapping = fyne.TextWrapWord
 	v.Name = entry("", "e.g. slots x clients, Q8 vs Q4")
 	v.Models = widget.NewCheckGroup(nil, func([]string) { candsEdited() })
+	v.ModelTable = newModelPicker(v.Models, models, lib)
 	v.Configs = newConfigRows(candsEdited)
 	v.Flags = entry("", "llama-server flags of every configuration, e.g. -t 8 -ngl 99")
 	v.Flags.OnChanged = func(string) { candsEdited() }
@@ -143,7 +145,7 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	v.heading = heading("New capacity study")
 	form := widget.NewForm(
 		widget.NewFormItem("Name", v.Name),
-		widget.NewFormItem("Models", container.NewVBox(v.Models, widget.NewButton("Refresh model list", v.RefreshModels), v.CandNote)),
+		widget.NewFormItem("Models", container.NewVBox(v.ModelTable.Object, widget.NewButton("Refresh model list", v.RefreshModels), v.CandNote)),
 		widget.NewFormItem("Server configurations", v.Configs.Object),
 		widget.NewFormItem("Flags of every configuration", v.Flags),
 		widget.NewFormItem("Arm axis (concurrency)", v.ArmAxis),
@@ -188,6 +190,7 @@ func (v *CapacityWizard) SetKind(kind string) {
 // RefreshModels lists the readable GGUF files of the Models section as choices.
 func (v *CapacityWizard) RefreshModels() {
 	offerModels(v.Models, v.models)
+	v.ModelTable.Refresh()
 	v.Validate()
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -64,23 +65,49 @@ type ModelsView struct {
 	derivedRows []app.ModelEntry
 }
 
-var modelColumns = []struct {
+// modelFact is a column of a GGUF file's header facts, as the Models section and the New study
+// forms' model tables show them.
+type modelFact struct {
+	title string
+	width float32
+	cell  func(m app.ModelEntry) string
+}
+
+// modelFacts are the header facts of a GGUF file: architecture, parameters, file type (the
+// quantization), context, experts and size.
+var modelFacts = []modelFact{
+	{"Architecture", 100, func(m app.ModelEntry) string { return m.Architecture }},
+	{"Params", 70, func(m app.ModelEntry) string { return app.HumanCount(m.Params) }},
+	{"Type", 110, func(m app.ModelEntry) string { return m.FileType }},
+	{"Context", 70, func(m app.ModelEntry) string { return fmt.Sprint(m.Context) }},
+	{"Experts", 90, expertsText},
+	{"Size", 90, func(m app.ModelEntry) string { return app.HumanBytes(m.Size) }},
+}
+
+func expertsText(m app.ModelEntry) string {
+	if m.Experts == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%d (%d used)", m.Experts, m.ExpertsUsed)
+}
+
+type modelColumn struct {
 	title string
 	width float32
 	cell  func(v *ModelsView, m app.ModelEntry) string
-}{
+}
+
+func factColumns() []modelColumn {
+	out := make([]modelColumn, len(modelFacts))
+	for i, f := range modelFacts {
+		out[i] = modelColumn{f.title, f.width, func(_ *ModelsView, m app.ModelEntry) string { return f.cell(m) }}
+	}
+	return out
+}
+
+var modelColumns = slices.Concat([]modelColumn{
 	{"File", 220, func(v *ModelsView, m app.ModelEntry) string { return v.fileText(m.Path) }},
-	{"Architecture", 100, func(_ *ModelsView, m app.ModelEntry) string { return m.Architecture }},
-	{"Params", 70, func(_ *ModelsView, m app.ModelEntry) string { return app.HumanCount(m.Params) }},
-	{"Type", 110, func(_ *ModelsView, m app.ModelEntry) string { return m.FileType }},
-	{"Context", 70, func(_ *ModelsView, m app.ModelEntry) string { return fmt.Sprint(m.Context) }},
-	{"Experts", 90, func(_ *ModelsView, m app.ModelEntry) string {
-		if m.Experts == 0 {
-			return "—"
-		}
-		return fmt.Sprintf("%d (%d used)", m.Experts, m.ExpertsUsed)
-	}},
-	{"Size", 90, func(_ *ModelsView, m app.ModelEntry) string { return app.HumanBytes(m.Size) }},
+}, factColumns(), []modelColumn{
 	{"SHA-256", 330, func(v *ModelsView, m app.ModelEntry) string { return v.statusText(m) }},
 	{"Source", 260, func(v *ModelsView, m app.ModelEntry) string {
 		st := v.status[m.Path]
@@ -93,7 +120,7 @@ var modelColumns = []struct {
 		return st.Source
 	}},
 	{"Derived from", 300, func(v *ModelsView, m app.ModelEntry) string { return v.derivedText(m.Path) }},
-}
+})
 
 func newModelsView(win fyne.Window, prefs fyne.Preferences, lib app.ModelLibrary) *ModelsView {
 	v := &ModelsView{win: win, prefs: prefs, lib: lib, status: map[string]app.ModelStatus{}, selected: -1,
@@ -162,19 +189,24 @@ func newModelsView(win fyne.Window, prefs fyne.Preferences, lib app.ModelLibrary
 
 // statusText is the SHA-256 column: plain words for what is known.
 func (v *ModelsView) statusText(m app.ModelEntry) string {
-	if m.Err != "" {
-		return "UNREADABLE: " + m.Err
-	}
 	v.mu.Lock()
 	busy := v.hashing == m.Path
 	v.mu.Unlock()
-	if busy {
-		return "hashing…"
-	}
 	st, ok := v.status[m.Path]
+	return hashStateText(m, st, ok, busy)
+}
+
+// hashStateText is a model's SHA-256 state in plain words: unreadable, being hashed, pending
+// (not hashed, or no expected SHA-256), verified or mismatched. known: st was read.
+func hashStateText(m app.ModelEntry, st app.ModelStatus, known, busy bool) string {
+	if m.Err != "" {
+		return "UNREADABLE: " + m.Err
+	}
 	switch {
-	case !ok || st.SHA256 == "":
-		if ok && st.Expected != "" {
+	case busy:
+		return "hashing…"
+	case !known || st.SHA256 == "":
+		if known && st.Expected != "" {
 			return "PENDING — not hashed yet (expected " + short(st.Expected) + ")"
 		}
 		return "PENDING — not hashed yet"

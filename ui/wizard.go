@@ -36,7 +36,8 @@ type WizardView struct {
 	Object fyne.CanvasObject
 
 	Name        *widget.Entry
-	Models      *widget.CheckGroup
+	Models      *widget.CheckGroup // the picked models' paths, in the order picked
+	ModelTable  *ModelPicker       // the models as a table with their facts (modelpicker.go)
 	Depths      *widget.Entry
 	NPrompt     *widget.Entry
 	NGen        *widget.Entry
@@ -102,6 +103,7 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 	entry := func(text, hint string) *widget.Entry { return checkedEntry(text, hint, v.Validate) }
 	v.Name = entry("", "e.g. tg depth curve, Qwen3 vs Llama")
 	v.Models = widget.NewCheckGroup(nil, func([]string) { v.Validate() })
+	v.ModelTable = newModelPicker(v.Models, models, lib)
 	v.Depths = entry("0,2048,4096,8192", "comma list of KV depths, e.g. 0,2048,4096")
 	v.NPrompt = entry("512", "prompt tokens (-p), comma list")
 	v.NGen = entry("128", "generated tokens (-n), comma list")
@@ -141,7 +143,7 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 
 	form := widget.NewForm(
 		widget.NewFormItem("Name", v.Name),
-		widget.NewFormItem("Models", container.NewVBox(v.Models, refresh)),
+		widget.NewFormItem("Models", container.NewVBox(v.ModelTable.Object, refresh)),
 		widget.NewFormItem("Depths", v.Depths),
 		widget.NewFormItem("Prompt tokens", v.NPrompt),
 		widget.NewFormItem("Generated tokens", v.NGen),
@@ -165,6 +167,7 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 // RefreshModels lists the readable GGUF files of the Models section as choices.
 func (v *WizardView) RefreshModels() {
 	offerModels(v.Models, v.models)
+	v.ModelTable.Refresh()
 	v.Validate()
 }
 
