@@ -286,7 +286,7 @@ func (c *ConfigRows) newRow(cfg serverConfig) *ConfigRow {
 	r.Name = widget.NewEntry()
 	r.Name.SetText(cfg.name)
 	r.Name.OnChanged = changed
-	items := []*widget.FormItem{hinted("Name", r.Name, "the configuration's name: candidate IDs and labels are the model's and this (and a concurrency arm's)")}
+	items := []*widget.FormItem{hinted("Name", r.Name, "the configuration's name: candidate IDs, labels and concurrency arms are the model's and this (no llama.cpp flag)")}
 	for k, f := range configFields {
 		e := widget.NewSelectEntry(f.choices)
 		e.SetText(rf.values[k])
