@@ -205,10 +205,12 @@ type ConfigRows struct {
 
 	box      *fyne.Container
 	onChange func()
+	devices  []string // the Device fields' choices (SetDeviceChoices)
+	asked    bool     // the build's devices were asked for (listDevices)
 }
 
 func newConfigRows(onChange func()) *ConfigRows {
-	c := &ConfigRows{onChange: onChange, box: container.NewVBox()}
+	c := &ConfigRows{onChange: onChange, box: container.NewVBox(), devices: slices.Clone(fixedDevices)}
 	c.AddBtn = widget.NewButton("Add server configuration", func() { c.Add(serverConfig{name: c.freeName()}) })
 	c.Object = container.NewVBox(c.box, c.AddBtn)
 	return c
@@ -288,7 +290,11 @@ func (c *ConfigRows) newRow(cfg serverConfig) *ConfigRow {
 	r.Name.OnChanged = changed
 	items := []*widget.FormItem{hinted("Name", r.Name, "the configuration's name: candidate IDs, labels and concurrency arms are the model's and this (no llama.cpp flag)")}
 	for k, f := range configFields {
-		e := widget.NewSelectEntry(f.choices)
+		choices := f.choices
+		if f.key == "dev" {
+			choices = c.devices
+		}
+		e := widget.NewSelectEntry(slices.Clone(choices))
 		e.SetText(rf.values[k])
 		e.OnChanged = changed
 		r.Fields[k] = e
@@ -302,6 +308,39 @@ func (c *ConfigRows) newRow(cfg serverConfig) *ConfigRow {
 	r.RemoveBtn = widget.NewButton("Remove", func() { c.Remove(c.indexOf(r)) })
 	r.Object = widget.NewCard("", "", container.NewVBox(widget.NewForm(items...), container.NewHBox(r.DuplicateBtn, r.RemoveBtn)))
 	return r
+}
+
+// SetDeviceChoices offers none, auto, each device the build lists and, for two or more, all
+// of them (llama-server's -dev takes a comma list) in every row's Device field. UI goroutine.
+func (c *ConfigRows) SetDeviceChoices(names []string) {
+	c.devices = append(slices.Clone(fixedDevices), names...)
+	if len(names) > 1 {
+		c.devices = append(c.devices, strings.Join(names, ","))
+	}
+	for _, r := range c.Rows {
+		r.Field("dev").SetOptions(slices.Clone(c.devices))
+	}
+}
+
+// DeviceChoices are the Device fields' choices.
+func (c *ConfigRows) DeviceChoices() []string { return slices.Clone(c.devices) }
+
+// listDevices asks the service, when it is a DeviceLister, for the build's devices once, in the
+// background, and offers them in the Device fields; the choices stay none and auto otherwise.
+func (c *ConfigRows) listDevices(svc CapacityService) {
+	lister, ok := svc.(DeviceLister)
+	if !ok || c.asked {
+		return
+	}
+	c.asked = true
+	go func() {
+		devs, _ := lister.BuildDevices(context.Background(), &study.Plan{}) // bounded: --list-devices is
+		if devs == nil {
+			return
+		}
+		names := devs.Names()
+		onUI(func() { c.SetDeviceChoices(names) })
+	}()
 }
 
 // hinted is a form item with its hint under the field.

@@ -16,6 +16,7 @@ import (
 	"sparkbench/app"
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
+	"sparkbench/runner/llamacpp"
 )
 
 // capacityPlanFiles are the capacity plans of the repository: docs/examples/*.json of the
@@ -251,6 +252,10 @@ type fakeFlagLister struct {
 	known map[string]bool
 }
 
+func (f *fakeFlagLister) BuildDevices(context.Context, *study.Plan) (*study.BuildDevices, []study.Problem) {
+	return &study.BuildDevices{Devices: []llamacpp.Device{{Name: "Vulkan0"}, {Name: "Vulkan1"}}, Listed: true}, nil
+}
+
 func (f *fakeFlagLister) ServerFlags(context.Context) (map[string]bool, string, error) {
 	return f.known, "/build/llama-server", nil
 }
@@ -276,6 +281,11 @@ func TestConfigRowsOtherFlagsCheckedAgainstTheBuild(t *testing.T) {
 	})
 	Locked(func() { v.Configs.Rows[0].Other.SetText("--mlock") })
 	waitCapValidated(t, v, func() bool { return !strings.Contains(v.Problems.Text, "not a flag of llama-server") })
+
+	// The Device fields offer the devices the build lists, and all of them as llama-server's
+	// comma list.
+	want := []string{"none", "auto", "Vulkan0", "Vulkan1", "Vulkan0,Vulkan1"}
+	waitCapValidated(t, v, func() bool { return slices.Equal(v.Configs.DeviceChoices(), want) })
 }
 
 // Tab moves through every control of a new row in order: its name, each flag field, the other

@@ -191,6 +191,7 @@ func (v *CapacityWizard) SetKind(kind string) {
 func (v *CapacityWizard) RefreshModels() {
 	offerModels(v.Models, v.models)
 	v.ModelTable.Refresh()
+	v.Configs.listDevices(v.svc)
 	v.Validate()
 }
 

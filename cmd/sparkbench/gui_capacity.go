@@ -27,6 +27,7 @@ type capacityService struct {
 var (
 	_ ui.CapacityService  = capacityService{}
 	_ ui.ServerFlagLister = capacityService{}
+	_ ui.DeviceLister     = capacityService{}
 )
 
 // RegisterCapacity writes the plan beside the notebook (data folder/plans/NAME-SHA.json), with
@@ -149,4 +150,10 @@ func (s capacityService) EstimateCapacity(ctx context.Context, p *capacity.Plan)
 // `capacity validate` and `capacity register` check them (workbench.ServerFlags).
 func (s capacityService) ServerFlags(ctx context.Context) (map[string]bool, string, error) {
 	return workbench.ServerFlags(ctx, s.dir())
+}
+
+// BuildDevices is ui.DeviceLister: the window's build's devices (workbench.ListDevices, as the
+// throughput form lists them), offered in the capacity form's Device fields.
+func (s capacityService) BuildDevices(ctx context.Context, p *study.Plan) (*study.BuildDevices, []study.Problem) {
+	return workbench.ListDevices(ctx, p, s.dir())
 }
