@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -158,12 +157,7 @@ func (p *ModelPicker) Refresh() {
 	}
 	paths := slices.Clone(p.picks.Options)
 	go func() {
-		got := map[string]app.ModelStatus{}
-		for _, path := range paths {
-			if st, err := p.lib.Status(context.Background(), path); err == nil {
-				got[path] = st
-			}
-		}
+		got := readStatuses(p.lib, paths)
 		onUI(func() {
 			for path, st := range got {
 				p.status[path] = st
