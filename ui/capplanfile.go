@@ -18,7 +18,8 @@ import (
 )
 
 // applyBase keeps what the form has no control for from the plan last opened: description,
-// build folder, seed, the quality retention bound and reference, the files' SHA-256 where the
+// build folder, seed, the quality retention bound and reference, the KV quality gate, the
+// serving and telemetry sections, the files' SHA-256 where the
 // path is unchanged, and the candidates themselves when the form cannot express them (or
 // their role, markers and model SHA-256 when it rebuilt the same candidate).
 func (v *CapacityWizard) applyBase(p *capacity.Plan) {
@@ -29,6 +30,16 @@ func (v *CapacityWizard) applyBase(p *capacity.Plan) {
 	p.Description, p.Build, p.Seed = b.Description, b.Build, b.Seed
 	p.Limits.QualityRetentionMin = b.Limits.QualityRetentionMin
 	p.Limits.QualityReference = b.Limits.QualityReference
+	// Sections the form has no fields for (yet): kept unless the form set them.
+	if p.KVQuality == nil {
+		p.KVQuality = b.KVQuality
+	}
+	if p.Serving == nil {
+		p.Serving = b.Serving
+	}
+	if p.Telemetry == nil {
+		p.Telemetry = b.Telemetry
+	}
 	if p.PromptPlan.Path == b.PromptPlan.Path && p.PromptPlan.SHA256 == "" {
 		p.PromptPlan.SHA256 = b.PromptPlan.SHA256
 	}
@@ -168,9 +179,10 @@ func (v *CapacityWizard) LoadPlan(p *capacity.Plan, planDir string) {
 	v.Validate()
 }
 
-// fillCandidates writes candidates into Models, Server configurations and Flags as well as
-// the form can: the models in order, the flags every candidate shares, and one configuration
-// per distinct remainder of the first model's candidates (named from their labels).
+// fillCandidates writes candidates into Models and Server configurations as well as the form
+// can: the models in order, and a configuration row per candidate of the first model (named
+// from its label), holding all its flags (the rows split them into their fields and other
+// flags); Flags of every configuration is left empty.
 func (v *CapacityWizard) fillCandidates(cs []capacity.Candidate) {
 	var paths []string
 	for _, c := range cs {
@@ -182,18 +194,7 @@ func (v *CapacityWizard) fillCandidates(cs []capacity.Candidate) {
 		}
 	}
 	v.Models.SetSelected(paths)
-	var common []string
-	for i, c := range cs {
-		if i == 0 {
-			common = slices.Clone(c.ServerFlags)
-			continue
-		}
-		n := 0
-		for n < len(common) && n < len(c.ServerFlags) && common[n] == c.ServerFlags[n] {
-			n++
-		}
-		common = common[:n]
-	}
+	v.ModelTable.Refresh()
 	var first []capacity.Candidate
 	for _, c := range cs {
 		if len(paths) > 0 && c.Model.Path == paths[0] {
@@ -201,9 +202,8 @@ func (v *CapacityWizard) fillCandidates(cs []capacity.Candidate) {
 		}
 	}
 	mid := modelID(paths0(paths), map[string]bool{})
-	var lines []string
+	var cfgs []serverConfig
 	for i, c := range first {
-		rest := strings.Join(c.ServerFlags[len(common):], " ")
 		name := "default"
 		if len(first) > 1 {
 			name = strings.TrimPrefix(c.Label, mid+" ")
@@ -211,13 +211,13 @@ func (v *CapacityWizard) fillCandidates(cs []capacity.Candidate) {
 				name = "c" + strconv.Itoa(i+1)
 			}
 		}
-		if len(first) == 1 && rest == "" {
-			break // one configuration without flags of its own: the empty list
+		if len(first) == 1 && len(c.ServerFlags) == 0 {
+			break // one configuration without flags: no rows
 		}
-		lines = append(lines, name+": "+rest)
+		cfgs = append(cfgs, serverConfig{name: name, flags: slices.Clone(c.ServerFlags)})
 	}
-	v.Flags.SetText(strings.Join(common, " "))
-	v.Configs.SetText(strings.Join(lines, "\n"))
+	v.Flags.SetText("")
+	v.Configs.SetConfigs(cfgs)
 }
 
 func paths0(paths []string) string {

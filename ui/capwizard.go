@@ -32,10 +32,11 @@ type CapacityWizard struct {
 	Object fyne.CanvasObject
 
 	Name        *widget.Entry
-	Models      *widget.CheckGroup
-	Configs     *widget.Entry // one server configuration per line: "name: flags"
-	Flags       *widget.Entry // flags every configuration gets
-	ArmAxis     *widget.Entry // concurrency: what the arms vary
+	Models      *widget.CheckGroup // the picked models' paths, in the order picked
+	ModelTable  *ModelPicker       // the models as a table with their facts (modelpicker.go)
+	Configs     *ConfigRows        // the server configurations, a row of fields each (capconfigs.go)
+	Flags       *widget.Entry      // flags every configuration gets
+	ArmAxis     *widget.Entry      // concurrency: what the arms vary
 	Slots       *widget.Entry
 	Clients     *widget.Entry
 	Passes      *widget.Select
@@ -105,10 +106,8 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	v.CandNote.Wrapping = fyne.TextWrapWord
 	v.Name = entry("", "e.g. slots x clients, Q8 vs Q4")
 	v.Models = widget.NewCheckGroup(nil, func([]string) { candsEdited() })
-	v.Configs = widget.NewMultiLineEntry()
-	v.Configs.SetPlaceHolder("one server configuration per line, name: flags, e.g.\nf16: -ctk f16 -ctv f16\nq8: -ctk q8_0 -ctv q8_0\n(empty: one configuration, \"default\")")
-	v.Configs.SetMinRowsVisible(3)
-	v.Configs.OnChanged = func(string) { candsEdited() }
+	v.ModelTable = newModelPicker(v.Models, models, lib)
+	v.Configs = newConfigRows(candsEdited)
 	v.Flags = entry("", "llama-server flags of every configuration, e.g. -t 8 -ngl 99")
 	v.Flags.OnChanged = func(string) { candsEdited() }
 	v.ArmAxis = entry("server_flags", "what the arms vary, e.g. kv_cache_type")
@@ -145,29 +144,29 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	v.OpenBtn = widget.NewButton("Open plan…", v.openDialog)
 	v.heading = heading("New capacity study")
 	form := widget.NewForm(
-		widget.NewFormItem("Name", v.Name),
-		widget.NewFormItem("Models", container.NewVBox(v.Models, widget.NewButton("Refresh model list", v.RefreshModels), v.CandNote)),
-		widget.NewFormItem("Server configurations", v.Configs),
-		widget.NewFormItem("Flags of every configuration", v.Flags),
-		widget.NewFormItem("Arm axis (concurrency)", v.ArmAxis),
-		widget.NewFormItem("Slots P", v.Slots),
-		widget.NewFormItem("Clients C", v.Clients),
-		widget.NewFormItem("Passes", v.Passes),
-		widget.NewFormItem("Warmups", v.Warmups),
-		widget.NewFormItem("Measured", v.Measured),
-		widget.NewFormItem("Tokens per request", v.NPredict),
-		widget.NewFormItem("Context per slot", v.CtxPerSlot),
-		widget.NewFormItem("SLO: TTFT p95 max (ms)", v.TTFT),
-		widget.NewFormItem("SLO: E2E p95 max (ms)", v.E2E),
-		widget.NewFormItem("Completion rate min", v.Completion),
-		widget.NewFormItem("Peak RSS max (MiB)", v.RSS),
-		widget.NewFormItem("Pass spread max: generation rate", v.RateSpread),
-		widget.NewFormItem("Pass spread max: E2E p95", v.E2ESpread),
-		widget.NewFormItem("Selection tolerance", v.Tolerance),
-		widget.NewFormItem("Knee threshold", v.Knee),
-		widget.NewFormItem("Prompt plan", v.PromptPlan),
-		widget.NewFormItem("Quality cases", v.Quality),
-		widget.NewFormItem("Quality floor", v.QFloor),
+		hinted("Name", v.Name, "the study's name in the notebook and its receipts (no llama.cpp flag)"),
+		hinted("Models", container.NewVBox(v.ModelTable.Object, widget.NewButton("Refresh model list", v.RefreshModels), v.CandNote), "the GGUF files served, one llama-server -m per candidate; click a row to pick or unpick it"),
+		hinted("Server configurations", v.Configs.Object, "llama-server configurations, a row each: candidates are models × rows; none: one, default"),
+		hinted("Flags of every configuration", v.Flags, "llama-server flags written before each row's flags, checked against its --help"),
+		hinted("Arm axis (concurrency)", v.ArmAxis, "concurrency plans: what the arms vary, recorded in the plan (no llama.cpp flag)"),
+		hinted("Slots P", v.Slots, "server slots, one llama-server lifetime per value (llama-server --parallel)"),
+		hinted("Clients C", v.Clients, "concurrent client streams of the load generator (no llama.cpp flag)"),
+		hinted("Passes", v.Passes, "client levels in increasing order, then again in decreasing order to expose drift (no llama.cpp flag)"),
+		hinted("Warmups", v.Warmups, "requests per client level discarded before measuring (no llama.cpp flag)"),
+		hinted("Measured", v.Measured, "requests per client level measured (no llama.cpp flag)"),
+		hinted("Tokens per request", v.NPredict, "tokens each request generates (the request's n_predict, with ignore_eos; no llama.cpp flag)"),
+		hinted("Context per slot", v.CtxPerSlot, "context tokens per slot (llama-server --ctx-size is this × P)"),
+		hinted("SLO: TTFT p95 max (ms)", v.TTFT, "a cell fails when its 95th-percentile time to first token is above this (no llama.cpp flag)"),
+		hinted("SLO: E2E p95 max (ms)", v.E2E, "a cell fails when its 95th-percentile request time is above this (no llama.cpp flag)"),
+		hinted("Completion rate min", v.Completion, "the share of requests that must complete (no llama.cpp flag)"),
+		hinted("Peak RSS max (MiB)", v.RSS, "a lifetime fails when llama-server's resident memory peaks above this (no llama.cpp flag)"),
+		hinted("Pass spread max: generation rate", v.RateSpread, "largest difference of a cell's generation rate between the passes (no llama.cpp flag)"),
+		hinted("Pass spread max: E2E p95", v.E2ESpread, "largest difference of a cell's p95 request time between the passes (no llama.cpp flag)"),
+		hinted("Selection tolerance", v.Tolerance, "cells this close to the best rate are ranked by latency (no llama.cpp flag)"),
+		hinted("Knee threshold", v.Knee, "the gain per doubling of slots below which the knee is declared (no llama.cpp flag)"),
+		hinted("Prompt plan", v.PromptPlan, "the prompts the requests send; empty: the built-in plan (no llama.cpp flag)"),
+		hinted("Quality cases", v.Quality, "the quality guard's cases, asked of each candidate and P; empty: no quality gate (no llama.cpp flag)"),
+		hinted("Quality floor", v.QFloor, "the share of quality cases a candidate must pass (no llama.cpp flag)"),
 	)
 	v.Object = studyFormPage(container.NewHBox(v.heading, v.RegisterBtn, v.SaveBtn, v.OpenBtn), []fyne.CanvasObject{form},
 		v.AddPred, v.RemovePred, v.Predictions, 160, v.Estimate, v.Problems)
@@ -191,40 +190,9 @@ func (v *CapacityWizard) SetKind(kind string) {
 // RefreshModels lists the readable GGUF files of the Models section as choices.
 func (v *CapacityWizard) RefreshModels() {
 	offerModels(v.Models, v.models)
+	v.ModelTable.Refresh()
+	v.Configs.listDevices(v.svc)
 	v.Validate()
-}
-
-type serverConfig struct{ name, flags string }
-
-func parseConfigs(text string) ([]serverConfig, []string) {
-	var out []serverConfig
-	var errs []string
-	seen := map[string]bool{}
-	for i, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		name, flags, ok := strings.Cut(line, ":")
-		name = strings.TrimSpace(name)
-		switch {
-		case !ok:
-			errs = append(errs, fmt.Sprintf("server configurations, line %d: %q has no name; write name: flags (e.g. q8: -ctk q8_0 -ctv q8_0)", i+1, line))
-			continue
-		case name == "":
-			errs = append(errs, fmt.Sprintf("server configurations, line %d: empty name before the colon", i+1))
-			continue
-		case seen[name]:
-			errs = append(errs, fmt.Sprintf("server configurations, line %d: %q is named twice", i+1, name))
-			continue
-		}
-		seen[name] = true
-		out = append(out, serverConfig{name, strings.TrimSpace(flags)})
-	}
-	if len(out) == 0 && len(errs) == 0 {
-		out = []serverConfig{{name: "default"}}
-	}
-	return out, errs
 }
 
 // Plan builds the plan the form describes: candidates are models × server configurations.
@@ -236,7 +204,7 @@ func (v *CapacityWizard) Plan() (*capacity.Plan, []string) {
 	if v.kind == KindConcurrency {
 		p.Schema, p.ArmAxis = capacity.SchemaConcurrency, strings.TrimSpace(v.ArmAxis.Text)
 	}
-	cfgs, cerrs := parseConfigs(v.Configs.Text)
+	cfgs, cerrs := v.Configs.configs()
 	errs = append(errs, cerrs...)
 	common := strings.Fields(v.Flags.Text)
 	used := map[string]bool{}
@@ -252,7 +220,7 @@ func (v *CapacityWizard) Plan() (*capacity.Plan, []string) {
 				arm = mid + "/" + c.name
 			}
 			cand := capacity.Candidate{ID: id, Label: label, Model: capacity.FileRef{Path: path},
-				ServerFlags: append(append([]string{}, common...), strings.Fields(c.flags)...)}
+				ServerFlags: append(append([]string{}, common...), c.flags...)}
 			if v.kind == KindConcurrency {
 				cand.Arm = arm
 			}
@@ -325,7 +293,7 @@ func (v *CapacityWizard) Validate() {
 		estimate := ""
 		if ok {
 			p.Defaults()
-			probLines, valid := problemLines(capacity.Validate(p, capacity.ValidateOptions{}))
+			probLines, valid := problemLines(append(capacity.Validate(p, capacity.ValidateOptions{}), v.flagProblems(p)...))
 			lines, ok = append(lines, probLines...), valid
 			if ok {
 				lives := capacity.Schedule(p, "")
@@ -354,6 +322,22 @@ func (v *CapacityWizard) Validate() {
 			setEnabled(v.RegisterBtn, ok && v.svc != nil)
 		}
 	})
+}
+
+// flagProblems are the server flags of the plan's candidates (every configuration's fields,
+// other flags and the flags of every configuration) that the build's llama-server --help does
+// not list, when the service can list them (ServerFlagLister); none otherwise (Register checks
+// them). It runs off the UI goroutine.
+func (v *CapacityWizard) flagProblems(p *capacity.Plan) []study.Problem {
+	lister, ok := v.svc.(ServerFlagLister)
+	if !ok {
+		return nil
+	}
+	known, bin, err := lister.ServerFlags(context.Background())
+	if err != nil {
+		return nil // no build to ask: Register says so
+	}
+	return capacity.CheckServerFlags(p, known, bin)
 }
 
 // AddPrediction appends a prediction (its ID is assigned: P1, P2, …).

@@ -237,8 +237,8 @@ func TestCapacityWizardOpensAndSavesPlans(t *testing.T) {
 		t.Fatalf("a models × configurations plan opened and saved: SHA-256 %s, want %s", got, wantSum)
 	}
 	Locked(func() {
-		if v.keepCands || v.Flags.Text != "-t 1 -ctk" || v.Configs.Text != "f16: f16\nq8: q8_0" || v.Tolerance.Text != "0.05" || v.Knee.Text != "0.3" || v.RateSpread.Text != "0.3" || v.Passes.Selected != passesForward {
-			t.Fatalf("form: keep %v flags %q configs %q tolerance %q knee %q spread %q passes %q", v.keepCands, v.Flags.Text, v.Configs.Text, v.Tolerance.Text, v.Knee.Text, v.RateSpread.Text, v.Passes.Selected)
+		if v.keepCands || v.Flags.Text != "" || v.Configs.Text() != "f16: -t 1 -ctk f16\nq8: -t 1 -ctk q8_0" || v.Tolerance.Text != "0.05" || v.Knee.Text != "0.3" || v.RateSpread.Text != "0.3" || v.Passes.Selected != passesForward {
+			t.Fatalf("form: keep %v flags %q configs %q tolerance %q knee %q spread %q passes %q", v.keepCands, v.Flags.Text, v.Configs.Text(), v.Tolerance.Text, v.Knee.Text, v.RateSpread.Text, v.Passes.Selected)
 		}
 	})
 
@@ -256,7 +256,7 @@ func TestCapacityWizardOpensAndSavesPlans(t *testing.T) {
 		if !v.keepCands || !strings.Contains(v.CandNote.Text, "kept as they are") {
 			t.Fatalf("keep %v, note %q", v.keepCands, v.CandNote.Text)
 		}
-		v.Flags.SetText("-t 2")
+		v.Configs.Rows[0].Field("t").SetText("2")
 		p, _ := v.Plan()
 		if v.keepCands || len(p.Candidates) != 2 || strings.Join(p.Candidates[0].ServerFlags, " ") != "-t 2 -ctk f16" {
 			t.Fatalf("after an edit: keep %v, candidates %+v", v.keepCands, p.Candidates)

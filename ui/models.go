@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -64,23 +65,23 @@ type ModelsView struct {
 	derivedRows []app.ModelEntry
 }
 
-var modelColumns = []struct {
+type modelColumn struct {
 	title string
 	width float32
 	cell  func(v *ModelsView, m app.ModelEntry) string
-}{
+}
+
+func factColumns() []modelColumn {
+	out := make([]modelColumn, len(modelFacts))
+	for i, f := range modelFacts {
+		out[i] = modelColumn{f.title, f.width, func(_ *ModelsView, m app.ModelEntry) string { return f.cell(m) }}
+	}
+	return out
+}
+
+var modelColumns = slices.Concat([]modelColumn{
 	{"File", 220, func(v *ModelsView, m app.ModelEntry) string { return v.fileText(m.Path) }},
-	{"Architecture", 100, func(_ *ModelsView, m app.ModelEntry) string { return m.Architecture }},
-	{"Params", 70, func(_ *ModelsView, m app.ModelEntry) string { return app.HumanCount(m.Params) }},
-	{"Type", 110, func(_ *ModelsView, m app.ModelEntry) string { return m.FileType }},
-	{"Context", 70, func(_ *ModelsView, m app.ModelEntry) string { return fmt.Sprint(m.Context) }},
-	{"Experts", 90, func(_ *ModelsView, m app.ModelEntry) string {
-		if m.Experts == 0 {
-			return "—"
-		}
-		return fmt.Sprintf("%d (%d used)", m.Experts, m.ExpertsUsed)
-	}},
-	{"Size", 90, func(_ *ModelsView, m app.ModelEntry) string { return app.HumanBytes(m.Size) }},
+}, factColumns(), []modelColumn{
 	{"SHA-256", 330, func(v *ModelsView, m app.ModelEntry) string { return v.statusText(m) }},
 	{"Source", 260, func(v *ModelsView, m app.ModelEntry) string {
 		st := v.status[m.Path]
@@ -93,7 +94,7 @@ var modelColumns = []struct {
 		return st.Source
 	}},
 	{"Derived from", 300, func(v *ModelsView, m app.ModelEntry) string { return v.derivedText(m.Path) }},
-}
+})
 
 func newModelsView(win fyne.Window, prefs fyne.Preferences, lib app.ModelLibrary) *ModelsView {
 	v := &ModelsView{win: win, prefs: prefs, lib: lib, status: map[string]app.ModelStatus{}, selected: -1,
@@ -162,29 +163,11 @@ func newModelsView(win fyne.Window, prefs fyne.Preferences, lib app.ModelLibrary
 
 // statusText is the SHA-256 column: plain words for what is known.
 func (v *ModelsView) statusText(m app.ModelEntry) string {
-	if m.Err != "" {
-		return "UNREADABLE: " + m.Err
-	}
 	v.mu.Lock()
 	busy := v.hashing == m.Path
 	v.mu.Unlock()
-	if busy {
-		return "hashing…"
-	}
 	st, ok := v.status[m.Path]
-	switch {
-	case !ok || st.SHA256 == "":
-		if ok && st.Expected != "" {
-			return "PENDING — not hashed yet (expected " + short(st.Expected) + ")"
-		}
-		return "PENDING — not hashed yet"
-	case st.Status == app.HashVerified:
-		return "VERIFIED " + short(st.SHA256)
-	case st.Status == app.HashMismatch:
-		return "MISMATCH " + short(st.SHA256) + " ≠ expected " + short(st.Expected)
-	default:
-		return "PENDING — " + short(st.SHA256) + ", no expected SHA-256"
-	}
+	return hashStateText(m, st, ok, busy)
 }
 
 func short(s string) string {
@@ -241,12 +224,7 @@ func (v *ModelsView) loadStatuses() {
 		}
 	}
 	go func() {
-		got := map[string]app.ModelStatus{}
-		for _, p := range paths {
-			if st, err := v.lib.Status(context.Background(), p); err == nil {
-				got[p] = st
-			}
-		}
+		got := readStatuses(v.lib, paths)
 		onUI(func() {
 			for p, st := range got {
 				v.status[p] = st

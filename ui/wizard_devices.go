@@ -72,16 +72,16 @@ func (v *WizardView) newDeviceForm(entry func(text, hint string) *widget.Entry) 
 	v.RPC = entry("", "ggml-rpc-server endpoints, comma list of HOST:PORT; their devices are RPC0, RPC1 …")
 
 	form := widget.NewForm(
-		widget.NewFormItem("Env", container.NewVBox(v.Env, v.EnvHint)),
-		widget.NewFormItem("Devices", container.NewVBox(v.Devices, v.DevicesNote)),
-		widget.NewFormItem("ngl", v.NGL),
-		widget.NewFormItem("Split mode", v.SplitMode),
-		widget.NewFormItem("Tensor split", v.TensorSplit),
-		widget.NewFormItem("n_cpu_moe", v.NCPUMoE),
-		widget.NewFormItem("Override tensors", container.NewVBox(v.Overrides, v.OverrideCustom)),
-		widget.NewFormItem("KV cache in host memory", v.NoKVOffload),
-		widget.NewFormItem("Load mode", v.LoadMode),
-		widget.NewFormItem("RPC endpoints", v.RPC),
+		hinted("Env", container.NewVBox(v.Env, v.EnvHint), "environment variables of every llama-bench run (the plan's build.env; no llama.cpp flag)"),
+		hinted("Devices", container.NewVBox(v.Devices, v.DevicesNote), "the devices each leg runs on (llama-bench -dev)"),
+		hinted("ngl", v.NGL, "layers stored on the device (llama-bench -ngl)"),
+		hinted("Split mode", v.SplitMode, "how the model is split across devices (llama-bench -sm)"),
+		hinted("Tensor split", v.TensorSplit, "the share of the model on each device (llama-bench -ts)"),
+		hinted("n_cpu_moe", v.NCPUMoE, "MoE layers whose experts stay on the CPU (llama-bench -ncmoe)"),
+		hinted("Override tensors", container.NewVBox(v.Overrides, v.OverrideCustom), "tensors placed on a buffer type by pattern (llama-bench -ot)"),
+		hinted("KV cache in host memory", v.NoKVOffload, "keep the KV cache off the device (llama-bench -nkvo)"),
+		hinted("Load mode", v.LoadMode, "how the model file is loaded: mmap, mlock, direct I/O (llama-bench -lm)"),
+		hinted("RPC endpoints", v.RPC, "ggml-rpc-server endpoints whose devices the legs may use (llama-bench --rpc)"),
 	)
 	return widget.NewCard("Devices", "optional: each field reaches the plan only when set", form)
 }

@@ -49,6 +49,7 @@ func (v *WizardView) LoadPlan(p *study.Plan, planDir string) {
 	}
 	v.Name.SetText(p.Name)
 	v.Models.SetSelected(paths)
+	v.ModelTable.Refresh()
 	v.Depths.SetText(joinIntList(p.Axes.Depths))
 	v.NPrompt.SetText(joinIntList(p.Axes.NPrompt))
 	v.NGen.SetText(joinIntList(p.Axes.NGen))

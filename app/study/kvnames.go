@@ -24,3 +24,9 @@ func CheckKVTypes(at string, kvs []KVType) []Problem {
 	}
 	return out
 }
+
+// KVTypeNames are the KV cache types -ctk/-ctv take (llama-bench's and llama-server's
+// "allowed values"), f32 and f16 first, then the quantized ones as llama.cpp lists them.
+func KVTypeNames() []string {
+	return []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
+}

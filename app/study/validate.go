@@ -86,8 +86,13 @@ var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 var hexRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // kvTypeNames are the KV-cache types llama-bench accepts for -ctk/-ctv.
-var kvTypeNames = map[string]bool{"f32": true, "f16": true, "bf16": true, "q8_0": true, "q4_0": true,
-	"q4_1": true, "iq4_nl": true, "q5_0": true, "q5_1": true}
+var kvTypeNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range KVTypeNames() {
+		m[t] = true
+	}
+	return m
+}()
 
 // flags the plan controls: extra_args must not set them.
 var controlledFlags = map[string]string{

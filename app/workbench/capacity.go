@@ -47,6 +47,21 @@ type CapacityValidation struct {
 	FlagsNotChecked error          `json:"-"`
 }
 
+// ServerFlags lists the flags the llama-server of the build in llamaDir ("" = the usual
+// search) accepts (llamacpp.HelpFlags, cached per binary) and that binary's path: what capacity
+// plans' server_flags are checked against.
+func ServerFlags(ctx context.Context, llamaDir string) (map[string]bool, string, error) {
+	loc, err := llamacpp.Locate(llamaDir)
+	if err != nil {
+		return nil, "", err
+	}
+	known, err := llamacpp.HelpFlags(ctx, loc.Server)
+	if err != nil {
+		return nil, "", err
+	}
+	return known, loc.Server, nil
+}
+
 // ValidateCapacity checks a capacity or concurrency plan file without writing anything: strict
 // JSON, every rule of docs/capacity.md, model and prompt-plan files hashed against the plan
 // (hash nil: not hashed), server_flags against the --help of the llama-server in llamaDir
@@ -64,12 +79,10 @@ func ValidateCapacity(ctx context.Context, file string, hash study.HashFunc, lla
 		dir = study.ResolvePath(filepath.Dir(file), p.Build.Dir)
 	}
 	v := &CapacityValidation{File: file, Plan: p}
-	if loc, err := llamacpp.Locate(dir); err != nil {
-		v.FlagsNotChecked = err
-	} else if known, err := llamacpp.HelpFlags(ctx, loc.Server); err != nil {
+	if known, bin, err := ServerFlags(ctx, dir); err != nil {
 		v.FlagsNotChecked = err
 	} else {
-		opts.ServerFlags, opts.ServerBinary = known, loc.Server
+		opts.ServerFlags, opts.ServerBinary = known, bin
 	}
 	v.Problems = capacity.Validate(p, opts)
 	v.Valid = len(study.Errors(v.Problems)) == 0
@@ -156,11 +169,9 @@ func registerCapacity(ctx context.Context, nb *store.Notebook, req CapacityRegis
 		return nil, err
 	}
 	p := out.Plan
-	if loc, err := llamacpp.Locate(dir); err != nil {
+	if known, bin, err := ServerFlags(ctx, dir); err != nil {
 		out.FlagsNotChecked = err
-	} else if known, err := llamacpp.HelpFlags(ctx, loc.Server); err != nil {
-		out.FlagsNotChecked = err
-	} else if probs := capacity.CheckServerFlags(p, known, loc.Server); len(probs) > 0 {
+	} else if probs := capacity.CheckServerFlags(p, known, bin); len(probs) > 0 {
 		return out, &FlagsRefusedError{Problems: probs}
 	}
 	if req.Plan != nil {

@@ -24,7 +24,11 @@ type capacityService struct {
 	dataDir  string        // where plans and run folders go ("" = the user's data folder)
 }
 
-var _ ui.CapacityService = capacityService{}
+var (
+	_ ui.CapacityService  = capacityService{}
+	_ ui.ServerFlagLister = capacityService{}
+	_ ui.DeviceLister     = capacityService{}
+)
 
 // RegisterCapacity writes the plan beside the notebook (data folder/plans/NAME-SHA.json), with
 // the built-in prompt plan there when the plan names it, fills in the quality case list's
@@ -140,4 +144,16 @@ func (s capacityService) kvQuality(ctx context.Context, id int64, onLine func(st
 // EstimateCapacity is ui.CapacityEstimator (workbench.EstimateCapacity).
 func (s capacityService) EstimateCapacity(ctx context.Context, p *capacity.Plan) (capacity.Estimate, error) {
 	return workbench.EstimateCapacity(ctx, s.nb, p)
+}
+
+// ServerFlags is ui.ServerFlagLister: the flags the window's build's llama-server accepts, as
+// `capacity validate` and `capacity register` check them (workbench.ServerFlags).
+func (s capacityService) ServerFlags(ctx context.Context) (map[string]bool, string, error) {
+	return workbench.ServerFlags(ctx, s.dir())
+}
+
+// BuildDevices is ui.DeviceLister: the window's build's devices (workbench.ListDevices, as the
+// throughput form lists them), offered in the capacity form's Device fields.
+func (s capacityService) BuildDevices(ctx context.Context, p *study.Plan) (*study.BuildDevices, []study.Problem) {
+	return workbench.ListDevices(ctx, p, s.dir())
 }
