@@ -40,6 +40,9 @@ type CapacityStudy struct {
 	Report *capacity.Report
 	Plan   *capacity.Plan
 	Charts []plots.Chart
+	// ServingCharts are a serving plan's open-loop charts, as its receipt draws them: latency
+	// against offered rate, goodput against rate, and the search trace when it searched.
+	ServingCharts []plots.Chart
 }
 
 // capRow is one row of the envelope table: an assembled cell, or — while a run goes on — one
@@ -69,6 +72,7 @@ type CapacityPanel struct {
 	Envelope                *widget.Table
 	Verdicts                *widget.Table
 	Chart, Grid             *ChartView
+	Serving                 *servingTab // in Tabs only while a serving study is shown
 	Console                 *widget.List
 	Follow                  *widget.Check
 	CopyConsole             *widget.Button
@@ -124,6 +128,7 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 	v.Console, v.Follow, v.CopyConsole, consoleTab = newConsoleTab(a, &v.mu, &v.console)
 	v.Chart = NewChartView(760, 420)
 	v.Grid = NewChartView(760, 420)
+	v.Serving = newServingTab()
 	v.Tabs = container.NewAppTabs(
 		container.NewTabItem("Envelope", v.Envelope),
 		container.NewTabItem("Grid", v.Grid.Object),
@@ -226,6 +231,7 @@ func (v *CapacityPanel) show(cs *CapacityStudy) {
 			v.Grid.Show(withMeta(cs.Charts[1], v.chartMeta()))
 		}
 	}
+	v.showServing(cs)
 	switch {
 	case v.kvPending():
 		v.RunButton.SetText("Run the KV cache check (the cells are kept)")
@@ -429,6 +435,7 @@ func (v *CapacityPanel) close() {
 	v.text.Stop()
 	v.Chart.Close()
 	v.Grid.Close()
+	v.Serving.close()
 }
 
 // onEvent runs on the run's goroutine: it records and schedules a throttled update.

@@ -76,6 +76,13 @@ func (s capacityService) ShowCapacity(ctx context.Context, id int64) (*ui.Capaci
 				cs.Charts = append(cs.Charts, c)
 			}
 		}
+		if plan.Serving != nil { // the receipt's open-loop charts
+			for _, k := range []plots.Kind{plots.KindServingLatency, plots.KindServingGoodput, plots.KindServingSearch} {
+				if c, err := receipt.CapacityChart(rep.Run.Result, k, ""); err == nil {
+					cs.ServingCharts = append(cs.ServingCharts, c)
+				}
+			}
+		}
 	}
 	return cs, nil
 }
