@@ -98,8 +98,8 @@ func servingLoopText(s *capacity.Serving) string {
 		proc += fmt.Sprintf(" (from %s req/s)", trimFloat(a.RampFrom))
 	}
 	slo := fmt.Sprintf("TTFT ≤ %s ms, TPOT ≤ %s ms at p%d", trimFloat(s.SLO.TTFTMs), trimFloat(s.SLO.TPOTMs), s.SLO.Percentile)
-	if s.SLO.Preset != "" {
-		slo += " (preset " + s.SLO.Preset + ")"
+	if pr, ok := capacity.FindSLOPreset(s.SLO.Preset); ok {
+		slo += " (preset " + pr.Name + ": " + pr.Source + ")"
 	}
 	return fmt.Sprintf("Open loop: requests arrive on a %s schedule at each offered rate whether or not earlier ones finished "+
 		"(at most %d in flight, %d measured requests a probe); TTFT and E2E run from each request's scheduled send time "+

@@ -3,7 +3,6 @@ package capacity
 import (
 	"fmt"
 	"math"
-	"slices"
 )
 
 // Arrival processes of an open-loop serving probe (docs/serving.md).
@@ -205,36 +204,9 @@ func (v *validator) checkSLO(s *Serving) {
 	if !(s.ContaminationMax >= 0 && s.ContaminationMax < 1) {
 		v.errf("serving.contamination_max", "%g: want a fraction in [0, 1)", s.ContaminationMax)
 	}
-	if slo.Preset != "" && !slices.Contains(SLOPresetNames(), slo.Preset) {
-		v.errf("serving.slo.preset", "%q: not a known preset (%v); drop it to state your own figures", slo.Preset, SLOPresetNames())
+	if slo.Preset != "" {
+		if msg := slo.presetProblem(); msg != "" {
+			v.errf("serving.slo.preset", "%s", msg)
+		}
 	}
-}
-
-// SLOPreset is a named pair of TTFT/TPOT limits from a public source, with the percentile that
-// source judges.
-type SLOPreset struct {
-	Name       string
-	Source     string
-	TTFTMs     float64
-	TPOTMs     float64
-	Percentile int
-}
-
-// sloPresets are the MLPerf Inference Llama 2 70B latency constraints (Server and Interactive
-// scenarios, judged at the 99th percentile).
-var sloPresets = []SLOPreset{
-	{Name: "mlperf-llama2-70b-server", Source: "MLPerf Inference, Llama 2 70B, Server scenario", TTFTMs: 2000, TPOTMs: 200, Percentile: 99},
-	{Name: "mlperf-llama2-70b-interactive", Source: "MLPerf Inference, Llama 2 70B, Interactive scenario", TTFTMs: 450, TPOTMs: 40, Percentile: 99},
-}
-
-// SLOPresets lists the named SLO presets.
-func SLOPresets() []SLOPreset { return slices.Clone(sloPresets) }
-
-// SLOPresetNames are the presets' names.
-func SLOPresetNames() []string {
-	out := make([]string, len(sloPresets))
-	for i, p := range sloPresets {
-		out[i] = p.Name
-	}
-	return out
 }

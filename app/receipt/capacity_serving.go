@@ -77,7 +77,11 @@ func capServing(w *mdWriter, r *capacity.Result) {
 		slo += fmt.Sprintf(", E2E ≤ %s ms", num(s.SLO.E2EMs))
 	}
 	if s.SLO.Preset != "" {
-		slo += " (preset " + code(s.SLO.Preset) + ")"
+		slo += " (preset " + code(s.SLO.Preset)
+		if pr, ok := capacity.FindSLOPreset(s.SLO.Preset); ok {
+			slo += ": " + pr.Source + ", " + pr.URL
+		}
+		slo += ")"
 	}
 	w.line("**SLO:** %s per request (goodput counts the requests meeting all of them); a probe passes when its p%d of each meets it, at least %s complete, its p99 send delay is ≤ %s ms and no more than %s of its cold requests were answered from the prompt cache.",
 		slo, s.SLO.Percentile, pct(s.SLO.CompletionRateMin), num(s.ScheduleSlackMs), pct(s.ContaminationMax))

@@ -2,12 +2,14 @@ package main
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"sparkbench/app/capacity"
 	"sparkbench/runner/promptset"
 )
 
@@ -93,5 +95,23 @@ func TestCapacityValidateRefusesLongConversation(t *testing.T) {
 	code, stdout, stderr = runCapacity("validate", plan("bad.jsonl", sha))
 	if code != 2 || !strings.Contains(stdout+stderr, `bad.jsonl:2: unknown field "usr"`) {
 		t.Errorf("malformed: %d %q %q", code, stdout, stderr)
+	}
+}
+
+// TestCapacityPresets: `capacity presets` lists every SLO preset with its figures and source,
+// as text and as JSON, and refuses an argument.
+func TestCapacityPresets(t *testing.T) {
+	code, out, errOut := runCapacity("presets")
+	if code != 0 || !strings.Contains(out, "guidellm-chat                  TTFT ≤ 200 ms, TPOT ≤ 50 ms at p99\n") ||
+		!strings.Contains(out, "MLPerf Inference, Llama 2 70B, Interactive scenario") {
+		t.Errorf("presets: %d %q %q", code, out, errOut)
+	}
+	code, out, _ = runCapacity("presets", "--json")
+	var ps []capacity.SLOPreset
+	if code != 0 || json.Unmarshal([]byte(out), &ps) != nil || len(ps) != len(capacity.SLOPresets()) || ps[3].Name != "guidellm-rag" || ps[3].E2EMs != 3000 {
+		t.Errorf("presets --json: %d %s", code, out)
+	}
+	if code, _, errOut := runCapacity("presets", "x"); code != 2 || !strings.Contains(errOut, `takes no argument (got "x")`) {
+		t.Errorf("presets x: %d %q", code, errOut)
 	}
 }
