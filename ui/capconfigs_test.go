@@ -69,6 +69,9 @@ func resolvedPlanSHA256(t *testing.T, file string) string {
 	if p.QualityCases != nil {
 		p.QualityCases.Path = abs(p.QualityCases.Path)
 	}
+	for _, f := range servingFiles(p.Serving) {
+		f.Path = abs(f.Path)
+	}
 	sum, _, err := p.SHA256()
 	if err != nil {
 		t.Fatal(err)

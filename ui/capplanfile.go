@@ -109,6 +109,9 @@ func (v *CapacityWizard) LoadPlan(p *capacity.Plan, planDir string) {
 	if b.QualityCases != nil {
 		b.QualityCases.Path = resolve(b.QualityCases.Path)
 	}
+	for _, f := range servingFiles(b.Serving) {
+		f.Path = resolve(f.Path)
+	}
 
 	v.loading = true
 	defer func() { v.loading = false }()
@@ -159,6 +162,7 @@ func (v *CapacityWizard) LoadPlan(p *capacity.Plan, planDir string) {
 	} else {
 		v.QFloor.SetText("")
 	}
+	v.Serving.load(b.Serving)
 	v.fillCandidates(b.Candidates)
 	v.preds = append([]capacity.Prediction(nil), b.Predictions...)
 	v.Predictions.Refresh()

@@ -35,6 +35,7 @@ type CapacityWizard struct {
 	Models      *widget.CheckGroup // the picked models' paths, in the order picked
 	ModelTable  *ModelPicker       // the models as a table with their facts (modelpicker.go)
 	Configs     *ConfigRows        // the server configurations, a row of fields each (capconfigs.go)
+	Serving     *servingForm       // open-loop serving: arrivals, rates or a max-rate search, SLO, workload (capwizard_serving.go)
 	Flags       *widget.Entry      // flags every configuration gets
 	ArmAxis     *widget.Entry      // concurrency: what the arms vary
 	Slots       *widget.Entry
@@ -108,6 +109,7 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 	v.Models = widget.NewCheckGroup(nil, func([]string) { candsEdited() })
 	v.ModelTable = newModelPicker(v.Models, models, lib)
 	v.Configs = newConfigRows(candsEdited)
+	v.Serving = newServingForm(func() { v.Validate() })
 	v.Flags = entry("", "llama-server flags of every configuration, e.g. -t 8 -ngl 99")
 	v.Flags.OnChanged = func(string) { candsEdited() }
 	v.ArmAxis = entry("server_flags", "what the arms vary, e.g. kv_cache_type")
@@ -168,7 +170,7 @@ func newCapacityWizard(win fyne.Window, svc CapacityService, lib app.ModelLibrar
 		hinted("Quality cases", v.Quality, "the quality guard's cases, asked of each candidate and P; empty: no quality gate (no llama.cpp flag)"),
 		hinted("Quality floor", v.QFloor, "the share of quality cases a candidate must pass (no llama.cpp flag)"),
 	)
-	v.Object = studyFormPage(container.NewHBox(v.heading, v.RegisterBtn, v.SaveBtn, v.OpenBtn), []fyne.CanvasObject{form},
+	v.Object = studyFormPage(container.NewHBox(v.heading, v.RegisterBtn, v.SaveBtn, v.OpenBtn), []fyne.CanvasObject{form, heading("Open-loop serving"), v.Serving.Object},
 		v.AddPred, v.RemovePred, v.Predictions, 160, v.Estimate, v.Problems)
 	v.RefreshModels()
 	return v
@@ -277,7 +279,9 @@ func (v *CapacityWizard) Plan() (*capacity.Plan, []string) {
 	add(err)
 	p.Predictions = append([]capacity.Prediction(nil), v.preds...)
 	v.applyBase(p)
-	return p, errs
+	var serrs []string
+	p.Serving, serrs = v.Serving.serving() // the section is the plan's serving block (off: none)
+	return p, append(errs, serrs...)
 }
 
 // Validate re-checks the form in the background (files are hashed at Register) and shows every
@@ -383,6 +387,11 @@ func (v *CapacityWizard) prepareFiles(ctx context.Context, p *capacity.Plan) (*c
 	}
 	if p.QualityCases != nil {
 		if err := file("quality cases", p.QualityCases); err != nil {
+			return nil, "", err
+		}
+	}
+	for _, f := range servingFiles(p.Serving) {
+		if err := file("serving workload file", f); err != nil {
 			return nil, "", err
 		}
 	}
