@@ -348,9 +348,13 @@ func (v *CapacityPanel) Run() {
 	}
 	v.updateButtons()
 	d := runDisplay{v.app, v.Progress, v.ProgressMsg, v.Tabs}
-	v.launch(d, cancel, v.study.Report.Study.Name, start, func() func() string {
+	v.launch(d, cancel, v.study.Report.Study.Name, start, func() (func() string, string) {
 		sum, err := v.svc.RunCapacity(ctx, id, v.onEvent, v.onLine)
-		return func() string { return v.runOutcome(sum, err) }
+		headline := ""
+		if cs, serr := v.svc.ShowCapacity(ctx, id); err == nil && serr == nil {
+			headline = capacity.Headline(cs.Report)
+		}
+		return func() string { return v.runOutcome(sum, err) }, headline
 	}, func() { v.Show(id) })
 }
 

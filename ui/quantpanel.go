@@ -315,9 +315,13 @@ func (v *QuantPanel) Run() {
 	v.setResult(mustAssemble(plan, nil))
 	v.updateButtons()
 	d := runDisplay{v.app, v.Progress, v.ProgressMsg, v.Tabs}
-	v.launch(d, cancel, v.study.Name, "starting: checking the reference and the corpus…", func() func() string {
+	v.launch(d, cancel, v.study.Name, "starting: checking the reference and the corpus…", func() (func() string, string) {
 		done, err := v.svc.RunQuant(ctx, id, v.onLine, func(r quant.Record) { v.onRecord(plan, r) })
-		return func() string { return v.runOutcome(done, err) }
+		headline := ""
+		if qs, serr := v.svc.ShowQuant(ctx, id); err == nil && serr == nil {
+			headline = quant.Headline(qs.Result)
+		}
+		return func() string { return v.runOutcome(done, err) }, headline
 	}, func() { v.Show(id) })
 }
 

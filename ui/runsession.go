@@ -13,9 +13,17 @@ import (
 // views: which study runs (running, 0: none), how to stop it (cancel), and the start and end
 // both views show alike. mu also guards the view's live state.
 type runSession struct {
-	mu      sync.Mutex
-	running int64
-	cancel  context.CancelFunc
+	mu       sync.Mutex
+	running  int64
+	cancel   context.CancelFunc
+	notified *fyne.Notification // the last run's end notification
+}
+
+// Notified is the notification the last run's end sent (nil before one ended).
+func (s *runSession) Notified() *fyne.Notification {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notified
 }
 
 // claim makes id the view's running study unless one runs already (then it does nothing and
@@ -63,14 +71,15 @@ type runDisplay struct {
 // launch shows the claimed run starting (the progress at 0 with starting, the live tab), runs
 // work in the background and then, on the UI goroutine, releases the session (cancel is the
 // claim's), hides the progress, shows and notifies under the study's name the message that
-// work's finish gives (called on the UI goroutine), and calls after.
-func (s *runSession) launch(d runDisplay, cancel context.CancelFunc, name, starting string, work func() (finish func() string), after func()) {
+// work's finish gives (called on the UI goroutine), the notification led by work's headline
+// (the study's figure after the run; "" for none), and calls after.
+func (s *runSession) launch(d runDisplay, cancel context.CancelFunc, name, starting string, work func() (finish func() string, headline string), after func()) {
 	d.progress.SetValue(0)
 	d.progress.Show()
 	d.msg.SetText(starting)
 	d.tabs.SelectIndex(1) // the live view fills in while it runs
 	go func() {
-		finish := work()
+		finish, headline := work()
 		cancel()
 		onUI(func() {
 			s.mu.Lock()
@@ -79,7 +88,15 @@ func (s *runSession) launch(d runDisplay, cancel context.CancelFunc, name, start
 			d.progress.Hide()
 			msg := finish()
 			d.msg.SetText(msg)
-			d.app.SendNotification(fyne.NewNotification("sparkbench: "+name, msg))
+			note := msg
+			if headline != "" { // the study's figure, when the run left one
+				note = headline + "\n" + msg
+			}
+			n := fyne.NewNotification("sparkbench: "+name, note)
+			s.mu.Lock()
+			s.notified = n
+			s.mu.Unlock()
+			d.app.SendNotification(n)
 			after()
 		})
 	}()

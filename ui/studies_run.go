@@ -51,9 +51,13 @@ func (v *StudiesView) RunSelected() {
 	v.Telemetry.Object.Hide() // until this run's first reading
 	v.updateButtons()
 	d := runDisplay{v.app, v.Progress, v.ProgressMsg, v.Tabs}
-	v.launch(d, cancel, v.Title.Text, "starting…", func() func() string {
+	v.launch(d, cancel, v.Title.Text, "starting…", func() (func() string, string) {
 		sum, err := v.svc.Run(ctx, id, v.onEvent)
-		return func() string { return v.runOutcome(sum, err) }
+		headline := ""
+		if rep, serr := v.svc.Show(ctx, id); err == nil && serr == nil {
+			headline = study.Headline(rep)
+		}
+		return func() string { return v.runOutcome(sum, err) }, headline
 	}, func() {
 		v.showTelemetry() // the machine card says the run has ended
 		v.Select(id)

@@ -298,3 +298,19 @@ func ImatrixKey(referenceSHA, calibrationSHA string, ctx, chunks int, buildID st
 func CacheKey(referenceSHA, quantType, imatrixSHA, buildID string) string {
 	return canon.SHA256Hex([]byte(strings.Join([]string{"sparkbench.quant-cache/v1", referenceSHA, strings.ToUpper(quantType), imatrixSHA, buildID}, "\n")))
 }
+
+// Headline is a ladder's outcome in one line: the selected type and its runner-up, or that
+// none was selected. "" before any candidate was measured.
+func Headline(r *Result) string {
+	if r == nil || len(r.Records) == 0 {
+		return ""
+	}
+	if r.Selection.Selected == "" {
+		return "no candidate passed every limit"
+	}
+	s := "selected " + r.Selection.Selected
+	if r.Selection.RunnerUp != "" {
+		s += ", runner-up " + r.Selection.RunnerUp
+	}
+	return s
+}

@@ -156,6 +156,11 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 		if r == nil || len(r.Scoreboard) != 1 || r.Scoreboard[0].Verdict.Outcome != study.Hit {
 			t.Fatalf("scoreboard: %+v", r)
 		}
+		// The end's notification leads with the study's figure, as study.Headline gives it.
+		if n := st.Notified(); n == nil || study.Headline(r) == "" || !strings.HasPrefix(n.Content, study.Headline(r)+"\nfinished: 4/4 legs") ||
+			!strings.HasPrefix(n.Content, "tiny-llama-f32 tg") {
+			t.Errorf("end notification %+v; want it led by %q", n, study.Headline(r))
+		}
 		lines := strings.Join(st.ConsoleLines(), "\n")
 		// Engine lines, and the legs' own llama-bench output (jsonl rows) as it arrived.
 		for _, want := range []string{"tiny-llama-f32/d0", "tiny-moe-f32/d128", "verdict P1: HIT", `│ {"build_commit":`} {
