@@ -140,10 +140,10 @@ func writeHostInfo(w io.Writer, h remote.Host, in *remote.HostInfo) {
 	fprintf(w, "  backends:   %s\n", strings.Join(fp.Backends, ", "))
 	fprintf(w, "  machine:    %s, %s %s, %s\n", fp.Machine.String(), fp.Machine.OS, fp.Machine.Arch, fp.Machine.Hostname)
 	fprintf(w, "  clock:      host − desktop %s ± %s", in.Clock.Skew.Round(time.Millisecond), in.Clock.Uncertainty.Round(time.Millisecond))
-	if in.Clock.FarOff() {
-		fprintf(w, "  FAR OFF: timestamps are taken on the desktop; the skew is recorded with each leg")
-	}
 	fprintf(w, "\n")
+	if far := in.Clock.FarOffWords(h.Name); far != "" {
+		fprintf(w, "  FAR OFF:    %s\n", far)
+	}
 	for _, e := range fp.Errors {
 		fprintf(w, "  note:       %s\n", e)
 	}

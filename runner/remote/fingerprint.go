@@ -31,6 +31,20 @@ func (c Clock) FarOff() bool {
 	return time.Duration(math.Abs(float64(c.Skew))) > MaxSkew+c.Uncertainty
 }
 
+// FarOffWords says, for a clock far off, by how much and what it means: "host X's clock is
+// 93 s ahead of this machine (± 4 ms): …". "" when the clock is within MaxSkew.
+func (c Clock) FarOffWords(host string) string {
+	if !c.FarOff() {
+		return ""
+	}
+	way, d := "ahead of", c.Skew
+	if d < 0 {
+		way, d = "behind", -d
+	}
+	return fmt.Sprintf("host %s's clock is %s %s this machine (± %s): timestamps are taken on the desktop and the skew is recorded with the study; set the host's clock right (NTP)",
+		host, d.Round(time.Second), way, c.Uncertainty.Round(time.Millisecond))
+}
+
 // HostInfo is a host's fingerprint (the same shape as a local leg's), its clock and its
 // llama-bench path.
 type HostInfo struct {
