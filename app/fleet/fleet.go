@@ -50,6 +50,27 @@ func Load(path string, hosts *remote.HostsFile) (*File, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if !filepath.IsAbs(f.Plan) && f.Plan != "" {
+		f.Plan = filepath.Join(filepath.Dir(path), f.Plan)
+	}
+	if err := f.check(hosts); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &f, nil
+}
+
+// New is the fleet of one plan file on hosts (names from the hosts file; "local" is this
+// machine), named name: `study run PLAN --on HOST,…` without a fleet file.
+func New(name, plan string, hosts []string, hf *remote.HostsFile) (*File, error) {
+	f := &File{Schema: Schema, Name: name, Plan: plan, Hosts: hosts}
+	if err := f.check(hf); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// check names every problem of a fleet against the hosts list.
+func (f *File) check(hosts *remote.HostsFile) error {
 	var probs []string
 	if f.Schema != Schema {
 		probs = append(probs, fmt.Sprintf("schema: %q, want %q", f.Schema, Schema))
@@ -59,8 +80,6 @@ func Load(path string, hosts *remote.HostsFile) (*File, error) {
 	}
 	if f.Plan == "" {
 		probs = append(probs, "plan: empty")
-	} else if !filepath.IsAbs(f.Plan) {
-		f.Plan = filepath.Join(filepath.Dir(path), f.Plan)
 	}
 	if len(f.Hosts) == 0 {
 		probs = append(probs, "hosts: empty")
@@ -81,9 +100,9 @@ func Load(path string, hosts *remote.HostsFile) (*File, error) {
 		}
 	}
 	if len(probs) > 0 {
-		return nil, fmt.Errorf("%s: %s", path, strings.Join(probs, "; "))
+		return errors.New(strings.Join(probs, "; "))
 	}
-	return &f, nil
+	return nil
 }
 
 // Member is one host's study of a fleet and how its run ended.

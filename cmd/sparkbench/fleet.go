@@ -10,6 +10,7 @@ import (
 
 	"sparkbench/app/fleet"
 	"sparkbench/app/study"
+	"sparkbench/runner/remote"
 	"sparkbench/store"
 )
 
@@ -42,16 +43,22 @@ func cmdFleet(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench fleet run: %v\n", err)
 		return 2
 	}
-	path, err := notebookPath(*notebook)
+	return runFleet("fleet run", f, hf, *llamaDir, *notebook, stdout, stderr)
+}
+
+// runFleet runs a fleet (fleet run, and study run --on) and prints each member's study and
+// the same cells side by side.
+func runFleet(verb string, f *fleet.File, hf *remote.HostsFile, llamaDir, notebook string, stdout, stderr io.Writer) int {
+	path, err := notebookPath(notebook)
 	if err != nil {
-		fprintf(stderr, "sparkbench fleet run: %v\n", err)
+		fprintf(stderr, "sparkbench %s: %v\n", verb, err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	nb, err := store.Open(path)
 	if err != nil {
-		fprintf(stderr, "sparkbench fleet run: %v\n", err)
+		fprintf(stderr, "sparkbench %s: %v\n", verb, err)
 		return 1
 	}
 	defer nb.Close()
@@ -65,9 +72,9 @@ func cmdFleet(args []string, stdout, stderr io.Writer) int {
 			mu.Unlock()
 		}
 	}
-	id, members, err := fleet.Run(ctx, nb, fleet.Request{File: f, Hosts: hf, LlamaDir: *llamaDir, DataDir: dataDir, OnEvent: on})
+	id, members, err := fleet.Run(ctx, nb, fleet.Request{File: f, Hosts: hf, LlamaDir: llamaDir, DataDir: dataDir, OnEvent: on})
 	if err != nil {
-		fprintf(stderr, "sparkbench fleet run: %v\n", err)
+		fprintf(stderr, "sparkbench %s: %v\n", verb, err)
 		return 1
 	}
 	fprintf(stdout, "fleet %q: %d hosts\n", id, len(members))
@@ -87,7 +94,7 @@ func cmdFleet(args []string, stdout, stderr io.Writer) int {
 	}
 	rows, err := fleet.Compare(ctx, nb, members)
 	if err != nil {
-		fprintf(stderr, "sparkbench fleet run: compare: %v\n", err)
+		fprintf(stderr, "sparkbench %s: compare: %v\n", verb, err)
 		return 1
 	}
 	fleet.WriteTable(stdout, members, rows)

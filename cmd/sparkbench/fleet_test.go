@@ -100,3 +100,34 @@ func anyFlaggedLeg(t *testing.T, path string) bool {
 	}
 	return false
 }
+
+// TestStudyRunOnHosts: `study run PLAN --on local,host-a` runs the fleet example's plan as a
+// fleet without a fleet file (one study per host, side by side, as fleet run prints it); bad
+// input is refused before anything runs, each with its reason.
+func TestStudyRunOnHosts(t *testing.T) {
+	lab := exampleLab(t)
+	plan := filepath.Join(llamatest.RepoRoot(), "docs", "examples", "fleet-tiny-plan.json")
+	nb := filepath.Join(t.TempDir(), "nb.sqlite")
+	code, out, errOut := runCLI("study", "run", plan, "--on", "local,host-a", "--hosts", lab.HostsFile, "--notebook", nb)
+	if code != 0 && !anyFlaggedLeg(t, nb) {
+		t.Fatalf("study run --on: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, ": 2 hosts") || !strings.Contains(out, "local ") || !strings.Contains(out, "host-a ") || strings.Count(out, " study ") < 2 {
+		t.Errorf("study run --on output:\n%s", out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{plan, "--on", "local,host-z", "--hosts", lab.HostsFile}, `--on local,host-z: unknown host "host-z"`},
+		{[]string{plan, "--on", "local,local"}, "hosts: local listed twice"},
+		{[]string{"1", "--on", "host-a", "--hosts", lab.HostsFile}, `--on runs a plan file on hosts; "1" is not a plan file`},
+		{[]string{plan, "--hosts", lab.HostsFile}, "--hosts names the hosts file of --on HOST,…"},
+		{[]string{plan, "--on", "host-a", "--retry", "x/d0", "--hosts", lab.HostsFile}, "--retry resumes one study; --on starts a fleet"},
+	} {
+		args := append([]string{"study", "run"}, append(c.args, "--notebook", filepath.Join(t.TempDir(), "bad.sqlite"))...)
+		if code, _, errOut := runCLI(args...); code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d %q, want 2 and %q", c.args, code, errOut, c.want)
+		}
+	}
+}

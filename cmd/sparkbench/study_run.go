@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
+	"sparkbench/app/fleet"
 	"sparkbench/app/study"
 	"sparkbench/app/textsafe"
 	"sparkbench/app/workbench"
+	"sparkbench/runner/remote"
 	"sparkbench/store"
 )
 
@@ -21,12 +26,21 @@ func studyRun(args []string, stdout, stderr io.Writer) int {
 	llamaDir := fs.String("llama-dir", "", "folder holding llama-bench (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)")
 	var retry multiFlag
 	fs.Var(&retry, "retry", "run this plan leg once more although its failures reached the plan's retries (repeatable); only a leg without results")
+	on := fs.String("on", "", "run the plan file as a fleet on these hosts, comma-separated names from the hosts file (local: this machine), one study each (docs/fleet.md)")
+	hosts := fs.String("hosts", "", "with --on: the hosts file (default: $"+envHosts+", then hosts.json in the user's sparkbench config folder)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
 	}
 	if len(pos) != 1 {
 		fprintf(stderr, "sparkbench study run: want one study id (or name) or one plan file\n")
+		return 2
+	}
+	if *on != "" {
+		return studyRunOn(pos[0], *on, *hosts, *llamaDir, *nbFlag, len(retry) > 0, stdout, stderr)
+	}
+	if *hosts != "" {
+		fprintf(stderr, "sparkbench study run: --hosts names the hosts file of --on HOST,…; give --on too, or drop --hosts\n")
 		return 2
 	}
 	nb, code := openStudyNotebook("study run", *nbFlag, stderr)
@@ -138,4 +152,42 @@ func (p *runPrinter) close() {
 	if p.tty && p.barLen > 0 {
 		fprintf(p.w, "\n")
 	}
+}
+
+// studyRunOn is `study run PLAN --on HOST,…`: the plan file run as a fleet (fleet run without
+// a fleet file), one study per host, then the same cells side by side.
+func studyRunOn(plan, on, hostsFile, llamaDir, notebook string, retry bool, stdout, stderr io.Writer) int {
+	if retry {
+		fprintf(stderr, "sparkbench study run: --retry resumes one study; --on starts a fleet of new ones: give one or the other\n")
+		return 2
+	}
+	if st, err := os.Stat(plan); err != nil || st.IsDir() {
+		fprintf(stderr, "sparkbench study run: --on runs a plan file on hosts; %q is not a plan file (a registered study runs where it was registered)\n", plan)
+		return 2
+	}
+	p, err := study.Load(plan)
+	if err != nil {
+		fprintf(stderr, "sparkbench study run: %v\n", err)
+		return 2
+	}
+	var names []string
+	for _, h := range strings.Split(on, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			names = append(names, h)
+		}
+	}
+	var hf *remote.HostsFile
+	if slices.ContainsFunc(names, func(n string) bool { return n != remote.Local }) { // only local: no hosts file needed
+		if hf, err = loadHostsFlag(hostsFile); err != nil {
+			fprintf(stderr, "sparkbench study run: %v\n", err)
+			return 2
+		}
+	}
+	abs, _ := filepath.Abs(plan)
+	f, err := fleet.New(p.Name, abs, names, hf)
+	if err != nil {
+		fprintf(stderr, "sparkbench study run: --on %s: %v\n", on, err)
+		return 2
+	}
+	return runFleet("study run", f, hf, llamaDir, notebook, stdout, stderr)
 }
