@@ -44,6 +44,9 @@ func ComparisonFiles(set *ComparisonSet) (receipt.Files, error) {
 
 // deriveComparison adds the Markdown and the chart made from files' comparison.json.
 func deriveComparison(files receipt.Files) error {
+	if comparisonSchema(files[FileComparison]) == CapacityComparisonSchema {
+		return deriveCapacityComparison(files) // compare_capacity_bundle.go
+	}
 	var set ComparisonSet
 	if err := json.Unmarshal(files[FileComparison], &set); err != nil {
 		return fmt.Errorf("%s: %v", FileComparison, err)

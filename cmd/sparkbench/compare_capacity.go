@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
-	"sparkbench/app/analysis"
 	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 
-// capacityCompare is `sparkbench capacity compare A B [C…] [--json] [--alpha A]`: capacity or
+// capacityCompare is `sparkbench capacity compare A B [C…] [--json] [--alpha A] [--out DIR|FILE.tar.gz]`: capacity or
 // concurrency studies compared cell by cell with the first (workbench.CompareCapacity). Exit 0;
 // 2 bad input or a refused comparison (no shared cell, a throughput study, …); 1 otherwise.
 func capacityCompare(args []string, stdout, stderr io.Writer) int {
@@ -22,6 +19,7 @@ func capacityCompare(args []string, stdout, stderr io.Writer) int {
 	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	alpha := fs.Float64("alpha", 0.05, "significance level: a difference with p >= alpha prints as ~")
+	out := fs.String("out", "", "also write the comparison's receipt (comparison.json, comparison.md, SHA256SUMS) to this new or empty folder or FILE.tar.gz; `sparkbench verify` checks it")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -44,7 +42,13 @@ func capacityCompare(args []string, stdout, stderr io.Writer) int {
 		}
 		ids = append(ids, id)
 	}
-	c, err := workbench.CompareCapacity(ctx, nb, workbench.CapacityCompareRequest{IDs: ids, Alpha: *alpha})
+	req := workbench.CapacityCompareRequest{IDs: ids, Alpha: *alpha}
+	var c *workbench.CapacityComparison
+	if *out != "" {
+		c, _, err = workbench.ExportCapacityComparison(ctx, nb, req, *out)
+	} else {
+		c, err = workbench.CompareCapacity(ctx, nb, req)
+	}
 	if err != nil {
 		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
 		if errors.As(err, new(*workbench.RequestError)) {
@@ -58,6 +62,9 @@ func capacityCompare(args []string, stdout, stderr io.Writer) int {
 	w, flush := escaped(stdout)
 	defer flush()
 	printCapacityComparison(w, c)
+	if *out != "" {
+		fprintf(w, "\ncomparison receipt written to %s (check it with `sparkbench verify %s`)\n", *out, *out)
+	}
 	return 0
 }
 
@@ -78,26 +85,17 @@ func printCapacityComparison(w io.Writer, c *workbench.CapacityComparison) {
 	for _, cell := range c.Cells {
 		for i, p := range cell.Pairs {
 			fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", cell.Candidate, cell.Slots, cell.Clients, p.Study,
-				rate(cell.GenerationRate[i+1]), rate(cell.GenerationRate[0]), p.TTFTMs, p.E2EMs, p.PerStream)
+				workbench.RateText(cell.GenerationRate[i+1]), workbench.RateText(cell.GenerationRate[0]), p.TTFTMs, p.E2EMs, p.PerStream)
 		}
 	}
 	tw.Flush()
-	fprintf(w, "\nTTFT, E2E and per-stream rate: each study's completed measured requests (every pass) against the\n"+
-		"baseline's: delta of the medians, [..] the Hodges-Lehmann 95%% interval of the difference, test %s\n"+
-		"(two-sided): ~ when p >= %g (no significant difference)\n", analysis.TestMannWhitney, c.Alpha)
+	fprintf(w, "\n%s", workbench.CapacityCompareFooter(c))
 	if len(c.Verdicts) > 0 {
 		fprintf(w, "\nshared predictions:\n")
 		for _, v := range c.Verdicts {
 			fprintf(w, "  %s\n", c.VerdictLine(v))
 		}
 	}
-}
-
-func rate(v *float64) string {
-	if v == nil {
-		return "-"
-	}
-	return strings.TrimSpace(fmt.Sprintf("%.2f", *v))
 }
 
 // findAnyStudy resolves an id or name whatever the study's kind: the comparison says why a

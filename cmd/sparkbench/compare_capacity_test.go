@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -110,6 +111,28 @@ func TestCapacityCompareTwoRuns(t *testing.T) {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("compare output lacks %q:\n%s", w, stdout)
 		}
+	}
+
+	// The comparison's receipt: verify re-derives it byte for byte, and refuses it tampered.
+	out := filepath.Join(dir, "capcompare")
+	if code, stdout, stderr := runCapacity("compare", "1", "2", "--notebook", nbPath, "--out", out); code != 0 || !strings.Contains(stdout, "comparison receipt written to "+out) {
+		t.Fatalf("compare --out: exit %d\n%s%s", code, stdout, stderr)
+	}
+	md, err := os.ReadFile(filepath.Join(out, workbench.FileComparisonMD))
+	if err != nil || !strings.Contains(string(md), "| dense | 1 | 1 | 2 | ") || !strings.Contains(string(md), "- P1: study 1 ") {
+		t.Errorf("comparison.md (%v):\n%s", err, md)
+	}
+	var vo, ve bytes.Buffer
+	if code := cmdVerify([]string{out}, &vo, &ve); code != 0 {
+		t.Fatalf("verify: exit %d\n%s%s", code, vo.String(), ve.String())
+	}
+	if err := os.WriteFile(filepath.Join(out, workbench.FileComparisonMD), append(md, "tampered\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vo.Reset()
+	ve.Reset()
+	if code := cmdVerify([]string{out}, &vo, &ve); code == 0 || !strings.Contains(vo.String()+ve.String(), workbench.FileComparisonMD) {
+		t.Errorf("tampered comparison.md verified: exit %d\n%s%s", code, vo.String(), ve.String())
 	}
 
 	registerAndRunCapacity(t, compareCapacityPlan(t, dir, "cap C", []int{3}), nbPath, "3")
