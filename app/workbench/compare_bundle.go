@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"sparkbench/app/analysis"
@@ -92,7 +94,13 @@ func VerifyComparison(files receipt.Files) *receipt.VerifyReport {
 		add(FileComparison, "%v", err)
 		return rep
 	}
-	for _, name := range []string{FileComparisonMD, FileCompareDepth} {
+	names := []string{FileComparisonMD, FileCompareDepth}
+	for _, name := range slices.Sorted(maps.Keys(again)) { // a capacity comparison's charts
+		if !slices.Contains(names, name) && name != FileComparison {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
 		want, made := again[name]
 		got, held := files[name]
 		switch {

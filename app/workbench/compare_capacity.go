@@ -61,12 +61,16 @@ type CapacityComparison struct {
 // GenerationRate each study's cell generation rate (tok/s, median over passes), in Studies
 // order; Pairs compare Studies[i] (i ≥ 1) with the baseline over the cell's per-request records.
 type CapacityCellComparison struct {
-	Candidate      string             `json:"candidate"`
-	Candidates     []string           `json:"candidates"`
-	Slots          int                `json:"slots"`
-	Clients        int                `json:"clients"`
-	GenerationRate []*float64         `json:"generation_rate"`
-	Pairs          []CapacityCellPair `json:"pairs"`
+	Candidate      string     `json:"candidate"`
+	Candidates     []string   `json:"candidates"`
+	Slots          int        `json:"slots"`
+	Clients        int        `json:"clients"`
+	GenerationRate []*float64 `json:"generation_rate"`
+	// PerStreamRate, TTFTMsP95 and E2EMsP95 are each study's cell figures (the charts').
+	PerStreamRate []*float64         `json:"per_stream_rate"`
+	TTFTMsP95     []*float64         `json:"ttft_ms_p95"`
+	E2EMsP95      []*float64         `json:"e2e_ms_p95"`
+	Pairs         []CapacityCellPair `json:"pairs"`
 }
 
 // CapacityCellPair is one study's per-request figures against the baseline's.
@@ -221,7 +225,8 @@ func (c *CapacityComparison) shareCells(studies []*capStudy) error {
 		key := c.candidateKey(base.plan, bc.ID)
 		for _, cell := range bc.Cells {
 			cc := CapacityCellComparison{Candidate: bc.ID, Slots: cell.Slots, Clients: cell.Clients,
-				Candidates: []string{bc.ID}, GenerationRate: []*float64{cell.GenerationRate}}
+				Candidates: []string{bc.ID}, GenerationRate: []*float64{cell.GenerationRate},
+				PerStreamRate: []*float64{cell.PerStreamRate}, TTFTMsP95: []*float64{cell.TTFTMsP95}, E2EMsP95: []*float64{cell.E2EMsP95}}
 			bs := base.samples[capCell{bc.ID, cell.Slots, cell.Clients}]
 			ok := true
 			for _, s := range studies[1:] {
@@ -232,6 +237,9 @@ func (c *CapacityComparison) shareCells(studies []*capStudy) error {
 				}
 				cc.Candidates = append(cc.Candidates, oc)
 				cc.GenerationRate = append(cc.GenerationRate, ocell.GenerationRate)
+				cc.PerStreamRate = append(cc.PerStreamRate, ocell.PerStreamRate)
+				cc.TTFTMsP95 = append(cc.TTFTMsP95, ocell.TTFTMsP95)
+				cc.E2EMsP95 = append(cc.E2EMsP95, ocell.E2EMsP95)
 				ns := s.samples[capCell{oc, cell.Slots, cell.Clients}]
 				cc.Pairs = append(cc.Pairs, capPair(s.head.ID, bs, ns, c.Alpha))
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"sparkbench/app/analysis"
@@ -14,7 +16,7 @@ import (
 )
 
 // A capacity comparison's receipt: comparison.json (the CapacityComparison, canonical JSON),
-// comparison.md made from it alone, and SHA256SUMS — the files of a throughput comparison's
+// comparison.md and the overlaid charts (compare_capacity_charts.go) made from it alone, and SHA256SUMS — the files of a throughput comparison's
 // receipt, verified by VerifyComparison the same way (deriveComparison reads the schema).
 
 // CapacityComparisonFiles is the comparison's bundle.
@@ -50,7 +52,7 @@ func deriveCapacityComparison(files receipt.Files) error {
 		return fmt.Errorf("%s: %d studies, a comparison has two or more", FileComparison, len(c.Studies))
 	}
 	files[FileComparisonMD] = []byte(CapacityComparisonMarkdown(&c))
-	return nil
+	return addCapacityCompareCharts(files, &c)
 }
 
 // ExportCapacityComparison compares the studies and writes the comparison's receipt to out (a
@@ -107,6 +109,13 @@ func CapacityComparisonMarkdown(c *CapacityComparison) string {
 	}
 	for _, v := range c.Verdicts {
 		fmt.Fprintf(&b, "- %s\n", mdCell(c.VerdictLine(v)))
+	}
+	charts := CapacityCompareCharts(c)
+	if len(charts) > 0 {
+		b.WriteString("\n## Charts\n\n")
+	}
+	for _, name := range slices.Sorted(maps.Keys(charts)) {
+		fmt.Fprintf(&b, "![%s](%s)\n", strings.TrimSuffix(strings.TrimPrefix(name, "plots/"), ".png"), name)
 	}
 	return b.String()
 }

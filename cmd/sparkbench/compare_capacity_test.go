@@ -122,8 +122,17 @@ func TestCapacityCompareTwoRuns(t *testing.T) {
 	if err != nil || !strings.Contains(string(md), "| dense | 1 | 1 | 2 | ") || !strings.Contains(string(md), "- P1: study 1 ") {
 		t.Errorf("comparison.md (%v):\n%s", err, md)
 	}
+	// overlaid charts: slots along the diagonal (P1/C1 here), latency per candidate
+	for _, png := range []string{"plots/slots.png", "plots/latency-dense.png", "plots/latency-moe.png"} {
+		if b, err := os.ReadFile(filepath.Join(out, png)); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Errorf("%s: %v", png, err)
+		}
+		if !strings.Contains(string(md), "]("+png+")") {
+			t.Errorf("comparison.md does not show %s", png)
+		}
+	}
 	var vo, ve bytes.Buffer
-	if code := cmdVerify([]string{out}, &vo, &ve); code != 0 {
+	if code := cmdVerify([]string{out}, &vo, &ve); code != 0 || !strings.Contains(vo.String(), "plots/latency-moe.png re-made from comparison.json byte for byte") {
 		t.Fatalf("verify: exit %d\n%s%s", code, vo.String(), ve.String())
 	}
 	if err := os.WriteFile(filepath.Join(out, workbench.FileComparisonMD), append(md, "tampered\n"...), 0o644); err != nil {
