@@ -144,6 +144,18 @@ func TestCapacityCompareTwoRuns(t *testing.T) {
 		t.Errorf("tampered comparison.md verified: exit %d\n%s%s", code, vo.String(), ve.String())
 	}
 
+	// The window's compare service takes the same studies: the table and verdicts it shows.
+	nbw, err := store.Open(nbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := compareService{nbw}.Compare(context.Background(), []int64{1, 2})
+	nbw.Close()
+	if err != nil || len(wc.Cells) != 4 || wc.Cells[0][0] != "2 vs 1" || wc.Cells[0][1] != "dense P1/C1" ||
+		!strings.Contains(wc.Cells[0][4], "TTFT ") || len(wc.Verdicts) != 2 || !strings.Contains(wc.Footer, "Hodges-Lehmann") {
+		t.Errorf("window comparison: %v %+v", err, wc)
+	}
+
 	registerAndRunCapacity(t, compareCapacityPlan(t, dir, "cap C", []int{3}), nbPath, "3")
 	code, _, stderr = runCapacity("compare", "1", "3", "--notebook", nbPath)
 	if code != 2 || !strings.Contains(stderr, "the studies share no cell") || !strings.Contains(stderr, "study 1: candidates dense") ||
