@@ -126,13 +126,13 @@ func (v *CompareView) cell(r, c int) string {
 	return v.Result.Cells[r][c]
 }
 
-// SetStudies offers the throughput studies of list (others cannot be compared cell by cell
-// yet), keeping what was chosen.
+// SetStudies offers the throughput, capacity and concurrency studies of list (others cannot
+// be compared cell by cell yet; the service refuses a mix of kinds), keeping what was chosen.
 func (v *CompareView) SetStudies(list []StudySummary) {
 	var opts []string
 	v.ids = map[string]int64{}
 	for _, s := range list {
-		if s.Kind != kinds.Throughput && s.Kind != "" {
+		if s.Kind != kinds.Throughput && s.Kind != "" && s.Kind != kinds.Capacity && s.Kind != kinds.Concurrency {
 			continue
 		}
 		o := fmt.Sprintf("%d · %s (%s)", s.ID, s.Name, s.Status)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"sparkbench/app/analysis"
@@ -44,6 +46,9 @@ func ComparisonFiles(set *ComparisonSet) (receipt.Files, error) {
 
 // deriveComparison adds the Markdown and the chart made from files' comparison.json.
 func deriveComparison(files receipt.Files) error {
+	if comparisonSchema(files[FileComparison]) == CapacityComparisonSchema {
+		return deriveCapacityComparison(files) // compare_capacity_bundle.go
+	}
 	var set ComparisonSet
 	if err := json.Unmarshal(files[FileComparison], &set); err != nil {
 		return fmt.Errorf("%s: %v", FileComparison, err)
@@ -89,7 +94,13 @@ func VerifyComparison(files receipt.Files) *receipt.VerifyReport {
 		add(FileComparison, "%v", err)
 		return rep
 	}
-	for _, name := range []string{FileComparisonMD, FileCompareDepth} {
+	names := []string{FileComparisonMD, FileCompareDepth}
+	for _, name := range slices.Sorted(maps.Keys(again)) { // a capacity comparison's charts
+		if !slices.Contains(names, name) && name != FileComparison {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
 		want, made := again[name]
 		got, held := files[name]
 		switch {

@@ -14,7 +14,7 @@ import (
 	"sparkbench/runner/fsread"
 )
 
-const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity presets [--json] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] [--batched CANDIDATE=FILE…] [--serving PASS/CANDIDATE/pP=FILE… --harness FILE] --output study.json"
+const capacityUsage = "capacity validate PLAN [--json] [--no-hash] [--llama-dir D] | capacity register PLAN | capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json] | capacity show ID [--json] | capacity presets [--json] | capacity compare A B [C…] [--json] [--alpha A] [--out DIR|FILE.tar.gz] | capacity assemble --plan PLAN --requests PASS/CANDIDATE/pP=FILE… --rss PASS/CANDIDATE/pP=FILE… --server-log PASS/CANDIDATE/pP=FILE… [--quality CANDIDATE/pP=FILE…] [--bench-tg CANDIDATE=T…] [--batched CANDIDATE=FILE…] [--serving PASS/CANDIDATE/pP=FILE… --harness FILE] --output study.json"
 
 // cmdCapacity is `sparkbench capacity validate|assemble`: capacity and concurrency studies
 // (docs/capacity.md). Exit 0 ok, 2 bad input (one line naming the file or flag and the fix),
@@ -37,8 +37,10 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) int {
 		return showCommand(capacityKind, args[1:], stdout, stderr)
 	case "presets":
 		return capacityPresets(args[1:], stdout, stderr)
+	case "compare":
+		return capacityCompare(args[1:], stdout, stderr)
 	}
-	fprintf(stderr, "sparkbench capacity: unknown verb %q; want validate, assemble, register, run, show or presets\n", args[0])
+	fprintf(stderr, "sparkbench capacity: unknown verb %q; want validate, assemble, register, run, show, presets or compare\n", args[0])
 	return 2
 }
 

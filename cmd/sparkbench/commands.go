@@ -142,7 +142,7 @@ var verbs = map[string]struct {
 	"notebook": {"sub-command", []string{"verify", "path", "stats"}},
 	"study":    {"verb", []string{"validate", "register", "run", "show", "compare"}},
 	"finding":  {"verb", []string{"add"}},
-	"capacity": {"verb", []string{"validate", "assemble", "register", "run", "show", "presets"}},
+	"capacity": {"verb", []string{"validate", "assemble", "register", "run", "show", "presets", "compare"}},
 	"analyze":  {"figure", []string{"crossing", "slope", "ceiling"}},
 	"overview": {"verb", []string{"badges", "constants"}},
 }

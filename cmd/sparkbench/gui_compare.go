@@ -19,6 +19,13 @@ type compareService struct{ nb *store.Notebook }
 var _ ui.CompareService = compareService{}
 
 func (s compareService) Compare(ctx context.Context, ids []int64) (*ui.Comparison, error) {
+	if s.capacity(ctx, ids) {
+		c, err := workbench.CompareCapacity(ctx, s.nb, workbench.CapacityCompareRequest{IDs: ids})
+		if err != nil {
+			return nil, err
+		}
+		return windowCapacityComparison(c), nil
+	}
 	set, err := workbench.CompareStudies(ctx, s.nb, workbench.CompareRequest{IDs: ids, Options: study.CompareOptions{Alpha: 0.05}})
 	if err != nil {
 		return nil, err
@@ -56,6 +63,14 @@ func windowComparison(set *workbench.ComparisonSet) *ui.Comparison {
 }
 
 func (s compareService) ExportComparison(ctx context.Context, ids []int64, out string) (ui.ReceiptExport, error) {
+	if s.capacity(ctx, ids) {
+		c, files, err := workbench.ExportCapacityComparison(ctx, s.nb, workbench.CapacityCompareRequest{IDs: ids}, out)
+		if err != nil {
+			return ui.ReceiptExport{}, err
+		}
+		abs, _ := filepath.Abs(out)
+		return ui.ReceiptExport{Summary: fmt.Sprintf("wrote the comparison of %d studies (%d files) to %s; check it with: sparkbench verify %s", len(c.Studies), len(files), abs, abs), Files: files}, nil
+	}
 	set, files, err := workbench.ExportComparison(ctx, s.nb, workbench.CompareRequest{IDs: ids, Options: study.CompareOptions{Alpha: 0.05}}, out)
 	if err != nil {
 		return ui.ReceiptExport{}, err
