@@ -144,7 +144,7 @@ var verbs = map[string]struct {
 	"finding":  {"verb", []string{"add"}},
 	"capacity": {"verb", []string{"validate", "assemble", "register", "run", "show", "presets", "compare"}},
 	"analyze":  {"figure", []string{"crossing", "slope", "ceiling"}},
-	"overview": {"verb", []string{"badges", "constants"}},
+	"overview": {"verb", []string{"badges", "constants", "receipt"}},
 }
 
 // withVerbs answers a verb the command does not have, when there is something better to say

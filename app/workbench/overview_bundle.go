@@ -1,0 +1,156 @@
+package workbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"sparkbench/app/bundle"
+	"sparkbench/app/canon"
+	"sparkbench/app/overview"
+	"sparkbench/app/receipt"
+	"sparkbench/store"
+)
+
+// A notebook-level overview receipt (docs/overview.md): overview.json (the badge table under
+// both conventions and the constants ladder, every value with the study, leg and row it came
+// from, canonical JSON), overview.md made from it alone, and SHA256SUMS. Verifying it re-makes
+// overview.md from overview.json and compares it byte for byte; the rows themselves stay in the
+// notebook (each study's own receipt carries them).
+
+// OverviewReceiptSchema names overview.json.
+const OverviewReceiptSchema = "sparkbench.overview-receipt/v1"
+
+// Files of an overview receipt.
+const (
+	FileOverview   = "overview.json"
+	FileOverviewMD = "overview.md"
+)
+
+// OverviewReceipt is overview.json.
+type OverviewReceipt struct {
+	Schema string `json:"schema"`
+	// Machine is the machine line of the notebook's newest fingerprint, as the window shows it
+	// ("" when none was recorded).
+	Machine  string             `json:"machine"`
+	Overview *overview.Overview `json:"overview"`
+}
+
+// OverviewFiles is the overview's receipt bundle.
+func OverviewFiles(r *OverviewReceipt) (receipt.Files, error) {
+	r.Schema = OverviewReceiptSchema
+	data, err := canon.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	files := receipt.Files{FileOverview: data}
+	if err := deriveOverview(files); err != nil {
+		return nil, err
+	}
+	files[receipt.FileSums] = receipt.Sums(files)
+	return files, nil
+}
+
+// ExportOverview computes the overview of nb's throughput studies with opts and writes its
+// receipt to out (a new folder or .tar.gz).
+func ExportOverview(ctx context.Context, nb *store.Notebook, opts overview.Options, machine, out string) (*OverviewReceipt, receipt.Files, error) {
+	if strings.TrimSpace(out) == "" {
+		return nil, nil, refused("name the overview receipt's folder or .tar.gz")
+	}
+	ov, err := overview.New(overview.Notebook(nb)).Open(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &OverviewReceipt{Machine: machine, Overview: ov}
+	files, err := OverviewFiles(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, nil, ErrCancelled
+	}
+	if err := bundle.Write(out, files); err != nil {
+		return nil, nil, err
+	}
+	return r, files, nil
+}
+
+// deriveOverview adds overview.md made from files' overview.json.
+func deriveOverview(files receipt.Files) error {
+	var r OverviewReceipt
+	dec := json.NewDecoder(bytes.NewReader(files[FileOverview]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return fmt.Errorf("%s: %v", FileOverview, err)
+	}
+	if r.Schema != OverviewReceiptSchema || r.Overview == nil {
+		return fmt.Errorf("%s: schema %q, want %q with an overview", FileOverview, r.Schema, OverviewReceiptSchema)
+	}
+	files[FileOverviewMD] = []byte(OverviewMarkdown(&r))
+	return nil
+}
+
+// OverviewMarkdown is the receipt's text: what it is, the machine, then both tables as the
+// CLI prints them (every value with its study, leg and row), verbatim.
+func OverviewMarkdown(r *OverviewReceipt) string {
+	var b strings.Builder
+	ov := r.Overview
+	b.WriteString("# Overview: the figures that span studies\n\n")
+	fmt.Fprintf(&b, "Every throughput study of one notebook: the badge table under both conventions (a line reached at d0 only; at d0 and the deep depth) and the constants ladder (efficiency against the bandwidth ceiling by architecture, quant and backend, with n and spread). Test `%s`, line %g t/s, deep depth %d.\n\n",
+		ov.Options.Test, ov.Options.Line, ov.Options.Deep)
+	machine := r.Machine
+	if machine == "" {
+		machine = "not recorded"
+	}
+	fmt.Fprintf(&b, "Machine: %s. Studies read: %d.\n\n", machine, len(ov.Studies))
+	b.WriteString("## Badge table\n\n```text\n")
+	overview.WriteBadges(&b, ov)
+	b.WriteString("```\n\n## Constants ladder\n\n```text\n")
+	overview.WriteLadder(&b, ov)
+	b.WriteString("```\n\n")
+	fmt.Fprintf(&b, "`sparkbench verify` re-makes this file from `%s` byte for byte; each value names the study, leg and row it came from, and each study's own receipt carries those rows.\n", FileOverview)
+	return b.String()
+}
+
+// IsOverviewBundle says whether files are an overview receipt.
+func IsOverviewBundle(files receipt.Files) bool {
+	_, ok := files[FileOverview]
+	return ok
+}
+
+// VerifyOverview checks an overview receipt: SHA256SUMS against every file, and overview.md
+// re-made from overview.json, byte for byte.
+func VerifyOverview(files receipt.Files) *receipt.VerifyReport {
+	rep := &receipt.VerifyReport{Kind: "overview", Files: len(files), Bytes: files.Bytes(), Checked: []string{}, Problems: []receipt.Problem{}}
+	add := func(file, format string, a ...any) {
+		rep.Problems = append(rep.Problems, receipt.Problem{File: file, What: fmt.Sprintf(format, a...)})
+	}
+	if got, want := files[receipt.FileSums], receipt.Sums(files); !bytes.Equal(got, want) {
+		add(receipt.FileSums, "does not list the bundle's files with their SHA-256 (a file was changed, added or removed)")
+	} else {
+		rep.Checked = append(rep.Checked, fmt.Sprintf("%d files against %s", len(files)-1, receipt.FileSums))
+	}
+	again := receipt.Files{FileOverview: files[FileOverview]}
+	if err := deriveOverview(again); err != nil {
+		add(FileOverview, "%v", err)
+		return rep
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if name != FileOverview && name != FileOverviewMD && name != receipt.FileSums {
+			add(name, "not made from %s", FileOverview)
+		}
+	}
+	switch got, ok := files[FileOverviewMD]; {
+	case !ok:
+		add(FileOverviewMD, "missing")
+	case !bytes.Equal(got, again[FileOverviewMD]):
+		add(FileOverviewMD, "differs from the one re-made from %s", FileOverview)
+	default:
+		rep.Checked = append(rep.Checked, FileOverviewMD+" re-made from "+FileOverview+" byte for byte")
+	}
+	return rep
+}
