@@ -314,7 +314,7 @@ func TestFaultMatrixText(t *testing.T) {
 		{name: "study assemble", args: []string{"study", "assemble"}, code: 2,
 			stderr: "sparkbench study: unknown verb \"assemble\"; it is a verb of another command: \"sparkbench capacity assemble\"\n"},
 		{name: "capacity verfy", args: []string{"capacity", "valdate", "plan.json"}, code: 2,
-			stderr: "sparkbench capacity: unknown verb \"valdate\"; did you mean \"validate\"? (verbs: validate, assemble, register, run, show)\n"},
+			stderr: "sparkbench capacity: unknown verb \"valdate\"; did you mean \"validate\"? (verbs: validate, assemble, register, run, show, presets, compare)\n"},
 		{name: "model inspct", args: []string{"model", "inspct", "m.gguf"}, code: 2,
 			stderr: "sparkbench model: unknown verb \"inspct\"; did you mean \"inspect\"? (verbs: inspect, verify)\n"},
 		{name: "leg rn", args: []string{"leg", "rn", "--", "-m", "m.gguf"}, code: 2,
