@@ -3,6 +3,7 @@ package ui
 import (
 	"image"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"fyne.io/fyne/v2"
@@ -22,14 +23,19 @@ type ChartView struct {
 	Notes  *widget.Label
 	// Frames receives the sequence number of each frame shown (tests wait on it).
 	Frames chan uint64
+	// ExportBtn, CSVBtn and JSONBtn are the chart's own buttons (chart_export.go).
+	ExportBtn, CSVBtn, JSONBtn *widget.Button
 
 	r      *plots.LiveRenderer
 	closed atomic.Bool
+	mu     sync.Mutex
+	last   plots.Chart // the chart last submitted (what the buttons export)
+	w, h   int         // the render size in pixels
 }
 
 // NewChartView renders at w x h device pixels.
 func NewChartView(w, h int) *ChartView {
-	c := &ChartView{Notes: widget.NewLabel(""), Frames: make(chan uint64, 16)}
+	c := &ChartView{Notes: widget.NewLabel(""), Frames: make(chan uint64, 16), w: w, h: h}
 	c.Notes.Wrapping = fyne.TextWrapWord
 	c.Image = canvas.NewImageFromImage(image.NewRGBA(image.Rect(0, 0, 1, 1)))
 	c.Image.FillMode = canvas.ImageFillContain
@@ -42,7 +48,7 @@ func NewChartView(w, h int) *ChartView {
 			}
 		})
 	})
-	c.Object = container.NewBorder(nil, c.Notes, nil, nil, c.Image)
+	c.Object = container.NewBorder(c.exportBar(), c.Notes, nil, nil, c.Image)
 	return c
 }
 
@@ -62,10 +68,20 @@ func (c *ChartView) show(f plots.Frame) {
 }
 
 // Show submits a new snapshot; it must not be changed afterwards.
-func (c *ChartView) Show(ch plots.Chart) uint64 { return c.r.Submit(ch) }
+func (c *ChartView) Show(ch plots.Chart) uint64 {
+	c.mu.Lock()
+	c.last = ch
+	c.mu.Unlock()
+	return c.r.Submit(ch)
+}
 
 // Resize renders at a new pixel size.
-func (c *ChartView) Resize(w, h int) { c.r.Resize(w, h, 0) }
+func (c *ChartView) Resize(w, h int) {
+	c.mu.Lock()
+	c.w, c.h = w, h
+	c.mu.Unlock()
+	c.r.Resize(w, h, 0)
+}
 
 // Close stops the renderer (idempotent); no frame is shown after it returns. It does not wait
 // for the renderer to stop: Close runs on the UI goroutine (a window closing), and a frame
