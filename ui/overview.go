@@ -45,6 +45,12 @@ type OverviewService interface {
 	Open(ctx context.Context, opts OverviewOptions) (*OverviewResult, error)
 }
 
+// OverviewExporter is an OverviewService that also writes the overview's receipt (a new folder
+// or .tar.gz out; docs/overview.md, "The overview's receipt") with the machine line given.
+type OverviewExporter interface {
+	ExportOverview(ctx context.Context, opts OverviewOptions, machine, out string) error
+}
+
 // recentStudies is how many studies the Overview lists (newest first).
 const recentStudies = 8
 
@@ -58,6 +64,7 @@ type OverviewView struct {
 	Test    *widget.Entry
 	Deep    *widget.Entry
 	ShowBt  *widget.Button
+	Receipt *widget.Button // Write receipt…: the overview's receipt (an OverviewExporter)
 	Status  *widget.Label
 	Badges  *widget.List
 	Ladder  *widget.List
@@ -92,9 +99,13 @@ func newOverviewView(svc OverviewService) *OverviewView {
 	v.Badges = v.tableList(func() *OverviewTable { return v.badges() })
 	v.Ladder = v.tableList(func() *OverviewTable { return v.ladder() })
 	v.ShowBt = widget.NewButton("Show", v.Load)
+	v.Receipt = widget.NewButton("Write receipt…", v.receiptDialog)
+	if _, ok := svc.(OverviewExporter); !ok {
+		v.Receipt.Disable()
+	}
 	v.Line.OnSubmitted = func(string) { v.Load() }
 	form := container.NewHBox(widget.NewLabel("line t/s"), sized(v.Line, 90), widget.NewLabel("test"), sized(v.Test, 80),
-		widget.NewLabel("deep"), sized(v.Deep, 80), v.ShowBt)
+		widget.NewLabel("deep"), sized(v.Deep, 80), v.ShowBt, v.Receipt)
 	top := container.NewVBox(
 		widget.NewCard("Machine", "", v.Machine),
 		widget.NewCard("Recent studies", "", v.Recent),

@@ -13,7 +13,6 @@ import (
 	"sparkbench/app/canon"
 	"sparkbench/app/overview"
 	"sparkbench/app/receipt"
-	"sparkbench/store"
 )
 
 // A notebook-level overview receipt (docs/overview.md): overview.json (the badge table under
@@ -55,13 +54,14 @@ func OverviewFiles(r *OverviewReceipt) (receipt.Files, error) {
 	return files, nil
 }
 
-// ExportOverview computes the overview of nb's throughput studies with opts and writes its
-// receipt to out (a new folder or .tar.gz).
-func ExportOverview(ctx context.Context, nb *store.Notebook, opts overview.Options, machine, out string) (*OverviewReceipt, receipt.Files, error) {
+// ExportOverview computes the overview with opts through svc (the window's keeps what it read;
+// the CLI's is new: overview.New(overview.Notebook(nb))) and writes its receipt to out (a new
+// folder or .tar.gz).
+func ExportOverview(ctx context.Context, svc *overview.Service, opts overview.Options, machine, out string) (*OverviewReceipt, receipt.Files, error) {
 	if strings.TrimSpace(out) == "" {
 		return nil, nil, refused("name the overview receipt's folder or .tar.gz")
 	}
-	ov, err := overview.New(overview.Notebook(nb)).Open(ctx, opts)
+	ov, err := svc.Open(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"sparkbench/app/overview"
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 	"sparkbench/ui"
 )
@@ -23,6 +24,12 @@ func newOverviewService(nb *store.Notebook) overviewService {
 // Defaults are the CLI's: --line 70, --test tg, --deep 8192.
 func (s overviewService) Defaults() ui.OverviewOptions {
 	return ui.OverviewOptions{Line: overview.DefaultLine, Test: overview.DefaultTest, Deep: overview.DefaultDeep}
+}
+
+// ExportOverview writes the overview's receipt (workbench.ExportOverview) to out.
+func (s overviewService) ExportOverview(ctx context.Context, o ui.OverviewOptions, machine, out string) error {
+	_, _, err := workbench.ExportOverview(ctx, s.svc, overview.Options{Line: o.Line, Test: o.Test, Deep: o.Deep}, machine, out)
+	return err
 }
 
 func (s overviewService) Open(ctx context.Context, o ui.OverviewOptions) (*ui.OverviewResult, error) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"sparkbench/app"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
 	"sparkbench/ui"
@@ -104,6 +106,26 @@ func TestWindowOverviewOnRealStudies(t *testing.T) {
 	ui.Locked(func() {
 		if !strings.Contains(ov.Recent.Text, "complete") || !strings.Contains(ov.Machine.Text, "test machine") {
 			t.Errorf("recent %q machine %q", ov.Recent.Text, ov.Machine.Text)
+		}
+	})
+
+	// The overview's receipt from the window: written with the section's machine line,
+	// verified byte for byte, the same badge rows the section shows.
+	out := filepath.Join(t.TempDir(), "overview-receipt")
+	done := make(chan error, 1)
+	ui.Locked(func() { ov.ExportReceipt(out, func(err error) { done <- err }) })
+	if err := <-done; err != nil {
+		t.Fatalf("window receipt: %v", err)
+	}
+	if code, stdout, errOut := runCLI("verify", out); code != 0 || !strings.Contains(stdout+errOut, "overview.md re-made from overview.json byte for byte") {
+		t.Fatalf("verify the window's receipt: %d\n%s%s", code, stdout, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, workbench.FileOverview)); !strings.Contains(string(b), `"machine":"test machine"`) {
+		t.Errorf("the window's receipt lacks the machine line: %.300s", b)
+	}
+	ui.Locked(func() {
+		if !strings.HasPrefix(ov.Status.Text, "wrote the overview's receipt to "+out) {
+			t.Errorf("status %q", ov.Status.Text)
 		}
 	})
 

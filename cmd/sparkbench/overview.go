@@ -121,7 +121,7 @@ func overviewVerb(verb string, args []string, stdout, stderr io.Writer) int {
 // bundle that `sparkbench verify` re-makes byte for byte (docs/overview.md).
 func overviewReceipt(nb *store.Notebook, opts overview.Options, out string, stdout, stderr io.Writer) int {
 	machine := (&runner.Fingerprinter{}).Machine().String()
-	r, files, err := workbench.ExportOverview(context.Background(), nb, opts, machine, out)
+	r, files, err := workbench.ExportOverview(context.Background(), overview.New(overview.Notebook(nb)), opts, machine, out)
 	var oe *overview.OptionError
 	var re *workbench.RequestError
 	switch {
