@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"sparkbench/app/analysis"
-	"sparkbench/app/canon"
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
 	"sparkbench/plots"
@@ -32,16 +29,7 @@ const compareChartW, compareChartH = 900, 520
 
 // ComparisonFiles is the comparison's bundle.
 func ComparisonFiles(set *ComparisonSet) (receipt.Files, error) {
-	data, err := canon.Marshal(set)
-	if err != nil {
-		return nil, err
-	}
-	files := receipt.Files{FileComparison: data}
-	if err := deriveComparison(files); err != nil {
-		return nil, err
-	}
-	files[receipt.FileSums] = receipt.Sums(files)
-	return files, nil
+	return derivedFiles(FileComparison, set, deriveComparison)
 }
 
 // deriveComparison adds the Markdown and the chart made from files' comparison.json.
@@ -80,41 +68,7 @@ func IsComparisonBundle(files receipt.Files) bool {
 // VerifyComparison checks a comparison's receipt: SHA256SUMS against every file, and the
 // Markdown and chart re-made from comparison.json, byte for byte.
 func VerifyComparison(files receipt.Files) *receipt.VerifyReport {
-	rep := &receipt.VerifyReport{Kind: "comparison", Files: len(files), Bytes: files.Bytes(), Checked: []string{}, Problems: []receipt.Problem{}}
-	add := func(file, format string, a ...any) {
-		rep.Problems = append(rep.Problems, receipt.Problem{File: file, What: fmt.Sprintf(format, a...)})
-	}
-	if got, want := files[receipt.FileSums], receipt.Sums(files); !bytes.Equal(got, want) {
-		add(receipt.FileSums, "does not list the bundle's files with their SHA-256 (a file was changed, added or removed)")
-	} else {
-		rep.Checked = append(rep.Checked, fmt.Sprintf("%d files against %s", len(files)-1, receipt.FileSums))
-	}
-	again := receipt.Files{FileComparison: files[FileComparison]}
-	if err := deriveComparison(again); err != nil {
-		add(FileComparison, "%v", err)
-		return rep
-	}
-	names := []string{FileComparisonMD, FileCompareDepth}
-	for _, name := range slices.Sorted(maps.Keys(again)) { // a capacity comparison's charts
-		if !slices.Contains(names, name) && name != FileComparison {
-			names = append(names, name)
-		}
-	}
-	for _, name := range names {
-		want, made := again[name]
-		got, held := files[name]
-		switch {
-		case made && !held:
-			add(name, "missing")
-		case !made && held:
-			add(name, "not made from %s", FileComparison)
-		case made && !bytes.Equal(got, want):
-			add(name, "differs from the one re-made from %s", FileComparison)
-		case made:
-			rep.Checked = append(rep.Checked, name+" re-made from "+FileComparison+" byte for byte")
-		}
-	}
-	return rep
+	return verifyDerived("comparison", FileComparison, files, deriveComparison)
 }
 
 // ComparisonMarkdown is the comparison's receipt text: the studies, then per pair the

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"sparkbench/app/analysis"
-	"sparkbench/app/bundle"
-	"sparkbench/app/canon"
 	"sparkbench/app/receipt"
 	"sparkbench/store"
 )
@@ -21,16 +19,7 @@ import (
 
 // CapacityComparisonFiles is the comparison's bundle.
 func CapacityComparisonFiles(c *CapacityComparison) (receipt.Files, error) {
-	data, err := canon.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	files := receipt.Files{FileComparison: data}
-	if err := deriveComparison(files); err != nil {
-		return nil, err
-	}
-	files[receipt.FileSums] = receipt.Sums(files)
-	return files, nil
+	return derivedFiles(FileComparison, c, deriveComparison)
 }
 
 // comparisonSchema is the schema comparison.json names ("" when it names none).
@@ -66,13 +55,10 @@ func ExportCapacityComparison(ctx context.Context, nb *store.Notebook, req Capac
 		return nil, nil, err
 	}
 	files, err := CapacityComparisonFiles(c)
+	if err == nil {
+		err = writeDerived(ctx, out, files)
+	}
 	if err != nil {
-		return nil, nil, err
-	}
-	if ctx.Err() != nil {
-		return nil, nil, ErrCancelled
-	}
-	if err := bundle.Write(out, files); err != nil {
 		return nil, nil, err
 	}
 	return c, files, nil

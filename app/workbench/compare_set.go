@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"sparkbench/app/bundle"
 	"sparkbench/app/charts"
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
@@ -156,13 +155,10 @@ func ExportComparison(ctx context.Context, nb *store.Notebook, req CompareReques
 		return nil, nil, err
 	}
 	files, err := ComparisonFiles(set)
+	if err == nil {
+		err = writeDerived(ctx, out, files)
+	}
 	if err != nil {
-		return nil, nil, err
-	}
-	if ctx.Err() != nil {
-		return nil, nil, ErrCancelled
-	}
-	if err := bundle.Write(out, files); err != nil {
 		return nil, nil, err
 	}
 	return set, files, nil

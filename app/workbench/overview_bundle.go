@@ -5,12 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
-	"sparkbench/app/bundle"
-	"sparkbench/app/canon"
 	"sparkbench/app/overview"
 	"sparkbench/app/receipt"
 )
@@ -42,16 +38,7 @@ type OverviewReceipt struct {
 // OverviewFiles is the overview's receipt bundle.
 func OverviewFiles(r *OverviewReceipt) (receipt.Files, error) {
 	r.Schema = OverviewReceiptSchema
-	data, err := canon.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	files := receipt.Files{FileOverview: data}
-	if err := deriveOverview(files); err != nil {
-		return nil, err
-	}
-	files[receipt.FileSums] = receipt.Sums(files)
-	return files, nil
+	return derivedFiles(FileOverview, r, deriveOverview)
 }
 
 // ExportOverview computes the overview with opts through svc (the window's keeps what it read;
@@ -67,13 +54,10 @@ func ExportOverview(ctx context.Context, svc *overview.Service, opts overview.Op
 	}
 	r := &OverviewReceipt{Machine: machine, Overview: ov}
 	files, err := OverviewFiles(r)
+	if err == nil {
+		err = writeDerived(ctx, out, files)
+	}
 	if err != nil {
-		return nil, nil, err
-	}
-	if ctx.Err() != nil {
-		return nil, nil, ErrCancelled
-	}
-	if err := bundle.Write(out, files); err != nil {
 		return nil, nil, err
 	}
 	return r, files, nil
@@ -125,32 +109,5 @@ func IsOverviewBundle(files receipt.Files) bool {
 // VerifyOverview checks an overview receipt: SHA256SUMS against every file, and overview.md
 // re-made from overview.json, byte for byte.
 func VerifyOverview(files receipt.Files) *receipt.VerifyReport {
-	rep := &receipt.VerifyReport{Kind: "overview", Files: len(files), Bytes: files.Bytes(), Checked: []string{}, Problems: []receipt.Problem{}}
-	add := func(file, format string, a ...any) {
-		rep.Problems = append(rep.Problems, receipt.Problem{File: file, What: fmt.Sprintf(format, a...)})
-	}
-	if got, want := files[receipt.FileSums], receipt.Sums(files); !bytes.Equal(got, want) {
-		add(receipt.FileSums, "does not list the bundle's files with their SHA-256 (a file was changed, added or removed)")
-	} else {
-		rep.Checked = append(rep.Checked, fmt.Sprintf("%d files against %s", len(files)-1, receipt.FileSums))
-	}
-	again := receipt.Files{FileOverview: files[FileOverview]}
-	if err := deriveOverview(again); err != nil {
-		add(FileOverview, "%v", err)
-		return rep
-	}
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if name != FileOverview && name != FileOverviewMD && name != receipt.FileSums {
-			add(name, "not made from %s", FileOverview)
-		}
-	}
-	switch got, ok := files[FileOverviewMD]; {
-	case !ok:
-		add(FileOverviewMD, "missing")
-	case !bytes.Equal(got, again[FileOverviewMD]):
-		add(FileOverviewMD, "differs from the one re-made from %s", FileOverview)
-	default:
-		rep.Checked = append(rep.Checked, FileOverviewMD+" re-made from "+FileOverview+" byte for byte")
-	}
-	return rep
+	return verifyDerived("overview", FileOverview, files, deriveOverview)
 }
