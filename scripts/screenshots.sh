@@ -32,6 +32,16 @@
 #                      read power, clock or temperature)
 #   bench-machine.png  the Bench section scrolled to its Machine card: the samplers, available
 #                      or not and why (as doctor --telemetry), and the live readings line
+#   overview.png       the Overview section after the studies above: the machine, the recent
+#                      studies, the badge table and constants ladder; overview-light.png light
+#   new-capacity-rows.png  the New study section, capacity kind: the model table and the server
+#                      configurations as rows of fields; new-capacity-rows-light.png light
+#   serving.png        a small serving study (tiny model, Poisson rates and a max-rate search,
+#                      run by the CLI) in the Studies section, its Serving tab (SERVING_TAB_XY):
+#                      open loop vs closed loop in words, the sweep and search outcome, the probe
+#                      table; serving-light.png light
+#   capacity-compare.png  the Compare section on two runs of a small capacity plan (the tiny
+#                      model): the shared cells with both rates and the per-request statistics
 # DEMO_WAIT (default 6) is how long the demo may take in the window (a loaded machine wants more).
 # ONLY=window runs the demo, its second run and the pictures from studies-light on (a quicker
 # look at the window's newer views).
@@ -50,6 +60,7 @@ FOLDER_OPEN_XY=${FOLDER_OPEN_XY:-859 566}
 VERIFY_CHAIN_XY=${VERIFY_CHAIN_XY:-241 21}
 COMPARE_CHART_TAB_XY=${COMPARE_CHART_TAB_XY:-689 177}
 TELEMETRY_CHART_TAB_XY=${TELEMETRY_CHART_TAB_XY:-518 218}
+SERVING_TAB_XY=${SERVING_TAB_XY:-632 257}
 for tool in Xvfb import xwininfo xdotool; do
   command -v "$tool" >/dev/null || { echo "screenshots: $tool is missing; run make setup (or apt-get install xvfb imagemagick x11-utils xdotool)" >&2; exit 2; }
 done
@@ -252,3 +263,40 @@ xdotool mousemove 800 500 click --repeat 12 --delay 30 5
 sleep 1
 capture bench-machine
 close_app
+
+# The newer views: the overview, the capacity form's rows, a serving study, a capacity comparison.
+for theme in dark light; do
+  sfx=""; [ "$theme" = light ] && sfx=-light
+  FYNE_THEME=$theme shot "overview$sfx" 4 --section overview
+  FYNE_THEME=$theme shot "new-capacity-rows$sfx" 3 --section new --new-kind capacity
+done
+tiny="$PWD/testdata/models/tiny-llama-f32.gguf"
+tinysum=$(sha256sum "$tiny" | cut -d' ' -f1)
+smallcap() { # smallcap NAME EXTRA-JSON: a small capacity plan on the tiny model
+  cat <<JSON
+{"schema": "sparkbench.capacity/v1", "name": "$1",
+ "candidates": [{"id": "tiny", "label": "tiny f32", "model": {"path": "$tiny", "sha256": "$tinysum"}, "server_flags": ["-t", "1"]}],
+ "slots": [1], "clients": [1, 2], "passes": ["forward"], "warmups": 1, "measured": 4, "n_predict": 16, "ctx_per_slot": 512,
+ "prompt_plan": {"path": "prompts.json", "sha256": "$(sha256sum "$work/prompts.json" | cut -d' ' -f1)"},
+ "limits": {"ttft_ms_p95_max": 60000, "e2e_ms_p95_max": 60000, "peak_rss_mib_max": 4096}$2}
+JSON
+}
+smallcap "tiny serving under Poisson arrivals (screenshots)" ', "serving": {"arrival": {"process": "poisson", "seed": 3}, "rates": [4, 8], "search": {"lo": 4, "hi": 64, "tolerance": 0.5, "max_probes": 3}, "requests": 8, "warmups": 1, "slo": {"ttft_ms": 2000, "tpot_ms": 200}}' > "$work/serving.json"
+servid=$("$bin" capacity register "$work/serving.json" | sed -n 's/^study \([0-9]*\).*/\1/p' | head -1)
+[ -n "$servid" ] && "$bin" capacity run "$servid" >/dev/null || { echo "screenshots: the serving study did not run" >&2; exit 1; }
+for theme in dark light; do
+  sfx=""; [ "$theme" = light ] && sfx=-light
+  FYNE_THEME=$theme open_app "serving$sfx" --study "$servid"
+  sleep 4
+  click "$SERVING_TAB_XY"
+  sleep 3
+  capture "serving$sfx"
+  close_app
+done
+for n in 1 2; do
+  smallcap "tiny capacity run $n (screenshots)" "" > "$work/cap$n.json"
+  cid=$("$bin" capacity register "$work/cap$n.json" | sed -n 's/^study \([0-9]*\).*/\1/p' | head -1)
+  [ -n "$cid" ] && "$bin" capacity run "$cid" >/dev/null || { echo "screenshots: capacity run $n failed" >&2; exit 1; }
+  eval "cap$n=$cid"
+done
+shot capacity-compare 6 --compare "$cap1,$cap2"
