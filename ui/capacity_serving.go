@@ -87,16 +87,7 @@ func newServingTab() *servingTab {
 // servingLoopText says what the open-loop rows measure, and that the envelope's cells are
 // closed-loop, so the two are never read as one.
 func servingLoopText(s *capacity.Serving) string {
-	a := s.Arrival
-	proc := a.Process
-	switch a.Process {
-	case capacity.ArrivalGamma:
-		proc += fmt.Sprintf(" (burstiness %s, seed %d)", trimFloat(a.Burstiness), a.Seed)
-	case capacity.ArrivalPoisson:
-		proc += fmt.Sprintf(" (seed %d)", a.Seed)
-	case capacity.ArrivalRamp:
-		proc += fmt.Sprintf(" (from %s req/s)", trimFloat(a.RampFrom))
-	}
+	proc := s.Arrival.Describe(trimFloat)
 	slo := fmt.Sprintf("TTFT ≤ %s ms, TPOT ≤ %s ms at p%d", trimFloat(s.SLO.TTFTMs), trimFloat(s.SLO.TPOTMs), s.SLO.Percentile)
 	if pr, ok := capacity.FindSLOPreset(s.SLO.Preset); ok {
 		slo += " (preset " + pr.Name + ": " + pr.Source + ")"

@@ -124,7 +124,6 @@ func (v *CapacityWizard) LoadPlan(p *capacity.Plan, planDir string) {
 	if v.OnKind != nil {
 		v.OnKind(kind)
 	}
-	ftext := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 	v.Name.SetText(b.Name)
 	v.ArmAxis.SetText(b.ArmAxis)
 	v.Slots.SetText(joinIntList(b.Slots))

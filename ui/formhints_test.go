@@ -20,17 +20,21 @@ func formsIn(o fyne.CanvasObject) []*widget.Form {
 		}
 		return out
 	}
-	var kids []fyne.CanvasObject
-	switch x := o.(type) {
-	case *fyne.Container:
-		kids = x.Objects
-	case fyne.Widget:
-		kids = test.WidgetRenderer(x).Objects()
-	}
-	for _, k := range kids {
+	for _, k := range childrenOf(o) {
 		out = append(out, formsIn(k)...)
 	}
 	return out
+}
+
+// childrenOf are o's objects: a container's, or a widget's through its renderer.
+func childrenOf(o fyne.CanvasObject) []fyne.CanvasObject {
+	switch x := o.(type) {
+	case *fyne.Container:
+		return x.Objects
+	case fyne.Widget:
+		return test.WidgetRenderer(x).Objects()
+	}
+	return nil
 }
 
 // Every field of both New study forms (a capacity configuration row's included) has a hint

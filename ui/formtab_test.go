@@ -18,14 +18,7 @@ func focusablesIn(o fyne.CanvasObject) []fyne.Focusable {
 			out = append(out, f)
 		}
 	}
-	var kids []fyne.CanvasObject
-	switch x := o.(type) {
-	case *fyne.Container:
-		kids = x.Objects
-	case fyne.Widget:
-		kids = test.WidgetRenderer(x).Objects()
-	}
-	for _, k := range kids {
+	for _, k := range childrenOf(o) {
 		out = append(out, focusablesIn(k)...)
 	}
 	return out

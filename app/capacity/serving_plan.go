@@ -70,6 +70,21 @@ type Arrival struct {
 	RampFrom float64 `json:"ramp_from,omitempty"`
 }
 
+// Describe is the arrival process in words, its numbers written by num: "poisson (seed 3)",
+// "gamma (burstiness 0.5, seed 1)", "ramp (from 2 req/s)", "constant". The receipt and the
+// window say it this way.
+func (a Arrival) Describe(num func(float64) string) string {
+	switch a.Process {
+	case ArrivalGamma:
+		return fmt.Sprintf("%s (burstiness %s, seed %d)", a.Process, num(a.Burstiness), a.Seed)
+	case ArrivalPoisson:
+		return fmt.Sprintf("%s (seed %d)", a.Process, a.Seed)
+	case ArrivalRamp:
+		return fmt.Sprintf("%s (from %s req/s)", a.Process, num(a.RampFrom))
+	}
+	return a.Process
+}
+
 // RateSearch brackets, then bisects, the largest offered rate meeting every SLO: the first
 // probe is Lo (or the sweep's measured points), the bracket doubles the best passing rate up
 // to Hi, then bisection halves the gap between the best pass and the lowest failure until it

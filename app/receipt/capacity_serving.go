@@ -59,16 +59,7 @@ func capServing(w *mdWriter, r *capacity.Result) {
 		return
 	}
 	w.heading(2, "Serving: open-loop arrivals")
-	a := s.Arrival
-	proc := a.Process
-	switch a.Process {
-	case capacity.ArrivalGamma:
-		proc += fmt.Sprintf(" (burstiness %s, seed %d)", num(a.Burstiness), a.Seed)
-	case capacity.ArrivalPoisson:
-		proc += fmt.Sprintf(" (seed %d)", a.Seed)
-	case capacity.ArrivalRamp:
-		proc += fmt.Sprintf(" (from %s req/s)", num(a.RampFrom))
-	}
+	proc := s.Arrival.Describe(num)
 	w.line("**Open loop, not the closed loop of the tables above.** Requests arrive on a %s schedule at each offered rate whether or not earlier ones finished (at most %d in flight); each probe is %d measured requests after %d closed-loop warmups. TTFT and E2E run from each request's **scheduled** send time (coordinated-omission-correct); the send delay is actual − scheduled. The closed-loop cells above answer which slots × clients point to pick; these rows answer how much traffic the server takes and at what latency.",
 		proc, s.MaxInFlight, s.Requests, s.Warmups)
 	w.blank()

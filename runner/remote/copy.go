@@ -12,10 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"sparkbench/runner/capout"
 )
 
 // Copying a model to a host (docs/fleet.md, "Copying a model"): the file's bytes go through the
@@ -147,9 +144,8 @@ func (s *Session) resumeOffset(ctx context.Context, src, partial string, size in
 	return n, "", nil
 }
 
-// sendFrom streams src from offset into the remote command head over the connection (no pty),
-// in its own process group, killed with it when ctx ends; it returns the bytes the remote
-// side read.
+// sendFrom streams src from offset into the remote command head over the connection (no pty,
+// runBounded); it returns the bytes the remote side read.
 func (s *Session) sendFrom(ctx context.Context, src string, offset, size int64, head string, progress func(done, total int64)) (int64, error) {
 	f, err := os.Open(src)
 	if err != nil {
@@ -160,33 +156,15 @@ func (s *Session) sendFrom(ctx context.Context, src string, offset, size int64, 
 		return 0, err
 	}
 	pr := &progressReader{r: f, done: offset, total: size, report: progress}
-	argv := s.Conn.Argv(false, head)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin = pr
-	errb := capout.New(stderrCap)
-	cmd.Stdout, cmd.Stderr = io.Discard, errb
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		err = ctx.Err()
-	}
+	_, errOut, err := runBounded(ctx, s.Conn.Argv(false, head), pr)
 	pr.flush()
 	sent := pr.done - offset
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == 255 {
-			return sent, &ConnError{Host: s.Conn.Host.Name, Kind: classifySSH(errb.String()), Detail: errb.String()}
+			return sent, &ConnError{Host: s.Conn.Host.Name, Kind: classifySSH(errOut), Detail: errOut}
 		}
-		return sent, fmt.Errorf("%v %s", err, lastLines(errb.String(), 2))
+		return sent, fmt.Errorf("%v %s", err, lastLines(errOut, 2))
 	}
 	if pr.done != size {
 		return sent, fmt.Errorf("sent %d of %d bytes", pr.done, size)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -252,15 +253,16 @@ func (c *Conn) Output(ctx context.Context, timeout time.Duration, remote string)
 // maxOut bounds what a remote command may print.
 const maxOut = 16 << 20
 
-// runBounded runs argv in its own process group, killed with the group when ctx ends.
-func runBounded(ctx context.Context, argv []string, stdin []byte) ([]byte, string, error) {
+// runBounded runs argv in its own process group (stdin: what it reads, nil for none), killed
+// with the group when ctx ends.
+func runBounded(ctx context.Context, argv []string, stdin io.Reader) ([]byte, string, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	var out bytes.Buffer
 	errb := capout.New(stderrCap)
 	cmd.Stdout = &limitWriter{w: &out, n: maxOut}
 	cmd.Stderr = errb
 	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
+		cmd.Stdin = stdin
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 2 * time.Second
