@@ -17,6 +17,8 @@ type LiveOptions struct {
 	// MinInterval is the least time between the starts of two renders; 0 means 250 ms
 	// (at most 4 renders per second, the house rate for plots).
 	MinInterval time.Duration
+	// Theme maps the chart's colours to the window's (nil: the house style of receipts).
+	Theme *Theme
 }
 
 // DefaultMinInterval keeps live charts at 4 renders per second at most.
@@ -120,6 +122,21 @@ func (r *LiveRenderer) Resize(wPx, hPx, dpi int) {
 	}
 }
 
+// SetTheme changes the colours (nil: the house style) and redraws the newest chart.
+func (r *LiveRenderer) SetTheme(t *Theme) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.opts.Theme = t
+	if r.pending == nil && r.last != nil {
+		r.pending, r.pendSeq = r.last, r.lastSeq
+	}
+	r.mu.Unlock()
+	r.poke()
+}
+
 // Close stops the worker and waits for a render in progress to finish. It is idempotent;
 // no frame is delivered after it returns.
 func (r *LiveRenderer) Close() {
@@ -192,7 +209,7 @@ func renderFrame(c Chart, o LiveOptions) (f Frame) {
 	if err != nil {
 		return Frame{Err: err}
 	}
-	img, err := Render(p, o.WidthPx, o.HeightPx, o.DPI)
+	img, err := RenderThemed(p, o.WidthPx, o.HeightPx, o.DPI, o.Theme)
 	if err != nil {
 		return Frame{Err: err, Notes: Notes(p)}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	imgdraw "image/draw"
 	"image/png"
 	"io"
 	"path/filepath"
@@ -70,6 +71,12 @@ const (
 // a 1:1 screen; the window passes its scale × 96). It is what the live view shows; call it
 // from a worker, never from a canvas.Raster generator.
 func Render(p *plot.Plot, wPx, hPx, dpi int) (*image.RGBA, error) {
+	return RenderThemed(p, wPx, hPx, dpi, nil)
+}
+
+// RenderThemed is Render for the window: colours are mapped through t (nil: the house
+// style, as Render and every export draw it).
+func RenderThemed(p *plot.Plot, wPx, hPx, dpi int, t *Theme) (*image.RGBA, error) {
 	if p == nil {
 		return nil, errors.New("render: no plot")
 	}
@@ -82,7 +89,10 @@ func Render(p *plot.Plot, wPx, hPx, dpi int) (*image.RGBA, error) {
 	// UseImage sets the size in pixels exactly (UseWH rounds); vgimg copies the image, so
 	// read it back from the canvas. The plot paints its own white background.
 	c := vgimg.NewWith(vgimg.UseImage(image.NewRGBA(image.Rect(0, 0, wPx, hPx))), vgimg.UseDPI(dpi))
-	if err := drawPlot(p, c); err != nil {
+	if t != nil { // vgimg paints the canvas white itself, not through SetColor
+		imgdraw.Draw(c.Image(), c.Image().Bounds(), image.NewUniform(t.Background), image.Point{}, imgdraw.Src)
+	}
+	if err := drawPlot(p, themed(c, t)); err != nil {
 		return nil, err
 	}
 	img, ok := c.Image().(*image.RGBA)

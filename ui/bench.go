@@ -32,6 +32,7 @@ type BenchView struct {
 	// Card is the Machine card's telemetry: the samplers and the live readings (bench_machine.go).
 	Card          machineCard
 	Display       *widget.Label
+	ThemePick     *widget.Select // Preferences: the window's theme, System, Dark or Light (theme.go)
 	Problems      *widget.Label
 	RecheckButton *widget.Button
 	AboutButton   *widget.Button // the About box (build, llama.cpp, notebook)
@@ -75,6 +76,8 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 	v.Notebook, v.Display, v.Problems = wrap(), wrap(), wrap()
 	v.Machine = wrap()
 	v.Card = newMachineCard()
+	v.ThemePick = newThemePicker(fyne.CurrentApp())
+	v.ThemePick.PlaceHolder = "System"
 	v.RecheckButton = widget.NewButton("Re-check", v.Recheck)
 	v.AboutButton = widget.NewButton("About sparkbench…", nil) // the window sets it (about.go)
 	v.Choose = widget.NewButton("Choose llama.cpp folder…", v.chooseFolder)
@@ -100,7 +103,7 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 		widget.NewCard("Memory bandwidth", "STREAM-style copy and triad, best trial; the ceiling of memory-bound token generation",
 			container.NewVBox(container.NewHBox(v.MeasureBW), v.BWProgress, v.BWResult)),
 		widget.NewCard("Notebook", "", v.Notebook),
-		widget.NewCard("Display", "", v.Display),
+		widget.NewCard("Display", "", container.NewVBox(v.Display, widget.NewForm(widget.NewFormItem("Theme", v.ThemePick)))),
 		widget.NewCard("What is missing", "each problem with the one command that fixes it", v.Problems),
 	))
 	return v

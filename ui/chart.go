@@ -29,8 +29,9 @@ type ChartView struct {
 	r      *plots.LiveRenderer
 	closed atomic.Bool
 	mu     sync.Mutex
-	last   plots.Chart // the chart last submitted (what the buttons export)
-	w, h   int         // the render size in pixels
+	last   plots.Chart  // the chart last submitted (what the buttons export)
+	w, h   int          // the render size in pixels
+	theme  *plots.Theme // the window's colours (nil: the house style)
 }
 
 // NewChartView renders at w x h device pixels.
@@ -41,7 +42,10 @@ func NewChartView(w, h int) *ChartView {
 	c.Image.FillMode = canvas.ImageFillContain
 	c.Image.ScaleMode = canvas.ImageScaleFastest
 	c.Image.SetMinSize(fyne.NewSize(float32(w), float32(h)))
-	c.r = plots.NewLiveRenderer(plots.LiveOptions{WidthPx: w, HeightPx: h, MinInterval: chartInterval}, func(f plots.Frame) {
+	a := fyne.CurrentApp()
+	watchTheme(a)
+	c.theme = chartThemeOf(a)
+	c.r = plots.NewLiveRenderer(plots.LiveOptions{WidthPx: w, HeightPx: h, MinInterval: chartInterval, Theme: c.theme}, func(f plots.Frame) {
 		onUI(func() {
 			if !c.closed.Load() {
 				c.show(f)
@@ -49,6 +53,7 @@ func NewChartView(w, h int) *ChartView {
 		})
 	})
 	c.Object = container.NewBorder(c.exportBar(), c.Notes, nil, nil, c.Image)
+	trackChart(c, true)
 	return c
 }
 
@@ -83,11 +88,27 @@ func (c *ChartView) Resize(w, h int) {
 	c.r.Resize(w, h, 0)
 }
 
+// SetTheme redraws the chart in a theme's colours (nil: the house style of receipts).
+func (c *ChartView) SetTheme(t *plots.Theme) {
+	c.mu.Lock()
+	c.theme = t
+	c.mu.Unlock()
+	c.r.SetTheme(t)
+}
+
+// Theme is the colours the chart is drawn in.
+func (c *ChartView) Theme() *plots.Theme {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.theme
+}
+
 // Close stops the renderer (idempotent); no frame is shown after it returns. It does not wait
 // for the renderer to stop: Close runs on the UI goroutine (a window closing), and a frame
 // being delivered at that moment waits for the UI goroutine — under Fyne's test driver, which
 // runs fyne.Do inline, waiting here would deadlock.
 func (c *ChartView) Close() {
 	c.closed.Store(true)
+	trackChart(c, false)
 	go c.r.Close()
 }

@@ -81,6 +81,9 @@ type Workbench struct {
 
 // NewWorkbench builds the main window and starts the first doctor check in the background.
 func NewWorkbench(a fyne.App, deps Deps) *Workbench {
+	if c := a.Preferences().String(prefTheme); c == "Dark" || c == "Light" {
+		ApplyTheme(a, c) // "System" is the app's own default
+	}
 	w := a.NewWindow("sparkbench")
 	w.SetIcon(assets.Icon)
 	wb := &Workbench{App: a, Window: w}
