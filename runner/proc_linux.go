@@ -65,7 +65,14 @@ func ProcessAlive(pid int) bool {
 	return ok && st != 'Z' && st != 'X'
 }
 
-func groupAlive(pgid int) bool { return len(GroupMembers(pgid)) > 0 }
+// groupAlive: a group with no process at all (kill(-pgid, 0) says ESRCH, the usual case once
+// the leader is reaped) is answered without reading every process's stat in /proc.
+func groupAlive(pgid int) bool {
+	if pgid <= 0 || syscall.Kill(-pgid, 0) == syscall.ESRCH {
+		return false
+	}
+	return len(GroupMembers(pgid)) > 0
+}
 
 func peakRSS(st *os.ProcessState) int64 {
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru != nil {

@@ -32,6 +32,8 @@ type ChartView struct {
 	last   plots.Chart  // the chart last submitted (what the buttons export)
 	w, h   int          // the render size in pixels
 	theme  *plots.Theme // the window's colours (nil: the house style)
+	hold   atomic.Bool  // Hold: frames wait for ShowHeld
+	held   *plots.Frame // the newest frame held
 }
 
 // NewChartView renders at w x h device pixels.
@@ -46,6 +48,12 @@ func NewChartView(w, h int) *ChartView {
 	watchTheme(a)
 	c.theme = chartThemeOf(a)
 	c.r = plots.NewLiveRenderer(plots.LiveOptions{WidthPx: w, HeightPx: h, MinInterval: chartInterval, Theme: c.theme}, func(f plots.Frame) {
+		if c.hold.Load() { // shown with the run view's next text update (ShowHeld)
+			c.mu.Lock()
+			c.held = &f
+			c.mu.Unlock()
+			return
+		}
 		onUI(func() {
 			if !c.closed.Load() {
 				c.show(f)
@@ -86,6 +94,28 @@ func (c *ChartView) Resize(w, h int) {
 	c.w, c.h = w, h
 	c.mu.Unlock()
 	c.r.Resize(w, h, 0)
+}
+
+// Hold makes finished frames wait for ShowHeld instead of being shown as they come: a run
+// view shows its chart in the same repaint as its text updates (each repaint of the window
+// costs CPU, under a software renderer most of the window's). Hold(false) shows the frame
+// held, if any. UI goroutine.
+func (c *ChartView) Hold(on bool) {
+	c.hold.Store(on)
+	if !on {
+		c.ShowHeld()
+	}
+}
+
+// ShowHeld shows the newest frame held, if there is one. UI goroutine.
+func (c *ChartView) ShowHeld() {
+	c.mu.Lock()
+	f := c.held
+	c.held = nil
+	c.mu.Unlock()
+	if f != nil && !c.closed.Load() {
+		c.show(*f)
+	}
 }
 
 // SetTheme redraws the chart in a theme's colours (nil: the house style of receipts).

@@ -49,6 +49,7 @@ func (v *StudiesView) RunSelected() {
 		return
 	}
 	v.Telemetry.Object.Hide() // until this run's first reading
+	v.Chart.Hold(true)        // chart frames are shown with the text updates (showLive)
 	v.updateButtons()
 	d := runDisplay{v.app, v.Progress, v.ProgressMsg, v.Tabs}
 	v.launch(d, cancel, v.Title.Text, "starting…", func() (func() string, string) {
@@ -59,6 +60,7 @@ func (v *StudiesView) RunSelected() {
 		}
 		return func() string { return v.runOutcome(sum, err) }, headline
 	}, func() {
+		v.Chart.Hold(false)
 		v.showTelemetry() // the machine card says the run has ended
 		v.Select(id)
 	})
@@ -128,7 +130,7 @@ func (v *StudiesView) onEvent(e study.Event) {
 	v.liveProgress, v.liveStudy = e.Progress, e.StudyID
 	v.mu.Unlock()
 	if chart != nil {
-		v.Chart.Show(chart)
+		v.Chart.Show(chart) // drawn now, shown by the next showLive
 	}
 	// Leg boundaries, flags and verdicts show at once (within the text throttle); rows,
 	// in-leg progress and transcript lines at most every slowTextInterval: each change of the
@@ -166,6 +168,7 @@ func (v *StudiesView) showLive() {
 		setText(v.Status, "running · plan sha256 "+short(r.Study.PlanSHA256)) // the legs done are in the progress line
 	}
 	setText(v.Gates, gates)
+	v.Chart.ShowHeld()
 	v.refreshConsole()
 }
 
