@@ -21,17 +21,34 @@ type Summary struct {
 // state it was computed from). Insert-only: a summary already kept for that study, kind and
 // version stays as it is. A read-only notebook refuses it (ErrReadOnly).
 func (n *Notebook) PutStudySummary(ctx context.Context, studyID int64, kind, version string, payload []byte) error {
-	if kind == "" || version == "" {
-		return fmt.Errorf("study %d summary: empty kind or version", studyID)
+	return n.PutStudySummaries(ctx, kind, map[int64]Summary{studyID: {Version: version, Payload: payload}})
+}
+
+// PutStudySummaries is PutStudySummary of several studies in one transaction.
+func (n *Notebook) PutStudySummaries(ctx context.Context, kind string, batch map[int64]Summary) error {
+	for id, s := range batch {
+		if kind == "" || s.Version == "" {
+			return fmt.Errorf("study %d summary: empty kind or version", id)
+		}
 	}
-	if payload == nil {
-		payload = []byte{}
+	if len(batch) == 0 {
+		return nil
 	}
 	return n.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO study_summaries (study_id, kind, version, payload, created_at) VALUES (?, ?, ?, ?, ?)",
-			studyID, kind, version, payload, n.nowText())
+		stmt, err := tx.PrepareContext(ctx, "INSERT OR IGNORE INTO study_summaries (study_id, kind, version, payload, created_at) VALUES (?, ?, ?, ?, ?)")
 		if err != nil {
-			return fmt.Errorf("study %d summary %s: %w", studyID, kind, err)
+			return err
+		}
+		defer stmt.Close()
+		now := n.nowText()
+		for id, s := range batch {
+			payload := s.Payload
+			if payload == nil {
+				payload = []byte{}
+			}
+			if _, err := stmt.ExecContext(ctx, id, kind, s.Version, payload, now); err != nil {
+				return fmt.Errorf("study %d summary %s: %w", id, kind, err)
+			}
 		}
 		return nil
 	})

@@ -1,0 +1,180 @@
+package overview
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// SummaryKind names the stored per-study summary the overview reads (store.StudySummaries):
+// a study's series and skipped reason (what studySeries computes from its rows) in the binary
+// form below. A new form is a new kind.
+const SummaryKind = "overview.series/v1"
+
+// The form of SummaryKind, all integers unsigned varints unless said, strings a length and
+// their bytes:
+//
+//	the skipped reason (string)
+//	n strings, then each string: the string table
+//	n series; each: model, file, sha256, test, backend, config, path (indices into the
+//	  table), bandwidth (float64 bits, 8 bytes little endian), n points; each point: leg
+//	  (index), row (string), depth (signed varint), t/s (float64 bits)
+//
+// A point's study is the summary's study, and each series' StudyRef is set by collect.
+
+// encodeSummary is c's payload.
+func encodeSummary(c cached) []byte {
+	idx := map[string]uint64{}
+	var table []string
+	ref := func(s string) uint64 {
+		i, ok := idx[s]
+		if !ok {
+			i = uint64(len(table))
+			idx[s] = i
+			table = append(table, s)
+		}
+		return i
+	}
+	var body []byte
+	body = binary.AppendUvarint(body, uint64(len(c.series)))
+	for _, sr := range c.series {
+		for _, s := range []string{sr.Model, sr.File, sr.SHA256, sr.Test, sr.Backend, sr.Config, sr.path} {
+			body = binary.AppendUvarint(body, ref(s))
+		}
+		body = binary.LittleEndian.AppendUint64(body, math.Float64bits(sr.BandwidthGBs))
+		body = binary.AppendUvarint(body, uint64(len(sr.Points)))
+		for _, p := range sr.Points {
+			body = binary.AppendUvarint(body, ref(p.Leg))
+			body = appendString(body, p.Row)
+			body = binary.AppendVarint(body, p.Depth)
+			body = binary.LittleEndian.AppendUint64(body, math.Float64bits(p.TS))
+		}
+	}
+	out := appendString(nil, c.skipped)
+	out = binary.AppendUvarint(out, uint64(len(table)))
+	for _, s := range table {
+		out = appendString(out, s)
+	}
+	return append(out, body...)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+var errSummary = errors.New("malformed overview summary")
+
+// decoder reads a payload b; its strings are slices of s, one copy of b (one allocation).
+type decoder struct {
+	b   []byte
+	s   string
+	off int
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.off:])
+	if n <= 0 {
+		d.err = errSummary
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b[d.off:])
+	if n <= 0 {
+		d.err = errSummary
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *decoder) float() float64 {
+	if d.err != nil || len(d.s)-d.off < 8 {
+		d.err = errSummary
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b[d.off:])
+	d.off += 8
+	return math.Float64frombits(v)
+}
+
+func (d *decoder) str() string {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.s)-d.off) {
+		d.err = errSummary
+		return ""
+	}
+	s := d.s[d.off : d.off+int(n)]
+	d.off += int(n)
+	return s
+}
+
+// count reads a length of items that each take at least one byte.
+func (d *decoder) count() int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.s)-d.off) {
+		d.err = errSummary
+	}
+	return int(n)
+}
+
+func (d *decoder) ref(table []string) string {
+	i := d.uvarint()
+	if d.err != nil || i >= uint64(len(table)) {
+		d.err = errSummary
+		return ""
+	}
+	return table[i]
+}
+
+// decodeSummary reads a payload of SummaryKind of study id; an error when it is not one.
+func decodeSummary(payload []byte, id int64) (cached, error) {
+	d := &decoder{b: payload, s: string(payload)}
+	c := cached{skipped: d.str()}
+	table := make([]string, d.count())
+	for i := range table {
+		table[i] = d.str()
+	}
+	n := d.count()
+	if d.err != nil {
+		return cached{}, d.err
+	}
+	c.series = make([]Series, 0, n)
+	var cells []Cell
+	for i := 0; i < n && d.err == nil; i++ {
+		sr := Series{Model: d.ref(table), File: d.ref(table), SHA256: d.ref(table), Test: d.ref(table), Backend: d.ref(table),
+			Config: d.ref(table), path: d.ref(table), BandwidthGBs: d.float()}
+		np := d.count()
+		if d.err != nil {
+			break
+		}
+		if len(cells)+np > cap(cells) {
+			cells = make([]Cell, 0, max(np, len(d.s)/16))
+		}
+		start := len(cells)
+		for j := 0; j < np && d.err == nil; j++ {
+			cells = append(cells, Cell{Study: id, Leg: d.ref(table), Row: d.str(), Depth: d.varint(), TS: d.float()})
+		}
+		sr.Points = cells[start:len(cells):len(cells)]
+		c.series = append(c.series, sr)
+	}
+	if d.err == nil && d.off != len(d.s) {
+		d.err = fmt.Errorf("%w: %d bytes after its end", errSummary, len(d.s)-d.off)
+	}
+	if d.err != nil {
+		return cached{}, d.err
+	}
+	return c, nil
+}
