@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 )
 
 // Study summaries (schema 10): derived blobs a reader computes from a study's rows and keeps
@@ -62,7 +63,8 @@ func (n *Notebook) StudySummaries(ctx context.Context, kind string) (map[int64][
 	if ok, err := hasTable(ctx, n.rdb, "study_summaries"); err != nil || !ok {
 		return out, err
 	}
-	rows, err := n.rdb.QueryContext(ctx, "SELECT study_id, version, payload FROM study_summaries WHERE kind = ? ORDER BY study_id, created_at DESC, version", kind)
+	// rowid order is insertion order (no sort of the blobs): each study's list is reversed below
+	rows, err := n.rdb.QueryContext(ctx, "SELECT study_id, version, payload FROM study_summaries WHERE kind = ? ORDER BY rowid", kind)
 	if err != nil {
 		return nil, err
 	}
@@ -75,5 +77,11 @@ func (n *Notebook) StudySummaries(ctx context.Context, kind string) (map[int64][
 		}
 		out[id] = append(out[id], s)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, l := range out {
+		slices.Reverse(l)
+	}
+	return out, nil
 }

@@ -17,7 +17,8 @@ const SummaryKind = "overview.series/v1"
 //
 //	the skipped reason (string)
 //	n strings, then each string: the string table
-//	n series; each: model, file, sha256, test, backend, config, path (indices into the
+//	n series, n points in all (one allocation of each when decoding)
+//	each series: model, file, sha256, test, backend, config, path (indices into the
 //	  table), bandwidth (float64 bits, 8 bytes little endian), n points; each point: leg
 //	  (index), row (string), depth (signed varint), t/s (float64 bits)
 //
@@ -37,7 +38,12 @@ func encodeSummary(c cached) []byte {
 		return i
 	}
 	var body []byte
+	points := 0
+	for _, sr := range c.series {
+		points += len(sr.Points)
+	}
 	body = binary.AppendUvarint(body, uint64(len(c.series)))
+	body = binary.AppendUvarint(body, uint64(points))
 	for _, sr := range c.series {
 		for _, s := range []string{sr.Model, sr.File, sr.SHA256, sr.Test, sr.Backend, sr.Config, sr.path} {
 			body = binary.AppendUvarint(body, ref(s))
@@ -147,28 +153,36 @@ func decodeSummary(payload []byte, id int64) (cached, error) {
 	for i := range table {
 		table[i] = d.str()
 	}
-	n := d.count()
+	n, points := d.count(), d.count()
 	if d.err != nil {
 		return cached{}, d.err
 	}
-	c.series = make([]Series, 0, n)
-	var cells []Cell
+	c.series = make([]Series, n) // filled in place: no copy of each struct
+	cells := make([]Cell, points)
+	used := 0
 	for i := 0; i < n && d.err == nil; i++ {
-		sr := Series{Model: d.ref(table), File: d.ref(table), SHA256: d.ref(table), Test: d.ref(table), Backend: d.ref(table),
-			Config: d.ref(table), path: d.ref(table), BandwidthGBs: d.float()}
+		sr := &c.series[i]
+		sr.Model, sr.File, sr.SHA256, sr.Test = d.ref(table), d.ref(table), d.ref(table), d.ref(table)
+		sr.Backend, sr.Config, sr.path = d.ref(table), d.ref(table), d.ref(table)
+		sr.BandwidthGBs = d.float()
 		np := d.count()
+		if d.err == nil && np > points-used {
+			d.err = fmt.Errorf("%w: more points than it says", errSummary)
+		}
 		if d.err != nil {
 			break
 		}
-		if len(cells)+np > cap(cells) {
-			cells = make([]Cell, 0, max(np, len(d.s)/16))
+		pts := cells[used : used+np : used+np]
+		used += np
+		for j := range pts {
+			p := &pts[j]
+			p.Study, p.Leg, p.Row = id, d.ref(table), d.str()
+			p.Depth, p.TS = d.varint(), d.float()
 		}
-		start := len(cells)
-		for j := 0; j < np && d.err == nil; j++ {
-			cells = append(cells, Cell{Study: id, Leg: d.ref(table), Row: d.str(), Depth: d.varint(), TS: d.float()})
-		}
-		sr.Points = cells[start:len(cells):len(cells)]
-		c.series = append(c.series, sr)
+		sr.Points = pts
+	}
+	if d.err == nil && used != points {
+		d.err = fmt.Errorf("%w: fewer points than it says", errSummary)
 	}
 	if d.err == nil && d.off != len(d.s) {
 		d.err = fmt.Errorf("%w: %d bytes after its end", errSummary, len(d.s)-d.off)
