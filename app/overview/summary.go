@@ -9,7 +9,11 @@ import (
 
 // SummaryKind names the stored per-study summary the overview reads (store.StudySummaries):
 // a study's series and skipped reason (what studySeries computes from its rows) in the binary
-// form below. A new form is a new kind.
+// form below. A new form, or a change to what studySeries computes from the same rows (a
+// series' key, a configuration label, which rows count), is a new kind: summaries of the old
+// one are then never read. The form is binary because decoding it is about ten times faster
+// than encoding/json's of the same series (0.13 ms against 1.3 ms for a study of 125 series,
+// 500 points), the difference between about 0.2 s and 1.5 s for 1,000 studies.
 const SummaryKind = "overview.series/v1"
 
 // The form of SummaryKind, all integers unsigned varints unless said, strings a length and
