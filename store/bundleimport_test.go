@@ -202,7 +202,7 @@ func TestMigration9ImportedBundles(t *testing.T) {
 		t.Fatalf("schema 8, read only: %v %v", found, err)
 	}
 	ro.Close()
-	n := must[*Notebook](t)(Open(path))
+	n := must[*Notebook](t)(OpenWith(path, Options{migrateTo: 9}))
 	defer n.Close()
 	if stats := must[Stats](t)(n.Stats(ctx)); stats.SchemaVersion != 9 {
 		t.Fatalf("schema %d", stats.SchemaVersion)

@@ -26,6 +26,22 @@ type StudySummary struct {
 
 // Studies lists every study, most recently active first.
 func (n *Notebook) Studies(ctx context.Context) ([]StudySummary, error) {
+	return n.studies(ctx, "")
+}
+
+// StudySummaryOf is one study as Studies lists it (sql.ErrNoRows, wrapped: no such study).
+func (n *Notebook) StudySummaryOf(ctx context.Context, id int64) (StudySummary, error) {
+	out, err := n.studies(ctx, " WHERE s.id = ?", id)
+	if err != nil {
+		return StudySummary{}, err
+	}
+	if len(out) == 0 {
+		return StudySummary{}, fmt.Errorf("study %d: %w", id, sql.ErrNoRows)
+	}
+	return out[0], nil
+}
+
+func (n *Notebook) studies(ctx context.Context, where string, args ...any) ([]StudySummary, error) {
 	rows, err := n.rdb.QueryContext(ctx, `SELECT s.id, s.name, s.kind, s.status, s.description, s.created_at, s.updated_at,
 		COALESCE((SELECT sha256 FROM plans p WHERE p.study_id = s.id), ''),
 		(SELECT COUNT(*) FROM legs l WHERE l.study_id = s.id),
@@ -33,7 +49,7 @@ func (n *Notebook) Studies(ctx context.Context) ([]StudySummary, error) {
 		(SELECT COUNT(*) FROM predictions p WHERE p.study_id = s.id),
 		(SELECT COUNT(*) FROM findings f WHERE f.study_id = s.id),
 		COALESCE((SELECT MAX(at) FROM journal j WHERE j.study_id = s.id), s.updated_at)
-		FROM studies s`)
+		FROM studies s`+where, args...)
 	if err != nil {
 		return nil, err
 	}

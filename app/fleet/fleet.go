@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"sparkbench/app/overview"
 	"sparkbench/app/study"
 	"sparkbench/app/study/studyrun"
 	"sparkbench/app/workbench"
@@ -246,7 +247,9 @@ func runOnHost(ctx context.Context, nb *store.Notebook, req Request, m *Member, 
 			return runner.StartQueue(ctx, spec, s.LegOption())
 		},
 	}
-	return e.Run(ctx, m.StudyID)
+	sum, err := e.Run(ctx, m.StudyID)
+	_ = overview.Summarize(context.WithoutCancel(ctx), nb, m.StudyID) // as workbench.RunThroughput: the overview's summary
+	return sum, err
 }
 
 // Hosts lists the hosts of members, sorted.

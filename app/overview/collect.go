@@ -11,6 +11,7 @@ import (
 	"sparkbench/app/study"
 	"sparkbench/runner/benchfmt"
 	"sparkbench/runner/gguf"
+	"sparkbench/store"
 )
 
 // Cell is one measured value with the row it came from, as the notebook names it.
@@ -39,8 +40,9 @@ type Series struct {
 }
 
 // collect lists the throughput studies and the tg series of each (from the cache when the
-// study has not changed), keeping the series of test.
-func (s *Service) collect(ctx context.Context, test string) ([]StudyEntry, []Series, error) {
+// study has not changed, else from its stored summary of the same version unless fromRows,
+// else from its rows), keeping the series of test.
+func (s *Service) collect(ctx context.Context, test string, fromRows bool) ([]StudyEntry, []Series, error) {
 	refs, err := s.Src.ThroughputStudies(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -55,14 +57,21 @@ func (s *Service) collect(ctx context.Context, test string) ([]StudyEntry, []Ser
 	var stale []int
 	for i, ref := range refs {
 		c, ok := s.cache[ref.ID]
-		if !ok || ref.Version == "" || c.version != ref.Version {
+		if !ok || ref.Version == "" || c.version != ref.Version || fromRows && c.fromSummary {
 			stale = append(stale, i)
 			continue
 		}
 		got[i] = c
 	}
+	sums, _ := s.Src.(SummaryStore)
+	if sums != nil && !fromRows {
+		stale = fromSummaries(ctx, sums, refs, stale, got)
+	}
 	if err := s.read(ctx, refs, stale, got); err != nil {
 		return nil, nil, err
+	}
+	if sums != nil && sums.Writable() {
+		putSummaries(ctx, sums, refs, stale, got)
 	}
 	entries := make([]StudyEntry, 0, len(refs))
 	var all []Series
@@ -82,6 +91,56 @@ func (s *Service) collect(ctx context.Context, test string) ([]StudyEntry, []Ser
 		entries = append(entries, e)
 	}
 	return entries, all, nil
+}
+
+// fromSummaries fills got from the stored summaries of the stale studies that have one of
+// their current version that decodes, and returns the studies still to read from rows. A
+// summary that cannot be read or decoded is passed over: the rows are the record.
+func fromSummaries(ctx context.Context, sums SummaryStore, refs []StudyRef, stale []int, got []cached) []int {
+	want := false
+	for _, i := range stale {
+		want = want || refs[i].Version != ""
+	}
+	if !want {
+		return stale
+	}
+	stored, err := sums.Summaries(ctx)
+	if err != nil || len(stored) == 0 {
+		return stale
+	}
+	var rest []int
+	for _, i := range stale {
+		ref := refs[i]
+		found := false
+		for _, sum := range stored[ref.ID] {
+			if ref.Version == "" || sum.Version != ref.Version {
+				continue
+			}
+			if c, err := decodeSummary(sum.Payload, ref.ID); err == nil {
+				c.version, c.fromSummary = ref.Version, true
+				got[i], found = c, true
+			}
+			break
+		}
+		if !found {
+			rest = append(rest, i)
+		}
+	}
+	return rest
+}
+
+// putSummaries keeps what was read from the rows of the studies that have a version, so the
+// next cold open reads the summary; an error only costs that (the overview is unchanged).
+func putSummaries(ctx context.Context, sums SummaryStore, refs []StudyRef, read []int, got []cached) {
+	batch := map[int64]store.Summary{}
+	for _, i := range read {
+		if v := refs[i].Version; v != "" {
+			batch[refs[i].ID] = store.Summary{Version: v, Payload: encodeSummary(got[i])}
+		}
+	}
+	if len(batch) > 0 && ctx.Err() == nil {
+		_ = sums.PutSummaries(ctx, batch)
+	}
 }
 
 // read reads the stale studies, s.Readers at a time, into got; the first error wins.

@@ -39,23 +39,72 @@ func (s notebookSource) ThroughputStudies(ctx context.Context) ([]StudyRef, erro
 		if st.Kind != store.StudyThroughput {
 			continue
 		}
-		ref := StudyRef{ID: st.ID, Name: st.Name, Status: st.Status, HasPlan: st.PlanSHA256 != ""}
-		if st.RunningLegs == 0 && st.Status != study.StatusRunning {
-			ref.Version = fmt.Sprintf("%s/%d/%s/%s", st.Status, st.Legs, st.PlanSHA256, st.LastActivity.UTC().Format(time.RFC3339Nano))
-		}
-		if st.Status == store.StatusImported {
-			o, found, err := s.nb.ImportedOriginOf(ctx, st.ID)
-			if err != nil {
-				return nil, err
-			}
-			if found {
-				ref.Imported = true
-				ref.ImportedFrom = fmt.Sprintf("bundle sha256 %s…, origin study %d %q (%s there)", short(o.BundleSHA256), o.OriginStudyID, o.OriginName, o.OriginStatus)
-			}
+		ref, err := s.ref(ctx, st)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, ref)
 	}
 	return out, nil
+}
+
+// ref is a throughput study as the overview lists it. Its Version is the study's status,
+// legs, plan and last activity: any of them changes whenever the study may have gained or
+// lost rows (a new leg, a flag, a note are journaled); a running study has none.
+func (s notebookSource) ref(ctx context.Context, st store.StudySummary) (StudyRef, error) {
+	ref := StudyRef{ID: st.ID, Name: st.Name, Status: st.Status, HasPlan: st.PlanSHA256 != ""}
+	if st.RunningLegs == 0 && st.Status != study.StatusRunning {
+		ref.Version = fmt.Sprintf("%s/%d/%s/%s", st.Status, st.Legs, st.PlanSHA256, st.LastActivity.UTC().Format(time.RFC3339Nano))
+	}
+	if st.Status == store.StatusImported {
+		o, found, err := s.nb.ImportedOriginOf(ctx, st.ID)
+		if err != nil {
+			return StudyRef{}, err
+		}
+		if found {
+			ref.Imported = true
+			ref.ImportedFrom = fmt.Sprintf("bundle sha256 %s…, origin study %d %q (%s there)", short(o.BundleSHA256), o.OriginStudyID, o.OriginName, o.OriginStatus)
+		}
+	}
+	return ref, nil
+}
+
+// Summaries reads the notebook's stored overview summaries (SummaryStore).
+func (s notebookSource) Summaries(ctx context.Context) (map[int64][]store.Summary, error) {
+	return s.nb.StudySummaries(ctx, SummaryKind)
+}
+
+// PutSummaries keeps overview summaries in one transaction (SummaryStore).
+func (s notebookSource) PutSummaries(ctx context.Context, batch map[int64]store.Summary) error {
+	return s.nb.PutStudySummaries(ctx, SummaryKind, batch)
+}
+
+// Writable: a notebook opened read-only (the CLI) reads summaries but writes none.
+func (s notebookSource) Writable() bool { return !s.nb.ReadOnly() }
+
+// Summarize reads study id from its rows, as the overview does, and keeps its series as the
+// study's stored summary at its current version, so the next cold overview reads that one blob
+// instead of every row. A run calls it when the study ends. A study that is not a throughput
+// study, or has a running leg (no version), is left alone; a read-only notebook is refused
+// (store.ErrReadOnly).
+func Summarize(ctx context.Context, nb *store.Notebook, id int64) error {
+	if nb.ReadOnly() {
+		return store.ErrReadOnly
+	}
+	st, err := nb.StudySummaryOf(ctx, id)
+	if err != nil || st.Kind != store.StudyThroughput {
+		return err
+	}
+	src := notebookSource{nb}
+	ref, err := src.ref(ctx, st)
+	if err != nil || ref.Version == "" {
+		return err
+	}
+	c := cached{}
+	if c.series, c.skipped, err = studySeries(ctx, src, ref); err != nil {
+		return err
+	}
+	return nb.PutStudySummary(ctx, id, SummaryKind, ref.Version, encodeSummary(c))
 }
 
 func short(h string) string {

@@ -17,6 +17,7 @@ import (
 
 	"sparkbench/app/study"
 	"sparkbench/runner/gguf"
+	"sparkbench/store"
 )
 
 // Defaults of Options.
@@ -32,6 +33,9 @@ type Options struct {
 	Line float64 `json:"line"` // t/s a model's tg must reach (>= line; equal counts)
 	Test string  `json:"test"` // "tg" (any length) or "tgN"
 	Deep int64   `json:"deep"` // the deep depth of the "both depths" convention
+	// FromRows reads every study from its rows, never from a stored summary (SummaryStore):
+	// the overview receipt, which must be re-made from the rows alone. Not part of the JSON.
+	FromRows bool `json:"-"`
 }
 
 // Defaults fills what is zero.
@@ -95,6 +99,17 @@ type Source interface {
 	ThroughputStudies(ctx context.Context) ([]StudyRef, error)
 }
 
+// SummaryStore is what a Source may also be: where each study's series are kept between
+// processes, keyed by the study's Version (the notebook's study_summaries; docs/overview.md).
+type SummaryStore interface {
+	// Summaries reads every stored summary of SummaryKind, by study, newest first.
+	Summaries(ctx context.Context) (map[int64][]store.Summary, error)
+	// PutSummaries keeps summaries of SummaryKind, by study (insert-only).
+	PutSummaries(ctx context.Context, batch map[int64]store.Summary) error
+	// Writable is false when PutSummaries would be refused (a read-only notebook).
+	Writable() bool
+}
+
 // Overview is both tables and the studies they read.
 type Overview struct {
 	Options Options      `json:"options"`
@@ -127,9 +142,10 @@ type Service struct {
 }
 
 type cached struct {
-	version string
-	series  []Series
-	skipped string
+	version     string
+	series      []Series
+	skipped     string
+	fromSummary bool // decoded from a stored summary, not read from the rows
 }
 
 // New is a Service over src.
@@ -142,7 +158,7 @@ func (s *Service) Open(ctx context.Context, opts Options) (*Overview, error) {
 	if err := opts.Check(); err != nil {
 		return nil, err
 	}
-	entries, all, err := s.collect(ctx, opts.Test)
+	entries, all, err := s.collect(ctx, opts.Test, opts.FromRows)
 	if err != nil {
 		return nil, err
 	}

@@ -43,11 +43,13 @@ func OverviewFiles(r *OverviewReceipt) (receipt.Files, error) {
 
 // ExportOverview computes the overview with opts through svc (the window's keeps what it read;
 // the CLI's is new: overview.New(overview.Notebook(nb))) and writes its receipt to out (a new
-// folder or .tar.gz).
+// folder or .tar.gz). The receipt is computed from the rows (opts.FromRows), never from the
+// notebook's stored summaries, so it stays what the rows say.
 func ExportOverview(ctx context.Context, svc *overview.Service, opts overview.Options, machine, out string) (*OverviewReceipt, receipt.Files, error) {
 	if strings.TrimSpace(out) == "" {
 		return nil, nil, refused("name the overview receipt's folder or .tar.gz")
 	}
+	opts.FromRows = true
 	ov, err := svc.Open(ctx, opts)
 	if err != nil {
 		return nil, nil, err

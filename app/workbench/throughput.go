@@ -13,6 +13,7 @@ import (
 	"sparkbench/app/energy"
 	"sparkbench/app/energy/energyrun"
 	"sparkbench/app/kinds"
+	"sparkbench/app/overview"
 	"sparkbench/app/study"
 	"sparkbench/app/study/kvquality"
 	"sparkbench/app/study/studyrun"
@@ -233,10 +234,14 @@ func RunThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRunReq
 		e.Telemetry = hook
 	}
 	sum, err := e.Run(ctx, req.ID)
-	if err != nil || sum.Status != study.StatusComplete {
-		return sum, err
+	if err == nil && sum.Status == study.StatusComplete {
+		err = kvQuality(ctx, nb, rec, req, loc)
 	}
-	return sum, kvQuality(ctx, nb, rec, req, loc)
+	// The study's overview summary (docs/overview.md), so the next overview need not read its
+	// rows: written whatever the run's end (a study with a running leg has none); failing to
+	// write it only costs that.
+	_ = overview.Summarize(context.WithoutCancel(ctx), nb, req.ID)
+	return sum, err
 }
 
 // kvQuality runs the KV cache quality check of a complete study whose plan has a cache type
