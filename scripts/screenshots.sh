@@ -21,7 +21,7 @@
 #                      theme (FYNE_THEME=light); the other pictures are the dark default
 #   compare.png        the Compare section on the demo and a second run of its plan
 #                      (--compare): the shared cells benchstat style; compare-light.png light
-#   compare-chart.png  the same comparison's overlaid depth curves (its Depth curves tab)
+#   compare-chart.png  the same comparison's overlaid depth curves (its Charts tab)
 #   find.png           Ctrl+F in the Notebook section, "tiny/d128" typed: the hits
 #   journal-entry.png  Enter on the first hit: the entry in the timeline, expanded with its
 #                      payload; journal-light.png the same in the light theme

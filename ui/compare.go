@@ -28,7 +28,27 @@ type Comparison struct {
 	Verdicts []string   // one line per shared prediction
 	Footer   string     // what the columns and the test are
 	Depth    *plots.DepthChart
-	Notes    []string
+	// Charts are the capacity comparison's overlaid charts (the slots chart, a latency chart
+	// per candidate), in order, named as in its receipt; a throughput comparison has Depth.
+	Charts []NamedChart
+	Notes  []string
+}
+
+// NamedChart is a chart with the name the picker shows.
+type NamedChart struct {
+	Name  string
+	Chart plots.Chart
+}
+
+// charts are what the Charts tab offers: the depth curves, or the capacity charts.
+func (c *Comparison) charts() []NamedChart {
+	if c == nil {
+		return nil
+	}
+	if c.Depth != nil {
+		return append([]NamedChart{{Name: "depth curves", Chart: c.Depth}}, c.Charts...)
+	}
+	return c.Charts
 }
 
 // CompareService compares studies (the first id is the baseline) and exports a comparison's
@@ -49,6 +69,7 @@ type CompareView struct {
 	Table     *widget.Table
 	Verdicts  *widget.Label
 	Chart     *ChartView
+	ChartPick *widget.Select // which of the comparison's charts the Charts tab shows
 	Tabs      *container.AppTabs
 	Result    *Comparison
 	// Updated receives after each comparison or export has been shown (tests wait on it).
@@ -95,9 +116,11 @@ func newCompareView(win fyne.Window, svc CompareService) *CompareView {
 		v.Table.SetColumnWidth(i, w)
 	}
 	v.Chart = NewChartView(760, 420)
+	v.ChartPick = widget.NewSelect(nil, v.showChart)
+	v.ChartPick.PlaceHolder = "no comparison yet"
 	v.Tabs = container.NewAppTabs(
 		container.NewTabItem("Shared cells", v.Table),
-		container.NewTabItem("Depth curves", v.Chart.Object),
+		container.NewTabItem("Charts", container.NewBorder(container.NewHBox(widget.NewLabel("Chart"), v.ChartPick), nil, nil, nil, v.Chart.Object)),
 		container.NewTabItem("Verdicts", container.NewVScroll(v.Verdicts)),
 	)
 	if svc == nil {
@@ -238,8 +261,26 @@ func (v *CompareView) show(res *Comparison) {
 		text += "\n\n" + strings.Join(res.Notes, "\n")
 	}
 	v.Verdicts.SetText(text)
-	if res.Depth != nil {
-		v.Chart.Show(res.Depth)
+	var names []string
+	for _, c := range res.charts() {
+		names = append(names, c.Name)
+	}
+	v.ChartPick.Options = names
+	v.ChartPick.ClearSelected()
+	if len(names) > 0 {
+		v.ChartPick.SetSelected(names[0]) // shows it
+	} else {
+		v.ChartPick.Refresh()
+	}
+}
+
+// showChart shows the comparison's chart of that name (the picker's choice).
+func (v *CompareView) showChart(name string) {
+	for _, c := range v.Result.charts() {
+		if c.Name == name {
+			v.Chart.Show(c.Chart)
+			return
+		}
 	}
 }
 

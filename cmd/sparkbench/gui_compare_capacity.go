@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"sparkbench/app/kinds"
@@ -42,5 +43,24 @@ func windowCapacityComparison(c *workbench.CapacityComparison) *ui.Comparison {
 	for _, v := range c.Verdicts {
 		w.Verdicts = append(w.Verdicts, c.VerdictLine(v))
 	}
+	charts := workbench.CapacityCompareCharts(c)
+	names := make([]string, 0, len(charts))
+	for f := range charts {
+		names = append(names, f)
+	}
+	sort.Strings(names) // plots/latency-….png before plots/slots.png: the slots chart first
+	sort.SliceStable(names, func(i, j int) bool { return names[i] == "plots/slots.png" && names[j] != "plots/slots.png" })
+	for _, f := range names {
+		w.Charts = append(w.Charts, ui.NamedChart{Name: chartName(f), Chart: charts[f]})
+	}
 	return w
+}
+
+// chartName is a comparison chart's name in the window: "slots", "latency CANDIDATE".
+func chartName(file string) string {
+	n := strings.TrimSuffix(strings.TrimPrefix(file, "plots/"), ".png")
+	if c, ok := strings.CutPrefix(n, "latency-"); ok {
+		return "latency " + c
+	}
+	return n
 }

@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
 	"sparkbench/app"
 	"sparkbench/app/workbench"
+	"sparkbench/plots"
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
 	"sparkbench/ui"
@@ -72,6 +75,35 @@ func TestWindowComparesTwoCapacityStudies(t *testing.T) {
 		}
 		if len(r.Studies) != 2 || !strings.HasSuffix(r.Studies[0], "baseline") || !strings.HasSuffix(r.Studies[1], "new") || r.Footer == "" {
 			t.Errorf("studies %q footer %q", r.Studies, r.Footer)
+		}
+		// The Charts tab offers the receipt's overlaid charts, the slots chart first.
+		files := workbench.CapacityCompareCharts(&c)
+		if len(r.Charts) != len(files) || len(r.Charts) < 2 || r.Charts[0].Name != "slots" || len(cv.ChartPick.Options) != len(files) || cv.ChartPick.Selected != "slots" {
+			t.Fatalf("charts %d (picker %q, selected %q), receipt charts %d", len(r.Charts), cv.ChartPick.Options, cv.ChartPick.Selected, len(files))
+		}
+		for _, nc := range r.Charts {
+			want := "plots/slots.png"
+			if nc.Name != "slots" {
+				want = "plots/latency-" + strings.TrimPrefix(nc.Name, "latency ") + ".png"
+			}
+			if got, ok := files[want]; !ok || !reflect.DeepEqual(got, nc.Chart) {
+				t.Errorf("window chart %q is not the receipt's %s", nc.Name, want)
+			}
+		}
+	})
+	// Picking a latency chart draws it.
+	for len(cv.Chart.Frames) > 0 {
+		<-cv.Chart.Frames
+	}
+	ui.Locked(func() { cv.ChartPick.SetSelected(cv.Result.Charts[1].Name) })
+	select {
+	case <-cv.Chart.Frames:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the picked latency chart was never drawn")
+	}
+	ui.Locked(func() {
+		if _, ok := cv.Chart.Chart().(plots.LatencyChart); !ok {
+			t.Errorf("the chart shown is a %T, want the latency chart", cv.Chart.Chart())
 		}
 	})
 	out := filepath.Join(dir, "window-capacity-comparison")
