@@ -21,7 +21,8 @@
 #                      theme (FYNE_THEME=light); the other pictures are the dark default
 #   compare.png        the Compare section on the demo and a second run of its plan
 #                      (--compare): the shared cells benchstat style; compare-light.png light
-#   compare-chart.png  the same comparison's overlaid depth curves (its Charts tab)
+#   compare-chart.png  the same comparison's overlaid depth curves (its Charts tab); the chart
+#                      follows the window's theme: compare-chart-light.png the same, light
 #   find.png           Ctrl+F in the Notebook section, "tiny/d128" typed: the hits
 #   journal-entry.png  Enter on the first hit: the entry in the timeline, expanded with its
 #                      payload; journal-light.png the same in the light theme
@@ -217,6 +218,12 @@ sleep 5
 click "$COMPARE_CHART_TAB_XY"
 sleep 2
 capture compare-chart
+close_app
+FYNE_THEME=light open_app compare-chart-light --compare "$demoid,$again"
+sleep 5
+click "$COMPARE_CHART_TAB_XY"
+sleep 2
+capture compare-chart-light
 close_app
 for theme in dark light; do
   name=journal-entry; [ "$theme" = light ] && name=journal-light
