@@ -55,7 +55,7 @@ func baseCommands() []command {
 		{"verify", verifyUsage, "check a receipt bundle: SHA256SUMS, the journal chain, derived files re-assembled byte for byte", cmdVerify},
 		{"analyze", "analyze crossing|slope|ceiling …", "derived figures from numbers: crossing depth, depth slope, bandwidth ceiling", cmdAnalyze},
 		{"host", hostUsage, "bench hosts over ssh: list them; connect and fingerprint one (as doctor --host)", cmdHost},
-		{"fleet", fleetUsage, "run one throughput plan on several hosts, one after another (one study each), then the same cell side by side", cmdFleet},
+		{"fleet", fleetUsage + " | " + fleetReadUsage, "run one throughput plan on several hosts in parallel (one study each), the same cell side by side; list the fleets, show one, write its receipt", cmdFleet},
 		{"help", "help", "print this list", cmdHelp},
 	}
 }

@@ -17,8 +17,11 @@ import (
 const fleetUsage = "fleet run FLEET [--hosts F] [--llama-dir D] [--notebook P]"
 
 func cmdFleet(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "list" || args[0] == "show" || args[0] == "receipt") {
+		return cmdFleetRead(args[0], args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "run" {
-		fprintf(stderr, "usage: sparkbench %s\n", fleetUsage)
+		fprintf(stderr, "usage: sparkbench %s | %s\n", fleetUsage, fleetReadUsage)
 		return 2
 	}
 	fs := newFlagSet("fleet run", stderr)

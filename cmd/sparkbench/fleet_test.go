@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,6 +56,57 @@ func TestFleetRunOnTwoHostsAndLocal(t *testing.T) {
 	}
 	if !studiesOverlap(t, lastNB) {
 		t.Errorf("the hosts ran one after another: no two members' legs overlap in time")
+	}
+	checkFleetReadVerbs(t, lastNB, out)
+}
+
+// checkFleetReadVerbs: fleet list names the fleet with its three members, fleet show prints
+// the same side-by-side table fleet run printed, and fleet receipt writes the comparison of
+// the three hosts, which verify accepts and refuses once a file is edited.
+func checkFleetReadVerbs(t *testing.T, nb, runOut string) {
+	t.Helper()
+	code, out, errOut := runCLI("fleet", "list", "--notebook", nb)
+	if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `fleet "tiny fleet `) {
+		t.Fatalf("fleet list: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, h := range []string{"local study 1 complete", "host-a study 2 complete", "host-b study 3 complete"} {
+		if !strings.Contains(out, h) {
+			t.Errorf("fleet list lacks %q:\n%s", h, out)
+		}
+	}
+	code, show, errOut := runCLI("fleet", "show", "tiny fleet", "--notebook", nb)
+	i := strings.Index(runOut, "model ")
+	if i < 0 {
+		t.Fatalf("fleet run printed no table:\n%s", runOut)
+	}
+	table := runOut[i:]
+	if code != 0 || !strings.Contains(show, strings.TrimSpace(table)) {
+		t.Fatalf("fleet show: exit %d; want the table fleet run printed:\n%s\ngot:\n%s%s", code, table, show, errOut)
+	}
+	if code, _, errOut := runCLI("fleet", "show", "no such fleet", "--notebook", nb); code != 2 || !strings.Contains(errOut, `its fleets: "tiny fleet `) {
+		t.Errorf("an unknown fleet: exit %d, %s", code, errOut)
+	}
+	dir := filepath.Join(t.TempDir(), "fleet-receipt")
+	if code, out, errOut := runCLI("fleet", "receipt", "tiny fleet", "--out", dir, "--notebook", nb); code != 0 || !strings.Contains(out, "3 hosts compared with local") {
+		t.Fatalf("fleet receipt: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI("verify", dir); code != 0 {
+		t.Fatalf("verify the fleet receipt: exit %d\n%s%s", code, out, errOut)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "comparison.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"@ local", "@ host-a", "@ host-b"} {
+		if !bytes.Contains(md, []byte(h)) {
+			t.Errorf("the fleet receipt does not name %q", h)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "comparison.md"), append(md, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := runCLI("verify", dir); code == 0 {
+		t.Error("verify accepted an edited fleet receipt")
 	}
 }
 

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"sparkbench/app/fleet"
+	"sparkbench/app/study"
+	"sparkbench/app/workbench"
+	"sparkbench/store"
+)
+
+// `sparkbench fleet list|show|receipt`: the fleets the notebook holds (from their members'
+// study.fleet entries), one fleet's members and the same cell of every host side by side, and
+// its receipt: the comparison receipt of its complete members (the first host's study the
+// baseline), which `sparkbench verify` re-makes byte for byte.
+
+const fleetReadUsage = "fleet list [--json] [--notebook P] | fleet show FLEET [--json] [--notebook P] | fleet receipt FLEET --out DIR|FILE.tar.gz [--notebook P]"
+
+func cmdFleetRead(verb string, args []string, stdout, stderr io.Writer) int {
+	name := "fleet " + verb
+	fs := newFlagSet(name, stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	out := fs.String("out", "", "the receipt's folder or .tar.gz (fleet receipt)")
+	nbFlag := fs.String("notebook", "", "notebook file (default: $SPARKBENCH_NOTEBOOK, then the user's data folder)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError(err)
+	}
+	want := 1
+	if verb == "list" {
+		want = 0
+	}
+	if len(pos) != want {
+		fprintf(stderr, "usage: sparkbench %s\n", fleetReadUsage)
+		return 2
+	}
+	if verb == "receipt" && strings.TrimSpace(*out) == "" {
+		fprintf(stderr, "sparkbench fleet receipt: --out DIR|FILE.tar.gz is required\n")
+		return 2
+	}
+	nb, code := openNotebookFlag(name, *nbFlag, verb != "receipt", stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	ctx := context.Background()
+	if verb == "list" {
+		all, err := fleet.List(ctx, nb)
+		if err != nil {
+			fprintf(stderr, "sparkbench fleet list: %v\n", err)
+			return 1
+		}
+		if *asJSON {
+			return printJSON(stdout, stderr, name, all)
+		}
+		if len(all) == 0 {
+			fprintf(stdout, "no fleet runs in this notebook (sparkbench fleet run FLEET, or study run PLAN --on HOST,…)\n")
+			return 0
+		}
+		for _, f := range all {
+			fprintf(stdout, "%s\n", fleetLine(f))
+		}
+		return 0
+	}
+	f, err := fleet.Find(ctx, nb, pos[0])
+	if err != nil {
+		fprintf(stderr, "sparkbench %s: %v\n", name, err)
+		return 2
+	}
+	if verb == "receipt" {
+		return fleetReceipt(ctx, nb, f, *out, stdout, stderr)
+	}
+	rows, err := fleet.Compare(ctx, nb, f.Members)
+	if err != nil {
+		fprintf(stderr, "sparkbench fleet show: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		return printJSON(stdout, stderr, name, map[string]any{"fleet": f, "cells": rows})
+	}
+	fprintf(stdout, "%s\n", fleetLine(f))
+	fleet.WriteTable(stdout, f.Members, rows)
+	return 0
+}
+
+// fleetLine is one fleet in a line: its ID, then each host's study and status.
+func fleetLine(f fleet.Fleet) string {
+	parts := make([]string, len(f.Members))
+	for i, m := range f.Members {
+		parts[i] = fmt.Sprintf("%s study %d %s", m.Host, m.StudyID, m.Status)
+	}
+	return fmt.Sprintf("fleet %q: %s", f.ID, strings.Join(parts, " · "))
+}
+
+func fleetReceipt(ctx context.Context, nb *store.Notebook, f fleet.Fleet, out string, stdout, stderr io.Writer) int {
+	ms := f.Complete()
+	if len(ms) < 2 {
+		fprintf(stderr, "sparkbench fleet receipt: fleet %q has %d complete member(s) of %d; a fleet receipt compares two or more (run the others again: sparkbench study run ID)\n", f.ID, len(ms), len(f.Members))
+		return 2
+	}
+	ids := make([]int64, len(ms))
+	for i, m := range ms {
+		ids[i] = m.StudyID
+	}
+	set, files, err := workbench.ExportComparison(ctx, nb, workbench.CompareRequest{IDs: ids, Options: study.CompareOptions{Alpha: 0.05}}, out)
+	var re *workbench.RequestError
+	switch {
+	case errors.As(err, &re):
+		fprintf(stderr, "sparkbench fleet receipt: %v\n", err)
+		return 2
+	case err != nil:
+		fprintf(stderr, "sparkbench fleet receipt: %v\n", err)
+		return 1
+	}
+	fprintf(stdout, "wrote %s: fleet %q, %d hosts compared with %s (%d files); check it anywhere with `sparkbench verify %s`\n",
+		out, f.ID, len(set.Studies), ms[0].Host, len(files), out)
+	return 0
+}
