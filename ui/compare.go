@@ -59,6 +59,19 @@ type CompareService interface {
 	ExportComparison(ctx context.Context, ids []int64, out string) (ReceiptExport, error)
 }
 
+// FleetChoice is a fleet run as the Compare section offers it: choosing it ticks its
+// complete members (the first host's study is the oldest, the baseline) and compares them.
+type FleetChoice struct {
+	ID      string  // as fleet list prints it
+	Line    string  // each host's study and status
+	Members []int64 // the complete members' studies
+}
+
+// FleetLister is a CompareService that knows the notebook's fleets (cmd's does).
+type FleetLister interface {
+	Fleets(ctx context.Context) ([]FleetChoice, error)
+}
+
 // CompareView is the Compare section.
 type CompareView struct {
 	Object    fyne.CanvasObject
@@ -70,6 +83,8 @@ type CompareView struct {
 	Verdicts  *widget.Label
 	Chart     *ChartView
 	ChartPick *widget.Select // which of the comparison's charts the Charts tab shows
+	FleetPick *widget.Select // a fleet run: its hosts' studies side by side
+	fleets    map[string]FleetChoice
 	Tabs      *container.AppTabs
 	Result    *Comparison
 	// Updated receives after each comparison or export has been shown (tests wait on it).
@@ -127,7 +142,10 @@ func newCompareView(win fyne.Window, svc CompareService) *CompareView {
 		v.Status.SetText("comparisons are unavailable: the notebook is not open (see the Bench section)")
 	}
 	v.updateButtons()
-	left := container.NewBorder(heading("Studies to compare"), nil, nil, nil, container.NewVScroll(v.Choose))
+	v.FleetPick = widget.NewSelect(nil, v.pickFleet)
+	v.FleetPick.PlaceHolder = "no fleet runs"
+	left := container.NewBorder(container.NewVBox(heading("Studies to compare"),
+		container.NewBorder(nil, nil, widget.NewLabel("Fleet"), nil, v.FleetPick)), nil, nil, nil, container.NewVScroll(v.Choose))
 	right := container.NewBorder(container.NewVBox(container.NewHBox(v.CompareBt, v.ExportBt), v.Status), nil, nil, nil, v.Tabs)
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.24
@@ -172,6 +190,7 @@ func (v *CompareView) SetStudies(list []StudySummary) {
 	v.Choose.Selected = keep
 	v.Choose.Refresh()
 	v.updateButtons()
+	v.loadFleets()
 	if len(v.onLoad) > 0 {
 		ids := v.onLoad
 		v.onLoad = nil
@@ -318,4 +337,51 @@ func (v *CompareView) Export(ids []int64, out string, done func(ReceiptExport, e
 			v.signal()
 		})
 	}()
+}
+
+// loadFleets offers the notebook's fleet runs (in the background; the picker is filled on the
+// UI goroutine).
+func (v *CompareView) loadFleets() {
+	fl, ok := v.svc.(FleetLister)
+	if !ok {
+		return
+	}
+	go func() {
+		list, err := fl.Fleets(context.Background())
+		onUI(func() {
+			v.fleets = map[string]FleetChoice{}
+			var opts []string
+			for _, f := range list {
+				o := f.ID + " — " + f.Line
+				v.fleets[o] = f
+				opts = append(opts, o)
+			}
+			v.FleetPick.Options = opts
+			switch {
+			case err != nil:
+				v.FleetPick.PlaceHolder = "fleets not read: " + err.Error()
+			case len(opts) == 0:
+				v.FleetPick.PlaceHolder = "no fleet runs"
+			default:
+				v.FleetPick.PlaceHolder = fmt.Sprintf("%d fleet run(s): pick one to compare its hosts", len(opts))
+			}
+			v.FleetPick.Refresh()
+			v.signal()
+		})
+	}()
+}
+
+// pickFleet ticks a fleet's complete members and compares them.
+func (v *CompareView) pickFleet(o string) {
+	f, ok := v.fleets[o]
+	if !ok {
+		return
+	}
+	if len(f.Members) < 2 {
+		v.Status.SetText(fmt.Sprintf("fleet %q has %d complete member(s): a comparison needs two or more", f.ID, len(f.Members)))
+		v.signal()
+		return
+	}
+	v.ChooseIDs(f.Members...)
+	v.Compare()
 }

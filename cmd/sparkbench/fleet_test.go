@@ -58,6 +58,7 @@ func TestFleetRunOnTwoHostsAndLocal(t *testing.T) {
 		t.Errorf("the hosts ran one after another: no two members' legs overlap in time")
 	}
 	checkFleetReadVerbs(t, lastNB, out)
+	checkFleetInTheWindow(t, lastNB)
 }
 
 // checkFleetReadVerbs: fleet list names the fleet with its three members, fleet show prints

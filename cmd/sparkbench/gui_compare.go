@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"sparkbench/app/fleet"
 	"sparkbench/app/study"
 	"sparkbench/app/workbench"
 	"sparkbench/store"
@@ -77,4 +78,23 @@ func (s compareService) ExportComparison(ctx context.Context, ids []int64, out s
 	}
 	abs, _ := filepath.Abs(out)
 	return ui.ReceiptExport{Summary: fmt.Sprintf("wrote the comparison of %d studies (%d files) to %s; check it with: sparkbench verify %s", len(set.Studies), len(files), abs, abs), Files: files}, nil
+}
+
+var _ ui.FleetLister = compareService{}
+
+// Fleets are the notebook's fleet runs (fleet.List), as `sparkbench fleet list` prints them.
+func (s compareService) Fleets(ctx context.Context) ([]ui.FleetChoice, error) {
+	all, err := fleet.List(ctx, s.nb)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.FleetChoice, 0, len(all))
+	for _, f := range all {
+		c := ui.FleetChoice{ID: f.ID, Line: strings.TrimPrefix(fleetLine(f), fmt.Sprintf("fleet %q: ", f.ID))}
+		for _, m := range f.Complete() {
+			c.Members = append(c.Members, m.StudyID)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }

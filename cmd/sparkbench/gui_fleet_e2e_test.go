@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"sparkbench/app"
+	"sparkbench/store"
+	"sparkbench/ui"
+)
+
+// checkFleetInTheWindow: the Compare section offers the fleet run (its hosts' studies and
+// statuses) and picking it compares the three hosts' studies side by side, the first host's
+// the baseline, with the depth curves of all three overlaid.
+func checkFleetInTheWindow(t *testing.T, nbPath string) {
+	t.Helper()
+	nb, err := store.Open(nbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	var a fyne.App
+	ui.Locked(func() { a = test.NewApp() })
+	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
+	var wb *ui.Workbench
+	ui.Locked(func() {
+		wb = ui.NewWorkbench(a, ui.Deps{Doctor: func(context.Context, string) app.DoctorReport { return app.DoctorReport{} },
+			Studies: studyService{nb: nb, dataDir: filepath.Join(t.TempDir(), "data")}, Notebook: notebookService{nb}, Compare: compareService{nb}})
+	})
+	defer ui.Locked(func() { wb.Window.Close() })
+	ui.Locked(func() { wb.ShowSection("compare") })
+	cv := wb.Compare
+	var opt string
+	waitFor(t, "the fleet offered", func() bool { // waitFor holds the UI lock
+		if len(cv.FleetPick.Options) == 1 {
+			opt = cv.FleetPick.Options[0]
+		}
+		return opt != ""
+	})
+	for _, want := range []string{"tiny fleet ", "local study 1 complete", "host-a study 2 complete", "host-b study 3 complete"} {
+		if !strings.Contains(opt, want) {
+			t.Errorf("the fleet's option %q lacks %q", opt, want)
+		}
+	}
+	ui.Locked(func() { cv.FleetPick.SetSelected(opt) })
+	waitFor(t, "the fleet's comparison", func() bool { return cv.Result != nil && !cv.CompareBt.Disabled() })
+	ui.Locked(func() {
+		r := cv.Result
+		if got := cv.Chosen(); !slices.Equal(got, []int64{1, 2, 3}) {
+			t.Errorf("chosen %v, want the three members", got)
+		}
+		if len(r.Studies) != 3 || !strings.Contains(r.Studies[0], "@ local") || !strings.HasSuffix(r.Studies[0], "baseline") ||
+			!strings.Contains(r.Studies[1], "@ host-a") || !strings.Contains(r.Studies[2], "@ host-b") {
+			t.Errorf("studies %q", r.Studies)
+		}
+		if len(r.Cells) != 8 { // 4 cells (pp32 and tg32 at depths 0 and 64), each host against local
+			t.Errorf("%d shared cells, want 8", len(r.Cells))
+		}
+		if r.Depth == nil || len(r.Depth.Series) != 3 {
+			t.Errorf("depth curves: %+v", r.Depth)
+		}
+	})
+}
