@@ -27,7 +27,7 @@ func studyRun(args []string, stdout, stderr io.Writer) int {
 	var retry multiFlag
 	fs.Var(&retry, "retry", "run this plan leg once more although its failures reached the plan's retries (repeatable); only a leg without results")
 	on := fs.String("on", "", "run the plan file as a fleet on these hosts, comma-separated names from the hosts file (local: this machine), one study each (docs/fleet.md)")
-	hosts := fs.String("hosts", "", "with --on: the hosts file (default: $"+envHosts+", then hosts.json in the user's sparkbench config folder)")
+	hosts := fs.String("hosts", "", "with --on: the "+hostsFlagHelp)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
