@@ -33,11 +33,12 @@ func cmdFleet(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench fleet run: give one fleet file (docs/fleet.md)\n")
 		return 2
 	}
-	hf, err := loadHostsFlag(*hosts)
+	found, err := findHosts(*hosts, *notebook)
 	if err != nil {
 		fprintf(stderr, "sparkbench fleet run: %v\n", err)
 		return 2
 	}
+	hf := found.Hosts
 	f, err := fleet.Load(pos[0], hf)
 	if err != nil {
 		fprintf(stderr, "sparkbench fleet run: %v\n", err)

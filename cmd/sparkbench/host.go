@@ -20,7 +20,7 @@ import (
 // envHosts names the hosts file when --hosts is not given.
 const envHosts = remote.EnvHosts
 
-const hostUsage = "host list [--hosts F] [--notebook P] [--json] | host check NAME [--hosts F] [--json] | " + hostNotebookUsage + " | " + hostCopyUsage
+const hostUsage = "host list [--hosts F] [--notebook P] [--json] | host check NAME [--hosts F] [--notebook P] [--json] | " + hostNotebookUsage + " | " + hostCopyUsage
 
 // hostsFlagHelp is the --hosts flag's help.
 const hostsFlagHelp = "hosts file (default: $" + envHosts + ", then the notebook's hosts, then hosts.json in the user's sparkbench config folder)"
@@ -118,6 +118,7 @@ func hostLine(h remote.Host) string {
 func hostCheck(verb string, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet(verb, stderr)
 	hosts := fs.String("hosts", "", hostsFlagHelp)
+	nbFlag := fs.String("notebook", "", "the notebook whose hosts are read when no hosts file is named ("+nbFlagHelp+")")
 	asJSON := fs.Bool("json", false, "print the fingerprint as JSON")
 	timeout := fs.Duration("connect-timeout", remote.DefaultConnectTimeout, "how long to wait for the host's ssh connection")
 	pos, err := parseInterspersed(fs, args)
@@ -128,7 +129,8 @@ func hostCheck(verb string, args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench %s: give one host name\n", verb)
 		return 2
 	}
-	f, err := loadHostsFlag(*hosts)
+	found, err := findHosts(*hosts, *nbFlag)
+	f := found.Hosts
 	if err == nil {
 		_, err = f.Find(pos[0])
 	}

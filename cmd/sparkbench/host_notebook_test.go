@@ -100,6 +100,7 @@ func TestHostNotebookBadInput(t *testing.T) {
 		{[]string{"host", "add", "--ssh", "x", "--llama-dir", "/l"}, "give one host name"},
 		{[]string{"host", "remove", "nobox"}, `unknown host "nobox": the notebook's hosts list has box`},
 		{[]string{"host", "import-file", filepath.Join(t.TempDir(), "none.json")}, "no such file"},
+		{[]string{"host", "check", "nobox"}, `unknown host "nobox": the hosts list has box`},
 		{[]string{"host", "frobnicate"}, "want list, check, add, remove, import-file or copy-model"},
 	} {
 		args := append(c.args, "--notebook", nb)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"sparkbench/app/fleet"
+	"sparkbench/app/hostlist"
 	"sparkbench/app/study"
 	"sparkbench/app/textsafe"
 	"sparkbench/app/workbench"
@@ -178,10 +179,12 @@ func studyRunOn(plan, on, hostsFile, llamaDir, notebook string, retry bool, stdo
 	}
 	var hf *remote.HostsFile
 	if slices.ContainsFunc(names, func(n string) bool { return n != remote.Local }) { // only local: no hosts file needed
-		if hf, err = loadHostsFlag(hostsFile); err != nil {
+		var found hostlist.Found
+		if found, err = findHosts(hostsFile, notebook); err != nil {
 			fprintf(stderr, "sparkbench study run: %v\n", err)
 			return 2
 		}
+		hf = found.Hosts
 	}
 	abs, _ := filepath.Abs(plan)
 	f, err := fleet.New(p.Name, abs, names, hf)
