@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"sparkbench/app"
+	"sparkbench/ui/uitest"
 )
 
 // fakeHosts is a HostsService in memory; it refuses a relative llama.cpp folder with the hosts
@@ -81,6 +82,9 @@ func TestBenchHostsCardAddCheckRemove(t *testing.T) {
 		if c.Form == nil {
 			t.Fatal("Add… opened no dialog")
 		}
+		if txt := uitest.DialogText(wb.Window.Canvas()); !strings.Contains(txt, "Add bench host") || !strings.Contains(txt, "the folder of llama.cpp binaries on the host") {
+			t.Errorf("the dialog reads %q", txt)
+		}
 		f := c.Form
 		f.Name.SetText("spark")
 		f.SSH.SetText("lab@spark")
@@ -143,7 +147,12 @@ func TestBenchHostsCardAddCheckRemove(t *testing.T) {
 			t.Error("Cancel left the dialog open")
 		}
 		test.Tap(r.Remove) // asks first
-		c.RemoveHost("spark")
+		if txt := uitest.DialogText(wb.Window.Canvas()); !strings.Contains(txt, "Remove host spark?") {
+			t.Fatalf("Remove asked %q", txt)
+		}
+		if !uitest.TapDialogButton(wb.Window.Canvas(), "Yes") {
+			t.Fatal("no Yes in the confirmation")
+		}
 	})
 	waitHosts(t, c)
 	Locked(func() {
