@@ -28,8 +28,8 @@ func TestMigration10StudySummaries(t *testing.T) {
 	}
 	ro.Close()
 
-	n := must[*Notebook](t)(Open(path))
-	if stats := must[Stats](t)(n.Stats(ctx)); stats.SchemaVersion != 10 || SchemaVersion != 10 {
+	n := must[*Notebook](t)(OpenWith(path, Options{migrateTo: 10}))
+	if stats := must[Stats](t)(n.Stats(ctx)); stats.SchemaVersion != 10 {
 		t.Fatalf("schema %d (head %d)", stats.SchemaVersion, SchemaVersion)
 	}
 	if rep := must[VerifyReport](t)(n.Verify(ctx)); !rep.OK() {

@@ -44,6 +44,8 @@ type BenchView struct {
 	BWOptions  app.BandwidthOptions // zero: membw's defaults (3 x 256 MiB, every core, best of 10)
 	bwCancel   context.CancelFunc
 	BWMeasured chan struct{} // receives after each measurement ended (tests wait on it)
+	// Hosts is the "Bench hosts" card: the notebook's hosts list (bench_hosts.go).
+	Hosts *HostsCard
 
 	win      fyne.Window
 	prefs    fyne.Preferences
@@ -87,6 +89,7 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 	v.BWProgress = widget.NewProgressBar()
 	v.BWProgress.Hide()
 	v.MeasureBW = widget.NewButton("Measure memory bandwidth", v.toggleBandwidth)
+	v.Hosts = newHostsCard(win)
 
 	form := widget.NewForm(
 		widget.NewFormItem("Folder", v.Folder),
@@ -102,6 +105,7 @@ func newBenchView(win fyne.Window, prefs fyne.Preferences, doctor func(context.C
 		widget.NewCard("Machine", "", container.NewVBox(v.Machine, v.Card.Samplers, v.Card.Readings)),
 		widget.NewCard("Memory bandwidth", "STREAM-style copy and triad, best trial; the ceiling of memory-bound token generation",
 			container.NewVBox(container.NewHBox(v.MeasureBW), v.BWProgress, v.BWResult)),
+		v.Hosts.Object,
 		widget.NewCard("Notebook", "", v.Notebook),
 		widget.NewCard("Display", "", container.NewVBox(v.Display, widget.NewForm(widget.NewFormItem("Theme", v.ThemePick)))),
 		widget.NewCard("What is missing", "each problem with the one command that fixes it", v.Problems),

@@ -47,6 +47,9 @@ type Deps struct {
 	// Overview computes the badge table and constants ladder over every throughput study
 	// (nil: the Overview section says it is unavailable).
 	Overview OverviewService
+	// Hosts is the notebook's bench hosts list, shown in the Bench section's "Bench hosts"
+	// card (nil: the card says the notebook is not open).
+	Hosts HostsService
 }
 
 // Preference keys: the llama.cpp folder the user chose, the window's size.
@@ -90,6 +93,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 	wb.Models = newModelsView(w, a.Preferences(), deps.Library)
 	wb.Bench = newBenchView(w, a.Preferences(), deps.Doctor, wb.Models.show)
 	wb.Bench.flagDir = deps.LlamaDir
+	wb.Bench.Hosts.SetService(deps.Hosts)
 	wb.Studies = newStudiesView(a, w, deps.Studies)
 	wb.Studies.SetCapacity(deps.Capacity) // nil: capacity studies are listed, with a note
 	wb.Studies.SetQuant(deps.Quant)

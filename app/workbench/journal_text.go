@@ -294,7 +294,17 @@ var journalSentences = map[string]func(jmap) string{
 	quantrun.EntryAssembled: func(m jmap) string {
 		return fmt.Sprintf("ladder assembled: %s selected, runner-up %s", or(m.str("selected"), "none"), or(m.str("runner_up"), "none"))
 	},
-	EntryHandOff: func(m jmap) string { return "capacity plan handed off: " + m.str("capacity_plan") },
+	EntryHandOff:           func(m jmap) string { return "capacity plan handed off: " + m.str("capacity_plan") },
+	store.KindHostRecorded: hostRecorded,
+}
+
+// hostRecorded is a bench host added, changed or removed in the notebook's hosts list.
+func hostRecorded(m jmap) string {
+	s := fmt.Sprintf("bench host %s %s", m.str("name"), or(m.str("action"), "recorded"))
+	if m.str("action") == store.HostRemoved {
+		return s + " from the hosts list"
+	}
+	return s + fmt.Sprintf(" (ssh %s, llama.cpp in %s)", m.str("ssh"), m.str("llama_dir"))
 }
 
 func numOr(m jmap, k string) float64 {

@@ -43,6 +43,8 @@ var journalCases = []struct{ kind, payload, want string }{
 	{"quant.stale", `{"type":"imatrix","study":3}`, "cached imatrix set aside: it no longer hashed as recorded"},
 	{"quant.imatrix", `{"sha256":"00112233445566778899","study":3}`, "importance matrix recorded, sha256 001122334455"},
 	{"quant.assembled", `{"selected":"Q8_0","runner_up":"Q4_K_M","study":3}`, "ladder assembled: Q8_0 selected, runner-up Q4_K_M"},
+	{"host.recorded", `{"action":"added","labels":{},"llama_dir":"~/llama.cpp/build/bin","model_dirs":[],"name":"spark","rpc_address":"","ssh":"lab@spark"}`, "bench host spark added (ssh lab@spark, llama.cpp in ~/llama.cpp/build/bin)"},
+	{"host.recorded", `{"action":"removed","name":"spark","ssh":"lab@spark"}`, "bench host spark removed from the hosts list"},
 	{"quant.handoff", `{"capacity_plan":"/p/cap.json","study":3}`, "capacity plan handed off: /p/cap.json"},
 }
 

@@ -12,6 +12,7 @@ import (
 	"sparkbench/app/demo"
 	"sparkbench/app/energy"
 	"sparkbench/app/energy/energyrun"
+	"sparkbench/app/hostlist"
 	"sparkbench/app/kinds"
 	"sparkbench/app/overview"
 	"sparkbench/app/study"
@@ -20,6 +21,7 @@ import (
 	"sparkbench/runner"
 	"sparkbench/runner/fsread"
 	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/remote"
 	"sparkbench/runner/telemetry"
 	"sparkbench/runner/telemetry/live"
 	"sparkbench/store"
@@ -225,6 +227,13 @@ func RunThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRunReq
 		return study.RunSummary{}, badInput(err)
 	}
 	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: CachedHash(ctx, nb, req.Hash), OnEvent: req.OnEvent, Retry: req.Retry}
+	e.RPCHosts = func() (*remote.HostsFile, error) { // $SPARKBENCH_HOSTS, the notebook's hosts, hosts.json
+		f, err := hostlist.Resolve("", func() ([]store.Host, error) { return nb.Hosts(ctx) }, nb.Path())
+		if err != nil {
+			return nil, fmt.Errorf("rpc_servers: %w", err)
+		}
+		return f.Hosts, nil
+	}
 	if perr == nil && plan.Telemetry != nil {
 		hook, closeSamplers := samplerHook(ctx, nb, plan.Telemetry, req.Telemetry)
 		defer closeSamplers()

@@ -20,7 +20,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	withTelemetry := fs.Bool("telemetry", false, "also try every telemetry sampler (NVML, nvidia-smi, amd-smi, rocm-smi, amdgpu, RAPL, hwmon, cpufreq, host) and say why each is not available")
 	host := fs.String("host", "", "fingerprint this bench host over ssh instead (docs/fleet.md; --hosts FILE)")
-	hosts := fs.String("hosts", "", "hosts file for --host (default: $"+envHosts+", then hosts.json in the user's sparkbench config folder)")
+	hosts := fs.String("hosts", "", "hosts file for --host ("+hostsFlagHelp[len("hosts file ("):])
 	var models multiFlag
 	fs.Var(&models, "models", "folder to scan for .gguf files (repeatable; default: testdata/models, $"+app.EnvModelDirs+", ~/models)")
 	pos, err := parseInterspersed(fs, args)

@@ -25,7 +25,7 @@ func cmdFleet(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fs := newFlagSet("fleet run", stderr)
-	hosts := fs.String("hosts", "", "hosts file (default: $"+envHosts+", then hosts.json in the user's sparkbench config folder)")
+	hosts := fs.String("hosts", "", hostsFlagHelp)
 	llamaDir := fs.String("llama-dir", "", "this machine's llama.cpp folder, for the local member")
 	notebook := fs.String("notebook", "", "notebook file (default: $SPARKBENCH_NOTEBOOK, then the user's data folder)")
 	pos, err := parseInterspersed(fs, args[1:])
@@ -36,11 +36,12 @@ func cmdFleet(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench fleet run: give one fleet file (docs/fleet.md)\n")
 		return 2
 	}
-	hf, err := loadHostsFlag(*hosts)
+	found, err := findHosts(*hosts, *notebook)
 	if err != nil {
 		fprintf(stderr, "sparkbench fleet run: %v\n", err)
 		return 2
 	}
+	hf := found.Hosts
 	f, err := fleet.Load(pos[0], hf)
 	if err != nil {
 		fprintf(stderr, "sparkbench fleet run: %v\n", err)

@@ -79,6 +79,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	var quantSvc ui.QuantService
 	var compareSvc ui.CompareService
 	var overviewSvc ui.OverviewService
+	var hostsSvc ui.HostsService
 	if nbErr == nil {
 		nb, err := store.Open(nbPath)
 		if err != nil {
@@ -93,6 +94,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 			quantSvc = quantService{nb: nb, llamaDir: *llamaDir, folder: folder}
 			compareSvc = compareService{nb}
 			overviewSvc = newOverviewService(nb) // one for the window's life: it keeps what it read
+			hostsSvc = hostsService{nb: nb}
 		}
 	}
 	a := fyneapp.NewWithID(app.AppID)
@@ -111,6 +113,7 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 		Quant:     quantSvc,
 		Compare:   compareSvc,
 		Overview:  overviewSvc,
+		Hosts:     hostsSvc,
 	})
 	wb.ShowSection(*section)
 	wb.Kind.SetSelected(*newKind)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -11,25 +12,44 @@ import (
 	"strings"
 	"time"
 
+	"sparkbench/app/hostlist"
 	"sparkbench/runner/remote"
+	"sparkbench/store"
 )
 
 // envHosts names the hosts file when --hosts is not given.
 const envHosts = remote.EnvHosts
 
-const hostUsage = "host list [--hosts F] | host check NAME [--hosts F] [--json] | " + hostCopyUsage
+const hostUsage = "host list [--hosts F] [--notebook P] [--json] | host check NAME [--hosts F] [--notebook P] [--json] | " + hostNotebookUsage + " | " + hostCopyUsage
 
-// loadHostsFlag reads the hosts file a command was given; the error says which file and why.
+// hostsFlagHelp is the --hosts flag's help.
+const hostsFlagHelp = "hosts file (default: $" + envHosts + ", then the notebook's hosts, then hosts.json in the user's sparkbench config folder)"
+
+// loadHostsFlag reads the hosts list a command was given (--hosts), else the one found by
+// default (hostlist.Resolve with the default notebook); the error says which file and why.
 func loadHostsFlag(flagValue string) (*remote.HostsFile, error) {
-	p, err := remote.HostsPath(flagValue)
+	f, err := findHosts(flagValue, "")
+	return f.Hosts, err
+}
+
+// findHosts is hostlist.Resolve with the notebook --notebook names (its default when empty),
+// read only; a notebook that does not exist has no hosts.
+func findHosts(hostsFlag, nbFlag string) (hostlist.Found, error) {
+	p, err := notebookPath(nbFlag)
 	if err != nil {
-		return nil, err
+		return hostlist.Resolve(hostsFlag, nil, "")
 	}
-	f, err := remote.LoadHosts(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, errors.New("no hosts file at " + p + ": write one (docs/fleet.md, docs/examples/hosts.json) and pass --hosts or set $" + envHosts)
-	}
-	return f, err
+	return hostlist.Resolve(hostsFlag, func() ([]store.Host, error) {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		nb, err := store.OpenWith(p, store.Options{ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		defer nb.Close()
+		return nb.Hosts(context.Background())
+	}, p)
 }
 
 func cmdHost(args []string, stdout, stderr io.Writer) int {
@@ -44,37 +64,61 @@ func cmdHost(args []string, stdout, stderr io.Writer) int {
 		return hostCheck("host check", args[1:], stdout, stderr)
 	case "copy-model":
 		return hostCopyModel(args[1:], os.Stdin, stdout, stderr)
+	case "add":
+		return hostAdd(args[1:], stdout, stderr)
+	case "remove":
+		return hostRemove(args[1:], stdout, stderr)
+	case "import-file":
+		return hostImportFile(args[1:], stdout, stderr)
 	}
-	fprintf(stderr, "sparkbench host: unknown sub-command %q (want list, check or copy-model)\n", args[0])
+	fprintf(stderr, "sparkbench host: unknown sub-command %q (want list, check, add, remove, import-file or copy-model)\n", args[0])
 	return 2
 }
 
 func hostList(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("host list", stderr)
-	hosts := fs.String("hosts", "", "hosts file (default: $"+envHosts+", then hosts.json in the user's sparkbench config folder)")
+	hosts := fs.String("hosts", "", hostsFlagHelp)
+	nbFlag := fs.String("notebook", "", nbFlagHelp)
+	asJSON := fs.Bool("json", false, "print the list as JSON: where it was found and its hosts")
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
 	}
-	f, err := loadHostsFlag(*hosts)
+	found, err := findHosts(*hosts, *nbFlag)
 	if err != nil {
 		fprintf(stderr, "sparkbench host list: %v\n", err)
 		return 2
 	}
-	for _, h := range f.Hosts {
-		var labels []string
-		for k, v := range h.Labels {
-			labels = append(labels, k+"="+v)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"from": found.From, "path": found.Path, "hosts": found.Hosts.Hosts}); err != nil {
+			fprintf(stderr, "sparkbench host list: %v\n", err)
+			return 1
 		}
-		sort.Strings(labels)
-		fprintf(stdout, "%-16s ssh %-24s llama %s  models %s  %s\n", h.Name, h.SSH, h.LlamaDir, strings.Join(h.ModelDirs, ","), strings.Join(labels, " "))
+		return 0
 	}
+	for _, h := range found.Hosts.Hosts {
+		fprintf(stdout, "%s\n", hostLine(h))
+	}
+	fprintf(stderr, "(%d host(s) from %s %s)\n", len(found.Hosts.Hosts), found.From, found.Path)
 	return 0
+}
+
+// hostLine is one host as `host list` prints it.
+func hostLine(h remote.Host) string {
+	var labels []string
+	for k, v := range h.Labels {
+		labels = append(labels, k+"="+v)
+	}
+	sort.Strings(labels)
+	return strings.TrimRight(fmt.Sprintf("%-16s ssh %-24s llama %s  models %s  %s", h.Name, h.SSH, h.LlamaDir, strings.Join(h.ModelDirs, ","), strings.Join(labels, " ")), " ")
 }
 
 // hostCheck is `doctor --host NAME` and `host check NAME`: connect and fingerprint the host.
 func hostCheck(verb string, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet(verb, stderr)
-	hosts := fs.String("hosts", "", "hosts file (default: $"+envHosts+", then hosts.json in the user's sparkbench config folder)")
+	hosts := fs.String("hosts", "", hostsFlagHelp)
+	nbFlag := fs.String("notebook", "", "the notebook whose hosts are read when no hosts file is named ("+nbFlagHelp+")")
 	asJSON := fs.Bool("json", false, "print the fingerprint as JSON")
 	timeout := fs.Duration("connect-timeout", remote.DefaultConnectTimeout, "how long to wait for the host's ssh connection")
 	pos, err := parseInterspersed(fs, args)
@@ -85,7 +129,8 @@ func hostCheck(verb string, args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench %s: give one host name\n", verb)
 		return 2
 	}
-	f, err := loadHostsFlag(*hosts)
+	found, err := findHosts(*hosts, *nbFlag)
+	f := found.Hosts
 	if err == nil {
 		_, err = f.Find(pos[0])
 	}

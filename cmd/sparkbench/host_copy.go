@@ -23,7 +23,7 @@ const hostCopyUsage = "host copy-model NAME FILE [--to DIR] [--expect SHA256] [-
 // y at the prompt on a terminal), progress on stderr, resumable, checked by SHA-256 on the host.
 func hostCopyModel(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("host copy-model", stderr)
-	hosts := fs.String("hosts", "", "hosts file (default: $"+envHosts+", then hosts.json in the user's sparkbench config folder)")
+	hosts := fs.String("hosts", "", hostsFlagHelp)
 	to := fs.String("to", "", "folder on the host (default: the host's first model_dirs entry)")
 	expect := fs.String("expect", "", "the SHA-256 the file must have (refused before anything is sent when it differs)")
 	yes := fs.Bool("yes", false, "copy without asking")

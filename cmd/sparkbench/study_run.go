@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"sparkbench/app/fleet"
+	"sparkbench/app/hostlist"
 	"sparkbench/app/study"
 	"sparkbench/app/textsafe"
 	"sparkbench/app/workbench"
@@ -27,7 +28,7 @@ func studyRun(args []string, stdout, stderr io.Writer) int {
 	var retry multiFlag
 	fs.Var(&retry, "retry", "run this plan leg once more although its failures reached the plan's retries (repeatable); only a leg without results")
 	on := fs.String("on", "", "run the plan file as a fleet on these hosts, comma-separated names from the hosts file (local: this machine), one study each (docs/fleet.md)")
-	hosts := fs.String("hosts", "", "with --on: the hosts file (default: $"+envHosts+", then hosts.json in the user's sparkbench config folder)")
+	hosts := fs.String("hosts", "", "with --on: the "+hostsFlagHelp)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -178,10 +179,12 @@ func studyRunOn(plan, on, hostsFile, llamaDir, notebook string, retry bool, stdo
 	}
 	var hf *remote.HostsFile
 	if slices.ContainsFunc(names, func(n string) bool { return n != remote.Local }) { // only local: no hosts file needed
-		if hf, err = loadHostsFlag(hostsFile); err != nil {
+		var found hostlist.Found
+		if found, err = findHosts(hostsFile, notebook); err != nil {
 			fprintf(stderr, "sparkbench study run: %v\n", err)
 			return 2
 		}
+		hf = found.Hosts
 	}
 	abs, _ := filepath.Abs(plan)
 	f, err := fleet.New(p.Name, abs, names, hf)
