@@ -98,8 +98,7 @@ type StudiesView struct {
 
 	runSession // the running study; its mu guards the live state below
 	console    []string
-	text       *Throttle // leg boundaries, flags, verdicts
-	slowText   *Throttle // rows, in-leg progress, transcript lines
+	text       *Throttle // the run view: progress, rows, gates, the console and the chart
 	// liveProgress and liveStudy are the running study's latest progress (under mu).
 	liveProgress study.Progress
 	liveStudy    int64
@@ -148,7 +147,7 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	v := &StudiesView{app: a, win: win, svc: svc, Updated: make(chan struct{}, 32),
 		Title:  widget.NewLabelWithStyle("no study selected", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		Status: widget.NewLabel(""), Progress: widget.NewProgressBar(), ProgressMsg: widget.NewLabel(""),
-		text: NewThrottle(textInterval), slowText: NewThrottle(slowTextInterval), telText: NewThrottle(textInterval)}
+		text: NewThrottle(textInterval), telText: NewThrottle(textInterval)}
 	v.Status.Wrapping = fyne.TextWrapWord
 	v.ProgressMsg.Wrapping = fyne.TextWrapWord
 	v.List = newStudyList(func() []StudySummary { return v.shown })
@@ -516,7 +515,6 @@ func (v *StudiesView) close() {
 	}
 	v.Abort()
 	v.text.Stop()
-	v.slowText.Stop()
 	v.telText.Stop()
 	v.Chart.Close()
 	v.Telemetry.Chart.Close()

@@ -132,15 +132,10 @@ func (v *StudiesView) onEvent(e study.Event) {
 	if chart != nil {
 		v.Chart.Show(chart) // drawn now, shown by the next showLive
 	}
-	// Leg boundaries, flags and verdicts show at once (within the text throttle); rows,
-	// in-leg progress and transcript lines at most every slowTextInterval: each change of the
-	// shown text repaints the window. Both show the latest state, whichever runs.
-	switch e.Kind {
-	case study.EventSample, study.EventLegProgress, study.EventLine:
-		v.slowText.Submit(v.showLive)
-	default:
-		v.text.Submit(v.showLive)
-	}
+	// Everything the run view shows changes in one throttled update (textInterval): each
+	// change of the shown text repaints the whole window, and the chart's newest frame is shown
+	// in the same repaint (ChartView.Hold).
+	v.text.Submit(v.showLive)
 }
 
 // showLive shows the run as it stands: progress, status, gate lights, the console if shown.

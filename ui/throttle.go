@@ -9,12 +9,11 @@ import (
 
 // Throttle coalesces UI updates from background goroutines: at most one update per interval
 // reaches the UI goroutine, always the latest one submitted ("latest wins"), and the last one
-// is never lost. The run views' text uses textInterval (every 2 s) and their charts
-// chartInterval (a new frame at most every 3 s): within the 10 Hz and 4 Hz ceilings. Each
-// update repaints the whole window, and a chart frame is a new texture: under a software
-// renderer that is most of the window's CPU during a run (scripts/gui-cost.sh measured 1 s /
-// 3 s / 2 s at 7.6–9.1% of a core in all, 4 s for all three at 5.0%, with 2.7% of it the
-// runner's own, as a headless `study run`).
+// is never lost. A run view's text (progress, rows, gates, console) uses textInterval (every
+// 3 s) and its chart chartInterval (a new frame at most every 3 s, shown with the next text
+// update: ChartView.Hold): within the 10 Hz and 4 Hz ceilings. Each update repaints the whole
+// window, and a chart frame is a new texture: under a software renderer that is most of what
+// the window adds to a run (scripts/gui-cost.sh, docs/window.md has the figures).
 type Throttle struct {
 	interval time.Duration
 	run      func(func()) // hops onto the UI goroutine (onUI in the app, inline in tests)
@@ -28,11 +27,8 @@ type Throttle struct {
 
 // The run views' update intervals (measured: scripts/gui-cost.sh).
 const (
-	textInterval  = 2 * time.Second
+	textInterval  = 3 * time.Second
 	chartInterval = 3 * time.Second
-	// slowTextInterval is for what changes often within a leg (rows, in-leg progress,
-	// transcript lines): the leg's boundaries are shown at textInterval.
-	slowTextInterval = 4 * time.Second
 	// capTextInterval is the capacity panel's: its events are few (a cell lasts seconds) and
 	// each one fills in the envelope.
 	capTextInterval = 500 * time.Millisecond
