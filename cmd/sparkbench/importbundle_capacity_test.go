@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"sparkbench/app/bundle"
+	"sparkbench/app/receipt"
+	"sparkbench/runner/llamatest"
+)
+
+// capacityBundleForImport registers and runs a capacity study against the real llama-server
+// (a tiny model, seconds) in its own notebook, and exports its receipt bundle as a folder.
+func capacityBundleForImport(t *testing.T, dir string) (nb, bundleDir string) {
+	t.Helper()
+	llamatest.Binaries(t)
+	capacityTag(t)
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	plan := capacityStudyPlan(t, dir)
+	nb = filepath.Join(dir, "origin.db")
+	if code, out, errOut := runCapacity("register", plan, "--notebook", nb); code != 0 {
+		t.Fatalf("register: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := runCapacity("run", "1", "--notebook", nb); code != 0 {
+		t.Fatalf("run: %d %s %s", code, out, errOut)
+	}
+	bundleDir = filepath.Join(dir, "receipt")
+	if code, out, errOut := runCLI("receipt", "1", "--out", bundleDir, "--notebook", nb); code != 0 {
+		t.Fatalf("receipt: %d %s %s", code, out, errOut)
+	}
+	return nb, bundleDir
+}
+
+// sameBundleFiles compares two bundles file by file, byte for byte.
+func sameBundleFiles(t *testing.T, a, b string) int {
+	t.Helper()
+	fa, err := bundle.ReadDir(a, bundle.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := bundle.ReadDir(b, bundle.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for n := range fa {
+		names[n] = true
+	}
+	for n := range fb {
+		names[n] = true
+	}
+	var sorted []string
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	for _, n := range sorted {
+		x, inA := fa[n]
+		y, inB := fb[n]
+		switch {
+		case !inA || !inB:
+			t.Errorf("%s: in the original %v, in the re-export %v", n, inA, inB)
+		case !bytes.Equal(x, y):
+			t.Errorf("%s differs between the original bundle and the imported study's receipt", n)
+		}
+	}
+	return len(sorted)
+}
+
+// TestImportCapacityBundleReExportsSameBytes: a capacity study's receipt bundle imported into
+// another notebook is a capacity study there (imported, its origin shown) whose own receipt is
+// the same bundle byte for byte (study.json, receipt.md, plots, SHA256SUMS, every raw file);
+// the capacity show verb and study show read it; a second import is refused, nothing written.
+func TestImportCapacityBundleReExportsSameBytes(t *testing.T) {
+	dir := t.TempDir()
+	nbA, orig := capacityBundleForImport(t, dir)
+	nbB := filepath.Join(dir, "home.db")
+	code, out, errOut := runCLI("import", orig, "--notebook", nbB)
+	if code != 0 || !strings.Contains(out, "(capacity bundle") || !strings.Contains(out, "origin: study 1 ") {
+		t.Fatalf("import: %d\n%s\n%s", code, out, errOut)
+	}
+	newID := registeredID(t, out)
+	again := filepath.Join(dir, "again")
+	if code, out, errOut := runCLI("receipt", newID, "--out", again, "--notebook", nbB); code != 0 {
+		t.Fatalf("receipt of the imported study: %d %s %s", code, out, errOut)
+	}
+	n := sameBundleFiles(t, orig, again)
+	t.Logf("%d files equal", n)
+	if code, out, errOut := runCLI("verify", again); code != 0 {
+		t.Errorf("verify of the re-export: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := runCapacity("show", newID, "--notebook", nbB); code != 0 || !strings.HasPrefix(out, "imported from "+orig) || !strings.Contains(out, "re-walks from prev_hash") {
+		t.Errorf("capacity show: %d %s %s", code, out, errOut)
+	}
+	_, jsA, _ := runCapacity("show", "1", "--json", "--notebook", nbA)
+	code, jsB, errOut := runCapacity("show", newID, "--json", "--notebook", nbB)
+	if a, b := showForCompare(t, jsA), showForCompare(t, jsB); code != 0 || !reflect.DeepEqual(a, b) {
+		t.Errorf("capacity show --json: %d %s\norigin:\n%s\nimported:\n%s", code, errOut, jsA, jsB)
+	}
+	if code, out, _ := runCLI("study", "list", "--notebook", nbB); code != 0 || !strings.Contains(out, "\tcapacity\t") || !strings.Contains(out, "imported from "+orig) {
+		t.Errorf("study list: %d %s", code, out)
+	}
+	if code, out, _ := runCLI("notebook", "verify", "--notebook", nbB); code != 0 || !strings.Contains(out, "intact") {
+		t.Errorf("notebook verify after import: %d %s", code, out)
+	}
+	if code, out, errOut := runCapacity("run", newID, "--notebook", nbB); code == 0 {
+		t.Errorf("run of an imported capacity study: %d %s %s", code, out, errOut)
+	}
+
+	// Twice: refused, nothing journaled, no second run folder.
+	_, headBefore := journalHeadOf(t, nbB)
+	code, out, errOut = runCLI("import", orig, "--notebook", nbB)
+	if code != 2 || !strings.Contains(errOut, "already imported") || !strings.Contains(errOut, "as study "+newID) {
+		t.Fatalf("second import: %d %s %s", code, out, errOut)
+	}
+	if _, headAfter := journalHeadOf(t, nbB); headAfter != headBefore {
+		t.Errorf("a refused import journaled something: head %s -> %s", headBefore, headAfter)
+	}
+	if ents, err := os.ReadDir(nbB + ".imported"); err != nil || len(ents) != 1 {
+		t.Errorf("run folders beside the notebook after a refused import: %v %v", ents, err)
+	}
+}
+
+// TestImportCapacityBundleTampered: one changed byte in any file of a capacity bundle (a
+// request record, the journal excerpt, study.json, receipt.md) is refused naming the file;
+// the notebook is not even created.
+func TestImportCapacityBundleTampered(t *testing.T) {
+	dir := t.TempDir()
+	_, orig := capacityBundleForImport(t, dir)
+	files, err := bundle.ReadDir(orig, bundle.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := receipt.ReadIndex(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests string
+	for _, rel := range ix.Capacity.Requests {
+		requests = rel
+		break
+	}
+	for _, file := range []string{requests, receipt.FileJournal, receipt.FileStudy, receipt.FileReceipt} {
+		name := strings.ReplaceAll(file, "/", "_")
+		bad := filepath.Join(dir, "bad", name)
+		copyTree(t, orig, bad)
+		p := filepath.Join(bad, file)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/2] ^= 0x01
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fresh := filepath.Join(dir, "bad", name+".db")
+		code, out, errOut := runCLI("import", bad, "--notebook", fresh)
+		if code != 2 || !strings.Contains(errOut, "does not verify") || !strings.Contains(errOut, "DIFFERS "+file) || !strings.Contains(errOut, "nothing was imported") {
+			t.Errorf("tampered %s: %d %s %s", file, code, out, errOut)
+		}
+		for _, p := range []string{fresh, fresh + ".imported"} {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("tampered %s: %s was created (%v)", file, p, err)
+			}
+		}
+	}
+}
+
+// TestImportRefusesLadderBundle: a quantization ladder's bundle is not imported (yet); the
+// refusal says so and what to do instead.
+func TestImportRefusesLadderBundle(t *testing.T) {
+	files := receipt.Files{receipt.FileIndex: []byte(`{"schema":"` + receipt.SchemaBundle + `","kind":"quant","sparkbench":"test"}` + "\n")}
+	_, err := bundleToImport(files, "ladder")
+	if !errors.Is(err, errLadderBundle) || !strings.Contains(err.Error(), "sparkbench verify") {
+		t.Fatalf("ladder bundle: %v", err)
+	}
+}
+
+// showForCompare is `capacity show --json` without what differs by design between a study and
+// its import: the status (imported), where the run folder and its study.json are (the
+// imported study's is laid out from the bundle, which re-assembled study.json from its
+// redacted raw files), when verdicts were journaled, and the server legs, which the import
+// does not record as legs of the notebook (their records are the run folder's raw files and
+// the kept journal excerpt's leg entries).
+func showForCompare(t *testing.T, js string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(js), &v); err != nil {
+		t.Fatalf("%v: %s", err, js)
+	}
+	var drop func(any)
+	drop = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for _, k := range []string{"status", "run_dir", "study_sha256", "path", "file_sha256", "at", "legs"} {
+				delete(x, k)
+			}
+			for _, y := range x {
+				drop(y)
+			}
+		case []any:
+			for _, y := range x {
+				drop(y)
+			}
+		}
+	}
+	drop(v)
+	return v
+}
