@@ -36,7 +36,7 @@ type importing struct {
 }
 
 // errLadderBundle: a quantization ladder's bundle is not imported (yet).
-var errLadderBundle = errors.New("a quant (quantization ladder) bundle cannot be imported yet: keep the bundle as it is and check it anywhere with `sparkbench verify BUNDLE`; to measure the ladder on this machine, register its plan here (`sparkbench quant register`)")
+var errLadderBundle = errors.New("a quant (quantization ladder) bundle cannot be imported yet: keep the bundle as it is and check it anywhere with `sparkbench verify BUNDLE`; to measure the ladder on this machine, register its plan here (`sparkbench study register PLAN`)")
 
 // bundleToImport reads a verified bundle's study by its kind.
 func bundleToImport(files receipt.Files, source string) (importing, error) {
@@ -117,11 +117,15 @@ func capacityEntry(b *store.BundleStudy, j receipt.JournalLine) error {
 	case j.Kind == store.KindStudyCreated:
 		var p struct {
 			Name string `json:"name"`
+			Kind string `json:"kind"`
 		}
 		if err := json.Unmarshal(j.Payload, &p); err != nil {
 			return err
 		}
 		b.Name = p.Name
+		if kinds.Server(p.Kind) { // a concurrency study's bundle is a capacity bundle too
+			b.Kind = p.Kind
+		}
 	case j.Kind == store.KindPlanRegistered:
 		var p struct {
 			SHA  string          `json:"plan_sha256"`

@@ -130,7 +130,7 @@ func TestImportCapacityBundleReExportsSameBytes(t *testing.T) {
 
 // TestImportCapacityBundleTampered: one changed byte in any file of a capacity bundle (a
 // request record, the journal excerpt, study.json, receipt.md) is refused naming the file;
-// the notebook is not even created.
+// the notebook is not even created. A bundle of the run folder alone is refused too.
 func TestImportCapacityBundleTampered(t *testing.T) {
 	dir := t.TempDir()
 	_, orig := capacityBundleForImport(t, dir)
@@ -146,6 +146,18 @@ func TestImportCapacityBundleTampered(t *testing.T) {
 	for _, rel := range ix.Capacity.Requests {
 		requests = rel
 		break
+	}
+	// A bundle of the run folder alone (no journal excerpt: no notebook study) is refused.
+	runOnly := filepath.Join(dir, "run-only")
+	if code, out, errOut := runCLI("receipt", "--capacity-run", filepath.Join(dir, "data", "sparkbench", "runs", "1"), "--out", runOnly); code != 0 {
+		t.Fatalf("receipt --capacity-run: %d %s %s", code, out, errOut)
+	}
+	fresh := filepath.Join(dir, "run-only.db")
+	if code, out, errOut := runCLI("import", runOnly, "--notebook", fresh); code != 2 || !strings.Contains(errOut, "a run folder alone") || !strings.Contains(errOut, "nothing was imported") {
+		t.Errorf("import of a run-folder bundle: %d %s %s", code, out, errOut)
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("import of a run-folder bundle created the notebook (%v)", err)
 	}
 	for _, file := range []string{requests, receipt.FileJournal, receipt.FileStudy, receipt.FileReceipt} {
 		name := strings.ReplaceAll(file, "/", "_")
