@@ -18,12 +18,12 @@ import (
 
 // capacityBundleForImport registers and runs a capacity study against the real llama-server
 // (a tiny model, seconds) in its own notebook, and exports its receipt bundle as a folder.
-func capacityBundleForImport(t *testing.T, dir string) (nb, bundleDir string) {
+func capacityBundleForImport(t *testing.T, dir string) (plan, nb, bundleDir string) {
 	t.Helper()
 	llamatest.Binaries(t)
 	capacityTag(t)
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
-	plan := capacityStudyPlan(t, dir)
+	plan = capacityStudyPlan(t, dir)
 	nb = filepath.Join(dir, "origin.db")
 	if code, out, errOut := runCapacity("register", plan, "--notebook", nb); code != 0 {
 		t.Fatalf("register: %d %s %s", code, out, errOut)
@@ -35,7 +35,7 @@ func capacityBundleForImport(t *testing.T, dir string) (nb, bundleDir string) {
 	if code, out, errOut := runCLI("receipt", "1", "--out", bundleDir, "--notebook", nb); code != 0 {
 		t.Fatalf("receipt: %d %s %s", code, out, errOut)
 	}
-	return nb, bundleDir
+	return plan, nb, bundleDir
 }
 
 // sameBundleFiles compares two bundles file by file, byte for byte.
@@ -80,7 +80,7 @@ func sameBundleFiles(t *testing.T, a, b string) int {
 // the capacity show verb and study show read it; a second import is refused, nothing written.
 func TestImportCapacityBundleReExportsSameBytes(t *testing.T) {
 	dir := t.TempDir()
-	nbA, orig := capacityBundleForImport(t, dir)
+	plan, nbA, orig := capacityBundleForImport(t, dir)
 	nbB := filepath.Join(dir, "home.db")
 	code, out, errOut := runCLI("import", orig, "--notebook", nbB)
 	if code != 0 || !strings.Contains(out, "(capacity bundle") || !strings.Contains(out, "origin: study 1 ") {
@@ -113,6 +113,10 @@ func TestImportCapacityBundleReExportsSameBytes(t *testing.T) {
 	if code, out, errOut := runCapacity("run", newID, "--notebook", nbB); code == 0 {
 		t.Errorf("run of an imported capacity study: %d %s %s", code, out, errOut)
 	}
+	// Its plan registered here is a new study, to run here (not the imported one).
+	if code, out, errOut := runCapacity("register", plan, "--notebook", nbB); code != 0 || registeredID(t, out) == newID {
+		t.Errorf("register of the imported study's plan: %d %s %s", code, out, errOut)
+	}
 
 	// Twice: refused, nothing journaled, no second run folder.
 	_, headBefore := journalHeadOf(t, nbB)
@@ -133,7 +137,7 @@ func TestImportCapacityBundleReExportsSameBytes(t *testing.T) {
 // the notebook is not even created. A bundle of the run folder alone is refused too.
 func TestImportCapacityBundleTampered(t *testing.T) {
 	dir := t.TempDir()
-	_, orig := capacityBundleForImport(t, dir)
+	_, _, orig := capacityBundleForImport(t, dir)
 	files, err := bundle.ReadDir(orig, bundle.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
