@@ -118,9 +118,14 @@ func cmdImportBundles(nbFlag string, paths []string, stdout, stderr io.Writer) i
 			fprintf(stderr, "sparkbench import: %v\n", err)
 			return 1
 		}
-		fprintf(stdout, "imported %s (%s bundle, sha256 %s) as study %d %q: %d %s, %d %s, %d %s\n", p, b.Kind, b.BundleSHA256, id, s.Name,
-			len(b.Legs), plural(len(b.Legs), "leg", "legs"), rows, plural(rows, "row", "rows"),
-			len(b.Predictions), plural(len(b.Predictions), "prediction", "predictions"))
+		if im.placed != "" { // a capacity study: its evidence is the run folder laid out from the bundle
+			fprintf(stdout, "imported %s (%s bundle, sha256 %s) as study %d %q: %d %s; run folder %s (%d files)\n", p, b.Kind, b.BundleSHA256, id, s.Name,
+				len(b.Predictions), plural(len(b.Predictions), "prediction", "predictions"), im.placed, len(im.runDir))
+		} else {
+			fprintf(stdout, "imported %s (%s bundle, sha256 %s) as study %d %q: %d %s, %d %s, %d %s\n", p, b.Kind, b.BundleSHA256, id, s.Name,
+				len(b.Legs), plural(len(b.Legs), "leg", "legs"), rows, plural(rows, "row", "rows"),
+				len(b.Predictions), plural(len(b.Predictions), "prediction", "predictions"))
+		}
 		fprintf(stdout, "  origin: study %d %q (%s) of a notebook whose journal head was entry %d %s; excerpt entries %d to %d kept\n",
 			b.OriginStudyID, b.Name, b.OriginStatus, b.OriginHeadSeq, b.OriginHeadHash, b.Journal[0].Seq, b.Journal[len(b.Journal)-1].Seq)
 	}

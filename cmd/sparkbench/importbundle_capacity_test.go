@@ -83,7 +83,7 @@ func TestImportCapacityBundleReExportsSameBytes(t *testing.T) {
 	plan, nbA, orig := capacityBundleForImport(t, dir)
 	nbB := filepath.Join(dir, "home.db")
 	code, out, errOut := runCLI("import", orig, "--notebook", nbB)
-	if code != 0 || !strings.Contains(out, "(capacity bundle") || !strings.Contains(out, "origin: study 1 ") {
+	if code != 0 || !strings.Contains(out, "(capacity bundle") || !strings.Contains(out, "origin: study 1 ") || !strings.Contains(out, "run folder "+nbB+".imported"+string(filepath.Separator)) {
 		t.Fatalf("import: %d\n%s\n%s", code, out, errOut)
 	}
 	newID := registeredID(t, out)
