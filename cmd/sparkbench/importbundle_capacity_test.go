@@ -130,6 +130,26 @@ func TestImportCapacityBundleReExportsSameBytes(t *testing.T) {
 	if ents, err := os.ReadDir(nbB + ".imported"); err != nil || len(ents) != 1 {
 		t.Errorf("run folders beside the notebook after a refused import: %v %v", ents, err)
 	}
+
+	// The same study exported as a .tar.gz: refused here too (the same journal excerpt), and
+	// imported into a third notebook, whose receipt is that bundle again.
+	tgz := filepath.Join(dir, "receipt.tar.gz")
+	if code, out, errOut := runCLI("receipt", "1", "--out", tgz, "--notebook", nbA); code != 0 {
+		t.Fatalf("receipt .tar.gz: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI("import", tgz, "--notebook", nbB); code != 2 || !strings.Contains(errOut, "already imported") {
+		t.Errorf("import of the .tar.gz export: %d %s %s", code, out, errOut)
+	}
+	nbC := filepath.Join(dir, "third.db")
+	code, out, errOut = runCLI("import", tgz, "--notebook", nbC)
+	if code != 0 {
+		t.Fatalf("import .tar.gz: %d %s %s", code, out, errOut)
+	}
+	third := filepath.Join(dir, "third")
+	if code, out, errOut := runCLI("receipt", registeredID(t, out), "--out", third, "--notebook", nbC); code != 0 {
+		t.Fatalf("receipt of the .tar.gz import: %d %s %s", code, out, errOut)
+	}
+	sameBundleFiles(t, orig, third)
 }
 
 // TestImportCapacityBundleTampered: one changed byte in any file of a capacity bundle (a
