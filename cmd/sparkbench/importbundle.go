@@ -89,7 +89,12 @@ func cmdImportBundles(nbFlag string, paths []string, stdout, stderr io.Writer) i
 			}
 			defer nb.Close()
 		}
-		if _, found, err := nb.ImportedBundleBySHA(ctx, b.BundleSHA256); err == nil && !found {
+		_, found, err := nb.ImportedBundleBySHA(ctx, b.BundleSHA256)
+		if err != nil {
+			fprintf(stderr, "sparkbench import: %v\n", err)
+			return 1
+		}
+		if !found { // else ImportBundle refuses it, and the run folder is the earlier import's
 			if err := im.placeRunDir(path); err != nil {
 				fprintf(stderr, "sparkbench import: %s: run folder: %v; nothing was imported\n", p, err)
 				return 1
