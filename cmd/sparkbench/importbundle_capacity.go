@@ -95,6 +95,9 @@ func capacityBundleStudy(files receipt.Files, ix *receipt.Index, source string) 
 	}
 	// The bundle's study.json (which its capacity.assembled entry is pointed at) and its
 	// redaction record (its receipt is written with it again) go with the raw files.
+	if b.Legs, err = capacityLegs(files, ci, journal, ci.StudyID); err != nil {
+		return importing{}, err
+	}
 	run := map[string][]byte{capacity.RunStudyFile: files[receipt.FileStudy]}
 	if rd, ok := files[receipt.FileRedaction]; ok {
 		run[receipt.FileRedaction] = rd

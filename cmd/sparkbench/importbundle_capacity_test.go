@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +16,7 @@ import (
 	"sparkbench/app/bundle"
 	"sparkbench/app/receipt"
 	"sparkbench/runner/llamatest"
+	"sparkbench/store"
 )
 
 // capacityBundleForImport registers and runs a capacity study against the real llama-server
@@ -103,6 +106,10 @@ func TestImportCapacityBundleReExportsSameBytes(t *testing.T) {
 	code, jsB, errOut := runCapacity("show", newID, "--json", "--notebook", nbB)
 	if a, b := showForCompare(t, jsA), showForCompare(t, jsB); code != 0 || !reflect.DeepEqual(a, b) {
 		t.Errorf("capacity show --json: %d %s\norigin:\n%s\nimported:\n%s", code, errOut, jsA, jsB)
+	}
+	// Its server legs' request rows are the origin's, to the hash each leg.finished recorded.
+	if a, b := legSampleHashes(t, nbA, 1), legSampleHashes(t, nbB, mustAtoi(t, newID)); len(a) == 0 || !reflect.DeepEqual(a, b) {
+		t.Errorf("legs' samples_sha256: origin %v, imported %v", a, b)
 	}
 	if code, out, _ := runCLI("study", "list", "--notebook", nbB); code != 0 || !strings.Contains(out, "\tcapacity\t") || !strings.Contains(out, "imported from "+orig) {
 		t.Errorf("study list: %d %s", code, out)
@@ -235,7 +242,7 @@ func showForCompare(t *testing.T, js string) any {
 	drop = func(x any) {
 		switch x := x.(type) {
 		case map[string]any:
-			for _, k := range []string{"status", "run_dir", "study_sha256", "path", "file_sha256", "at", "legs"} {
+			for _, k := range []string{"status", "run_dir", "study_sha256", "path", "file_sha256", "at", "transcript_bytes"} {
 				delete(x, k)
 			}
 			for _, y := range x {
@@ -249,4 +256,33 @@ func showForCompare(t *testing.T, js string) any {
 	}
 	drop(v)
 	return v
+}
+
+// legSampleHashes are the samples_sha256 and request_rows of a study's leg.finished entries.
+func legSampleHashes(t *testing.T, path string, study int64) []string {
+	t.Helper()
+	n, err := store.OpenWith(path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	entries, err := n.Journal(context.Background(), study, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Kind != store.KindLegFinished {
+			continue
+		}
+		var p struct {
+			Rows int64  `json:"request_rows"`
+			SHA  string `json:"samples_sha256"`
+		}
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%d %s", p.Rows, p.SHA))
+	}
+	return out
 }
