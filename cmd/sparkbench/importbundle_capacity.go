@@ -23,6 +23,7 @@ import (
 // capacity run keeps its evidence in its run folder, with the bundle's study.json; the study
 // goes into the notebook as the store imports any bundle (store.ImportBundle): its plan,
 // predictions, verdicts, findings and the engine's notes from the bundle's journal excerpt,
+// its server lifetimes as legs with their request rows (importbundle_capacity_legs.go),
 // its capacity.assembled entry pointing at the laid-out folder with that study.json's
 // SHA-256, and the excerpt kept with its origin. Its receipt is then written from that folder
 // with the kept excerpt, so it re-assembles the same study.json and receipt.md.

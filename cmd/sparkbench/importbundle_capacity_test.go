@@ -229,9 +229,8 @@ func TestImportRefusesLadderBundle(t *testing.T) {
 // showForCompare is `capacity show --json` without what differs by design between a study and
 // its import: the status (imported), where the run folder and its study.json are (the
 // imported study's is laid out from the bundle, which re-assembled study.json from its
-// redacted raw files), when verdicts were journaled, and the server legs, which the import
-// does not record as legs of the notebook (their records are the run folder's raw files and
-// the kept journal excerpt's leg entries).
+// redacted raw files), when verdicts were journaled, and the size of each leg's transcript
+// (its server log as bundled: redacted).
 func showForCompare(t *testing.T, js string) any {
 	t.Helper()
 	var v any
