@@ -15,6 +15,7 @@ import (
 
 	"sparkbench/app/bundle"
 	"sparkbench/app/receipt"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
 )
@@ -284,4 +285,71 @@ func legSampleHashes(t *testing.T, path string, study int64) []string {
 		out = append(out, fmt.Sprintf("%d %s", p.Rows, p.SHA))
 	}
 	return out
+}
+
+// TestImportSampledCapacityBundle: a capacity study with telemetry (a fake 100 W GPU sampler,
+// both passes) imports like any other: its receipt here is the origin's bundle byte for byte
+// (the telemetry.jsonl files and the energy tables included) and its legs' request rows hash
+// to the origin's.
+func TestImportSampledCapacityBundle(t *testing.T) {
+	llamatest.Binaries(t)
+	capacityTag(t)
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	plan := smallCapacityPlan(t, dir, "capacity energy import")
+	var m map[string]any
+	b, _ := os.ReadFile(plan)
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["telemetry"] = map[string]any{"interval_ms": 20}
+	m["passes"] = []string{"forward", "reverse"}
+	b, _ = json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(plan, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nbA := filepath.Join(dir, "origin.db")
+	if code, stdout, stderr := runCapacity("register", plan, "--notebook", nbA); code != 0 {
+		t.Fatalf("register: exit %d\n%s%s", code, stdout, stderr)
+	}
+	nb, err := store.Open(nbA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = workbench.RunCapacity(context.Background(), nb, workbench.CapacityRunRequest{ID: 1, Telemetry: fakeGPU(t)})
+	nb.Close()
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	orig := filepath.Join(dir, "bundle")
+	if code, out, errOut := runCLI("receipt", "1", "--out", orig, "--notebook", nbA); code != 0 {
+		t.Fatalf("receipt: %d %s %s", code, out, errOut)
+	}
+	nbB := filepath.Join(dir, "home.db")
+	code, out, errOut := runCLI("import", orig, "--notebook", nbB)
+	if code != 0 {
+		t.Fatalf("import: %d %s %s", code, out, errOut)
+	}
+	newID := registeredID(t, out)
+	again := filepath.Join(dir, "again")
+	if code, out, errOut := runCLI("receipt", newID, "--out", again, "--notebook", nbB); code != 0 {
+		t.Fatalf("receipt of the import: %d %s %s", code, out, errOut)
+	}
+	files, err := bundle.ReadDir(again, bundle.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel := 0
+	for name := range files {
+		if strings.HasSuffix(name, "/telemetry.jsonl") {
+			tel++
+		}
+	}
+	if tel == 0 {
+		t.Errorf("the re-export holds no telemetry.jsonl")
+	}
+	sameBundleFiles(t, orig, again)
+	if a, b := legSampleHashes(t, nbA, 1), legSampleHashes(t, nbB, mustAtoi(t, newID)); len(a) == 0 || !reflect.DeepEqual(a, b) {
+		t.Errorf("legs' samples_sha256: origin %v, imported %v", a, b)
+	}
 }
