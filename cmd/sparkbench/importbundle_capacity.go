@@ -75,13 +75,26 @@ func capacityBundleStudy(files receipt.Files, ix *receipt.Index, source string) 
 	last := journal[len(journal)-1]
 	b := store.BundleStudy{BundleSHA256: hex.EncodeToString(sums[:]), Source: source, Kind: kinds.Capacity, Sparkbench: ix.Sparkbench,
 		OriginStudyID: ci.StudyID, OriginStatus: "assembled", OriginHeadSeq: last.Seq, OriginHeadHash: last.Hash, Machines: json.RawMessage("[]")}
+	// A finding names predictions by their origin ids; the study's verdicts name both.
+	keys := map[int64]string{}
+	for _, j := range journal {
+		if j.StudyID() == ci.StudyID && (j.Kind == store.KindVerdict || j.Kind == store.KindHumanVerdict) {
+			var v struct {
+				Prediction int64  `json:"prediction"`
+				Key        string `json:"key"`
+			}
+			if json.Unmarshal(j.Payload, &v) == nil && v.Key != "" {
+				keys[v.Prediction] = v.Key
+			}
+		}
+	}
 	var assembled *receipt.JournalLine
 	for i, j := range journal {
 		b.Journal = append(b.Journal, store.BundleEntry{Seq: j.Seq, Kind: j.Kind, StudyID: j.StudyID(), At: j.At, Payload: j.Payload, PrevHash: j.PrevHash, Hash: j.Hash})
 		if j.StudyID() != ci.StudyID {
 			continue
 		}
-		if err := capacityEntry(&b, j); err != nil {
+		if err := capacityEntry(&b, j, keys); err != nil {
 			return importing{}, fmt.Errorf("%s: entry %d (%s): %w", receipt.FileJournal, j.Seq, j.Kind, err)
 		}
 		if j.Kind == capacity.NoteAssembled {
@@ -116,7 +129,7 @@ func capacityBundleStudy(files receipt.Files, ix *receipt.Index, source string) 
 // capacityEntry takes one of the study's own journal entries into the import: its name and
 // plan, and, as for a throughput bundle, its predictions, verdicts, findings and the engine's
 // study.* and capacity.* notes.
-func capacityEntry(b *store.BundleStudy, j receipt.JournalLine) error {
+func capacityEntry(b *store.BundleStudy, j receipt.JournalLine, keys map[int64]string) error {
 	switch {
 	case j.Kind == store.KindStudyCreated:
 		var p struct {
@@ -144,7 +157,7 @@ func capacityEntry(b *store.BundleStudy, j receipt.JournalLine) error {
 		b.Notes = append(b.Notes, store.BundleNote{Kind: j.Kind, Payload: j.Payload})
 		return nil
 	}
-	return addEntry(b, j, map[int64]string{})
+	return addEntry(b, j, keys)
 }
 
 // capacityRawFiles are the bundle's raw files that make up a run folder, by the paths its
