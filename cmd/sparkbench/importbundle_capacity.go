@@ -107,11 +107,11 @@ func capacityBundleStudy(files receipt.Files, ix *receipt.Index, source string) 
 	case assembled == nil:
 		return importing{}, fmt.Errorf("%s has no %s entry for study %d: the study was never assembled", receipt.FileJournal, capacity.NoteAssembled, ci.StudyID)
 	}
-	// The bundle's study.json (which its capacity.assembled entry is pointed at) and its
-	// redaction record (its receipt is written with it again) go with the raw files.
 	if b.Legs, err = capacityLegs(files, ci, journal, ci.StudyID); err != nil {
 		return importing{}, err
 	}
+	// The bundle's study.json (which its capacity.assembled entry is pointed at) and its
+	// redaction record (its receipt is written with it again) go with the raw files.
 	run := map[string][]byte{capacity.RunStudyFile: files[receipt.FileStudy]}
 	if rd, ok := files[receipt.FileRedaction]; ok {
 		run[receipt.FileRedaction] = rd
