@@ -100,6 +100,12 @@ type BundleLeg struct {
 	// TelemetrySHA256 that file's SHA-256, which the samples as stored here must hash to again.
 	Telemetry       []telemetry.Sample
 	TelemetrySHA256 string
+	// Requests are a server leg's request records (a capacity lifetime's requests.jsonl as the
+	// capacity recorder stores them, CapacityRequest), as request_samples rows; SamplesSHA256
+	// is the origin's leg.finished samples_sha256, which the rows stored here must hash to
+	// again ("": not checked).
+	Requests      []RequestRecord
+	SamplesSHA256 string
 }
 
 // BundleAmendment is an amendment entry.
@@ -371,6 +377,13 @@ func (n *Notebook) importLegOfBundleTx(ctx context.Context, tx *sql.Tx, studyID 
 	if err := insertBench(tx, n.w.cfgCache, pend); err != nil {
 		return 0, fmt.Errorf("import bundle: %s: %w", l.Dir, err)
 	}
+	reqs := make([]pendingRequest, len(l.Requests))
+	for i := range l.Requests {
+		reqs[i] = pendingRequest{legID: legID, studyID: studyID, seq: int64(i), r: l.Requests[i]}
+	}
+	if err := insertRequests(tx, reqs); err != nil {
+		return 0, fmt.Errorf("import bundle: %s: %w", l.Dir, err)
+	}
 	counts := map[string]int{}
 	var digest []byte
 	for seq, s := range l.Statuses {
@@ -412,6 +425,9 @@ func (n *Notebook) importLegOfBundleTx(ctx context.Context, tx *sql.Tx, studyID 
 	}
 	if l.RowsSHA256 != "" && fin.RowsSHA256 != l.RowsSHA256 {
 		return 0, fmt.Errorf("import bundle: %s: the rows as stored here hash to %s, its rows.jsonl to %s", l.Dir, fin.RowsSHA256, l.RowsSHA256)
+	}
+	if l.SamplesSHA256 != "" && fin.SamplesSHA256 != l.SamplesSHA256 {
+		return 0, fmt.Errorf("import bundle: %s: the leg's rows as stored here hash to %s, the origin's leg.finished recorded %s", l.Dir, fin.SamplesSHA256, l.SamplesSHA256)
 	}
 	if l.TelemetrySHA256 != "" && fin.TelemetrySHA256 != l.TelemetrySHA256 {
 		return 0, fmt.Errorf("import bundle: %s: the telemetry samples as stored here hash to %s, its telemetry.jsonl to %s", l.Dir, fin.TelemetrySHA256, l.TelemetrySHA256)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"sparkbench/app/canon"
 	"sparkbench/runner/benchfmt"
@@ -240,4 +242,64 @@ func BenchmarkImportBundleStore1000Legs(b *testing.B) {
 		n.Close()
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/import")
+}
+
+// TestImportBundleServerLegRequests: a server leg (a capacity lifetime) comes in with its
+// request records as request_samples rows; the rows stored here must hash to the origin's
+// samples_sha256, or nothing of the bundle is written.
+func TestImportBundleServerLegRequests(t *testing.T) {
+	dir := t.TempDir()
+	origin := must[*Notebook](t)(Open(filepath.Join(dir, "origin.db")))
+	defer origin.Close()
+	st := must[Study](t)(origin.CreateStudy(ctx, Study{Name: "cap", Kind: StudyCapacity, Status: StatusRegistered}))
+	leg, sw, err := origin.StartLeg(ctx, LegSpec{StudyID: st.ID, Label: "forward/a/p1", Kind: LegKindServer, Argv: []string{"llama-server"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	var reqs []RequestRecord
+	for i := 0; i < 3; i++ {
+		reqs = append(reqs, RequestRecord{Candidate: "a", Slots: 1, Clients: 1, Pass: "forward", Phase: PhaseMeasured, Index: i,
+			TSend: t0.Add(time.Duration(i) * time.Millisecond), TEnd: t0.Add(time.Duration(i+5) * time.Millisecond), HTTPStatus: 200,
+			NPredict: 8, TokensPredicted: 8, Extra: []byte(`{"seq":` + fmt.Sprint(i) + `}`)})
+	}
+	if err := sw.AddRequests(reqs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := origin.FinishLeg(ctx, leg.ID, LegOutcome{Class: ClassOK}); err != nil {
+		t.Fatal(err)
+	}
+	var want string
+	for _, e := range must[[]JournalEntry](t)(origin.Journal(ctx, st.ID, 0, 0)) {
+		if e.Kind == KindLegFinished {
+			var p legFinishedPayload
+			if err := json.Unmarshal(e.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			want = p.SamplesSHA256
+		}
+	}
+	b := synthBundle(t, strings.Repeat("2", 64), 0, 0)
+	b.Kind, b.Findings = StudyCapacity, nil
+	b.Legs = []BundleLeg{{OriginID: 100, Dir: "forward/a/p1", Label: "forward/a/p1", Kind: LegKindServer, State: LegFinished, Class: ClassOK,
+		Argv: []string{"llama-server"}, StartedAt: "2026-01-02T03:04:05.000000001Z", EndedAt: "2026-01-02T03:04:06.000000002Z",
+		Requests: reqs, SamplesSHA256: want}}
+	bad := b
+	bad.BundleSHA256 = strings.Repeat("3", 64)
+	bad.Legs = []BundleLeg{b.Legs[0]}
+	bad.Legs[0].Requests = append([]RequestRecord{}, reqs[:2]...)
+	n := must[*Notebook](t)(Open(filepath.Join(dir, "home.db")))
+	defer n.Close()
+	_, head := journalHead(t, n)
+	if _, err := n.ImportBundle(ctx, bad); err == nil || !strings.Contains(err.Error(), "the origin's leg.finished recorded "+want) {
+		t.Fatalf("rows that do not hash to the origin's: %v", err)
+	}
+	if _, after := journalHead(t, n); after != head {
+		t.Fatalf("a refused import journaled something")
+	}
+	id := must[int64](t)(n.ImportBundle(ctx, b))
+	legs := must[[]Leg](t)(n.LegTimeline(ctx, id))
+	if len(legs) != 1 || legs[0].Kind != LegKindServer || legs[0].RequestRows != 3 {
+		t.Fatalf("legs %+v", legs)
+	}
 }

@@ -19,11 +19,13 @@ type CapacityRecorder struct{ N *Notebook }
 
 var _ capacity.Recorder = CapacityRecorder{}
 
-// StudyByPlan finds the capacity or concurrency study whose registered plan has this SHA-256.
+// StudyByPlan finds the capacity or concurrency study whose registered plan has this SHA-256;
+// a study imported from a bundle is not one (it is not run here: registering its plan makes a
+// study that is).
 func (r CapacityRecorder) StudyByPlan(ctx context.Context, planSHA256 string) (int64, bool, error) {
 	var id int64
 	err := r.N.rdb.QueryRowContext(ctx, `SELECT p.study_id FROM plans p JOIN studies s ON s.id = p.study_id
-		WHERE p.sha256 = ? AND s.kind IN (?, ?) ORDER BY p.study_id LIMIT 1`, planSHA256, StudyCapacity, StudyConcurrency).Scan(&id)
+		WHERE p.sha256 = ? AND s.kind IN (?, ?) AND s.status != ? ORDER BY p.study_id LIMIT 1`, planSHA256, StudyCapacity, StudyConcurrency, StatusImported).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}

@@ -49,6 +49,11 @@ type CapacityOptions struct {
 	// notebook's id of the study. Both are left empty for a run folder without the notebook.
 	Journal []receipt.JournalLine
 	StudyID int64
+	// Redaction is the redaction record (redaction.json, verbatim) of the bundle a run folder
+	// was laid out from (a capacity study imported with `sparkbench import`): its files were
+	// redacted where that bundle was written, so they are not redacted again and the record
+	// goes into this bundle as it was.
+	Redaction []byte
 }
 
 // Capacity writes a capacity study's bundle from a run folder (capacity run's output, or any
@@ -63,7 +68,7 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 	}
 	defer root.Close()
 	rf := runFolder{root: root, dir: runDir}
-	red := NewRedactor(opt.Home, opt.Redact)
+	red := NewRedactor(opt.Home, opt.Redact && opt.Redaction == nil)
 	files := receipt.Files{}
 	ci := &receipt.CapacityIndex{Plan: receipt.FilePlan, Requests: map[string]string{}, RSS: map[string]string{},
 		ServerLogs: map[string]string{}, Quality: map[string]string{}, BenchTG: opt.BenchTG}
@@ -125,6 +130,9 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 	}
 	if err := finishRedaction(files, red, verbatim); err != nil {
 		return nil, err
+	}
+	if opt.Redaction != nil {
+		files[receipt.FileRedaction] = opt.Redaction
 	}
 	if err := receipt.Finish(files); err != nil {
 		return nil, err

@@ -165,18 +165,17 @@ func capacityStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, 
 	}
 	// The study's journal entries go with it, as with a throughput study: the receipt shows
 	// the plan and predictions registered before the results.
-	journal, planDir, err := JournalExcerpt(ctx, nb, s.ID)
+	journal, studyID, pp, imported, err := capacityExcerpt(ctx, nb, s)
 	if err != nil {
 		return nil, err
 	}
-	// The prompt plan goes with it too (capacity run read it from the registered plan's
-	// folder): the bundle refuses a file that is missing or hashes differently.
-	pp, err := capacityPromptPlan(ctx, nb, s.ID, planDir)
-	if err != nil {
-		return nil, refused("study %d (%s): %v", s.ID, s.Name, err)
+	copt := bundle.CapacityOptions{Options: opt, Journal: journal, StudyID: studyID, PromptPlan: pp, RequirePromptPlan: true}
+	if imported { // its files were redacted where its bundle was written: that bundle's record
+		if copt.Redaction, err = os.ReadFile(filepath.Join(a.Note.RunDir, receipt.FileRedaction)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, refused("study %d (%s): the run folder laid out from its bundle: %v", s.ID, s.Name, err)
+		}
 	}
-	files, err := bundle.Capacity(a.Note.RunDir, bundle.CapacityOptions{Options: opt, Journal: journal, StudyID: s.ID,
-		PromptPlan: pp, RequirePromptPlan: true})
+	files, err := bundle.Capacity(a.Note.RunDir, copt)
 	if err != nil {
 		return nil, refused("study %d (%s): %v", s.ID, s.Name, err)
 	}
@@ -192,6 +191,44 @@ func capacityStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, 
 		return nil, fmt.Errorf("the bundle's figures differ from the study.json the notebook journaled (sha256 %s); the run folder changed since it ran", a.Note.StudySHA256)
 	}
 	return files, nil
+}
+
+// capacityExcerpt is a capacity study's journal excerpt, its id there and its prompt plan
+// file. A study imported from a bundle (`sparkbench import`) gives the excerpt its bundle held,
+// with the origin notebook's study id, and its prompt plan from the run folder laid out from
+// the bundle (""), so its receipt is the bundle it was imported from again.
+func capacityExcerpt(ctx context.Context, nb *store.Notebook, s store.Study) (journal []receipt.JournalLine, studyID int64, promptPlan string, imported bool, err error) {
+	o, imported, err := nb.ImportedOriginOf(ctx, s.ID)
+	if err != nil {
+		return nil, 0, "", false, err
+	}
+	if imported {
+		kept, err := nb.ImportedJournal(ctx, o.ImportID)
+		if err != nil {
+			return nil, 0, "", false, err
+		}
+		journal = make([]receipt.JournalLine, 0, len(kept))
+		for _, e := range kept {
+			jl := receipt.JournalLine{Seq: e.Seq, Kind: e.Kind, At: e.At, Payload: e.Payload, PrevHash: e.PrevHash, Hash: e.Hash}
+			if e.StudyID != 0 {
+				id := e.StudyID
+				jl.Study = &id
+			}
+			journal = append(journal, jl)
+		}
+		return journal, o.OriginStudyID, "", true, nil
+	}
+	journal, planDir, err := JournalExcerpt(ctx, nb, s.ID)
+	if err != nil {
+		return nil, 0, "", false, err
+	}
+	// The prompt plan goes with it too (capacity run read it from the registered plan's
+	// folder): the bundle refuses a file that is missing or hashes differently.
+	pp, err := capacityPromptPlan(ctx, nb, s.ID, planDir)
+	if err != nil {
+		return nil, 0, "", false, refused("study %d (%s): %v", s.ID, s.Name, err)
+	}
+	return journal, s.ID, pp, false, nil
 }
 
 // ReceiptText is what an export says it wrote: the CLI prints it, the window shows it.

@@ -77,10 +77,11 @@ func cmdImportBundles(nbFlag string, paths []string, stdout, stderr io.Writer) i
 	defer stop()
 	var nb *store.Notebook
 	for _, p := range paths {
-		b, code := verifiedBundle(ctx, p, stderr)
+		im, code := verifiedBundle(ctx, p, stderr)
 		if code != 0 {
 			return code
 		}
+		b := im.b
 		if nb == nil {
 			var c int
 			if nb, c = openNotebook("import", path, false, stderr); nb == nil {
@@ -88,8 +89,23 @@ func cmdImportBundles(nbFlag string, paths []string, stdout, stderr io.Writer) i
 			}
 			defer nb.Close()
 		}
+		_, found, err := nb.ImportedBundleBySHA(ctx, b.BundleSHA256)
+		if err != nil {
+			fprintf(stderr, "sparkbench import: %v\n", err)
+			return 1
+		}
+		if !found { // else ImportBundle refuses it, and the run folder is the earlier import's
+			if err := im.placeRunDir(path); err != nil {
+				fprintf(stderr, "sparkbench import: %s: run folder: %v; nothing was imported\n", p, err)
+				return 1
+			}
+			b = im.b
+		}
 		id, err := nb.ImportBundle(ctx, b)
 		var dup *store.AlreadyImportedError
+		if err != nil {
+			im.dropRunDir()
+		}
 		switch {
 		case errors.As(err, &dup):
 			fprintf(stderr, "sparkbench import: %s: already imported: %v\n", p, err)
@@ -107,9 +123,14 @@ func cmdImportBundles(nbFlag string, paths []string, stdout, stderr io.Writer) i
 			fprintf(stderr, "sparkbench import: %v\n", err)
 			return 1
 		}
-		fprintf(stdout, "imported %s (%s bundle, sha256 %s) as study %d %q: %d %s, %d %s, %d %s\n", p, b.Kind, b.BundleSHA256, id, s.Name,
-			len(b.Legs), plural(len(b.Legs), "leg", "legs"), rows, plural(rows, "row", "rows"),
-			len(b.Predictions), plural(len(b.Predictions), "prediction", "predictions"))
+		if im.placed != "" { // a capacity study: its evidence is the run folder laid out from the bundle
+			fprintf(stdout, "imported %s (%s bundle, sha256 %s) as study %d %q: %d %s; run folder %s (%d files)\n", p, b.Kind, b.BundleSHA256, id, s.Name,
+				len(b.Predictions), plural(len(b.Predictions), "prediction", "predictions"), im.placed, len(im.runDir))
+		} else {
+			fprintf(stdout, "imported %s (%s bundle, sha256 %s) as study %d %q: %d %s, %d %s, %d %s\n", p, b.Kind, b.BundleSHA256, id, s.Name,
+				len(b.Legs), plural(len(b.Legs), "leg", "legs"), rows, plural(rows, "row", "rows"),
+				len(b.Predictions), plural(len(b.Predictions), "prediction", "predictions"))
+		}
 		fprintf(stdout, "  origin: study %d %q (%s) of a notebook whose journal head was entry %d %s; excerpt entries %d to %d kept\n",
 			b.OriginStudyID, b.Name, b.OriginStatus, b.OriginHeadSeq, b.OriginHeadHash, b.Journal[0].Seq, b.Journal[len(b.Journal)-1].Seq)
 	}
@@ -118,25 +139,25 @@ func cmdImportBundles(nbFlag string, paths []string, stdout, stderr io.Writer) i
 
 // verifiedBundle reads and verifies a bundle (as `sparkbench verify` does) and reads its study.
 // On a refusal it prints why, naming each file that does not hold, and returns exit 2.
-func verifiedBundle(ctx context.Context, p string, stderr io.Writer) (store.BundleStudy, int) {
+func verifiedBundle(ctx context.Context, p string, stderr io.Writer) (importing, int) {
 	v, err := workbench.VerifyBundle(ctx, workbench.VerifyRequest{Path: p})
 	if err != nil {
 		fprintf(stderr, "sparkbench import: %v; nothing was imported\n", err)
-		return store.BundleStudy{}, 2
+		return importing{}, 2
 	}
 	if !v.OK() {
 		fprintf(stderr, "sparkbench import: %s does not verify (%d %s); nothing was imported:\n", p, len(v.Report.Problems), plural(len(v.Report.Problems), "problem", "problems"))
 		for _, pr := range v.Report.Problems {
 			fprintf(stderr, "  DIFFERS %s\n", pr)
 		}
-		return store.BundleStudy{}, 2
+		return importing{}, 2
 	}
-	b, err := bundleStudy(v.Files, p)
+	im, err := bundleToImport(v.Files, p)
 	if err != nil {
 		fprintf(stderr, "sparkbench import: %s: %v; nothing was imported\n", p, err)
-		return store.BundleStudy{}, 2
+		return importing{}, 2
 	}
-	return b, 0
+	return im, 0
 }
 
 // bundleStudy is a verified throughput bundle's study as the store imports it, from its raw

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"sparkbench/app/capacity"
+	"sparkbench/app/receipt"
+	"sparkbench/store"
+)
+
+// A capacity bundle's server lifetimes as legs of the importing notebook: each leg the
+// excerpt's leg.started and leg.finished entries record (label, argv, start, end, class), its
+// server log as the transcript (as bundled: redacted where the bundle was written), its peak
+// RSS from its rss record, and its request records as the capacity recorder stores them
+// (store.CapacityRequest, times on the pass's clock origin from run.json), which must hash to
+// the origin's samples_sha256 again.
+
+type legStartedEntry struct {
+	Leg         int64             `json:"leg"`
+	Label       string            `json:"label"`
+	Kind        string            `json:"kind"`
+	StartedAt   string            `json:"started_at"`
+	Argv        []string          `json:"argv"`
+	Env         map[string]string `json:"env"`
+	Conditions  []string          `json:"conditions"`
+	Fingerprint string            `json:"fingerprint"`
+}
+
+type legFinishedEntry struct {
+	Leg           int64  `json:"leg"`
+	State         string `json:"state"`
+	Class         string `json:"class"`
+	Reason        string `json:"reason"`
+	ExitCode      *int   `json:"exit_code"`
+	Signal        string `json:"signal"`
+	EndedAt       string `json:"ended_at"`
+	RequestRows   int64  `json:"request_rows"`
+	TelemetryRows int64  `json:"telemetry_rows"`
+	SamplesSHA256 string `json:"samples_sha256"`
+}
+
+// capacityLegs are the study's server legs, in the order they started.
+func capacityLegs(files receipt.Files, ci *receipt.CapacityIndex, journal []receipt.JournalLine, studyID int64) ([]store.BundleLeg, error) {
+	plan, err := capacity.Decode(receipt.FilePlan, files[ci.Plan])
+	if err != nil {
+		return nil, err
+	}
+	plan.Defaults()
+	var run capacity.RunReport
+	if ci.Manifest != "" {
+		if err := json.Unmarshal(files[ci.Manifest], &run); err != nil {
+			return nil, fmt.Errorf("%s: %w", ci.Manifest, err)
+		}
+	}
+	started := map[int64]legStartedEntry{}
+	var legs []store.BundleLeg
+	for _, j := range journal {
+		if j.StudyID() != studyID {
+			continue
+		}
+		switch j.Kind {
+		case store.KindLegStarted:
+			var s legStartedEntry
+			if err := json.Unmarshal(j.Payload, &s); err != nil {
+				return nil, fmt.Errorf("%s: entry %d: %w", receipt.FileJournal, j.Seq, err)
+			}
+			started[s.Leg] = s
+		case store.KindLegFinished:
+			var f legFinishedEntry
+			if err := json.Unmarshal(j.Payload, &f); err != nil {
+				return nil, fmt.Errorf("%s: entry %d: %w", receipt.FileJournal, j.Seq, err)
+			}
+			s, ok := started[f.Leg]
+			if !ok {
+				return nil, fmt.Errorf("%s: entry %d finishes leg %d, which the excerpt does not start", receipt.FileJournal, j.Seq, f.Leg)
+			}
+			l, err := capacityLeg(files, ci, plan, &run, s, f)
+			if err != nil {
+				return nil, fmt.Errorf("leg %d (%s): %w", s.Leg, s.Label, err)
+			}
+			legs = append(legs, l)
+		}
+	}
+	sort.Slice(legs, func(a, b int) bool { return legs[a].OriginID < legs[b].OriginID })
+	return legs, nil
+}
+
+func capacityLeg(files receipt.Files, ci *receipt.CapacityIndex, plan *capacity.Plan, run *capacity.RunReport, s legStartedEntry, f legFinishedEntry) (store.BundleLeg, error) {
+	key, _, _ := strings.Cut(s.Label, " (") // "PASS/CANDIDATE/pP (attempt N)"
+	l := store.BundleLeg{OriginID: s.Leg, Dir: key, Label: s.Label, Kind: s.Kind, Detail: json.RawMessage(`{}`), State: f.State,
+		Class: f.Class, Reason: f.Reason, ExitCode: f.ExitCode, Signal: f.Signal, Argv: s.Argv, Env: s.Env, Conditions: s.Conditions,
+		StartedAt: s.StartedAt, EndedAt: f.EndedAt, Fingerprint: s.Fingerprint}
+	if rel := ci.ServerLogs[key]; rel != "" {
+		l.Transcript = files[rel]
+	}
+	if rel := ci.RSS[key]; rel != "" {
+		if kib, _, err := capacity.ReadRSS(rel, files[rel]); err == nil {
+			l.PeakRSS = kib * 1024
+		}
+	}
+	if f.RequestRows == 0 {
+		return l, nil
+	}
+	k, err := capacity.ParseLifetimeKey(key)
+	if err != nil {
+		return l, err
+	}
+	origin, ok := run.PassOrigins[k.Pass]
+	rel := ci.Requests[key]
+	if !ok || rel == "" {
+		return l, nil // no clock origin recorded: the rows cannot be made again as they were
+	}
+	rf, err := capacity.ReadRequests(rel, files[rel])
+	if err != nil {
+		return l, err
+	}
+	cand, _ := plan.Candidate(k.Candidate)
+	lr := capacity.LegRequests{Key: k, Arm: cand.Arm, Origin: origin, NPredict: plan.NPredict, Records: rf.Records}
+	for _, rec := range rf.Records {
+		r, err := store.CapacityRequest(lr, rec)
+		if err != nil {
+			return l, err
+		}
+		l.Requests = append(l.Requests, r)
+	}
+	if f.TelemetryRows == 0 { // a sampled lifetime's samples are not imported as rows (yet)
+		l.SamplesSHA256 = f.SamplesSHA256
+	}
+	return l, nil
+}
