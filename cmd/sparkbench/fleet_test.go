@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"sparkbench/app/study"
 	"sparkbench/runner"
 	"sparkbench/runner/llamatest"
 	"sparkbench/runner/remote/sshdtest"
@@ -115,22 +116,9 @@ func checkFleetReadVerbs(t *testing.T, nb, runOut string) {
 // one's legs overlaps another's): the hosts of a fleet run in parallel.
 func studiesOverlap(t *testing.T, path string) bool {
 	t.Helper()
-	nb, err := store.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nb.Close()
-	sts, err := nb.Studies(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	type span struct{ from, to time.Time }
 	var spans []span
-	for _, st := range sts {
-		legs, err := store.StudyRecorder{N: nb}.Legs(context.Background(), st.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, legs := range studyLegs(t, path) {
 		var sp span
 		for _, l := range legs {
 			if sp.from.IsZero() || l.StartedAt.Before(sp.from) {
@@ -179,6 +167,19 @@ func TestFleetHostDroppingOutFailsOnlyItsStudy(t *testing.T) {
 // anyFlaggedLeg reports whether a leg of any study in the notebook was flagged by a gate.
 func anyFlaggedLeg(t *testing.T, path string) bool {
 	t.Helper()
+	for _, legs := range studyLegs(t, path) {
+		for _, l := range legs {
+			if l.Class == string(runner.ClassFlagged) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// studyLegs are the legs of every study of the notebook at path, study by study.
+func studyLegs(t *testing.T, path string) [][]study.StoredLeg {
+	t.Helper()
 	nb, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -188,18 +189,15 @@ func anyFlaggedLeg(t *testing.T, path string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out [][]study.StoredLeg
 	for _, st := range sts {
 		legs, err := store.StudyRecorder{N: nb}.Legs(context.Background(), st.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, l := range legs {
-			if l.Class == string(runner.ClassFlagged) {
-				return true
-			}
-		}
+		out = append(out, legs)
 	}
-	return false
+	return out
 }
 
 // TestStudyRunOnHosts: `study run PLAN --on local,host-a` runs the fleet example's plan as a

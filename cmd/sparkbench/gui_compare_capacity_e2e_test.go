@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -10,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
-	"sparkbench/app"
 	"sparkbench/app/workbench"
 	"sparkbench/plots"
 	"sparkbench/runner/llamatest"
@@ -44,16 +41,7 @@ func TestWindowComparesTwoCapacityStudies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nb.Close()
-	var a fyne.App
-	ui.Locked(func() { a = test.NewApp() })
-	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
-	var wb *ui.Workbench
-	ui.Locked(func() {
-		wb = ui.NewWorkbench(a, ui.Deps{Doctor: func(context.Context, string) app.DoctorReport { return app.DoctorReport{} },
-			Studies: studyService{nb: nb, dataDir: filepath.Join(dir, "data")}, Notebook: notebookService{nb}, Compare: compareService{nb}})
-	})
-	defer ui.Locked(func() { wb.Window.Close() })
-	ui.Locked(func() { wb.ShowSection("compare") })
+	wb := openCompareWindow(t, nb, filepath.Join(dir, "data"))
 	cv := wb.Compare
 	waitFor(t, "the capacity studies offered", func() bool { return len(cv.Choose.Options) >= 2 })
 	ui.Locked(func() {

@@ -25,16 +25,7 @@ func checkFleetInTheWindow(t *testing.T, nbPath string) {
 		t.Fatal(err)
 	}
 	defer nb.Close()
-	var a fyne.App
-	ui.Locked(func() { a = test.NewApp() })
-	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
-	var wb *ui.Workbench
-	ui.Locked(func() {
-		wb = ui.NewWorkbench(a, ui.Deps{Doctor: func(context.Context, string) app.DoctorReport { return app.DoctorReport{} },
-			Studies: studyService{nb: nb, dataDir: filepath.Join(t.TempDir(), "data")}, Notebook: notebookService{nb}, Compare: compareService{nb}})
-	})
-	defer ui.Locked(func() { wb.Window.Close() })
-	ui.Locked(func() { wb.ShowSection("compare") })
+	wb := openCompareWindow(t, nb, filepath.Join(t.TempDir(), "data"))
 	cv := wb.Compare
 	var opt string
 	waitFor(t, "the fleet offered", func() bool { // waitFor holds the UI lock
@@ -66,4 +57,21 @@ func checkFleetInTheWindow(t *testing.T, nbPath string) {
 			t.Errorf("depth curves: %+v", r.Depth)
 		}
 	})
+}
+
+// openCompareWindow opens the window on the notebook's studies, in its Compare section; it is
+// closed when the test ends.
+func openCompareWindow(t *testing.T, nb *store.Notebook, dataDir string) *ui.Workbench {
+	t.Helper()
+	var a fyne.App
+	ui.Locked(func() { a = test.NewApp() })
+	t.Cleanup(func() { ui.Locked(func() { test.NewApp() }) })
+	var wb *ui.Workbench
+	ui.Locked(func() {
+		wb = ui.NewWorkbench(a, ui.Deps{Doctor: func(context.Context, string) app.DoctorReport { return app.DoctorReport{} },
+			Studies: studyService{nb: nb, dataDir: dataDir}, Notebook: notebookService{nb}, Compare: compareService{nb}})
+	})
+	t.Cleanup(func() { ui.Locked(func() { wb.Window.Close() }) })
+	ui.Locked(func() { wb.ShowSection("compare") })
+	return wb
 }
