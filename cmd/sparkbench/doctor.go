@@ -32,7 +32,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *host != "" {
-		return hostCheck("doctor --host", []string{"--hosts=" + *hosts, "--json=" + strconv.FormatBool(*asJSON), *host}, stdout, stderr)
+		return hostCheck("doctor --host", []string{"--hosts=" + *hosts, "--notebook=" + *notebook, "--json=" + strconv.FormatBool(*asJSON), *host}, stdout, stderr)
 	}
 	// A folder the user named must be usable: a typo is bad input, not a report.
 	if *llamaDir != "" {

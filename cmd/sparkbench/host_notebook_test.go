@@ -113,3 +113,29 @@ func TestHostNotebookBadInput(t *testing.T) {
 		t.Errorf("refused input was recorded: %q", out)
 	}
 }
+
+// doctor --host reads the hosts of the notebook --notebook names: a host recorded only there
+// is found (and its refused loopback connection reported), while the default notebook,
+// which lacks it, says the host is unknown.
+func TestDoctorHostReadsTheNamedNotebook(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv(envHosts, "")
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(tmp, "config"))
+	def, other := filepath.Join(tmp, "default.db"), filepath.Join(tmp, "other.db")
+	t.Setenv("SPARKBENCH_NOTEBOOK", def)
+	if code, out, errOut := runCLI("host", "add", "here", "--ssh", "nobody@127.0.0.1", "--llama-dir", "/opt/llama", "--notebook", def); code != 0 {
+		t.Fatalf("host add (default notebook): exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI("host", "add", "near", "--ssh", "nobody@127.0.0.1", "--llama-dir", "/opt/llama", "--notebook", other); code != 0 {
+		t.Fatalf("host add: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut := runCLI("doctor", "--host", "near")
+	if code != 2 || !strings.Contains(errOut, `unknown host "near"`) {
+		t.Fatalf("doctor --host near on the default notebook: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = runCLI("doctor", "--host", "near", "--notebook", other)
+	if code == 0 || strings.Contains(errOut, "unknown host") || !strings.Contains(errOut, "near") {
+		t.Fatalf("doctor --host near --notebook other: exit %d, %q", code, errOut)
+	}
+	t.Logf("doctor --host near --notebook other: exit %d, %s", code, errOut)
+}
