@@ -106,6 +106,7 @@ func (n *Notebook) PutHost(ctx context.Context, h Host) (string, error) {
 // RemoveHost records that the named host is no longer in the list (a row with removed = 1
 // and a host.recorded entry); ErrNoHost when the list does not have it.
 func (n *Notebook) RemoveHost(ctx context.Context, name string) error {
+	name = strings.TrimSpace(name) // as PutHost
 	err := n.write(ctx, func(tx *sql.Tx) error {
 		cur, ok, err := currentHost(tx, name)
 		if err != nil {

@@ -249,6 +249,12 @@ func (n *Notebook) Verify(ctx context.Context) (VerifyReport, error) {
 			return rep, err
 		}
 	}
+	if rep.Broken == nil {
+		var err error
+		if rep.Broken, err = n.checkHosts(ctx); err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,5 +83,41 @@ func TestMigration11Hosts(t *testing.T) {
 	}
 	if rep := must[VerifyReport](t)(n.Verify(ctx)); !rep.OK() {
 		t.Fatalf("does not verify: %v", rep.Broken)
+	}
+	checkHostTampering(t, n)
+}
+
+// checkHostTampering: a hosts row changed, forged or deleted outside the store (its triggers
+// dropped first) breaks the notebook's verification, naming what is wrong.
+func checkHostTampering(t *testing.T, _ *Notebook) {
+	t.Helper()
+	ctx := context.Background()
+	for _, c := range []struct{ sql, want string }{
+		{"UPDATE hosts SET ssh = 'evil@elsewhere' WHERE name = 'b'", "differs from its journal entry"},
+		{"INSERT INTO hosts (name, ssh, llama_dir, created_at, journal_seq) VALUES ('forged', 'x@y', '/l', '2026-01-01T00:00:00Z', 1)", "not its own host.recorded entry"},
+		{"DELETE FROM hosts WHERE name = 'a'", "without its hosts row"},
+	} {
+		n, err := Open(filepath.Join(t.TempDir(), "nb.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []Host{{Name: "a", SSH: "lab@a", LlamaDir: "/opt/llama"}, {Name: "b", SSH: "lab@b", LlamaDir: "/opt/llama", Labels: map[string]string{"gpu": "x"}}} {
+			if _, err := n.PutHost(ctx, h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if rep := must[VerifyReport](t)(n.Verify(ctx)); !rep.OK() {
+			t.Fatalf("before tampering: %v", rep.Broken)
+		}
+		for _, q := range []string{"DROP TRIGGER hosts_no_update", "DROP TRIGGER hosts_no_delete", c.sql} {
+			if _, err := n.wdb.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		rep := must[VerifyReport](t)(n.Verify(ctx))
+		if rep.OK() || !strings.Contains(rep.Broken.Reason, c.want) {
+			t.Errorf("%s: verify %+v, want %q", c.sql, rep.Broken, c.want)
+		}
+		n.Close()
 	}
 }

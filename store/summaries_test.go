@@ -51,6 +51,9 @@ func TestMigration10StudySummaries(t *testing.T) {
 	if _, err := n.wdb.Exec("UPDATE study_summaries SET payload = x'00'"); err == nil {
 		t.Error("a summary was updated")
 	}
+	if _, err := n.wdb.Exec("DELETE FROM study_summaries"); err == nil {
+		t.Error("a summary was deleted")
+	}
 	if rep := must[VerifyReport](t)(n.Verify(ctx)); !rep.OK() {
 		t.Fatalf("notebook with summaries does not verify: %v", rep.Broken)
 	}

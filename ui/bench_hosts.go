@@ -311,6 +311,15 @@ func (c *HostsCard) save(f *HostForm) {
 		c.done()
 		return
 	}
+	if !f.Name.Disabled() { // adding: a name in the list is changed with its Edit…, never replaced here
+		for _, r := range c.Rows {
+			if r.Host.Name == h.Name {
+				f.showError(fmt.Errorf("the list already has a host named %s: change it with its Edit… button, or choose another name", h.Name))
+				c.done()
+				return
+			}
+		}
+	}
 	f.Save.Disable()
 	go func() {
 		_, err := svc.PutHost(context.Background(), h)

@@ -130,8 +130,20 @@ func TestBenchHostsCardAddCheckRemove(t *testing.T) {
 		if got := c.Rows[0].Label.Text; got != want {
 			t.Errorf("row:\n got %q\nwant %q", got, want)
 		}
-		test.Tap(c.Rows[0].Check)
+		// Add… with a name already listed is refused in the dialog, never a silent replace.
+		c.OpenForm(nil)
+		f := c.Form
+		f.Name.SetText("spark")
+		f.SSH.SetText("other@box")
+		f.LlamaDir.SetText("/opt/llama")
+		test.Tap(f.Save)
+		if c.Form == nil || !f.Error.Visible() || !strings.Contains(f.Error.Text, "already has a host named spark") || f.SSH.Text != "other@box" {
+			t.Fatalf("adding a listed name: error %q, dialog open %v", f.Error.Text, c.Form != nil)
+		}
+		test.Tap(f.Cancel)
 	})
+	waitHosts(t, c) // the refusal was shown
+	Locked(func() { test.Tap(c.Rows[0].Check) })
 	waitHosts(t, c)
 	Locked(func() {
 		r := c.Rows[0]

@@ -32,7 +32,7 @@ type ChartView struct {
 	last   plots.Chart  // the chart last submitted (what the buttons export)
 	w, h   int          // the render size in pixels
 	theme  *plots.Theme // the window's colours (nil: the house style)
-	hold   atomic.Bool  // Hold: frames wait for ShowHeld
+	hold   bool         // Hold: frames wait for ShowHeld (under mu, with held)
 	held   *plots.Frame // the newest frame held
 }
 
@@ -48,12 +48,13 @@ func NewChartView(w, h int) *ChartView {
 	watchTheme(a)
 	c.theme = chartThemeOf(a)
 	c.r = plots.NewLiveRenderer(plots.LiveOptions{WidthPx: w, HeightPx: h, MinInterval: chartInterval, Theme: c.theme}, func(f plots.Frame) {
-		if c.hold.Load() { // shown with the run view's next text update (ShowHeld)
-			c.mu.Lock()
+		c.mu.Lock()
+		if c.hold { // shown with the run view's next text update (ShowHeld)
 			c.held = &f
 			c.mu.Unlock()
 			return
 		}
+		c.mu.Unlock()
 		onUI(func() {
 			if !c.closed.Load() {
 				c.show(f)
@@ -101,10 +102,22 @@ func (c *ChartView) Resize(w, h int) {
 // costs CPU, under a software renderer most of the window's). Hold(false) shows the frame
 // held, if any. UI goroutine.
 func (c *ChartView) Hold(on bool) {
-	c.hold.Store(on)
+	c.mu.Lock()
+	c.hold = on
+	c.mu.Unlock()
 	if !on {
 		c.ShowHeld()
 	}
+}
+
+// Clear shows nothing, with a note saying why (a comparison without charts).
+func (c *ChartView) Clear(note string) {
+	c.mu.Lock()
+	c.last, c.held = nil, nil
+	c.mu.Unlock()
+	c.Image.Image = image.NewRGBA(image.Rect(0, 0, 1, 1))
+	c.Image.Refresh()
+	c.Notes.SetText(note)
 }
 
 // ShowHeld shows the newest frame held, if there is one. UI goroutine.

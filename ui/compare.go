@@ -85,6 +85,7 @@ type CompareView struct {
 	ChartPick *widget.Select // which of the comparison's charts the Charts tab shows
 	FleetPick *widget.Select // a fleet run: its hosts' studies side by side
 	fleets    map[string]FleetChoice
+	fleetGen  int // the newest fleet listing asked for (UI goroutine)
 	Tabs      *container.AppTabs
 	Result    *Comparison
 	// Updated receives after each comparison or export has been shown (tests wait on it).
@@ -256,6 +257,9 @@ func (v *CompareView) Compare() {
 			if err != nil {
 				v.Result = nil
 				v.Status.SetText("not compared: " + err.Error())
+				v.ChartPick.Options = nil
+				v.ChartPick.ClearSelected()
+				v.Chart.Clear("no comparison: " + err.Error())
 			} else {
 				v.show(res)
 			}
@@ -290,6 +294,7 @@ func (v *CompareView) show(res *Comparison) {
 		v.ChartPick.SetSelected(names[0]) // shows it
 	} else {
 		v.ChartPick.Refresh()
+		v.Chart.Clear("this comparison has no charts")
 	}
 }
 
@@ -346,9 +351,14 @@ func (v *CompareView) loadFleets() {
 	if !ok {
 		return
 	}
+	v.fleetGen++
+	gen := v.fleetGen
 	go func() {
 		list, err := fl.Fleets(context.Background())
 		onUI(func() {
+			if gen != v.fleetGen { // a newer listing is on its way
+				return
+			}
 			v.fleets = map[string]FleetChoice{}
 			var opts []string
 			for _, f := range list {

@@ -163,6 +163,7 @@ func NewWorkbench(a fyne.App, deps Deps) *Workbench {
 			a.Preferences().SetFloat(prefHeight, float64(sz.Height))
 		}
 		wb.Studies.close()
+		wb.Compare.Chart.Close()
 	})
 	// Background work starts last, once every widget exists (Fyne's test driver runs fyne.Do
 	// inline, so a job started earlier could update widgets still being built).

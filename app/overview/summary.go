@@ -134,8 +134,9 @@ func (d *decoder) str() string {
 // count reads a length of items that each take at least one byte.
 func (d *decoder) count() int {
 	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.s)-d.off) {
+	if d.err != nil || n > uint64(len(d.s)-d.off) {
 		d.err = errSummary
+		return 0 // never a length to allocate: a damaged summary is passed over, not a panic
 	}
 	return int(n)
 }

@@ -230,3 +230,17 @@ func TestSummaryRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A payload whose counts claim more items than it has bytes is an error, never an allocation
+// of that size or a panic (the window would go down instead of reading the rows).
+func TestSummaryWithAHugeCountIsAnError(t *testing.T) {
+	for _, payload := range [][]byte{
+		{0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f},       // the string table's count
+		{0x00, 0x00, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, // the series count
+		{0x00, 0x00, 0x01, 0xff, 0xff, 0xff, 0x7f},                         // series and points
+	} {
+		if _, err := decodeSummary(payload, 1); err == nil {
+			t.Errorf("payload % x decoded", payload)
+		}
+	}
+}

@@ -96,6 +96,7 @@ func cmdImportBundles(nbFlag string, paths []string, stdout, stderr io.Writer) i
 		}
 		if !found { // else ImportBundle refuses it, and the run folder is the earlier import's
 			if err := im.placeRunDir(path); err != nil {
+				im.dropRunDir() // placed before the failure: an import that failed leaves nothing
 				fprintf(stderr, "sparkbench import: %s: run folder: %v; nothing was imported\n", p, err)
 				return 1
 			}

@@ -110,14 +110,17 @@ func capacityLeg(files receipt.Files, ci *receipt.CapacityIndex, plan *capacity.
 	}
 	origin, ok := run.PassOrigins[k.Pass]
 	rel := ci.Requests[key]
-	if !ok || rel == "" {
-		return l, nil // no clock origin recorded: the rows cannot be made again as they were
+	if !ok || rel == "" { // the origin recorded rows this bundle cannot make again
+		return l, fmt.Errorf("lifetime %s: the origin recorded %d request rows, but the bundle has no clock origin for pass %s or no requests file for it: its rows cannot be made again, so the study is not imported", key, f.RequestRows, k.Pass)
 	}
 	rf, err := capacity.ReadRequests(rel, files[rel])
 	if err != nil {
 		return l, err
 	}
-	cand, _ := plan.Candidate(k.Candidate)
+	cand, ok := plan.Candidate(k.Candidate)
+	if !ok {
+		return l, fmt.Errorf("lifetime %s: candidate %q is not in the bundle's plan", key, k.Candidate)
+	}
 	lr := capacity.LegRequests{Key: k, Arm: cand.Arm, Origin: origin, NPredict: plan.NPredict, Records: rf.Records}
 	for _, rec := range rf.Records {
 		r, err := store.CapacityRequest(lr, rec)

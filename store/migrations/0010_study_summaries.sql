@@ -18,3 +18,5 @@ CREATE TABLE study_summaries (
 
 CREATE TRIGGER study_summaries_no_update BEFORE UPDATE ON study_summaries
   BEGIN SELECT RAISE(ABORT, 'study summaries are insert-only: a new version is a new row'); END;
+CREATE TRIGGER study_summaries_no_delete BEFORE DELETE ON study_summaries
+  BEGIN SELECT RAISE(ABORT, 'study summaries are insert-only: a new version is a new row'); END;
