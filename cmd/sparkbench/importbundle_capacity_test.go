@@ -296,18 +296,7 @@ func TestImportSampledCapacityBundle(t *testing.T) {
 	capacityTag(t)
 	dir := t.TempDir()
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
-	plan := smallCapacityPlan(t, dir, "capacity energy import")
-	var m map[string]any
-	b, _ := os.ReadFile(plan)
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["telemetry"] = map[string]any{"interval_ms": 20}
-	m["passes"] = []string{"forward", "reverse"}
-	b, _ = json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(plan, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	plan := sampledCapacityPlan(t, dir, "capacity energy import")
 	nbA := filepath.Join(dir, "origin.db")
 	if code, stdout, stderr := runCapacity("register", plan, "--notebook", nbA); code != 0 {
 		t.Fatalf("register: exit %d\n%s%s", code, stdout, stderr)

@@ -28,18 +28,7 @@ func TestCapacityEnergyReceiptWithFakeSampler(t *testing.T) {
 	capacityTag(t)
 	dir := t.TempDir()
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
-	plan := smallCapacityPlan(t, dir, "capacity energy")
-	var m map[string]any
-	b, _ := os.ReadFile(plan)
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["telemetry"] = map[string]any{"interval_ms": 20}
-	m["passes"] = []string{"forward", "reverse"}
-	b, _ = json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(plan, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	plan := sampledCapacityPlan(t, dir, "capacity energy")
 	nbPath := filepath.Join(dir, "notebook.db")
 	if code, stdout, stderr := runCapacity("register", plan, "--notebook", nbPath); code != 0 {
 		t.Fatalf("register: exit %d\n%s%s", code, stdout, stderr)
@@ -211,4 +200,22 @@ func checkSamplersJournaled(t *testing.T, nb *store.Notebook, id int64, kind str
 		return
 	}
 	t.Errorf("no %s entry in the journal", kind)
+}
+
+// sampledCapacityPlan is smallCapacityPlan with a telemetry block (20 ms) and both passes.
+func sampledCapacityPlan(t *testing.T, dir, name string) string {
+	t.Helper()
+	plan := smallCapacityPlan(t, dir, name)
+	var m map[string]any
+	b, _ := os.ReadFile(plan)
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["telemetry"] = map[string]any{"interval_ms": 20}
+	m["passes"] = []string{"forward", "reverse"}
+	b, _ = json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(plan, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
