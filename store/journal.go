@@ -118,6 +118,12 @@ func (n *Notebook) appendJournalTx(tx *sql.Tx, kind string, studyID int64, entry
 	return JournalEntry{Seq: seq, Kind: kind, StudyID: studyID, At: mustParseTime(at), Payload: payload, PrevHash: prev, Hash: hash}, nil
 }
 
+// JournalOfKind lists every entry of one kind, in seq order (one query, whatever the
+// number of studies).
+func (n *Notebook) JournalOfKind(ctx context.Context, kind string) ([]JournalEntry, error) {
+	return n.queryEntries(ctx, "SELECT seq, kind, COALESCE(study_id, 0), at, payload, prev_hash, hash FROM journal WHERE kind = ? ORDER BY seq", kind)
+}
+
 // Journal lists entries after seq afterSeq (0: from the start), at most limit (0: all),
 // optionally only one study's (studyID 0: all).
 func (n *Notebook) Journal(ctx context.Context, studyID, afterSeq int64, limit int) ([]JournalEntry, error) {
@@ -131,6 +137,12 @@ func (n *Notebook) Journal(ctx context.Context, studyID, afterSeq int64, limit i
 	if limit > 0 {
 		q += " LIMIT " + strconv.Itoa(limit)
 	}
+	return n.queryEntries(ctx, q, args...)
+}
+
+// queryEntries reads the journal entries a query selects (seq, kind, study, at, payload,
+// prev_hash, hash).
+func (n *Notebook) queryEntries(ctx context.Context, q string, args ...any) ([]JournalEntry, error) {
 	rows, err := n.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err

@@ -33,33 +33,34 @@ func List(ctx context.Context, nb *store.Notebook) ([]Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
+	byStudy := map[int64]store.StudySummary{}
+	for _, st := range sts {
+		byStudy[st.ID] = st
+	}
+	entries, err := nb.JournalOfKind(ctx, NoteKind) // one query, not every study's journal
+	if err != nil {
+		return nil, err
+	}
 	byID := map[string]*Fleet{}
 	var order []string
-	for _, st := range sts {
-		if st.Kind != store.StudyThroughput {
-			continue
+	member := map[int64]bool{}
+	for _, e := range entries {
+		st, ok := byStudy[e.StudyID]
+		if !ok || st.Kind != store.StudyThroughput || member[st.ID] {
+			continue // a study's first study.fleet entry makes it a member
 		}
-		entries, err := nb.Journal(ctx, st.ID, 0, 0)
-		if err != nil {
-			return nil, err
+		var n fleetNote
+		if err := json.Unmarshal(e.Payload, &n); err != nil || n.Fleet == "" {
+			return nil, fmt.Errorf("study %d: its %s entry (seq %d) does not read as a fleet member: %v", st.ID, NoteKind, e.Seq, err)
 		}
-		for _, e := range entries {
-			if e.Kind != NoteKind {
-				continue
-			}
-			var n fleetNote
-			if err := json.Unmarshal(e.Payload, &n); err != nil || n.Fleet == "" {
-				return nil, fmt.Errorf("study %d: its %s entry (seq %d) does not read as a fleet member: %v", st.ID, NoteKind, e.Seq, err)
-			}
-			f := byID[n.Fleet]
-			if f == nil {
-				f = &Fleet{ID: n.Fleet, Hosts: n.Hosts, PlanSHA: n.Base}
-				byID[n.Fleet] = f
-				order = append(order, n.Fleet)
-			}
-			f.Members = append(f.Members, Member{Host: n.Host, StudyID: st.ID, Status: st.Status})
-			break
+		member[st.ID] = true
+		f := byID[n.Fleet]
+		if f == nil {
+			f = &Fleet{ID: n.Fleet, Hosts: n.Hosts, PlanSHA: n.Base}
+			byID[n.Fleet] = f
+			order = append(order, n.Fleet)
 		}
+		f.Members = append(f.Members, Member{Host: n.Host, StudyID: st.ID, Status: st.Status})
 	}
 	out := make([]Fleet, 0, len(order))
 	for _, id := range order {

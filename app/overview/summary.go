@@ -84,24 +84,16 @@ type decoder struct {
 	err error
 }
 
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 {
-		d.err = errSummary
-		return 0
-	}
-	d.off += n
-	return v
-}
+func (d *decoder) uvarint() uint64 { return read(d, binary.Uvarint) }
 
-func (d *decoder) varint() int64 {
+func (d *decoder) varint() int64 { return read(d, binary.Varint) }
+
+// read decodes one varint with f; a bad one sets d.err.
+func read[T uint64 | int64](d *decoder, f func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b[d.off:])
+	v, n := f(d.b[d.off:])
 	if n <= 0 {
 		d.err = errSummary
 		return 0
