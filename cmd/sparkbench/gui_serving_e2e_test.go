@@ -43,7 +43,7 @@ func TestWindowShowsAServingStudy(t *testing.T) {
 	}
 	doc["passes"] = []string{"forward"}
 	doc["serving"] = map[string]any{"arrival": map[string]any{"process": "poisson", "seed": 3}, "rates": []float64{4, 8},
-		"search": map[string]any{"lo": 4, "hi": 64, "tolerance": 0.5, "max_probes": 3}, "requests": 8, "warmups": 1,
+		"search": map[string]any{"lo": 4, "hi": 64, "tolerance": 0.5, "max_probes": 3}, "requests": 8, "warmups": 1, "schedule_slack_ms": 100, // the client runs in the race-enabled test binary on a loaded 2-core machine (as TestServingPoissonExampleEndToEnd)
 		"slo": map[string]any{"ttft_ms": 60000, "tpot_ms": 60000}}
 	b, _ = json.MarshalIndent(doc, "", "  ")
 	if err := os.WriteFile(plan, b, 0o644); err != nil {
