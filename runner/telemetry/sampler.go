@@ -98,15 +98,18 @@ func (s *Sampler) loop(ctx context.Context, src Source) {
 // read takes one sample; false when the source is gone.
 func (s *Sampler) read(ctx context.Context, src Source) bool {
 	pts, err := src.Read(ctx)
-	at := s.now()
-	smp := Sample{Source: src.Name(), T: at.Sub(s.start), At: at, Points: pts}
-	if err != nil {
-		smp.Err = err.Error()
-	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return false
+	}
+	// The time is taken under the lock, so samples from several sources are kept in the
+	// order of their times (two sources finishing a read together could otherwise append
+	// the later time first).
+	at := s.now()
+	smp := Sample{Source: src.Name(), T: at.Sub(s.start), At: at, Points: pts}
+	if err != nil {
+		smp.Err = err.Error()
 	}
 	kept := len(s.samples) < maxSamples
 	if kept {
