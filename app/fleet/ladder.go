@@ -34,6 +34,12 @@ func (s memberSource) ThroughputStudies(ctx context.Context) ([]overview.StudyRe
 
 type ladderKey struct{ arch, quant, backend string }
 
+// LadderByHost is the constants ladder by host of the members (`fleet show --json`; the fleet
+// receipt's ladder of its complete members).
+func LadderByHost(ctx context.Context, nb *store.Notebook, ms []Member) (workbench.FleetLadder, error) {
+	return ladderOf(ctx, nb, ms)
+}
+
 // ladderOf is the constants ladder by host: for each group (architecture, quant, backend) that
 // any compared host has, each host's constant from its own study's rows, or why it has none
 // there (no bandwidth figure, not measured on that host).

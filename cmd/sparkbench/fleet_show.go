@@ -83,7 +83,12 @@ func cmdFleetRead(verb string, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *asJSON {
-		return printJSON(stdout, stderr, name, map[string]any{"fleet": f, "cells": rows})
+		ladder, err := fleet.LadderByHost(ctx, nb, f.Complete())
+		if err != nil {
+			fprintf(stderr, "sparkbench fleet show: %v\n", err)
+			return 1
+		}
+		return printJSON(stdout, stderr, name, map[string]any{"fleet": f, "cells": rows, "ladder": ladder})
 	}
 	fprintf(stdout, "%s\n", fleetLine(f))
 	fleet.WriteTable(stdout, f.Members, rows)
