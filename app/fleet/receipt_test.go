@@ -299,22 +299,36 @@ func checkReceiptFiles(t *testing.T, nb *store.Notebook, f Fleet, r *workbench.F
 	}
 }
 
-// TestFleetReceiptRefusesFewerThanTwoComplete: with one complete member the receipt is
-// refused with the count, and nothing is written.
-func TestFleetReceiptRefusesFewerThanTwoComplete(t *testing.T) {
+// TestFleetReceiptLeavesOutIncompleteMembers: an incomplete member is listed, not compared
+// (two hosts side by side); with one complete member the receipt is refused with the count,
+// and nothing is written.
+func TestFleetReceiptLeavesOutIncompleteMembers(t *testing.T) {
 	ctx := context.Background()
 	nb, f := fleetNotebook(t)
-	for _, id := range []int64{2, 3} {
+	setIncomplete := func(id int64) Fleet {
+		t.Helper()
 		if err := nb.SetStudyStatus(ctx, id, string(study.StatusIncomplete)); err != nil {
 			t.Fatal(err)
 		}
+		f, err := Find(ctx, nb, f.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
 	}
-	f, err := Find(ctx, nb, f.ID)
+	r, err := ReceiptOf(ctx, nb, setIncomplete(3))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(r.Hosts) != 3 || r.Hosts[2].Compared || len(r.Cells) != 4 || len(r.Cells[0].Values) != 2 || len(r.Ladder.Rows[0].Hosts) != 2 ||
+		len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "host-b (study 3) is incomplete") {
+		t.Fatalf("host-b incomplete: hosts %+v, %d cells, notes %q", r.Hosts, len(r.Cells), r.Notes)
+	}
+	if md := workbench.FleetMarkdown(r); !strings.Contains(md, "| host-b | 3 unit @ host-b | incomplete (not compared) |") {
+		t.Errorf("fleet.md does not list host-b as not compared:\n%s", md)
+	}
 	out := filepath.Join(t.TempDir(), "r")
-	_, _, err = ExportReceipt(ctx, nb, f, out)
+	_, _, err = ExportReceipt(ctx, nb, setIncomplete(2), out)
 	var few *TooFewError
 	if !errors.As(err, &few) || few.Complete != 1 || few.Total != 3 || !strings.Contains(err.Error(), "1 complete member(s) of 3") {
 		t.Fatalf("one complete member: %v", err)

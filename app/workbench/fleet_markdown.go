@@ -3,6 +3,8 @@ package workbench
 import (
 	"fmt"
 	"strings"
+
+	"sparkbench/plots"
 )
 
 // FleetMarkdown is the fleet receipt's text, made from fleet.json alone: the fleet, its hosts
@@ -54,7 +56,10 @@ func writeFleetHosts(b *strings.Builder, r *FleetReceipt) {
 			build = fmt.Sprintf("%s (commit `%s`)", build, h.Commit)
 		}
 		bw := "none: no bandwidth figure"
-		if h.BandwidthGBs != nil {
+		switch {
+		case !h.Compared:
+			bw = "—"
+		case h.BandwidthGBs != nil:
 			bw = fmt.Sprintf("%g GB/s (%s)", *h.BandwidthGBs, h.Bandwidth)
 		}
 		status := h.Status
@@ -74,7 +79,11 @@ func orNotRecorded(s string) string {
 }
 
 func writeFleetCells(b *strings.Builder, r *FleetReceipt) {
-	fmt.Fprintf(b, "\n## The same cell on every host\n\nt/s: the mean ± its %s half-width over the repetitions (one repetition: ± its SD).\n\n", r.Interval)
+	iv := string(r.Interval)
+	if r.Interval == plots.IntervalCI95 {
+		iv = "95% t-interval"
+	}
+	fmt.Fprintf(b, "\n## The same cell on every host\n\nt/s: the mean ± the half-width of its %s over the repetitions (one repetition: ± its SD).\n\n", iv)
 	if len(r.Cells) == 0 {
 		b.WriteString("No result cell on the compared hosts.\n")
 		return
