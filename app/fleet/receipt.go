@@ -56,7 +56,7 @@ func ReceiptOf(ctx context.Context, nb *store.Notebook, f Fleet) (*workbench.Fle
 		}
 	}
 	r.Cells = cellsOf(ms, reports)
-	r.Figures = figuresOf(ms, r.Cells, r.Hosts)
+	r.Figures = workbench.FleetFigures(r.Cells, r.Hosts)
 	ladder, err := ladderOf(ctx, nb, ms)
 	if err != nil {
 		return nil, err
@@ -190,72 +190,4 @@ func cellsOf(ms []Member, reports map[string]*study.Report) []workbench.FleetCel
 		return a.Config < b.Config
 	})
 	return cells
-}
-
-// figuresOf is one depth chart per figure (a test of one model and configuration), with one
-// series per compared host, in the cells' order.
-func figuresOf(ms []Member, cells []workbench.FleetCell, hosts []workbench.FleetHost) []workbench.FleetFigure {
-	var figs []workbench.FleetFigure
-	idx := map[string]int{}
-	names := make([]string, len(ms))
-	for i, m := range ms {
-		names[i] = m.Host
-	}
-	meta := plots.Meta{Build: commonBuild(hosts), Machine: fmt.Sprintf("%d hosts: %s", len(ms), strings.Join(names, ", "))}
-	for _, c := range cells {
-		k := c.Model + "|" + c.Test + "|" + c.Config
-		i, ok := idx[k]
-		if !ok {
-			i = len(figs)
-			idx[k] = i
-			mt := meta
-			mt.Model = c.Model
-			if c.Config != "" {
-				mt.Model += " (" + c.Config + ")"
-			}
-			ch := plots.DepthChart{Meta: mt, Metric: c.Test, Interval: plots.IntervalCI95}
-			for _, n := range names {
-				ch.Series = append(ch.Series, plots.DepthSeries{Label: n, Points: []plots.DepthPoint{}})
-			}
-			figs = append(figs, workbench.FleetFigure{File: workbench.FleetChartFile(i), Model: c.Model, Test: c.Test, Config: c.Config, Chart: ch})
-		}
-		for j, v := range c.Values {
-			if v.Present {
-				s := &figs[i].Chart.Series[j]
-				s.Points = append(s.Points, plots.DepthPoint{Depth: int(c.Depth), Mean: v.Mean, SD: v.SD, N: v.Reps})
-			}
-		}
-	}
-	for i := range figs { // a host without a cell of the figure has no series in its chart
-		var kept []plots.DepthSeries
-		for _, s := range figs[i].Chart.Series {
-			if len(s.Points) > 0 {
-				kept = append(kept, s)
-			}
-		}
-		figs[i].Chart.Series = kept
-	}
-	return figs
-}
-
-// commonBuild is the compared hosts' llama.cpp version line when they share one, else says
-// the builds differ.
-func commonBuild(hosts []workbench.FleetHost) string {
-	seen := map[string]bool{}
-	var first string
-	for _, h := range hosts {
-		if h.Compared && h.LlamaCpp != "" {
-			if len(seen) == 0 {
-				first = h.LlamaCpp
-			}
-			seen[h.LlamaCpp] = true
-		}
-	}
-	switch len(seen) {
-	case 0:
-		return ""
-	case 1:
-		return first
-	}
-	return fmt.Sprintf("%d llama.cpp builds (see the hosts table)", len(seen))
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"sparkbench/app/canon"
+	"sparkbench/app/receipt"
 	"sparkbench/app/study"
 	"sparkbench/app/workbench"
 	"sparkbench/runner/benchfmt"
@@ -335,5 +337,48 @@ func TestFleetReceiptLeavesOutIncompleteMembers(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("something was written: %v", err)
+	}
+}
+
+// TestFleetReceiptHoldsItsFiguresToEachOther: a number edited in fleet.json alone, with
+// SHA256SUMS re-made, is refused by verify naming what no longer holds (a mean whose ratio
+// was not changed with it, a ladder member's efficiency).
+func TestFleetReceiptHoldsItsFiguresToEachOther(t *testing.T) {
+	ctx := context.Background()
+	nb, f := fleetNotebook(t)
+	for _, c := range []struct {
+		edit func(r *workbench.FleetReceipt)
+		want string
+	}{
+		{func(r *workbench.FleetReceipt) { r.Cells[2].Values[1].Mean = 81 }, "ratio 0.8 is not its mean ÷ the baseline's"},
+		{func(r *workbench.FleetReceipt) {
+			r.Cells[2].Values[1].Mean = 81
+			x := 0.81
+			r.Cells[2].Values[1].Ratio = &x
+		}, "the figures are not the charts of the cells"},
+		{func(r *workbench.FleetReceipt) { r.Ladder.Rows[0].Hosts[0].Constant.Members[0].Efficiency = 0.6 }, "efficiency 0.6 is not"},
+		{func(r *workbench.FleetReceipt) { r.Ladder.Rows[0].Hosts[1].Constant.Mean = 0.5 }, "are not its members'"},
+	} {
+		r, err := ReceiptOf(ctx, nb, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := workbench.FleetFiles(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.edit(r)
+		if files[workbench.FileFleet], err = canon.Marshal(r); err != nil {
+			t.Fatal(err)
+		}
+		files[receipt.FileSums] = receipt.Sums(files)
+		rep := workbench.VerifyFleet(files)
+		found := false
+		for _, p := range rep.Problems {
+			found = found || p.File == workbench.FileFleet && strings.Contains(p.What, c.want)
+		}
+		if !found {
+			t.Errorf("want a problem with %s: %q; got %v", workbench.FileFleet, c.want, rep.Problems)
+		}
 	}
 }

@@ -16,9 +16,9 @@ import (
 // each host's study and fingerprint summary, the same cell of every host side by side with
 // each host ÷ the first host, one depth chart per figure with one series per host, the
 // constants ladder by host, and each member's journal anchors), fleet.md and the charts made
-// from it alone, and SHA256SUMS. Verifying it re-makes fleet.md and every chart from
-// fleet.json and compares them byte for byte. app/fleet gathers the FleetReceipt from the
-// notebook.
+// from it alone, and SHA256SUMS. Verifying it holds fleet.json's figures to each other
+// (checkFleet), re-makes fleet.md and every chart from it and compares them byte for byte.
+// app/fleet gathers the FleetReceipt from the notebook.
 
 // FleetReceiptSchema names fleet.json.
 const FleetReceiptSchema = "sparkbench.fleet-receipt/v1"
@@ -156,6 +156,9 @@ func deriveFleet(files receipt.Files) error {
 	}
 	if r.Schema != FleetReceiptSchema {
 		return fmt.Errorf("%s: schema %q, want %q", FileFleet, r.Schema, FleetReceiptSchema)
+	}
+	if err := checkFleet(&r); err != nil {
+		return fmt.Errorf("%s: %v", FileFleet, err)
 	}
 	for i, f := range r.Figures {
 		if want := FleetChartFile(i); f.File != want {
