@@ -57,6 +57,8 @@ func VerifyBundle(ctx context.Context, req VerifyRequest) (*Verification, error)
 	var rep *receipt.VerifyReport
 	if IsComparisonBundle(files) {
 		rep = VerifyComparison(files) // a comparison's receipt (compare_bundle.go)
+	} else if IsFleetBundle(files) {
+		rep = VerifyFleet(files) // a fleet's receipt (fleet_bundle.go)
 	} else if IsOverviewBundle(files) {
 		rep = VerifyOverview(files) // the notebook's overview receipt (overview_bundle.go)
 	} else {

@@ -15,16 +15,19 @@ import (
 
 // `sparkbench fleet list|show|receipt`: the fleets the notebook holds (from their members'
 // study.fleet entries), one fleet's members and the same cell of every host side by side, and
-// its receipt: the comparison receipt of its complete members (the first host's study the
-// baseline), which `sparkbench verify` re-makes byte for byte.
+// its receipt: the fleet receipt (sparkbench.fleet-receipt/v1: the hosts, the same cell on
+// every host with each host ÷ the first, one chart per figure, the constants ladder by host),
+// or with --comparison the comparison receipt of its complete members (the first host's study
+// the baseline); `sparkbench verify` re-makes either byte for byte.
 
-const fleetReadUsage = "fleet list [--json] [--notebook P] | fleet show FLEET [--json] [--notebook P] | fleet receipt FLEET --out DIR|FILE.tar.gz [--notebook P]"
+const fleetReadUsage = "fleet list [--json] [--notebook P] | fleet show FLEET [--json] [--notebook P] | fleet receipt FLEET --out DIR|FILE.tar.gz [--comparison] [--notebook P]"
 
 func cmdFleetRead(verb string, args []string, stdout, stderr io.Writer) int {
 	name := "fleet " + verb
 	fs := newFlagSet(name, stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	out := fs.String("out", "", "the receipt's folder or .tar.gz (fleet receipt)")
+	comparison := fs.Bool("comparison", false, "fleet receipt: write the comparison receipt of the complete members (study compare's) instead of the fleet receipt")
 	nbFlag := fs.String("notebook", "", "notebook file (default: $SPARKBENCH_NOTEBOOK, then the user's data folder)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -72,7 +75,7 @@ func cmdFleetRead(verb string, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if verb == "receipt" {
-		return fleetReceipt(ctx, nb, f, *out, stdout, stderr)
+		return fleetReceipt(ctx, nb, f, *out, *comparison, stdout, stderr)
 	}
 	rows, err := fleet.Compare(ctx, nb, f.Members)
 	if err != nil {
@@ -80,7 +83,12 @@ func cmdFleetRead(verb string, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *asJSON {
-		return printJSON(stdout, stderr, name, map[string]any{"fleet": f, "cells": rows})
+		ladder, err := fleet.LadderByHost(ctx, nb, f.Complete())
+		if err != nil {
+			fprintf(stderr, "sparkbench fleet show: %v\n", err)
+			return 1
+		}
+		return printJSON(stdout, stderr, name, map[string]any{"fleet": f, "cells": rows, "ladder": ladder})
 	}
 	fprintf(stdout, "%s\n", fleetLine(f))
 	fleet.WriteTable(stdout, f.Members, rows)
@@ -96,12 +104,33 @@ func fleetLine(f fleet.Fleet) string {
 	return fmt.Sprintf("fleet %q: %s", f.ID, strings.Join(parts, " · "))
 }
 
-func fleetReceipt(ctx context.Context, nb *store.Notebook, f fleet.Fleet, out string, stdout, stderr io.Writer) int {
+func fleetReceipt(ctx context.Context, nb *store.Notebook, f fleet.Fleet, out string, comparison bool, stdout, stderr io.Writer) int {
 	ms := f.Complete()
 	if len(ms) < 2 {
-		fprintf(stderr, "sparkbench fleet receipt: fleet %q has %d complete member(s) of %d; a fleet receipt compares two or more (run the others again: sparkbench study run ID)\n", f.ID, len(ms), len(f.Members))
+		fprintf(stderr, "sparkbench fleet receipt: %v\n", &fleet.TooFewError{Fleet: f.ID, Complete: len(ms), Total: len(f.Members)})
 		return 2
 	}
+	if comparison {
+		return fleetComparison(ctx, nb, f, ms, out, stdout, stderr)
+	}
+	r, files, err := fleet.ExportReceipt(ctx, nb, f, out)
+	var re *workbench.RequestError
+	switch {
+	case errors.As(err, &re):
+		fprintf(stderr, "sparkbench fleet receipt: %v\n", err)
+		return 2
+	case err != nil:
+		fprintf(stderr, "sparkbench fleet receipt: %v\n", err)
+		return 1
+	}
+	fprintf(stdout, "wrote %s: fleet %q, %d hosts side by side against %s, %d cells, %d charts, %d ladder groups (%d files); check it anywhere with `sparkbench verify %s`\n",
+		out, f.ID, len(ms), r.Baseline, len(r.Cells), len(r.Figures), len(r.Ladder.Rows), len(files), out)
+	return 0
+}
+
+// fleetComparison writes the comparison receipt of the complete members (`--comparison`):
+// the first host's study the baseline, each other compared with it as `study compare` does.
+func fleetComparison(ctx context.Context, nb *store.Notebook, f fleet.Fleet, ms []fleet.Member, out string, stdout, stderr io.Writer) int {
 	ids := make([]int64, len(ms))
 	for i, m := range ms {
 		ids[i] = m.StudyID

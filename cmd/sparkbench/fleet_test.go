@@ -1,8 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/runner"
 	"sparkbench/runner/llamatest"
 	"sparkbench/runner/remote/sshdtest"
@@ -63,8 +65,9 @@ func TestFleetRunOnTwoHostsAndLocal(t *testing.T) {
 }
 
 // checkFleetReadVerbs: fleet list names the fleet with its three members, fleet show prints
-// the same side-by-side table fleet run printed, and fleet receipt writes the comparison of
-// the three hosts, which verify accepts and refuses once a file is edited.
+// the same side-by-side table fleet run printed, fleet receipt writes the fleet receipt
+// (checkFleetReceipt) and, with --comparison, the comparison of the three hosts, which verify
+// accepts.
 func checkFleetReadVerbs(t *testing.T, nb, runOut string) {
 	t.Helper()
 	code, out, errOut := runCLI("fleet", "list", "--notebook", nb)
@@ -85,26 +88,73 @@ func checkFleetReadVerbs(t *testing.T, nb, runOut string) {
 	if code != 0 || !strings.Contains(show, strings.TrimSpace(table)) {
 		t.Fatalf("fleet show: exit %d; want the table fleet run printed:\n%s\ngot:\n%s%s", code, table, show, errOut)
 	}
+	if code, js, errOut := runCLI("fleet", "show", "tiny fleet", "--json", "--notebook", nb); code != 0 || !strings.Contains(js, `"ladder"`) || strings.Count(js, "no bandwidth figure") != 3 {
+		t.Errorf("fleet show --json: exit %d, want the ladder by host (three hosts without a bandwidth figure)\n%s%s", code, js, errOut)
+	}
 	if code, _, errOut := runCLI("fleet", "show", "no such fleet", "--notebook", nb); code != 2 || !strings.Contains(errOut, `its fleets: "tiny fleet `) {
 		t.Errorf("an unknown fleet: exit %d, %s", code, errOut)
 	}
 	dir := filepath.Join(t.TempDir(), "fleet-receipt")
-	if code, out, errOut := runCLI("fleet", "receipt", "tiny fleet", "--out", dir, "--notebook", nb); code != 0 || !strings.Contains(out, "3 hosts compared with local") {
+	if code, out, errOut := runCLI("fleet", "receipt", "tiny fleet", "--out", dir, "--notebook", nb); code != 0 || !strings.Contains(out, "3 hosts side by side against local, 4 cells, 2 charts") {
 		t.Fatalf("fleet receipt: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, out, errOut := runCLI("verify", dir); code != 0 {
+	checkFleetReceipt(t, dir)
+	cmp := filepath.Join(t.TempDir(), "fleet-comparison")
+	if code, out, errOut := runCLI("fleet", "receipt", "tiny fleet", "--comparison", "--out", cmp, "--notebook", nb); code != 0 || !strings.Contains(out, "3 hosts compared with local") {
+		t.Fatalf("fleet receipt --comparison: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI("verify", cmp); code != 0 {
+		t.Fatalf("verify the fleet's comparison receipt: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// checkFleetReceipt: the fleet receipt has the three hosts with their fingerprints, every cell
+// on every host with a ratio to local, one chart per figure (pp32 and tg32 of tiny), the ladder
+// by host saying that no host has a bandwidth figure (the plan enters none); verify accepts it
+// and refuses it once fleet.md is edited.
+func checkFleetReceipt(t *testing.T, dir string) {
+	t.Helper()
+	if code, out, errOut := runCLI("verify", dir); code != 0 || !strings.Contains(out, "fleet bundle") {
 		t.Fatalf("verify the fleet receipt: exit %d\n%s%s", code, out, errOut)
 	}
-	md, err := os.ReadFile(filepath.Join(dir, "comparison.md"))
+	data, err := os.ReadFile(filepath.Join(dir, workbench.FileFleet))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range []string{"@ local", "@ host-a", "@ host-b"} {
-		if !bytes.Contains(md, []byte(h)) {
-			t.Errorf("the fleet receipt does not name %q", h)
+	var r workbench.FleetReceipt
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range r.Hosts {
+		if h.Host != []string{"local", "host-a", "host-b"}[i] || !h.Compared || h.CPU == "" || h.LlamaCpp == "" || h.Last.Hash == "" {
+			t.Errorf("host %d: %+v", i, h)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "comparison.md"), append(md, '\n'), 0o644); err != nil {
+	for _, c := range r.Cells {
+		for i, v := range c.Values {
+			if !v.Present || v.Mean <= 0 || (i > 0) != (v.Ratio != nil) || v.Ratio != nil && math.Abs(*v.Ratio-v.Mean/c.Values[0].Mean) > 1e-9 {
+				t.Errorf("cell %s d%d on %s: %+v", c.Test, c.Depth, v.Host, v)
+			}
+		}
+	}
+	if len(r.Cells) != 4 || len(r.Figures) != 2 || len(r.Ladder.Rows) != 1 {
+		t.Fatalf("%d cells, %d figures, %d ladder rows; want 4, 2, 1", len(r.Cells), len(r.Figures), len(r.Ladder.Rows))
+	}
+	for _, h := range r.Ladder.Rows[0].Hosts {
+		if h.Constant != nil || !strings.Contains(h.Missing, "no bandwidth figure") {
+			t.Errorf("ladder on %s: %+v", h.Host, h)
+		}
+	}
+	for _, f := range []string{"plots/fleet-01.png", "plots/fleet-02.png"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, workbench.FileFleetMD))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, workbench.FileFleetMD), append(md, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, _ := runCLI("verify", dir); code == 0 {
