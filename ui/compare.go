@@ -84,10 +84,15 @@ type CompareView struct {
 	Chart     *ChartView
 	ChartPick *widget.Select // which of the comparison's charts the Charts tab shows
 	FleetPick *widget.Select // a fleet run: its hosts' studies side by side
-	fleets    map[string]FleetChoice
-	fleetGen  int // the newest fleet listing asked for (UI goroutine)
-	Tabs      *container.AppTabs
-	Result    *Comparison
+	// FleetExportBt writes the picked fleet's receipt; FleetHosts (the Hosts tab) shows its
+	// hosts and constants ladder by host (compare_fleet.go).
+	FleetExportBt *widget.Button
+	FleetHosts    *widget.Label
+	fleet         string // the fleet last picked
+	fleets        map[string]FleetChoice
+	fleetGen      int // the newest fleet listing asked for (UI goroutine)
+	Tabs          *container.AppTabs
+	Result        *Comparison
 	// Updated receives after each comparison or export has been shown (tests wait on it).
 	Updated chan struct{}
 
@@ -131,6 +136,7 @@ func newCompareView(win fyne.Window, svc CompareService) *CompareView {
 	for i, w := range compareWidths {
 		v.Table.SetColumnWidth(i, w)
 	}
+	v.newFleetWidgets()
 	v.Chart = NewChartView(760, 420)
 	v.ChartPick = widget.NewSelect(nil, v.showChart)
 	v.ChartPick.PlaceHolder = "no comparison yet"
@@ -138,6 +144,7 @@ func newCompareView(win fyne.Window, svc CompareService) *CompareView {
 		container.NewTabItem("Shared cells", v.Table),
 		container.NewTabItem("Charts", container.NewBorder(container.NewHBox(widget.NewLabel("Chart"), v.ChartPick), nil, nil, nil, v.Chart.Object)),
 		container.NewTabItem("Verdicts", container.NewVScroll(v.Verdicts)),
+		container.NewTabItem("Fleet hosts", container.NewScroll(v.FleetHosts)),
 	)
 	if svc == nil {
 		v.Status.SetText("comparisons are unavailable: the notebook is not open (see the Bench section)")
@@ -147,7 +154,7 @@ func newCompareView(win fyne.Window, svc CompareService) *CompareView {
 	v.FleetPick.PlaceHolder = "no fleet runs"
 	left := container.NewBorder(container.NewVBox(heading("Studies to compare"),
 		container.NewBorder(nil, nil, widget.NewLabel("Fleet"), nil, v.FleetPick)), nil, nil, nil, container.NewVScroll(v.Choose))
-	right := container.NewBorder(container.NewVBox(container.NewHBox(v.CompareBt, v.ExportBt), v.Status), nil, nil, nil, v.Tabs)
+	right := container.NewBorder(container.NewVBox(container.NewHBox(v.CompareBt, v.ExportBt, v.FleetExportBt), v.Status), nil, nil, nil, v.Tabs)
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.24
 	v.Object = split
@@ -387,6 +394,7 @@ func (v *CompareView) pickFleet(o string) {
 	if !ok {
 		return
 	}
+	v.fleetPicked(f)
 	if len(f.Members) < 2 {
 		v.Status.SetText(fmt.Sprintf("fleet %q has %d complete member(s): a comparison needs two or more", f.ID, len(f.Members)))
 		v.signal()

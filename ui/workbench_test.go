@@ -197,7 +197,7 @@ func TestShortcutsAndSections(t *testing.T) {
 
 func waitBW(t *testing.T, v *BenchView, cond func() bool) {
 	t.Helper()
-	waitSignalled(t, v.BWMeasured, 20*time.Second, cond, func() string { return fmt.Sprintf("result %q", v.BWResult.Text) })
+	waitSignalled(t, v.BWMeasured, 60*time.Second, cond, func() string { return fmt.Sprintf("result %q", v.BWResult.Text) })
 }
 
 // Measure memory bandwidth runs the real probe (small arrays here) and shows copy and triad;

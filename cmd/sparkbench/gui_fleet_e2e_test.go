@@ -57,6 +57,45 @@ func checkFleetInTheWindow(t *testing.T, nbPath string) {
 			t.Errorf("depth curves: %+v", r.Depth)
 		}
 	})
+	checkFleetHostsAndReceipt(t, cv)
+}
+
+// checkFleetHostsAndReceipt: the picked fleet's Fleet hosts tab lists its three hosts and the
+// constants ladder by host (no host has a bandwidth figure: the plan enters none), and the
+// window writes the fleet's own receipt, which verify accepts.
+func checkFleetHostsAndReceipt(t *testing.T, cv *ui.CompareView) {
+	t.Helper()
+	var text string
+	waitFor(t, "the fleet's hosts", func() bool {
+		text = cv.FleetHosts.Text
+		return strings.Contains(text, "Constants ladder by host")
+	})
+	for _, want := range []string{"local", "host-a", "host-b", "complete", "baseline local"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("Fleet hosts tab lacks %q:\n%s", want, text)
+		}
+	}
+	if n := strings.Count(text, "no bandwidth figure"); n != 3 {
+		t.Errorf("the ladder by host says %d times that a host has no bandwidth figure, want 3:\n%s", n, text)
+	}
+	if cv.FleetExportBt.Disabled() {
+		t.Fatal("the fleet receipt button is disabled for a fleet of three complete hosts")
+	}
+	out := filepath.Join(t.TempDir(), "fleet-receipt")
+	done := make(chan error, 1)
+	var summary string
+	ui.Locked(func() {
+		cv.ExportFleet(cv.FleetChosen(), out, func(x ui.ReceiptExport, err error) { summary = x.Summary; done <- err })
+	})
+	if err := <-done; err != nil {
+		t.Fatalf("the window's fleet receipt: %v", err)
+	}
+	if !strings.Contains(summary, "3 hosts side by side against local") {
+		t.Errorf("summary %q", summary)
+	}
+	if code, stdout, errOut := runCLI("verify", out); code != 0 || !strings.Contains(stdout, "fleet bundle") {
+		t.Fatalf("verify the window's fleet receipt: exit %d\n%s%s", code, stdout, errOut)
+	}
 }
 
 // openCompareWindow opens the window on the notebook's studies, in its Compare section; it is
