@@ -128,12 +128,14 @@ func Verify(files Files, opt VerifyOptions) *VerifyReport {
 	}
 	rep.Kind = ix.Kind
 	// 2. The journal's chain: throughput bundles carry an excerpt, capacity bundles when they
-	// were written from the notebook.
+	// were written from the notebook, quant bundles since ladder receipts carry one.
 	studyID, has := excerptStudy(files, ix)
 	jb, ok := files[FileJournal]
 	switch {
-	case !has:
+	case !has && ix.Kind == KindCapacity:
 		rep.Checked = append(rep.Checked, "no journal excerpt: a capacity bundle written from a run folder, without the notebook")
+	case !has:
+		rep.Checked = append(rep.Checked, fmt.Sprintf("no journal excerpt: a %s bundle written before its kind's receipts carried one", ix.Kind))
 	case !ok:
 		add(FileJournal, 0, "missing")
 	default:

@@ -60,7 +60,7 @@ const (
 	DirPlots      = "plots/"         // derived: PNG and SVG
 	FileNotebook  = "notebook.json"  // throughput: the study as the notebook lists it (status, prediction ids, chain head)
 	FilePlan      = "plan.json"      // the plan: throughput canonical as registered; capacity verbatim
-	FileJournal   = "journal.jsonl"  // the journal excerpt, one entry per line (throughput; capacity when written from the notebook)
+	FileJournal   = "journal.jsonl"  // the journal excerpt, one entry per line (throughput; capacity when written from the notebook; quant since ladder receipts carry one)
 	FileModels    = "models.json"    // throughput: model artefacts as recorded
 	FileBuild     = "build.json"     // throughput: the notebook's build records, and the binaries hashed when the bundle was written
 	FileMachines  = "machines.json"  // throughput: the notebook's machine records (no host names)
@@ -97,6 +97,16 @@ type Index struct {
 	// the derived files byte for byte needs the same version.
 	Sparkbench string         `json:"sparkbench"`
 	Capacity   *CapacityIndex `json:"capacity,omitempty"`
+	// Quant is a quantization ladder bundle's journal excerpt (absent from a ladder bundle
+	// written before ladder receipts carried one, and from every other kind's).
+	Quant *QuantIndex `json:"quant,omitempty"`
+}
+
+// QuantIndex names a ladder bundle's journal excerpt and the study it is of in the notebook
+// it was written from.
+type QuantIndex struct {
+	Journal string `json:"journal"` // journal.jsonl
+	StudyID int64  `json:"study_id"`
 }
 
 // CapacityIndex names the raw files of a capacity bundle by the role and key `capacity

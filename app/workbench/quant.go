@@ -38,7 +38,18 @@ func init() {
 	RegisterKind(Kind{Names: []string{kinds.Quant}, PlanSchema: quant.SchemaQuant,
 		Validate: validateQuantKind, Register: registerQuantKind, Run: runQuantKind, Show: showQuantKind, Receipt: quantStudyFiles})
 	receipt.RegisterBundleKind(receipt.BundleKind{Kind: kinds.Quant,
-		Excerpt:  func(receipt.Files, *receipt.Index) (int64, bool) { return 0, false },
+		CheckIndex: func(ix *receipt.Index) error {
+			if q := ix.Quant; q != nil && (q.Journal != receipt.FileJournal || q.StudyID <= 0) {
+				return fmt.Errorf("%s: quant journal %q with study id %d: want %q with the notebook's study id", receipt.FileIndex, q.Journal, q.StudyID, receipt.FileJournal)
+			}
+			return nil
+		},
+		Excerpt: func(_ receipt.Files, ix *receipt.Index) (int64, bool) {
+			if ix.Quant == nil { // a ladder bundle written before ladder receipts carried one
+				return 0, false
+			}
+			return ix.Quant.StudyID, true
+		},
 		Assemble: assembleQuantBundle,
 		Charts:   quantCharts})
 }
@@ -233,36 +244,6 @@ func orDash(s string) string {
 	return s
 }
 
-// quantRecords are the study's candidate records as its last run journaled them, in order.
-func quantRecords(ctx context.Context, nb *store.Notebook, id int64) ([]quant.Record, error) {
-	entries, err := nb.Journal(ctx, id, 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	var recs []quant.Record
-	fresh := true // the next record starts a run's set
-	for _, e := range entries {
-		switch e.Kind {
-		case quantrun.EntryStarted: // a run's own records follow (a halted run's are its partial set)
-			recs, fresh = nil, false
-		case quantrun.EntryAssembled:
-			fresh = true
-		case quantrun.EntryRecord:
-			if fresh {
-				recs, fresh = nil, false
-			}
-			var x struct {
-				Record quant.Record `json:"record"`
-			}
-			if err := json.Unmarshal(e.Payload, &x); err != nil {
-				return nil, fmt.Errorf("journal entry %d: %w", e.Seq, err)
-			}
-			recs = append(recs, x.Record)
-		}
-	}
-	return recs, nil
-}
-
 // quantResult is a ladder study's plan and result, assembled from its journaled records.
 func quantResult(ctx context.Context, nb *store.Notebook, s store.Study) (*store.Plan, []quant.Record, *quant.Result, error) {
 	pl, err := nb.Plan(ctx, s.ID)
@@ -273,43 +254,23 @@ func quantResult(ctx context.Context, nb *store.Notebook, s store.Study) (*store
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	recs, err := quantRecords(ctx, nb, s.ID)
+	entries, err := nb.Journal(ctx, s.ID, 0, 0)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	res, err := quant.Assemble(p, pl.SHA256, recs)
-	if err == nil {
-		err = quantJournaled(ctx, nb, s.ID, res)
+	qe := make([]quantEntry, len(entries))
+	for i, e := range entries {
+		qe[i] = quantEntry{Seq: e.Seq, Kind: e.Kind, Payload: e.Payload}
 	}
-	return &pl, recs, res, err
-}
-
-// quantJournaled adds to a ladder's result what its journal holds beside the records: the
-// capacity plans it handed off, and the build and machine of its latest run.
-func quantJournaled(ctx context.Context, nb *store.Notebook, id int64, res *quant.Result) error {
-	entries, err := nb.Journal(ctx, id, 0, 0)
+	parts, err := quantJournalParts(qe)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	for _, e := range entries {
-		switch e.Kind {
-		case EntryHandOff:
-			var h quant.HandOffRecord
-			if err := json.Unmarshal(e.Payload, &h); err != nil {
-				return fmt.Errorf("journal entry %d: %w", e.Seq, err)
-			}
-			res.HandOffs = append(res.HandOffs, h)
-		case quantrun.EntryProvenance:
-			var x struct {
-				Provenance quant.Provenance `json:"provenance"`
-			}
-			if err := json.Unmarshal(e.Payload, &x); err != nil {
-				return fmt.Errorf("journal entry %d: %w", e.Seq, err)
-			}
-			res.Provenance = &x.Provenance
-		}
+	res, err := quant.Assemble(p, pl.SHA256, parts.records)
+	if err == nil {
+		res.HandOffs, res.Provenance = parts.handOffs, parts.provenance
 	}
-	return nil
+	return &pl, parts.records, res, err
 }
 
 func showQuantKind(ctx context.Context, nb *store.Notebook, s store.Study) (*Shown, error) {
@@ -324,59 +285,55 @@ func showQuantKind(ctx context.Context, nb *store.Notebook, s store.Study) (*Sho
 	}}, nil
 }
 
-// quantStudyFiles is a ladder's bundle: bundle.json, the registered plan and the candidates'
-// raw records (paths under the home folder written as ~ when redacting); study.json and
-// receipt.md are assembled from them.
+// quantStudyFiles is a ladder's bundle: bundle.json, the registered plan, the candidates' raw
+// records, the hand-offs and provenance (paths under the home folder written as ~ when
+// redacting) and the study's journal excerpt (quant_journal.go); study.json and receipt.md
+// are assembled from them. A ladder imported from a bundle (`sparkbench import`) gives the
+// excerpt its bundle held, with the origin's study id, and its raw files as that bundle held
+// them, so its receipt is that bundle again.
 func quantStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error) {
 	pl, recs, res, err := quantResult(ctx, nb, s)
 	if err != nil {
 		return nil, err
 	}
-	if recs == nil {
-		recs = []quant.Record{}
-	}
-	ix, err := canon.Marshal(receipt.Index{Schema: receipt.SchemaBundle, Kind: kinds.Quant, Sparkbench: opt.Version})
+	journal, studyID, imported, err := keptOrOwnExcerpt(ctx, nb, s)
 	if err != nil {
 		return nil, err
 	}
-	rj, err := canon.Marshal(recs)
+	ix, err := canon.Marshal(receipt.Index{Schema: receipt.SchemaBundle, Kind: kinds.Quant, Sparkbench: opt.Version,
+		Quant: &receipt.QuantIndex{Journal: receipt.FileJournal, StudyID: studyID}})
 	if err != nil {
 		return nil, err
 	}
-	if opt.Redact && opt.Home != "" {
-		rj = []byte(strings.ReplaceAll(string(rj), opt.Home+"/", "~/"))
+	home := ""
+	if opt.Redact && !imported { // an imported ladder's notes hold its bundle's files as written there
+		home = opt.Home
 	}
-	files := receipt.Files{receipt.FileIndex: ix, "plan.json": pl.JSON, "records.json": rj}
-	// Each only when there is one: a ladder without keeps its bundle as it was.
-	add := func(name string, v any) error {
-		b, err := canon.Marshal(v)
-		if opt.Redact && opt.Home != "" {
-			b = []byte(strings.ReplaceAll(string(b), opt.Home+"/", "~/"))
-		}
-		files[name] = b
-		return err
+	files, err := quantRawFiles(quantParts{records: recs, handOffs: res.HandOffs, provenance: res.Provenance}, home)
+	if err != nil {
+		return nil, err
 	}
-	if len(res.HandOffs) > 0 {
-		if err := add(fileHandOffs, res.HandOffs); err != nil {
-			return nil, err
-		}
-	}
-	if res.Provenance != nil {
-		if err := add(fileProvenance, res.Provenance); err != nil {
-			return nil, err
-		}
+	files[receipt.FileIndex], files["plan.json"] = ix, pl.JSON
+	if files[receipt.FileJournal], err = receipt.MarshalJournal(journal); err != nil {
+		return nil, err
 	}
 	return files, receipt.Finish(files)
 }
 
-// assembleQuantBundle re-makes study.json and receipt.md from plan.json and records.json alone.
-func assembleQuantBundle(files receipt.Files, _ *receipt.Index) ([]byte, []byte, error) {
+// assembleQuantBundle re-makes study.json and receipt.md from plan.json and records.json (and
+// handoffs.json and provenance.json where present) alone; a bundle with a journal excerpt has
+// it held to them, and its receipt gains the section on it.
+func assembleQuantBundle(files receipt.Files, ix *receipt.Index) ([]byte, []byte, error) {
+	x, _, err := ReadQuantExcerpt(files, ix)
+	if err != nil {
+		return nil, nil, err
+	}
 	p, err := quant.Decode("plan.json", files["plan.json"])
 	if err != nil {
 		return nil, nil, err
 	}
 	var recs []quant.Record
-	if err := json.Unmarshal(files["records.json"], &recs); err != nil {
+	if err := json.Unmarshal(files[fileRecords], &recs); err != nil {
 		return nil, nil, fmt.Errorf("records.json: %w", err)
 	}
 	res, err := quant.Assemble(p, canon.SHA256Hex(files["plan.json"]), recs)
@@ -397,7 +354,11 @@ func assembleQuantBundle(files receipt.Files, _ *receipt.Index) ([]byte, []byte,
 	if err != nil {
 		return nil, nil, err
 	}
-	return js, quant.Markdown(res), nil
+	md := quant.Markdown(res)
+	if x != nil {
+		md = append(md, x.journalMarkdown()...)
+	}
+	return js, md, nil
 }
 
 // QuantHandOffRequest asks for the capacity plan of a finished ladder, written to Out (a new

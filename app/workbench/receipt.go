@@ -198,25 +198,9 @@ func capacityStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, 
 // with the origin notebook's study id, and its prompt plan from the run folder laid out from
 // the bundle (""), so its receipt is the bundle it was imported from again.
 func capacityExcerpt(ctx context.Context, nb *store.Notebook, s store.Study) (journal []receipt.JournalLine, studyID int64, promptPlan string, imported bool, err error) {
-	o, imported, err := nb.ImportedOriginOf(ctx, s.ID)
-	if err != nil {
-		return nil, 0, "", false, err
-	}
-	if imported {
-		kept, err := nb.ImportedJournal(ctx, o.ImportID)
-		if err != nil {
-			return nil, 0, "", false, err
-		}
-		journal = make([]receipt.JournalLine, 0, len(kept))
-		for _, e := range kept {
-			jl := receipt.JournalLine{Seq: e.Seq, Kind: e.Kind, At: e.At, Payload: e.Payload, PrevHash: e.PrevHash, Hash: e.Hash}
-			if e.StudyID != 0 {
-				id := e.StudyID
-				jl.Study = &id
-			}
-			journal = append(journal, jl)
-		}
-		return journal, o.OriginStudyID, "", true, nil
+	journal, originID, imported, err := keptExcerpt(ctx, nb, s)
+	if err != nil || imported {
+		return journal, originID, "", imported, err
 	}
 	journal, planDir, err := JournalExcerpt(ctx, nb, s.ID)
 	if err != nil {
@@ -229,6 +213,41 @@ func capacityExcerpt(ctx context.Context, nb *store.Notebook, s store.Study) (jo
 		return nil, 0, "", false, refused("study %d (%s): %v", s.ID, s.Name, err)
 	}
 	return journal, s.ID, pp, false, nil
+}
+
+// keptExcerpt is the journal excerpt a study imported from a bundle (`sparkbench import`) was
+// imported with, byte for byte, and the origin notebook's id of the study (false: the study
+// was recorded here).
+func keptExcerpt(ctx context.Context, nb *store.Notebook, s store.Study) ([]receipt.JournalLine, int64, bool, error) {
+	o, imported, err := nb.ImportedOriginOf(ctx, s.ID)
+	if err != nil || !imported {
+		return nil, 0, false, err
+	}
+	kept, err := nb.ImportedJournal(ctx, o.ImportID)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	journal := make([]receipt.JournalLine, 0, len(kept))
+	for _, e := range kept {
+		jl := receipt.JournalLine{Seq: e.Seq, Kind: e.Kind, At: e.At, Payload: e.Payload, PrevHash: e.PrevHash, Hash: e.Hash}
+		if e.StudyID != 0 {
+			id := e.StudyID
+			jl.Study = &id
+		}
+		journal = append(journal, jl)
+	}
+	return journal, o.OriginStudyID, true, nil
+}
+
+// keptOrOwnExcerpt is a study's journal excerpt for its bundle: the kept one of an imported
+// study (with the origin's study id), or its own from this notebook (JournalExcerpt).
+func keptOrOwnExcerpt(ctx context.Context, nb *store.Notebook, s store.Study) ([]receipt.JournalLine, int64, bool, error) {
+	journal, originID, imported, err := keptExcerpt(ctx, nb, s)
+	if err != nil || imported {
+		return journal, originID, imported, err
+	}
+	journal, _, err = JournalExcerpt(ctx, nb, s.ID)
+	return journal, s.ID, false, err
 }
 
 // ReceiptText is what an export says it wrote: the CLI prints it, the window shows it.

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"sparkbench/app/kinds"
 	"sparkbench/app/receipt"
 	"sparkbench/app/workbench"
 	"sparkbench/store"
@@ -124,10 +125,14 @@ func cmdImportBundles(nbFlag string, paths []string, stdout, stderr io.Writer) i
 			fprintf(stderr, "sparkbench import: %v\n", err)
 			return 1
 		}
-		if im.placed != "" { // a capacity study: its evidence is the run folder laid out from the bundle
+		switch {
+		case b.Kind == kinds.Quant: // a ladder: its figures are its candidates' records, its legs have no rows in a bundle
+			fprintf(stdout, "imported %s (%s bundle, sha256 %s) as study %d %q: %d candidate %s, %d %s (without rows or transcripts: a ladder's bundle holds none)\n", p, b.Kind, b.BundleSHA256, id, s.Name,
+				im.records, plural(im.records, "record", "records"), len(b.Legs), plural(len(b.Legs), "leg", "legs"))
+		case im.placed != "": // a capacity study: its evidence is the run folder laid out from the bundle
 			fprintf(stdout, "imported %s (%s bundle, sha256 %s) as study %d %q: %d %s; run folder %s (%d files)\n", p, b.Kind, b.BundleSHA256, id, s.Name,
 				len(b.Predictions), plural(len(b.Predictions), "prediction", "predictions"), im.placed, len(im.runDir))
-		} else {
+		default:
 			fprintf(stdout, "imported %s (%s bundle, sha256 %s) as study %d %q: %d %s, %d %s, %d %s\n", p, b.Kind, b.BundleSHA256, id, s.Name,
 				len(b.Legs), plural(len(b.Legs), "leg", "legs"), rows, plural(rows, "row", "rows"),
 				len(b.Predictions), plural(len(b.Predictions), "prediction", "predictions"))

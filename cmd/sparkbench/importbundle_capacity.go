@@ -34,10 +34,9 @@ type importing struct {
 	b      store.BundleStudy
 	runDir map[string][]byte
 	placed string // the run folder laid out for this import ("": none)
+	// records counts a ladder's candidate records (what its legs' rows are to other kinds).
+	records int
 }
-
-// errLadderBundle: a quantization ladder's bundle is not imported (yet).
-var errLadderBundle = errors.New("a quant (quantization ladder) bundle cannot be imported yet: keep the bundle as it is and check it anywhere with `sparkbench verify BUNDLE`; to measure the ladder on this machine, register its plan here (`sparkbench study register PLAN`)")
 
 // bundleToImport reads a verified bundle's study by its kind.
 func bundleToImport(files receipt.Files, source string) (importing, error) {
@@ -52,9 +51,9 @@ func bundleToImport(files receipt.Files, source string) (importing, error) {
 	case receipt.KindCapacity:
 		return capacityBundleStudy(files, ix, source)
 	case kinds.Quant:
-		return importing{}, errLadderBundle
+		return quantBundleStudy(files, ix, source)
 	}
-	return importing{}, fmt.Errorf("a %s bundle: only throughput and capacity study bundles are imported as studies; keep it and check it with `sparkbench verify`", ix.Kind)
+	return importing{}, fmt.Errorf("a %s bundle: only throughput, capacity and quantization ladder study bundles are imported as studies; keep it and check it with `sparkbench verify`", ix.Kind)
 }
 
 // capacityBundleStudy is a verified capacity bundle's study as the store imports it, and the

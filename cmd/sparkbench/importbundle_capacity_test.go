@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -214,16 +213,6 @@ func TestImportCapacityBundleTampered(t *testing.T) {
 				t.Errorf("tampered %s: %s was created (%v)", file, p, err)
 			}
 		}
-	}
-}
-
-// TestImportRefusesLadderBundle: a quantization ladder's bundle is not imported (yet); the
-// refusal says so and what to do instead.
-func TestImportRefusesLadderBundle(t *testing.T) {
-	files := receipt.Files{receipt.FileIndex: []byte(`{"schema":"` + receipt.SchemaBundle + `","kind":"quant","sparkbench":"test"}` + "\n")}
-	_, err := bundleToImport(files, "ladder")
-	if !errors.Is(err, errLadderBundle) || !strings.Contains(err.Error(), "sparkbench verify") {
-		t.Fatalf("ladder bundle: %v", err)
 	}
 }
 
