@@ -109,12 +109,15 @@ func (f *File) check(hosts *remote.HostsFile) error {
 
 // Member is one host's study of a fleet and how its run ended.
 type Member struct {
-	Host    string            `json:"host"`
-	StudyID int64             `json:"study_id"`
-	Status  string            `json:"status"`
-	Err     string            `json:"error,omitempty"`
-	Clock   *remote.Clock     `json:"clock,omitempty"`
-	Summary *study.RunSummary `json:"-"`
+	Host    string        `json:"host"`
+	StudyID int64         `json:"study_id"`
+	Status  string        `json:"status"`
+	Err     string        `json:"error,omitempty"`
+	Clock   *remote.Clock `json:"clock,omitempty"`
+	// BandwidthFrom is "host" when the member's ceilings use its host's bandwidth label, "plan"
+	// when a remote member keeps the plan's entered figure (the desktop's), "" otherwise.
+	BandwidthFrom string            `json:"bandwidth_from,omitempty"`
+	Summary       *study.RunSummary `json:"-"`
 }
 
 // Request runs a fleet.
@@ -150,12 +153,23 @@ func Run(ctx context.Context, nb *store.Notebook, req Request) (string, []Member
 		base, _, _ := p.SHA256()
 		absModels(p, filepath.Dir(req.File.Plan))
 		p.Name += " @ " + h
+		hostBW, bwFrom := hostBandwidth(req.Hosts, h), ""
+		switch {
+		case hostBW > 0: // the host's own figure, not the plan's (the desktop's)
+			p.Bandwidth, bwFrom = &study.Bandwidth{GBs: hostBW}, "host"
+		case h != remote.Local && p.Bandwidth != nil && p.Bandwidth.GBs > 0:
+			bwFrom = "plan" // the plan's figure stands for a host without its own
+		}
 		reg, err := workbench.RegisterThroughput(ctx, nb, workbench.ThroughputRegisterRequest{Plan: p, LlamaDir: req.LlamaDir, DataDir: req.DataDir})
 		if err != nil {
 			return fleetID, members[:i], fmt.Errorf("register the plan for %s: %w", h, err)
 		}
 		members[i] = Member{Host: h, StudyID: reg.Registration.StudyID}
+		members[i].BandwidthFrom = bwFrom
 		note := map[string]any{"fleet": fleetID, "host": h, "hosts": req.File.Hosts, "base_plan_sha256": base}
+		if bwFrom != "" {
+			note["bandwidth_from"] = bwFrom
+		}
 		if err := (store.StudyRecorder{N: nb}).Note(ctx, members[i].StudyID, NoteKind, note); err != nil {
 			return fleetID, members[:i+1], err
 		}
@@ -174,6 +188,19 @@ func Run(ctx context.Context, nb *store.Notebook, req Request) (string, []Member
 	}
 	wg.Wait()
 	return fleetID, members, nil
+}
+
+// hostBandwidth is the bandwidth label of a remote host (0: none, or this machine).
+func hostBandwidth(hf *remote.HostsFile, name string) float64 {
+	if name == remote.Local || hf == nil {
+		return 0
+	}
+	h, err := hf.Find(name)
+	if err != nil {
+		return 0
+	}
+	g, _ := h.BandwidthGBs()
+	return g
 }
 
 func absModels(p *study.Plan, dir string) {
@@ -249,7 +276,7 @@ func runOnHost(ctx context.Context, nb *store.Notebook, req Request, m *Member, 
 			return llamacpp.ParseHelpFlags(string(out)), nil
 		},
 		MeasureBandwidth: func(context.Context) (studyrun.BandwidthMeasurement, error) {
-			return studyrun.BandwidthMeasurement{}, errors.New("the bandwidth probe runs on this machine only; enter the host's bandwidth in the plan")
+			return studyrun.BandwidthMeasurement{}, fmt.Errorf("the bandwidth probe runs on this machine only: give host %s its bandwidth as a label (sparkbench host add %s … --label %s=GBS, or labels in the hosts file)", m.Host, m.Host, remote.BandwidthLabel)
 		},
 		Start: func(ctx context.Context, spec runner.QueueSpec) studyrun.QueueRun {
 			return runner.StartQueue(ctx, spec, s.LegOption())

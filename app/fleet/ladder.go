@@ -8,6 +8,7 @@ import (
 
 	"sparkbench/app/overview"
 	"sparkbench/app/workbench"
+	"sparkbench/runner/remote"
 	"sparkbench/store"
 )
 
@@ -67,6 +68,9 @@ func ladderOf(ctx context.Context, nb *store.Notebook, ms []Member) (workbench.F
 			why := p.Reason
 			if strings.Contains(why, "no memory bandwidth") {
 				why = fmt.Sprintf("no bandwidth figure (study %d: enter bandwidth.gbs in its plan)", p.Study)
+				if m.Host != remote.Local {
+					why = fmt.Sprintf("no bandwidth figure (study %d: give host %s a %s label, then run the fleet again)", p.Study, m.Host, remote.BandwidthLabel)
+				}
 			}
 			if !contains(per[i].pending[k], why) {
 				per[i].pending[k] = append(per[i].pending[k], why)

@@ -24,6 +24,9 @@ type fleetNote struct {
 	Host  string   `json:"host"`
 	Hosts []string `json:"hosts"`
 	Base  string   `json:"base_plan_sha256"`
+	// BandwidthFrom: "host" (the host's bandwidth label) or "plan" (a remote member kept the
+	// plan's entered figure); absent otherwise.
+	BandwidthFrom string `json:"bandwidth_from,omitempty"`
 }
 
 // List reads every fleet of the notebook from its members' study.fleet entries, oldest fleet
@@ -60,7 +63,7 @@ func List(ctx context.Context, nb *store.Notebook) ([]Fleet, error) {
 			byID[n.Fleet] = f
 			order = append(order, n.Fleet)
 		}
-		f.Members = append(f.Members, Member{Host: n.Host, StudyID: st.ID, Status: st.Status})
+		f.Members = append(f.Members, Member{Host: n.Host, StudyID: st.ID, Status: st.Status, BandwidthFrom: n.BandwidthFrom})
 	}
 	out := make([]Fleet, 0, len(order))
 	for _, id := range order {

@@ -10,6 +10,7 @@ import (
 	"sparkbench/app/study"
 	"sparkbench/app/workbench"
 	"sparkbench/plots"
+	"sparkbench/runner/remote"
 	"sparkbench/store"
 )
 
@@ -53,6 +54,9 @@ func ReceiptOf(ctx context.Context, nb *store.Notebook, f Fleet) (*workbench.Fle
 		r.Hosts = append(r.Hosts, h)
 		if !h.Compared {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s (study %d) is %s: left out of the tables, charts and ladder", m.Host, m.StudyID, m.Status))
+		} else if m.BandwidthFrom == "plan" {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s's ceilings use the plan's entered bandwidth, the figure for every host without a %s label: give %s its own (sparkbench host add %s … --label %s=GBS) before comparing its efficiency",
+				m.Host, remote.BandwidthLabel, m.Host, m.Host, remote.BandwidthLabel))
 		}
 	}
 	r.Cells = cellsOf(ms, reports)
@@ -89,6 +93,9 @@ func hostOf(ctx context.Context, nb *store.Notebook, m Member, rep *study.Report
 	h := workbench.FleetHost{Host: m.Host, Study: m.StudyID, Name: st.Name, Status: m.Status, Compared: rep != nil, PlanSHA256: st.PlanSHA256, Bandwidth: "none"}
 	if rep != nil {
 		h.BandwidthGBs, h.Bandwidth = rep.BandwidthGBs, rep.Bandwidth
+		if m.BandwidthFrom == "host" && h.BandwidthGBs != nil {
+			h.Bandwidth = "host label" // the host's bandwidth_gbs label, not the plan's figure
+		}
 	}
 	legs, err := nb.LegTimeline(ctx, m.StudyID)
 	if err != nil {

@@ -62,7 +62,7 @@ type FleetHost struct {
 	Commit       string   `json:"commit"`
 	Machines     int      `json:"machines"` // distinct machine records its legs name
 	BandwidthGBs *float64 `json:"bandwidth_gbs"`
-	Bandwidth    string   `json:"bandwidth"` // "entered", "measured", "none"
+	Bandwidth    string   `json:"bandwidth"` // "entered" (the plan's), "measured", "host label", "none"
 	// FleetEntry is its study.fleet journal entry; Last the study's last entry (receipts
 	// exported left out), whose hash is the notebook's chain head after it.
 	FleetEntry JournalAnchor `json:"fleet_entry"`

@@ -88,8 +88,8 @@ func checkFleetReadVerbs(t *testing.T, nb, runOut string) {
 	if code != 0 || !strings.Contains(show, strings.TrimSpace(table)) {
 		t.Fatalf("fleet show: exit %d; want the table fleet run printed:\n%s\ngot:\n%s%s", code, table, show, errOut)
 	}
-	if code, js, errOut := runCLI("fleet", "show", "tiny fleet", "--json", "--notebook", nb); code != 0 || !strings.Contains(js, `"ladder"`) || strings.Count(js, "no bandwidth figure") != 3 {
-		t.Errorf("fleet show --json: exit %d, want the ladder by host (three hosts without a bandwidth figure)\n%s%s", code, js, errOut)
+	if code, js, errOut := runCLI("fleet", "show", "tiny fleet", "--json", "--notebook", nb); code != 0 || !strings.Contains(js, `"ladder"`) || strings.Count(js, "no bandwidth figure") != 2 {
+		t.Errorf("fleet show --json: exit %d, want the ladder by host (two hosts without a bandwidth figure)\n%s%s", code, js, errOut)
 	}
 	if code, _, errOut := runCLI("fleet", "show", "no such fleet", "--notebook", nb); code != 2 || !strings.Contains(errOut, `its fleets: "tiny fleet `) {
 		t.Errorf("an unknown fleet: exit %d, %s", code, errOut)
@@ -110,7 +110,7 @@ func checkFleetReadVerbs(t *testing.T, nb, runOut string) {
 
 // checkFleetReceipt: the fleet receipt has the three hosts with their fingerprints, every cell
 // on every host with a ratio to local, one chart per figure (pp32 and tg32 of tiny), the ladder
-// by host saying that no host has a bandwidth figure (the plan enters none); verify accepts it
+// by host (checkFleetLadder); verify accepts it
 // and refuses it once fleet.md is edited.
 func checkFleetReceipt(t *testing.T, dir string) {
 	t.Helper()
@@ -140,11 +140,7 @@ func checkFleetReceipt(t *testing.T, dir string) {
 	if len(r.Cells) != 4 || len(r.Figures) != 2 || len(r.Ladder.Rows) != 1 {
 		t.Fatalf("%d cells, %d figures, %d ladder rows; want 4, 2, 1", len(r.Cells), len(r.Figures), len(r.Ladder.Rows))
 	}
-	for _, h := range r.Ladder.Rows[0].Hosts {
-		if h.Constant != nil || !strings.Contains(h.Missing, "no bandwidth figure") {
-			t.Errorf("ladder on %s: %+v", h.Host, h)
-		}
-	}
+	checkFleetLadder(t, &r)
 	for _, f := range []string{"plots/fleet-01.png", "plots/fleet-02.png"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
@@ -159,6 +155,38 @@ func checkFleetReceipt(t *testing.T, dir string) {
 	}
 	if code, _, _ := runCLI("verify", dir); code == 0 {
 		t.Error("verify accepted an edited fleet receipt")
+	}
+}
+
+// checkFleetLadder: host-a's bandwidth_gbs label (40, docs/examples/hosts.json) gives its
+// study the ceiling, so the ladder by host has its efficiency (tg32 at d0 × active bytes per
+// token ÷ 40 GB/s); local and host-b have no bandwidth figure (the plan enters none) and say so.
+func checkFleetLadder(t *testing.T, r *workbench.FleetReceipt) {
+	t.Helper()
+	if a := r.Hosts[1]; a.BandwidthGBs == nil || *a.BandwidthGBs != 40 || a.Bandwidth != "host label" {
+		t.Errorf("host-a's bandwidth: %v %q, want 40 GB/s from its label", a.BandwidthGBs, a.Bandwidth)
+	}
+	for _, h := range r.Ladder.Rows[0].Hosts {
+		if h.Host != "host-a" {
+			if h.Constant != nil || !strings.Contains(h.Missing, "no bandwidth figure") {
+				t.Errorf("ladder on %s: %+v", h.Host, h)
+			}
+			continue
+		}
+		c := h.Constant
+		if c == nil || c.N != 1 || len(c.Members) != 1 {
+			t.Fatalf("ladder on host-a: %+v, want one member", h)
+		}
+		m := c.Members[0]
+		var tg0 float64
+		for _, cell := range r.Cells {
+			if cell.Test == "tg32" && cell.Depth == 0 {
+				tg0 = cell.Values[1].Mean
+			}
+		}
+		if want := tg0 * m.ActiveBytes / 40e9; m.BandwidthGBs != 40 || tg0 <= 0 || math.Abs(m.Efficiency-want) > 1e-9*want {
+			t.Errorf("host-a's efficiency %g over %g GB/s; want %g (tg32 d0 %g t/s × %g bytes ÷ 40 GB/s)", m.Efficiency, m.BandwidthGBs, want, tg0, m.ActiveBytes)
+		}
 	}
 }
 

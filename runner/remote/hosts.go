@@ -16,11 +16,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -86,7 +88,36 @@ func (h Host) Validate() []string {
 	if strings.ContainsAny(h.RPCAddress, " \t,:"+badPathChars) {
 		out = append(out, fmt.Sprintf("%s: rpc_address: %q: a host name or IPv4 address, without port", at, h.RPCAddress))
 	}
+	if v, ok := h.Labels[BandwidthLabel]; ok {
+		if _, err := parseBandwidth(v); err != nil {
+			out = append(out, fmt.Sprintf("%s: labels: %s=%q: %v", at, BandwidthLabel, v, err))
+		}
+	}
 	return out
+}
+
+// BandwidthLabel is the label that gives a host's memory bandwidth in GB/s (e.g.
+// bandwidth_gbs=256): a fleet member on that host computes its ceilings with it instead of the
+// plan's figure, which is the desktop's.
+const BandwidthLabel = "bandwidth_gbs"
+
+// BandwidthGBs is the host's bandwidth label's value; false when it has none (Validate refuses
+// one that is not a positive number).
+func (h Host) BandwidthGBs() (float64, bool) {
+	v, ok := h.Labels[BandwidthLabel]
+	if !ok {
+		return 0, false
+	}
+	g, err := parseBandwidth(v)
+	return g, err == nil
+}
+
+func parseBandwidth(v string) (float64, error) {
+	g, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || math.IsNaN(g) || math.IsInf(g, 0) || g <= 0 || g > 1e6 {
+		return 0, errors.New("the host's memory bandwidth in GB/s: a positive number, e.g. 256")
+	}
+	return g, nil
 }
 
 func checkHostPath(at, p string) []string {
