@@ -19,12 +19,13 @@ import (
 	"sparkbench/runner/llamacpp"
 )
 
-const capacityRunUsage = "capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--batched CANDIDATE=FILE…] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json]"
+const capacityRunUsage = "capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--batched CANDIDATE=FILE…] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--on HOST [--hosts F]] [--json]"
 
 // capacityRunOpts are the flags of `capacity run`: one set, whether the argument is a study
 // id or name (through the notebook) or a plan file (notebook-free unless --notebook).
 type capacityRunOpts struct {
 	notebook, llamaDir, out, resume, qualityCases string
+	on, hosts                                     string
 	fresh, asJSON                                 bool
 	startTimeout, reqTimeout, grace               time.Duration
 	batchedFlag                                   multiFlag
@@ -44,6 +45,8 @@ func capacityRunFlags(stderr io.Writer) (*flag.FlagSet, *capacityRunOpts) {
 	fs.DurationVar(&o.startTimeout, "start-timeout", 0, "per server start, until /health answers 200 (default 5m)")
 	fs.DurationVar(&o.reqTimeout, "request-timeout", 0, "per request, send to final event (default 5m)")
 	fs.DurationVar(&o.grace, "grace", 0, "SIGTERM to SIGKILL when a server is stopped (default 5s)")
+	fs.StringVar(&o.on, "on", "", "a study: run every llama-server on this bench host over ssh, the load generator here against a forwarded port (docs/fleet.md)")
+	fs.StringVar(&o.hosts, "hosts", "", "with --on: "+hostsFlagHelp)
 	fs.BoolVar(&o.asJSON, "json", false, "print every run event as a JSON line on stdout")
 	fs.Usage = func() {
 		fprintf(stderr, "usage: sparkbench %s\n\nRuns every server lifetime of a capacity or concurrency study on llama-server (docs/capacity.md).\nExit 0 complete; 1 halted, failed, busy or incomplete (a lifetime ended without results); 2 bad input or a refused plan.\n\n", capacityRunUsage)
@@ -73,6 +76,10 @@ func capacityRunCommand(args []string, stdout, stderr io.Writer) int {
 		return bad("give --out (a new run folder) or --resume (an existing one), not both")
 	case o.fresh && o.resume != "":
 		return bad("--fresh starts a new run folder and --resume continues one: give one of them")
+	case o.hosts != "" && o.on == "":
+		return bad("--hosts names the hosts list of --on HOST: give --on too")
+	case o.on != "" && o.notebook == "" && !capacityRunsInNotebook(args):
+		return bad("--on HOST runs a study of the notebook: give a study id or name, or --notebook to register the plan first")
 	}
 	for _, v := range o.batchedFlag {
 		id, path, ok := strings.Cut(v, "=")

@@ -63,6 +63,9 @@ type RunSpec struct {
 	// Telemetry samples each server lifetime and marks its client levels (docs/telemetry.md;
 	// nil: none, as before).
 	Telemetry energy.SpanHook
+	// Host, when set, runs every llama-server on a bench host (Server is then its path there)
+	// and measures each lifetime's network path before its load (docs/fleet.md).
+	Host *RemoteHost
 }
 
 // SchemaRun identifies run.json.
