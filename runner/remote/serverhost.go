@@ -140,3 +140,8 @@ func (h *ServerHost) Left(ctx context.Context, pid, rport int) ([]string, error)
 	}
 	return out, nil
 }
+
+// Connected says whether the master connection still answers (ssh -O check).
+func (h *ServerHost) Connected(ctx context.Context) bool {
+	return h.Conn.Alive() && h.Conn.check(ctx) == nil
+}

@@ -122,8 +122,36 @@ func TestServerOnHostDiesWithTheConnection(t *testing.T) {
 	if left := sshdtest.Processes(filepath.Join(bin, ServerName)); len(left) > 0 {
 		t.Fatalf("llama-server outlived its connection: %v", left)
 	}
+	if x, _ := srv.Exited(); x.Class != "failed" || !strings.Contains(x.Reason, "the connection to host srv-cut was lost") {
+		t.Errorf("exit: %+v", x)
+	}
 	st := srv.Stop(context.Background())
 	if !st.Unexpected || st.Remote == nil || st.Remote.Error == "" {
 		t.Errorf("stop after the connection died: %+v %+v", st.Exit, st.Remote)
+	}
+}
+
+// TestServerOnHostKilledThere: llama-server killed on the host (SIGKILL, as the OOM killer
+// would) ends the lifetime as a crash, classified as a local one is; Stop says it had ended.
+func TestServerOnHostKilledThere(t *testing.T) {
+	_, sh, srv, _, bin := startOnHost(t, "srv-kill")
+	if err := sh.Signal(context.Background(), srv.Pid(), "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-srv.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the local ssh did not end with the server")
+	}
+	x, _ := srv.Exited()
+	if x.Class != "crashed" || !strings.Contains(x.Reason, "killed by a signal on host srv-kill") {
+		t.Errorf("exit: %+v", x)
+	}
+	st := srv.Stop(context.Background())
+	if !st.Unexpected || st.Remote == nil || st.Remote.Signal != "" || len(st.Remote.Left) != 0 || st.Remote.Error != "" {
+		t.Errorf("stop: %+v %+v", st.Exit, st.Remote)
+	}
+	if left := sshdtest.Processes(filepath.Join(bin, ServerName)); len(left) > 0 {
+		t.Errorf("left on the host: %v", left)
 	}
 }

@@ -36,6 +36,8 @@ type Remote interface {
 	// Left lists the llama-server processes still on the host that are pid or serve rport
 	// ("PID argv" each).
 	Left(ctx context.Context, pid, rport int) ([]string, error)
+	// Connected says whether the host's connection still answers.
+	Connected(ctx context.Context) bool
 }
 
 // PIDMarker starts the line the host's shell prints before it execs llama-server.
@@ -148,11 +150,34 @@ func remoteLaunch(ctx context.Context, spec Spec, port int, sink *lineSink) (*at
 					close(a.bind)
 				}
 			case ev.Exit != nil:
-				a.exit = *ev.Exit
+				a.exit = remoteExit(ctx, spec.Remote, *ev.Exit)
 			}
 		}
 	}()
 	return a, nil
+}
+
+// remoteExit reclassifies the end of a server on a host that sparkbench did not stop and whose
+// log named no cause: ssh exits 255 both when the connection was lost and when the server was
+// killed by a signal on the host (the remote terminal reports no status then). A connection
+// that still answers means the latter: a crash, as a local server killed by a signal is.
+func remoteExit(ctx context.Context, r Remote, x runner.Exit) runner.Exit {
+	if x.StoppedBy != runner.StopNone || x.Class != runner.ClassFailed || x.Code != 255 || !strings.HasPrefix(x.Reason, "exited with status 255") {
+		return x
+	}
+	hint := strings.TrimPrefix(strings.TrimPrefix(x.Reason, "exited with status 255"), ":")
+	if strings.TrimSpace(hint) != "" {
+		hint = "; last output:" + hint
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if r.Connected(cctx) {
+		x.Class = runner.ClassCrashed
+		x.Reason = fmt.Sprintf("killed by a signal on host %s (ssh exited 255 with the connection up)%s", r.Name(), hint)
+	} else {
+		x.Reason = fmt.Sprintf("the connection to host %s was lost (ssh exited 255); llama-server got SIGHUP with its terminal%s", r.Name(), hint)
+	}
+	return x
 }
 
 // rpid is llama-server's PID on the host (0: not known yet).
