@@ -131,9 +131,9 @@ func TestCapacityRunOnHost(t *testing.T) {
 	}
 }
 
-// TestCapacityRunOnHostBadInput: a host without llama-server in its llama_dir, an unknown host,
-// and --on with a notebook-free plan file are refused (exit 2) naming what is wrong; nothing
-// runs.
+// TestCapacityRunOnHostBadInput: a host without llama-server in its llama_dir, one without the
+// plan's model in its model_dirs, an unknown host, and --on with a notebook-free plan file are
+// refused (exit 2) naming what is wrong; nothing runs.
 func TestCapacityRunOnHostBadInput(t *testing.T) {
 	hostsFile, bin := capacityHost(t, true)
 	dir := t.TempDir()
@@ -151,6 +151,21 @@ func TestCapacityRunOnHostBadInput(t *testing.T) {
 	}
 	if n := journalOf(t, nb, "1", capacity.NoteRun); len(n) != 0 {
 		t.Errorf("a run was journaled: %s", n)
+	}
+	// with llama-server there but not the model: refused naming the folders looked at
+	if err := os.Symlink(filepath.Join(llamatest.Binaries(t).Dir, remote.ServerName), filepath.Join(bin, remote.ServerName)); err != nil {
+		t.Fatal(err)
+	}
+	models := filepath.Join(filepath.Dir(bin), "models")
+	if err := os.Remove(filepath.Join(models, "tiny-llama-f32.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCapacity("run", "1", "--notebook", nb, "--on", "bench-a", "--hosts", hostsFile, "--out", filepath.Join(dir, "run"))
+	if code != 2 || !strings.Contains(errOut, "host bench-a: model ") || !strings.Contains(errOut, "tiny-llama-f32.gguf is in none of the host's model_dirs (looked at "+models+"/tiny-llama-f32.gguf)") {
+		t.Errorf("no model on the host: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run")); !os.IsNotExist(err) {
+		t.Errorf("a run folder was made: %v", err)
 	}
 	code, _, errOut = runCapacity("run", "1", "--notebook", nb, "--on", "bench-z", "--hosts", hostsFile)
 	if code != 2 || !strings.Contains(errOut, "bench-z") {
