@@ -69,7 +69,7 @@ func startOnHost(t *testing.T, alias string) (*Conn, *ServerHost, *server.Server
 // forwarded local port; stopped with SIGTERM on the host, its peak RSS read there, the forward
 // cancelled, nothing left on the host.
 func TestServerOnHost(t *testing.T) {
-	_, _, srv, log, bin := startOnHost(t, "srv-host")
+	_, sh, srv, log, bin := startOnHost(t, "srv-host")
 	n := srv.Network()
 	if n == nil || n.LocalPort == 0 || n.RemotePort != srv.Port() || n.PID <= 0 || srv.Pid() != n.PID ||
 		srv.URL() != "http://127.0.0.1:"+strconv.Itoa(n.LocalPort) {
@@ -83,6 +83,11 @@ func TestServerOnHost(t *testing.T) {
 		t.Fatalf("round trips: %+v %v", rtt, err)
 	}
 	t.Logf("%s: round trips min %.3f ms median %.3f ms", n.Path(), rtt.MinMs, rtt.MedianMs)
+	// the host's process list finds the running server (the check after the stop relies on it)
+	if ps, err := sh.Left(context.Background(), srv.Pid(), srv.Port()); err != nil || len(ps) != 1 ||
+		!strings.HasPrefix(ps[0], strconv.Itoa(srv.Pid())+" "+filepath.Join(bin, ServerName)) {
+		t.Fatalf("the host's llama-servers while it runs: %q %v", ps, err)
+	}
 	t0 := time.Now()
 	st := srv.Stop(context.Background())
 	t.Logf("stopped in %v", time.Since(t0).Round(time.Millisecond))
