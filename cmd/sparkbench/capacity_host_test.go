@@ -132,8 +132,8 @@ func TestCapacityRunOnHost(t *testing.T) {
 }
 
 // TestCapacityRunOnHostBadInput: a host without llama-server in its llama_dir, one without the
-// plan's model in its model_dirs, an unknown host, and --on with a notebook-free plan file are
-// refused (exit 2) naming what is wrong; nothing runs.
+// plan's model in its model_dirs (through the notebook and notebook-free), an unknown host, and
+// --hosts without --on are refused (exit 2) naming what is wrong; nothing runs.
 func TestCapacityRunOnHostBadInput(t *testing.T) {
 	hostsFile, bin := capacityHost(t, true)
 	dir := t.TempDir()
@@ -171,12 +171,52 @@ func TestCapacityRunOnHostBadInput(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "bench-z") {
 		t.Errorf("unknown host: exit %d %s", code, errOut)
 	}
-	code, _, errOut = runCapacity("run", plan, "--on", "bench-a", "--hosts", hostsFile)
-	if code != 2 || !strings.Contains(errOut, "--on HOST runs a study of the notebook") {
+	// a notebook-free run is refused the same way, with no run folder
+	code, _, errOut = runCapacity("run", plan, "--on", "bench-a", "--hosts", hostsFile, "--out", filepath.Join(dir, "run"))
+	if code != 2 || !strings.Contains(errOut, "tiny-llama-f32.gguf is in none of the host's model_dirs") {
 		t.Errorf("plan file with --on: exit %d %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run")); !os.IsNotExist(err) {
+		t.Errorf("a run folder was made: %v", err)
 	}
 	code, _, errOut = runCapacity("run", "1", "--notebook", nb, "--hosts", hostsFile)
 	if code != 2 || !strings.Contains(errOut, "give --on too") {
 		t.Errorf("--hosts without --on: exit %d %s", code, errOut)
+	}
+}
+
+// TestCapacityRunPlanOnHost: a notebook-free `capacity run PLAN --on HOST` runs its server on the
+// host as a study's does: run.json has the network path and floor, the run folder's receipt
+// prints it and verifies, and no llama-server is left on the host.
+func TestCapacityRunPlanOnHost(t *testing.T) {
+	hostsFile, bin := capacityHost(t, false)
+	capacityTag(t)
+	dir := t.TempDir()
+	plan := hostCapacityPlan(t, dir)
+	runDir := filepath.Join(dir, "run")
+	code, out, errOut := runCapacity("run", plan, "--on", "bench-a", "--hosts", hostsFile, "--out", runDir)
+	if code != 0 {
+		t.Fatalf("run PLAN --on: exit %d\n%s%s", code, out, errOut)
+	}
+	if left := sshdtest.Processes(filepath.Join(bin, remote.ServerName)); len(left) > 0 {
+		t.Fatalf("llama-server left on the host: %v", left)
+	}
+	var rep capacity.RunReport
+	b, err := os.ReadFile(filepath.Join(runDir, capacity.RunManifestFile))
+	if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Lifetimes) != 1 || rep.Build != nil {
+		t.Fatalf("run.json: %v\n%s", err, b)
+	}
+	if n := rep.Lifetimes[0].Server.Network; n == nil || n.Host != "bench-a" || !(n.RTTMinMs > 0) || n.RTTMinMs > n.RTTMedianMs || len(n.Left) != 0 {
+		t.Fatalf("network: %+v", n)
+	}
+	bundle := filepath.Join(dir, "receipt")
+	if code, out, errOut := runCLI("receipt", "--capacity-run", runDir, "--out", bundle); code != 0 {
+		t.Fatalf("receipt: %d %s %s", code, out, errOut)
+	}
+	if md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md")); !strings.Contains(string(md), "## Network path") {
+		t.Errorf("receipt.md has no network path:\n%s", md)
+	}
+	if code, out, errOut := runCLI("verify", bundle); code != 0 {
+		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
 }

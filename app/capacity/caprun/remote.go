@@ -14,6 +14,8 @@ const DefaultRTTProbes = 20
 // runner/remote.ServerHost, with the load generator here against a forwarded port.
 type RemoteHost struct {
 	Remote server.Remote
+	// Binary is llama-server's path on the host (RunSpec.Server is set to it).
+	Binary string
 	// Models maps a model path of the schedule (as resolved here) to its path on the host
 	// (hashed there against the plan before the run).
 	Models map[string]string
