@@ -34,8 +34,9 @@ func capacityOnHost(ctx context.Context, e *caprun.Engine, st capacity.StoredStu
 // llama-server in its llama_dir, checks the plan's server_flags against that llama-server's
 // --help, read on the host, and finds every candidate's model in the host's model_dirs, hashed
 // there against the plan (planDirs: the folders the plan's relative paths may be resolved
-// against). Every refusal is a *RequestError naming the host, before anything runs; closeHost
-// ends the connection after the run.
+// against). The host's machine is fingerprinted for run.json (a host that cannot be, e.g.
+// without llama-bench, is warned about, not refused). Every refusal is a *RequestError naming
+// the host, before anything runs; closeHost ends the connection after the run.
 func CapacityHost(ctx context.Context, hf *remote.HostsFile, on string, plan *capacity.Plan, planDirs []string, warn func(string)) (*caprun.RemoteHost, func(), error) {
 	if hf == nil {
 		return nil, nil, badInput(fmt.Errorf("--on %s: no hosts list", on))
@@ -85,6 +86,17 @@ func CapacityHost(ctx context.Context, hf *remote.HostsFile, on string, plan *ca
 			}
 		}
 	}
+	rh := &caprun.RemoteHost{Remote: sh, Binary: sh.Binary(), Models: models}
+	// the host's CPU, memory and kernel are the run's machine (read as `host check` does)
+	if info, ferr := remote.Fingerprint(ctx, c); ferr != nil {
+		if warn != nil {
+			warn(fmt.Sprintf("warning: host %s not fingerprinted (%v): run.json records no machine", h.Name, ferr))
+		}
+	} else {
+		m := info.Fingerprint.Machine
+		m.Hostname = "" // run.json travels in receipt bundles
+		rh.Machine = &m
+	}
 	ok = true
-	return &caprun.RemoteHost{Remote: sh, Binary: sh.Binary(), Models: models}, c.Close, nil
+	return rh, c.Close, nil
 }

@@ -85,6 +85,11 @@ func TestCapacityRunOnHost(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Lifetimes) != 1 {
 		t.Fatalf("run.json: %v\n%s", err, b)
 	}
+	// the run's machine is the host's fingerprint (here the same box), without its name; no
+	// build fingerprint (the desktop's would be the wrong one)
+	if m := rep.Machine; m == nil || m.LogicalCPUs <= 0 || m.MemBytes <= 0 || m.Hostname != "" || rep.Build != nil {
+		t.Errorf("machine %+v, build %+v", rep.Machine, rep.Build)
+	}
 	s := rep.Lifetimes[0].Server
 	n := s.Network
 	if n == nil {

@@ -5,6 +5,7 @@ import (
 
 	"sparkbench/app/capacity"
 	"sparkbench/runner/server"
+	"sparkbench/runner/vocab"
 )
 
 // DefaultRTTProbes is how many round trips measure a remote server's network floor.
@@ -21,6 +22,9 @@ type RemoteHost struct {
 	Models map[string]string
 	// Probes is how many round trips measure the network floor (0: DefaultRTTProbes).
 	Probes int
+	// Machine is the host's machine fingerprint (its host name left out), recorded in run.json
+	// as the run's machine; nil: it could not be read, and run.json has none.
+	Machine *vocab.Machine
 }
 
 // serverSpec is the server.Spec of a lifetime or guard with args: on the host when the run has

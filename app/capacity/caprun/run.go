@@ -138,6 +138,10 @@ func (r *Run) run() (*capacity.RunReport, error) {
 	p, planDir, cases, prompts, sha := in.plan, in.planDir, in.cases, in.prompts, in.sha
 	machine := (&runner.Fingerprinter{}).Machine()
 	machine.Hostname = "" // run.json travels in receipt bundles
+	mp := &machine
+	if spec.Host != nil { // the servers' machine is the host's (nil: not fingerprinted)
+		mp = spec.Host.Machine
+	}
 	var (
 		prev   *capacity.RunReport
 		unlock func()
@@ -155,7 +159,7 @@ func (r *Run) run() (*capacity.RunReport, error) {
 		}
 	}
 	defer unlock()
-	rep := &capacity.RunReport{Schema: SchemaRun, Plan: capacity.RunPlanFile, PlanSHA256: sha, PromptPlan: in.promptSHA, Build: spec.Build, Machine: &machine,
+	rep := &capacity.RunReport{Schema: SchemaRun, Plan: capacity.RunPlanFile, PlanSHA256: sha, PromptPlan: in.promptSHA, Build: spec.Build, Machine: mp,
 		Started: r.start.UTC(), OutDir: spec.OutDir, Lifetimes: []capacity.RunLifetime{}, QualityCases: in.casesSHA, PassOrigins: map[string]time.Time{}}
 	sched := capacity.Schedule(p, planDir)
 	guards := guardSchedule(p, sched)
