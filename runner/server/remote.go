@@ -121,8 +121,7 @@ func (s *Server) RoundTrips(ctx context.Context, n int) (RTT, error) {
 // remoteLaunch is launch for a server on a host: the attempt's argv is llama-server's on the
 // host; the process started here is the ssh that runs it, with a forward to its port.
 func remoteLaunch(ctx context.Context, spec Spec, port int, sink *lineSink) (*attempt, error) {
-	a := &attempt{port: port, argv: spec.Argv(port), bind: make(chan struct{}), done: make(chan struct{}), start: time.Now(),
-		pidSeen: make(chan struct{})}
+	a := &attempt{port: port, argv: spec.Argv(port), bind: make(chan struct{}), done: make(chan struct{}), start: time.Now(), onHost: true}
 	var err error
 	if a.via, err = spec.Remote.Command(a.argv, spec.Env); err != nil {
 		return nil, err
@@ -141,7 +140,6 @@ func remoteLaunch(ctx context.Context, spec Spec, port int, sink *lineSink) (*at
 				if m := pidMarkerRE.FindStringSubmatch(ev.Line.Text); m != nil && a.hostPid.Load() == 0 {
 					n, _ := strconv.Atoi(m[1])
 					a.hostPid.Store(int64(n))
-					close(a.pidSeen)
 					continue
 				}
 				sink.line(ev.Line.Text)

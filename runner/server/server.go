@@ -290,11 +290,11 @@ type attempt struct {
 	done   chan struct{} // closed after the Exit event
 	exit   runner.Exit
 	// on a host (Spec.Remote): the local command, the forwarded local port, llama-server's PID
-	// there and a channel closed once it is known
+	// there (0 until its shell printed it)
+	onHost  bool
 	via     []string
 	lport   int
 	hostPid atomic.Int64
-	pidSeen chan struct{}
 }
 
 func (a *attempt) clientPort() int {
@@ -305,7 +305,7 @@ func (a *attempt) clientPort() int {
 }
 
 func (a *attempt) serverPid() int {
-	if a.pidSeen != nil {
+	if a.onHost {
 		return a.rpid()
 	}
 	return a.proc.Pid()
@@ -483,7 +483,7 @@ func (a *attempt) awaitHealthy(ctx context.Context, spec Spec) (runner.Class, st
 		switch {
 		case err != nil:
 			last = err.Error()
-		case code == http.StatusOK && a.pidSeen != nil:
+		case code == http.StatusOK && a.onHost:
 			// on a host: the answer came through the forward to the port this server was told
 			// to bind, after its shell printed the PID (the host's sockets are not read)
 			if a.rpid() != 0 {
