@@ -247,7 +247,8 @@ type CapacityRunRequest struct {
 // CapacityEngine is the engine that runs study req.ID: llama-server from req.LlamaDir, else the
 // plan's build.dir, else the usual search; the plan's server_flags checked against its --help
 // (a *RequestError when it does not know one: nothing is recorded); the build fingerprinted;
-// files hashed through the notebook's cache. A *RequestError is bad input (no build, a refused
+// files hashed through the notebook's cache. With req.On none of the local build is located or
+// checked: RunCapacity readies the host (capacityOnHost). A *RequestError is bad input (no build, a refused
 // plan, no data folder when req.Out is ""); other errors come from the notebook.
 func CapacityEngine(ctx context.Context, nb *store.Notebook, req CapacityRunRequest) (*caprun.Engine, capacity.StoredStudy, error) {
 	warn := req.Warn
