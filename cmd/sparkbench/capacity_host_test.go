@@ -190,16 +190,27 @@ func TestCapacityRunOnHostBadInput(t *testing.T) {
 	}
 }
 
-// TestCapacityRunPlanOnHost: a notebook-free `capacity run PLAN --on HOST` runs its server on the
-// host as a study's does: run.json has the network path and floor, the run folder's receipt
-// prints it and verifies, and no llama-server is left on the host.
+// TestCapacityRunPlanOnHost: a notebook-free `capacity run PLAN --on HOST` runs its servers (the
+// lifetime's and the quality guard's) on the host as a study's does: run.json has the network
+// path and floor, the run folder's receipt prints it and verifies, and no llama-server is left
+// on the host.
 func TestCapacityRunPlanOnHost(t *testing.T) {
 	hostsFile, bin := capacityHost(t, false)
 	capacityTag(t)
 	dir := t.TempDir()
 	plan := hostCapacityPlan(t, dir)
+	// with a quality gate: the guard's server runs on the host too
+	b, _ := os.ReadFile(plan)
+	if err := os.WriteFile(plan, []byte(strings.Replace(string(b), `"limits": {`, `"limits": {"quality_floor": 0.5, `, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := filepath.Join(dir, "cases.json")
+	if err := os.WriteFile(cases, []byte(`{"schema":"sparkbench.quality-cases/v1","cases":[
+	  {"id":"any","prompt":"Hello","n_predict":4,"matcher":"regex","expect":"[\\s\\S]*"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	runDir := filepath.Join(dir, "run")
-	code, out, errOut := runCapacity("run", plan, "--on", "bench-a", "--hosts", hostsFile, "--out", runDir)
+	code, out, errOut := runCapacity("run", plan, "--on", "bench-a", "--hosts", hostsFile, "--out", runDir, "--quality-cases", cases)
 	if code != 0 {
 		t.Fatalf("run PLAN --on: exit %d\n%s%s", code, out, errOut)
 	}
@@ -208,11 +219,15 @@ func TestCapacityRunPlanOnHost(t *testing.T) {
 	}
 	var rep capacity.RunReport
 	b, err := os.ReadFile(filepath.Join(runDir, capacity.RunManifestFile))
-	if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Lifetimes) != 1 || rep.Build != nil {
+	if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Lifetimes) != 1 || len(rep.Guards) != 1 || rep.Build != nil {
 		t.Fatalf("run.json: %v\n%s", err, b)
 	}
 	if n := rep.Lifetimes[0].Server.Network; n == nil || n.Host != "bench-a" || !(n.RTTMinMs > 0) || n.RTTMinMs > n.RTTMedianMs || len(n.Left) != 0 {
 		t.Fatalf("network: %+v", n)
+	}
+	if g := rep.Guards[0]; g.Score != 1 || g.Cases != 1 || g.Server.Network == nil || g.Server.Network.StopSignal != "SIGTERM" ||
+		len(g.Server.Network.Left) != 0 || g.Server.Argv[0] != filepath.Join(bin, remote.ServerName) {
+		t.Errorf("guard: %+v network %+v", g, g.Server.Network)
 	}
 	bundle := filepath.Join(dir, "receipt")
 	if code, out, errOut := runCLI("receipt", "--capacity-run", runDir, "--out", bundle); code != 0 {
