@@ -142,6 +142,29 @@ type RunServer struct {
 	RSS       *vocab.RSS      `json:"rss,omitempty"`
 	Evidence  *vocab.Evidence `json:"evidence,omitempty"`
 	Escalated bool            `json:"escalated,omitempty"` // SIGKILL was needed
+	// Network: a server on a bench host (capacity run --on), the path its clients took and the
+	// round-trip floor measured over it before the load; absent for a local server.
+	Network *RunNetwork `json:"network,omitempty"`
+}
+
+// RunNetwork is the network path of a server lifetime on a bench host: this machine's
+// 127.0.0.1:LocalPort, forwarded over the host's ssh connection to the host's
+// 127.0.0.1:RemotePort; its round-trip floor (RTTProbes sequential GET /health over one
+// kept-alive connection, before the load: their minimum and median); and what was left on the
+// host after the server was stopped.
+type RunNetwork struct {
+	Host        string   `json:"host"`
+	SSH         string   `json:"ssh"`
+	Path        string   `json:"path"`
+	LocalPort   int      `json:"local_port"`
+	RemotePort  int      `json:"remote_port"`
+	RTTProbes   int      `json:"rtt_probes"`
+	RTTMinMs    float64  `json:"rtt_min_ms"`
+	RTTMedianMs float64  `json:"rtt_median_ms"`
+	RTTError    string   `json:"rtt_error,omitempty"`
+	StopSignal  string   `json:"stop_signal,omitempty"` // sent on the host
+	Left        []string `json:"left"`                  // llama-servers on the host after the stop
+	StopError   string   `json:"stop_error,omitempty"`
 }
 
 // RunCell summarises one client level of one lifetime.

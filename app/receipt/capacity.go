@@ -53,6 +53,7 @@ type runManifest struct {
 		Server struct {
 			Argv     []string        `json:"argv"`
 			Attempts []vocab.Attempt `json:"attempts"`
+			Network  *runNetwork     `json:"network"`
 		} `json:"server"`
 	} `json:"lifetimes"`
 }
@@ -205,6 +206,7 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	capMethodology(w, r)
 	capProvenance(w, cb, r)
 	capLaunch(w, cb)
+	capNetwork(w, cb)
 	w.heading(2, "Redaction")
 	redactionSection(w, cb.redaction)
 	plotsSection(w, capacityPlotNames(r))

@@ -14,6 +14,7 @@ import (
 	"sparkbench/app/study"
 	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/remote"
 	"sparkbench/runner/telemetry/live"
 	"sparkbench/store"
 )
@@ -237,12 +238,17 @@ type CapacityRunRequest struct {
 	// Telemetry says where the samplers of a plan with a telemetry block read (nil: this
 	// machine's; tests give fake trees and a fake NVML); the interval is the plan's.
 	Telemetry *live.Config
+	// On names a bench host of Hosts: every llama-server runs there over ssh, the load
+	// generator here against a forwarded port (docs/fleet.md); "": this machine.
+	On    string
+	Hosts *remote.HostsFile
 }
 
 // CapacityEngine is the engine that runs study req.ID: llama-server from req.LlamaDir, else the
 // plan's build.dir, else the usual search; the plan's server_flags checked against its --help
 // (a *RequestError when it does not know one: nothing is recorded); the build fingerprinted;
-// files hashed through the notebook's cache. A *RequestError is bad input (no build, a refused
+// files hashed through the notebook's cache. With req.On none of the local build is located or
+// checked: RunCapacity readies the host (capacityOnHost). A *RequestError is bad input (no build, a refused
 // plan, no data folder when req.Out is ""); other errors come from the notebook.
 func CapacityEngine(ctx context.Context, nb *store.Notebook, req CapacityRunRequest) (*caprun.Engine, capacity.StoredStudy, error) {
 	warn := req.Warn
@@ -257,6 +263,20 @@ func CapacityEngine(ctx context.Context, nb *store.Notebook, req CapacityRunRequ
 	plan, err := capacity.Decode("registered plan", st.PlanJSON)
 	if err != nil {
 		return nil, st, err
+	}
+	dataDir, err := demo.DataDir()
+	if req.DataDir != "" {
+		dataDir, err = req.DataDir, nil
+	}
+	if err != nil && req.Out == "" {
+		return nil, st, badInput(fmt.Errorf("%v; give --out DIR", err))
+	}
+	e := &caprun.Engine{Rec: rec, Hash: CachedHash(ctx, nb, req.Hash), DataDir: dataDir}
+	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases, e.Fresh = req.StartTimeout, req.RequestTimeout, req.Grace, req.QualityCases, req.Fresh
+	e.Batched = req.Batched
+	e.OnEvent = req.OnEvent
+	if req.On != "" { // the host's llama-server, checked by capacityOnHost
+		return e, st, nil
 	}
 	dir := req.LlamaDir
 	if dir == "" && plan.Build.Dir != "" {
@@ -282,17 +302,7 @@ func CapacityEngine(ctx context.Context, nb *store.Notebook, req CapacityRunRequ
 		warn(fmt.Sprintf("warning: %v (the build is not fingerprinted in run.json)", err))
 		build = nil
 	}
-	dataDir, err := demo.DataDir()
-	if req.DataDir != "" {
-		dataDir, err = req.DataDir, nil
-	}
-	if err != nil && req.Out == "" {
-		return nil, st, badInput(fmt.Errorf("%v; give --out DIR", err))
-	}
-	e := &caprun.Engine{Rec: rec, Server: loc.Server, Build: build, Hash: CachedHash(ctx, nb, req.Hash), DataDir: dataDir}
-	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases, e.Fresh = req.StartTimeout, req.RequestTimeout, req.Grace, req.QualityCases, req.Fresh
-	e.Batched = req.Batched
-	e.OnEvent = req.OnEvent
+	e.Server, e.Build = loc.Server, build
 	return e, st, nil
 }
 
@@ -311,6 +321,17 @@ func RunCapacity(ctx context.Context, nb *store.Notebook, req CapacityRunRequest
 	e, st, err := CapacityEngine(ctx, nb, req)
 	if err != nil {
 		return nil, st, &NotStartedError{err}
+	}
+	if req.On != "" {
+		plan, perr := capacity.Decode("registered plan", st.PlanJSON)
+		if perr != nil {
+			return nil, st, &NotStartedError{perr}
+		}
+		closeHost, herr := capacityOnHost(ctx, e, st, plan, req)
+		if herr != nil {
+			return nil, st, &NotStartedError{herr}
+		}
+		defer closeHost()
 	}
 	if plan, perr := capacity.Decode("registered plan", st.PlanJSON); perr == nil && plan.Telemetry != nil {
 		hook, closeSamplers := samplerHook(ctx, nb, plan.Telemetry, req.Telemetry)

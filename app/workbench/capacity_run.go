@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"sparkbench/app/capacity"
+	"sparkbench/runner/remote"
 	"sparkbench/runner/telemetry/live"
 	"sparkbench/store"
 )
@@ -20,6 +21,9 @@ type CapacityRunOptions struct {
 	StartTimeout, RequestTimeout, Grace time.Duration
 	// Telemetry says where a telemetry block's samplers read (nil: this machine's).
 	Telemetry *live.Config
+	// On runs every llama-server on this host of Hosts (CapacityRunRequest.On).
+	On    string
+	Hosts *remote.HostsFile
 }
 
 // runCapacityKind is the capacity kind's Run: RunCapacity, its outcome worded as `capacity
@@ -40,6 +44,7 @@ func runCapacityKind(ctx context.Context, nb *store.Notebook, s store.Study, req
 	const prefix = "sparkbench capacity run: "
 	sum, st, err := RunCapacity(ctx, nb, CapacityRunRequest{ID: id, LlamaDir: req.LlamaDir, Out: req.Out, Fresh: req.Fresh,
 		StartTimeout: opt.StartTimeout, RequestTimeout: opt.RequestTimeout, Grace: opt.Grace, QualityCases: opt.QualityCases, Batched: opt.Batched, Telemetry: opt.Telemetry,
+		On: opt.On, Hosts: opt.Hosts,
 		Warn: func(msg string) { say(prefix + msg) }, Hash: req.Hash,
 		OnEvent: func(ev capacity.RunEvent) {
 			if req.JSON != nil {

@@ -281,6 +281,7 @@ var journalSentences = map[string]func(jmap) string{
 	},
 	capacity.NoteIncomplete:  func(m jmap) string { return incompleteLegs(m, "lifetimes", "server lifetime(s)") },
 	capacity.NoteValidity:    servingValidity,
+	capacity.NoteNetwork:     networkPath,
 	quantrun.EntryStarted:    func(m jmap) string { return "ladder run started, plan sha256 " + shortHash(m.str("plan_sha256")) },
 	quantrun.EntryProvenance: func(jmap) string { return "ladder run: the build and machine recorded" },
 	quantrun.EntryRecord: func(m jmap) string {

@@ -57,3 +57,19 @@ func servingValidity(m jmap) string {
 	}
 	return head + strings.Join(fired, ", ")
 }
+
+// networkPath is a capacity.network entry: a server lifetime on a bench host, the path its
+// clients took and the round-trip floor measured over it.
+func networkPath(m jmap) string {
+	n := m.obj("network")
+	s := fmt.Sprintf("server lifetime %s on host %s: %s", m.str("lifetime"), n.str("host"), n.str("path"))
+	if e := n.str("rtt_error"); e != "" {
+		s += "; round-trip floor not measured: " + clip(e, 120)
+	} else {
+		s += fmt.Sprintf("; round-trip floor %s ms (median %s ms, %d GET /health)", figure(numOr(n, "rtt_min_ms")), figure(numOr(n, "rtt_median_ms")), n.int("rtt_probes"))
+	}
+	if e := n.str("stop_error"); e != "" {
+		s += "; " + clip(e, 160)
+	}
+	return s
+}

@@ -15,16 +15,18 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/capacity/caprun"
 	"sparkbench/app/study"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
 )
 
-const capacityRunUsage = "capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--batched CANDIDATE=FILE…] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--json]"
+const capacityRunUsage = "capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--batched CANDIDATE=FILE…] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--on HOST [--hosts F]] [--json]"
 
 // capacityRunOpts are the flags of `capacity run`: one set, whether the argument is a study
 // id or name (through the notebook) or a plan file (notebook-free unless --notebook).
 type capacityRunOpts struct {
 	notebook, llamaDir, out, resume, qualityCases string
+	on, hosts                                     string
 	fresh, asJSON                                 bool
 	startTimeout, reqTimeout, grace               time.Duration
 	batchedFlag                                   multiFlag
@@ -44,6 +46,8 @@ func capacityRunFlags(stderr io.Writer) (*flag.FlagSet, *capacityRunOpts) {
 	fs.DurationVar(&o.startTimeout, "start-timeout", 0, "per server start, until /health answers 200 (default 5m)")
 	fs.DurationVar(&o.reqTimeout, "request-timeout", 0, "per request, send to final event (default 5m)")
 	fs.DurationVar(&o.grace, "grace", 0, "SIGTERM to SIGKILL when a server is stopped (default 5s)")
+	fs.StringVar(&o.on, "on", "", "run every llama-server on this bench host over ssh, the load generator here against a forwarded port (docs/fleet.md)")
+	fs.StringVar(&o.hosts, "hosts", "", "with --on: "+hostsFlagHelp)
 	fs.BoolVar(&o.asJSON, "json", false, "print every run event as a JSON line on stdout")
 	fs.Usage = func() {
 		fprintf(stderr, "usage: sparkbench %s\n\nRuns every server lifetime of a capacity or concurrency study on llama-server (docs/capacity.md).\nExit 0 complete; 1 halted, failed, busy or incomplete (a lifetime ended without results); 2 bad input or a refused plan.\n\n", capacityRunUsage)
@@ -73,6 +77,8 @@ func capacityRunCommand(args []string, stdout, stderr io.Writer) int {
 		return bad("give --out (a new run folder) or --resume (an existing one), not both")
 	case o.fresh && o.resume != "":
 		return bad("--fresh starts a new run folder and --resume continues one: give one of them")
+	case o.hosts != "" && o.on == "":
+		return bad("--hosts names the hosts list of --on HOST: give --on too")
 	}
 	for _, v := range o.batchedFlag {
 		id, path, ok := strings.Cut(v, "=")
@@ -115,33 +121,42 @@ func capacityRun(o *capacityRunOpts, planFile string, stdout, stderr io.Writer) 
 	if err != nil {
 		return bad("%v", err)
 	}
-	dir := *llamaDir
-	if dir == "" && plan.Build.Dir != "" {
-		dir = study.ResolvePath(filepath.Dir(planFile), plan.Build.Dir)
-	}
-	loc, err := llamacpp.Locate(dir)
-	if err != nil {
-		return bad("%v", err)
-	}
-	if code := capacityCheckServerFlags("capacity run", plan, loc.Server, stderr); code != 0 {
-		return code
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	spec := caprun.RunSpec{PlanFile: planFile, Plan: plan, StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace,
+		QualityCases: o.qualityCases, Batched: o.batched, Hash: func(path string) (string, error) { return hashing.File(ctx, path, nil) }}
+	if o.on != "" {
+		host, closeHost, code := capacityRunHost(ctx, o, plan, planFile, stderr)
+		if code != 0 {
+			return code
+		}
+		defer closeHost()
+		spec.Host, spec.Server = host, host.Binary
+	} else {
+		dir := *llamaDir
+		if dir == "" && plan.Build.Dir != "" {
+			dir = study.ResolvePath(filepath.Dir(planFile), plan.Build.Dir)
+		}
+		loc, err := llamacpp.Locate(dir)
+		if err != nil {
+			return bad("%v", err)
+		}
+		if code := capacityCheckServerFlags("capacity run", plan, loc.Server, stderr); code != 0 {
+			return code
+		}
+		spec.Server = loc.Server
+		if spec.Build, err = llamacpp.Inspect(ctx, loc); err != nil {
+			fprintf(stderr, "sparkbench capacity run: warning: %v (the build is not fingerprinted in run.json)\n", err)
+			spec.Build = nil
+		}
 	}
 	if *resume != "" {
 		*out = *resume
 	} else if *out == "" {
 		*out = "capacity-run-" + time.Now().UTC().Format("20060102-150405")
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	build, err := llamacpp.Inspect(ctx, loc)
-	if err != nil {
-		fprintf(stderr, "sparkbench capacity run: warning: %v (the build is not fingerprinted in run.json)\n", err)
-		build = nil
-	}
-	run := caprun.StartRun(context.Background(), caprun.RunSpec{PlanFile: planFile, Plan: plan, Server: loc.Server,
-		OutDir: *out, Resume: *resume != "", Build: build, StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace, QualityCases: o.qualityCases, Batched: o.batched,
-		Hash: func(path string) (string, error) { return hashing.File(ctx, path, nil) }})
+	spec.OutDir, spec.Resume = *out, *resume != ""
+	run := caprun.StartRun(context.Background(), spec)
 	go func() {
 		<-ctx.Done()
 		run.Stop()
@@ -177,6 +192,28 @@ func capacityRun(o *capacityRunOpts, planFile string, stdout, stderr io.Writer) 
 		capacityRunSummary(stdout, rep)
 	}
 	return 0
+}
+
+// capacityRunHost readies --on HOST for a notebook-free run (workbench.CapacityHost): exit 2
+// with the reason when the host cannot serve the plan.
+func capacityRunHost(ctx context.Context, o *capacityRunOpts, plan *capacity.Plan, planFile string, stderr io.Writer) (*caprun.RemoteHost, func(), int) {
+	found, err := findHosts(o.hosts, o.notebook)
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity run: --on %s: %v\n", o.on, err)
+		return nil, nil, 2
+	}
+	dir, err := filepath.Abs(filepath.Dir(planFile))
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity run: %v\n", err)
+		return nil, nil, 2
+	}
+	host, closeHost, err := workbench.CapacityHost(ctx, found.Hosts, o.on, plan, []string{dir},
+		func(msg string) { fprintf(stderr, "sparkbench capacity run: %s\n", msg) })
+	if err != nil {
+		fprintf(stderr, "sparkbench capacity run: %v\n", err)
+		return nil, nil, 2
+	}
+	return host, closeHost, 0
 }
 
 // capacityCheckServerFlags refuses (exit 2) a plan whose server_flags hold a flag the

@@ -27,7 +27,7 @@ const nbFlagHelp = "notebook file (default: $" + store.EnvNotebook + ", then the
 // (no separator, no .json suffix): a study id or name.
 func capacityRunsInNotebook(args []string) bool {
 	valued := map[string]bool{"llama-dir": true, "out": true, "start-timeout": true, "request-timeout": true, "grace": true,
-		"quality-cases": true, "notebook": true, "resume": true}
+		"quality-cases": true, "notebook": true, "resume": true, "on": true, "hosts": true}
 	var pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -113,8 +113,17 @@ func capacityStudyRun(o *capacityRunOpts, ref string, stdout, stderr io.Writer) 
 		fprintf(stderr, "sparkbench capacity run: %v\n", err)
 		return 2
 	}
-	req := workbench.RunRequest{LlamaDir: o.llamaDir, Out: o.out, Fresh: o.fresh, Options: &workbench.CapacityRunOptions{
-		QualityCases: o.qualityCases, Batched: o.batched, StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace}}
+	opts := &workbench.CapacityRunOptions{QualityCases: o.qualityCases, Batched: o.batched, StartTimeout: o.startTimeout,
+		RequestTimeout: o.reqTimeout, Grace: o.grace, On: o.on}
+	if o.on != "" {
+		found, err := findHosts(o.hosts, o.notebook)
+		if err != nil {
+			fprintf(stderr, "sparkbench capacity run: --on %s: %v\n", o.on, err)
+			return 2
+		}
+		opts.Hosts = found.Hosts
+	}
+	req := workbench.RunRequest{LlamaDir: o.llamaDir, Out: o.out, Fresh: o.fresh, Options: opts}
 	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		req.JSON = func(ev any) { _ = enc.Encode(ev) }

@@ -382,8 +382,14 @@ func servesPort(argv string, port int) bool {
 // RPCProcesses lists the live ggml-rpc-server processes on the host (by /proc comm), each with
 // its argv.
 func (c *Conn) RPCProcesses(ctx context.Context) ([]RPCProcess, error) {
+	return c.Processes(ctx, RPCServerName)
+}
+
+// Processes lists the host's live processes whose /proc comm is comm (at most 15 characters,
+// as the kernel keeps it), each with its argv.
+func (c *Conn) Processes(ctx context.Context, comm string) ([]RPCProcess, error) {
 	out, err := c.Output(ctx, 30*time.Second, Script(`for d in /proc/[0-9]*; do `+
-		`c=$(cat "$d/comm" 2>/dev/null) || continue; [ "$c" = `+RPCServerName+` ] || continue; `+
+		`read -r c < "$d/comm" 2>/dev/null || continue; [ "$c" = `+Quote(comm)+` ] || continue; `+
 		`s=$(cut -d')' -f2 "$d/stat" 2>/dev/null | cut -d' ' -f2); [ "$s" = Z ] && continue; `+
 		`printf '%s %s\n' "${d#/proc/}" "$(tr '\0' ' ' < "$d/cmdline")"; done; true`))
 	if err != nil {

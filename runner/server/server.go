@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sparkbench/runner"
@@ -72,6 +73,9 @@ type Spec struct {
 	Wrapper []string
 	// Markers are checked against the last load block (Evidence.Markers).
 	Markers Markers
+	// Remote, when set, runs llama-server on a bench host (remote.go): Binary is its path there,
+	// the clients use a forwarded local port. Wrapper must be empty then.
+	Remote Remote
 	// Log receives every log line (CR and ANSI removed) with "\n", of every attempt, as it
 	// arrives; it is written from one goroutine. Nil: lines are only scanned.
 	Log io.Writer
@@ -155,14 +159,15 @@ type Server struct {
 	stopped    Stopped
 }
 
-// URL is the server's base URL, http://127.0.0.1:PORT.
-func (s *Server) URL() string { return fmt.Sprintf("http://%s:%d", Host, s.attempt.port) }
+// URL is the server's base URL, http://127.0.0.1:PORT (for a server on a host, the local
+// port forwarded to it).
+func (s *Server) URL() string { return fmt.Sprintf("http://%s:%d", Host, s.attempt.clientPort()) }
 
-// Port is the port it listens on.
+// Port is the port it listens on (on the host, for a server on a host).
 func (s *Server) Port() int { return s.attempt.port }
 
-// Pid is llama-server's process ID (and process group).
-func (s *Server) Pid() int { return s.attempt.proc.Pid() }
+// Pid is llama-server's process ID (and process group; on a host, its PID there).
+func (s *Server) Pid() int { return s.attempt.serverPid() }
 
 // Argv is the command line that became the server.
 func (s *Server) Argv() []string { return s.attempt.argv }
@@ -218,6 +223,8 @@ type Stopped struct {
 	Evidence Evidence    `json:"evidence"`
 	// Unexpected is true when the process had ended before Stop was called (a crash, a kill).
 	Unexpected bool `json:"unexpected,omitempty"`
+	// Remote: how a server on a host was stopped and what was left there (nil for a local one).
+	Remote *RemoteStop `json:"remote,omitempty"`
 }
 
 // idleSettle is how long Stop lets the tracked clients' last connections go idle before it
@@ -238,6 +245,10 @@ func (s *Server) closeIdle() {
 // grace period in the background).
 func (s *Server) Stop(ctx context.Context) Stopped {
 	s.stopOnce.Do(func() {
+		if s.spec.Remote != nil {
+			s.stopped = s.stopRemote(ctx)
+			return
+		}
 		a := s.attempt
 		_, already := s.Exited()
 		var rss RSS
@@ -278,6 +289,26 @@ type attempt struct {
 	bind   chan struct{} // closed when the log reports the bind failure
 	done   chan struct{} // closed after the Exit event
 	exit   runner.Exit
+	// on a host (Spec.Remote): the local command, the forwarded local port, llama-server's PID
+	// there (0 until its shell printed it)
+	onHost  bool
+	via     []string
+	lport   int
+	hostPid atomic.Int64
+}
+
+func (a *attempt) clientPort() int {
+	if a.lport != 0 {
+		return a.lport
+	}
+	return a.port
+}
+
+func (a *attempt) serverPid() int {
+	if a.onHost {
+		return a.rpid()
+	}
+	return a.proc.Pid()
 }
 
 // lineSink numbers the lines of every attempt as one log, writes them to Spec.Log and scans
@@ -326,6 +357,9 @@ func Start(ctx context.Context, spec Spec) (*Server, error) {
 			return nil, fmt.Errorf("argument %s: the server package sets --host %s and --port itself", a, Host)
 		}
 	}
+	if spec.Remote != nil && len(spec.Wrapper) > 0 {
+		return nil, errors.New("a launch wrapper is not supported for llama-server on a host")
+	}
 	if len(spec.Wrapper) > 0 {
 		if _, err := runner.WrapLaunch(spec.Wrapper, nil, true); err != nil {
 			return nil, &StartError{Class: runner.ClassFailed, Reason: "could not start: " + err.Error()}
@@ -339,14 +373,29 @@ func Start(ctx context.Context, spec Spec) (*Server, error) {
 	var attempts []Attempt
 	port := spec.Port
 	for i := 0; i < spec.PortAttempts; i++ {
-		if port == 0 || i > 0 {
+		if (port == 0 || i > 0) && spec.Remote != nil {
+			if port, err = spec.Remote.PickPort(ctx); err != nil {
+				return nil, fmt.Errorf("host %s: pick a free port on its %s: %w", spec.Remote.Name(), Host, err)
+			}
+		} else if port == 0 || i > 0 {
 			if port, err = FreePort(); err != nil {
 				return nil, fmt.Errorf("pick a free port on %s: %w", Host, err)
 			}
 		}
-		a := launch(ctx, spec, port, sink)
+		var a *attempt
+		if spec.Remote != nil {
+			if a, err = remoteLaunch(ctx, spec, port, sink); err != nil {
+				return nil, &StartError{Class: runner.ClassFailed, Attempts: attempts, Evidence: sink.evidence(),
+					Reason: fmt.Sprintf("could not start on host %s: %v", spec.Remote.Name(), err)}
+			}
+		} else {
+			a = launch(ctx, spec, port, sink)
+		}
 		class, reason := a.awaitHealthy(ctx, spec)
-		at := Attempt{Port: port, Argv: a.argv, Pid: a.proc.Pid(), Took: time.Since(a.start), Launch: a.launched()}
+		if class != "" && spec.Remote != nil {
+			_ = spec.Remote.Unforward(a.lport, a.port)
+		}
+		at := Attempt{Port: port, Argv: a.argv, Pid: a.serverPid(), Took: time.Since(a.start), Launch: a.launched(), Via: a.via}
 		if class == "" {
 			attempts = append(attempts, at)
 			return &Server{spec: spec, attempt: a, attempts: attempts, lines: sink, readyIn: at.Took}, nil
@@ -409,7 +458,7 @@ func launch(ctx context.Context, spec Spec, port int, sink *lineSink) *attempt {
 func (a *attempt) awaitHealthy(ctx context.Context, spec Spec) (runner.Class, string) {
 	client := &http.Client{Timeout: healthTimeout, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	defer client.CloseIdleConnections()
-	url := fmt.Sprintf("http://%s:%d/health", Host, a.port)
+	url := fmt.Sprintf("http://%s:%d/health", Host, a.clientPort())
 	deadline := time.NewTimer(spec.StartTimeout)
 	defer deadline.Stop()
 	interval := spec.HealthInterval
@@ -434,6 +483,13 @@ func (a *attempt) awaitHealthy(ctx context.Context, spec Spec) (runner.Class, st
 		switch {
 		case err != nil:
 			last = err.Error()
+		case code == http.StatusOK && a.onHost:
+			// on a host: the answer came through the forward to the port this server was told
+			// to bind, after its shell printed the PID (the host's sockets are not read)
+			if a.rpid() != 0 {
+				return "", ""
+			}
+			last = "200 before the host's shell printed the server's PID"
 		case code == http.StatusOK:
 			owns, known := listenerOwner(a.toolPid(), a.port)
 			if !known || owns {

@@ -241,6 +241,9 @@ type Attempt struct {
 	// Launch: an attempt started under a launch wrapper (Argv stays llama-server's own
 	// command line); absent otherwise, so an unwrapped attempt's JSON is unchanged.
 	Launch *Launch `json:"launch,omitempty"`
+	// Via: an attempt on a bench host, the local ssh command line that ran Argv there; absent
+	// otherwise.
+	Via []string `json:"via,omitempty"`
 }
 
 // RSS is a server lifetime's peak resident set size.

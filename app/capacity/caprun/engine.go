@@ -40,6 +40,8 @@ type Engine struct {
 	OnEvent func(capacity.RunEvent)
 	// Telemetry samples each server lifetime (RunSpec.Telemetry; nil: none).
 	Telemetry energy.SpanHook
+	// Host runs every llama-server on a bench host (RunSpec.Host; nil: here).
+	Host *RemoteHost
 }
 
 // Run runs study id and records it. With outDir empty and Fresh unset, a study whose last run
@@ -139,7 +141,7 @@ func (e *Engine) runInto(ctx context.Context, st capacity.StoredStudy, p *capaci
 	runStart := time.Now()
 	run := StartRun(ctx, RunSpec{PlanFile: planFile, Plan: p, Server: e.Server, OutDir: outDir, Resume: resume, Env: e.Env, Build: e.Build,
 		StartTimeout: e.StartTimeout, RequestTimeout: e.RequestTimeout, Grace: e.Grace, Hash: e.Hash, QualityCases: e.QualityCases, Batched: e.Batched,
-		Telemetry: e.Telemetry})
+		Telemetry: e.Telemetry, Host: e.Host})
 	rr := &runRecorder{e: e, ctx: context.WithoutCancel(ctx), study: id, plan: p, out: outDir, start: runStart,
 		origins: map[string]time.Time{}, legs: map[string]int64{}, sinks: map[string]capacity.LegSink{}, attempts: map[string]int{}}
 	for _, l := range legs {
@@ -370,6 +372,9 @@ func (rr *runRecorder) event(ev capacity.RunEvent) {
 			why = ev.Error + "; the study's next run measures this lifetime again"
 		}
 		rr.err = rr.finishLeg(ev.Lifetime, ev.Server, why, ev.NoResults)
+		if s := ev.Server; rr.err == nil && s != nil && s.Network != nil {
+			rr.err = rr.e.Rec.Note(rr.ctx, rr.study, capacity.NoteNetwork, map[string]any{"lifetime": ev.Lifetime, "network": s.Network})
+		}
 	}
 }
 

@@ -58,8 +58,7 @@ func (r *Run) guard(p *capacity.Plan, g guardRun, cases *quality.Cases) (capacit
 	defer logf.Close()
 	rg.Files["server_log"] = filepath.Join(rel, capacity.RunServerLogFile)
 	ev := quality.Evidence{Schema: quality.SchemaEvidence, Candidate: g.key.Candidate, Slots: g.key.Slots}
-	srv, serr := server.Start(r.ctx, server.Spec{Binary: spec.Server, Args: g.args, Env: spec.Env, Log: logLines{logf, r, rg.Key},
-		StartTimeout: spec.StartTimeout, Grace: spec.Grace, Wrapper: spec.Plan.Build.LaunchWrapper})
+	srv, serr := server.Start(r.ctx, r.serverSpec(g.args, logLines{logf, r, rg.Key}))
 	if serr != nil {
 		var se *server.StartError
 		if !errors.As(serr, &se) {
@@ -82,6 +81,12 @@ func (r *Run) guard(p *capacity.Plan, g guardRun, cases *quality.Cases) (capacit
 		rg.Server.Class, rg.Server.Reason, rg.Server.Unexpect = string(st.Exit.Class), st.Exit.Reason, st.Unexpected
 		if st.RSS.KiB > 0 {
 			rg.Server.RSS = &st.RSS
+		}
+		if n := srv.Network(); n != nil {
+			rg.Server.Network = &capacity.RunNetwork{Host: n.Host, SSH: n.SSH, Path: n.Path(), LocalPort: n.LocalPort, RemotePort: n.RemotePort, Left: []string{}}
+		}
+		if lerr := remoteStopped(&rg.Server, st); lerr != nil && err == nil {
+			err = lerr
 		}
 		if err != nil {
 			return rg, err

@@ -65,8 +65,9 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 	rl.Files["requests"] = filepath.Join(rel, capacity.RunRequestsFile)
 	rl.Files["server_log"] = filepath.Join(rel, capacity.RunServerLogFile)
 
-	srv, serr := server.Start(r.ctx, server.Spec{Binary: spec.Server, Args: lt.Args, Env: spec.Env, Log: logLines{logf, r, rl.Key},
-		StartTimeout: spec.StartTimeout, Grace: spec.Grace, Markers: server.Markers{Must: cand.Markers.Must, MustNot: cand.Markers.MustNot}, Wrapper: spec.Plan.Build.LaunchWrapper})
+	sspec := r.serverSpec(lt.Args, logLines{logf, r, rl.Key})
+	sspec.Markers = server.Markers{Must: cand.Markers.Must, MustNot: cand.Markers.MustNot}
+	srv, serr := server.Start(r.ctx, sspec)
 	var (
 		rss      server.RSS
 		evidence server.Evidence
@@ -82,7 +83,8 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 		gone = "llama-server did not become healthy: " + se.Reason
 		r.emit(capacity.RunEvent{Type: capacity.ServerFailed, Lifetime: rl.Key, Server: &rl.Server, Error: clipText(serr.Error())})
 	} else {
-		rl.Server = capacity.RunServer{Argv: srv.Argv(), Port: srv.Port(), Pid: srv.Pid(), ReadyIn: srv.ReadyIn(), Attempts: srv.Attempts()}
+		rl.Server = capacity.RunServer{Argv: srv.Argv(), Port: srv.Port(), Pid: srv.Pid(), ReadyIn: srv.ReadyIn(), Attempts: srv.Attempts(),
+			Network: r.network(srv)}
 		r.emit(capacity.RunEvent{Type: capacity.ServerReady, Lifetime: rl.Key, Server: &rl.Server})
 	}
 
@@ -156,8 +158,10 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 }
 
 // endLifetime stops the server (its RSS, evidence and exit go into rl; without one, those of
-// its failed start), writes the server records and syncs the requests file.
+// its failed start), writes the server records and syncs the requests file. A server on a host
+// that was left running there (or could not be checked) is its error, after the records.
 func endLifetime(srv *server.Server, rl *capacity.RunLifetime, dir, rel string, reqf *os.File, rss server.RSS, evidence server.Evidence) error {
+	var left error // a server on a host that stayed there
 	if srv != nil {
 		st := srv.Stop(context.Background())
 		rss, evidence = st.RSS, st.Evidence
@@ -166,11 +170,15 @@ func endLifetime(srv *server.Server, rl *capacity.RunLifetime, dir, rel string, 
 		if err := srv.LogError(); err != nil {
 			return fmt.Errorf("write %s: %w", filepath.Join(rel, capacity.RunServerLogFile), err)
 		}
+		left = remoteStopped(&rl.Server, st)
 	}
 	if err := writeServerRecords(rl, dir, rss, evidence); err != nil {
 		return err
 	}
-	return reqf.Sync()
+	if err := reqf.Sync(); err != nil {
+		return err
+	}
+	return left
 }
 
 // failedStart is the server record of a llama-server that never became healthy: its attempts

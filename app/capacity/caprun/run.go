@@ -63,6 +63,9 @@ type RunSpec struct {
 	// Telemetry samples each server lifetime and marks its client levels (docs/telemetry.md;
 	// nil: none, as before).
 	Telemetry energy.SpanHook
+	// Host, when set, runs every llama-server on a bench host (Server is then its path there)
+	// and measures each lifetime's network path before its load (docs/fleet.md).
+	Host *RemoteHost
 }
 
 // SchemaRun identifies run.json.
@@ -135,6 +138,10 @@ func (r *Run) run() (*capacity.RunReport, error) {
 	p, planDir, cases, prompts, sha := in.plan, in.planDir, in.cases, in.prompts, in.sha
 	machine := (&runner.Fingerprinter{}).Machine()
 	machine.Hostname = "" // run.json travels in receipt bundles
+	mp := &machine
+	if spec.Host != nil { // the servers' machine is the host's (nil: not fingerprinted)
+		mp = spec.Host.Machine
+	}
 	var (
 		prev   *capacity.RunReport
 		unlock func()
@@ -152,7 +159,7 @@ func (r *Run) run() (*capacity.RunReport, error) {
 		}
 	}
 	defer unlock()
-	rep := &capacity.RunReport{Schema: SchemaRun, Plan: capacity.RunPlanFile, PlanSHA256: sha, PromptPlan: in.promptSHA, Build: spec.Build, Machine: &machine,
+	rep := &capacity.RunReport{Schema: SchemaRun, Plan: capacity.RunPlanFile, PlanSHA256: sha, PromptPlan: in.promptSHA, Build: spec.Build, Machine: mp,
 		Started: r.start.UTC(), OutDir: spec.OutDir, Lifetimes: []capacity.RunLifetime{}, QualityCases: in.casesSHA, PassOrigins: map[string]time.Time{}}
 	sched := capacity.Schedule(p, planDir)
 	guards := guardSchedule(p, sched)
