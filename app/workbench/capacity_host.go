@@ -25,7 +25,7 @@ func capacityOnHost(ctx context.Context, e *caprun.Engine, st capacity.StoredStu
 	if err != nil {
 		return nil, err
 	}
-	e.Host, e.Server, e.Build = rh, rh.Binary, nil
+	e.Host, e.Server, e.Build = rh, rh.Binary, rh.Build
 	return closeHost, nil
 }
 
@@ -96,7 +96,26 @@ func CapacityHost(ctx context.Context, hf *remote.HostsFile, on string, plan *ca
 		m := info.Fingerprint.Machine
 		m.Hostname = "" // run.json travels in receipt bundles
 		rh.Machine = &m
+		if rh.Build, err = hostBuild(ctx, sess, h, info, sh.Binary()); err != nil && warn != nil {
+			warn(fmt.Sprintf("warning: host %s's llama-server not hashed (%v): run.json records no build", h.Name, err))
+		}
 	}
 	ok = true
 	return rh, c.Close, nil
+}
+
+// hostBuild is the host's llama.cpp build as run.json records a local one (llamacpp.Inspect):
+// the version, devices, backends and libraries the host's fingerprint read, and the SHA-256
+// of its llama-bench and of the llama-server the run starts, hashed on the host.
+func hostBuild(ctx context.Context, sess *remote.Session, h remote.Host, info *remote.HostInfo, server string) (*llamacpp.Build, error) {
+	fp := info.Fingerprint
+	sha, size, err := sess.HashFile(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	b := &llamacpp.Build{Location: llamacpp.Location{Dir: h.LlamaDir, Source: llamacpp.Source("host " + h.Name), Bench: info.Bench, Server: server},
+		VersionLine: fp.VersionLine, Version: fp.Version, BuildNumber: fp.BuildNumber, Commit: fp.Commit,
+		Devices: fp.Devices, Backends: fp.Backends, Libraries: fp.Libraries,
+		Binaries: []llamacpp.Binary{fp.Binary, {Name: filepath.Base(server), Path: server, Size: size, SHA256: sha}}}
+	return b, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"sparkbench/app/capacity"
+	"sparkbench/runner/hashing"
+	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/llamatest"
 	"sparkbench/runner/remote"
 	"sparkbench/runner/remote/sshdtest"
@@ -85,11 +88,12 @@ func TestCapacityRunOnHost(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Lifetimes) != 1 {
 		t.Fatalf("run.json: %v\n%s", err, b)
 	}
-	// the run's machine is the host's fingerprint (here the same box), without its name; no
-	// build fingerprint (the desktop's would be the wrong one)
-	if m := rep.Machine; m == nil || m.LogicalCPUs <= 0 || m.MemBytes <= 0 || m.Hostname != "" || rep.Build != nil {
-		t.Errorf("machine %+v, build %+v", rep.Machine, rep.Build)
+	// the run's machine is the host's fingerprint (here the same box), without its name, and
+	// its build the host's llama.cpp (checkHostBuild)
+	if m := rep.Machine; m == nil || m.LogicalCPUs <= 0 || m.MemBytes <= 0 || m.Hostname != "" {
+		t.Errorf("machine %+v", rep.Machine)
 	}
+	checkHostBuild(t, rep.Build, bin)
 	s := rep.Lifetimes[0].Server
 	n := s.Network
 	if n == nil {
@@ -219,9 +223,10 @@ func TestCapacityRunPlanOnHost(t *testing.T) {
 	}
 	var rep capacity.RunReport
 	b, err := os.ReadFile(filepath.Join(runDir, capacity.RunManifestFile))
-	if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Lifetimes) != 1 || len(rep.Guards) != 1 || rep.Build != nil {
+	if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Lifetimes) != 1 || len(rep.Guards) != 1 {
 		t.Fatalf("run.json: %v\n%s", err, b)
 	}
+	checkHostBuild(t, rep.Build, bin)
 	if n := rep.Lifetimes[0].Server.Network; n == nil || n.Host != "bench-a" || !(n.RTTMinMs > 0) || n.RTTMinMs > n.RTTMedianMs || len(n.Left) != 0 {
 		t.Fatalf("network: %+v", n)
 	}
@@ -238,5 +243,24 @@ func TestCapacityRunPlanOnHost(t *testing.T) {
 	}
 	if code, out, errOut := runCLI("verify", bundle); code != 0 {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
+	}
+}
+
+// checkHostBuild: run.json's build of a run on host bench-a is the host's llama.cpp: its
+// llama_dir and llama-server, the version line its llama-bench printed there, and the SHA-256
+// of the llama-server the run started, hashed on the host (compared here with the same file
+// hashed locally: the loopback host is this machine).
+func checkHostBuild(t *testing.T, b *llamacpp.Build, bin string) {
+	t.Helper()
+	server := filepath.Join(bin, remote.ServerName)
+	if b == nil || b.Source != "host bench-a" || b.Server != server || !strings.HasPrefix(b.VersionLine, "version: ") || len(b.Binaries) != 2 {
+		t.Fatalf("build %+v, want the host's", b)
+	}
+	want, err := hashing.File(context.Background(), server, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Binaries[1]; got.Path != server || got.SHA256 != want || got.Size <= 0 {
+		t.Errorf("the host's llama-server %+v, want SHA-256 %s", got, want)
 	}
 }

@@ -131,7 +131,7 @@ func capacityRun(o *capacityRunOpts, planFile string, stdout, stderr io.Writer) 
 			return code
 		}
 		defer closeHost()
-		spec.Host, spec.Server = host, host.Binary
+		spec.Host, spec.Server, spec.Build = host, host.Binary, host.Build
 	} else {
 		dir := *llamaDir
 		if dir == "" && plan.Build.Dir != "" {

@@ -25,6 +25,9 @@ type RemoteHost struct {
 	// Machine is the host's machine fingerprint (its host name left out), recorded in run.json
 	// as the run's machine; nil: it could not be read, and run.json has none.
 	Machine *vocab.Machine
+	// Build is the host's llama.cpp build (its llama-bench and llama-server hashed there),
+	// recorded in run.json as the run's build; nil: it could not be read.
+	Build *vocab.Build
 }
 
 // serverSpec is the server.Spec of a lifetime or guard with args: on the host when the run has
