@@ -145,3 +145,25 @@ func (h *ServerHost) Left(ctx context.Context, pid, rport int) ([]string, error)
 func (h *ServerHost) Connected(ctx context.Context) bool {
 	return h.Conn.Alive() && h.Conn.check(ctx) == nil
 }
+
+// Listens says whether pid holds the socket listening on the host's 127.0.0.1:rport, from the
+// host's /proc/net/tcp and /proc/PID/fd (as runner/server does for a local server). known is
+// false when the host's /proc could not tell: the caller then trusts the health check alone.
+func (h *ServerHost) Listens(ctx context.Context, pid, rport int) (owns, known bool) {
+	want := fmt.Sprintf("0100007F:%04X", rport)
+	script := `I=; while read -r _ l _ st _ _ _ _ _ ino _; do [ "$l" = ` + want + ` ] && [ "$st" = 0A ] && { I=$ino; break; }; done < /proc/net/tcp; ` +
+		`[ -n "$I" ] || { echo none; exit 0; }; ` +
+		`[ -d /proc/` + strconv.Itoa(pid) + `/fd ] || { echo gone; exit 0; }; ` +
+		`for f in /proc/` + strconv.Itoa(pid) + `/fd/*; do [ "$(readlink "$f" 2>/dev/null)" = "socket:[$I]" ] && { echo own; exit 0; }; done; echo other`
+	out, err := h.Conn.Output(ctx, 15*time.Second, Script(script))
+	if err != nil {
+		return false, false
+	}
+	switch strings.TrimSpace(string(out)) {
+	case "own":
+		return true, true
+	case "none", "gone", "other":
+		return false, true
+	}
+	return false, false
+}

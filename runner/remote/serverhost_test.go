@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -87,6 +88,22 @@ func TestServerOnHost(t *testing.T) {
 	if ps, err := sh.Left(context.Background(), srv.Pid(), srv.Port()); err != nil || len(ps) != 1 ||
 		!strings.HasPrefix(ps[0], strconv.Itoa(srv.Pid())+" "+filepath.Join(bin, ServerName)) {
 		t.Fatalf("the host's llama-servers while it runs: %q %v", ps, err)
+	}
+	// the host's /proc ties the listening socket to the server (Start checked it too): not to
+	// another process, and no socket listens on a port nothing was started on
+	ctx := context.Background()
+	if owns, known := sh.Listens(ctx, srv.Pid(), srv.Port()); !owns || !known {
+		t.Errorf("the server's own port: owns %v known %v", owns, known)
+	}
+	if owns, known := sh.Listens(ctx, os.Getpid(), srv.Port()); owns || !known {
+		t.Errorf("another process on the server's port: owns %v known %v", owns, known)
+	}
+	free, err := sh.PickPort(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owns, known := sh.Listens(ctx, srv.Pid(), free); owns || !known {
+		t.Errorf("a port nothing listens on: owns %v known %v", owns, known)
 	}
 	t0 := time.Now()
 	st := srv.Stop(context.Background())

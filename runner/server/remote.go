@@ -38,6 +38,9 @@ type Remote interface {
 	Left(ctx context.Context, pid, rport int) ([]string, error)
 	// Connected says whether the host's connection still answers.
 	Connected(ctx context.Context) bool
+	// Listens says whether pid holds the socket listening on the host's 127.0.0.1:rport; known
+	// is false when the host could not tell.
+	Listens(ctx context.Context, pid, rport int) (owns, known bool)
 }
 
 // PIDMarker starts the line the host's shell prints before it execs llama-server.

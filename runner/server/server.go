@@ -485,11 +485,17 @@ func (a *attempt) awaitHealthy(ctx context.Context, spec Spec) (runner.Class, st
 			last = err.Error()
 		case code == http.StatusOK && a.onHost:
 			// on a host: the answer came through the forward to the port this server was told
-			// to bind, after its shell printed the PID (the host's sockets are not read)
-			if a.rpid() != 0 {
+			// to bind, after its shell printed the PID, and the host's /proc says the listening
+			// socket is the server's own
+			if a.rpid() == 0 {
+				last = "200 before the host's shell printed the server's PID"
+				break
+			}
+			owns, known := spec.Remote.Listens(ctx, a.rpid(), a.port)
+			if !known || owns {
 				return "", ""
 			}
-			last = "200 before the host's shell printed the server's PID"
+			last = fmt.Sprintf("200 from another process on host %s's port %d", spec.Remote.Name(), a.port)
 		case code == http.StatusOK:
 			owns, known := listenerOwner(a.toolPid(), a.port)
 			if !known || owns {
