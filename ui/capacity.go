@@ -66,6 +66,7 @@ type CapacityPanel struct {
 	Title, Status, Selected *widget.Label
 	KV                      *widget.Label // the KV arms' KL divergence beside their speed change (hidden: none)
 	RunButton, AbortButton  *widget.Button
+	RunOn                   *widget.Select // this machine, or a bench host for the servers (capacity_host.go)
 	receiptPane             // Export receipt…, as .tar.gz, its progress and Cancel export; the Receipt tab
 	Progress                *widget.ProgressBar
 	ProgressMsg, Gates      *widget.Label
@@ -113,6 +114,7 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 		l.Wrapping = fyne.TextWrapWord
 	}
 	v.RunButton = widget.NewButton("Run", v.Run)
+	v.newRunOn()
 	v.AbortButton = widget.NewButton("Abort", v.confirmAbort)
 	v.receiptPane = newReceiptPane(func() {
 		if v.receipt != nil && v.id != 0 {
@@ -140,7 +142,7 @@ func newCapacityPanel(a fyne.App, win fyne.Window, svc CapacityService, receipt 
 	v.Tabs.OnSelected = func(*container.TabItem) { v.refreshConsole() }
 	v.Progress.Hide()
 	v.KV.Hide()
-	head := container.NewVBox(v.Title, container.NewHBox(append([]fyne.CanvasObject{v.RunButton, v.AbortButton}, v.exportControls()...)...),
+	head := container.NewVBox(v.Title, container.NewHBox(append([]fyne.CanvasObject{v.RunButton, v.RunOn, v.AbortButton}, v.exportControls()...)...),
 		v.Status, v.Selected, v.KV, v.Progress, v.ExportBar, v.ProgressMsg, v.Gates)
 	v.Object = container.NewBorder(head, nil, nil, nil, v.Tabs)
 	return v
@@ -178,6 +180,7 @@ func (v *CapacityPanel) Show(id int64) {
 		v.study, v.rows = nil, nil
 		v.Envelope.Refresh()
 		v.Verdicts.Refresh()
+		v.loadHosts()
 	}
 	if v.svc == nil {
 		v.unavailable(id, v.updateButtons, v.Status, v.signal, "capacity studies are unavailable here (no llama-server service): use `sparkbench capacity show "+fmt.Sprint(id)+"`")
@@ -348,8 +351,9 @@ func (v *CapacityPanel) Run() {
 	}
 	v.updateButtons()
 	d := runDisplay{v.app, v.Progress, v.ProgressMsg, v.Tabs}
+	host := v.RunOn.Selected
 	v.launch(d, cancel, v.study.Report.Study.Name, start, func() (func() string, string) {
-		sum, err := v.svc.RunCapacity(ctx, id, v.onEvent, v.onLine)
+		sum, err := v.runOn(ctx, id, host)
 		headline := ""
 		if cs, serr := v.svc.ShowCapacity(ctx, id); err == nil && serr == nil {
 			headline = capacity.Headline(cs.Report)
