@@ -67,7 +67,7 @@ type CapacityPanel struct {
 	KV                      *widget.Label // the KV arms' KL divergence beside their speed change (hidden: none)
 	RunButton, AbortButton  *widget.Button
 	RunOn                   *widget.Select // this machine, or a bench host for the servers (capacity_host.go)
-	receiptPane             // Export receipt…, as .tar.gz, its progress and Cancel export; the Receipt tab
+	receiptPane                            // Export receipt…, as .tar.gz, its progress and Cancel export; the Receipt tab
 	Progress                *widget.ProgressBar
 	ProgressMsg, Gates      *widget.Label
 	Envelope                *widget.Table
