@@ -45,6 +45,12 @@ func CapacityHost(ctx context.Context, hf *remote.HostsFile, on string, plan *ca
 	if err != nil {
 		return nil, nil, badInput(err)
 	}
+	if plan.Telemetry != nil {
+		// the samplers read this machine's devices: they would record the desktop's power and
+		// temperatures as the host's servers' (and judge its energy gates on them)
+		return nil, nil, badInput(fmt.Errorf("--on %s: the plan has a telemetry block, and telemetry samples this machine's devices, not host %s's: "+
+			"run it here (without --on), or run it on the host headless (sparkbench capacity run there) and import its bundle", on, on))
+	}
 	c, err := remote.Open(ctx, h, remote.Options{Config: hf.SSHConfig})
 	if err != nil {
 		return nil, nil, badInput(err)

@@ -192,6 +192,25 @@ func TestCapacityRunOnHostBadInput(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "give --on too") {
 		t.Errorf("--hosts without --on: exit %d %s", code, errOut)
 	}
+	// a plan with a telemetry block: its samplers read this machine, not the host's servers
+	var m map[string]any
+	b, _ := os.ReadFile(plan)
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["telemetry"] = map[string]any{"interval_ms": 100}
+	b, _ = json.Marshal(m)
+	telPlan := filepath.Join(dir, "telemetry-plan.json")
+	if err := os.WriteFile(telPlan, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCapacity("run", telPlan, "--on", "bench-a", "--hosts", hostsFile, "--out", filepath.Join(dir, "run"))
+	if code != 2 || !strings.Contains(errOut, "telemetry samples this machine's devices, not host bench-a's") {
+		t.Errorf("a telemetry plan with --on: exit %d %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run")); !os.IsNotExist(err) {
+		t.Errorf("a run folder was made: %v", err)
+	}
 }
 
 // TestCapacityRunPlanOnHost: a notebook-free `capacity run PLAN --on HOST` runs its servers (the
