@@ -27,6 +27,9 @@ import (
 const (
 	NoteAssembled = "capacity.assembled" // {"run_dir","study_file","study_sha256","plan_sha256","selected":[…]}
 	NoteRun       = "capacity.run"       // {"run_dir","plan_file","started_at"[,"not_resumed"]}
+	// NoteRPCServer is one of the plan's ggml-rpc-servers started, refused or stopped
+	// (study.RPCServerNote, as a throughput study's study.rpc_server).
+	NoteRPCServer = "capacity.rpc_server"
 	// NoteResumed: a run resumed the run folder of the study's last run (RunSpec.Resume):
 	// {"run_dir","plan_file","resumed_at","lifetimes_skipped","lifetimes_total","guards_skipped",
 	// "rerun":[folders cleared to run again],"previous":how the run before ended}.

@@ -38,6 +38,7 @@ func Schedule(p *Plan, planDir string) []Lifetime {
 				}
 				args := []string{"-m", model, "--parallel", strconv.Itoa(s), "--ctx-size", strconv.Itoa(p.CtxPerSlot * s)}
 				args = append(args, c.ServerFlags...)
+				args = append(args, p.RPCArgs(c)...)
 				out = append(out, Lifetime{Key: LifetimeKey{pass, c.ID, s}, Model: model, Args: args, Clients: clients})
 			}
 		}

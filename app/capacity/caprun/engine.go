@@ -15,6 +15,7 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/energy"
 	"sparkbench/app/study"
+	"sparkbench/app/study/rpclife"
 	"sparkbench/runner/llamacpp"
 )
 
@@ -40,6 +41,9 @@ type Engine struct {
 	OnEvent func(capacity.RunEvent)
 	// Telemetry samples each server lifetime (RunSpec.Telemetry; nil: none).
 	Telemetry energy.SpanHook
+	// RPCHosts reads the hosts file the plan's rpc_servers name (RunSpec.RPCHosts; nil:
+	// $SPARKBENCH_HOSTS, else the user's hosts.json).
+	RPCHosts rpclife.HostsLoader
 }
 
 // Run runs study id and records it. With outDir empty and Fresh unset, a study whose last run
@@ -139,7 +143,7 @@ func (e *Engine) runInto(ctx context.Context, st capacity.StoredStudy, p *capaci
 	runStart := time.Now()
 	run := StartRun(ctx, RunSpec{PlanFile: planFile, Plan: p, Server: e.Server, OutDir: outDir, Resume: resume, Env: e.Env, Build: e.Build,
 		StartTimeout: e.StartTimeout, RequestTimeout: e.RequestTimeout, Grace: e.Grace, Hash: e.Hash, QualityCases: e.QualityCases, Batched: e.Batched,
-		Telemetry: e.Telemetry})
+		Telemetry: e.Telemetry, RPCHosts: e.RPCHosts})
 	rr := &runRecorder{e: e, ctx: context.WithoutCancel(ctx), study: id, plan: p, out: outDir, start: runStart,
 		origins: map[string]time.Time{}, legs: map[string]int64{}, sinks: map[string]capacity.LegSink{}, attempts: map[string]int{}}
 	for _, l := range legs {
@@ -364,6 +368,8 @@ func (rr *runRecorder) event(ev capacity.RunEvent) {
 		}
 	case capacity.ServerReady, capacity.ServerFailed:
 		rr.err = rr.startLeg(ev, nil)
+	case capacity.RPCServerEvent:
+		rr.err = rr.e.Rec.Note(rr.ctx, rr.study, capacity.NoteRPCServer, ev.RPC)
 	case capacity.LifetimeDone:
 		why := ""
 		if ev.Error != "" {

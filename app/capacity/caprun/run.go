@@ -15,6 +15,7 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/energy"
 	"sparkbench/app/study"
+	"sparkbench/app/study/rpclife"
 	"sparkbench/runner"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/evq"
@@ -63,6 +64,8 @@ type RunSpec struct {
 	// Telemetry samples each server lifetime and marks its client levels (docs/telemetry.md;
 	// nil: none, as before).
 	Telemetry energy.SpanHook
+	// RPCHosts reads the hosts file the plan's rpc_servers name (nil: rpclife.DefaultHosts).
+	RPCHosts rpclife.HostsLoader
 }
 
 // SchemaRun identifies run.json.
@@ -80,6 +83,7 @@ type Run struct {
 	start  time.Time
 	prog   capacity.RunProgress
 	mu     sync.Mutex
+	rpc    *rpclife.Topology // the plan's ggml-rpc-servers while they run (rpc.go)
 }
 
 // StartRun checks the plan and the folder, then runs every server lifetime of the schedule in
@@ -210,8 +214,12 @@ func (r *Run) run() (*capacity.RunReport, error) {
 	}
 	r.emit(started)
 
-	runErr := r.runLifetimes(bk, p, sha, prompts, kept)
+	runErr := r.startRPC(bk, p, kept)
+	if runErr == nil {
+		runErr = r.runLifetimes(bk, p, sha, prompts, kept)
+	}
 	runErr = r.runGuards(bk, p, cases, kept, runErr)
+	runErr = r.stopRPC(bk, runErr)
 	if runErr == nil && r.ctx.Err() != nil {
 		runErr = context.Cause(r.ctx)
 	}
@@ -311,6 +319,9 @@ func (r *Run) runLifetimes(bk *runBook, p *capacity.Plan, sha string, prompts *l
 		bk.lifetimes[rl.Key] = rl
 		if err == nil {
 			err = bk.checkpoint()
+		}
+		if err == nil {
+			err = r.rpcDied() // a ggml-rpc-server ended: halt
 		}
 		if err != nil {
 			runErr = err
