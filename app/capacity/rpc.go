@@ -21,7 +21,8 @@ const rpcGateDefinition = "RPC evidence gate (rpc_servers, candidates with rpc):
 // networkTaxDefinition is printed on results of plans with rpc_servers.
 const networkTaxDefinition = "network tax: for each RPC candidate and each local candidate of the same model (path and SHA-256), the RPC candidate's aggregate generation rate / the local one's, at every (slots, clients) cell both measured, and the ratio of their selected points' rates (max sustainable throughput; absent unless both have one)"
 
-// RPCArgs are the arguments the run adds to a candidate's server flags: --rpc and the plan's
+// RPCArgs are the arguments the run puts before a candidate's server flags (a -dev RPCn there
+// needs the servers registered first): --rpc and the plan's
 // server endpoints, in plan order (devices RPC0, RPC1, …), for a candidate with rpc set.
 func (p *Plan) RPCArgs(c Candidate) []string {
 	if !c.RPC || len(p.RPCServers) == 0 {

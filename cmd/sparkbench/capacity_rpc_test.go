@@ -1,0 +1,234 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sparkbench/app/capacity"
+	"sparkbench/app/study"
+	"sparkbench/runner/llamatest"
+	"sparkbench/runner/remote"
+	"sparkbench/runner/remote/sshdtest"
+)
+
+// writeCapacityRPCPlan writes a capacity plan with a local candidate (-dev none) and an RPC
+// candidate (rpc: true, -dev RPC0,RPC1) of the tiny model, one slot, one client, the forward
+// pass, and two rpc_servers on host-a and host-b at the given ports; generous limits (CI is
+// loaded).
+func writeCapacityRPCPlan(t *testing.T, dir string, ports [2]int) string {
+	t.Helper()
+	pp := filepath.Join(dir, "prompt-plan.json")
+	if err := os.WriteFile(pp, []byte(`{"schema":"sparkbench.prompts/v1","prefix":"Request {n}. ","body":"The quick brown fox jumps over the lazy dog."}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := llamatest.Model(t, "tiny-llama-f32.gguf")
+	plan := fmt.Sprintf(`{
+  "schema": "sparkbench.capacity/v1",
+  "name": "tiny capacity over RPC (CLI test)",
+  "candidates": [
+    {"id": "local", "label": "tiny f32 here", "model": {"path": %[1]q, "sha256": %[2]q},
+     "server_flags": ["-t", "1", "-lv", "4", "-dev", "none"]},
+    {"id": "rpc", "label": "tiny f32 on two RPC servers", "model": {"path": %[1]q, "sha256": %[2]q},
+     "server_flags": ["-t", "1", "-lv", "4", "-ngl", "99", "-dev", "RPC0,RPC1"], "rpc": true}
+  ],
+  "slots": [1], "clients": [1], "passes": ["forward"],
+  "warmups": 1, "measured": 3, "n_predict": 8, "ctx_per_slot": 256, "seed": 42,
+  "prompt_plan": {"path": "prompt-plan.json", "sha256": %[3]q},
+  "limits": {"ttft_ms_p95_max": 60000, "e2e_ms_p95_max": 120000, "peak_rss_mib_max": 8192,
+             "generation_rate_spread_max": 0.9, "e2e_p95_spread_max": 0.9},
+  "rpc_servers": [{"host": "host-a", "endpoint": "127.0.0.1:%[4]d", "threads": 1},
+                  {"host": "host-b", "endpoint": "127.0.0.1:%[5]d", "threads": 1}]
+}
+`, model, capacitySHA(t, model), capacitySHA(t, pp), ports[0], ports[1])
+	path := filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(path, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// capacityRPCNotes are the study's capacity.rpc_server journal entries.
+func capacityRPCNotes(t *testing.T, nb string) []study.RPCServerNote {
+	t.Helper()
+	var out []study.RPCServerNote
+	for _, p := range journalOf(t, nb, "1", capacity.NoteRPCServer) {
+		var n study.RPCServerNote
+		if err := json.Unmarshal(p, &n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestCapacityRPCTopologyOverSSH: a capacity study with a local candidate and an RPC candidate
+// over two ggml-rpc-servers the run starts over ssh on two loopback sshd hosts: both servers
+// are started before the first lifetime and stopped after the last (journaled, none left on
+// either host), the RPC candidate's lifetime passes the RPC evidence gate and carries its
+// per-host split, the network tax is the RPC cell's rate over the local cell's (and the
+// selected points'), capacity show prints it, and the receipt prints it and verifies.
+func TestCapacityRPCTopologyOverSSH(t *testing.T) {
+	lab, llamaDir := rpcLab(t)
+	capacityTag(t)
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	plan := writeCapacityRPCPlan(t, dir, [2]int{sshdtest.FreePort(t), sshdtest.FreePort(t)})
+	nb := filepath.Join(dir, "notebook.db")
+	if code, out, errOut := runCapacity("register", plan, "--notebook", nb); code != 0 {
+		t.Fatalf("register: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut := runCapacity("run", "1", "--notebook", nb, "--llama-dir", llamaDir)
+	t.Logf("run: exit %d\n%s%s", code, out, errOut)
+	if code != 0 {
+		t.Fatalf("run: %d", code)
+	}
+	if left := rpcServersOf(lab); len(left) > 0 {
+		t.Fatalf("ggml-rpc-servers left on the hosts after the run: %v", left)
+	}
+	for _, w := range []string{"ggml-rpc-server on host host-a (127.0.0.1:", ") started (pid ", ") stopped (pid "} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("the run's progress does not say %q", w)
+		}
+	}
+	var started, stopped []string
+	for _, n := range capacityRPCNotes(t, nb) {
+		switch n.Event {
+		case "started":
+			started = append(started, n.Host)
+			if n.PID <= 0 || !strings.HasSuffix(n.Argv[0], "/"+remote.RPCServerName) || !strings.Contains(strings.Join(n.Via, " "), "-tt") {
+				t.Errorf("started: %+v", n)
+			}
+		case "stopped":
+			stopped = append(stopped, n.Host)
+			if n.Signal != "SIGTERM" || len(n.Left) != 0 || n.Error != "" || !strings.Contains(n.Log, "Accepted client connection") {
+				t.Errorf("stopped: %+v", n)
+			}
+		default:
+			t.Errorf("journaled %+v", n)
+		}
+	}
+	if strings.Join(started, ",") != "host-a,host-b" || strings.Join(stopped, ",") != "host-a,host-b" {
+		t.Fatalf("started %v, stopped %v: want both hosts, each once", started, stopped)
+	}
+	code, js, errOut := runCapacity("show", "1", "--notebook", nb, "--json")
+	if code != 0 {
+		t.Fatalf("show --json: %d %s", code, errOut)
+	}
+	var rep capacity.Report
+	if err := json.Unmarshal([]byte(js), &rep); err != nil || !rep.Trusted {
+		t.Fatalf("show --json: %v, trusted %v\n%s", err, rep.Trusted, js)
+	}
+	rate := map[string]float64{}
+	selected := map[string]float64{}
+	for _, c := range rep.Envelope {
+		if len(c.Cells) != 1 || c.Cells[0].GenerationRate == nil {
+			t.Fatalf("candidate %s: cells %+v", c.Candidate, c.Cells)
+		}
+		for _, f := range c.Cells[0].Failures {
+			if strings.HasPrefix(f, "rpc:") {
+				t.Errorf("candidate %s fails the RPC evidence gate: %v", c.Candidate, c.Cells[0].Failures)
+			}
+		}
+		rate[c.Candidate] = *c.Cells[0].GenerationRate
+		if c.Selected != nil {
+			selected[c.Candidate] = c.Selected.GenerationRate
+		}
+	}
+	checkCapacityNetworkTax(t, rep.NetworkTax, rate, selected)
+	if len(rep.RPCSplits) != 1 || rep.RPCSplits[0].Candidate != "rpc" || len(rep.RPCSplits[0].Devices) != 2 {
+		t.Fatalf("RPC splits: %+v", rep.RPCSplits)
+	}
+	sp := rep.RPCSplits[0]
+	for i, host := range []string{"host-a", "host-b"} {
+		if d := sp.Devices[i]; d.Device != fmt.Sprintf("RPC%d", i) || d.Host != host || d.ModelMiB <= 0 {
+			t.Errorf("split device %d: %+v", i, d)
+		}
+	}
+	t.Logf("RPC split: %s", capacity.RPCSplitText(sp))
+	code, text, _ := runCapacity("show", "1", "--notebook", nb)
+	if code != 0 || !strings.Contains(text, "network tax (RPC candidate rate / local candidate rate, same model):") || !strings.Contains(text, "rpc forward/p1: RPC0 host-a (127.0.0.1:") {
+		t.Errorf("show: %d\n%s", code, text)
+	}
+	bundle := filepath.Join(dir, "receipt")
+	if code, out, errOut := runCLI("receipt", "1", "--out", bundle, "--notebook", nb); code != 0 {
+		t.Fatalf("receipt: %d %s %s", code, out, errOut)
+	}
+	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
+	tax := fmt.Sprintf("%.4f", rate["rpc"]/rate["local"])
+	if !strings.Contains(string(md), "## RPC topology") || !strings.Contains(string(md), "### Network tax") || !strings.Contains(string(md), "| "+tax+" |") {
+		t.Errorf("receipt.md does not print the network tax %s:\n%s", tax, md)
+	}
+	if code, out, errOut := runCLI("verify", bundle); code != 0 {
+		t.Fatalf("verify: %d %s %s", code, out, errOut)
+	}
+}
+
+// checkCapacityNetworkTax checks the one pair's network tax against the candidates' cell and
+// selected rates.
+func checkCapacityNetworkTax(t *testing.T, taxes []capacity.NetworkTax, rate, selected map[string]float64) {
+	t.Helper()
+	if len(taxes) != 1 || taxes[0].Local != "local" || taxes[0].RPC != "rpc" || len(taxes[0].Cells) != 1 {
+		t.Fatalf("network tax: %+v", taxes)
+	}
+	tx := taxes[0]
+	c := tx.Cells[0]
+	want := rate["rpc"] / rate["local"]
+	if c.Slots != 1 || c.Clients != 1 || c.LocalRate != rate["local"] || c.RPCRate != rate["rpc"] || math.Abs(c.Ratio-want) > 1e-12*want {
+		t.Errorf("network tax cell %+v, the cells give %v / %v = %v", c, rate["rpc"], rate["local"], want)
+	}
+	if len(selected) == 2 {
+		if w := selected["rpc"] / selected["local"]; tx.Selected == nil || math.Abs(*tx.Selected-w) > 1e-12*w {
+			t.Errorf("selected network tax %v, the selected points give %v", tx.Selected, w)
+		}
+	} else if tx.Selected != nil || tx.Note == "" {
+		t.Errorf("selected network tax %v (note %q) without both selected points %v", tx.Selected, tx.Note, selected)
+	}
+	sel := "none (" + tx.Note + ")"
+	if tx.Selected != nil {
+		sel = fmt.Sprintf("%.4f", *tx.Selected)
+	}
+	t.Logf("network tax: P1/C1 %.4f (%.2f / %.2f tok/s), selected points %s", c.Ratio, c.RPCRate, c.LocalRate, sel)
+}
+
+// TestCapacityRPCPortTaken: a port already taken on a host refuses the capacity run before any
+// server lifetime, naming host and port; no ggml-rpc-server is started and the refusal is
+// journaled.
+func TestCapacityRPCPortTaken(t *testing.T) {
+	lab, llamaDir := rpcLab(t)
+	capacityTag(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	plan := writeCapacityRPCPlan(t, dir, [2]int{sshdtest.FreePort(t), taken})
+	nb := filepath.Join(dir, "notebook.db")
+	if code, out, errOut := runCapacity("register", plan, "--notebook", nb); code != 0 {
+		t.Fatalf("register: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut := runCapacity("run", "1", "--notebook", nb, "--llama-dir", llamaDir)
+	t.Logf("run with a taken port: exit %d\n%s%s", code, out, errOut)
+	want := fmt.Sprintf("port %d is already taken on host host-b", taken)
+	if code == 0 || !strings.Contains(out+errOut, want) || !strings.Contains(out+errOut, "rpc:port_taken") {
+		t.Fatalf("run with a taken port: exit %d, want a refusal naming %q", code, want)
+	}
+	if strings.Contains(errOut, "llama-server ready") {
+		t.Errorf("a server lifetime ran")
+	}
+	notes := capacityRPCNotes(t, nb)
+	if len(notes) != 1 || notes[0].Event != "refused" || notes[0].Host != "host-b" || !strings.Contains(notes[0].Error, want) {
+		t.Errorf("journaled %+v, want one refusal of host-b", notes)
+	}
+	if left := rpcServersOf(lab); len(left) > 0 {
+		t.Errorf("servers started anyway: %v", left)
+	}
+}
