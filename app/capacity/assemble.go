@@ -327,7 +327,7 @@ func (a *assembler) readLifetime(k LifetimeKey) (*lifetime, error) {
 	if p.Limits.MaxDeviceMiB > 0 {
 		l.evidence = devlog.ScanText(log.Data, nil).Evidence
 	}
-	l.rpc = p.rpcLifetime(cand, log.Data)
+	l.rpc = p.RPCLifetime(cand, log.Data)
 	return l, nil
 }
 

@@ -79,9 +79,9 @@ type LifetimeRPC struct {
 	Layers bool `json:"layers_logged"`
 }
 
-// rpcLifetime reads a lifetime's server log for the RPC split (nil unless the candidate uses
+// RPCLifetime reads a lifetime's server log for the RPC split (nil unless the candidate uses
 // the plan's servers).
-func (p *Plan) rpcLifetime(c Candidate, log []byte) *LifetimeRPC {
+func (p *Plan) RPCLifetime(c Candidate, log []byte) *LifetimeRPC {
 	if !c.RPC || len(p.RPCServers) == 0 {
 		return nil
 	}
@@ -291,4 +291,10 @@ func writeRPC(w io.Writer, r *Report) {
 			fprintf(w, "  %s\n", RPCSplitText(s))
 		}
 	}
+}
+
+// RPCSplitNote is the journal entry of a lifetime's RPC split (NoteRPCSplit).
+type RPCSplitNote struct {
+	Lifetime string `json:"lifetime"`
+	LifetimeRPC
 }

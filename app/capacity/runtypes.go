@@ -57,7 +57,10 @@ const (
 	NotResumed RunEventType = "not_resumed"
 	// RPCServerEvent is one of the plan's ggml-rpc-servers started (before the first
 	// lifetime), refused, or stopped (after the last): RPC says which and how.
-	RPCServerEvent   RunEventType = "rpc_server"
+	RPCServerEvent RunEventType = "rpc_server"
+	// RPCSplitEvent (after an RPC candidate's lifetime_done) is where its server log says the
+	// model went among the plan's servers: Lifetime and RPCSplit.
+	RPCSplitEvent    RunEventType = "rpc_split"
 	MaxEventErrorLen              = 400 // the most bytes of an event's Error text
 )
 
@@ -88,6 +91,8 @@ type RunEvent struct {
 	NoResults string `json:"no_results,omitempty"`
 	// RPC (rpc_server) is the server's start, refusal or stop.
 	RPC *study.RPCServerNote `json:"rpc,omitempty"`
+	// RPCSplit (rpc_split) is the lifetime's split among the plan's RPC servers.
+	RPCSplit *LifetimeRPC `json:"rpc_split,omitempty"`
 }
 
 // RunResume is one resumption of a run folder: what was kept and what is run again.

@@ -151,6 +151,12 @@ func TestCapacityRPCTopologyOverSSH(t *testing.T) {
 		}
 	}
 	t.Logf("RPC split: %s", capacity.RPCSplitText(sp))
+	// the run journaled the same split for that lifetime
+	splits := journalOf(t, nb, "1", capacity.NoteRPCSplit)
+	var jn capacity.RPCSplitNote
+	if len(splits) != 1 || json.Unmarshal(splits[0], &jn) != nil || jn.Lifetime != "forward/rpc/p1" || len(jn.Devices) != 2 || jn.Devices[1] != sp.Devices[1] {
+		t.Errorf("journaled splits %s, want forward/rpc/p1's %+v", splits, sp)
+	}
 	code, text, _ := runCapacity("show", "1", "--notebook", nb)
 	if code != 0 || !strings.Contains(text, "network tax (RPC candidate rate / local candidate rate, same model):") || !strings.Contains(text, "rpc forward/p1: RPC0 host-a (127.0.0.1:") {
 		t.Errorf("show: %d\n%s", code, text)

@@ -370,6 +370,8 @@ func (rr *runRecorder) event(ev capacity.RunEvent) {
 		rr.err = rr.startLeg(ev, nil)
 	case capacity.RPCServerEvent:
 		rr.err = rr.e.Rec.Note(rr.ctx, rr.study, capacity.NoteRPCServer, ev.RPC)
+	case capacity.RPCSplitEvent:
+		rr.err = rr.e.Rec.Note(rr.ctx, rr.study, capacity.NoteRPCSplit, capacity.RPCSplitNote{Lifetime: ev.Lifetime, LifetimeRPC: *ev.RPCSplit})
 	case capacity.LifetimeDone:
 		why := ""
 		if ev.Error != "" {

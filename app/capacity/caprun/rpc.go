@@ -3,6 +3,8 @@ package caprun
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
@@ -47,6 +49,25 @@ func (r *Run) noteRPC(bk *runBook) rpclife.Journal {
 		bk.rep.RPCServers = append(bk.rep.RPCServers, n)
 		r.emit(capacity.RunEvent{Type: capacity.RPCServerEvent, RPC: &n})
 	}
+}
+
+// rpcAfter follows a lifetime that ran while the servers were up: an RPC candidate's split, as
+// its server log says, goes out as an rpc_split event (journaled), and a server that ended
+// during it halts the run (rpcDied).
+func (r *Run) rpcAfter(cand capacity.Candidate, rl capacity.RunLifetime) error {
+	if r.rpc == nil {
+		return nil
+	}
+	if log, ok := rl.Files["server_log"]; ok && cand.RPC {
+		data, err := os.ReadFile(filepath.Join(r.spec.OutDir, log))
+		if err != nil {
+			return err
+		}
+		if s := r.spec.Plan.RPCLifetime(cand, data); s != nil && len(s.Devices) > 0 {
+			r.emit(capacity.RunEvent{Type: capacity.RPCSplitEvent, Lifetime: rl.Key, RPCSplit: s})
+		}
+	}
+	return r.rpcDied()
 }
 
 // rpcDied is an rpc:server_died error when one of the servers ended during the run (the

@@ -321,7 +321,7 @@ func (r *Run) runLifetimes(bk *runBook, p *capacity.Plan, sha string, prompts *l
 			err = bk.checkpoint()
 		}
 		if err == nil {
-			err = r.rpcDied() // a ggml-rpc-server ended: halt
+			err = r.rpcAfter(cand, rl) // the lifetime's RPC split; a ggml-rpc-server that ended halts
 		}
 		if err != nil {
 			runErr = err
