@@ -7,8 +7,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/study"
@@ -23,11 +26,18 @@ import (
 // loaded).
 func writeCapacityRPCPlan(t *testing.T, dir string, ports [2]int) string {
 	t.Helper()
+	return writeCapacityRPCPlanOf(t, dir, ports, "tiny-llama-f32.gguf", `["forward"]`, 3, 8)
+}
+
+// writeCapacityRPCPlanOf is writeCapacityRPCPlan with another model, passes, measured requests
+// and tokens per request.
+func writeCapacityRPCPlanOf(t *testing.T, dir string, ports [2]int, modelName, passes string, measured, nPredict int) string {
+	t.Helper()
 	pp := filepath.Join(dir, "prompt-plan.json")
 	if err := os.WriteFile(pp, []byte(`{"schema":"sparkbench.prompts/v1","prefix":"Request {n}. ","body":"The quick brown fox jumps over the lazy dog."}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	model := llamatest.Model(t, "tiny-llama-f32.gguf")
+	model := llamatest.Model(t, modelName)
 	plan := fmt.Sprintf(`{
   "schema": "sparkbench.capacity/v1",
   "name": "tiny capacity over RPC (CLI test)",
@@ -37,15 +47,15 @@ func writeCapacityRPCPlan(t *testing.T, dir string, ports [2]int) string {
     {"id": "rpc", "label": "tiny f32 on two RPC servers", "model": {"path": %[1]q, "sha256": %[2]q},
      "server_flags": ["-t", "1", "-lv", "4", "-ngl", "99", "-dev", "RPC0,RPC1"], "rpc": true}
   ],
-  "slots": [1], "clients": [1], "passes": ["forward"],
-  "warmups": 1, "measured": 3, "n_predict": 8, "ctx_per_slot": 256, "seed": 42,
+  "slots": [1], "clients": [1], "passes": %[6]s,
+  "warmups": 1, "measured": %[7]d, "n_predict": %[8]d, "ctx_per_slot": 256, "seed": 42,
   "prompt_plan": {"path": "prompt-plan.json", "sha256": %[3]q},
   "limits": {"ttft_ms_p95_max": 60000, "e2e_ms_p95_max": 120000, "peak_rss_mib_max": 8192,
              "generation_rate_spread_max": 0.9, "e2e_p95_spread_max": 0.9},
   "rpc_servers": [{"host": "host-a", "endpoint": "127.0.0.1:%[4]d", "threads": 1},
                   {"host": "host-b", "endpoint": "127.0.0.1:%[5]d", "threads": 1}]
 }
-`, model, capacitySHA(t, model), capacitySHA(t, pp), ports[0], ports[1])
+`, model, capacitySHA(t, model), capacitySHA(t, pp), ports[0], ports[1], passes, measured, nPredict)
 	path := filepath.Join(dir, "plan.json")
 	if err := os.WriteFile(path, []byte(plan), 0o644); err != nil {
 		t.Fatal(err)
@@ -237,4 +247,92 @@ func TestCapacityRPCPortTaken(t *testing.T) {
 	if left := rpcServersOf(lab); len(left) > 0 {
 		t.Errorf("servers started anyway: %v", left)
 	}
+}
+
+// TestCapacityRPCServerDies: a ggml-rpc-server killed during the RPC candidate's first
+// lifetime halts the run with rpc:server_died naming the host (the reverse pass's lifetimes do
+// not run), the study is halted, and the other server is stopped: none is left.
+func TestCapacityRPCServerDies(t *testing.T) {
+	lab, llamaDir := rpcLab(t)
+	capacityTag(t)
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	plan := writeCapacityRPCPlanOf(t, dir, [2]int{sshdtest.FreePort(t), sshdtest.FreePort(t)}, "medium-llama-q8_0.gguf", `["forward", "reverse"]`, 40, 64)
+	nb := filepath.Join(dir, "notebook.db")
+	if code, out, errOut := runCapacity("register", plan, "--notebook", nb); code != 0 {
+		t.Fatalf("register: %d %s %s", code, out, errOut)
+	}
+	type res struct {
+		code     int
+		out, err string
+	}
+	done := make(chan res, 1)
+	go func() {
+		c, o, e := runCapacity("run", "1", "--notebook", nb, "--llama-dir", llamaDir)
+		done <- res{c, o, e}
+	}()
+	// wait for the RPC candidate's llama-server, then kill host-b's ggml-rpc-server
+	var victim int
+	for end := time.Now().Add(3 * time.Minute); victim == 0; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the RPC candidate's server did not start")
+		}
+		if !rpcServerRunning() {
+			continue
+		}
+		time.Sleep(2 * time.Second)
+		for _, p := range sshdtest.Processes(filepath.Join(lab.LlamaDirs["host-b"], remote.RPCServerName)) {
+			victim, _ = strconv.Atoi(strings.Fields(p)[0])
+		}
+	}
+	_ = syscall.Kill(victim, syscall.SIGKILL)
+	var r res
+	select {
+	case r = <-done:
+	case <-time.After(4 * time.Minute):
+		t.Fatal("the run did not end after the server died")
+	}
+	t.Logf("run after the kill: %d\n%s%s", r.code, r.out, r.err)
+	if r.code == 0 || !strings.Contains(r.err, "rpc:server_died") || !strings.Contains(r.err, "host host-b") {
+		t.Errorf("run: exit %d, want a halt with rpc:server_died naming host-b", r.code)
+	}
+	if strings.Contains(r.err, "reverse/rpc/p1: llama-server ready") {
+		t.Error("the reverse pass ran after the server died")
+	}
+	code, js, _ := runCapacity("show", "1", "--notebook", nb, "--json")
+	var rep capacity.Report
+	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil || rep.Study.Status != study.StatusHalted || !strings.Contains(rep.Study.LastHalt, "rpc:server_died") {
+		t.Errorf("show: %d, study %+v", code, rep.Study)
+	}
+	// the lifetime the server died in is interrupted: a resumed run measures it again
+	b, err := os.ReadFile(filepath.Join(dir, "data", "sparkbench", "runs", "1", capacity.RunManifestFile))
+	var man capacity.RunReport
+	if err != nil || json.Unmarshal(b, &man) != nil {
+		t.Fatalf("run.json: %v", err)
+	}
+	interrupted := false
+	for _, l := range man.Lifetimes {
+		interrupted = interrupted || l.Key == "forward/rpc/p1" && strings.Contains(l.Interrupted, "rpc:server_died")
+	}
+	if !interrupted || len(man.RPCServers) != 4 {
+		t.Errorf("run.json: lifetimes %+v, rpc_servers %d entries (want 2 starts, 2 stops)", man.Lifetimes, len(man.RPCServers))
+	}
+	if left := rpcServersOf(lab); len(left) > 0 {
+		t.Errorf("servers left: %v", left)
+	}
+}
+
+// rpcServerRunning reports whether a llama-server with --rpc is running here.
+func rpcServerRunning() bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), "llama-server") && strings.Contains(string(b), "--rpc") {
+			return true
+		}
+	}
+	return false
 }

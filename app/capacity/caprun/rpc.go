@@ -53,8 +53,9 @@ func (r *Run) noteRPC(bk *runBook) rpclife.Journal {
 
 // rpcAfter follows a lifetime that ran while the servers were up: an RPC candidate's split, as
 // its server log says, goes out as an rpc_split event (journaled), and a server that ended
-// during it halts the run (rpcDied).
-func (r *Run) rpcAfter(cand capacity.Candidate, rl capacity.RunLifetime) error {
+// during it halts the run (rpcDied) and marks the lifetime interrupted (a resumed run measures
+// it again).
+func (r *Run) rpcAfter(cand capacity.Candidate, rl *capacity.RunLifetime) error {
 	if r.rpc == nil {
 		return nil
 	}
@@ -67,7 +68,11 @@ func (r *Run) rpcAfter(cand capacity.Candidate, rl capacity.RunLifetime) error {
 			r.emit(capacity.RunEvent{Type: capacity.RPCSplitEvent, Lifetime: rl.Key, RPCSplit: s})
 		}
 	}
-	return r.rpcDied()
+	err := r.rpcDied()
+	if err != nil {
+		rl.Interrupted = clipText(err.Error())
+	}
+	return err
 }
 
 // rpcDied is an rpc:server_died error when one of the servers ended during the run (the

@@ -321,7 +321,9 @@ func (r *Run) runLifetimes(bk *runBook, p *capacity.Plan, sha string, prompts *l
 			err = bk.checkpoint()
 		}
 		if err == nil {
-			err = r.rpcAfter(cand, rl) // the lifetime's RPC split; a ggml-rpc-server that ended halts
+			// the lifetime's RPC split; a ggml-rpc-server that ended interrupts it and halts
+			err = r.rpcAfter(cand, &rl)
+			bk.lifetimes[rl.Key] = rl
 		}
 		if err != nil {
 			runErr = err
