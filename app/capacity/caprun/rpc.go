@@ -89,12 +89,16 @@ func (r *Run) rpcDied() error {
 	return nil
 }
 
-// stopRPC stops the servers and returns the run's error: runErr, else an error naming a server
-// left on its host.
+// stopRPC stops the servers and returns the run's error: runErr, else rpc:server_died when a
+// server ended after the last lifetime (during the quality guards), else an error naming a
+// server left on its host.
 func (r *Run) stopRPC(bk *runBook, runErr error) error {
 	t := r.rpc
 	if t == nil {
 		return runErr
+	}
+	if runErr == nil {
+		runErr = r.rpcDied()
 	}
 	r.rpc = nil
 	err := t.Stop(context.WithoutCancel(r.ctx), r.noteRPC(bk))
