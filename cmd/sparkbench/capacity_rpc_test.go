@@ -20,17 +20,29 @@ import (
 	"sparkbench/runner/remote/sshdtest"
 )
 
-// writeCapacityRPCPlan writes a capacity plan with a local candidate (-dev none) and an RPC
-// candidate (rpc: true, -dev RPC0,RPC1) of the tiny model, one slot, one client, the forward
-// pass, and two rpc_servers on host-a and host-b at the given ports; generous limits (CI is
-// loaded).
+// writeCapacityRPCPlan writes docs/examples/capacity-rpc-topology.json with the given ports
+// and absolute paths: a local candidate (-dev none) and an RPC candidate (rpc: true, -dev
+// RPC0,RPC1) of the tiny model, one slot, one client, the forward pass, two rpc_servers on
+// host-a and host-b; generous limits (CI is loaded).
 func writeCapacityRPCPlan(t *testing.T, dir string, ports [2]int) string {
 	t.Helper()
-	return writeCapacityRPCPlanOf(t, dir, ports, "tiny-llama-f32.gguf", `["forward"]`, 3, 8)
+	examples := filepath.Join(llamatest.RepoRoot(), "docs", "examples")
+	ex, err := os.ReadFile(filepath.Join(examples, "capacity-rpc-topology.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.NewReplacer("127.0.0.1:50071", fmt.Sprintf("127.0.0.1:%d", ports[0]), "127.0.0.1:50072", fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		"../../testdata/models/tiny-llama-f32.gguf", llamatest.Model(t, "tiny-llama-f32.gguf"),
+		`"serving-prompts.json"`, fmt.Sprintf("%q", filepath.Join(examples, "serving-prompts.json"))).Replace(string(ex))
+	path := filepath.Join(dir, "capacity-rpc-topology.json")
+	if err := os.WriteFile(path, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
-// writeCapacityRPCPlanOf is writeCapacityRPCPlan with another model, passes, measured requests
-// and tokens per request.
+// writeCapacityRPCPlanOf writes a plan like the example with another model, passes, measured
+// requests and tokens per request.
 func writeCapacityRPCPlanOf(t *testing.T, dir string, ports [2]int, modelName, passes string, measured, nPredict int) string {
 	t.Helper()
 	pp := filepath.Join(dir, "prompt-plan.json")
@@ -335,4 +347,14 @@ func rpcServerRunning() bool {
 		}
 	}
 	return false
+}
+
+// TestCapacityRPCExamplePlanValidates: docs/examples/capacity-rpc-topology.json is a valid plan
+// and its RPC candidate's servers get --rpc with both endpoints before its flags.
+func TestCapacityRPCExamplePlanValidates(t *testing.T) {
+	code, out, errOut := runCapacity("validate", filepath.Join(llamatest.RepoRoot(), "docs", "examples", "capacity-rpc-topology.json"))
+	if code != 0 || !strings.Contains(out, "--ctx-size 256 --rpc 127.0.0.1:50071,127.0.0.1:50072 -t 1 -lv 4 -ngl 99 -dev RPC0,RPC1") ||
+		!strings.Contains(out, "--ctx-size 256 -t 1 -lv 4 -dev none") {
+		t.Fatalf("validate: %d\n%s\n%s", code, out, errOut)
+	}
 }
