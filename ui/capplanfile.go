@@ -19,7 +19,7 @@ import (
 
 // applyBase keeps what the form has no control for from the plan last opened: description,
 // build folder, seed, the quality retention bound and reference, the KV quality gate, the
-// serving and telemetry sections, the files' SHA-256 where the
+// serving and telemetry sections, the RPC servers, the files' SHA-256 where the
 // path is unchanged, and the candidates themselves when the form cannot express them (or
 // their role, markers and model SHA-256 when it rebuilt the same candidate).
 func (v *CapacityWizard) applyBase(p *capacity.Plan) {
@@ -40,6 +40,9 @@ func (v *CapacityWizard) applyBase(p *capacity.Plan) {
 	if p.Telemetry == nil {
 		p.Telemetry = b.Telemetry
 	}
+	if p.RPCServers == nil {
+		p.RPCServers = slices.Clone(b.RPCServers)
+	}
 	if p.PromptPlan.Path == b.PromptPlan.Path && p.PromptPlan.SHA256 == "" {
 		p.PromptPlan.SHA256 = b.PromptPlan.SHA256
 	}
@@ -57,7 +60,7 @@ func (v *CapacityWizard) applyBase(p *capacity.Plan) {
 	for i := range p.Candidates {
 		c := &p.Candidates[i]
 		if old, ok := byID[c.ID]; ok && old.Model.Path == c.Model.Path {
-			c.Role, c.Markers, c.Model.SHA256 = old.Role, old.Markers, old.Model.SHA256
+			c.Role, c.Markers, c.Model.SHA256, c.RPC = old.Role, old.Markers, old.Model.SHA256, old.RPC
 		}
 	}
 }
@@ -76,7 +79,7 @@ func cloneCandidates(cs []capacity.Candidate) []capacity.Candidate {
 // sameCandidates says whether two candidate lists are the same deployments, in order.
 func sameCandidates(a, b []capacity.Candidate) bool {
 	return slices.EqualFunc(a, b, func(x, y capacity.Candidate) bool {
-		return x.ID == y.ID && x.Label == y.Label && x.Arm == y.Arm && x.Model.Path == y.Model.Path && slices.Equal(x.ServerFlags, y.ServerFlags)
+		return x.ID == y.ID && x.Label == y.Label && x.Arm == y.Arm && x.Model.Path == y.Model.Path && slices.Equal(x.ServerFlags, y.ServerFlags) && x.RPC == y.RPC
 	})
 }
 

@@ -89,6 +89,7 @@ type lifetime struct {
 	evidence vocab.Evidence             // device plans only (limits.max_device_mib)
 	energy   map[int]energy.CellFigures // by client level, when the lifetime was sampled
 	breaches map[int][]energy.Breach    // by client level, when sampled under a telemetry block
+	rpc      *LifetimeRPC               // RPC candidates of plans with rpc_servers only
 }
 
 // Assemble turns a plan and its raw files into the study result. It is pure and
@@ -120,7 +121,7 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	}
 	res := Result{Schema: SchemaResult, Kind: kinds.Capacity, PlanSHA256: sha, Plan: p,
 		Definitions: definitions, Inputs: a.refs, Candidates: []CandidateResult{}}
-	if len(a.batched) > 0 || p.Limits.MaxDeviceMiB > 0 || p.Serving != nil || len(in.Telemetry) > 0 || p.Telemetry != nil {
+	if len(a.batched) > 0 || p.Limits.MaxDeviceMiB > 0 || p.Serving != nil || len(in.Telemetry) > 0 || p.Telemetry != nil || len(p.RPCServers) > 0 {
 		res.Definitions = maps.Clone(definitions)
 	}
 	if p.Telemetry != nil {
@@ -139,12 +140,16 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	if p.Limits.MaxDeviceMiB > 0 {
 		res.Definitions["device_memory_gate"] = deviceGateDefinition
 	}
+	if len(p.RPCServers) > 0 {
+		res.Definitions["rpc_gate"], res.Definitions["network_tax"] = rpcGateDefinition, networkTaxDefinition
+	}
 	if p.Concurrency() {
 		res.Kind = kinds.Concurrency
 	}
 	for _, c := range p.Candidates {
 		res.Candidates = append(res.Candidates, a.candidate(c))
 	}
+	res.NetworkTax = networkTax(p, res.Candidates)
 	res.Verdicts = Evaluate(p, &res)
 	return res, nil
 }
@@ -322,6 +327,7 @@ func (a *assembler) readLifetime(k LifetimeKey) (*lifetime, error) {
 	if p.Limits.MaxDeviceMiB > 0 {
 		l.evidence = devlog.ScanText(log.Data, nil).Evidence
 	}
+	l.rpc = p.RPCLifetime(cand, log.Data)
 	return l, nil
 }
 
@@ -395,7 +401,7 @@ func (a *assembler) candidate(c Candidate) CandidateResult {
 			cr.Lifetimes = append(cr.Lifetimes, LifetimeResult{Pass: ps, Slots: s, Requests: l.requests,
 				PeakRSSKiB: l.rssKiB, PeakRSSMiB: float64(l.rssKiB) / 1024, RSSFormat: l.rssFmt,
 				LoadBlockLine: l.block.StartLine, LoadBlocks: l.block.Loads, Markers: l.markers,
-				Offloaded: l.evidence.Offloaded, Devices: deviceMemory(l.evidence)})
+				Offloaded: l.evidence.Offloaded, Devices: deviceMemory(l.evidence), RPC: l.rpc})
 		}
 	}
 	quality := map[int]QualityResult{}
@@ -542,6 +548,9 @@ func (a *assembler) cell(c Candidate, slots, clients int, q QualityResult, quali
 		cell.PeakDeviceMiB = a.deviceGates(c, lives, check, above)
 	}
 	a.machineGates(&cell, lives, check)
+	if c.RPC && len(p.RPCServers) > 0 {
+		p.rpcGates(lives, check)
+	}
 	if qualityGated {
 		qg := GateCheck{Gate: "quality", Observed: fptr(q.Fraction), Limit: l.QualityFloor, Passed: q.Passed,
 			Detail: fmt.Sprintf("score %d/%d", q.Score, q.Cases)}

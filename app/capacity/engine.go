@@ -29,6 +29,12 @@ const (
 	NoteRun       = "capacity.run"       // {"run_dir","plan_file","started_at"[,"not_resumed"]}
 	// NoteNetwork is a server lifetime on a bench host: {"lifetime","network":RunNetwork}.
 	NoteNetwork = "capacity.network"
+	// NoteRPCServer is one of the plan's ggml-rpc-servers started, refused or stopped
+	// (study.RPCServerNote, as a throughput study's study.rpc_server).
+	NoteRPCServer = "capacity.rpc_server"
+	// NoteRPCSplit is an RPC candidate's lifetime's split among the servers, as its log says
+	// ({"lifetime", "devices", "local_layers", "layers_logged"}).
+	NoteRPCSplit = "capacity.rpc_split"
 	// NoteResumed: a run resumed the run folder of the study's last run (RunSpec.Resume):
 	// {"run_dir","plan_file","resumed_at","lifetimes_skipped","lifetimes_total","guards_skipped",
 	// "rerun":[folders cleared to run again],"previous":how the run before ended}.

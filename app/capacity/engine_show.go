@@ -27,6 +27,10 @@ type Report struct {
 	KVQuality   []KVQuality `json:"kv_quality,omitempty"`
 	KVUnchecked []string    `json:"kv_unchecked,omitempty"`
 	KVLegs      []StoredLeg `json:"kv_legs,omitempty"`
+	// NetworkTax and RPCSplits: plans with rpc_servers, from a trusted study.json only
+	// (docs/capacity.md "RPC topologies").
+	NetworkTax []NetworkTax `json:"network_tax,omitempty"`
+	RPCSplits  []RPCSplit   `json:"rpc_splits,omitempty"`
 }
 
 // ReportStudy is the study's header.
@@ -128,6 +132,7 @@ func Show(ctx context.Context, rec Recorder, id int64) (*Report, error) {
 				}
 				rep.Envelope = append(rep.Envelope, er)
 			}
+			rep.NetworkTax, rep.RPCSplits = a.Result.NetworkTax, RPCSplits(a.Result)
 		}
 	}
 	p, err := Decode("registered plan", st.PlanJSON)

@@ -82,6 +82,11 @@ type Plan struct {
 	// Telemetry, when given, samples each server lifetime (interval_ms) and applies the
 	// machine-state gates to each cell's window (docs/telemetry.md). Written only when given.
 	Telemetry *energy.Plan `json:"telemetry,omitempty"`
+	// RPCServers are ggml-rpc-servers the run starts on bench hosts over ssh before the first
+	// server lifetime and stops after the last (the throughput plan's rpc_servers, docs/fleet.md
+	// "RPC topologies"); a candidate with rpc set offloads to them (--rpc). Written only when
+	// given.
+	RPCServers []study.RPCServer `json:"rpc_servers,omitempty"`
 
 	// given records which defaulted fields the plan's JSON wrote (Decode): Defaults fills
 	// only the others, so a written value (0 included) is kept and judged by Validate.
@@ -186,6 +191,10 @@ type Candidate struct {
 	// ServerFlags are llama-server arguments besides -m, --parallel, --ctx-size, --port, --host.
 	ServerFlags []string `json:"server_flags"`
 	Markers     Markers  `json:"markers,omitzero"`
+	// RPC: the candidate's servers register every one of the plan's rpc_servers as a device
+	// (the run adds --rpc ENDPOINT,… to its server flags) and must show them in their logs (the
+	// RPC evidence gate). Written only when set.
+	RPC bool `json:"rpc,omitempty"`
 }
 
 // Markers are regular expressions (Go RE2 syntax) matched line by line against the last model

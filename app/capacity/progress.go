@@ -35,6 +35,8 @@ func ProgressLine(ev RunEvent) string {
 		return line
 	case NotResumed:
 		return fmt.Sprintf("not resumed: %s; starting a new run folder", ev.Error)
+	case RPCServerEvent:
+		return rpcProgressLine(head, ev.RPC)
 	case ServerReady:
 		if s := ev.Server; s != nil {
 			return fmt.Sprintf("%s %s: llama-server ready on 127.0.0.1:%d in %s (pid %d)", head, ev.Lifetime, s.Port,

@@ -98,6 +98,7 @@ func WriteReport(w io.Writer, r *Report) {
 		}
 	}
 	writeKVQuality(w, r)
+	writeRPC(w, r)
 	if len(r.Verdicts) > 0 || len(r.Pending) > 0 {
 		fprintf(w, "verdicts:\n")
 		for _, v := range r.Verdicts {

@@ -52,6 +52,9 @@ type Result struct {
 	Verdicts    []study.Verdict   `json:"verdicts"`
 	// HarnessFloor is the client's own overhead (serving plans run with one; docs/serving.md).
 	HarnessFloor *HarnessFloor `json:"harness_floor,omitempty"`
+	// NetworkTax pairs each RPC candidate with each local candidate of its model (plans with
+	// rpc_servers only; docs/capacity.md "RPC topologies").
+	NetworkTax []NetworkTax `json:"network_tax,omitempty"`
 }
 
 // InputRef fingerprints one raw input file. Paths are left out on purpose: the same bundle
@@ -108,6 +111,8 @@ type LifetimeResult struct {
 	// the layers offloaded and each device's peak memory in the last load block.
 	Offloaded *vocab.Offload `json:"offloaded,omitempty"`
 	Devices   []DeviceMemory `json:"devices,omitempty"`
+	// RPC is the split among the plan's rpc_servers its log gives (RPC candidates only).
+	RPC *LifetimeRPC `json:"rpc,omitempty"`
 }
 
 // DeviceMemory is a device's peak memory in a server lifetime (vocab.Evidence.PeakDeviceMiB).

@@ -54,7 +54,13 @@ const (
 	RunDone         RunEventType = "run_done"
 	// NotResumed comes from Engine.Run, before run_started: the study's last run folder could
 	// not be resumed (Error says why), so a new one is started.
-	NotResumed       RunEventType = "not_resumed"
+	NotResumed RunEventType = "not_resumed"
+	// RPCServerEvent is one of the plan's ggml-rpc-servers started (before the first
+	// lifetime), refused, or stopped (after the last): RPC says which and how.
+	RPCServerEvent RunEventType = "rpc_server"
+	// RPCSplitEvent (after an RPC candidate's lifetime_done) is where its server log says the
+	// model went among the plan's servers: Lifetime and RPCSplit.
+	RPCSplitEvent    RunEventType = "rpc_split"
 	MaxEventErrorLen              = 400 // the most bytes of an event's Error text
 )
 
@@ -83,6 +89,10 @@ type RunEvent struct {
 	Resume *RunResume `json:"resume,omitempty"`
 	// NoResults (lifetime_done) says why the lifetime ended without results.
 	NoResults string `json:"no_results,omitempty"`
+	// RPC (rpc_server) is the server's start, refusal or stop.
+	RPC *study.RPCServerNote `json:"rpc,omitempty"`
+	// RPCSplit (rpc_split) is the lifetime's split among the plan's RPC servers.
+	RPCSplit *LifetimeRPC `json:"rpc_split,omitempty"`
 }
 
 // RunResume is one resumption of a run folder: what was kept and what is run again.
@@ -257,6 +267,9 @@ type RunReport struct {
 	// AssembleArgs reproduce study.json: `sparkbench capacity assemble ARGS…` from the run
 	// folder's parent gives the same bytes.
 	AssembleArgs []string `json:"assemble_args"`
+	// RPCServers are the starts, refusals and stops of the plan's ggml-rpc-servers, in order
+	// (plans with rpc_servers only).
+	RPCServers []study.RPCServerNote `json:"rpc_servers,omitempty"`
 
 	OutDir string  `json:"-"`
 	Result *Result `json:"-"` // the assembled study (nil when assembly failed)

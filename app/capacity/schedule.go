@@ -37,6 +37,7 @@ func Schedule(p *Plan, planDir string) []Lifetime {
 					slices.Reverse(clients)
 				}
 				args := []string{"-m", model, "--parallel", strconv.Itoa(s), "--ctx-size", strconv.Itoa(p.CtxPerSlot * s)}
+				args = append(args, p.RPCArgs(c)...) // before the flags: a -dev RPCn there needs the servers registered
 				args = append(args, c.ServerFlags...)
 				out = append(out, Lifetime{Key: LifetimeKey{pass, c.ID, s}, Model: model, Args: args, Clients: clients})
 			}

@@ -114,6 +114,7 @@ func (v *validator) run() {
 	v.checkKVQuality()
 	v.checkServing()
 	v.checkTelemetry()
+	v.checkRPC()
 	if !(p.KneeThreshold > 0 && p.KneeThreshold <= 10) {
 		v.errf("knee_threshold", "%g: want a positive gain per doubling in (0, 10], e.g. 0.2 for 20%%%s", p.KneeThreshold, orOmit(DefaultKneeThreshold))
 	}
@@ -173,7 +174,7 @@ func (v *validator) checkCandidates() {
 				v.errf(fmt.Sprintf("%s.server_flags[%d]", at, j), "empty argument")
 			}
 		}
-		key := c.Model.Path + "\x00" + strings.Join(c.ServerFlags, "\x00")
+		key := c.Model.Path + "\x00" + strings.Join(c.ServerFlags, "\x00") + rpcKey(c)
 		if other, dup := configs[key]; dup {
 			v.warnf(at, "same model and server flags as candidate %q: the two measure the same configuration", other)
 		}

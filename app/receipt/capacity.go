@@ -199,6 +199,7 @@ func capacityMarkdown(cb *capacityBundle, r *capacity.Result) []byte {
 	capQuality(w, r)
 	capScaling(w, r)
 	capServerTax(w, r)
+	capRPC(w, r)
 	capServing(w, r)
 	capEnergy(w, r)
 	capKVQuality(w, cb, r)

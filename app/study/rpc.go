@@ -63,6 +63,16 @@ func (p *Plan) RPCDeviceEndpoint(dev string) (string, *RPCServer, bool) {
 var rpcHostRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 var rpcDeviceRE = regexp.MustCompile(`^[A-Za-z0-9_]+(,[A-Za-z0-9_]+)*$`)
 
+// CheckRPCServers checks the form of an rpc_servers list (a throughput plan's, or a capacity
+// plan's) as a throughput plan's is checked; axesRPC are endpoints of servers kept running by
+// someone else (a throughput plan's axes.rpc), which the list must not repeat. The paths are
+// rpc_servers[i].FIELD.
+func CheckRPCServers(servers []RPCServer, axesRPC []string) []Problem {
+	v := &validator{p: &Plan{RPCServers: servers, Axes: Axes{RPC: axesRPC}}}
+	v.checkRPCServers()
+	return v.problems
+}
+
 // checkRPCServers checks plan.rpc_servers' form; the hosts are looked up when the run starts.
 func (v *validator) checkRPCServers() {
 	seen := map[string]bool{}

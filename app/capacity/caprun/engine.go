@@ -15,6 +15,7 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/energy"
 	"sparkbench/app/study"
+	"sparkbench/app/study/rpclife"
 	"sparkbench/runner/llamacpp"
 )
 
@@ -42,6 +43,9 @@ type Engine struct {
 	Telemetry energy.SpanHook
 	// Host runs every llama-server on a bench host (RunSpec.Host; nil: here).
 	Host *RemoteHost
+	// RPCHosts reads the hosts file the plan's rpc_servers name (RunSpec.RPCHosts; nil:
+	// $SPARKBENCH_HOSTS, else the user's hosts.json).
+	RPCHosts rpclife.HostsLoader
 }
 
 // Run runs study id and records it. With outDir empty and Fresh unset, a study whose last run
@@ -141,7 +145,7 @@ func (e *Engine) runInto(ctx context.Context, st capacity.StoredStudy, p *capaci
 	runStart := time.Now()
 	run := StartRun(ctx, RunSpec{PlanFile: planFile, Plan: p, Server: e.Server, OutDir: outDir, Resume: resume, Env: e.Env, Build: e.Build,
 		StartTimeout: e.StartTimeout, RequestTimeout: e.RequestTimeout, Grace: e.Grace, Hash: e.Hash, QualityCases: e.QualityCases, Batched: e.Batched,
-		Telemetry: e.Telemetry, Host: e.Host})
+		Telemetry: e.Telemetry, Host: e.Host, RPCHosts: e.RPCHosts})
 	rr := &runRecorder{e: e, ctx: context.WithoutCancel(ctx), study: id, plan: p, out: outDir, start: runStart,
 		origins: map[string]time.Time{}, legs: map[string]int64{}, sinks: map[string]capacity.LegSink{}, attempts: map[string]int{}}
 	for _, l := range legs {
@@ -366,6 +370,10 @@ func (rr *runRecorder) event(ev capacity.RunEvent) {
 		}
 	case capacity.ServerReady, capacity.ServerFailed:
 		rr.err = rr.startLeg(ev, nil)
+	case capacity.RPCServerEvent:
+		rr.err = rr.e.Rec.Note(rr.ctx, rr.study, capacity.NoteRPCServer, ev.RPC)
+	case capacity.RPCSplitEvent:
+		rr.err = rr.e.Rec.Note(rr.ctx, rr.study, capacity.NoteRPCSplit, capacity.RPCSplitNote{Lifetime: ev.Lifetime, LifetimeRPC: *ev.RPCSplit})
 	case capacity.LifetimeDone:
 		why := ""
 		if ev.Error != "" {

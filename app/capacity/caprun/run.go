@@ -15,6 +15,7 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/energy"
 	"sparkbench/app/study"
+	"sparkbench/app/study/rpclife"
 	"sparkbench/runner"
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/evq"
@@ -66,6 +67,8 @@ type RunSpec struct {
 	// Host, when set, runs every llama-server on a bench host (Server is then its path there)
 	// and measures each lifetime's network path before its load (docs/fleet.md).
 	Host *RemoteHost
+	// RPCHosts reads the hosts file the plan's rpc_servers name (nil: rpclife.DefaultHosts).
+	RPCHosts rpclife.HostsLoader
 }
 
 // SchemaRun identifies run.json.
@@ -83,6 +86,7 @@ type Run struct {
 	start  time.Time
 	prog   capacity.RunProgress
 	mu     sync.Mutex
+	rpc    *rpclife.Topology // the plan's ggml-rpc-servers while they run (rpc.go)
 }
 
 // StartRun checks the plan and the folder, then runs every server lifetime of the schedule in
@@ -217,8 +221,12 @@ func (r *Run) run() (*capacity.RunReport, error) {
 	}
 	r.emit(started)
 
-	runErr := r.runLifetimes(bk, p, sha, prompts, kept)
+	runErr := r.startRPC(bk, p, kept)
+	if runErr == nil {
+		runErr = r.runLifetimes(bk, p, sha, prompts, kept)
+	}
 	runErr = r.runGuards(bk, p, cases, kept, runErr)
+	runErr = r.stopRPC(bk, runErr)
 	if runErr == nil && r.ctx.Err() != nil {
 		runErr = context.Cause(r.ctx)
 	}
@@ -318,6 +326,11 @@ func (r *Run) runLifetimes(bk *runBook, p *capacity.Plan, sha string, prompts *l
 		bk.lifetimes[rl.Key] = rl
 		if err == nil {
 			err = bk.checkpoint()
+		}
+		if err == nil {
+			// the lifetime's RPC split; a ggml-rpc-server that ended interrupts it and halts
+			err = r.rpcAfter(cand, &rl)
+			bk.lifetimes[rl.Key] = rl
 		}
 		if err != nil {
 			runErr = err

@@ -2,46 +2,37 @@ package studyrun
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
 	"strings"
 
 	"sparkbench/app/study"
+	"sparkbench/app/study/rpclife"
 	"sparkbench/runner"
 	"sparkbench/runner/remote"
 )
 
 // EnvHosts names the hosts file a plan's rpc_servers are looked up in when Engine.RPCHosts is
 // nil (then hosts.json in the user's sparkbench configuration folder), as the CLI's --hosts.
-const EnvHosts = remote.EnvHosts
+const EnvHosts = rpclife.EnvHosts
 
-// rpcLogKeep is how much of a server's output its stop entry keeps (the end).
-const rpcLogKeep = 16 << 10
-
-// rpcTopology is a run's ggml-rpc-servers, started before its first leg and stopped after its
-// last.
+// rpcTopology is a run's ggml-rpc-servers (app/study/rpclife), started before its first leg
+// and stopped after its last.
 type rpcTopology struct {
-	servers  []*remote.RPCServer
+	topo     *rpclife.Topology
 	hosts    map[string]string // endpoint -> host name
-	conns    []*remote.Conn
-	died     string // why a server ended during the run ("" while none did)
+	died     string            // why a server ended during the run ("" while none did)
 	reported map[*remote.RPCServer]bool
+}
+
+func (t *rpcTopology) servers() []*remote.RPCServer {
+	if t.topo == nil {
+		return nil
+	}
+	return t.topo.Servers
 }
 
 // DefaultHosts reads the hosts file named by $SPARKBENCH_HOSTS, else the user's
 // sparkbench/hosts.json.
-func DefaultHosts() (*remote.HostsFile, error) {
-	p, err := remote.HostsPath("")
-	if err != nil {
-		return nil, err
-	}
-	f, err := remote.LoadHosts(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("rpc_servers: no hosts file at %s: write one (docs/fleet.md) and set $%s", p, EnvHosts)
-	}
-	return f, err
-}
+func DefaultHosts() (*remote.HostsFile, error) { return rpclife.DefaultHosts() }
 
 // startRPC starts the plan's rpc_servers (none when it lists none, or no leg is left to run):
 // every host is resolved and connected and every port checked before the first server starts,
@@ -51,53 +42,14 @@ func (r *run) startRPC(ctx context.Context) error {
 	if len(p.RPCServers) == 0 || r.progress.LegsDone == len(r.l.Legs) {
 		return nil
 	}
-	load := r.e.RPCHosts
-	if load == nil {
-		load = DefaultHosts
-	}
-	hf, err := load()
-	if err != nil {
-		return err
-	}
 	t := &rpcTopology{hosts: map[string]string{}, reported: map[*remote.RPCServer]bool{}}
-	r.rpc = t
-	conns := map[string]*remote.Conn{}
-	specs := make([]remote.RPCSpec, len(p.RPCServers))
-	for i, s := range p.RPCServers {
-		h, err := hf.Find(s.Host)
-		if err != nil {
-			return fmt.Errorf("rpc_servers[%d].host: %w", i, err)
-		}
-		if conns[h.Name] == nil {
-			c, err := remote.Open(ctx, h, remote.Options{Config: hf.SSHConfig})
-			if err != nil {
-				return fmt.Errorf("rpc_servers[%d]: %w", i, err)
-			}
-			conns[h.Name] = c
-			t.conns = append(t.conns, c)
-		}
-		specs[i] = remote.RPCSpec{Bind: s.Bind(), Port: s.Port(), Threads: s.Threads, Env: p.Build.EnvList()}
-		if s.Device != "" {
-			specs[i].Devices = strings.Split(s.Device, ",")
-		}
+	for _, s := range p.RPCServers {
 		t.hosts[s.Endpoint] = s.Host
 	}
-	for i, s := range p.RPCServers {
-		if err := conns[s.Host].CheckRPCPort(ctx, specs[i]); err != nil {
-			r.noteRPC(ctx, study.RPCServerNote{Event: "refused", Host: s.Host, Endpoint: s.Endpoint, Error: err.Error()})
-			return fmt.Errorf("rpc_servers[%d]: %w", i, err)
-		}
-	}
-	for i, s := range p.RPCServers {
-		srv, err := remote.StartRPC(ctx, conns[s.Host], specs[i])
-		if err != nil {
-			r.noteRPC(ctx, study.RPCServerNote{Event: "refused", Host: s.Host, Endpoint: s.Endpoint, Error: err.Error()})
-			return fmt.Errorf("rpc_servers[%d]: %w", i, err)
-		}
-		t.servers = append(t.servers, srv)
-		r.noteRPC(ctx, study.RPCServerNote{Event: "started", Host: s.Host, Endpoint: s.Endpoint, Argv: srv.Argv, Via: srv.Via, PID: srv.PID})
-	}
-	return nil
+	r.rpc = t
+	var err error
+	t.topo, err = rpclife.Start(ctx, r.e.RPCHosts, p.RPCServers, p.Build.EnvList(), func(n study.RPCServerNote) { r.noteRPC(ctx, n) })
+	return err
 }
 
 func (r *run) noteRPC(ctx context.Context, n study.RPCServerNote) {
@@ -113,38 +65,15 @@ func (r *run) stopRPC(ctx context.Context) error {
 		return nil
 	}
 	r.rpc = nil
-	wctx := context.WithoutCancel(ctx)
-	reps, err := remote.StopAll(wctx, t.servers)
-	for i, rep := range reps {
-		n := study.RPCServerNote{Event: "stopped", Host: rep.Host, Endpoint: t.servers[i].Spec.Endpoint(), PID: rep.PID,
-			Signal: rep.Signal, Exited: rep.Exited, Error: rep.Error, Log: tail(t.servers[i].Log(), rpcLogKeep)}
-		n.Endpoint = endpointOf(t, t.servers[i])
-		for _, l := range rep.Left {
-			n.Left = append(n.Left, fmt.Sprintf("%d %s", l.PID, l.Argv))
-		}
-		r.noteRPC(wctx, n)
-	}
-	for _, c := range t.conns {
-		c.Close()
-	}
-	return err
+	return t.topo.Stop(ctx, func(n study.RPCServerNote) { r.noteRPC(ctx, n) })
 }
 
 // endpointOf is the plan's spelling of the server's endpoint.
 func endpointOf(t *rpcTopology, s *remote.RPCServer) string {
-	for ep := range t.hosts {
-		if sp, err := study.ParseEndpoint(ep); err == nil && sp == s.Spec.Endpoint() {
-			return ep
-		}
+	if t.topo != nil {
+		return t.topo.EndpointOf(s)
 	}
 	return s.Spec.Endpoint()
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // rpcGates checks a plan leg run while the plan's servers are up: a server that ended during
@@ -157,7 +86,7 @@ func (r *run) rpcGates(ctx context.Context, res *runner.LegResult, ls study.LegS
 	if t == nil || ls.Role != study.RoleLeg {
 		return nil
 	}
-	for _, s := range t.servers {
+	for _, s := range t.servers() {
 		died, why := s.Died()
 		if !died || t.reported[s] {
 			continue
