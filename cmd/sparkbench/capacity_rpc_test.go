@@ -289,7 +289,7 @@ func TestCapacityRPCServerDies(t *testing.T) {
 		if time.Now().After(end) {
 			t.Fatal("the RPC candidate's server did not start")
 		}
-		if !rpcServerRunning() {
+		if !processRunning("llama-server", "--rpc") {
 			continue
 		}
 		time.Sleep(2 * time.Second)
@@ -332,21 +332,6 @@ func TestCapacityRPCServerDies(t *testing.T) {
 	if left := rpcServersOf(lab); len(left) > 0 {
 		t.Errorf("servers left: %v", left)
 	}
-}
-
-// rpcServerRunning reports whether a llama-server with --rpc is running here.
-func rpcServerRunning() bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), "llama-server") && strings.Contains(string(b), "--rpc") {
-			return true
-		}
-	}
-	return false
 }
 
 // TestCapacityRPCExamplePlanValidates: docs/examples/capacity-rpc-topology.json is a valid plan

@@ -285,7 +285,7 @@ func TestRPCTopologyServerDies(t *testing.T) {
 		if time.Now().After(end) {
 			t.Fatal("the RPC leg did not start")
 		}
-		if len(sshdtest.Processes(filepath.Join(llamaDir, "llama-bench"))) == 0 || !rpcLegRunning() {
+		if len(sshdtest.Processes(filepath.Join(llamaDir, "llama-bench"))) == 0 || !processRunning("llama-bench", "RPC0/RPC1") {
 			continue
 		}
 		time.Sleep(time.Second)
@@ -317,15 +317,16 @@ func TestRPCTopologyServerDies(t *testing.T) {
 	}
 }
 
-// rpcLegRunning reports whether a llama-bench with -dev RPC0/RPC1 is running here.
-func rpcLegRunning() bool {
+// processRunning reports whether a process of tool whose command line holds marker is running
+// here (a leg or server on the RPC servers, in the tests that kill one mid-run).
+func processRunning(tool, marker string) bool {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), "llama-bench") && strings.Contains(string(b), "RPC0/RPC1") {
+		if err == nil && strings.Contains(string(b), tool) && strings.Contains(string(b), marker) {
 			return true
 		}
 	}
