@@ -1,5 +1,5 @@
 // Package fleet runs one registered throughput plan on several machines: one study per host
-// (this machine is "local"), one host after another (docs/fleet.md, "Limits"), one leg at a time; every member study
+// (this machine is "local"), the hosts in parallel, one leg at a time on each; every member study
 // journals a study.fleet note that links it to the fleet; a host that drops out fails its own
 // study only. Compare puts the same cell of every host side by side. docs/fleet.md.
 package fleet
