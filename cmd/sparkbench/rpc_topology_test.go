@@ -145,44 +145,7 @@ func TestRPCTopologyOverSSH(t *testing.T) {
 			t.Fatalf("leg %s: %s %s", l.Label, l.Class, l.Reason)
 		}
 	}
-	// the network tax against the rows
-	n, err := store.Open(nb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := n.StudyBenchRows(context.Background(), mustAtoi(t, id))
-	n.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := map[string]float64{}
-	for _, r := range rows {
-		ts[fmt.Sprintf("%s %s d%d", r.Devices, r.TestName(), r.NDepth)] = r.AvgTs
-		if r.Devices == "RPC0/RPC1" && (!strings.Contains(r.Backends, "RPC") || r.RanOn() != "RPC") {
-			t.Errorf("RPC row: backends %q, ran on %q", r.Backends, r.RanOn())
-		}
-	}
-	ratios := 0
-	for _, f := range rep.Figures {
-		if f.Figure != study.FigureDeviceRatio {
-			continue
-		}
-		ratios++
-		key := fmt.Sprintf("%s d%d", f.Selector.Test, *f.Selector.Depth)
-		want := ts["RPC0/RPC1 "+key] / ts["none "+key]
-		if f.Value == nil || math.Abs(*f.Value-want) > 1e-9*want || f.Selector.Device != "RPC0/RPC1" || f.Selector.BaseDevice != "none" {
-			t.Errorf("network tax %s: %v, the rows give %v", f.Label, f.Value, want)
-		}
-		t.Logf("network tax %s = %.3f (%s)", f.Label, *f.Value, f.Detail)
-	}
-	if ratios != 4 { // pp32 and tg16 at depths 0 and 32
-		t.Fatalf("%d device_ratio figures, want 4: %+v", ratios, rep.Figures)
-	}
-	if len(rep.Scoreboard) != 1 || rep.Scoreboard[0].Verdict.Outcome != study.Answered || rep.Scoreboard[0].Verdict.Value == nil {
-		t.Errorf("P1 (the network tax at tg16 @ d0): %+v", rep.Scoreboard)
-	} else if want := ts["RPC0/RPC1 tg16 d0"] / ts["none tg16 d0"]; math.Abs(*rep.Scoreboard[0].Verdict.Value-want) > 1e-9*want {
-		t.Errorf("P1 answered %v, the rows give %v", *rep.Scoreboard[0].Verdict.Value, want)
-	}
+	checkRPCNetworkTax(t, nb, id, rep)
 	// the per-host layer split
 	splits := journalOf(t, nb, id, study.NoteRPCSplit)
 	if len(splits) == 0 {
@@ -224,6 +187,49 @@ func TestRPCTopologyOverSSH(t *testing.T) {
 	}
 	if code, out, errOut := runCLI("verify", bundle); code != 0 {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
+	}
+}
+
+// checkRPCNetworkTax: every device_ratio figure is RPC t/s ÷ local t/s of its rows, RPC rows
+// ran on the servers, and P1 (the tax at tg16 @ d0) is answered with the same value.
+func checkRPCNetworkTax(t *testing.T, nb, id string, rep *study.Report) {
+	t.Helper()
+	n, err := store.Open(nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := n.StudyBenchRows(context.Background(), mustAtoi(t, id))
+	n.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := map[string]float64{}
+	for _, r := range rows {
+		ts[fmt.Sprintf("%s %s d%d", r.Devices, r.TestName(), r.NDepth)] = r.AvgTs
+		if r.Devices == "RPC0/RPC1" && (!strings.Contains(r.Backends, "RPC") || r.RanOn() != "RPC") {
+			t.Errorf("RPC row: backends %q, ran on %q", r.Backends, r.RanOn())
+		}
+	}
+	ratios := 0
+	for _, f := range rep.Figures {
+		if f.Figure != study.FigureDeviceRatio {
+			continue
+		}
+		ratios++
+		key := fmt.Sprintf("%s d%d", f.Selector.Test, *f.Selector.Depth)
+		want := ts["RPC0/RPC1 "+key] / ts["none "+key]
+		if f.Value == nil || math.Abs(*f.Value-want) > 1e-9*want || f.Selector.Device != "RPC0/RPC1" || f.Selector.BaseDevice != "none" {
+			t.Errorf("network tax %s: %v, the rows give %v", f.Label, f.Value, want)
+		}
+		t.Logf("network tax %s = %.3f (%s)", f.Label, *f.Value, f.Detail)
+	}
+	if ratios != 4 { // pp32 and tg16 at depths 0 and 32
+		t.Fatalf("%d device_ratio figures, want 4: %+v", ratios, rep.Figures)
+	}
+	if len(rep.Scoreboard) != 1 || rep.Scoreboard[0].Verdict.Outcome != study.Answered || rep.Scoreboard[0].Verdict.Value == nil {
+		t.Errorf("P1 (the network tax at tg16 @ d0): %+v", rep.Scoreboard)
+	} else if want := ts["RPC0/RPC1 tg16 d0"] / ts["none tg16 d0"]; math.Abs(*rep.Scoreboard[0].Verdict.Value-want) > 1e-9*want {
+		t.Errorf("P1 answered %v, the rows give %v", *rep.Scoreboard[0].Verdict.Value, want)
 	}
 }
 
