@@ -33,7 +33,7 @@ func (s memberSource) ThroughputStudies(ctx context.Context) ([]overview.StudyRe
 	return nil, nil
 }
 
-type ladderKey struct{ arch, quant, backend string }
+type ladderKey = overview.Group
 
 // LadderByHost is the constants ladder by host of the members (`fleet show --json`; the fleet
 // receipt's ladder of its complete members).
@@ -60,11 +60,11 @@ func ladderOf(ctx context.Context, nb *store.Notebook, ms []Member) (workbench.F
 		}
 		per[i] = hostLadder{constants: map[ladderKey]overview.Constant{}, pending: map[ladderKey][]string{}}
 		for _, c := range l.Constants {
-			k := ladderKey{c.Architecture, c.Quant, c.Backend}
+			k := ladderKey{Architecture: c.Architecture, Quant: c.Quant, Backend: c.Backend}
 			per[i].constants[k], keys[k] = c, true
 		}
 		for _, p := range pending {
-			k := ladderKey{p.Architecture, p.Quant, p.Backend}
+			k := ladderKey{Architecture: p.Architecture, Quant: p.Quant, Backend: p.Backend}
 			why := p.Reason
 			if strings.Contains(why, "no memory bandwidth") {
 				why = fmt.Sprintf("no bandwidth figure (study %d: enter bandwidth.gbs in its plan)", p.Study)
@@ -88,17 +88,10 @@ func ladderOf(ctx context.Context, nb *store.Notebook, ms []Member) (workbench.F
 		sorted = append(sorted, k)
 	}
 	sort.Slice(sorted, func(i, j int) bool {
-		a, b := sorted[i], sorted[j]
-		if a.arch != b.arch {
-			return a.arch < b.arch
-		}
-		if a.quant != b.quant {
-			return a.quant < b.quant
-		}
-		return a.backend < b.backend
+		return sorted[i].Compare(sorted[j]) < 0
 	})
 	for _, k := range sorted {
-		row := workbench.FleetLadderRow{Architecture: k.arch, Quant: k.quant, Backend: k.backend}
+		row := workbench.FleetLadderRow{Architecture: k.Architecture, Quant: k.Quant, Backend: k.Backend}
 		for i, m := range ms {
 			fc := workbench.FleetConstant{Host: m.Host}
 			if c, ok := per[i].constants[k]; ok {

@@ -50,13 +50,7 @@ func (s *Service) LadderOf(ctx context.Context, test string) (Ladder, []Pending,
 	}
 	sort.SliceStable(pending, func(i, j int) bool {
 		a, b := pending[i], pending[j]
-		if a.Architecture != b.Architecture {
-			return a.Architecture < b.Architecture
-		}
-		if a.Quant != b.Quant {
-			return a.Quant < b.Quant
-		}
-		return a.Backend < b.Backend
+		return Group{a.Architecture, a.Quant, a.Backend}.Compare(Group{b.Architecture, b.Quant, b.Backend}) < 0
 	})
 	return l, pending, nil
 }

@@ -1,8 +1,10 @@
 package overview
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
+	"strings"
 
 	"sparkbench/app/analysis"
 	"sparkbench/runner/gguf"
@@ -84,15 +86,17 @@ func BuildLadder(all []Series, test string, headers map[string]header) Ladder {
 	}
 	sort.Slice(l.Constants, func(i, j int) bool {
 		a, b := l.Constants[i], l.Constants[j]
-		if a.Architecture != b.Architecture {
-			return a.Architecture < b.Architecture
-		}
-		if a.Quant != b.Quant {
-			return a.Quant < b.Quant
-		}
-		return a.Backend < b.Backend
+		return Group{a.Architecture, a.Quant, a.Backend}.Compare(Group{b.Architecture, b.Quant, b.Backend}) < 0
 	})
 	return l
+}
+
+// Group is a constant's group: its architecture, quant and backend.
+type Group struct{ Architecture, Quant, Backend string }
+
+// Compare orders groups by architecture, then quant, then backend (the ladder's row order).
+func (g Group) Compare(o Group) int {
+	return cmp.Or(strings.Compare(g.Architecture, o.Architecture), strings.Compare(g.Quant, o.Quant), strings.Compare(g.Backend, o.Backend))
 }
 
 // member is a series' efficiency at depth 0, or why it has none.

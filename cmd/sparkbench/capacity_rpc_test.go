@@ -7,9 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -284,20 +282,7 @@ func TestCapacityRPCServerDies(t *testing.T) {
 		done <- res{c, o, e}
 	}()
 	// wait for the RPC candidate's llama-server, then kill host-b's ggml-rpc-server
-	var victim int
-	for end := time.Now().Add(3 * time.Minute); victim == 0; time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("the RPC candidate's server did not start")
-		}
-		if !processRunning("llama-server", "--rpc") {
-			continue
-		}
-		time.Sleep(2 * time.Second)
-		for _, p := range sshdtest.Processes(filepath.Join(lab.LlamaDirs["host-b"], remote.RPCServerName)) {
-			victim, _ = strconv.Atoi(strings.Fields(p)[0])
-		}
-	}
-	_ = syscall.Kill(victim, syscall.SIGKILL)
+	killRPCServerOnceRunning(t, lab, "the RPC candidate's server", 2*time.Second, func() bool { return processRunning("llama-server", "--rpc") })
 	var r res
 	select {
 	case r = <-done:

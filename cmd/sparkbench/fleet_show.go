@@ -114,14 +114,8 @@ func fleetReceipt(ctx context.Context, nb *store.Notebook, f fleet.Fleet, out st
 		return fleetComparison(ctx, nb, f, ms, out, stdout, stderr)
 	}
 	r, files, err := fleet.ExportReceipt(ctx, nb, f, out)
-	var re *workbench.RequestError
-	switch {
-	case errors.As(err, &re):
-		fprintf(stderr, "sparkbench fleet receipt: %v\n", err)
-		return 2
-	case err != nil:
-		fprintf(stderr, "sparkbench fleet receipt: %v\n", err)
-		return 1
+	if err != nil {
+		return fleetReceiptFailed(err, stderr)
 	}
 	fprintf(stdout, "wrote %s: fleet %q, %d hosts side by side against %s, %d cells, %d charts, %d ladder groups (%d files); check it anywhere with `sparkbench verify %s`\n",
 		out, f.ID, len(ms), r.Baseline, len(r.Cells), len(r.Figures), len(r.Ladder.Rows), len(files), out)
@@ -136,16 +130,21 @@ func fleetComparison(ctx context.Context, nb *store.Notebook, f fleet.Fleet, ms 
 		ids[i] = m.StudyID
 	}
 	set, files, err := workbench.ExportComparison(ctx, nb, workbench.CompareRequest{IDs: ids, Options: study.CompareOptions{Alpha: 0.05}}, out)
-	var re *workbench.RequestError
-	switch {
-	case errors.As(err, &re):
-		fprintf(stderr, "sparkbench fleet receipt: %v\n", err)
-		return 2
-	case err != nil:
-		fprintf(stderr, "sparkbench fleet receipt: %v\n", err)
-		return 1
+	if err != nil {
+		return fleetReceiptFailed(err, stderr)
 	}
 	fprintf(stdout, "wrote %s: fleet %q, %d hosts compared with %s (%d files); check it anywhere with `sparkbench verify %s`\n",
 		out, f.ID, len(set.Studies), ms[0].Host, len(files), out)
 	return 0
+}
+
+// fleetReceiptFailed says why a fleet receipt was not written: exit 2 for bad input as given (a
+// *workbench.RequestError: the folder, the fleet), 1 for anything else.
+func fleetReceiptFailed(err error, stderr io.Writer) int {
+	fprintf(stderr, "sparkbench fleet receipt: %v\n", err)
+	var re *workbench.RequestError
+	if errors.As(err, &re) {
+		return 2
+	}
+	return 1
 }

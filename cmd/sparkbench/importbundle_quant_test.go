@@ -66,18 +66,17 @@ func handLadder(t *testing.T, path, home string) {
 	}
 }
 
-// TestLadderBundleCarriesItsJournal: a ladder's receipt carries its journal excerpt (named in
-// bundle.json with the study's id), its raw files written with the home folder as ~, and
-// verifies; its receipt names the excerpt's ends. Raw files changed and the bundle re-summed
-// (study.json, receipt.md and SHA256SUMS made again) no longer hold to the excerpt: verify
-// names the file.
-func TestLadderBundleCarriesItsJournal(t *testing.T) {
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
+// handLadderBundle records handLadder in a new notebook (HOME set to a folder of the test) and
+// writes its receipt: it returns the test's folder, the home folder, the receipt's folder and
+// its files as read back.
+func handLadderBundle(t *testing.T) (dir, home, out string, files receipt.Files) {
+	t.Helper()
+	dir = t.TempDir()
+	home = filepath.Join(dir, "home")
 	t.Setenv("HOME", home)
 	nb := filepath.Join(dir, "origin.db")
 	handLadder(t, nb, home)
-	out := filepath.Join(dir, "receipt")
+	out = filepath.Join(dir, "receipt")
 	if code, o, e := runCLI("receipt", "1", "--notebook", nb, "--out", out); code != 0 {
 		t.Fatalf("receipt: %d %s %s", code, o, e)
 	}
@@ -85,6 +84,16 @@ func TestLadderBundleCarriesItsJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, home, out, files
+}
+
+// TestLadderBundleCarriesItsJournal: a ladder's receipt carries its journal excerpt (named in
+// bundle.json with the study's id), its raw files written with the home folder as ~, and
+// verifies; its receipt names the excerpt's ends. Raw files changed and the bundle re-summed
+// (study.json, receipt.md and SHA256SUMS made again) no longer hold to the excerpt: verify
+// names the file.
+func TestLadderBundleCarriesItsJournal(t *testing.T) {
+	dir, home, out, files := handLadderBundle(t)
 	ix, err := receipt.ReadIndex(files)
 	if err != nil || ix.Quant == nil || ix.Quant.Journal != receipt.FileJournal || ix.Quant.StudyID != 1 {
 		t.Fatalf("bundle.json: %+v %v", ix, err)
@@ -268,19 +277,7 @@ func legLabels(t *testing.T, path string, study int64) []string {
 // carried a journal excerpt still verifies, and its import is refused saying why and what to
 // do, nothing written.
 func TestImportRefusesLadderBundleWithoutExcerpt(t *testing.T) {
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	t.Setenv("HOME", home)
-	nb := filepath.Join(dir, "origin.db")
-	handLadder(t, nb, home)
-	out := filepath.Join(dir, "receipt")
-	if code, o, e := runCLI("receipt", "1", "--notebook", nb, "--out", out); code != 0 {
-		t.Fatalf("receipt: %d %s %s", code, o, e)
-	}
-	files, err := bundle.ReadDir(out, bundle.DefaultLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, _, _, files := handLadderBundle(t)
 	// The bundle as it was written before: no excerpt, bundle.json without its quant map.
 	delete(files, receipt.FileJournal)
 	files[receipt.FileIndex], _ = canon.Marshal(receipt.Index{Schema: receipt.SchemaBundle, Kind: kinds.Quant, Sparkbench: "old"})

@@ -286,20 +286,9 @@ func TestRPCTopologyServerDies(t *testing.T) {
 		done <- res{c, o, e}
 	}()
 	// wait for the RPC leg's llama-bench, then kill host-b's server
-	var victim int
-	for end := time.Now().Add(3 * time.Minute); victim == 0; time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("the RPC leg did not start")
-		}
-		if len(sshdtest.Processes(filepath.Join(llamaDir, "llama-bench"))) == 0 || !processRunning("llama-bench", "RPC0/RPC1") {
-			continue
-		}
-		time.Sleep(time.Second)
-		for _, p := range sshdtest.Processes(filepath.Join(lab.LlamaDirs["host-b"], remote.RPCServerName)) {
-			victim, _ = strconv.Atoi(strings.Fields(p)[0])
-		}
-	}
-	_ = syscall.Kill(victim, syscall.SIGKILL)
+	killRPCServerOnceRunning(t, lab, "the RPC leg", time.Second, func() bool {
+		return len(sshdtest.Processes(filepath.Join(llamaDir, "llama-bench"))) > 0 && processRunning("llama-bench", "RPC0/RPC1")
+	})
 	var r res
 	select {
 	case r = <-done:
@@ -321,6 +310,26 @@ func TestRPCTopologyServerDies(t *testing.T) {
 	if left := rpcServersOf(lab); len(left) > 0 {
 		t.Errorf("servers left: %v", left)
 	}
+}
+
+// killRPCServerOnceRunning waits (3 minutes at most) until running says the process that uses
+// the servers (what) is there, lets it settle, and kills host-b's ggml-rpc-server.
+func killRPCServerOnceRunning(t *testing.T, lab *sshdtest.Lab, what string, settle time.Duration, running func() bool) {
+	t.Helper()
+	var victim int
+	for end := time.Now().Add(3 * time.Minute); victim == 0; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal(what + " did not start")
+		}
+		if !running() {
+			continue
+		}
+		time.Sleep(settle)
+		for _, p := range sshdtest.Processes(filepath.Join(lab.LlamaDirs["host-b"], remote.RPCServerName)) {
+			victim, _ = strconv.Atoi(strings.Fields(p)[0])
+		}
+	}
+	_ = syscall.Kill(victim, syscall.SIGKILL)
 }
 
 // processRunning reports whether a process of tool whose command line holds marker is running

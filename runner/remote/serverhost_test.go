@@ -1,14 +1,12 @@
 package remote
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,25 +18,8 @@ import (
 
 var _ server.Remote = (*ServerHost)(nil)
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startOnHost starts llama-server with the tiny model on a loopback host through ServerHost.
-func startOnHost(t *testing.T, alias string) (*Conn, *ServerHost, *server.Server, *lockedBuf, string) {
+func startOnHost(t *testing.T, alias string) (*Conn, *ServerHost, *server.Server, *sshdtest.SyncBuffer, string) {
 	t.Helper()
 	if server.PIDMarker != serverPIDMarker {
 		t.Fatalf("the PID markers differ: %q %q", server.PIDMarker, serverPIDMarker)
@@ -55,7 +36,7 @@ func startOnHost(t *testing.T, alias string) (*Conn, *ServerHost, *server.Server
 	if err := sh.CheckServer(ctx); err != nil {
 		t.Fatal(err)
 	}
-	log := &lockedBuf{}
+	log := &sshdtest.SyncBuffer{}
 	t0 := time.Now()
 	srv, err := server.Start(ctx, server.Spec{Binary: sh.Binary(), Args: []string{"-m", filepath.Join(h.ModelDirs[0], filepath.Base(model)),
 		"-t", llamatest.Threads, "--ctx-size", "128"}, Remote: sh, Log: log, StartTimeout: 2 * time.Minute})

@@ -134,27 +134,16 @@ func remoteLaunch(ctx context.Context, spec Spec, port int, sink *lineSink) (*at
 	}
 	ps := runner.ProcSpec{Argv: a.via, Limits: runner.Limits{Start: spec.StartTimeout, Idle: spec.Idle, Total: spec.Total, Grace: spec.Grace}}
 	a.proc = runner.StartProc(ctx, ps)
-	go func() {
-		defer close(a.done)
-		bound := false
-		for ev := range a.proc.Events() {
-			switch {
-			case ev.Line != nil:
-				if m := pidMarkerRE.FindStringSubmatch(ev.Line.Text); m != nil && a.hostPid.Load() == 0 {
-					n, _ := strconv.Atoi(m[1])
-					a.hostPid.Store(int64(n))
-					continue
-				}
-				sink.line(ev.Line.Text)
-				if !bound && strings.Contains(ev.Line.Text, BindFailure) {
-					bound = true
-					close(a.bind)
-				}
-			case ev.Exit != nil:
-				a.exit = remoteExit(ctx, spec.Remote, *ev.Exit)
-			}
+	takePID := func(text string) bool { // the host's shell's PID line, before llama-server's log
+		m := pidMarkerRE.FindStringSubmatch(text)
+		if m == nil || a.hostPid.Load() != 0 {
+			return false
 		}
-	}()
+		n, _ := strconv.Atoi(m[1])
+		a.hostPid.Store(int64(n))
+		return true
+	}
+	go a.pump(sink, takePID, func(x runner.Exit) runner.Exit { return remoteExit(ctx, spec.Remote, x) })
 	return a, nil
 }
 

@@ -434,23 +434,34 @@ func launch(ctx context.Context, spec Spec, port int, sink *lineSink) *attempt {
 		ps.Argv, ps.Target = a.launch.LaunchedAs, spec.Binary
 	}
 	a.proc = runner.StartProc(ctx, ps)
-	go func() {
-		defer close(a.done)
-		bound := false
-		for ev := range a.proc.Events() {
-			switch {
-			case ev.Line != nil:
-				sink.line(ev.Line.Text)
-				if !bound && strings.Contains(ev.Line.Text, BindFailure) {
-					bound = true
-					close(a.bind)
-				}
-			case ev.Exit != nil:
-				a.exit = *ev.Exit
+	go a.pump(sink, nil, nil)
+	return a
+}
+
+// pump reads the attempt's process events until it ends: each log line to sink (unless take,
+// when set, takes it: the host's PID line), the bind failure, and the exit (as exit maps it,
+// when set). It closes a.done at the end.
+func (a *attempt) pump(sink *lineSink, take func(string) bool, exit func(runner.Exit) runner.Exit) {
+	defer close(a.done)
+	bound := false
+	for ev := range a.proc.Events() {
+		switch {
+		case ev.Line != nil:
+			if take != nil && take(ev.Line.Text) {
+				continue
+			}
+			sink.line(ev.Line.Text)
+			if !bound && strings.Contains(ev.Line.Text, BindFailure) {
+				bound = true
+				close(a.bind)
+			}
+		case ev.Exit != nil:
+			a.exit = *ev.Exit
+			if exit != nil {
+				a.exit = exit(a.exit)
 			}
 		}
-	}()
-	return a
+	}
 }
 
 // awaitHealthy polls /health until 200 from this process, the process ends, or the start

@@ -31,21 +31,22 @@ type Server struct {
 	KnownHosts string
 	cmd        *exec.Cmd
 	exited     chan struct{}
-	log        *syncBuffer
+	log        *SyncBuffer
 }
 
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer that several goroutines may write and read (a process's log).
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
@@ -119,7 +120,7 @@ func Start(t testing.TB, alias string, extra ...string) *Server {
 	t.Helper()
 	sshd := Need(t)
 	dir := t.TempDir()
-	s := &Server{Alias: alias, Dir: dir, Port: freePort(t), exited: make(chan struct{}), log: &syncBuffer{}}
+	s := &Server{Alias: alias, Dir: dir, Port: freePort(t), exited: make(chan struct{}), log: &SyncBuffer{}}
 	hostKey := filepath.Join(dir, "host_ed25519")
 	s.ClientKey = filepath.Join(dir, "client_ed25519")
 	run(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "sparkbench-test-host", "-f", hostKey)
