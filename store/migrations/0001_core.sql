@@ -1,4 +1,4 @@
--- sparkbench notebook, schema version 1: the objects of docs/DOMAIN.md, llama-bench samples
+-- sparkbench notebook, schema version 1: the objects of docs/domain.md, llama-bench samples
 -- and the hash-chained journal. Timestamps are UTC RFC 3339 text with 9 fractional digits.
 -- JSON columns hold canonical JSON (sorted keys, no insignificant whitespace).
 
