@@ -18,11 +18,12 @@ import (
 // shared verbs here; their plan checks and runs through their own calls (throughput.go,
 // capacity.go).
 func init() {
-	RegisterKind(Kind{Names: []string{kinds.Throughput}, Default: true, Find: FindThroughput,
+	RegisterKind(Kind{Names: []string{kinds.Throughput}, PlanSchema: study.SchemaThroughput, Default: true, Find: FindThroughput,
 		CacheWarning: "warning: the model hashes were not cached",
 		Validate:     validateThroughputKind, Register: registerThroughputKind, Run: runThroughputKind, Show: showThroughputKind,
 		Receipt: throughputStudyFiles})
 	RegisterKind(Kind{Names: []string{kinds.Capacity, kinds.Concurrency}, Verb: "capacity", Default: true, Find: FindCapacity,
+		PlanSchema: capacity.SchemaCapacity, MorePlanSchemas: []string{capacity.SchemaConcurrency},
 		CacheWarning: "registered, but the model hashes were not cached",
 		Validate:     validateCapacityKind, Register: registerCapacityKind, Run: runCapacityKind, Show: showCapacityKind,
 		Receipt: capacityStudyFiles})

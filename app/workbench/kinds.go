@@ -43,8 +43,10 @@ type Kind struct {
 	// CacheWarning is what a register verb says when the hashes could not be cached after
 	// registering ("": "warning: the file hashes were not cached").
 	CacheWarning string
-	// PlanSchema is the "schema" of the kind's plan files ("": not registered by file here).
-	PlanSchema string
+	// PlanSchema is the "schema" of the kind's plan files ("": not registered by file here);
+	// MorePlanSchemas the further schemas its plans may carry (capacity's concurrency plans).
+	PlanSchema      string
+	MorePlanSchemas []string
 	// Validate checks a plan file (PlanCheck: its bytes, how its files are hashed, the build
 	// it is checked against) without writing anything.
 	Validate func(ctx context.Context, req PlanCheck) (*Validated, error)
@@ -161,18 +163,24 @@ func RegisterKind(k Kind) (unregister func()) {
 		}
 		registry[n] = &k
 	}
-	if k.PlanSchema != "" {
-		if _, dup := bySchema[k.PlanSchema]; dup {
-			panic("workbench: plan schema " + k.PlanSchema + " registered twice")
+	schemas := append([]string{k.PlanSchema}, k.MorePlanSchemas...)
+	for _, sc := range schemas {
+		if sc == "" {
+			continue
 		}
-		bySchema[k.PlanSchema] = &k
+		if _, dup := bySchema[sc]; dup {
+			panic("workbench: plan schema " + sc + " registered twice")
+		}
+		bySchema[sc] = &k
 	}
 	registryOrder = append(registryOrder, &k)
 	return func() {
 		for _, n := range k.Names {
 			delete(registry, n)
 		}
-		delete(bySchema, k.PlanSchema)
+		for _, sc := range schemas {
+			delete(bySchema, sc)
+		}
 		for i, r := range registryOrder {
 			if r.Names[0] == k.Names[0] {
 				registryOrder = append(registryOrder[:i:i], registryOrder[i+1:]...)

@@ -181,7 +181,7 @@ func TestCapacityRunOnHostBadInput(t *testing.T) {
 		t.Errorf("unknown host: exit %d %s", code, errOut)
 	}
 	// a notebook-free run is refused the same way, with no run folder
-	code, _, errOut = runCapacity("run", plan, "--on", "bench-a", "--hosts", hostsFile, "--out", filepath.Join(dir, "run"))
+	code, _, errOut = runCapacity("run", plan, "--no-notebook", "--on", "bench-a", "--hosts", hostsFile, "--out", filepath.Join(dir, "run"))
 	if code != 2 || !strings.Contains(errOut, "tiny-llama-f32.gguf is in none of the host's model_dirs") {
 		t.Errorf("plan file with --on: exit %d %s", code, errOut)
 	}
@@ -204,7 +204,7 @@ func TestCapacityRunOnHostBadInput(t *testing.T) {
 	if err := os.WriteFile(telPlan, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut = runCapacity("run", telPlan, "--on", "bench-a", "--hosts", hostsFile, "--out", filepath.Join(dir, "run"))
+	code, _, errOut = runCapacity("run", telPlan, "--no-notebook", "--on", "bench-a", "--hosts", hostsFile, "--out", filepath.Join(dir, "run"))
 	if code != 2 || !strings.Contains(errOut, "telemetry samples this machine's devices, not host bench-a's") {
 		t.Errorf("a telemetry plan with --on: exit %d %s", code, errOut)
 	}
@@ -233,7 +233,7 @@ func TestCapacityRunPlanOnHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	runDir := filepath.Join(dir, "run")
-	code, out, errOut := runCapacity("run", plan, "--on", "bench-a", "--hosts", hostsFile, "--out", runDir, "--quality-cases", cases)
+	code, out, errOut := runCapacity("run", plan, "--no-notebook", "--on", "bench-a", "--hosts", hostsFile, "--out", runDir, "--quality-cases", cases)
 	if code != 0 {
 		t.Fatalf("run PLAN --on: exit %d\n%s%s", code, out, errOut)
 	}

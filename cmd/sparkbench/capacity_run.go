@@ -20,14 +20,15 @@ import (
 	"sparkbench/runner/llamacpp"
 )
 
-const capacityRunUsage = "capacity run ID|PLAN [--notebook P] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--batched CANDIDATE=FILE…] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--on HOST [--hosts F]] [--json]"
+const capacityRunUsage = "capacity run ID|PLAN [--notebook P | --no-notebook] [--llama-dir D] [--out DIR | --resume DIR | --fresh] [--quality-cases FILE] [--batched CANDIDATE=FILE…] [--start-timeout DUR] [--request-timeout DUR] [--grace DUR] [--on HOST [--hosts F]] [--json]"
 
 // capacityRunOpts are the flags of `capacity run`: one set, whether the argument is a study
-// id or name (through the notebook) or a plan file (notebook-free unless --notebook).
+// id or name, or a plan file (registered in the notebook and run as a study, unless
+// --no-notebook or --resume DIR asks for the notebook-free run).
 type capacityRunOpts struct {
 	notebook, llamaDir, out, resume, qualityCases string
 	on, hosts                                     string
-	fresh, asJSON                                 bool
+	fresh, asJSON, noNotebook                     bool
 	startTimeout, reqTimeout, grace               time.Duration
 	batchedFlag                                   multiFlag
 	batched                                       map[string]string // candidate → llama-batched-bench output
@@ -36,7 +37,8 @@ type capacityRunOpts struct {
 func capacityRunFlags(stderr io.Writer) (*flag.FlagSet, *capacityRunOpts) {
 	fs := newFlagSet("capacity run", stderr)
 	o := &capacityRunOpts{}
-	fs.StringVar(&o.notebook, "notebook", "", "run through this notebook ("+nbFlagHelp+"); a study id or name always does, a PLAN file with --notebook is registered first")
+	fs.StringVar(&o.notebook, "notebook", "", "run through this notebook ("+nbFlagHelp+"); a PLAN file is registered in it first")
+	fs.BoolVar(&o.noNotebook, "no-notebook", false, "run a PLAN file without the notebook: raw files and study.json in a run folder only (`capacity assemble`, a folder receipt); nothing registered, so `sparkbench receipt NAME` will not find it")
 	fs.StringVar(&o.llamaDir, "llama-dir", "", "folder holding llama-server (default: the plan's build.dir, then $"+"SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)")
 	fs.StringVar(&o.out, "out", "", "a new run folder to create (default: a study resumes its last run folder, else ${XDG_DATA_HOME:-~/.local/share}/sparkbench/runs/ID; a notebook-free PLAN run: capacity-run-YYYYMMDD-HHMMSS here)")
 	fs.StringVar(&o.resume, "resume", "", "notebook-free PLAN run: resume the stopped, halted, killed or incomplete run of this plan in this run folder (its finished server lifetimes are kept); a study resumes its last run folder by itself")
@@ -79,6 +81,13 @@ func capacityRunCommand(args []string, stdout, stderr io.Writer) int {
 		return bad("--fresh starts a new run folder and --resume continues one: give one of them")
 	case o.hosts != "" && o.on == "":
 		return bad("--hosts names the hosts list of --on HOST: give --on too")
+	case o.noNotebook && o.notebook != "":
+		return bad("--no-notebook runs a plan file without a notebook and --notebook names the one to run it in: give one of them")
+	}
+	if !o.noNotebook && o.resume == "" {
+		if v := runVerbOf(pos[0], o.notebook); v != "" && v != "capacity" { // one verb runs any kind (run_any.go)
+			return studyRunOwn(args, stdout, stderr)
+		}
 	}
 	for _, v := range o.batchedFlag {
 		id, path, ok := strings.Cut(v, "=")
@@ -93,16 +102,27 @@ func capacityRunCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		o.batched[id] = path
 	}
-	if o.notebook != "" || capacityRunsInNotebook(args) {
+	// A plan file runs in the notebook (registered first) unless --no-notebook, or --resume DIR
+	// of a notebook-free run folder, asks otherwise; a study id or name always does.
+	if !o.noNotebook && (o.notebook != "" || capacityRunsInNotebook(args) || o.resume == "" && isRegularFile(pos[0])) {
 		if o.resume != "" {
 			return bad("--resume DIR resumes a notebook-free run folder of a plan file; a study resumes its own last run folder (`sparkbench capacity run ID`), and --fresh starts a new one")
 		}
 		return capacityStudyRun(o, pos[0], stdout, stderr)
 	}
+	if o.noNotebook && capacityRunsInNotebook(args) {
+		return bad("--no-notebook runs a plan file; %q is not one (a study runs through the notebook: drop --no-notebook)", pos[0])
+	}
 	return capacityRun(o, pos[0], stdout, stderr)
 }
 
-// capacityRun is `sparkbench capacity run PLAN`: every server lifetime of the plan's schedule
+// isRegularFile reports whether path names a regular file (a plan file to register).
+func isRegularFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// capacityRun is `sparkbench capacity run PLAN --no-notebook`: every server lifetime of the plan's schedule
 // (forward and reverse passes, llama-server restarted per candidate and slot count), the raw
 // files written into a run folder laid out for `capacity assemble`, then study.json. Progress
 // goes to stderr; the selected points (or, with --json, every event as a JSON line) to stdout.

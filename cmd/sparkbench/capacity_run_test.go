@@ -93,7 +93,7 @@ func TestCapacityRunRealServer(t *testing.T) {
 	plan := capacityRunPlan(t, dir)
 	out := filepath.Join(dir, "run")
 	start := time.Now()
-	code, stdout, stderr := runCapacity("run", plan, "--out", out)
+	code, stdout, stderr := runCapacity("run", plan, "--no-notebook", "--out", out)
 	took := time.Since(start)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -192,14 +192,14 @@ func TestCapacityRunUsage(t *testing.T) {
 	busy := filepath.Join(dir, "busy")
 	_ = os.MkdirAll(busy, 0o755)
 	_ = os.WriteFile(filepath.Join(busy, "x"), nil, 0o644)
-	if code, _, stderr := runCapacity("run", plan, "--out", busy); code != 2 || !strings.Contains(stderr, "not empty") {
+	if code, _, stderr := runCapacity("run", plan, "--no-notebook", "--out", busy); code != 2 || !strings.Contains(stderr, "not empty") {
 		t.Errorf("busy folder: exit %d, %s", code, stderr)
 	}
 	// A quality-gated plan needs the guard's case list.
 	b, _ := os.ReadFile(plan)
 	gated := strings.Replace(string(b), `"limits": {`, `"limits": {"quality_floor": 0.5, `, 1)
 	_ = os.WriteFile(plan, []byte(gated), 0o644)
-	if code, _, stderr := runCapacity("run", plan, "--out", filepath.Join(dir, "gated")); code != 2 || !strings.Contains(stderr, "--quality-cases") {
+	if code, _, stderr := runCapacity("run", plan, "--no-notebook", "--out", filepath.Join(dir, "gated")); code != 2 || !strings.Contains(stderr, "--quality-cases") {
 		t.Errorf("gated plan without cases: exit %d, %s", code, stderr)
 	}
 }

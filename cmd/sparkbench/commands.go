@@ -41,6 +41,7 @@ func baseCommands() []command {
 		{"notebook", "notebook verify|path|stats [--expect-head H] [--notebook P]", "check the lab notebook's hash chain (and that it still reaches the last head seen); where it is; what it holds", cmdNotebook},
 		{"import", "import [--study S] FILE…", "import llama-bench output (jsonl, json, csv, md) as imported legs, or receipt bundles (verified first) as imported studies", cmdImport},
 		{"export", "export STUDY [--format csv|json] [--rows bench|requests]", "export a study's rows", cmdExport},
+		{"run", runUsage, "run or resume a study of any kind; a plan file of any kind is registered in the notebook first, then run", cmdRun},
 		{"study", studyUsage, "check, register (freeze with its predictions), run or resume, show a throughput study, and compare it with a baseline study", cmdStudy},
 		{"verdict", "verdict ID --prediction P --human PASS|FAIL|NOTE --why TEXT", "record a human verdict on a prediction", cmdVerdict},
 		{"finding", "finding add ID --text TEXT [--leg L] [--prediction P]", "record a numbered finding (F1, F2, …) linked to legs and predictions", cmdFinding},

@@ -198,7 +198,7 @@ func runCapacityPlan(t *testing.T, name, build, candidates, limits string) *capa
 	file := filepath.Join(dir, "plan.json")
 	os.WriteFile(file, []byte(plan), 0o644)
 	out := filepath.Join(dir, "run")
-	code, stdout, stderr := runCapacity("run", file, "--out", out)
+	code, stdout, stderr := runCapacity("run", file, "--no-notebook", "--out", out)
 	if code != 0 {
 		t.Fatalf("capacity run: %d\n%s\n%s", code, stdout, stderr)
 	}

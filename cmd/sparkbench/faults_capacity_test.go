@@ -107,7 +107,7 @@ func TestFaultsCapacityRefused(t *testing.T) {
 		return []string{"capacity", "run", plan, "--notebook", nb, "--out", filepath.Join(dir, "never")}
 	}
 	runFree := func(plan string) []string {
-		return []string{"capacity", "run", plan, "--out", filepath.Join(dir, "never")}
+		return []string{"capacity", "run", plan, "--no-notebook", "--out", filepath.Join(dir, "never")}
 	}
 	var cases []capacityRefusal
 	// an unknown server flag, through every command that takes a plan
@@ -264,7 +264,7 @@ exit 1`
 			common := []string{"--llama-dir", bin, "--start-timeout", "1s", "--grace", "200ms"}
 			// notebook-free
 			out := filepath.Join(dir, fmt.Sprintf("free-%d", i))
-			code, stdout, errOut := runCLI(append([]string{"capacity", "run", plan, "--out", out}, common...)...)
+			code, stdout, errOut := runCLI(append([]string{"capacity", "run", plan, "--no-notebook", "--out", out}, common...)...)
 			checkIncomplete(t, "notebook-free", code, stdout, errOut, c.reason, "sparkbench capacity run: incomplete: 2 of 2 server lifetimes ended without results: forward/fake/p1 (")
 			if strings.Contains(errOut, capacity.RunRSSFile) {
 				t.Errorf("the message is about %s: %s", capacity.RunRSSFile, errOut)

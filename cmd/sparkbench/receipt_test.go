@@ -451,7 +451,7 @@ func TestReceiptFromARealCapacityRun(t *testing.T) {
 	pf := filepath.Join(dir, "plan.json")
 	os.WriteFile(pf, []byte(plan), 0o644)
 	run := filepath.Join(dir, "run")
-	if code, stdout, errOut := runCLI("capacity", "run", pf, "--out", run, "--llama-dir", loc.Dir); code != 0 {
+	if code, stdout, errOut := runCLI("capacity", "run", pf, "--no-notebook", "--out", run, "--llama-dir", loc.Dir); code != 0 {
 		t.Skipf("capacity run is not available here: %d %s %s", code, stdout, errOut)
 	}
 	out := filepath.Join(dir, "bundle")

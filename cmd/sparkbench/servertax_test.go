@@ -183,7 +183,7 @@ func TestCapacityServerTaxRealBatchedBench(t *testing.T) {
 		{"big=" + bf, "--batched big: not a candidate of this plan (tiny)"},
 	} {
 		refused := filepath.Join(dir, "refused")
-		code, out, errOut := runCapacity("run", plan, "--out", refused, "--batched", tc.flag)
+		code, out, errOut := runCapacity("run", plan, "--no-notebook", "--out", refused, "--batched", tc.flag)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("--batched %s: exit %d\n%s\n%s\nwant %q", tc.flag, code, out, errOut, tc.want)
 		}

@@ -22,6 +22,14 @@ import (
 
 // studyRun: sparkbench study run ID|FILE [--llama-dir D] [--notebook P].
 func studyRun(args []string, stdout, stderr io.Writer) int {
+	if runVerbFor(args, "study") == "capacity" { // a capacity plan or study: one verb runs any kind (run_any.go)
+		return capacityRunCommand(args, stdout, stderr)
+	}
+	return studyRunOwn(args, stdout, stderr)
+}
+
+// studyRunOwn is `study run` of a throughput or quant study or plan file.
+func studyRunOwn(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("study run", stderr)
 	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	llamaDir := fs.String("llama-dir", "", "folder holding llama-bench (default: the plan's build.dir, $SPARKBENCH_LLAMA_DIR, the installed prefix, PATH)")
