@@ -17,6 +17,9 @@ type runSession struct {
 	running  int64
 	cancel   context.CancelFunc
 	notified *fyne.Notification // the last run's end notification
+	// ended, when set, runs on the UI goroutine after each run has ended and its view shows it
+	// (the Studies section reads its list again: a study's state there is never stale).
+	ended func(id int64)
 }
 
 // Notified is the notification the last run's end sent (nil before one ended).
@@ -74,6 +77,9 @@ type runDisplay struct {
 // work's finish gives (called on the UI goroutine), the notification led by work's headline
 // (the study's figure after the run; "" for none), and calls after.
 func (s *runSession) launch(d runDisplay, cancel context.CancelFunc, name, starting string, work func() (finish func() string, headline string), after func()) {
+	s.mu.Lock()
+	id := s.running
+	s.mu.Unlock()
 	d.progress.SetValue(0)
 	d.progress.Show()
 	d.msg.SetText(starting)
@@ -98,6 +104,9 @@ func (s *runSession) launch(d runDisplay, cancel context.CancelFunc, name, start
 			s.mu.Unlock()
 			d.app.SendNotification(n)
 			after()
+			if s.ended != nil {
+				s.ended(id)
+			}
 		})
 	}()
 }

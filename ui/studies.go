@@ -199,8 +199,14 @@ func newStudiesView(a fyne.App, win fyne.Window, svc StudyService) *StudiesView 
 	split := container.NewHSplit(v.listPane(), v.stack)
 	split.Offset = 0.26
 	v.Object = split
+	v.ended = v.runEnded
 	return v
 }
+
+// runEnded reads the studies' list again once a run of any kind has ended, so that the list,
+// the Overview's recent studies and the Compare section say the study's state as it is now
+// (not "registered · 0 legs" until Refresh); the study shown stays selected (UI goroutine).
+func (v *StudiesView) runEnded(int64) { v.Reload(0) }
 
 // SetCapacity lets the section show and run capacity and concurrency studies through svc.
 func (v *StudiesView) SetCapacity(svc CapacityService) {
@@ -210,6 +216,7 @@ func (v *StudiesView) SetCapacity(svc CapacityService) {
 		defer v.mu.Unlock()
 		return v.meta
 	}
+	v.Cap.ended = v.runEnded
 	v.Cap.Object.Hide()
 	v.stack.Add(v.Cap.Object)
 }
@@ -222,6 +229,7 @@ func (v *StudiesView) SetQuant(svc QuantService) {
 		defer v.mu.Unlock()
 		return v.meta
 	}
+	v.Quant.ended = v.runEnded
 	v.Quant.Object.Hide()
 	v.stack.Add(v.Quant.Object)
 }

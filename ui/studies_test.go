@@ -27,6 +27,11 @@ type fakeStudies struct {
 }
 
 func (f *fakeStudies) List(context.Context) ([]StudySummary, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done == 2 { // what the notebook says once the run has recorded its legs
+		return []StudySummary{{ID: 7, Name: "demo", Kind: "throughput", Status: "complete", Legs: 2, Predictions: 3}}, nil
+	}
 	return []StudySummary{{ID: 7, Name: "demo", Kind: "throughput", Status: "registered", Legs: 0, Predictions: 3}}, nil
 }
 
@@ -352,5 +357,46 @@ func TestGateLightsDeviceSweep(t *testing.T) {
 	g.observe(study.Event{Kind: study.EventSample, Sample: row("Vulkan0", 0)}) // asked for Vulkan0, ran on the CPU
 	if got := g.Live(); !strings.HasSuffix(got, "backend evidence ●MIXED (rows disagree: check the build and device)") {
 		t.Fatalf("live after a row that left the device: %s", got)
+	}
+}
+
+// TestStudiesListFollowsARun: once a run ends, the Studies list (and what it hands on, the
+// Overview's recent studies and the Compare section) says the study's state as the notebook has
+// it now, without Refresh (it said "registered · 0 legs" until Refresh).
+func TestStudiesListFollowsARun(t *testing.T) {
+	a := newTestApp(t)
+	svc := &fakeStudies{}
+	v := build(func() *StudiesView { return newStudiesView(a, a.NewWindow("t"), svc) })
+	defer v.close()
+	var mu sync.Mutex
+	var listed [][]StudySummary
+	v.onListed = func(l []StudySummary) {
+		mu.Lock()
+		listed = append(listed, l)
+		mu.Unlock()
+	}
+	ui(v.Start)
+	waitUpdated(t, v, func() bool { return v.report != nil && len(v.studies) == 1 })
+	ui(func() {
+		if s := v.studies[0]; s.Status != "registered" || studyBadge(s) == "" {
+			t.Fatalf("before the run the list says %+v", s)
+		}
+		test.Tap(v.RunButton)
+	})
+	waitUpdated(t, v, func() bool {
+		return strings.HasPrefix(v.ProgressMsg.Text, "finished") && len(v.studies) == 1 && v.studies[0].Status == "complete"
+	})
+	ui(func() {
+		if s := v.studies[0]; s.Legs != 2 {
+			t.Errorf("after the run the list says %+v", s)
+		}
+		if v.selected != 7 {
+			t.Errorf("the study shown changed to %d", v.selected)
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if n := len(listed); n == 0 || listed[n-1][0].Status != "complete" {
+		t.Errorf("the Overview and Compare were last handed %v", listed)
 	}
 }
