@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"sparkbench/app/study"
 )
 
 // registration is what registering a study freezes, whatever its kind.
@@ -15,6 +18,9 @@ type registration struct {
 	PlanDir, PlanFile       string
 	SourceNote              string // the journal kind of the plan-source note
 	Predictions             []registeredPrediction
+	// samePlan, when set, is filled with the study of this kind already registered with this
+	// plan (looked up inside the registration's transaction); nothing is then written.
+	samePlan *int64
 }
 
 // registeredPrediction is one prediction as the notebook stores it: its selector and its
@@ -38,6 +44,15 @@ func (n *Notebook) register(ctx context.Context, s registration) (int64, error) 
 	}
 	var id int64
 	err = n.write(ctx, func(tx *sql.Tx) error {
+		if s.samePlan != nil {
+			err := tx.QueryRow(`SELECT p.study_id FROM plans p JOIN studies s ON s.id = p.study_id
+				WHERE p.sha256 = ? AND s.kind = ? ORDER BY p.study_id LIMIT 1`, sum, s.Kind).Scan(s.samePlan)
+			if err == nil {
+				return nil
+			} else if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
 		name := s.Name
 		var taken int
 		if err := tx.QueryRow("SELECT COUNT(*) FROM studies WHERE name = ?", name).Scan(&taken); err != nil {
@@ -87,4 +102,47 @@ func (n *Notebook) register(ctx context.Context, s registration) (int64, error) 
 		return nil
 	})
 	return id, err
+}
+
+// Registration is a study's registration as any kind gives it to the notebook: its stored
+// kind, name and description, its plan (JSON, frozen as canonical JSON; PlanSHA256 must be
+// that form's hash), where the plan file was (PlanDir, PlanFile, journaled under SourceNote,
+// default study.plan_source) and its predictions (ID, kind, text, the selector it reads, its whole
+// specification).
+type Registration struct {
+	Kind, Name, Description string
+	PlanJSON                []byte
+	PlanSHA256              string
+	PlanDir, PlanFile       string
+	SourceNote              string
+	Predictions             []RegisteredPrediction
+}
+
+// RegisteredPrediction is one prediction of a Registration.
+type RegisteredPrediction struct {
+	ID, Kind, Text string
+	About, Spec    any
+}
+
+// RegisterStudy registers a study of any kind in one transaction, as the built-in kinds do:
+// the study, its frozen plan, where the plan came from, its predictions. A study of the same
+// kind already registered with the same plan is returned instead (existing, nothing written;
+// decided inside the transaction, so two registrations at once make one study). A name already
+// taken gets the plan's short hash appended (the same words for every kind).
+func (n *Notebook) RegisterStudy(ctx context.Context, r Registration) (id int64, existing bool, err error) {
+	if r.SourceNote == "" {
+		r.SourceNote = study.NotePlanSource
+	}
+	reg := registration{Kind: r.Kind, Name: r.Name, Description: r.Description, PlanJSON: r.PlanJSON, PlanSHA256: r.PlanSHA256,
+		PlanDir: r.PlanDir, PlanFile: r.PlanFile, SourceNote: r.SourceNote}
+	for _, p := range r.Predictions {
+		reg.Predictions = append(reg.Predictions, registeredPrediction(p))
+	}
+	var same int64
+	reg.samePlan = &same
+	id, err = n.register(ctx, reg)
+	if err == nil && same != 0 {
+		return same, true, nil
+	}
+	return id, false, err
 }

@@ -63,13 +63,21 @@ func (n *Notebook) CreateStudy(ctx context.Context, s Study) (Study, error) {
 	return n.Study(ctx, id)
 }
 
+// NameTakenError is a new study whose name another study has already (names are unique);
+// the words are the same for every kind.
+type NameTakenError struct{ Name string }
+
+func (e *NameTakenError) Error() string {
+	return fmt.Sprintf("a study named %q exists already (study names are unique): give the plan another \"name\", or run that study", e.Name)
+}
+
 func (n *Notebook) createStudyTx(tx *sql.Tx, s Study) (int64, error) {
 	now := n.nowText()
 	res, err := tx.Exec("INSERT INTO studies (name, kind, status, description, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
 		s.Name, s.Kind, s.Status, s.Description, now, now)
 	if err != nil {
 		if isConstraint(err) {
-			return 0, fmt.Errorf("create study %q: %w (names are unique; kind is throughput, capacity or concurrency)", s.Name, err)
+			return 0, &NameTakenError{Name: s.Name}
 		}
 		return 0, fmt.Errorf("create study %q: %w", s.Name, err)
 	}

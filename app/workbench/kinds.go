@@ -263,3 +263,7 @@ func receiptKindsText() string {
 	}
 	return fmt.Sprintf("%s and %s", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 }
+
+// Kinds lists every registered study kind in the order registered (the kind contract test runs
+// over it, so that a kind cannot be added without passing it).
+func Kinds() []*Kind { return append([]*Kind(nil), registryOrder...) }

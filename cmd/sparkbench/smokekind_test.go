@@ -67,11 +67,13 @@ func registerSmokeKind(t *testing.T) {
 		}, Register: smokeRegister, Run: smokeRun, Show: smokeShow, Receipt: smokeReceipt}))
 }
 
-// smokeCheck decodes a smoke plan and compares its model with its SHA-256 (hash nil: not).
+// smokeCheck decodes a smoke plan through the one strict decoder (FILE:LINE:COL), checks its
+// fields (problems with their paths and ranges) and compares its model with its SHA-256
+// (hash nil: not).
 func smokeCheck(file string, data []byte, hash study.HashFunc) (*smokePlan, []study.Problem, error) {
-	p, err := decodeSmokePlan(data)
-	if err != nil {
-		return nil, nil, err
+	p, probs, err := decodeSmokePlanFile(file, data)
+	if err != nil || len(study.Errors(probs)) > 0 {
+		return p, probs, err
 	}
 	p.Model = study.ResolvePath(filepath.Dir(file), p.Model)
 	if hash == nil {
@@ -93,21 +95,50 @@ func smokeValidate(_ context.Context, file string, data []byte, hash study.HashF
 		return nil, err
 	}
 	valid := len(study.Errors(probs)) == 0
-	return &workbench.Validated{Problems: probs, Valid: valid, Report: map[string]any{"file": file, "valid": valid},
-		Lines: []string{fmt.Sprintf("%s: valid smoke plan %q: 1 leg, llama-bench -p %d -n %d", file, p.Name, p.NPrompt, p.NGen)}}, nil
+	out := &workbench.Validated{Problems: probs, Valid: valid, Report: map[string]any{"file": file, "valid": valid}}
+	if valid {
+		out.Lines = []string{fmt.Sprintf("%s: valid smoke plan %q: 1 leg, llama-bench -p %d -n %d", file, p.Name, p.NPrompt, p.NGen)}
+	}
+	return out, nil
 }
 
-func decodeSmokePlan(data []byte) (*smokePlan, error) {
+// decodeSmokePlanFile is the smoke kind's plan read as every kind reads one: the one strict
+// decoder worded for the file, then each field's rule as a problem with its path.
+func decodeSmokePlanFile(file string, data []byte) (*smokePlan, []study.Problem, error) {
 	var p smokePlan
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("smoke plan: %w", err)
+	if err := study.DecodeFileStrict(file, data, &p, "a smoke plan is one JSON object", "cmd/sparkbench/smokekind_test.go"); err != nil {
+		return nil, nil, err
 	}
-	if p.Schema != smokeSchema || p.Name == "" || p.Model == "" || p.NPrompt <= 0 || p.NGen <= 0 {
-		return nil, fmt.Errorf("smoke plan: want schema %q, a name, a model and positive n_prompt, n_gen", smokeSchema)
+	var probs []study.Problem
+	bad := func(path, msg string) { probs = append(probs, study.Problem{Path: path, Severity: study.SevError, Msg: msg}) }
+	if p.Schema != smokeSchema {
+		bad("schema", fmt.Sprintf("%q: want %q", p.Schema, smokeSchema))
 	}
-	return &p, nil
+	if p.Name == "" {
+		bad("name", "want a name")
+	}
+	if p.Model == "" {
+		bad("model", "want a GGUF file")
+	}
+	if p.NPrompt < 1 {
+		bad("n_prompt", fmt.Sprintf("%d: want at least 1 token", p.NPrompt))
+	}
+	if p.NGen < 1 {
+		bad("n_gen", fmt.Sprintf("%d: want at least 1 token", p.NGen))
+	}
+	return &p, probs, nil
+}
+
+// decodeSmokePlan reads a frozen smoke plan (from the notebook or a bundle).
+func decodeSmokePlan(data []byte) (*smokePlan, error) {
+	p, probs, err := decodeSmokePlanFile("plan.json", data)
+	if err != nil {
+		return nil, err
+	}
+	if len(probs) > 0 {
+		return nil, &study.RefusedError{Problems: probs}
+	}
+	return p, nil
 }
 
 func smokeRegister(ctx context.Context, nb *store.Notebook, file string, data []byte, hash study.HashFunc) (*workbench.Registered, error) {
@@ -115,19 +146,29 @@ func smokeRegister(ctx context.Context, nb *store.Notebook, file string, data []
 	if err != nil {
 		return nil, err
 	}
-	if len(probs) > 0 {
+	if len(study.Errors(probs)) > 0 {
 		return nil, &study.RefusedError{Problems: probs}
 	}
-	st, err := nb.CreateStudy(ctx, store.Study{Name: p.Name, Kind: smokeKind, Status: store.StatusRegistered})
+	canonical, err := store.CanonicalJSON(p)
 	if err != nil {
 		return nil, err
 	}
-	pl, err := nb.RegisterPlan(ctx, st.ID, p)
+	sum := store.SHA256Hex(canonical)
+	id, existing, err := nb.RegisterStudy(ctx, store.Registration{Kind: smokeKind, Name: p.Name, PlanJSON: canonical, PlanSHA256: sum,
+		PlanDir: filepath.Dir(file), PlanFile: filepath.Base(file)})
 	if err != nil {
 		return nil, err
 	}
-	return &workbench.Registered{StudyID: st.ID, Name: st.Name, PlanSHA256: pl.SHA256,
-		Lines: []string{fmt.Sprintf("study %d %q registered: plan sha256 %s, 1 leg", st.ID, st.Name, pl.SHA256)}}, nil
+	st, err := nb.Study(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if existing {
+		return &workbench.Registered{StudyID: st.ID, Name: st.Name, PlanSHA256: sum,
+			Lines: []string{fmt.Sprintf("study %d %q: already registered with this plan (sha256 %s)", st.ID, st.Name, sum)}}, nil
+	}
+	return &workbench.Registered{StudyID: st.ID, Name: st.Name, PlanSHA256: sum,
+		Lines: []string{fmt.Sprintf("study %d %q registered: plan sha256 %s, 1 leg", st.ID, st.Name, sum)}}, nil
 }
 
 func smokeRun(ctx context.Context, nb *store.Notebook, s store.Study, req workbench.RunRequest) (*workbench.RunDone, error) {

@@ -113,6 +113,10 @@ func reportRefusal(cmd string, err error, stderr io.Writer) int {
 		return 2
 	}
 	fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
+	var dec *study.DecodeError
+	if errors.As(err, &dec) { // the plan file's JSON: bad input, whatever its kind
+		return 2
+	}
 	return 1
 }
 
