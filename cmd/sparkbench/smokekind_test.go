@@ -110,7 +110,9 @@ func decodeSmokePlanFile(file string, data []byte) (*smokePlan, []study.Problem,
 		return nil, nil, err
 	}
 	var probs []study.Problem
-	bad := func(path, msg string) { probs = append(probs, study.Problem{Path: path, Severity: study.SevError, Msg: msg}) }
+	bad := func(path, msg string) {
+		probs = append(probs, study.Problem{Path: path, Severity: study.SevError, Msg: msg})
+	}
 	if p.Schema != smokeSchema {
 		bad("schema", fmt.Sprintf("%q: want %q", p.Schema, smokeSchema))
 	}
