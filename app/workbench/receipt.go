@@ -157,6 +157,9 @@ func throughputStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study
 // journaled with the SHA-256 of the study.json assembled there.
 func capacityStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error) {
 	a, err := capacity.LoadAssembled(ctx, store.CapacityRecorder{N: nb}, s.ID)
+	if errors.Is(err, capacity.ErrNotAssembled) && s.Status != store.StatusRegistered && s.Status != store.StatusComplete {
+		return nil, refused("study %d (%s) is %s: a receipt needs its assembled result, which a complete run journals; run it again (`sparkbench capacity run %d`) once the cause is fixed", s.ID, s.Name, s.Status, s.ID)
+	}
 	if err != nil {
 		return nil, refused("study %d (%s): %v", s.ID, s.Name, err)
 	}

@@ -448,3 +448,67 @@ func TestKindContractDuplicateName(t *testing.T) {
 		})
 	}
 }
+
+// brokenBuild is a llama.cpp folder in which every leg (or server lifetime) of the kind ends
+// without results: llama-bench or llama-server killed by SIGSEGV as it starts measuring.
+func brokenBuild(t *testing.T, kind string, loc llamacppLoc) (dir string, extra []string) {
+	t.Helper()
+	if contractVerb(kind) == "capacity" {
+		return fakeServerDir(t, loc.Server, loc.Bench, "kill -SEGV $$"), []string{"--start-timeout", "5s", "--grace", "200ms"}
+	}
+	return fakeBenchDir(t, loc.Bench, map[string]string{"-t 1": "segv"}), nil
+}
+
+// llamacppLoc is the part of llamatest's binaries the contract uses.
+type llamacppLoc struct{ Bench, Server, Dir string }
+
+// TestKindContractIncompleteRun: a run whose legs end without results ends incomplete (exit 1,
+// "incomplete" in run, show and receipt), selects and hands off nothing, and a run with a
+// working build resumes it to complete. (The quantization ladder's own run takes minutes of
+// quantizing and perplexity: its incomplete ladders are tested in quant_test.go.)
+func TestKindContractIncompleteRun(t *testing.T) {
+	real := llamatest.Binaries(t)
+	capacityTag(t)
+	registerSmokeKind(t)
+	loc := llamacppLoc{Bench: real.Bench, Server: real.Server, Dir: real.Dir}
+	for _, s := range contractSamples() {
+		if s.kind == "quant" {
+			continue
+		}
+		t.Run(s.kind, func(t *testing.T) {
+			dir := t.TempDir()
+			nb := filepath.Join(dir, "nb.db")
+			verb := contractVerb(s.kind)
+			file := writeContractPlan(t, dir, "plan.json", s.plan(t, dir))
+			code, out, errOut := runCLI(verb, "register", file, "--notebook", nb)
+			if code != 0 {
+				t.Fatalf("register: %d\n%s%s", code, out, errOut)
+			}
+			broken, extra := brokenBuild(t, s.kind, loc)
+			args := append([]string{verb, "run", "1", "--notebook", nb, "--llama-dir", broken}, extra...)
+			code, out, errOut = runCLI(args...)
+			if code != 1 || !strings.Contains(out+errOut, "incomplete") {
+				t.Errorf("run with a build whose legs crash: exit %d, want 1 and incomplete\n%s%s", code, out, errOut)
+			}
+			if code, out, errOut := runCLI(verb, "show", "1", "--notebook", nb); !strings.Contains(out+errOut, "incomplete") {
+				t.Errorf("show of the incomplete study: exit %d, no word incomplete\n%s%s", code, out, errOut)
+			}
+			rdir := filepath.Join(dir, "receipt")
+			if code, out, errOut := runCLI("receipt", "1", "--notebook", nb, "--out", rdir); code == 0 {
+				md, err := os.ReadFile(filepath.Join(rdir, "receipt.md"))
+				if err != nil || !strings.Contains(strings.ToLower(string(md)), "incomplete") {
+					t.Errorf("the receipt of an incomplete study does not say incomplete (%v)\n%s", err, md)
+				}
+			} else if !strings.Contains(out+errOut, "incomplete") {
+				t.Errorf("receipt of the incomplete study refused without saying why: %d\n%s%s", code, out, errOut)
+			}
+			code, out, errOut = runCLI(verb, "run", "1", "--notebook", nb, "--llama-dir", loc.Dir)
+			if code != 0 {
+				t.Errorf("resume with a working build: exit %d\n%s%s", code, out, errOut)
+			}
+			if code, out, errOut := runCLI(verb, "show", "1", "--notebook", nb); code != 0 || !strings.Contains(out, "complete") || strings.Contains(out, "incomplete") {
+				t.Errorf("show after the resume: exit %d\n%s%s", code, out, errOut)
+			}
+		})
+	}
+}

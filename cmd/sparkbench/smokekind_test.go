@@ -257,6 +257,9 @@ func smokeShow(ctx context.Context, nb *store.Notebook, s store.Study) (*workben
 }
 
 func smokeReceipt(ctx context.Context, nb *store.Notebook, s store.Study, opt bundle.Options) (receipt.Files, error) {
+	if s.Status != store.StatusComplete {
+		return nil, fmt.Errorf("study %d (%s) is %s: a smoke receipt is written for a complete run only; run it again", s.ID, s.Name, s.Status)
+	}
 	pl, err := nb.Plan(ctx, s.ID)
 	if err != nil {
 		return nil, err
