@@ -111,8 +111,11 @@ func TestAdaptiveReceiptSaysHowEachCellEnded(t *testing.T) {
 			t.Errorf("receipt.md still says %q", never)
 		}
 	}
-	if !strings.Contains(string(files[FileStudy]), `"adaptive_ci":`) {
+	if js := string(files[FileStudy]); !strings.Contains(js, `"adaptive_ci":`) || !strings.Contains(js, `"cv_gate":"the CV gates are not applied to an adaptive plan's chunks`) {
 		t.Error("study.json's definitions lack the adaptive ones")
+	}
+	if !strings.Contains(md, "- `cv_gate`: the CV gates are not applied to an adaptive plan's chunks") {
+		t.Error("receipt.md's definitions still say a chunk's CV gate halts its leg")
 	}
 	tables, probs := receipttest.Tables(files[FileReceipt])
 	if len(probs) > 0 || len(tables) < 5 {

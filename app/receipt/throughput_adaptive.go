@@ -36,6 +36,7 @@ var AdaptiveDefinitions = map[string]string{
 	"adaptive_warmup":  "warm-up dropped: leading repetitions of a chunk the plan's warm-up rule removed (each more than its tolerance below the median of the repetitions after it); they are not among the kept repetitions",
 	"adaptive_stopped": "the stopping rule stops every leg at the end of a round, when every targeted cell of every leg meets its target with at least min_reps repetitions, or when every leg ran max_reps: then a cell not within its target ended \"precision not reached\"",
 	"result_rows":      "only rows with status result of the final plan legs count; an adaptive leg's result is its chunks' rows merged, and none is read before the stopping rule has stopped",
+	"cv_gate":          "the CV gates are not applied to an adaptive plan's chunks: a chunk's spread is what the stopping rule answers with more chunks; flagged and discarded rows never count as results",
 }
 
 // adaptiveRules says whether the receipt says how an adaptive plan's cells ended.
