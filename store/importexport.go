@@ -35,15 +35,19 @@ type ImportRequest struct {
 
 // ImportResult says what happened to one file.
 type ImportResult struct {
-	File      string
-	Format    benchfmt.Format
-	SHA256    string
-	Rows      int
-	Partial   int // rows that lack fields (md and csv carry fewer than jsonl)
-	Tests     []string
-	StudyID   int64
-	LegID     int64
-	Duplicate bool // the same bytes were already imported into this study (as LegID)
+	File    string
+	Format  benchfmt.Format
+	SHA256  string
+	Rows    int
+	Partial int // rows that lack fields (md and csv carry fewer than jsonl)
+	// Batched is how many of Rows are llama-batched-bench rows, BatchedTests their tests
+	// ("pp512+tg32 B=1,2,4"); Tests lists the llama-bench tests, then these.
+	Batched      int
+	BatchedTests []string
+	Tests        []string
+	StudyID      int64
+	LegID        int64
+	Duplicate    bool // the same bytes were already imported into this study (as LegID)
 }
 
 // MaxImportBytes bounds one imported file: it is held in memory with its rows while the
@@ -63,7 +67,8 @@ func ReadImportFile(path string) (ImportFile, error) {
 }
 
 // ParsedImport is one file parsed for import: llama-bench rows, or llama-batched-bench rows
-// (Format batched-md or batched-jsonl), never both.
+// (Format batched-md or batched-jsonl), or both for a Markdown document holding both kinds of
+// tables (Format md: a published report; its batched-bench rows name their section's heading).
 type ParsedImport struct {
 	Format  benchfmt.Format
 	Bench   []benchfmt.Result
@@ -76,8 +81,9 @@ func (p ParsedImport) Rows() int { return len(p.Bench) + len(p.Batched) }
 // ParseImport parses one file as ImportBenchOutput does. llama-batched-bench output
 // (benchfmt.IsBatchedOutput: its Markdown tables or jsonl) goes to benchfmt.ParseBatchedFile,
 // each row checked by BatchedResult.Check; anything else is llama-bench output, see
-// ParseImportFile. The first refusal is a *benchfmt.ParseError at its line, and no rows are
-// returned.
+// ParseImportFile, and a Markdown document's llama-batched-bench tables beside its llama-bench
+// tables are read too (benchfmt.ParseBatchedTables), never dropped. The first refusal is a
+// *benchfmt.ParseError at its line, and no rows are returned.
 func ParseImport(name string, data []byte) (ParsedImport, error) {
 	if benchfmt.IsBatchedOutput(data) {
 		rows, format, err := benchfmt.ParseBatchedFile(name, data)
@@ -87,7 +93,14 @@ func ParseImport(name string, data []byte) (ParsedImport, error) {
 		return ParsedImport{Format: format, Batched: rows}, nil
 	}
 	rows, format, err := parseBenchImport(name, data)
-	return ParsedImport{Format: format, Bench: rows}, err
+	if err != nil || format != benchfmt.FormatMD {
+		return ParsedImport{Format: format, Bench: rows}, err
+	}
+	batched, err := benchfmt.ParseBatchedTables(name, data)
+	if err != nil {
+		return ParsedImport{Format: format}, err
+	}
+	return ParsedImport{Format: format, Bench: rows, Batched: batched}, nil
 }
 
 // ParseImportFile parses one file as ImportBenchOutput does: benchfmt.ParseFile, then every
@@ -154,7 +167,8 @@ func (n *Notebook) ImportBenchOutput(ctx context.Context, req ImportRequest) ([]
 				res.Tests = append(res.Tests, t)
 			}
 		}
-		res.Tests = append(res.Tests, batchedTests(p.Batched)...)
+		res.Batched, res.BatchedTests = len(p.Batched), batchedTests(p.Batched)
+		res.Tests = append(res.Tests, res.BatchedTests...)
 		results[i] = res
 	}
 	err := n.write(ctx, func(tx *sql.Tx) error {
@@ -213,8 +227,12 @@ func (n *Notebook) importLegTx(ctx context.Context, tx *sql.Tx, studyID int64, f
 			started = FormatTime(t)
 		}
 	}
-	prov, err := CanonicalJSON(map[string]any{"file": f.Name, "name": filepath.Base(f.Name), "sha256": sum, "bytes": len(f.Data),
-		"format": string(format), "rows": p.Rows(), "imported_at": now})
+	pv := map[string]any{"file": f.Name, "name": filepath.Base(f.Name), "sha256": sum, "bytes": len(f.Data),
+		"format": string(format), "rows": p.Rows(), "imported_at": now}
+	if len(rows) > 0 && len(p.Batched) > 0 { // a document with both kinds of tables
+		pv["bench_rows"], pv["batched_rows"] = len(rows), len(p.Batched)
+	}
+	prov, err := CanonicalJSON(pv)
 	if err != nil {
 		return 0, err
 	}

@@ -98,7 +98,9 @@ func Throughput(src ThroughputSource, opt Options) (receipt.Files, error) {
 		files[name] = b
 	}
 	var err error
-	if files[receipt.FileIndex], err = canonLine(receipt.Index{Schema: receipt.SchemaBundle, Kind: receipt.KindThroughput, Sparkbench: opt.Version}); err != nil {
+	// An adaptive plan's receipt is written under the rules that say how its cells ended.
+	ix := receipt.Index{Schema: receipt.SchemaBundle, Kind: receipt.KindThroughput, Sparkbench: opt.Version, Rules: receipt.ThroughputRules(src.PlanJSON)}
+	if files[receipt.FileIndex], err = canonLine(ix); err != nil {
 		return nil, err
 	}
 	nb := src.Notebook

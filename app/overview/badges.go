@@ -10,13 +10,20 @@ import (
 // BadgeTable is, per model (SHA-256), tg test, backend and configuration, whether its tg
 // reaches the line under both conventions, and where it first falls below it.
 type BadgeTable struct {
-	Line float64    `json:"line"`
-	Test string     `json:"test"`
-	Deep int64      `json:"deep"`
-	Rows []BadgeRow `json:"rows"`
+	Line float64 `json:"line"`
+	Test string  `json:"test"`
+	Deep int64   `json:"deep"`
+	// DeepRule is how the both-depths convention reads the deep depth: DeepExact (only a value
+	// measured at Deep decides it). Absent from tables made before it (older overview
+	// receipts), which took the nearest measured depth: their heading says so.
+	DeepRule string     `json:"deep_rule,omitempty"`
+	Rows     []BadgeRow `json:"rows"`
 	// Unresolved lists series that measured the test but not at depth 0.
 	Unresolved []Unresolved `json:"unresolved"`
 }
+
+// DeepExact: the both-depths badge is decided only by a value measured at the deep depth asked.
+const DeepExact = "exact"
 
 // BadgeRow is one model's line in the badge table, from one study (the latest recorded on
 // this machine that measured it at depth 0; an imported one only when no local one did).
@@ -139,7 +146,7 @@ func sortSeries(xs []Series) {
 // Badges computes the badge table of the series with opts (already checked).
 func Badges(all []Series, opts Options) BadgeTable {
 	chosen, others, unresolved := pick(all)
-	t := BadgeTable{Line: opts.Line, Test: opts.Test, Deep: opts.Deep, Rows: []BadgeRow{}, Unresolved: unresolved}
+	t := BadgeTable{Line: opts.Line, Test: opts.Test, Deep: opts.Deep, DeepRule: DeepExact, Rows: []BadgeRow{}, Unresolved: unresolved}
 	if t.Unresolved == nil {
 		t.Unresolved = []Unresolved{}
 	}
@@ -148,7 +155,7 @@ func Badges(all []Series, opts Options) BadgeTable {
 			Study: sr.ID, StudyName: sr.Name, Imported: sr.Imported, ImportedFrom: sr.ImportedFrom, D0: sr.Points[0],
 			OtherStudies: others[seriesKey{sr.SHA256, sr.Test, sr.Backend, sr.Config}]}
 		row.Deep, row.DeepNote = nearestDeep(sr.Points, opts.Deep)
-		row.D0Only, row.BothDepths = conventions(row.D0, row.Deep, opts.Line)
+		row.D0Only, row.BothDepths = conventions(row.D0, row.Deep, opts.Deep, opts.Line)
 		row.Death = death(sr.Points, opts.Line)
 		t.Rows = append(t.Rows, row)
 	}
@@ -185,15 +192,19 @@ func abs(x int64) int64 {
 }
 
 // conventions answers both badges: d0-only needs tg at depth 0 >= line; both-depths needs it
-// at depth 0 and at the deep depth (undecided when no deep depth was measured and depth 0
-// reached the line).
-func conventions(d0 Cell, deep *Cell, line float64) (d0Only, both Badge) {
+// at depth 0 and at the deep depth asked, measured there: a badge is earned only at the depth
+// its convention names. When depth 0 reached the line and the asked depth was not measured,
+// both-depths is undecided, "not measured at D", naming the nearest depth that was (never
+// earned from another depth's value).
+func conventions(d0 Cell, deep *Cell, asked int64, line float64) (d0Only, both Badge) {
 	d0Only = Badge{Decided: true, Earned: d0.TS >= line}
 	switch {
 	case d0.TS < line:
 		both = Badge{Decided: true}
 	case deep == nil:
-		both = Badge{Word: "undecided: no depth other than 0 was measured"}
+		both = Badge{Word: fmt.Sprintf("undecided: not measured at %d (no depth other than 0 was measured)", asked)}
+	case deep.Depth != asked:
+		both = Badge{Word: fmt.Sprintf("undecided: not measured at %d (nearest measured depth %d)", asked, deep.Depth)}
 	default:
 		both = Badge{Decided: true, Earned: deep.TS >= line}
 	}

@@ -46,10 +46,10 @@ func TestBadgeInterpolationEdgeCases(t *testing.T) {
 			"", "leg 201 seq 1", "beyond the deepest measured depth (70.00 t/s at 8192)"},
 		{"below at d0", series(3, "c", false, 0, 69.99, 8192, 50), 8192, "not earned", "not earned", analysis.BelowAtStart, 0, 8192, false,
 			"leg 300 seq 1", "", "below at d0"},
-		{"nearest deep, tie goes deeper", series(4, "d", false, 0, 100, 4096, 90, 12288, 60), 8192, "earned", "not earned", analysis.Crossed,
+		{"nearest deep, tie goes deeper", series(4, "d", false, 0, 100, 4096, 90, 12288, 60), 8192, "earned", "undecided: not measured at 8192 (nearest measured depth 12288)", analysis.Crossed,
 			4096 + 20.0/30*8192, 12288, true, "leg 401 seq 1", "leg 402 seq 1", ""},
-		{"nearest deep below the asked", series(5, "e", false, 0, 100, 256, 90), 8192, "earned", "earned", analysis.NotReached, 0, 256, true, "", "leg 501 seq 1", ""},
-		{"depth 0 only", series(6, "f", false, 0, 100), 8192, "earned", "undecided: no depth other than 0 was measured", analysis.NotReached, 0, 0, true, "", "leg 600 seq 1", ""},
+		{"nearest deep below the asked", series(5, "e", false, 0, 100, 256, 90), 8192, "earned", "undecided: not measured at 8192 (nearest measured depth 256)", analysis.NotReached, 0, 256, true, "", "leg 501 seq 1", ""},
+		{"depth 0 only", series(6, "f", false, 0, 100), 8192, "earned", "undecided: not measured at 8192 (no depth other than 0 was measured)", analysis.NotReached, 0, 0, true, "", "leg 600 seq 1", ""},
 		{"depth 0 only, below", series(7, "g", false, 0, 10), 8192, "not earned", "not earned", analysis.BelowAtStart, 0, 0, true, "leg 700 seq 1", "", ""},
 	}
 	for _, c := range cases {
@@ -90,6 +90,38 @@ func TestBadgeInterpolationEdgeCases(t *testing.T) {
 				t.Errorf("sources %v, d0 %+v", r.Death.Sources, r.D0)
 			}
 		})
+	}
+}
+
+// TestBothDepthsBadgeOnlyAtTheAskedDepth: the both-depths badge is earned (or refused) only
+// on a value measured at the depth asked; a series measured at another depth is "not measured
+// at D" with the nearest depth named, whether that depth's value reached the line or not, and
+// never counts as earned. Depth 0 under the line refuses the badge whatever was measured.
+func TestBothDepthsBadgeOnlyAtTheAskedDepth(t *testing.T) {
+	cases := []struct {
+		name    string
+		sr      Series
+		decided bool
+		earned  bool
+		word    string
+	}{
+		{"measured at 8192, above", series(1, "a", false, 0, 100, 256, 95, 8192, 80), true, true, "earned"},
+		{"measured at 8192, below", series(2, "b", false, 0, 100, 256, 95, 8192, 60), true, false, "not earned"},
+		{"256 only, above the line", series(3, "c", false, 0, 100, 256, 95), false, false, "undecided: not measured at 8192 (nearest measured depth 256)"},
+		{"256 only, below the line", series(4, "d", false, 0, 100, 256, 65), false, false, "undecided: not measured at 8192 (nearest measured depth 256)"},
+		{"d0 below, 256 only", series(5, "e", false, 0, 60, 256, 50), true, false, "not earned"},
+	}
+	for _, c := range cases {
+		tb := Badges([]Series{c.sr}, Options{Line: 70, Test: "tg", Deep: 8192})
+		b := tb.Rows[0].BothDepths
+		if b.Decided != c.decided || b.Earned != c.earned || b.Word != c.word {
+			t.Errorf("%s: both depths %+v, want decided %v earned %v %q", c.name, b, c.decided, c.earned, c.word)
+		}
+		var text strings.Builder
+		WriteBadges(&text, &Overview{Badges: tb})
+		if !strings.Contains(text.String(), c.word) {
+			t.Errorf("%s: the table does not say %q:\n%s", c.name, c.word, text.String())
+		}
 	}
 }
 
@@ -178,4 +210,18 @@ func TestOptionsRefused(t *testing.T) {
 func fakeHeader(arch, fileType string) *gguf.File {
 	return &gguf.File{Architecture: arch, FileTypeName: fileType, Size: 1e9, ParamCount: 2.5e8,
 		Tensors: []gguf.Tensor{{Name: "blk.0.ffn_up.weight", Shape: []uint64{1e6, 250}, Size: 1e9}}}
+}
+
+// TestBadgeHeadingOfOlderTables: a badge table made before the exact-depth rule (an older
+// overview receipt's overview.json, without deep_rule) keeps the heading it was written with,
+// so its overview.md still re-makes byte for byte; a table made now says the rule.
+func TestBadgeHeadingOfOlderTables(t *testing.T) {
+	old := BadgeTable{Line: 70, Test: "tg", Deep: 8192}
+	if got, want := BadgeHeading(old), `badge table: tg reaching 70 t/s; "d0 only" at depth 0, "both depths" at depth 0 and at 8192 (the nearest measured depth)`; got != want {
+		t.Errorf("older table's heading:\n got %q\nwant %q", got, want)
+	}
+	now := Badges([]Series{series(1, "a", false, 0, 100, 256, 90)}, Options{Line: 70, Test: "tg", Deep: 8192})
+	if now.DeepRule != DeepExact || !strings.Contains(BadgeHeading(now), "at depth 8192 itself (undecided where 8192 was not measured") {
+		t.Errorf("a table made now: rule %q, heading %q", now.DeepRule, BadgeHeading(now))
+	}
 }

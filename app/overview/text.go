@@ -10,7 +10,7 @@ import (
 // WriteBadges prints the badge table as `sparkbench overview badges` does.
 func WriteBadges(w io.Writer, ov *Overview) {
 	t := ov.Badges
-	fmt.Fprintf(w, "badge table: %s reaching %g t/s; \"d0 only\" at depth 0, \"both depths\" at depth 0 and at %d (the nearest measured depth)\n", t.Test, t.Line, t.Deep)
+	fmt.Fprintf(w, "%s\n", BadgeHeading(t))
 	writeStudies(w, ov.Studies)
 	if len(t.Rows) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -35,6 +35,16 @@ func WriteBadges(w io.Writer, ov *Overview) {
 		}
 	}
 	writeUnresolved(w, t.Unresolved)
+}
+
+// BadgeHeading is the badge table's first line: the line, the test and the depth the
+// both-depths convention asks. A table made before DeepExact (an older overview receipt's)
+// took the nearest measured depth, and its heading says so.
+func BadgeHeading(t BadgeTable) string {
+	if t.DeepRule != DeepExact {
+		return fmt.Sprintf("badge table: %s reaching %g t/s; \"d0 only\" at depth 0, \"both depths\" at depth 0 and at %d (the nearest measured depth)", t.Test, t.Line, t.Deep)
+	}
+	return fmt.Sprintf("badge table: %s reaching %g t/s; \"d0 only\" at depth 0, \"both depths\" at depth 0 and at depth %d itself (undecided where %d was not measured: the nearest measured depth is named, never used)", t.Test, t.Line, t.Deep, t.Deep)
 }
 
 // WriteLadder prints the constants ladder as `sparkbench overview constants` does.

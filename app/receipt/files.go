@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -95,8 +96,12 @@ type Index struct {
 	Kind   string `json:"kind"` // throughput or capacity
 	// Sparkbench is the version that wrote the bundle; the receipt names it, and reproducing
 	// the derived files byte for byte needs the same version.
-	Sparkbench string         `json:"sparkbench"`
-	Capacity   *CapacityIndex `json:"capacity,omitempty"`
+	Sparkbench string `json:"sparkbench"`
+	// Rules is the revision of the rules its kind's derived files were made by, where the kind
+	// has more than one (BundleKind.Rules); absent: the first. Re-assembly follows it, so a
+	// bundle written before a change of the rules still re-makes byte for byte.
+	Rules    int            `json:"rules,omitempty"`
+	Capacity *CapacityIndex `json:"capacity,omitempty"`
 	// Quant is a quantization ladder bundle's journal excerpt (absent from a ladder bundle
 	// written before ladder receipts carried one, and from every other kind's).
 	Quant *QuantIndex `json:"quant,omitempty"`
@@ -437,6 +442,13 @@ func ReadIndex(files Files) (*Index, error) {
 	k, ok := bundleKinds[ix.Kind]
 	if !ok {
 		return nil, fmt.Errorf("%s: kind %q, want %s", FileIndex, ix.Kind, bundleKindsText())
+	}
+	if ix.Rules != 0 && !slices.Contains(k.Rules, ix.Rules) {
+		known := "only the first (no \"rules\")"
+		if len(k.Rules) > 0 {
+			known = fmt.Sprintf("the first (no \"rules\") and %v", k.Rules)
+		}
+		return nil, fmt.Errorf("%s: rules %d: this sparkbench knows %s for a %s bundle; %s wrote it: verify it with that version or a later one", FileIndex, ix.Rules, known, ix.Kind, ix.Sparkbench)
 	}
 	if k.CheckIndex != nil {
 		if err := k.CheckIndex(&ix); err != nil {

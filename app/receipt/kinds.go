@@ -15,6 +15,9 @@ import (
 // of a bundle up here and know nothing else of it.
 type BundleKind struct {
 	Kind string
+	// Rules are the revisions of the kind's receipt rules after the first, which a bundle.json
+	// may name (Index.Rules); nil: the kind has only the first.
+	Rules []int
 	// CheckIndex refuses a bundle.json whose kind-specific part is wrong (nil: nothing to check).
 	CheckIndex func(ix *Index) error
 	// Excerpt says whether the bundle carries a journal excerpt, and whose study it is.
@@ -68,7 +71,8 @@ func bundleKindsText() string {
 
 func init() {
 	RegisterBundleKind(BundleKind{
-		Kind: KindThroughput,
+		Kind:  KindThroughput,
+		Rules: []int{RulesAdaptiveCells},
 		Excerpt: func(files Files, _ *Index) (int64, bool) {
 			var nb NotebookRecord
 			if b, ok := files[FileNotebook]; ok {

@@ -36,6 +36,9 @@ type ThroughputStudy struct {
 	Journal     ChainSummary      `json:"journal"`
 	Redaction   Redaction         `json:"redaction"`
 	Plots       []string          `json:"plots"`
+	// rules is bundle.json's rules revision (Index.Rules): what receipt.md says of an
+	// adaptive plan's cells follows it.
+	rules int
 }
 
 // ReceiptLeg is a report leg with its duration in seconds (ms precision), its fingerprint and
@@ -131,8 +134,9 @@ func (tb *throughputBundle) doc(rep *study.Report) *ThroughputStudy {
 		maps.Copy(defs, DeviceDefinitions)
 	}
 	defs = withEnergyDefinitions(defs, rep)
+	defs = withAdaptiveDefinitions(defs, tb.ix.Rules, rep)
 	d := &ThroughputStudy{Schema: SchemaThroughputStudy, Kind: KindThroughput, Report: rep, Plan: json.RawMessage(tb.planJSON),
-		Definitions: defs, Journal: tb.chain, Redaction: tb.redaction, Plots: []string{}}
+		Definitions: defs, Journal: tb.chain, Redaction: tb.redaction, Plots: []string{}, rules: tb.ix.Rules}
 	if d.Redaction.Files == nil {
 		d.Redaction.Files = map[string]int{}
 	}

@@ -22,6 +22,7 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 	tmHeader(w, d, plan)
 	w.heading(2, "Results by depth")
 	depthTables(w, d, plan)
+	tmAdaptive(w, d)
 	tmEnergy(w, d)
 	tmFigures(w, d)
 	tmKVQuality(w, d)
@@ -33,7 +34,7 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 	tmLaunch(w, d, plan)
 	tmRPC(w, d)
 	w.heading(2, "Methodology")
-	methodology(w, plan, energyMethodology(plan, d.Energy))
+	methodology(w, plan, d.adaptiveRules(), energyMethodology(plan, d.Energy))
 	w.heading(2, "Provenance and fingerprints")
 	provenanceTable(w, d)
 	w.heading(2, "Redaction")
@@ -62,7 +63,11 @@ func tmHeader(w *mdWriter, d *ThroughputStudy, plan *study.Plan) {
 	}
 	w.line("**Scope:** llama-bench throughput on one machine: prompt processing and token generation at fixed KV-cache depths, with predictions registered before any leg ran and answered from the rows named below.")
 	w.blank()
-	w.line("`pp<N>` = prompt processing of N tokens · `tg<N>` = generation of N tokens · `@ d<D>` = D tokens already in the KV cache · `t/s` = tokens per second, mean ± sd over llama-bench's repetitions · `CV` = sd / mean.")
+	over := "llama-bench's repetitions"
+	if d.adaptiveRules() {
+		over = "the kept repetitions of every chunk (adaptive repetitions)"
+	}
+	w.line("`pp<N>` = prompt processing of N tokens · `tg<N>` = generation of N tokens · `@ d<D>` = D tokens already in the KV cache · `t/s` = tokens per second, mean ± sd over %s · `CV` = sd / mean.", over)
 	w.blank()
 	if s.Halted != "" {
 		w.line("**Halted:** %s", inline(s.Halted))
@@ -388,13 +393,17 @@ func depthTables(w *mdWriter, d *ThroughputStudy, plan *study.Plan) {
 			}
 		}
 	}
-	w.line("Each value is one llama-bench row (avg_ts ± stddev_ts over its repetitions, tokens per second); `study.json` names the row of each (`results[].source`, e.g. `leg 2 seq 1`: row 1 of notebook leg 2).")
+	if d.adaptiveRules() {
+		w.line("Each value merges the cell's chunks, one llama-bench process each: mean ± sd over every kept repetition of every chunk, tokens per second (warm-up repetitions the plan's rule dropped are not among them; how each cell ended is under *Adaptive repetitions*); `study.json` names the rows merged into each (`results[].source`, e.g. `leg 1 seq 0, leg 3 seq 0`: row 0 of notebook legs 1 and 3).")
+	} else {
+		w.line("Each value is one llama-bench row (avg_ts ± stddev_ts over its repetitions, tokens per second); `study.json` names the row of each (`results[].source`, e.g. `leg 2 seq 1`: row 1 of notebook leg 2).")
+	}
 	w.blank()
 }
 
 // methodology writes how the study was run; extra lines (the telemetry's) come before the
 // closing line on the plan's registration.
-func methodology(w *mdWriter, p *study.Plan, extra []string) {
+func methodology(w *mdWriter, p *study.Plan, adaptive bool, extra []string) {
 	a := p.Axes
 	var models []string
 	for _, m := range p.Models {
@@ -408,7 +417,12 @@ func methodology(w *mdWriter, p *study.Plan, extra []string) {
 		models = append(models, s)
 	}
 	w.line("- Models: %s; each hashed and checked against the plan's SHA-256 before any leg ran.", strings.Join(models, "; "))
-	w.line("- Depths %s; prompt %s tokens; generation %s tokens; %s repetitions per test.", code(joinInts(a.Depths)), code(joinInts(a.NPrompt)), code(joinInts(a.NGen)), code(fmt.Sprint(a.Reps)))
+	if ad := p.Adaptive; adaptive && ad != nil {
+		w.line("- Depths %s; prompt %s tokens; generation %s tokens; adaptive repetitions: %s to %s per test, in chunks (one llama-bench process each: the first %s repetitions, each later one %s), every leg's chunks interleaved round by round until the stopping rule stopped them all together (*Adaptive repetitions* above; `axes.reps` is not used).",
+			code(joinInts(a.Depths)), code(joinInts(a.NPrompt)), code(joinInts(a.NGen)), code(fmt.Sprint(ad.MinReps)), code(fmt.Sprint(ad.MaxReps)), code(fmt.Sprint(ad.MinReps)), code(fmt.Sprint(ad.ChunkReps)))
+	} else {
+		w.line("- Depths %s; prompt %s tokens; generation %s tokens; %s repetitions per test.", code(joinInts(a.Depths)), code(joinInts(a.NPrompt)), code(joinInts(a.NGen)), code(fmt.Sprint(a.Reps)))
+	}
 	var kv []string
 	for _, k := range a.KV {
 		kv = append(kv, k.K+"/"+k.V)
@@ -426,7 +440,11 @@ func methodology(w *mdWriter, p *study.Plan, extra []string) {
 		study.SplitPerDepth:      "one llama-bench process per model and depth (a crash loses one depth, not the sweep)",
 		study.SplitCombinedModel: "one llama-bench process for every model and depth"}[p.Split]
 	w.line("- Legs: split %s: %s; output `-o jsonl`, every row kept with its status.", code(string(p.Split)), split)
-	w.line("- CV gates: tg %s, pp at depth %s, pp at d0 %s; a test above its gate is flagged and its leg halted, the queue continues.", pct(p.Gates.CVTG), pct(p.Gates.CVPPDepth), pct(p.Gates.CVPPD0))
+	if adaptive && p.Adaptive != nil {
+		w.line("- CV gates: not applied to the chunks: a chunk's spread is what the stopping rule answers with more chunks.")
+	} else {
+		w.line("- CV gates: tg %s, pp at depth %s, pp at d0 %s; a test above its gate is flagged and its leg halted, the queue continues.", pct(p.Gates.CVTG), pct(p.Gates.CVPPDepth), pct(p.Gates.CVPPD0))
+	}
 	if c := p.Canary; c != nil {
 		base := "its first run sets the baseline"
 		if c.BaselineTG > 0 {

@@ -58,8 +58,22 @@ type Event struct {
 	Reason       string          `json:"reason,omitempty"`
 	// Telemetry is an EventTelemetry's reading; its T is on the leg's clock.
 	Telemetry *telemetry.Sample `json:"telemetry,omitempty"`
+	// Chunk is an adaptive leg's chunk, on its leg_started: where it stands in its round and
+	// its leg (Progress counts plan legs, which all stay open until the stopping rule stops).
+	Chunk *ChunkProgress `json:"chunk,omitempty"`
 
 	Progress Progress `json:"progress"`
+}
+
+// ChunkProgress is one chunk of an adaptive plan's leg as it starts (docs/adaptive.md).
+type ChunkProgress struct {
+	Round       int `json:"round"`        // 1-based
+	InRound     int `json:"in_round"`     // its place among the round's chunks, 1-based
+	RoundChunks int `json:"round_chunks"` // chunks the round runs (one per leg still running)
+	Chunk       int `json:"chunk"`        // the leg's chunk, 1-based
+	RepsBefore  int `json:"reps_before"`  // the leg's repetitions in its earlier chunks
+	Reps        int `json:"reps"`         // this chunk's repetitions
+	MaxReps     int `json:"max_reps"`
 }
 
 // LegOutcome is how a leg ended, as leg_finished reports it.

@@ -100,6 +100,12 @@ const (
 	NoteRun        = "study.run"         // {"resumed_at","legs_done","legs_total"}
 	NoteIncomplete = "study.incomplete"  // {"legs":[{"leg","class","reason","attempts","failed","max_attempts","final"}]}
 	NoteAdaptive   = "study.adaptive"    // {"rule","met","legs":[{"leg","chunks","reps","met","cells"}],"order"}
+	// NoteFleet makes a study one host's member of a fleet run (app/fleet writes it, as its
+	// NoteKind): {"fleet","host","hosts","base_plan_sha256"[,"bandwidth_from"]}.
+	NoteFleet = "study.fleet"
+	// NoteHost is a study whose legs run on a bench host over ssh (app/fleet):
+	// {"host","ssh","llama_dir","clock_skew_ns","clock_uncertainty_ns","clock_far_off","timestamps"}.
+	NoteHost = "study.host"
 )
 
 // NewStudy is what Register freezes.

@@ -29,6 +29,11 @@ func EventText(e Event) string {
 		if e.Attempt > 1 {
 			label += fmt.Sprintf(" (attempt %d)", e.Attempt)
 		}
+		if c := e.Chunk; c != nil {
+			// Adaptive: every leg runs chunk after chunk until the rule stops them together.
+			return fmt.Sprintf("round %d, chunk %d/%d: leg %s chunk %d (reps %d–%d of at most %d) started: %s", c.Round, c.InRound, c.RoundChunks,
+				label, c.Chunk, c.RepsBefore+1, c.RepsBefore+c.Reps, c.MaxReps, JoinArgs(e.Argv))
+		}
 		return fmt.Sprintf("leg %d/%d %s started: %s", pr.LegsDone+1, pr.LegsTotal, label, JoinArgs(e.Argv))
 	case EventLine:
 		if l := e.Line; l != nil {

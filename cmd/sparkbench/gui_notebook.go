@@ -66,7 +66,11 @@ func (s notebookService) Import(ctx context.Context, paths []string) ([]string, 
 			lines = append(lines, fmt.Sprintf("%s: already imported (leg %d)", r.File, r.LegID))
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s: %d rows (%s) into study %d, leg %d", r.File, r.Rows, r.Format, r.StudyID, r.LegID))
+		rows := fmt.Sprintf("%d rows", r.Rows)
+		if bench := r.Rows - r.Batched; bench > 0 && r.Batched > 0 { // a report with both kinds of tables
+			rows = fmt.Sprintf("%d llama-bench and %d llama-batched-bench rows", bench, r.Batched)
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s (%s) into study %d, leg %d", r.File, rows, r.Format, r.StudyID, r.LegID))
 	}
 	return lines, nil
 }

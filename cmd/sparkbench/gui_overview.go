@@ -44,7 +44,7 @@ func (s overviewService) Open(ctx context.Context, o ui.OverviewOptions) (*ui.Ov
 // study, plan leg and row reference of each value.
 func windowOverview(ov *overview.Overview) *ui.OverviewResult {
 	t := ov.Badges
-	res := &ui.OverviewResult{Heading: fmt.Sprintf("badge table: %s reaching %g t/s; \"d0 only\" at depth 0, \"both depths\" at depth 0 and at %d (the nearest measured depth)", t.Test, t.Line, t.Deep)}
+	res := &ui.OverviewResult{Heading: overview.BadgeHeading(t)}
 	for _, e := range ov.Studies {
 		line := fmt.Sprintf("study %d %q (%s): %d series", e.ID, e.Name, e.Status, e.Series)
 		if e.Imported {

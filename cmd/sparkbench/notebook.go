@@ -276,8 +276,14 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 			fprintf(stdout, "skipped %s: the same bytes (sha256 %s) are already leg %d of study %q\n", r.File, r.SHA256[:16], r.LegID, *study)
 			continue
 		}
-		fprintf(stdout, "imported %s: %s, %d %s (%s) as leg %d of study %q, sha256 %s\n",
-			r.File, r.Format, r.Rows, plural(r.Rows, "row", "rows"), strings.Join(r.Tests, ", "), r.LegID, *study, r.SHA256)
+		if bench := r.Rows - r.Batched; bench > 0 && r.Batched > 0 { // a report with both kinds of tables
+			fprintf(stdout, "imported %s: %s, %d llama-bench %s (%s) and %d llama-batched-bench %s (%s) as leg %d of study %q, sha256 %s\n",
+				r.File, r.Format, bench, plural(bench, "row", "rows"), strings.Join(r.Tests[:len(r.Tests)-len(r.BatchedTests)], ", "),
+				r.Batched, plural(r.Batched, "row", "rows"), strings.Join(r.BatchedTests, ", "), r.LegID, *study, r.SHA256)
+		} else {
+			fprintf(stdout, "imported %s: %s, %d %s (%s) as leg %d of study %q, sha256 %s\n",
+				r.File, r.Format, r.Rows, plural(r.Rows, "row", "rows"), strings.Join(r.Tests, ", "), r.LegID, *study, r.SHA256)
+		}
 		if r.Partial > 0 {
 			fprintf(stdout, "  note: %d of its rows lack fields that -o jsonl carries (%s output); those fields are recorded as unknown\n", r.Partial, r.Format)
 		}

@@ -179,7 +179,13 @@ func TestOverviewOnRealStudies(t *testing.T) {
 			t.Errorf("row %d: %+v\nwant d0 %+v deep %+v", i, r, d0, deep)
 			continue
 		}
-		if r.D0Only.Earned != (d0.TS >= line) || r.BothDepths.Earned != (d0.TS >= line && deep.TS >= line) || !r.D0Only.Decided || !r.BothDepths.Decided {
+		// Depth 8192 was asked and 256 measured: "both depths" is never earned from 256's value;
+		// it is refused when depth 0 is under the line, else not measured at 8192.
+		bothWord := "not earned"
+		if d0.TS >= line {
+			bothWord = "undecided: not measured at 8192 (nearest measured depth 256)"
+		}
+		if r.D0Only.Earned != (d0.TS >= line) || r.BothDepths.Earned || !r.D0Only.Decided || r.BothDepths.Decided != (d0.TS < line) || r.BothDepths.Word != bothWord {
 			t.Errorf("%s badges: %+v / %+v (d0 %g, deep %g, line %g)", w.model, r.D0Only, r.BothDepths, d0.TS, deep.TS, line)
 		}
 		switch {
@@ -199,8 +205,17 @@ func TestOverviewOnRealStudies(t *testing.T) {
 		}
 	}
 	tiny := bt.Rows[2]
-	if !tiny.D0Only.Earned || tiny.BothDepths.Earned || tiny.Death.Depth == nil || math.Abs(*tiny.Death.Depth-128) > 1e-6 {
-		t.Errorf("tiny (line halfway): d0 only %v, both %v, death %v; want earned, not earned, 128", tiny.D0Only.Word, tiny.BothDepths.Word, tiny.Death.Text)
+	if !tiny.D0Only.Earned || tiny.BothDepths.Earned || tiny.BothDepths.Decided || tiny.Death.Depth == nil || math.Abs(*tiny.Death.Depth-128) > 1e-6 {
+		t.Errorf("tiny (line halfway): d0 only %v, both %v, death %v; want earned, not measured at 8192, 128", tiny.D0Only.Word, tiny.BothDepths.Word, tiny.Death.Text)
+	}
+	// Asked at the depth measured, the badge is decided there: tiny's 256 is under the line.
+	code, out, errOut = runCLI("overview", "badges", "--notebook", nb, "--line", fmt.Sprint(line), "--deep", "256", "--json")
+	var at256 overview.BadgeTable
+	if code != 0 || json.Unmarshal([]byte(out), &at256) != nil || len(at256.Rows) != 3 {
+		t.Fatalf("overview badges --deep 256: %d %s %s", code, out, errOut)
+	}
+	if b := at256.Rows[2].BothDepths; !b.Decided || b.Earned || b.Word != "not earned" || at256.Rows[2].DeepNote != "" {
+		t.Errorf("tiny at --deep 256: %+v (%q)", b, at256.Rows[2].DeepNote)
 	}
 
 	out = checkLadder(t, nb, tinyB, rowsA["tiny-moe-f32.gguf"], rowsB["tiny-llama-f16.gguf"], f32, moe, f16)

@@ -94,11 +94,26 @@ var wildImportRefused = map[string]string{
 	"bench-sql-cuda-rtx3090ti-b1275-README-edited-colmismatch.sql":          "30: INSERT INTO test has 27 values for 26 columns",
 }
 
+// wildImportReportBatched is the number of llama-batched-bench rows beside the llama-bench
+// tables of the doc-bench-* report (6 tables of 18 rows, counted in the file): they import
+// with the report's llama-bench rows, into the same leg, each under its section's heading.
+var wildImportReportBatched = map[string]int{"doc-bench-cuda-gb10-dgxspark-full-report-b7941-2026.md": 108}
+
+// wildFolder is the shared reference folder (../shared/wild beside the checkout, or
+// $SPARKBENCH_SHARED/wild). Without it the test skips, and under make test
+// (SPARKBENCH_REQUIRE_LLAMA=1) fails: CI has it.
 func wildFolder(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "wild")
+	root := os.Getenv("SPARKBENCH_SHARED")
+	if root == "" {
+		root = filepath.Join("..", "..", "..", "shared")
+	}
+	dir := filepath.Join(root, "wild")
 	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		t.Skipf("no %s (the shared reference folder sits beside the checkout)", dir)
+		if os.Getenv("SPARKBENCH_REQUIRE_LLAMA") == "1" {
+			t.Fatalf("no %s: the shared reference folder (beside the checkout, or $SPARKBENCH_SHARED) is required under make test", dir)
+		}
+		t.Skipf("no %s (the shared reference folder sits beside the checkout; or set SPARKBENCH_SHARED)", dir)
 	}
 	return dir
 }
@@ -138,10 +153,25 @@ func TestWildImportEveryBenchFile(t *testing.T) {
 	}
 	// "imported F: FORMAT, N rows (TESTS) as leg L of study "wild", sha256 …"
 	line := regexp.MustCompile(`(?m)^imported (\S+): ([\w-]+), (\d+) rows? \(.*\) as leg (\d+) of study "wild", sha256 [0-9a-f]{64}$`)
+	// A report with both kinds of tables: "imported F: md, N llama-bench rows (…) and M
+	// llama-batched-bench rows (…) as leg L …".
+	mixed := regexp.MustCompile(`(?m)^imported (\S+): (md), (\d+) llama-bench rows? \(.*\) and (\d+) llama-batched-bench rows? \((pp.*)\) as leg (\d+) of study "wild", sha256 [0-9a-f]{64}$`)
 	got := map[string]bool{}
 	legs := map[string]int64{}
 	batchedLegs := map[string]int64{}
 	total, batchedTotal := 0, 0
+	for _, m := range mixed.FindAllStringSubmatch(out, -1) {
+		base := filepath.Base(m[1])
+		n, _ := strconv.Atoi(m[3])
+		nb, _ := strconv.Atoi(m[4])
+		got[base] = true
+		if want := wildImportRows[base]; n != want.rows || nb != wildImportReportBatched[base] || nb == 0 {
+			t.Errorf("%s: imported %d llama-bench and %d batched-bench rows, want %d and %d", base, n, nb, want.rows, wildImportReportBatched[base])
+		}
+		legs[base], _ = strconv.ParseInt(m[6], 10, 64)
+		total += n
+		batchedTotal += nb
+	}
 	for _, m := range line.FindAllStringSubmatch(out, -1) {
 		base := filepath.Base(m[1])
 		n, _ := strconv.Atoi(m[3])
@@ -257,19 +287,30 @@ func TestWildImportEveryBenchFile(t *testing.T) {
 				s.file, s.row, r.BatchedResult, r.LegState, s.pp, s.tg, s.b, s.sTG, s.s, s.tPP, s.nKVMax, s.nThr)
 		}
 	}
+	for base, want := range wildImportReportBatched {
+		rows, err := n.BatchedRows(ctx, legs[base])
+		if err != nil || len(rows) != want {
+			t.Errorf("%s: leg %d holds %d batched-bench rows (%v), want %d", base, legs[base], len(rows), err, want)
+			continue
+		}
+		if r := rows[17]; r.Extra["md_heading"] != "ggml-org/gpt-oss-20b-GGUF" || r.PP != 8192 || r.B != 32 || r.STG != 390.92 {
+			t.Errorf("%s batched row 17: %+v %v", base, r.BatchedResult, r.Extra)
+		}
+		batchedStored += len(rows)
+	}
 	n.Close()
 	if stored != total || total != 654 {
 		t.Errorf("notebook holds %d rows, the import said %d, the files hold 654", stored, total)
 	}
-	if batchedStored != batchedTotal || batchedTotal != 48 {
-		t.Errorf("notebook holds %d batched-bench rows, the import said %d, the files hold 48", batchedStored, batchedTotal)
+	if batchedStored != batchedTotal || batchedTotal != 48+108 {
+		t.Errorf("notebook holds %d batched-bench rows, the import said %d, the files hold 48 (and the report 108)", batchedStored, batchedTotal)
 	}
 
 	// Every malformed file is refused with file:line: reason, alone and beside a good file,
 	// and nothing is written.
 	before := notebookCounts(t, nb)
-	if before.Tables["legs"] != int64(len(good)+len(batchedGood)) || before.Tables["batched_samples"] != 48 {
-		t.Errorf("%d legs and %d batched-bench rows after the import, want %d and 48", before.Tables["legs"], before.Tables["batched_samples"], len(good)+len(batchedGood))
+	if before.Tables["legs"] != int64(len(good)+len(batchedGood)) || before.Tables["batched_samples"] != 48+108 {
+		t.Errorf("%d legs and %d batched-bench rows after the import, want %d and 156", before.Tables["legs"], before.Tables["batched_samples"], len(good)+len(batchedGood))
 	}
 	for _, f := range bad {
 		base := filepath.Base(f)

@@ -191,8 +191,39 @@ func ParseBatchedFile(name string, data []byte) ([]BatchedResult, Format, error)
 			break
 		}
 	}
-	rows, err := parseBatchedMD(name, data)
+	rows, err := parseBatchedMD(name, data, false)
 	return rows, FormatBatchedMD, err
+}
+
+// ParseBatchedTables reads the llama-batched-bench tables of a document that holds llama-bench
+// tables too (a published report, whose llama-bench rows ParseFile reads): each row with the
+// settings line above its table in the same section, and in Extra["md_heading"] the nearest
+// Markdown heading above the table (the report's section, which names the model it measured;
+// the rows do not). A document without such a table gives no rows and no error; a malformed
+// row, or a header without rows, is refused with a *ParseError at its line.
+func ParseBatchedTables(name string, data []byte) ([]BatchedResult, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	has := false
+	for _, l := range mdLines(data) {
+		if strings.HasPrefix(l.text, "|") && isBatchedBenchHeader(splitRow(l.text)) {
+			has = true
+			break
+		}
+	}
+	if !has {
+		return nil, nil
+	}
+	return parseBatchedMD(name, data, true)
+}
+
+// mdHeading is a Markdown heading's text ("## ggml-org/gpt-oss-20b-GGUF" → the name), false
+// for any other line.
+func mdHeading(t string) (string, bool) {
+	level := len(t) - len(strings.TrimLeft(t, "#"))
+	if level == 0 || level > 6 || len(t) == level || t[level] != ' ' {
+		return "", false
+	}
+	return strings.TrimSpace(strings.TrimRight(strings.TrimSpace(t[level:]), "#")), true
 }
 
 func parseBatchedJSONL(name string, data []byte) ([]BatchedResult, error) {
@@ -343,13 +374,27 @@ func ParseBatchedSettings(line string) (s BatchedSettings, extra map[string]stri
 // batchedColumns are the table's headers and where each goes.
 var batchedColumns = []string{"PP", "TG", "B", "N_KV", "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s"}
 
-func parseBatchedMD(name string, data []byte) ([]BatchedResult, error) {
+// parseBatchedMD reads the batched-bench tables of Markdown output. With headings (a document
+// of sections, as a published report), each row records the heading its table stood under
+// (Extra["md_heading"]), and a section's settings line is not carried into the next section.
+func parseBatchedMD(name string, data []byte, headings bool) ([]BatchedResult, error) {
 	lines := mdLines(data)
 	var rows []BatchedResult
 	var settings BatchedSettings
 	var settingsExtra map[string]string
+	heading, fenced := "", false
 	for i := 0; i < len(lines); i++ {
 		t := lines[i].text
+		if headings {
+			if strings.HasPrefix(t, "```") {
+				fenced = !fenced // a code block's "# …" lines are not headings
+				continue
+			}
+			if h, ok := mdHeading(t); ok && !fenced {
+				heading, settings, settingsExtra = h, BatchedSettings{}, nil
+				continue
+			}
+		}
 		if s, extra, ok := ParseBatchedSettings(t); ok {
 			settings, settingsExtra = s, extra
 			continue
@@ -395,10 +440,13 @@ func parseBatchedMD(name string, data []byte) ([]BatchedResult, error) {
 					Msg: fmt.Sprintf("llama-batched-bench row has %d cells, the header has %d", len(cells), len(header))}
 			}
 			r := BatchedResult{BatchedSettings: settings, Line: lines[j].no}
-			if len(settingsExtra) > 0 {
-				r.Extra = make(map[string]string, len(settingsExtra))
+			if len(settingsExtra) > 0 || heading != "" {
+				r.Extra = make(map[string]string, len(settingsExtra)+1)
 				for k, v := range settingsExtra {
 					r.Extra[k] = v
+				}
+				if heading != "" {
+					r.Extra["md_heading"] = heading
 				}
 			}
 			ints := []*int64{&r.PP, &r.TG, &r.B, &r.NKV}

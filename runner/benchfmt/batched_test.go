@@ -218,3 +218,55 @@ func TestBatchedGenRate(t *testing.T) {
 		t.Errorf("GenRate with T = 0: %v", g)
 	}
 }
+
+// TestParseBatchedTablesOfAReport: the batched-bench tables of a document that also holds
+// llama-bench tables are read, each row under its section's heading (a fenced "# …" line is
+// not one) and with its own section's settings line only; a bad row is refused at its line; a
+// document without such a table gives nothing.
+func TestParseBatchedTablesOfAReport(t *testing.T) {
+	doc := strings.Join([]string{
+		"## System info", // 1
+		"```bash",
+		"# not a heading",
+		"```",
+		"## org/model-a-GGUF", // 5
+		"main: n_kv_max = 4096, n_batch = 2048, n_ubatch = 512, flash_attn = 1, is_pp_shared = 0, n_gpu_layers = -1, n_threads = 8, n_threads_batch = 8",
+		"",
+		"|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |",
+		"|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|",
+		"|   512 |     32 |    1 |    544 |    0.270 |  1895.57 |    0.399 |    80.13 |    0.669 |   812.60 |", // 10
+		"",
+		"| model | size | params | backend | ngl | test | t/s |",
+		"| --- | ---: | ---: | --- | --: | ---: | ---: |",
+		"| llama 7B Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg32 | 83.43 ± 0.59 |",
+		"",
+		"## org/model-b-GGUF", // 16
+		"|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |",
+		"|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|",
+		"|   512 |     32 |    2 |   1088 |    0.230 |  4451.23 |    0.583 |   109.71 |    0.813 |  1337.56 |", // 19
+	}, "\n")
+	rows, err := ParseBatchedTables("report.md", []byte(doc))
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	a, b := rows[0], rows[1]
+	if a.Line != 10 || a.Extra["md_heading"] != "org/model-a-GGUF" || a.NKVMax == nil || *a.NKVMax != 4096 || a.STG != 80.13 {
+		t.Errorf("first row %+v (%v)", a, a.Extra)
+	}
+	if b.Line != 19 || b.Extra["md_heading"] != "org/model-b-GGUF" || b.NKVMax != nil || b.B != 2 {
+		t.Errorf("second row %+v (%v): its section has no settings line", b, b.Extra)
+	}
+	// The llama-bench rows are ParseFile's, which skips the batched tables.
+	bench, format, err := ParseFile("report.md", []byte(doc))
+	if err != nil || format != FormatMD || len(bench) != 1 {
+		t.Errorf("llama-bench rows: %d %s %v", len(bench), format, err)
+	}
+	bad := strings.Replace(doc, "|   512 |     32 |    2 |   1088 |", "|   512 |     32 |    2 |   1089 |", 1)
+	if _, err := ParseBatchedTables("report.md", []byte(bad)); err == nil || !strings.Contains(err.Error(), "report.md:19: N_KV 1089") {
+		t.Errorf("a bad row: %v", err)
+	}
+	none := "| model | test | t/s |\n| --- | --- | --- |\n| m | tg32 | 83.43 ± 0.59 |\n"
+	if rows, err := ParseBatchedTables("plain.md", []byte(none)); rows != nil || err != nil {
+		t.Errorf("no batched table: %v %v", rows, err)
+	}
+}

@@ -264,38 +264,43 @@ type tie struct {
 	paths []string
 	how   string // "code": verbatim (a list joined with ", "); "pct": fraction as %.1f%%; "f1": %.1f; "num": at the printed decimals
 	need  bool
+	// plan says, for a needed tie, which plans' receipts have its line: "" every plan,
+	// "fixed" those without adaptive repetitions, "adaptive" those with (plan.adaptive).
+	plan string
 }
 
 // ties by the plan's schema (study.json's plan.schema). Each group is one value; code spans
 // are matched by their content.
 var capacityTies = []tie{
-	{regexp.MustCompile("^- Server slots: `([^`]*)`\\.$"), []string{"plan.slots"}, "code", true},
-	{regexp.MustCompile("^- Simultaneous clients: `([^`]*)`\\.$"), []string{"plan.clients"}, "code", false},
-	{regexp.MustCompile("^- Simultaneous clients equal the server slots \\(the diagonal\\); arms vary `([^`]*)`\\.$"), []string{"plan.arm_axis"}, "code", false},
-	{regexp.MustCompile("^- Context is held at `([^`]*)` tokens per server slot"), []string{"plan.ctx_per_slot"}, "code", true},
+	{regexp.MustCompile("^- Server slots: `([^`]*)`\\.$"), []string{"plan.slots"}, "code", true, ""},
+	{regexp.MustCompile("^- Simultaneous clients: `([^`]*)`\\.$"), []string{"plan.clients"}, "code", false, ""},
+	{regexp.MustCompile("^- Simultaneous clients equal the server slots \\(the diagonal\\); arms vary `([^`]*)`\\.$"), []string{"plan.arm_axis"}, "code", false, ""},
+	{regexp.MustCompile("^- Context is held at `([^`]*)` tokens per server slot"), []string{"plan.ctx_per_slot"}, "code", true, ""},
 	{regexp.MustCompile("^- Every load request uses the checksummed fixed prompt plan \\(`([^`]*)`\\), `([^`]*)` output tokens .*seed `([^`]*)`; `([^`]*)` warmups are sent and discarded and `([^`]*)` measured requests"),
-		[]string{"plan.prompt_plan.sha256", "plan.n_predict", "plan.seed", "plan.warmups", "plan.measured"}, "code", true},
+		[]string{"plan.prompt_plan.sha256", "plan.n_predict", "plan.seed", "plan.warmups", "plan.measured"}, "code", true, ""},
 	{regexp.MustCompile("^- Gate limits: observed-p95 TTFT at most (\\S+) ms and E2E at most (\\S+) ms in every pass"),
-		[]string{"plan.limits.ttft_ms_p95_max", "plan.limits.e2e_ms_p95_max"}, "f1", true},
+		[]string{"plan.limits.ttft_ms_p95_max", "plan.limits.e2e_ms_p95_max"}, "f1", true, ""},
 	{regexp.MustCompile("completion rate at least (\\S+%), generation-rate spread at most (\\S+%), observed-p95 E2E spread at most (\\S+%), peak RSS"),
-		[]string{"plan.limits.completion_rate_min", "plan.limits.generation_rate_spread_max", "plan.limits.e2e_p95_spread_max"}, "pct", true},
-	{regexp.MustCompile("peak RSS at most (\\S+) MiB\\.$"), []string{"plan.limits.peak_rss_mib_max"}, "f1", true},
+		[]string{"plan.limits.completion_rate_min", "plan.limits.generation_rate_spread_max", "plan.limits.e2e_p95_spread_max"}, "pct", true, ""},
+	{regexp.MustCompile("peak RSS at most (\\S+) MiB\\.$"), []string{"plan.limits.peak_rss_mib_max"}, "f1", true, ""},
 }
 
 var throughputTies = []tie{
 	{regexp.MustCompile("^- Depths `([^`]*)`; prompt `([^`]*)` tokens; generation `([^`]*)` tokens; `([^`]*)` repetitions per test\\.$"),
-		[]string{"plan.axes.depths", "plan.axes.n_prompt", "plan.axes.n_gen", "plan.axes.reps"}, "code", true},
+		[]string{"plan.axes.depths", "plan.axes.n_prompt", "plan.axes.n_gen", "plan.axes.reps"}, "code", true, "fixed"},
+	{regexp.MustCompile("^- Depths `([^`]*)`; prompt `([^`]*)` tokens; generation `([^`]*)` tokens; adaptive repetitions: `([^`]*)` to `([^`]*)` per test, in chunks \\(one llama-bench process each: the first `([^`]*)` repetitions, each later one `([^`]*)`\\)"),
+		[]string{"plan.axes.depths", "plan.axes.n_prompt", "plan.axes.n_gen", "plan.adaptive.min_reps", "plan.adaptive.max_reps", "plan.adaptive.min_reps", "plan.adaptive.chunk_reps"}, "code", true, "adaptive"},
 	{regexp.MustCompile("^- Held fixed: batch `([^`]*)`, micro-batch `([^`]*)`, flash attention `([^`]*)`, KV cache `[^`]*`, GPU layers `([^`]*)`"),
-		[]string{"plan.axes.batch", "plan.axes.ubatch", "plan.axes.flash_attn", "plan.axes.ngl"}, "code", true},
-	{regexp.MustCompile("^- Held fixed: .*, threads `([^`]*)`"), []string{"plan.axes.threads"}, "code", false},
-	{regexp.MustCompile("^- Legs: split `([^`]*)`:"), []string{"plan.split"}, "code", true},
+		[]string{"plan.axes.batch", "plan.axes.ubatch", "plan.axes.flash_attn", "plan.axes.ngl"}, "code", true, ""},
+	{regexp.MustCompile("^- Held fixed: .*, threads `([^`]*)`"), []string{"plan.axes.threads"}, "code", false, ""},
+	{regexp.MustCompile("^- Legs: split `([^`]*)`:"), []string{"plan.split"}, "code", true, ""},
 	{regexp.MustCompile("^- CV gates: tg (\\S+%), pp at depth (\\S+%), pp at d0 (\\S+%);"),
-		[]string{"plan.gates.cv_tg", "plan.gates.cv_pp_depth", "plan.gates.cv_pp_d0"}, "pct", true},
+		[]string{"plan.gates.cv_tg", "plan.gates.cv_pp_depth", "plan.gates.cv_pp_d0"}, "pct", true, "fixed"},
 	{regexp.MustCompile("^- Canary: `([^`]*)`, a short bench \\(prompt `([^`]*)`, generation `([^`]*)`\\)"),
-		[]string{"plan.canary.model", "plan.canary.n_prompt", "plan.canary.n_gen"}, "code", false},
-	{regexp.MustCompile("^- Canary: .* falls more than (\\S+%) below the baseline"), []string{"plan.canary.max_drop"}, "pct", false},
-	{regexp.MustCompile("^- Repeatability: leg `([^`]*)` again at `([^`]*)`\\.$"), []string{"plan.repeatability.leg", "plan.repeatability.at"}, "code", false},
-	{regexp.MustCompile("^- Memory bandwidth: (\\S+) GB/s entered in the plan"), []string{"plan.bandwidth.gbs"}, "num", false},
+		[]string{"plan.canary.model", "plan.canary.n_prompt", "plan.canary.n_gen"}, "code", false, ""},
+	{regexp.MustCompile("^- Canary: .* falls more than (\\S+%) below the baseline"), []string{"plan.canary.max_drop"}, "pct", false, ""},
+	{regexp.MustCompile("^- Repeatability: leg `([^`]*)` again at `([^`]*)`\\.$"), []string{"plan.repeatability.leg", "plan.repeatability.at"}, "code", false, ""},
+	{regexp.MustCompile("^- Memory bandwidth: (\\S+) GB/s entered in the plan"), []string{"plan.bandwidth.gbs"}, "num", false, ""},
 }
 
 var tiesBySchema = map[string][]tie{
@@ -357,7 +362,9 @@ func methodology(md []byte, tree any, have func(tok string, d int, pct bool) boo
 				}
 			}
 		}
-		if t.need && !matched {
+		_, adaptive := lookup(tree, "plan.adaptive")
+		need := t.need && (t.plan == "" || (t.plan == "adaptive") == adaptive)
+		if need && !matched {
 			problems = append(problems, fmt.Sprintf("Methodology: no line matches %q: the receipt's wording changed, so its values are no longer tied to study.json (update receipttest's ties)", t.re.String()))
 		}
 	}

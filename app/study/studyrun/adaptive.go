@@ -16,6 +16,15 @@ type chunkRun struct {
 	round   int // 1-based
 	reps    int
 	attempt int // 1 + the leg's failed attempts so far
+	// Where it stands, for the progress line: its place among the round's chunks, the round's
+	// chunks, the leg's repetitions before it and the plan's maximum.
+	inRound, roundChunks, repsBefore, maxReps int
+}
+
+// progress is the chunk as its leg_started event reports it.
+func (c *chunkRun) progress() *study.ChunkProgress {
+	return &study.ChunkProgress{Round: c.round, InRound: c.inRound, RoundChunks: c.roundChunks, Chunk: c.chunk,
+		RepsBefore: c.repsBefore, Reps: c.reps, MaxReps: c.maxReps}
 }
 
 func (c *chunkRun) label(leg string) string {
@@ -101,9 +110,20 @@ func nextChunk(a *study.Adaptive, st *study.AdaptiveState, ids []string, failedH
 			round = l.Chunks
 		}
 	}
+	// The round's chunks: those run in it already (legs one chunk ahead) and those to run.
+	done, pending := 0, 0
+	for _, l := range st.Legs {
+		_, isOpen := open[l.Leg]
+		if !l.Failed && l.Chunks == round+1 {
+			done++
+		} else if isOpen && l.Chunks == round {
+			pending++
+		}
+	}
 	for _, id := range a.RoundOrder(ids, round+1) {
 		if l, ok := open[id]; ok && l.Chunks == round {
-			return id, &chunkRun{chunk: l.Chunks + 1, round: round + 1, reps: rule.NextChunk(l.Reps)}
+			return id, &chunkRun{chunk: l.Chunks + 1, round: round + 1, reps: rule.NextChunk(l.Reps),
+				inRound: done + 1, roundChunks: done + pending, repsBefore: l.Reps, maxReps: a.MaxReps}
 		}
 	}
 	return "", nil

@@ -93,7 +93,8 @@ type run struct {
 	legStart  time.Time
 	// adaptiveFinal: the plan legs the stopping rule (or their failures) made final.
 	adaptiveFinal map[string]bool
-	rpc           *rpcTopology // the plan's ggml-rpc-servers while they run
+	chunk         *study.ChunkProgress // the adaptive chunk running now (its leg_started event)
+	rpc           *rpcTopology         // the plan's ggml-rpc-servers while they run
 }
 
 func (r *run) emit(ev study.Event) {
@@ -105,7 +106,9 @@ func (r *run) emit(ev study.Event) {
 	p := r.progress
 	p.Elapsed = ev.At.Sub(r.start)
 	p.ETA = -1
-	if r.legsRun > 0 {
+	// An adaptive plan's legs run until the stopping rule stops them: how many chunks are
+	// left is not known, so neither is the time (LegsDone stays below LegsTotal until then).
+	if r.legsRun > 0 && r.l.Plan.Adaptive == nil {
 		left := time.Duration(p.LegsTotal-p.LegsDone) * (r.legTime / time.Duration(r.legsRun))
 		if p.Current != "" {
 			left -= ev.At.Sub(r.legStart)

@@ -195,3 +195,44 @@ func TestAdaptiveResumeAfterKillEndsAtTheSameCount(t *testing.T) {
 		t.Errorf("at the kill: %d legs, last %+v", n, legs[n-1])
 	}
 }
+
+// TestAdaptiveProgressCountsRoundsAndChunks: every chunk's progress line says its round, its
+// place among the round's chunks and its leg's repetitions, never "leg 1/N" (the plan legs all
+// stay open until the rule stops them); no ETA is claimed for a run whose length the samples
+// decide.
+func TestAdaptiveProgressCountsRoundsAndChunks(t *testing.T) {
+	h := newHarness(t, adaptivePlan)
+	h.bench.samples = (&seededSamples{n: map[string]int{}, cv: 0.08}).draw // never met: 5 rounds
+	if _, err := h.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	legs := len(mustLegs(t, h))
+	var got []string
+	for _, e := range h.events {
+		if e.Progress.ETA != -1 {
+			t.Errorf("%s event with ETA %v: an adaptive run's length is not known", e.Kind, e.Progress.ETA)
+		}
+		if e.Kind != study.EventLegStarted || e.Role != study.RoleLeg {
+			continue
+		}
+		c := e.Chunk
+		if c == nil {
+			t.Fatalf("a chunk started without its progress: %+v", e)
+		}
+		got = append(got, fmt.Sprintf("%d %d/%d chunk %d reps %d-%d/%d", c.Round, c.InRound, c.RoundChunks, c.Chunk, c.RepsBefore+1, c.RepsBefore+c.Reps, c.MaxReps))
+		line := study.EventText(e)
+		want := fmt.Sprintf("round %d, chunk %d/%d: leg %s chunk %d (reps %d–%d of at most 15) started: ", c.Round, c.InRound, c.RoundChunks, e.Leg, c.Chunk, c.RepsBefore+1, c.RepsBefore+c.Reps)
+		if !strings.HasPrefix(line, want) || strings.Contains(line, "leg 1/") {
+			t.Errorf("progress line %q, want it to start %q", line, want)
+		}
+	}
+	var want []string
+	for round := 1; round <= 5; round++ {
+		for i := 1; i <= legs; i++ {
+			want = append(want, fmt.Sprintf("%d %d/%d chunk %d reps %d-%d/15", round, i, legs, round, 3*round-2, 3*round))
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("chunks started:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -75,7 +75,11 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart
 	}
 	r.legStart = e.now()
 	r.progress.Current, r.progress.LegTest, r.progress.LegTests = event, 0, expected
-	r.emit(study.Event{Kind: study.EventLegStarted, Leg: event, LegID: legID, Role: ls.Role, Attempt: ls.Attempt, Argv: ls.Argv})
+	started := study.Event{Kind: study.EventLegStarted, Leg: event, LegID: legID, Role: ls.Role, Attempt: ls.Attempt, Argv: ls.Argv}
+	if ls.Role == study.RoleLeg {
+		started.Chunk = r.chunk // an adaptive leg's chunk: the round and the leg's repetitions
+	}
+	r.emit(started)
 
 	wctx := context.WithoutCancel(ctx)
 	var tel energy.LegRun
@@ -218,6 +222,8 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan, chunk *chunkRun) (le
 	}
 	if chunk != nil {
 		detail["chunk"], detail["round"], detail["reps"] = chunk.chunk, chunk.round, chunk.reps
+		r.chunk = chunk.progress()
+		defer func() { r.chunk = nil }()
 	}
 	var cs *runner.CanarySpec
 	if l.Plan.Canary != nil {
