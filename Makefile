@@ -6,7 +6,7 @@ BIN := bin/sparkbench
 # Tests that need llama.cpp fail (rather than skip) when it is missing under make.
 export SPARKBENCH_REQUIRE_LLAMA ?= 1
 
-.PHONY: all setup system llama models build run test test-short bench fuzz fault-matrix install-test lint clean
+.PHONY: all setup system llama models build run test test-short bench fuzz fault-matrix mutate install-test lint clean
 
 all: build
 
@@ -57,6 +57,11 @@ fuzz:
 	$(GO) test -run XXX -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME) ./app/textsafe
 	for f in $$($(GO) test -list 'Fuzz.*' ./runner/benchfmt | grep ^Fuzz); do \
 	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 ./runner/benchfmt || exit 1; done
+
+## mutate: mutation testing (gremlins) of the decision packages: gates, verdicts, selection and
+## stopping rules; one row per package (efficacy target 90%, coverage 80%); not part of `make test`
+mutate:
+	@bash scripts/mutate.sh $(MUTATE_PKGS)
 
 ## fault-matrix: run and count the bad-input and fault cases (make test runs them too)
 fault-matrix: setup

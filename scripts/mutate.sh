@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# mutate.sh: mutation testing of the packages that hold sparkbench's judgement — gates,
+# verdicts, selection and stopping rules — with gremlins (installed from the Go module proxy
+# when missing). Each mutant is a changed comparison, sign or operator; a mutant that no test
+# kills ("lived") is a decision no test holds. Prints one row per package: killed, lived, not
+# covered, test efficacy (killed / (killed + lived)) and mutator coverage ((killed + lived) /
+# all). Not part of `make test` (minutes per package on 2 cores).
+#
+#   scripts/mutate.sh [PKG ...]      default: the decision packages below
+# Environment: GREMLINS (the binary), MUTATE_OUT (a folder for each package's JSON and log),
+# MUTATE_EFFICACY / MUTATE_COVERAGE (thresholds; a package below either fails the run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+version=v0.6.0
+gremlins=${GREMLINS:-$(go env GOPATH)/bin/gremlins}
+if ! [ -x "$gremlins" ] || ! "$gremlins" --version >/dev/null 2>&1; then
+  echo "mutate: installing gremlins $version" >&2
+  GOFLAGS= go install "github.com/go-gremlins/gremlins/cmd/gremlins@$version"
+fi
+pkgs=("$@")
+if [ ${#pkgs[@]} -eq 0 ]; then
+  pkgs=(./app/capacity ./app/quant ./app/study ./app/analysis ./app/energy)
+fi
+out=${MUTATE_OUT:-$(mktemp -d)}
+mkdir -p "$out"
+eff_min=${MUTATE_EFFICACY:-90}
+cov_min=${MUTATE_COVERAGE:-80}
+printf '%-16s %7s %6s %12s %9s %9s %8s\n' package killed lived not_covered efficacy coverage time
+fail=0
+for p in "${pkgs[@]}"; do
+  name=$(echo "$p" | sed 's#^\./##; s#/#_#g')
+  start=$(date +%s)
+  # One worker and one CPU per test run: the box has 2 cores, and a loaded one times tests out.
+  if ! "$gremlins" unleash --tags migrated_fynedo --workers 1 --test-cpu 1 --timeout-coefficient 5 \
+      -o "$out/$name.json" "$p" >"$out/$name.log" 2>&1; then
+    echo "mutate: gremlins failed on $p (log: $out/$name.log)" >&2
+    fail=1
+    continue
+  fi
+  secs=$(( $(date +%s) - start ))
+  killed=$(sed -n 's/^Killed: \([0-9]*\), Lived: \([0-9]*\), Not covered: \([0-9]*\)$/\1/p' "$out/$name.log")
+  lived=$(sed -n 's/^Killed: \([0-9]*\), Lived: \([0-9]*\), Not covered: \([0-9]*\)$/\2/p' "$out/$name.log")
+  nc=$(sed -n 's/^Killed: \([0-9]*\), Lived: \([0-9]*\), Not covered: \([0-9]*\)$/\3/p' "$out/$name.log")
+  eff=$(sed -n 's/^Test efficacy: \([0-9.]*\)%$/\1/p' "$out/$name.log")
+  cov=$(sed -n 's/^Mutator coverage: \([0-9.]*\)%$/\1/p' "$out/$name.log")
+  printf '%-16s %7s %6s %12s %8s%% %8s%% %7ss\n' "${p#./}" "${killed:-?}" "${lived:-?}" "${nc:-?}" "${eff:-?}" "${cov:-?}" "$secs"
+  if [ -z "$eff" ] || [ -z "$cov" ] || awk -v e="$eff" -v c="$cov" -v em="$eff_min" -v cm="$cov_min" 'BEGIN{exit !(e < em || c < cm)}'; then
+    fail=1
+  fi
+done
+echo "mutate: logs and JSON in $out; lived mutants: grep LIVED $out/*.log" >&2
+if [ "$fail" -ne 0 ]; then
+  echo "mutate: below the targets (efficacy >= $eff_min%, coverage >= $cov_min%) or failed" >&2
+  exit 1
+fi
