@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fault-matrix.sh: runs the fault matrix — every test named TestFaults… or TestFaultMatrix… (bad
+# fault-matrix.sh: runs the fault matrix — every test named TestFaults…, TestFaultMatrix… or TestKindContract… (bad
 # input and faults driven through the real CLI, fake llama.cpp binaries and the real ones) — and
 # counts its cases: a case is a test or subtest with no subtests of its own. Each case asserts
 # the exit status, the exact message and, where nothing may be written, an unchanged notebook,
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT
 rc=0
-go test -tags migrated_fynedo -count=1 -json -run '^(TestFaults|TestFaultMatrix)' ./... >"$json" 2>&1 || rc=$?
+go test -tags migrated_fynedo -count=1 -json -run '^(TestFaults|TestFaultMatrix|TestKindContract)' ./... >"$json" 2>&1 || rc=$?
 awk '
   /"Action":"(pass|fail)"/ && /"Test":"/ {
     t = $0; sub(/.*"Test":"/, "", t); sub(/".*/, "", t)
