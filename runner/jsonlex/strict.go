@@ -16,15 +16,15 @@ import (
 type StrictKind int
 
 const (
-	StrictEmpty    StrictKind = iota + 1 // no JSON value at all
-	StrictSyntax                         // not JSON (Err is the *json.SyntaxError)
-	StrictType                           // a value of the wrong type (Err is the *json.UnmarshalTypeError)
-	StrictUnclosed                       // the data ends inside the value
-	StrictUnknown                        // a key no field takes (Field is it, quoted)
-	StrictTrailing                       // more after the one value
-	StrictOther                          // anything else the decoder said (Err)
-	StrictDuplicate                      // a key its object already has (Field is it, quoted; First where the earlier one is)
-	StrictUTF8                           // bytes that are not UTF-8
+	StrictEmpty     StrictKind = iota + 1 // no JSON value at all
+	StrictSyntax                          // not JSON (Err is the *json.SyntaxError)
+	StrictType                            // a value of the wrong type (Err is the *json.UnmarshalTypeError)
+	StrictUnclosed                        // the data ends inside the value
+	StrictUnknown                         // a key no field takes (Field is it, quoted)
+	StrictTrailing                        // more after the one value
+	StrictOther                           // anything else the decoder said (Err)
+	StrictDuplicate                       // a key its object already has (Field is it, quoted; First where the earlier one is)
+	StrictUTF8                            // bytes that are not UTF-8
 )
 
 // Check is a refusal DecodeStrict makes only when asked: encoding/json accepts both silently
