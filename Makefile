@@ -55,6 +55,9 @@ fuzz:
 	$(GO) test -tags $(TAGS) -run XXX -fuzz '^FuzzDecodePlan$$' -fuzztime $(FUZZTIME) ./app/study
 	$(GO) test -tags $(TAGS) -run XXX -fuzz '^FuzzDecodePlan$$' -fuzztime $(FUZZTIME) ./app/capacity
 	$(GO) test -run XXX -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME) ./app/textsafe
+	$(GO) test -run XXX -fuzz '^FuzzParseHosts$$' -fuzztime $(FUZZTIME) ./runner/remote
+	$(GO) test -tags $(TAGS) -run XXX -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./app/fleet
+	$(GO) test -run XXX -fuzz '^FuzzDecodeStrict$$' -fuzztime $(FUZZTIME) ./runner/jsonlex
 	for f in $$($(GO) test -list 'Fuzz.*' ./runner/benchfmt | grep ^Fuzz); do \
 	  $(GO) test -run XXX -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 ./runner/benchfmt || exit 1; done
 

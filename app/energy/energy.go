@@ -143,10 +143,17 @@ func (d *device) energy(w Window) (j float64, method string, ok bool) {
 }
 
 // counted says whether a device's energy is part of a total: GPUs, and RAPL's package and
-// DRAM zones (a sub-zone such as package-0/core is inside its package, and psys holds them all).
+// DRAM zones (package-N, and dram-N or dram: a separate domain the package's counter does not
+// include); a sub-zone such as package-0/core is inside its package, and psys holds them all.
+// Samples recorded before the DRAM sub-zone was named dram-N call it package-N/dram: as a
+// sub-zone it is left out, so their figures stay those their reports and receipts were made
+// with.
 func (d *device) counted() bool {
 	if d.source == "rapl" {
-		return strings.HasPrefix(d.name, "package-") && !strings.Contains(d.name, "/") || d.name == "dram"
+		if strings.Contains(d.name, "/") {
+			return false
+		}
+		return strings.HasPrefix(d.name, "package-") || d.name == "dram" || strings.HasPrefix(d.name, "dram-")
 	}
 	return d.source != "hwmon" && d.source != "cpufreq" && d.source != "host" && !strings.Contains(d.name, "/")
 }

@@ -6,10 +6,8 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -21,6 +19,8 @@ import (
 	"sparkbench/app/study/studyrun"
 	"sparkbench/app/workbench"
 	"sparkbench/runner"
+	"sparkbench/runner/fsread"
+	"sparkbench/runner/jsonlex"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/remote"
 	"sparkbench/store"
@@ -40,17 +40,26 @@ type File struct {
 	Hosts  []string `json:"hosts"` // names from the hosts file; "local" is this machine
 }
 
-// Load reads and checks a fleet file against the hosts list; every problem is named.
+// MaxFileBytes bounds a fleet file (a few hundred bytes; this refuses a wrong file).
+const MaxFileBytes = 4 << 20
+
+// Load reads and checks a fleet file against the hosts list; every problem is named. The file
+// must be a regular file (a named pipe or a device is refused, never waited on) of at most
+// MaxFileBytes, holding one JSON object (a refusal of the JSON says file:line:col).
 func Load(path string, hosts *remote.HostsFile) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsread.ReadFile(path, MaxFileBytes, "a fleet file")
 	if err != nil {
 		return nil, err
 	}
+	return Parse(path, b, hosts)
+}
+
+// Parse decodes and checks a fleet file's contents (name: its path, for messages and for the
+// plan's folder) against the hosts list.
+func Parse(path string, b []byte, hosts *remote.HostsFile) (*File, error) {
 	var f File
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := jsonlex.DecodeFile(path, b, &f, "a fleet file", "docs/fleet.md"); err != nil {
+		return nil, err
 	}
 	if !filepath.IsAbs(f.Plan) && f.Plan != "" {
 		f.Plan = filepath.Join(filepath.Dir(path), f.Plan)
@@ -135,9 +144,9 @@ type Request struct {
 // paths) and runs the hosts in parallel, each host's legs one after another. The error is for the fleet as a whole (a plan that
 // does not load or register); each host's failure is in its Member.
 func Run(ctx context.Context, nb *store.Notebook, req Request) (string, []Member, error) {
-	data, err := os.ReadFile(req.File.Plan)
+	data, err := fsread.ReadFile(req.File.Plan, study.MaxPlanBytes, "a plan")
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("read plan: %w", err)
 	}
 	now := time.Now
 	if req.Now != nil {

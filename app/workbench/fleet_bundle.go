@@ -3,13 +3,13 @@ package workbench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"sparkbench/app/overview"
 	"sparkbench/app/receipt"
 	"sparkbench/plots"
+	"sparkbench/runner/jsonlex"
 )
 
 // A fleet's receipt (docs/fleet.md): fleet.json (the FleetReceipt, canonical JSON: the fleet,
@@ -149,10 +149,9 @@ func FleetFiles(r *FleetReceipt) (receipt.Files, error) {
 // deriveFleet adds fleet.md and the charts made from files' fleet.json.
 func deriveFleet(files receipt.Files) error {
 	var r FleetReceipt
-	dec := json.NewDecoder(bytes.NewReader(files[FileFleet]))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return fmt.Errorf("%s: %v", FileFleet, err)
+	if e := jsonlex.DecodeStrict(files[FileFleet], &r); e != nil { // the one strict decoder (a bundle: no Input checks, old ones still verify)
+		l, c := jsonlex.LineCol(files[FileFleet], e.Offset)
+		return fmt.Errorf("%s:%d:%d: %s", FileFleet, l, c, e.Detail())
 	}
 	if r.Schema != FleetReceiptSchema {
 		return fmt.Errorf("%s: schema %q, want %q", FileFleet, r.Schema, FleetReceiptSchema)

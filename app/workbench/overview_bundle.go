@@ -1,14 +1,13 @@
 package workbench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"sparkbench/app/overview"
 	"sparkbench/app/receipt"
+	"sparkbench/runner/jsonlex"
 )
 
 // A notebook-level overview receipt (docs/overview.md): overview.json (the badge table under
@@ -68,10 +67,9 @@ func ExportOverview(ctx context.Context, svc *overview.Service, opts overview.Op
 // deriveOverview adds overview.md made from files' overview.json.
 func deriveOverview(files receipt.Files) error {
 	var r OverviewReceipt
-	dec := json.NewDecoder(bytes.NewReader(files[FileOverview]))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return fmt.Errorf("%s: %v", FileOverview, err)
+	if e := jsonlex.DecodeStrict(files[FileOverview], &r); e != nil { // the one strict decoder (a bundle: no Input checks, old ones still verify)
+		l, c := jsonlex.LineCol(files[FileOverview], e.Offset)
+		return fmt.Errorf("%s:%d:%d: %s", FileOverview, l, c, e.Detail())
 	}
 	if r.Schema != OverviewReceiptSchema || r.Overview == nil {
 		return fmt.Errorf("%s: schema %q, want %q with an overview", FileOverview, r.Schema, OverviewReceiptSchema)

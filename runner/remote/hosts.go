@@ -13,7 +13,6 @@
 package remote
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -24,6 +23,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"sparkbench/runner/fsread"
+	"sparkbench/runner/jsonlex"
 )
 
 // HostsSchema is the hosts file's schema line.
@@ -132,13 +134,12 @@ func checkHostPath(at, p string) []string {
 	return nil
 }
 
-// ParseHosts reads and validates a hosts file; every problem is listed.
-func ParseHosts(b []byte) (*HostsFile, error) {
+// ParseHosts reads and validates a hosts file; every problem is listed. name places a
+// refusal of the JSON itself (name:line:col).
+func ParseHosts(name string, b []byte) (*HostsFile, error) {
 	var f HostsFile
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("hosts file: %w", err)
+	if err := jsonlex.DecodeFile(name, b, &f, "a hosts file", "docs/fleet.md"); err != nil {
+		return nil, err
 	}
 	var probs []string
 	if f.Schema != HostsSchema {
@@ -156,10 +157,13 @@ func ParseHosts(b []byte) (*HostsFile, error) {
 		seen[h.Name] = true
 	}
 	if len(probs) > 0 {
-		return nil, fmt.Errorf("hosts file: %s", strings.Join(probs, "; "))
+		return nil, fmt.Errorf("%s: hosts file: %s", name, strings.Join(probs, "; "))
 	}
 	return &f, nil
 }
+
+// MaxHostsBytes bounds a hosts file (a few KiB; this refuses a wrong file, not a hosts list).
+const MaxHostsBytes = 4 << 20
 
 // EnvHosts names the hosts file when a command is given none.
 const EnvHosts = "SPARKBENCH_HOSTS"
@@ -180,15 +184,17 @@ func HostsPath(given string) (string, error) {
 	return filepath.Join(d, "sparkbench", "hosts.json"), nil
 }
 
-// LoadHosts reads a hosts file from disk; a relative ssh_config is relative to the file.
+// LoadHosts reads a hosts file from disk: a regular file (a named pipe or a device is
+// refused, never waited on) of at most MaxHostsBytes; a relative ssh_config is relative to the
+// file.
 func LoadHosts(file string) (*HostsFile, error) {
-	b, err := os.ReadFile(file)
+	b, err := fsread.ReadFile(file, MaxHostsBytes, "a hosts file")
 	if err != nil {
 		return nil, err
 	}
-	f, err := ParseHosts(b)
+	f, err := ParseHosts(file, b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
+		return nil, err
 	}
 	if f.SSHConfig != "" && !path.IsAbs(f.SSHConfig) {
 		f.SSHConfig = path.Join(path.Dir(file), f.SSHConfig)

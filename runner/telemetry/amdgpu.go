@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -16,8 +17,70 @@ type AMDGPU struct{ cards []*amdCard }
 
 type amdCard struct {
 	dir, device string
+	pci         string // the card's PCI address (0000:03:00.0), "" when sysfs does not say
 	power       string // power1_average or power1_input
 	counter     *Counter
+}
+
+// AMDGPUCard is one card discovery found: its device name, PCI address ("" when unknown) and
+// whether its hwmon files have an energy counter.
+type AMDGPUCard struct {
+	Device, PCI string
+	Counter     bool
+}
+
+// Cards lists the cards the source reads.
+func (a *AMDGPU) Cards() []AMDGPUCard {
+	out := make([]AMDGPUCard, len(a.cards))
+	for i, c := range a.cards {
+		out[i] = AMDGPUCard{Device: c.device, PCI: c.pci, Counter: c.counter != nil}
+	}
+	return out
+}
+
+// Drop stops reading a card (another source reads the same device: one device is one
+// source, or its energy would be counted twice).
+func (a *AMDGPU) Drop(device string) {
+	kept := a.cards[:0]
+	for _, c := range a.cards {
+		if c.device != device {
+			kept = append(kept, c)
+		}
+	}
+	a.cards = kept
+}
+
+// pciAddress is the PCI address of a hwmon chip's device: PCI_SLOT_NAME in device/uevent,
+// else the name the device link resolves to.
+func pciAddress(dir string) string {
+	if s, err := readFile(filepath.Join(dir, "device", "uevent")); err == nil {
+		for _, line := range strings.Split(s, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "PCI_SLOT_NAME="); ok && NormalizePCI(v) != "" {
+				return NormalizePCI(v)
+			}
+		}
+	}
+	if p, err := filepath.EvalSymlinks(filepath.Join(dir, "device")); err == nil {
+		return NormalizePCI(filepath.Base(p))
+	}
+	return ""
+}
+
+// pciRE is a PCI address with its domain: 0000:03:00.0.
+var pciRE = regexp.MustCompile(`^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)
+
+// NormalizePCI writes a PCI address as sysfs does (four-digit domain, lower case), or "" when s
+// is not one: amd-smi and rocm-smi print 0000:03:00.0, some tools an eight-digit domain.
+func NormalizePCI(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if !pciRE.MatchString(s) {
+		return ""
+	}
+	dom, rest, _ := strings.Cut(s, ":")
+	if len(dom) > 4 && strings.Trim(dom[:len(dom)-4], "0") == "" {
+		dom = dom[len(dom)-4:]
+	}
+	return dom + ":" + rest
 }
 
 // OpenAMDGPU finds the hwmon chips named amdgpu under root.
@@ -28,7 +91,7 @@ func OpenAMDGPU(root string) (*AMDGPU, Status) {
 		if name, _ := readFile(filepath.Join(dir, "name")); name != "amdgpu" {
 			continue
 		}
-		c := &amdCard{dir: dir, device: fmt.Sprintf("amdgpu%d", len(a.cards))}
+		c := &amdCard{dir: dir, device: fmt.Sprintf("amdgpu%d", len(a.cards)), pci: pciAddress(dir)}
 		for _, f := range []string{"power1_average", "power1_input"} {
 			if _, err := readUint(filepath.Join(dir, f)); err == nil {
 				c.power = f

@@ -27,26 +27,71 @@ type Command struct {
 	exec   Exec
 	parse  func([]byte) ([]Point, error)
 	rebase Rebase
+	// pciArgv and parsePCI ask the tool which PCI address each of its devices is (amd-smi
+	// list --json, rocm-smi --showbus --json), once, at discovery.
+	pciArgv  []string
+	parsePCI func([]byte) (map[string]string, error)
+	skip     map[string]bool // devices another source reads: their points are left out
 }
 
-// AMDSMIArgs and ROCmSMIArgs are the command lines (after the tool's path).
+// AMDSMIArgs and ROCmSMIArgs are the command lines (after the tool's path); AMDSMIListArgs
+// and ROCmSMIBusArgs ask for each device's PCI address.
 var (
-	AMDSMIArgs  = []string{"metric", "--json"}
-	ROCmSMIArgs = []string{"--showpower", "--showtemp", "--showuse", "--showclocks", "--showmeminfo", "vram", "--showenergycounter", "--json"}
+	AMDSMIArgs     = []string{"metric", "--json"}
+	ROCmSMIArgs    = []string{"--showpower", "--showtemp", "--showuse", "--showclocks", "--showmeminfo", "vram", "--showenergycounter", "--json"}
+	AMDSMIListArgs = []string{"list", "--json"}
+	ROCmSMIBusArgs = []string{"--showbus", "--json"}
 )
 
 // NewAMDSMI samples with `amd-smi metric --json`.
 func NewAMDSMI(tool string, exec Exec) *Command {
-	return &Command{name: "amd-smi", argv: append([]string{tool}, AMDSMIArgs...), exec: exec, parse: ParseAMDSMI}
+	return &Command{name: "amd-smi", argv: append([]string{tool}, AMDSMIArgs...), exec: exec, parse: ParseAMDSMI,
+		pciArgv: append([]string{tool}, AMDSMIListArgs...), parsePCI: ParseAMDSMIList}
 }
 
 // NewROCmSMI samples with `rocm-smi … --json`.
 func NewROCmSMI(tool string, exec Exec) *Command {
-	return &Command{name: "rocm-smi", argv: append([]string{tool}, ROCmSMIArgs...), exec: exec, parse: ParseROCmSMI}
+	return &Command{name: "rocm-smi", argv: append([]string{tool}, ROCmSMIArgs...), exec: exec, parse: ParseROCmSMI,
+		pciArgv: append([]string{tool}, ROCmSMIBusArgs...), parsePCI: ParseROCmSMIBus}
 }
 
 func (c *Command) Name() string { return c.name }
 func (c *Command) Close() error { return nil }
+
+// PCI asks the tool, once, which PCI address each of its devices (GPU0, …) is.
+func (c *Command) PCI(ctx context.Context) (map[string]string, error) {
+	out, err := c.exec(ctx, c.pciArgv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", c.name, err)
+	}
+	m, err := c.parsePCI(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: unreadable output of %s: %v", c.name, strings.Join(c.pciArgv[1:], " "), err)
+	}
+	return m, nil
+}
+
+// Skip leaves a device's points out of every later read: another source reads it.
+func (c *Command) Skip(device string) {
+	if c.skip == nil {
+		c.skip = map[string]bool{}
+	}
+	c.skip[device] = true
+}
+
+// skipped drops the points of skipped devices (GPU0 and GPU0/edge alike).
+func (c *Command) skipped(pts []Point) []Point {
+	if len(c.skip) == 0 {
+		return pts
+	}
+	kept := pts[:0]
+	for _, p := range pts {
+		if d, _, _ := strings.Cut(p.Device, "/"); !c.skip[d] {
+			kept = append(kept, p)
+		}
+	}
+	return kept
+}
 
 func (c *Command) Read(ctx context.Context) ([]Point, error) {
 	out, err := c.exec(ctx, c.argv)
@@ -60,6 +105,7 @@ func (c *Command) Read(ctx context.Context) ([]Point, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: unreadable output: %v", c.name, err)
 	}
+	pts = c.skipped(pts)
 	c.rebase.Apply(pts)
 	return pts, nil
 }
@@ -98,6 +144,13 @@ func amdValue(raw json.RawMessage) (float64, string, bool) {
 	return 0, "", false
 }
 
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func memScale(unit string) float64 {
 	switch strings.ToUpper(unit) {
 	case "B":
@@ -110,11 +163,108 @@ func memScale(unit string) float64 {
 	return 1 << 20 // MB, amd-smi's unit for VRAM
 }
 
-// ParseAMDSMI reads `amd-smi metric --json`: a list with one object per GPU ("gpu": index),
-// sections usage, power, clock, temperature, energy and mem_usage.
-func ParseAMDSMI(b []byte) ([]Point, error) {
+// amdList reads amd-smi's JSON: a list with one object per GPU, or (newer amd-smi) the same
+// list under "gpu_data".
+func amdList(b []byte) ([]map[string]json.RawMessage, error) {
 	var gpus []map[string]json.RawMessage
-	if err := json.Unmarshal(b, &gpus); err != nil {
+	err := json.Unmarshal(b, &gpus)
+	if err == nil {
+		return gpus, nil
+	}
+	var wrapped struct {
+		GPUData []map[string]json.RawMessage `json:"gpu_data"`
+	}
+	if json.Unmarshal(b, &wrapped) == nil && wrapped.GPUData != nil {
+		return wrapped.GPUData, nil
+	}
+	return nil, err
+}
+
+// ParseAMDSMIList reads `amd-smi list --json` ([{"gpu": 0, "bdf": "0000:03:00.0", …}]): each
+// GPU's PCI address by device name (GPU0).
+func ParseAMDSMIList(b []byte) (map[string]string, error) {
+	gpus, err := amdList(b)
+	if err != nil {
+		return nil, fmt.Errorf("not an amd-smi list: %v", err)
+	}
+	out := map[string]string{}
+	for _, g := range gpus {
+		var idx int
+		var bdf string
+		if json.Unmarshal(g["gpu"], &idx) != nil {
+			return nil, errors.New(`an entry without "gpu"`)
+		}
+		if json.Unmarshal(g["bdf"], &bdf) != nil || NormalizePCI(bdf) == "" {
+			continue // N/A: this GPU's address is unknown
+		}
+		out["GPU"+strconv.Itoa(idx)] = NormalizePCI(bdf)
+	}
+	return out, nil
+}
+
+// ParseROCmSMIBus reads `rocm-smi --showbus --json` ({"card0": {"PCI Bus": "0000:03:00.0"}}):
+// each card's PCI address by device name (GPU0).
+func ParseROCmSMIBus(b []byte) (map[string]string, error) {
+	var cards map[string]map[string]string
+	if err := json.Unmarshal(b, &cards); err != nil {
+		return nil, fmt.Errorf("not rocm-smi JSON: %v", err)
+	}
+	out := map[string]string{}
+	for card, kv := range cards {
+		n, ok := strings.CutPrefix(card, "card")
+		if !ok {
+			continue
+		}
+		if a := NormalizePCI(kv["PCI Bus"]); a != "" {
+			out["GPU"+n] = a
+		}
+	}
+	return out, nil
+}
+
+// amdThrottle reads a GPU's throttle state from amd-smi metric: the throttle section's
+// violation statuses where amd-smi prints them (MI300 and later: PROCHOT, socket, voltage
+// regulator and HBM thermal violations are thermal; PPT, the package power limit, is the power
+// cap), else power.throttle_status, which says THROTTLED whenever the SMU cut the clocks for a
+// reason it does not name (heat, power or current): counted as a hardware slowdown, as NVML's
+// HW slowdown is. hotOK and capOK are false when amd-smi says nothing of either.
+func amdThrottle(power, throttle map[string]json.RawMessage) (hot, hotOK, capped, capOK bool) {
+	word := func(m map[string]json.RawMessage, key string) string {
+		var s string
+		_ = json.Unmarshal(m[key], &s)
+		return strings.ToUpper(strings.TrimSpace(s))
+	}
+	for _, k := range []string{"prochot_violation_status", "socket_thermal_violation_status", "vr_thermal_violation_status", "hbm_thermal_violation_status"} {
+		switch word(throttle, k) {
+		case "ACTIVE":
+			hot, hotOK = true, true
+		case "NOT ACTIVE":
+			hotOK = true
+		}
+	}
+	switch word(throttle, "ppt_violation_status") {
+	case "ACTIVE":
+		capped, capOK = true, true
+	case "NOT ACTIVE":
+		capOK = true
+	}
+	if !hotOK {
+		switch word(power, "throttle_status") {
+		case "THROTTLED":
+			hot, hotOK = true, true
+		case "UNTHROTTLED":
+			hotOK = true
+		}
+	}
+	return hot, hotOK, capped, capOK
+}
+
+// ParseAMDSMI reads `amd-smi metric --json`: a list with one object per GPU ("gpu": index),
+// sections usage, power (with throttle_status), clock, temperature, energy, mem_usage and,
+// where amd-smi has it, throttle.
+func ParseAMDSMI(b []byte) ([]Point, error) {
+	gpus, err := amdList(b)
+	if err != nil {
 		return nil, fmt.Errorf("not an amd-smi metric list: %v", err)
 	}
 	var pts []Point
@@ -161,6 +311,13 @@ func ParseAMDSMI(b []byte) ([]Point, error) {
 		mem := sec("mem_usage")
 		add(MemUsedBytes, mem["used_vram"], memScale)
 		add(MemTotalBytes, mem["total_vram"], memScale)
+		hot, hotOK, capped, capOK := amdThrottle(sec("power"), sec("throttle"))
+		if hotOK {
+			pts = append(pts, Point{Device: dev, Metric: ThrottleHot, Value: b2f(hot)})
+		}
+		if capOK { // the power cap as NVML's bit, so the figures count it as they count NVIDIA's
+			pts = append(pts, Point{Device: dev, Metric: Throttle, Value: b2f(capped) * ReasonSwPowerCap})
+		}
 	}
 	if len(gpus) == 0 {
 		return nil, errors.New("no GPU in the list")

@@ -188,3 +188,47 @@ func TestCommandSource(t *testing.T) {
 		t.Fatalf("a hung command: %v", err)
 	}
 }
+
+// amd-smi's throttle state reaches the thermal gate: power.throttle_status THROTTLED (the SMU cut
+// the clocks, the reason unnamed) is a hardware slowdown; where amd-smi prints the throttle
+// section, its thermal violations decide and PPT (the power limit) is the power cap, not heat.
+func TestParseAMDSMIThrottle(t *testing.T) {
+	pts, err := telemetry.ParseAMDSMI([]byte(testdata(t, "amd-smi-metric.json")))
+	if err != nil || value(t, pts, "GPU0", telemetry.ThrottleHot) != 0 {
+		t.Fatalf("UNTHROTTLED: %v %v", pts, err)
+	}
+	for _, p := range pts {
+		if p.Metric == telemetry.Throttle {
+			t.Fatalf("no power-cap state printed, none recorded: %v", p)
+		}
+	}
+	pts, err = telemetry.ParseAMDSMI([]byte(testdata(t, "amd-smi-metric-throttled.json")))
+	if err != nil || value(t, pts, "GPU0", telemetry.ThrottleHot) != 1 || value(t, pts, "GPU0", telemetry.PowerW) != 262 ||
+		value(t, pts, "GPU0/hotspot", telemetry.TempC) != 110 {
+		t.Fatalf("THROTTLED (gpu_data): %v %v", pts, err)
+	}
+	pts, err = telemetry.ParseAMDSMI([]byte(testdata(t, "amd-smi-metric-violation.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if value(t, pts, "GPU0", telemetry.ThrottleHot) != 0 || value(t, pts, "GPU0", telemetry.Throttle) != telemetry.ReasonSwPowerCap {
+		t.Fatalf("GPU0 power-limited, not hot: %v", pts)
+	}
+	if value(t, pts, "GPU1", telemetry.ThrottleHot) != 1 || value(t, pts, "GPU1", telemetry.Throttle) != 0 {
+		t.Fatalf("GPU1 socket-thermal: %v", pts)
+	}
+}
+
+func TestParseAMDSMIList(t *testing.T) {
+	m, err := telemetry.ParseAMDSMIList([]byte(testdata(t, "amd-smi-list.json")))
+	if err != nil || len(m) != 1 || m["GPU0"] != "0000:03:00.0" {
+		t.Fatalf("%v %v", m, err)
+	}
+	m, err = telemetry.ParseAMDSMIList([]byte(`{"gpu_data": [{"gpu": 1, "bdf": "00000000:0B:00.0"}, {"gpu": 2, "bdf": "N/A"}]}`))
+	if err != nil || len(m) != 1 || m["GPU1"] != "0000:0b:00.0" {
+		t.Fatalf("gpu_data, eight-digit domain, N/A: %v %v", m, err)
+	}
+	if _, err := telemetry.ParseAMDSMIList([]byte(testdata(t, "garbage.txt"))); err == nil {
+		t.Fatal("garbage parsed")
+	}
+}

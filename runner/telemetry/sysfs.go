@@ -83,7 +83,7 @@ func notAvailable(what, path string, err error) string {
 	return what + ": nothing found under " + path
 }
 
-// raplZone is one powercap zone: package-0, package-0/core, dram, psys.
+// raplZone is one powercap zone: package-0, package-0/core, dram-0, psys.
 type raplZone struct {
 	dir     string
 	device  string
@@ -115,7 +115,7 @@ func OpenRAPL(root string) (*RAPL, Status) {
 		id := filepath.Base(d)
 		dev := names[id]
 		if parent, _, ok := cutLast(id, ":"); ok && strings.Count(id, ":") == 2 {
-			dev = names[parent] + "/" + dev // intel-rapl:0:0 is a sub-zone of intel-rapl:0
+			dev = subZone(names[parent], dev) // intel-rapl:0:0 is a sub-zone of intel-rapl:0
 		}
 		if dev == "" {
 			dev = id
@@ -134,6 +134,19 @@ func OpenRAPL(root string) (*RAPL, Status) {
 	}
 	st.Available = true
 	return r, st
+}
+
+// subZone names a sub-zone under its parent: package-0/core, package-0/uncore (inside the
+// package's own counter). A package's dram sub-zone is named dram-N instead: powercap lists it
+// under the package, but it is RAPL's separate DRAM domain (MSR_DRAM_ENERGY_STATUS), which the
+// package's counter does not include, so a leg's total adds it beside the package. (Samples
+// recorded before this rule name it package-N/dram, and their figures leave it out, as the
+// reports made from them did.)
+func subZone(parent, name string) string {
+	if n, ok := strings.CutPrefix(parent, "package-"); ok && name == "dram" {
+		return "dram-" + n
+	}
+	return parent + "/" + name
 }
 
 func cutLast(s, sep string) (string, string, bool) {

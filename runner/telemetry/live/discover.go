@@ -3,8 +3,10 @@ package live
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,15 +98,30 @@ func Discover(ctx context.Context, cfg Config) *Set {
 	} else {
 		add(openNvidiaSMI(ctx, cfg))
 	}
-	amd, st := openCommand(ctx, cfg, cfg.AMDSMI, "amd-smi", telemetry.NewAMDSMI)
-	add(amd, st)
-	if st.Available {
-		set.Status = append(set.Status, telemetry.Status{Source: "rocm-smi", Reason: "rocm-smi: not used: amd-smi answers"})
-	} else {
-		add(openCommand(ctx, cfg, cfg.ROCmSMI, "rocm-smi", telemetry.NewROCmSMI))
+	amd, amdSt, amdPts := openCommand(ctx, cfg, cfg.AMDSMI, "amd-smi", telemetry.NewAMDSMI)
+	rocmSt := telemetry.Status{Source: "rocm-smi", Reason: "rocm-smi: not used: amd-smi answers"}
+	if !amdSt.Available {
+		amd, rocmSt, amdPts = openCommand(ctx, cfg, cfg.ROCmSMI, "rocm-smi", telemetry.NewROCmSMI)
 	}
-	a, st := telemetry.OpenAMDGPU(cfg.Root)
-	add(sourceOrNil(a), st)
+	a, aSt := telemetry.OpenAMDGPU(cfg.Root)
+	if amd != nil && a != nil {
+		tool := &amdSt
+		if !amdSt.Available {
+			tool = &rocmSt
+		}
+		oneSourcePerGPU(ctx, amd, tool, amdPts, a, &aSt)
+	}
+	if amd == nil || !amdSt.Available && !rocmSt.Available {
+		amd = nil
+	}
+	if amdSt.Available {
+		add(amd, amdSt)
+		set.Status = append(set.Status, rocmSt)
+	} else {
+		set.Status = append(set.Status, amdSt)
+		add(amd, rocmSt)
+	}
+	add(sourceOrNil(a), aSt)
 	r, st := telemetry.OpenRAPL(cfg.Root)
 	add(sourceOrNil(r), st)
 	h, st := telemetry.OpenHwmon(cfg.Root)
@@ -135,22 +152,119 @@ func powermetricsReason() string {
 	return "powermetrics: needs root; not sampled yet (docs/telemetry.md, Apple)"
 }
 
-// openCommand runs a one-shot sampler command once: available when its output parses.
-func openCommand(ctx context.Context, cfg Config, path, name string, mk func(string, telemetry.Exec) *telemetry.Command) (telemetry.Source, telemetry.Status) {
+// openCommand runs a one-shot sampler command once: available when its output parses. The
+// points it read come back for oneSourcePerGPU.
+func openCommand(ctx context.Context, cfg Config, path, name string, mk func(string, telemetry.Exec) *telemetry.Command) (*telemetry.Command, telemetry.Status, []telemetry.Point) {
 	st := telemetry.Status{Source: name}
 	p, why := tool(path, name)
 	if p == "" {
 		st.Reason = why
-		return nil, st
+		return nil, st, nil
 	}
 	c := mk(p, Exec(cfg.CommandTimeout))
 	pts, err := c.Read(ctx)
 	if err != nil {
 		st.Reason = err.Error()
-		return nil, st
+		return nil, st, nil
 	}
 	st.Available, st.Devices, st.Energy = true, devices(pts), energyMethod(pts)
-	return c, st
+	return c, st, pts
+}
+
+// oneSourcePerGPU keeps one source per AMD GPU. amd-smi (or rocm-smi) and the amdgpu hwmon
+// files read the same cards, and a total that added both would count each card twice. A card
+// is matched to the tool's device by PCI address (the tool's list, the hwmon chip's device);
+// the source kept is the more precise one: the one with an energy counter for the card, and
+// on a tie the tool (it also reports the throttle status and the hotspot and memory
+// temperatures). A card whose address the tool or sysfs does not give cannot be told apart
+// from the tool's GPUs, so the tool reads it alone. Both statuses say what was decided.
+func oneSourcePerGPU(ctx context.Context, tool *telemetry.Command, toolSt *telemetry.Status, toolPts []telemetry.Point, a *telemetry.AMDGPU, aSt *telemetry.Status) {
+	byPCI := map[string]string{} // PCI address → the tool's device
+	pci, pciErr := tool.PCI(ctx)
+	for dev, addr := range pci {
+		byPCI[addr] = dev
+	}
+	toolCounter := map[string]bool{}
+	for _, p := range toolPts {
+		if p.Metric == telemetry.EnergyJ {
+			toolCounter[p.Device] = true
+		}
+	}
+	name := toolSt.Source
+	var toolNotes, aNotes, toolSkipped []string
+	for _, c := range a.Cards() {
+		dev, matched := byPCI[c.PCI]
+		switch {
+		case c.PCI == "" || pciErr != nil || !matched && len(pci) < len(toolSt.Devices):
+			why := "sysfs gives no PCI address for it"
+			if c.PCI != "" {
+				why = name + " does not say which PCI address each of its GPUs is"
+				if pciErr != nil {
+					why += " (" + pciErr.Error() + ")"
+				}
+			}
+			a.Drop(c.Device)
+			aNotes = append(aNotes, fmt.Sprintf("%s not read here: %s reads the AMD GPUs and %s, so it cannot be told apart from them (counting it twice would double its energy)", c.Device, name, why))
+		case !matched:
+			// a card the tool does not list: the hwmon files are its only source
+		case c.Counter && !toolCounter[dev]:
+			tool.Skip(dev)
+			toolSkipped = append(toolSkipped, dev)
+			toolNotes = append(toolNotes, fmt.Sprintf("%s (%s) is read by amdgpu as %s (an energy counter; %s has power only)", dev, c.PCI, c.Device, name))
+			aNotes = append(aNotes, fmt.Sprintf("%s (%s) is %s's %s, read here (energy counter)", c.Device, c.PCI, name, dev))
+		default:
+			a.Drop(c.Device)
+			why := "energy counter"
+			if !toolCounter[dev] {
+				why = "power readings, as here"
+			}
+			if name == "amd-smi" {
+				why += "; throttle status"
+			}
+			toolNotes = append(toolNotes, fmt.Sprintf("%s (%s) is also amdgpu's %s: read here only", dev, c.PCI, c.Device))
+			aNotes = append(aNotes, fmt.Sprintf("%s (%s) is %s's %s, read there (%s)", c.Device, c.PCI, name, dev, why))
+		}
+	}
+	toolSt.Devices = without(toolSt.Devices, toolSkipped)
+	if len(toolSt.Devices) == 0 {
+		toolSt.Available, toolSt.Energy = false, ""
+	}
+	toolSt.Reason = joinNotes(name, toolSt.Available, toolNotes)
+	var kept []string
+	counter := false
+	for _, c := range a.Cards() {
+		kept = append(kept, c.Device)
+		counter = counter || c.Counter
+	}
+	aSt.Devices = kept
+	if len(kept) == 0 {
+		aSt.Available, aSt.Energy = false, ""
+	} else if !counter {
+		aSt.Energy = "power"
+	}
+	aSt.Reason = joinNotes("amdgpu", aSt.Available, aNotes)
+}
+
+// joinNotes words discovery's decisions as a status reason: a note on an available source, why
+// not on one left with nothing to read.
+func joinNotes(source string, available bool, notes []string) string {
+	if len(notes) == 0 {
+		return ""
+	}
+	if available {
+		return source + ": " + strings.Join(notes, "; ")
+	}
+	return source + ": not used: " + strings.Join(notes, "; ")
+}
+
+func without(list, drop []string) []string {
+	var out []string
+	for _, s := range list {
+		if !slices.Contains(drop, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // openNvidiaSMI checks nvidia-smi with one bounded query, then starts it with -lms.
