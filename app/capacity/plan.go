@@ -17,6 +17,7 @@ import (
 	"sparkbench/app/energy"
 	"sparkbench/app/study"
 	"sparkbench/runner/fsread"
+	"sparkbench/runner/jsonlex"
 )
 
 // Plan schemas.
@@ -321,7 +322,7 @@ func (p *Plan) Candidate(id string) (Candidate, bool) {
 // and column (a *study.DecodeError).
 func Decode(name string, data []byte) (*Plan, error) {
 	var p Plan
-	if err := study.DecodeFileStrict(name, data, &p, "a plan file holds exactly one JSON object", "docs/capacity.md"); err != nil {
+	if err := study.DecodeFileStrict(name, data, &p, "a plan file holds exactly one JSON object", "docs/capacity.md", jsonlex.Input); err != nil {
 		return nil, err
 	}
 	g, err := readGiven(data)

@@ -4,6 +4,7 @@ import (
 	"sparkbench/app/canon"
 	"sparkbench/app/energy"
 	"sparkbench/app/study"
+	"sparkbench/runner/jsonlex"
 )
 
 // SchemaQuant identifies a quantization ladder plan.
@@ -211,7 +212,7 @@ func (p *Plan) SHA256() (string, []byte, error) { return canon.SHA256(p) }
 // and column.
 func Decode(name string, data []byte) (*Plan, error) {
 	var p Plan
-	if err := study.DecodeFileStrict(name, data, &p, "a plan file holds exactly one JSON object", "docs/quant.md"); err != nil {
+	if err := study.DecodeFileStrict(name, data, &p, "a plan file holds exactly one JSON object", "docs/quant.md", jsonlex.Input); err != nil {
 		return nil, err
 	}
 	return &p, nil

@@ -10,12 +10,17 @@ import (
 )
 
 // DecodeFileStrict decodes exactly one JSON value into v with unknown fields refused (the one
-// strict decoder, jsonlex.DecodeStrict), worded for the file: oneValue says what the file
-// holds, doc where its format is described.
-func DecodeFileStrict(name string, data []byte, v any, oneValue, doc string) error {
-	e := jsonlex.DecodeStrict(data, v)
+// strict decoder, jsonlex.DecodeStrict, with checks: jsonlex.Input for a file a person wrote,
+// such as a plan), worded for the file: oneValue says what the file holds, doc where its format
+// is described.
+func DecodeFileStrict(name string, data []byte, v any, oneValue, doc string, checks ...jsonlex.Check) error {
+	e := jsonlex.DecodeStrict(data, v, checks...)
 	if e == nil {
 		return nil
+	}
+	if msg, ok := inputCheckDetail(data, e); ok {
+		l, c := jsonlex.LineCol(data, e.Offset)
+		return &DecodeError{File: name, Line: l, Col: c, Msg: msg}
 	}
 	at := func(off int64, msg string) error {
 		l, c := jsonlex.LineCol(data, off)
@@ -40,4 +45,17 @@ func DecodeFileStrict(name string, data []byte, v any, oneValue, doc string) err
 		return at(e.Offset, "trailing data after the JSON object; "+oneValue)
 	}
 	return at(e.Offset, e.Detail())
+}
+
+// inputCheckDetail words the refusals of jsonlex.Input's checks (a key given twice, bytes that
+// are not UTF-8) as the decoders of a person's files say them.
+func inputCheckDetail(data []byte, e *jsonlex.StrictError) (string, bool) {
+	switch e.Kind {
+	case jsonlex.StrictDuplicate:
+		l, c := jsonlex.LineCol(data, e.First)
+		return fmt.Sprintf("key %s given twice in one object (first at line %d, column %d); give it once", e.Field, l, c), true
+	case jsonlex.StrictUTF8:
+		return fmt.Sprintf("byte 0x%02x is not UTF-8; save the file as UTF-8", data[e.Offset]), true
+	}
+	return "", false
 }

@@ -344,11 +344,11 @@ func (e *DecodeError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }
 
-// Decode reads a plan strictly: unknown fields (a typo such as "depth" for "depths") and
-// trailing data are errors with file, line and column.
+// Decode reads a plan strictly: unknown fields (a typo such as "depth" for "depths"), trailing
+// data, a key given twice and bytes that are not UTF-8 are errors with file, line and column.
 func Decode(name string, data []byte) (*Plan, error) {
 	var p Plan
-	if e := jsonlex.DecodeStrict(data, &p); e != nil {
+	if e := jsonlex.DecodeStrict(data, &p, jsonlex.Input); e != nil {
 		return nil, decodeError(name, data, e)
 	}
 	p.given = givenFields(data)
@@ -373,6 +373,9 @@ func decodeError(name string, data []byte, e *jsonlex.StrictError) error {
 	at := func(off int64, msg string) error {
 		l, c := jsonlex.LineCol(data, off)
 		return &DecodeError{name, l, c, msg}
+	}
+	if msg, ok := inputCheckDetail(data, e); ok {
+		return at(e.Offset, msg)
 	}
 	switch e.Kind {
 	case jsonlex.StrictEmpty:

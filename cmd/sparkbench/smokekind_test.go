@@ -18,6 +18,7 @@ import (
 	"sparkbench/app/workbench"
 	"sparkbench/runner"
 	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/jsonlex"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
@@ -106,7 +107,7 @@ func smokeValidate(_ context.Context, file string, data []byte, hash study.HashF
 // decoder worded for the file, then each field's rule as a problem with its path.
 func decodeSmokePlanFile(file string, data []byte) (*smokePlan, []study.Problem, error) {
 	var p smokePlan
-	if err := study.DecodeFileStrict(file, data, &p, "a smoke plan is one JSON object", "cmd/sparkbench/smokekind_test.go"); err != nil {
+	if err := study.DecodeFileStrict(file, data, &p, "a smoke plan is one JSON object", "cmd/sparkbench/smokekind_test.go", jsonlex.Input); err != nil {
 		return nil, nil, err
 	}
 	var probs []study.Problem
