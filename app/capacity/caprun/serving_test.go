@@ -33,6 +33,13 @@ func addServing(t *testing.T, path string, s capacity.Serving) {
 	}
 }
 
+// planWindow is a sustain window the plan's requests always fill (2 requests, 1 ms): the
+// tests whose probes are about something else keep their few requests at high rates.
+func planWindow() *capacity.SustainWindow {
+	n, s := 2, 0.001
+	return &capacity.SustainWindow{MinRequests: &n, MinSeconds: &s}
+}
+
 // readServing reads and parses a lifetime's serving file.
 func readServing(t *testing.T, out string, key capacity.LifetimeKey) *capacity.ServingFile {
 	t.Helper()
@@ -119,10 +126,9 @@ func TestServingRunOnTheFake(t *testing.T) {
 	dir := t.TempDir()
 	model := llamatest.Model(t, "tiny-llama-f32.gguf")
 	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-lv", "4"}, capacity.Markers{}}}, []int{1}, []int{1}, 0, 2, 8)
-	minReq, minS := 2, 0.1 // the plan's 12 requests are the window
 	addServing(t, plan, capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalPoisson, Seed: 11}, Rates: []float64{20, 40},
 		Search: &capacity.RateSearch{Lo: 10, Hi: 80, Tolerance: 0.5, MaxProbes: 4}, Requests: 12, Warmups: 1,
-		SLO: capacity.SLO{TTFTMs: 2000, TPOTMs: 500}, Sustain: &capacity.SustainWindow{MinRequests: &minReq, MinSeconds: &minS}})
+		SLO: capacity.SLO{TTFTMs: 2000, TPOTMs: 500}, Sustain: planWindow()})
 	p := mustLoad(t, plan)
 	p.Passes = []string{capacity.PassForward}
 	b, _ := json.MarshalIndent(p, "", "  ")

@@ -21,10 +21,9 @@ func TestServingUnsustainableRateIsFlagged(t *testing.T) {
 	dir := t.TempDir()
 	model := llamatest.Model(t, "tiny-llama-f32.gguf")
 	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-lv", "4"}, capacity.Markers{}}}, []int{1}, []int{1}, 0, 2, 8)
-	minReq, minS := 2, 0.001 // the window the plan's 24 requests make
 	addServing(t, plan, capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalConstant}, Rates: []float64{2000},
 		Requests: 24, Warmups: 1, MaxInFlight: 1, SLO: capacity.SLO{TTFTMs: 60000, TPOTMs: 60000},
-		Sustain: &capacity.SustainWindow{MinRequests: &minReq, MinSeconds: &minS}})
+		Sustain: planWindow()})
 	p := mustLoad(t, plan)
 	p.Passes = []string{capacity.PassForward}
 	b, _ := json.MarshalIndent(p, "", "  ")
