@@ -138,8 +138,11 @@ func TestServingPoissonExampleEndToEnd(t *testing.T) {
 	} else if !q.Converged && !strings.Contains(md, q.Note) {
 		t.Errorf("not converged and the receipt does not say why (%q)", q.Note)
 	}
+	// The search chart exists when the search made probes of its own (on a busy machine the
+	// server may not sustain even the search's lo, measured by the sweep already).
+	searched := len(sv[0].Search.Probes) > 0
 	for _, name := range []string{"plots/serving-latency.png", "plots/serving-goodput.png", "plots/serving-search.png"} {
-		if len(files[name]) == 0 {
+		if len(files[name]) == 0 && (searched || name != "plots/serving-search.png") {
 			t.Errorf("the bundle has no %s", name)
 		}
 	}
@@ -166,7 +169,13 @@ func TestServingPoissonExampleEndToEnd(t *testing.T) {
 		t.Logf("journal: %s", got)
 	}
 	for _, k := range []string{"serving_latency", "serving_goodput", "serving_search"} {
-		if code, stdout, errOut := runCLI("plot", "1", "--kind", k, "--out", filepath.Join(dir, k+".png"), "--notebook", nb); code != 0 {
+		code, stdout, errOut := runCLI("plot", "1", "--kind", k, "--out", filepath.Join(dir, k+".png"), "--notebook", nb)
+		switch {
+		case k == "serving_search" && !searched:
+			if code == 0 || !strings.Contains(errOut, "the max-rate search made no probe of its own ("+sv[0].Search.Note+")") {
+				t.Errorf("plot --kind %s of a search without probes: %d %s %s; want it refused, saying why", k, code, stdout, errOut)
+			}
+		case code != 0:
 			t.Errorf("plot --kind %s: %d %s %s", k, code, stdout, errOut)
 		}
 	}
