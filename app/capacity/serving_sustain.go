@@ -222,10 +222,10 @@ func (sc SustainCheck) gate() GateCheck {
 	case sc.Ratio == nil:
 		g.Detail = fmt.Sprintf("fewer than 2 of %d arrivals completed: completions did not keep up with arrivals at %s/s", sc.Arrivals, f3s(*sc.OfferedRate))
 	case *sc.Ratio < SustainRatioMin:
-		g.Detail = fmt.Sprintf("completions %s/s against arrivals %s/s (%.1f%% < %.0f%%) over %s s: the server fell behind its arrivals",
+		g.Detail = fmt.Sprintf("completions %s/s against arrivals %s/s (%.1f%% < %.0f%%) over %s s: completions fell behind the arrivals",
 			f3s(*sc.DepartureRate), f3s(*sc.OfferedRate), *sc.Ratio*100, SustainRatioMin*100, f3s(sc.WindowS))
 	default:
-		g.Detail = fmt.Sprintf("in flight grew from %.1f to %.1f (by %.1f, at most %.1f) over the window's last two thirds: the server fell behind its arrivals",
+		g.Detail = fmt.Sprintf("in flight grew from %.1f (the window's middle third, time-averaged) to %.1f (its last third), by %.1f, at most %.1f: completions fell behind the arrivals",
 			sc.InFlightMiddle, sc.InFlightLast, sc.InFlightGrowth, sc.GrowthLimit)
 	}
 	return g
