@@ -132,6 +132,11 @@ func Assemble(plan *Plan, in Inputs) (Result, error) {
 	}
 	if p.Serving != nil {
 		maps.Copy(res.Definitions, servingDefinitions)
+		for _, sr := range a.serving {
+			if sr.Saturation != nil { // the sustain rules' files (a version 1 file's result keeps its bytes)
+				res.Definitions["serving_sustained"] = servingSustainedDefinition
+			}
+		}
 		res.HarnessFloor = a.harness
 	}
 	if len(a.batched) > 0 {

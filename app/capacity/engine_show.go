@@ -31,6 +31,20 @@ type Report struct {
 	// (docs/capacity.md "RPC topologies").
 	NetworkTax []NetworkTax `json:"network_tax,omitempty"`
 	RPCSplits  []RPCSplit   `json:"rpc_splits,omitempty"`
+	// Serving and HarnessFloor: a serving plan's open-loop results, from a trusted study.json
+	// only: every probe of every server lifetime, the max-rate search's outcome, the knee the
+	// sustain rule found, and the client's own floor (docs/serving.md). Absent for a
+	// closed-loop plan.
+	Serving      []ServingReport `json:"serving,omitempty"`
+	HarnessFloor *HarnessFloor   `json:"harness_floor,omitempty"`
+}
+
+// ServingReport is one server lifetime's open-loop probes, with its candidate.
+type ServingReport struct {
+	Candidate string `json:"candidate"`
+	ServingResult
+	// Unit is the schedule's rate unit: req/s, or conversations/s for multi_turn.
+	Unit string `json:"rate_unit"`
 }
 
 // ReportStudy is the study's header.
@@ -133,6 +147,7 @@ func Show(ctx context.Context, rec Recorder, id int64) (*Report, error) {
 				rep.Envelope = append(rep.Envelope, er)
 			}
 			rep.NetworkTax, rep.RPCSplits = a.Result.NetworkTax, RPCSplits(a.Result)
+			rep.Serving, rep.HarnessFloor = servingReports(a.Result), a.Result.HarnessFloor
 		}
 	}
 	p, err := Decode("registered plan", st.PlanJSON)
@@ -154,4 +169,22 @@ func Show(ctx context.Context, rec Recorder, id int64) (*Report, error) {
 		rep.Verdicts = append(rep.Verdicts, rv)
 	}
 	return rep, nil
+}
+
+// servingReports lists a serving study's lifetimes in candidate order (nil: a closed-loop plan).
+func servingReports(r *Result) []ServingReport {
+	if r.Plan == nil || r.Plan.Serving == nil {
+		return nil
+	}
+	unit := "req/s"
+	if r.Plan.Serving.multiTurn() {
+		unit = "conversations/s"
+	}
+	out := []ServingReport{}
+	for _, c := range r.Candidates {
+		for _, sv := range c.Serving {
+			out = append(out, ServingReport{Candidate: c.ID, ServingResult: sv, Unit: unit})
+		}
+	}
+	return out
 }

@@ -97,6 +97,7 @@ func WriteReport(w io.Writer, r *Report) {
 			fprintf(w, "  %s\n", SelectedLine(sp.Candidate, sel, PointRef{Slots: sp.BaseSlots, Clients: sp.BaseClients}, ""))
 		}
 	}
+	writeServing(w, r)
 	writeKVQuality(w, r)
 	writeRPC(w, r)
 	if len(r.Verdicts) > 0 || len(r.Pending) > 0 {
@@ -171,4 +172,83 @@ func KeptText(sum *RunSummary) string {
 		s += fmt.Sprintf(", and %d quality guards", sum.GuardsKept)
 	}
 	return s + ")"
+}
+
+// writeServing prints a serving study's open-loop results: the harness floor, then per server
+// lifetime every probe (offered, scheduled and achieved rates, completions per second against
+// arrivals, latencies, verdict), the sweep's best rate, the search's outcome and the knee.
+func writeServing(w io.Writer, r *Report) {
+	if len(r.Serving) == 0 && r.HarnessFloor == nil {
+		return
+	}
+	fprintf(w, "open-loop serving (requests arrive on a schedule whether or not earlier ones finished; TTFT and E2E from the scheduled send):\n")
+	if h := r.HarnessFloor; h != nil {
+		fprintf(w, "  harness floor: %d clients, %d requests of %d tokens against the built-in fake: TTFT p50 %.3f / p99 %.3f ms, ITL p50 %.3f / p99 %.3f ms, %.2f CPU µs per token\n",
+			h.Clients, h.Requests, h.NPredict, h.TTFTMsP50, h.TTFTMsP99, h.ITLMsP50, h.ITLMsP99, h.CPUUsPerToken)
+	} else {
+		fprintf(w, "  harness floor: not measured\n")
+	}
+	for _, sv := range r.Serving {
+		u := sv.Unit
+		fprintf(w, "  %s P%d %s pass:\n", sv.Candidate, sv.Slots, sv.Pass)
+		for _, pr := range sv.Probes {
+			verdict := "PASS"
+			if !pr.Passed {
+				verdict = "FAIL " + strings.Join(pr.Failures, ", ")
+			}
+			if pr.ClientBound {
+				verdict += " (client-bound)"
+			}
+			keep := ""
+			if sc := pr.Sustain; sc != nil {
+				keep = fmt.Sprintf("  completions %s/s of arrivals %s/s", numText(sc.DepartureRate, 3), numText(sc.OfferedRate, 3))
+			}
+			fprintf(w, "    #%-2d %-6s offered %8s %s  scheduled %8s  achieved %8s%s  %d/%d completed  TTFT p95 %s ms  TPOT p95 %s ms  %s\n",
+				pr.Probe, pr.Kind, ms(pr.OfferedRate), u, numText(pr.ScheduledRate, 3), numText(pr.AchievedRate, 3), keep,
+				pr.Completed, pr.Requests, numText(pr.TTFTMs.P95, 1), numText(pr.TPOTMs.P95, 2), verdict)
+		}
+		if sv.MaxSweepRate != nil {
+			fprintf(w, "    sweep: the largest rate meeting every SLO is %s %s\n", ms(*sv.MaxSweepRate), u)
+		} else if len(sv.Probes) > 0 && sv.Probes[0].Kind == ProbeSweep {
+			fprintf(w, "    sweep: no rate met every SLO\n")
+		}
+		if q := sv.Search; q != nil {
+			fprintf(w, "    search: %s\n", SearchLine(q, u))
+		}
+		if st := sv.Saturation; st != nil {
+			fprintf(w, "    knee: %s\n", SaturationLine(st, u))
+		}
+	}
+}
+
+// SearchLine is the max-rate search's outcome in words.
+func SearchLine(q *SearchResult, unit string) string {
+	line := "no rate meets every SLO"
+	if q.MaxRate != nil {
+		line = fmt.Sprintf("max rate meeting every SLO %s %s", ms(*q.MaxRate), unit)
+	}
+	if q.LowestFail != nil {
+		line += fmt.Sprintf(", lowest failing %s %s", ms(*q.LowestFail), unit)
+	}
+	conv := "converged"
+	if !q.Converged {
+		conv = "not converged"
+	}
+	return fmt.Sprintf("%s; %s (%s), %d search probes", line, conv, q.Note, len(q.Probes))
+}
+
+// SaturationLine is the knee the sustain rule found, in words.
+func SaturationLine(st *Saturation, unit string) string {
+	line := st.Note
+	if st.SaturatedRate != nil {
+		line += fmt.Sprintf("; saturated, the server completed %.3g/s", *st.SaturatedRate)
+	}
+	if len(st.SkippedSweepRates) > 0 {
+		var rs []string
+		for _, r := range st.SkippedSweepRates {
+			rs = append(rs, ms(r))
+		}
+		line += fmt.Sprintf("; sweep rates not probed (past saturation): %s %s", strings.Join(rs, ", "), unit)
+	}
+	return line + fmt.Sprintf(" (window: at least %d requests and %s s a probe)", st.MinRequests, ms(st.MinSeconds))
 }

@@ -71,6 +71,9 @@ type ServingResult struct {
 	// MaxSweepRate is the largest sweep rate meeting every SLO (null: none, or no sweep).
 	MaxSweepRate *float64      `json:"max_sweep_rate_meeting_slo"`
 	Search       *SearchResult `json:"search,omitempty"`
+	// Saturation is the knee the sustain rule found (serving files of version 2; omitted for
+	// a version 1 file, judged before the rule).
+	Saturation *Saturation `json:"saturation,omitempty"`
 }
 
 // SearchResult is the max-rate search's outcome: the largest offered rate that met every SLO
@@ -160,6 +163,7 @@ func (a *assembler) servingLifetime(k LifetimeKey, f InputFile) (*ServingResult,
 		}
 		byProbe[r.Probe] = append(byProbe[r.Probe], r)
 	}
+	rules := file.Rules()
 	sr := &ServingResult{Pass: k.Pass, Slots: k.Slots, Probes: []ProbeResult{}}
 	var points []ProbePoint
 	for probe := 0; ; probe++ {
@@ -172,24 +176,28 @@ func (a *assembler) servingLifetime(k LifetimeKey, f InputFile) (*ServingResult,
 		}
 		recs := byProbe[probe]
 		delete(byProbe, probe)
-		if n, msg := s.measuredCount(recs); n != s.Requests || warm[probe] != s.Warmups {
+		want := s.probeRequests(rules, rate)
+		if n, msg := s.measuredCount(recs, want); n != want || warm[probe] != s.Warmups {
 			if msg != "" {
 				return nil, inputErr(FlagServing, key, "%s: probe %d (%s conversations/s): %s: the run is incomplete; re-run this server lifetime", f.Name, probe, ms(rate), msg)
 			}
 			return nil, inputErr(FlagServing, key, "%s: probe %d (%s req/s) has %d warmup and %d measured requests, the plan says %d and %d: the run is incomplete; re-run this server lifetime",
-				f.Name, probe, ms(rate), warm[probe], len(recs), s.Warmups, s.Requests)
+				f.Name, probe, ms(rate), warm[probe], len(recs), s.Warmups, want)
 		}
 		for _, r := range recs {
 			if r.Rate != rate {
 				return nil, inputErr(FlagServing, key, "%s:%d: probe %d offered %s req/s, but the plan's %s asks for %s req/s here", f.Name, r.Line, probe, ms(r.Rate), kind, ms(rate))
 			}
 		}
-		pr := ProbeMetrics(s, a.p.NPredict, probe, kind, rate, recs)
+		pr := probeMetrics(s, rules, a.p.NPredict, probe, kind, rate, recs)
 		sr.Probes = append(sr.Probes, pr)
-		points = append(points, ProbePoint{Rate: rate, Passed: pr.Passed})
+		points = append(points, pr.Point())
 		if kind == ProbeSweep && pr.Passed && (sr.MaxSweepRate == nil || rate > *sr.MaxSweepRate) {
 			sr.MaxSweepRate = fptr(rate)
 		}
+	}
+	if rules >= ServingRulesSustain {
+		sr.Saturation = saturationOf(s, sr.Probes)
 	}
 	if len(byProbe) > 0 {
 		extra := slices.Sorted(maps.Keys(byProbe))
@@ -239,3 +247,6 @@ var servingDefinitions = map[string]string{
 	"serving_client_bound":  "a probe whose TTFT or TPOT p50 is within 3x the harness floor's p99 (a null run against the built-in fake server)",
 	"serving_contamination": "a cold request (cache_prompt off) with timings.cache_n > 0 was answered from the prompt cache: excluded from the figures and counted against contamination_max",
 }
+
+// servingSustainedDefinition is added when a lifetime was judged by the sustain rules.
+const servingSustainedDefinition = "a probe (sustain rules: serving-requests/v2) passes only when, over its window of at least min_requests requests and min_seconds of arrivals, completions per second (first to last completion) are at least 0.95 of the schedule's own rate and the time-averaged in-flight count over the window's last third exceeds the middle third's by at most max(3, 0.1 x arrivals); else rate:not_sustained. The sweep stops climbing at its first unsustained rate; the knee is the highest sustained rate below the lowest unsustained one"

@@ -54,9 +54,12 @@ type ProbeResult struct {
 	// TimingDisagreements are the requests whose client-measured generation time differs from
 	// the server's timings beyond timing_tolerance (when the plan sets it).
 	TimingDisagreements *TimingDisagreements `json:"timing_disagreements,omitempty"`
-	Checks              []GateCheck          `json:"checks"`
-	Failures            []string             `json:"failures"`
-	Passed              bool                 `json:"passed"`
+	// Sustain is the sustain rule measured over the probe's window (serving files of version
+	// 2; omitted for the probes of a version 1 file, judged before the rule).
+	Sustain  *SustainCheck `json:"sustain,omitempty"`
+	Checks   []GateCheck   `json:"checks"`
+	Failures []string      `json:"failures"`
+	Passed   bool          `json:"passed"`
 }
 
 // Quantiles are p50, p95, p99 and the maximum (null when no value).
@@ -89,10 +92,16 @@ func (q Quantiles) at(p int) *float64 {
 // the serving SLO. Its pass or fail is what the max-rate search follows, so it depends on the
 // records alone; the harness floor (when known) only adds the client_bound flag.
 func ProbeMetrics(s *Serving, nPredict int, probe int, kind string, rate float64, measured []ServingRecord) ProbeResult {
+	return probeMetrics(s, ServingRulesSustain, nPredict, probe, kind, rate, measured)
+}
+
+// probeMetrics is ProbeMetrics under a serving file's rules (ServingRulesV1: no sustain rule,
+// every probe the plan's requests).
+func probeMetrics(s *Serving, rules, nPredict int, probe int, kind string, rate float64, measured []ServingRecord) ProbeResult {
 	recs := append([]ServingRecord(nil), measured...)
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
 	pr := ProbeResult{Probe: probe, Kind: kind, OfferedRate: rate, Requests: len(recs),
-		ScheduleSHA256: ScheduleSHA256(ArrivalSchedule(s.Arrival, rate, s.Requests)), Checks: []GateCheck{}, Failures: []string{}}
+		ScheduleSHA256: ScheduleSHA256(ArrivalSchedule(s.Arrival, rate, s.probeRequests(rules, rate))), Checks: []GateCheck{}, Failures: []string{}}
 	var ttft, tpot, e2e, delay []float64
 	first, lastEnd := math.Inf(1), math.Inf(-1)
 	firstSend, lastSend, lastSched := math.Inf(1), math.Inf(-1), math.Inf(-1)
@@ -114,7 +123,7 @@ func ProbeMetrics(s *Serving, nPredict int, probe int, kind string, rate float64
 			pr.Contaminated++
 			continue
 		}
-		if r.HTTPStatus != 200 || r.Error != "" || r.Tokens != r.asked(nPredict) || r.FirstTokenMs == nil {
+		if !completedUnder(s, nPredict, r) {
 			continue
 		}
 		pr.Completed++
@@ -145,6 +154,10 @@ func ProbeMetrics(s *Serving, nPredict int, probe int, kind string, rate float64
 		}
 	}
 	pr.TTFTMs, pr.TPOTMs, pr.E2EMs, pr.SendDelayMs = quantilesOf(ttft), quantilesOf(tpot), quantilesOf(e2e), quantilesOf(delay)
+	if rules >= ServingRulesSustain {
+		sc := Sustain(arrivalUnits(recs, func(r ServingRecord) bool { return completedUnder(s, nPredict, r) }))
+		pr.Sustain = &sc
+	}
 	pr.judge(s)
 	return pr
 }
@@ -204,6 +217,9 @@ func (pr *ProbeResult) judge(s *Serving) {
 	if td := pr.TimingDisagreements; td != nil {
 		check(td.gate(s.TimingTolerance), CodeTimingDisagreement)
 	}
+	if sc := pr.Sustain; sc != nil {
+		check(sc.gate(), CodeNotSustained)
+	}
 	pr.Passed = len(pr.Failures) == 0
 }
 
@@ -215,21 +231,42 @@ func rateText(r *float64) string {
 }
 
 // NextProbe is the rate the serving block measures next, given the probes measured so far in
-// order: the sweep's rates, then the max-rate search's choices; done when there is none.
+// order: the sweep's rates, then the max-rate search's choices; done when there is none. The
+// sweep stops climbing at its first probe that was not sustained (ProbePoint.Saturated): the
+// rates above it are skipped, and the search (when planned) takes over.
 func (s *Serving) NextProbe(points []ProbePoint) (rate float64, kind string, done bool, st SearchState) {
-	if k := len(points); k < len(s.Rates) {
+	sweep, saturated := min(len(points), len(s.Rates)), false
+	for i := range sweep {
+		if points[i].Saturated {
+			sweep, saturated = i+1, true
+			break
+		}
+	}
+	if k := len(points); k == sweep && k < len(s.Rates) && !saturated {
 		return s.Rates[k], ProbeSweep, false, st
 	}
 	if s.Search == nil {
 		return 0, "", true, st
 	}
-	rate, done, st = NextSearchRate(*s.Search, points, len(points)-len(s.Rates))
+	rate, done, st = NextSearchRate(*s.Search, points, len(points)-sweep)
 	return rate, ProbeSearch, done, st
 }
 
-// ProbeSchedule is a probe's send times (the plan's arrival process at rate).
+// ProbeSchedule is a probe's send times (the plan's arrival process at rate, ProbeRequests
+// of them).
 func (s *Serving) ProbeSchedule(rate float64) []time.Duration {
-	return ArrivalSchedule(s.Arrival, rate, s.Requests)
+	return ArrivalSchedule(s.Arrival, rate, s.ProbeRequests(rate))
+}
+
+// completedUnder says a measured record completed: HTTP 200, no error, every token it asked
+// for, a first token.
+func completedUnder(s *Serving, nPredict int, r ServingRecord) bool {
+	return r.HTTPStatus == 200 && r.Error == "" && r.Tokens == r.asked(nPredict) && r.FirstTokenMs != nil
+}
+
+// Point is the probe as the search and the sweep follow it.
+func (pr ProbeResult) Point() ProbePoint {
+	return ProbePoint{Rate: pr.OfferedRate, Passed: pr.Passed, Saturated: pr.Sustain != nil && !pr.Sustain.Sustained}
 }
 
 // contaminated says a request the server should have answered cold reused its prompt cache:

@@ -112,14 +112,14 @@ func checkConversations(recs []ServingRecord, want int) string {
 
 // measuredCount is what a probe's measured records are counted in: conversations for the
 // multi_turn kind, requests otherwise; msg says what is wrong.
-func (s *Serving) measuredCount(recs []ServingRecord) (n int, msg string) {
+func (s *Serving) measuredCount(recs []ServingRecord, want int) (n int, msg string) {
 	if !s.multiTurn() {
 		return len(recs), ""
 	}
-	if msg := checkConversations(recs, s.Requests); msg != "" {
+	if msg := checkConversations(recs, want); msg != "" {
 		return -1, msg
 	}
-	return s.Requests, ""
+	return want, ""
 }
 
 // TimingDisagreements are a probe's requests whose client-measured time per generated token

@@ -56,6 +56,10 @@ type Serving struct {
 	// token differs from the server's own (timings.predicted_ms) by more than this fraction
 	// (plus 0.5 ms), and fails the probe client_server_timing_disagreement (docs/serving.md).
 	TimingTolerance float64 `json:"timing_tolerance,omitempty"`
+	// Sustain, when given, is the least a probe's measured window holds (min_requests,
+	// min_seconds); left out, the defaults (docs/serving.md, "Sustained rates"). Written only
+	// when given: other plans keep their SHA-256.
+	Sustain *SustainWindow `json:"sustain,omitempty"`
 }
 
 // Arrival is the arrival process shared by every probe; only the rate differs between them.
@@ -193,6 +197,7 @@ func (v *validator) checkServing() {
 		v.errf("serving.warmups", "%d: want 0 to 1000", s.Warmups)
 	}
 	v.checkSLO(s)
+	v.checkSustain(s)
 	v.checkWorkload(s.Workload)
 	if !(s.TimingTolerance >= 0 && s.TimingTolerance <= 10) {
 		v.errf("serving.timing_tolerance", "%g: want a fraction in (0, 10], e.g. 0.5 for 50%%; or leave it out", s.TimingTolerance)

@@ -10,8 +10,27 @@ import (
 
 // SchemaServingRequests identifies the open-loop request records of one server lifetime
 // (docs/serving.md): JSON lines, a header (the request file's) then one line per request of
-// every probe, warmups included.
-const SchemaServingRequests = "sparkbench.serving-requests/v1"
+// every probe, warmups included. Version 2 files are judged by the sustain rule (each probe's
+// window long enough, completions keeping up with arrivals, the sweep stopping at saturation);
+// version 1 files, written before it, are assembled as they were, so their bundles verify.
+const (
+	SchemaServingRequests   = "sparkbench.serving-requests/v2"
+	SchemaServingRequestsV1 = "sparkbench.serving-requests/v1"
+)
+
+// Serving rules: which judgement a serving file's probes get (by its schema).
+const (
+	ServingRulesV1      = 1
+	ServingRulesSustain = 2
+)
+
+// Rules is the judgement this file's probes get: ServingRulesSustain for version 2 files.
+func (f *ServingFile) Rules() int {
+	if f.Header.Schema == SchemaServingRequestsV1 {
+		return ServingRulesV1
+	}
+	return ServingRulesSustain
+}
 
 // Probe kinds: a rate of the sweep, or one the max-rate search chose.
 const (
@@ -87,7 +106,7 @@ func (sw *ServingWriter) Write(r ServingRecord) error {
 }
 
 func checkServingHeader(h RequestHeader) string {
-	if h.Schema != SchemaServingRequests {
+	if h.Schema != SchemaServingRequests && h.Schema != SchemaServingRequestsV1 {
 		return fmt.Sprintf("header schema %q: want %q on the first line (see docs/serving.md)", h.Schema, SchemaServingRequests)
 	}
 	h.Schema = SchemaRequests

@@ -89,10 +89,12 @@ func (s unitSource) gamma(shape float64) float64 {
 	}
 }
 
-// ProbePoint is one measured offered rate and whether it met every SLO.
+// ProbePoint is one measured offered rate and whether it met every SLO; Saturated: it failed
+// the sustain rule (completions fell behind arrivals), which stops the sweep.
 type ProbePoint struct {
-	Rate   float64
-	Passed bool
+	Rate      float64
+	Passed    bool
+	Saturated bool
 }
 
 // SearchState is where a max-rate search stands on its measured points.

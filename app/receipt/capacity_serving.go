@@ -60,8 +60,12 @@ func capServing(w *mdWriter, r *capacity.Result) {
 	}
 	w.heading(2, "Serving: open-loop arrivals")
 	proc := s.Arrival.Describe(num)
-	w.line("**Open loop, not the closed loop of the tables above.** Requests arrive on a %s schedule at each offered rate whether or not earlier ones finished (at most %d in flight); each probe is %d measured requests after %d closed-loop warmups. TTFT and E2E run from each request's **scheduled** send time (coordinated-omission-correct); the send delay is actual − scheduled. The closed-loop cells above answer which slots × clients point to pick; these rows answer how much traffic the server takes and at what latency.",
-		proc, s.MaxInFlight, s.Requests, s.Warmups)
+	each := fmt.Sprintf("each probe is %d measured requests", s.Requests)
+	if sustainRules(r) { // the sustain rules' probes send at least their window
+		each = fmt.Sprintf("each probe is max(%d, %d, ⌈rate × %s s⌉ + 1) measured requests", s.Requests, s.SustainMinRequests(), num(s.SustainMinSeconds()))
+	}
+	w.line("**Open loop, not the closed loop of the tables above.** Requests arrive on a %s schedule at each offered rate whether or not earlier ones finished (at most %d in flight); %s after %d closed-loop warmups. TTFT and E2E run from each request's **scheduled** send time (coordinated-omission-correct); the send delay is actual − scheduled. The closed-loop cells above answer which slots × clients point to pick; these rows answer how much traffic the server takes and at what latency.",
+		proc, s.MaxInFlight, each, s.Warmups)
 	w.blank()
 	slo := fmt.Sprintf("TTFT ≤ %s ms, TPOT ≤ %s ms", num(s.SLO.TTFTMs), num(s.SLO.TPOTMs))
 	if s.SLO.E2EMs > 0 {
@@ -74,8 +78,12 @@ func capServing(w *mdWriter, r *capacity.Result) {
 		}
 		slo += ")"
 	}
-	w.line("**SLO:** %s per request (goodput counts the requests meeting all of them); a probe passes when its p%d of each meets it, at least %s complete, its p99 send delay is ≤ %s ms and no more than %s of its cold requests were answered from the prompt cache.",
-		slo, s.SLO.Percentile, pct(s.SLO.CompletionRateMin), num(s.ScheduleSlackMs), pct(s.ContaminationMax))
+	keep := ""
+	if sustainRules(r) {
+		keep = ", and its completions keep up with its arrivals (*Sustained rates*, below)"
+	}
+	w.line("**SLO:** %s per request (goodput counts the requests meeting all of them); a probe passes when its p%d of each meets it, at least %s complete, its p99 send delay is ≤ %s ms and no more than %s of its cold requests were answered from the prompt cache%s.",
+		slo, s.SLO.Percentile, pct(s.SLO.CompletionRateMin), num(s.ScheduleSlackMs), pct(s.ContaminationMax), keep)
 	w.blank()
 	if wl := s.Workload; wl != nil {
 		cache := "prompt cache off: every request should be cold, and one with cache_n > 0 or prompt_n below its /tokenize count is contaminated"
@@ -159,7 +167,50 @@ func capServingLifetime(w *mdWriter, cand string, sv capacity.ServingResult, p i
 		}
 		w.line("**Max-rate search:** %s %s (lowest failing rate %s; %s: %s; probes %s).", fp(q.MaxRate, num), u.schedule, fp(q.LowestFail, num), status, inline(q.Note), probeList(q.Probes))
 	}
+	capSustained(w, sv, u)
 	w.blank()
+}
+
+// capSustained writes the sustain rule's figures and the knee of a lifetime judged by it
+// (serving-requests/v2; nothing for a v1 file, whose receipt keeps its bytes): per probe,
+// completions per second against the schedule's arrivals and the in-flight growth.
+func capSustained(w *mdWriter, sv capacity.ServingResult, u rateUnits) {
+	st := sv.Saturation
+	if st == nil {
+		return
+	}
+	w.blank()
+	w.line("**Sustained rates:** a probe passes only when, over its window (at least %d requests and %s s of arrivals; a probe at a higher rate sends more), its completions per second (first to last completion) are at least %s of the schedule's own rate and the requests in flight do not grow (last third of the window against the middle third, at most max(%s, %s × arrivals)); otherwise it fails `%s`, and the sweep stops climbing.",
+		st.MinRequests, num(st.MinSeconds), pct(capacity.SustainRatioMin), num(capacity.SustainGrowthFloor), num(capacity.SustainGrowthShare), capacity.CodeNotSustained)
+	w.blank()
+	var rows [][]string
+	for _, pr := range sv.Probes {
+		sc := pr.Sustain
+		if sc == nil {
+			continue
+		}
+		verdict := "sustained"
+		if !sc.Sustained {
+			verdict = "NOT SUSTAINED"
+		}
+		rows = append(rows, []string{fmt.Sprint(pr.Probe), num(pr.OfferedRate), fmt.Sprint(sc.Arrivals), f2(sc.WindowS), fp(sc.OfferedRate, num), fp(sc.DepartureRate, num),
+			fp(sc.Ratio, pct), f1(sc.InFlightMiddle), f1(sc.InFlightLast), f1(sc.GrowthLimit), verdict})
+	}
+	w.table([]string{"#", "Offered (" + u.schedule + ")", "Arrivals", "Window (s)", "Arrivals/s", "Completions/s", "Completions / arrivals",
+		"In flight, middle third", "In flight, last third", "Growth limit", "Sustain"}, "rrrrrrrrrrl", rows)
+	w.blank()
+	line := "**Knee:** " + inline(st.Note)
+	if st.SaturatedRate != nil {
+		line += fmt.Sprintf("; saturated, the server completed %s %s", num(*st.SaturatedRate), u.schedule)
+	}
+	if len(st.SkippedSweepRates) > 0 {
+		rs := make([]string, len(st.SkippedSweepRates))
+		for i, r := range st.SkippedSweepRates {
+			rs[i] = num(r)
+		}
+		line += fmt.Sprintf("; sweep rates not probed (past saturation): %s %s", strings.Join(rs, ", "), u.schedule)
+	}
+	w.line("%s.", line)
 }
 
 func probeList(ps []int) string {
@@ -180,4 +231,17 @@ func capBoundary(r *capacity.Result) string {
 		what = "a bounded fixed-concurrency study on one machine with bounded open-loop probes (a few requests per offered rate). It is not a production-capacity benchmark"
 	}
 	return "This is " + what + ", a cost or energy claim, or a model-quality evaluation beyond its guard. Backend log markers establish only that llama.cpp logged them; they are not kernel-level proof."
+}
+
+// sustainRules says the study's serving files were judged by the sustain rule (v2): a bundle
+// of v1 files keeps the receipt it was made with.
+func sustainRules(r *capacity.Result) bool {
+	for _, c := range r.Candidates {
+		for _, sv := range c.Serving {
+			if sv.Saturation != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

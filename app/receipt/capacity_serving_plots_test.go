@@ -25,3 +25,23 @@ func TestCapServingPlotNames(t *testing.T) {
 		}
 	}
 }
+
+// TestServingSearchChartWithoutProbes: a plan with a search whose search made no probe of its
+// own (the server sustained not even lo, which the sweep had measured) has no search trace,
+// and `plot --kind serving_search` says so and why, never that the plan has no search.
+func TestServingSearchChartWithoutProbes(t *testing.T) {
+	fail := 2.0
+	r := &capacity.Result{Plan: &capacity.Plan{Name: "p", Serving: &capacity.Serving{Rates: []float64{2}, Search: &capacity.RateSearch{Lo: 2, Hi: 8, Tolerance: 0.2, MaxProbes: 4},
+		SLO: capacity.SLO{TTFTMs: 1000, TPOTMs: 50, Percentile: 95}}},
+		Candidates: []capacity.CandidateResult{{ID: "c", Label: "C", Serving: []capacity.ServingResult{{Pass: "forward", Slots: 1,
+			Probes: []capacity.ProbeResult{{Probe: 0, Kind: capacity.ProbeSweep, OfferedRate: 2, Failures: []string{capacity.CodeNotSustained}}},
+			Search: &capacity.SearchResult{LowestFail: &fail, Converged: true, Note: "no rate from lo meets the SLO", Probes: []int{}}}}}}}
+	_, err := servingChart(r, "serving_search")
+	if err == nil || !strings.Contains(err.Error(), "the max-rate search made no probe of its own (no rate from lo meets the SLO)") {
+		t.Errorf("err = %v; want the search's own reason", err)
+	}
+	r.Plan.Serving.Search = nil
+	if _, err := servingChart(r, "serving_search"); err == nil || !strings.Contains(err.Error(), "the plan has no max-rate search") {
+		t.Errorf("no search planned: err = %v", err)
+	}
+}

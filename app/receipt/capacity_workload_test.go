@@ -54,3 +54,39 @@ func TestCapServingRateUnits(t *testing.T) {
 		t.Errorf("multi-turn:\n%s", mt)
 	}
 }
+
+// TestCapServingSustained: a lifetime judged by the sustain rule (serving-requests/v2) shows
+// each probe's completions against its arrivals and the knee; a v1 lifetime's section is
+// what it was (no sustain text), so its bundle's receipt keeps its bytes.
+func TestCapServingSustained(t *testing.T) {
+	f := func(x float64) *float64 { return &x }
+	knee, low := 4.0, 20.0
+	sv := capacity.ServingResult{Slots: 1, Pass: "forward",
+		Probes: []capacity.ProbeResult{
+			{Probe: 0, Kind: "sweep", OfferedRate: 4, Requests: 16, Passed: true, ScheduleSHA256: strings.Repeat("a", 64),
+				Sustain: &capacity.SustainCheck{Arrivals: 16, WindowS: 3.75, OfferedRate: f(4), DepartureRate: f(3.99), Ratio: f(0.9975), GrowthLimit: 3, Sustained: true}},
+			{Probe: 1, Kind: "sweep", OfferedRate: 20, Requests: 41, Failures: []string{capacity.CodeNotSustained}, ScheduleSHA256: strings.Repeat("b", 64),
+				Sustain: &capacity.SustainCheck{Arrivals: 41, WindowS: 2, OfferedRate: f(20), DepartureRate: f(9.63), Ratio: f(0.4816), InFlightMiddle: 6, InFlightLast: 13.1, InFlightGrowth: 7.1, GrowthLimit: 4.1}},
+		},
+		Saturation: &capacity.Saturation{Found: true, KneeRate: &knee, LowestUnsustained: &low, SaturatedRate: f(9.63), SkippedSweepRates: []float64{40},
+			MinRequests: 16, MinSeconds: 2, Note: "saturates between 4/s (sustained) and 20/s (not sustained)"}}
+	w := &mdWriter{}
+	capServingLifetime(w, "c", sv, 95, servingUnits(&capacity.Serving{}))
+	out := w.b.String()
+	for _, want := range []string{"**Sustained rates:** a probe passes only when, over its window (at least 16 requests and 2 s of arrivals",
+		"| 1 | 20 | 41 | 2.00 | 20 | 9.63 | 48.2% | 6.0 | 13.1 | 4.1 | NOT SUSTAINED |",
+		"**Knee:** saturates between 4/s (sustained) and 20/s (not sustained); saturated, the server completed 9.63 req/s; sweep rates not probed (past saturation): 40 req/s."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+	sv.Saturation = nil
+	for i := range sv.Probes {
+		sv.Probes[i].Sustain = nil
+	}
+	w = &mdWriter{}
+	capServingLifetime(w, "c", sv, 95, servingUnits(&capacity.Serving{}))
+	if out := w.b.String(); strings.Contains(out, "Sustained") || strings.Contains(out, "Knee") {
+		t.Errorf("a v1 lifetime's section mentions the sustain rule:\n%s", out)
+	}
+}

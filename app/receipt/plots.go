@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -241,8 +242,23 @@ func servingChart(r *capacity.Result, kind plots.Kind) (plots.Chart, error) {
 		return *lat, nil
 	case kind == plots.KindServingGoodput:
 		return *good, nil
+	case search == nil && r.Plan.Serving.Search != nil:
+		return nil, fmt.Errorf("--kind %s: the max-rate search made no probe of its own (%s), so there is no search trace", kind, searchNotes(r))
 	case search == nil:
 		return nil, fmt.Errorf("--kind %s: the plan has no max-rate search (serving.search), so there is no search trace", kind)
 	}
 	return *search, nil
+}
+
+// searchNotes are the search outcomes' notes of a serving study's lifetimes, each once.
+func searchNotes(r *capacity.Result) string {
+	var notes []string
+	for _, c := range r.Candidates {
+		for _, sv := range c.Serving {
+			if q := sv.Search; q != nil && !slices.Contains(notes, q.Note) {
+				notes = append(notes, q.Note)
+			}
+		}
+	}
+	return strings.Join(notes, "; ")
 }

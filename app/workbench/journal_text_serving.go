@@ -3,12 +3,14 @@ package workbench
 import (
 	"fmt"
 	"strings"
+
+	"sparkbench/app/capacity"
 )
 
 // servingValidity reads a capacity.validity entry: what the per-sample validity checks of a
 // serving plan's probes caught, naming only the checks that fired (docs/serving.md).
 func servingValidity(m jmap) string {
-	var requests, contaminated, mismatch, compared, flagged, behind, bound int64
+	var requests, contaminated, mismatch, compared, flagged, behind, bound, unsustained int64
 	var timed []string
 	probes := m.list("probes")
 	for _, it := range probes {
@@ -34,6 +36,11 @@ func servingValidity(m jmap) string {
 		if b, _ := p["client_bound"].(bool); b {
 			bound++
 		}
+		for _, f := range p.list("failures") {
+			if f == capacity.CodeNotSustained {
+				unsustained++
+			}
+		}
 	}
 	head := fmt.Sprintf("serving validity over %d probe(s), %d requests: ", len(probes), requests)
 	var fired []string
@@ -51,6 +58,9 @@ func servingValidity(m jmap) string {
 	}
 	if bound > 0 {
 		fired = append(fired, fmt.Sprintf("%d probe(s) client-bound", bound))
+	}
+	if unsustained > 0 {
+		fired = append(fired, fmt.Sprintf("%d probe(s) not sustained (completions fell behind arrivals)", unsustained))
 	}
 	if len(fired) == 0 {
 		return head + "every check passed"

@@ -44,7 +44,8 @@ func TestWindowShowsAServingStudy(t *testing.T) {
 	doc["passes"] = []string{"forward"}
 	doc["serving"] = map[string]any{"arrival": map[string]any{"process": "poisson", "seed": 3}, "rates": []float64{4, 8},
 		"search": map[string]any{"lo": 4, "hi": 64, "tolerance": 0.5, "max_probes": 3}, "requests": 8, "warmups": 1, "schedule_slack_ms": 100, // the client runs in the race-enabled test binary on a loaded 2-core machine (as TestServingPoissonExampleEndToEnd)
-		"slo": map[string]any{"ttft_ms": 60000, "tpot_ms": 60000}}
+		"slo":     map[string]any{"ttft_ms": 60000, "tpot_ms": 60000},
+		"sustain": map[string]any{"min_requests": 16, "min_seconds": 2}} // the sustain window: at least 16 requests and 2 s a probe (the default 10 s makes this test minutes long; fewer, and a stall of the loaded machine fails the 4 req/s probe, leaving no search)
 	b, _ = json.MarshalIndent(doc, "", "  ")
 	if err := os.WriteFile(plan, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -74,6 +75,12 @@ func TestWindowShowsAServingStudy(t *testing.T) {
 	for _, c := range res.Candidates {
 		for _, sv := range c.Serving {
 			probes += len(sv.Probes)
+			for _, pr := range sv.Probes {
+				t.Logf("%s P%d probe %d %s %g req/s: %d requests, failures %v", c.ID, sv.Slots, pr.Probe, pr.Kind, pr.OfferedRate, pr.Requests, pr.Failures)
+			}
+			if sv.Search != nil {
+				t.Logf("search %+v", *sv.Search)
+			}
 		}
 	}
 	sv := st.Cap.Serving

@@ -46,6 +46,12 @@ type headroom struct {
 	tokErr  []float64     // µs: every token's client arrival - the fake's flush of it
 	lag     []float64     // µs: the fake's first flush - its schedule (the source's own jitter)
 	failed  int
+	// results counts the results the client returned, missing the requests of the n asked for
+	// that returned none (a stream lost silently), and peak is the most requests the client
+	// had in flight at once (from its own send and end times).
+	results int
+	missing []int
+	peak    int
 }
 
 // runHeadroom runs rounds x c requests through c clients against a fresh fake: in this process
@@ -79,7 +85,34 @@ func runHeadroom(tb testing.TB, c, rounds int, child bool) headroom {
 		rs = append(rs, r)
 	}
 	u1, s1 := cpuTime()
-	h := headroom{wall: time.Since(origin), cpu: u1 - u0 + s1 - s0}
+	h := headroom{wall: time.Since(origin), cpu: u1 - u0 + s1 - s0, results: len(rs)}
+	seen := make([]bool, n)
+	type edge struct {
+		at time.Duration
+		d  int
+	}
+	var edges []edge
+	for _, r := range rs {
+		if r.Index >= 0 && r.Index < n {
+			seen[r.Index] = true
+		}
+		edges = append(edges, edge{r.Send, 1}, edge{r.End, -1})
+	}
+	for i, ok := range seen {
+		if !ok {
+			h.missing = append(h.missing, i)
+		}
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return a.d - b.d // an end before a send at the same instant
+	})
+	for cur, i := 0, 0; i < len(edges); i++ {
+		cur += edges[i].d
+		h.peak = max(h.peak, cur)
+	}
 	// Everything on CLOCK_MONOTONIC nanoseconds.
 	byPrompt := map[string]childServed{}
 	if child {
@@ -181,9 +214,22 @@ func TestHeadroomTargets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing test")
 	}
-	h := runHeadroom(t, 64, 2, true)
-	if h.failed > 0 {
-		t.Fatalf("%d requests failed", h.failed)
+	const c, rounds = 64, 2
+	h := runHeadroom(t, c, rounds, true)
+	// What cannot flake on a busy machine, asserted: every one of the c x rounds streams came
+	// back (none lost silently), each complete (every token the fake flushed, in order, matched
+	// to the fake's own record: failed counts the others), and the client really ran c streams
+	// at once (at least half of them in flight together: a client that serialized its streams
+	// would show 1). No stall: every read has a deadline (floorReadDeadline), so a stalled
+	// stream is a failed one.
+	if h.results != c*rounds || len(h.missing) > 0 {
+		t.Fatalf("%d results for %d requests; requests without a result: %v", h.results, c*rounds, h.missing)
+	}
+	if h.failed > 0 || h.tokens != c*rounds*headroomTokens {
+		t.Fatalf("%d requests failed or came back short: %d tokens, want %d", h.failed, h.tokens, c*rounds*headroomTokens)
+	}
+	if h.peak < c/2 || h.peak > c {
+		t.Fatalf("at most %d requests in flight at once: want C = %d streams together (at least %d)", h.peak, c, c/2)
 	}
 	same := float64(sseFloor(t, 64, 2)) / 1e3
 	floor := float64(tcpFloor(t, 64, 2)) / 1e3

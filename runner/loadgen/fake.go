@@ -42,6 +42,10 @@ type FakeConfig struct {
 	// prompt_n (less cache_n) and tokens_evaluated are that count. Off, every prompt is 9
 	// tokens, to /tokenize too.
 	WordTokens bool
+	// Slots, when above 0, serves at most this many requests at a time, as llama-server's
+	// slots do: a request waits for a free slot, and its TTFT runs from when it got one. A
+	// fake that saturates: offered more than Slots / (TTFT + tokens × ITL), its queue grows.
+	Slots int
 }
 
 // Fault is a failure the fake injects into one request.
@@ -88,6 +92,7 @@ type FakeServer struct {
 	n       atomic.Int64
 	closing chan struct{}
 	once    sync.Once
+	slots   chan struct{} // FakeConfig.Slots (nil: no limit)
 
 	mu     sync.Mutex
 	served []Served
@@ -112,6 +117,9 @@ func StartFake(cfg FakeConfig) (*FakeServer, error) {
 		return nil, err
 	}
 	f := &FakeServer{URL: "http://" + ln.Addr().String(), cfg: cfg, ln: ln, closing: make(chan struct{})}
+	if cfg.Slots > 0 {
+		f.slots = make(chan struct{}, cfg.Slots)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -175,6 +183,17 @@ func (f *FakeServer) completion(w http.ResponseWriter, r *http.Request) {
 	n := f.cfg.Tokens
 	if n <= 0 {
 		n = in.NPredict
+	}
+	if f.slots != nil {
+		select {
+		case f.slots <- struct{}{}:
+			defer func() { <-f.slots }()
+			rec.Received = time.Now()
+		case <-r.Context().Done():
+			return
+		case <-f.closing:
+			return
+		}
 	}
 	out, err := f.open(w)
 	if err != nil {

@@ -29,6 +29,7 @@ const (
 	fakeServerEnv       = "SPARKBENCH_FAKE_LLAMA_SERVER"
 	fakeServerFaultsEnv = "SPARKBENCH_FAKE_LLAMA_FAULTS" // JSON: request number -> loadgen.Fault
 	fakeWordTokensEnv   = "SPARKBENCH_FAKE_WORD_TOKENS"  // 1: loadgen.FakeConfig.WordTokens
+	fakeServiceEnv      = "SPARKBENCH_FAKE_SERVICE_MS"   // N: a request takes N ms (its TTFT), --parallel of them at a time
 )
 
 func TestMain(m *testing.M) {
@@ -42,9 +43,11 @@ func TestMain(m *testing.M) {
 // -lv 4 and serves loadgen's fake SSE schedule on --host/--port, with the faults of
 // SPARKBENCH_FAKE_LLAMA_FAULTS, until SIGTERM.
 func fakeLlamaServer(args []string) int {
-	host, port, model := "", "", ""
+	host, port, model, parallel := "", "", "", 0
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i] {
+		case "--parallel", "-np":
+			parallel, _ = strconv.Atoi(args[i+1])
 		case "--host":
 			host = args[i+1]
 		case "--port":
@@ -69,8 +72,12 @@ func fakeLlamaServer(args []string) int {
 	fmt.Println("0.00.001.100 I load_tensors:   CPU_Mapped model buffer size =     0.63 MiB")
 	fmt.Println("0.00.001.200 I llama_kv_cache:        CPU KV buffer size =     0.25 MiB")
 	fmt.Println("0.00.001.300 I sched_reserve:        CPU compute buffer size =     2.39 MiB")
-	f, err := loadgen.StartFake(loadgen.FakeConfig{Addr: host + ":" + port, TTFT: 2 * time.Millisecond, ITL: 200 * time.Microsecond,
-		Fault: func(n int) loadgen.Fault { return faults[n] }, WordTokens: os.Getenv(fakeWordTokensEnv) == "1"})
+	cfg := loadgen.FakeConfig{Addr: host + ":" + port, TTFT: 2 * time.Millisecond, ITL: 200 * time.Microsecond,
+		Fault: func(n int) loadgen.Fault { return faults[n] }, WordTokens: os.Getenv(fakeWordTokensEnv) == "1"}
+	if ms, _ := strconv.Atoi(os.Getenv(fakeServiceEnv)); ms > 0 { // a slow server with llama-server's slots
+		cfg.TTFT, cfg.Slots = time.Duration(ms)*time.Millisecond, max(parallel, 1)
+	}
+	f, err := loadgen.StartFake(cfg)
 	if err != nil {
 		fmt.Println("0.00.002.000 E srv    operator(): couldn't bind HTTP server socket, hostname: " + host + ", port: " + port)
 		return 1

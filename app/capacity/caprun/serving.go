@@ -55,9 +55,9 @@ func (r *Run) servingProbes(p *capacity.Plan, sha string, key capacity.LifetimeK
 		if r.ctx.Err() != nil {
 			return context.Cause(r.ctx)
 		}
-		base := *next
-		*next += s.Warmups + s.Requests
-		cfg := loadgen.Config{Clients: 1, Warmups: s.Warmups, Measured: s.Requests, NPredict: p.NPredict, Seed: p.Seed,
+		base, n := *next, s.ProbeRequests(rate)
+		*next += s.Warmups + n
+		cfg := loadgen.Config{Clients: 1, Warmups: s.Warmups, Measured: n, NPredict: p.NPredict, Seed: p.Seed,
 			Prompt: func(i int) string { return prompts.Prompt(base + i) }, Timeout: r.spec.RequestTimeout, Origin: origin,
 			Schedule: s.ProbeSchedule(rate), MaxInFlight: s.MaxInFlight, CachePrompt: s.CachePrompt}
 		if gone == "" && srv != nil && !srv.Alive() {
@@ -69,7 +69,7 @@ func (r *Run) servingProbes(p *capacity.Plan, sha string, key capacity.LifetimeK
 			if gone == "" && srv != nil {
 				url = srv.URL()
 			}
-			if pw, err = r.probeWorkload(r.ctx, wd, p, url, base, s.Warmups+s.Requests, probe == 0); err != nil {
+			if pw, err = r.probeWorkload(r.ctx, wd, p, url, base, s.Warmups+n, probe == 0); err != nil {
 				return err
 			}
 			cfg.Prompt = func(i int) string { return pw.reqs[i].Prompt }
@@ -102,7 +102,7 @@ func (r *Run) servingProbes(p *capacity.Plan, sha string, key capacity.LifetimeK
 			}
 		}
 		pr := capacity.ProbeMetrics(s, p.NPredict, probe, kind, rate, measured)
-		pts = append(pts, capacity.ProbePoint{Rate: rate, Passed: pr.Passed})
+		pts = append(pts, pr.Point())
 	}
 	return f.Sync()
 }

@@ -84,7 +84,7 @@ func TestMultiTurnOnTheFake(t *testing.T) {
 	model := llamatest.Model(t, "tiny-llama-f32.gguf")
 	w := &capacity.Workload{Kind: capacity.WorkloadMultiTurn, Seed: 5, Turns: &capacity.LengthDist{Dist: capacity.DistUniform, Min: 2, Max: 3},
 		InputWords: &capacity.LengthDist{Dist: capacity.DistFixed, Value: 6}, OutputTokens: &capacity.LengthDist{Dist: capacity.DistFixed, Value: 3}}
-	plan := servingPlanFile(t, dir, "fake", model, []string{"-lv", "4"}, capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalPoisson, Seed: 2},
+	plan := servingPlanFile(t, dir, "fake", model, []string{"-lv", "4"}, capacity.Serving{Sustain: planWindow(), Arrival: capacity.Arrival{Process: capacity.ArrivalPoisson, Seed: 2},
 		Rates: []float64{10, 20}, Requests: 3, Warmups: 1, SLO: capacity.SLO{TTFTMs: 2000, TPOTMs: 500}, CachePrompt: true, Workload: w, TimingTolerance: 2}, 512)
 	out := filepath.Join(dir, "run")
 	rep, _, err := runPlan(t, plan, os.Args[0], out, []string{tag(t), fakeServerEnv + "=1", fakeWordTokensEnv + "=1"}, nil)
@@ -120,7 +120,7 @@ func TestMultiTurnOnTheFake(t *testing.T) {
 // the probe fails client_server_timing_disagreement. The same load against an honest fake
 // passes the check.
 func TestTimingDisagreementOnTheFake(t *testing.T) {
-	s := &capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalConstant}, Rates: []float64{50}, Requests: 6,
+	s := &capacity.Serving{Sustain: planWindow(), Arrival: capacity.Arrival{Process: capacity.ArrivalConstant}, Rates: []float64{50}, Requests: 6,
 		SLO: capacity.SLO{TTFTMs: 5000, TPOTMs: 1000}, ScheduleSlackMs: 1000, TimingTolerance: 2}
 	run := func(report time.Duration) capacity.ProbeResult {
 		f, err := loadgen.StartFake(loadgen.FakeConfig{TTFT: 2 * time.Millisecond, ITL: 8 * time.Millisecond, ReportITL: report})
@@ -185,7 +185,7 @@ func TestMultiTurnCacheRealServer(t *testing.T) {
 	arms := map[bool]*turnArm{}
 	for _, cache := range []bool{false, true} {
 		dir := t.TempDir()
-		s := capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalConstant}, Rates: []float64{0.5}, Requests: 3,
+		s := capacity.Serving{Sustain: planWindow(), Arrival: capacity.Arrival{Process: capacity.ArrivalConstant}, Rates: []float64{0.5}, Requests: 3,
 			SLO: capacity.SLO{TTFTMs: 10000, TPOTMs: 2000}, ScheduleSlackMs: 1000, CachePrompt: cache, Workload: w, TimingTolerance: 1}
 		plan := servingPlanFile(t, dir, "medium", model, []string{"-t", "1", "-lv", "4"}, s, 1024)
 		out := filepath.Join(dir, "run")

@@ -22,7 +22,8 @@ func TestServingUnsustainableRateIsFlagged(t *testing.T) {
 	model := llamatest.Model(t, "tiny-llama-f32.gguf")
 	plan := writeRunPlan(t, dir, []runCand{{"fake", model, []string{"-lv", "4"}, capacity.Markers{}}}, []int{1}, []int{1}, 0, 2, 8)
 	addServing(t, plan, capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalConstant}, Rates: []float64{2000},
-		Requests: 24, Warmups: 1, MaxInFlight: 1, SLO: capacity.SLO{TTFTMs: 60000, TPOTMs: 60000}})
+		Requests: 24, Warmups: 1, MaxInFlight: 1, SLO: capacity.SLO{TTFTMs: 60000, TPOTMs: 60000},
+		Sustain: planWindow()})
 	p := mustLoad(t, plan)
 	p.Passes = []string{capacity.PassForward}
 	b, _ := json.MarshalIndent(p, "", "  ")
@@ -34,9 +35,9 @@ func TestServingUnsustainableRateIsFlagged(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 	pr := rep.Result.Candidates[0].Serving[0].Probes[0]
-	if !slices.Contains(pr.Failures, capacity.CodeBehindSchedule) || pr.AchievedRate == nil || *pr.AchievedRate > 1000 {
-		t.Fatalf("offered 2000 req/s with one request in flight: failures %v, achieved %v; want %s and an achieved rate far below",
-			pr.Failures, pr.AchievedRate, capacity.CodeBehindSchedule)
+	if !slices.Contains(pr.Failures, capacity.CodeBehindSchedule) || !slices.Contains(pr.Failures, capacity.CodeNotSustained) || pr.AchievedRate == nil || *pr.AchievedRate > 1000 {
+		t.Fatalf("offered 2000 req/s with one request in flight: failures %v, achieved %v; want %s, %s and an achieved rate far below",
+			pr.Failures, pr.AchievedRate, capacity.CodeBehindSchedule, capacity.CodeNotSustained)
 	}
 	var detail string
 	for _, c := range pr.Checks {

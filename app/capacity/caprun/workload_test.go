@@ -50,7 +50,7 @@ func TestServingWorkloadOnTheFake(t *testing.T) {
 	w := &capacity.Workload{Kind: capacity.WorkloadSynthetic, Seed: 9,
 		InputWords:   &capacity.LengthDist{Dist: capacity.DistUniform, Min: 3, Max: 30},
 		OutputTokens: &capacity.LengthDist{Dist: capacity.DistUniform, Min: 2, Max: 6}}
-	plan := servingPlanFile(t, dir, "fake", model, []string{"-lv", "4"}, capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalPoisson, Seed: 2},
+	plan := servingPlanFile(t, dir, "fake", model, []string{"-lv", "4"}, capacity.Serving{Sustain: planWindow(), Arrival: capacity.Arrival{Process: capacity.ArrivalPoisson, Seed: 2},
 		Rates: []float64{20, 40}, Requests: 12, Warmups: 1, SLO: capacity.SLO{TTFTMs: 2000, TPOTMs: 500}, Workload: w}, 256)
 	out := filepath.Join(dir, "run")
 	rep, _, err := runPlan(t, plan, os.Args[0], out, []string{tag(t), fakeServerEnv + "=1", fakeWordTokensEnv + "=1"}, nil)
@@ -90,14 +90,14 @@ func TestServingWorkloadTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &capacity.Workload{Kind: capacity.WorkloadPromptSet, PromptSet: &capacity.FileRef{Path: "set.jsonl", SHA256: fileSHA(t, filepath.Join(dir, "set.jsonl"))}}
-	plan := servingPlanFile(t, dir, "fake", model, []string{"-lv", "4"}, capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalConstant},
+	plan := servingPlanFile(t, dir, "fake", model, []string{"-lv", "4"}, capacity.Serving{Sustain: planWindow(), Arrival: capacity.Arrival{Process: capacity.ArrivalConstant},
 		Rates: []float64{20}, Requests: 2, SLO: capacity.SLO{TTFTMs: 2000, TPOTMs: 500}, Workload: w}, 256)
 	_, _, err := runPlan(t, plan, os.Args[0], filepath.Join(dir, "run"), []string{tag(t), fakeServerEnv + "=1", fakeWordTokensEnv + "=1"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "plan refused") || !strings.Contains(err.Error(), "2 prompts cannot fit") || !strings.Contains(err.Error(), "the longest is set.jsonl:2: at least 1500 prompt tokens") {
 		t.Fatalf("run: %v; want the prompt set refused at validation, naming set.jsonl:2", err)
 	}
 	w = &capacity.Workload{Kind: capacity.WorkloadSynthetic, Seed: 1, InputWords: &capacity.LengthDist{Dist: capacity.DistUniform, Min: 200, Max: 300}}
-	plan = servingPlanFile(t, dir, "fake", model, []string{"-lv", "4"}, capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalConstant},
+	plan = servingPlanFile(t, dir, "fake", model, []string{"-lv", "4"}, capacity.Serving{Sustain: planWindow(), Arrival: capacity.Arrival{Process: capacity.ArrivalConstant},
 		Rates: []float64{20}, Requests: 2, SLO: capacity.SLO{TTFTMs: 2000, TPOTMs: 500}, Workload: w}, 256)
 	_, _, err = runPlan(t, plan, os.Args[0], filepath.Join(dir, "run2"), []string{tag(t), fakeServerEnv + "=1", fakeWordTokensEnv + "=1"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "2 requests do not fit") || !strings.Contains(err.Error(), " words): ") || !strings.Contains(err.Error(), "(the server's /tokenize)") {
@@ -129,7 +129,7 @@ func TestPrefixCacheRealServer(t *testing.T) {
 	arms := map[bool]*cacheArm{}
 	for _, cache := range []bool{false, true} {
 		dir := t.TempDir()
-		s := capacity.Serving{Arrival: capacity.Arrival{Process: capacity.ArrivalConstant}, Rates: []float64{2}, Requests: 8,
+		s := capacity.Serving{Sustain: planWindow(), Arrival: capacity.Arrival{Process: capacity.ArrivalConstant}, Rates: []float64{2}, Requests: 8,
 			SLO: capacity.SLO{TTFTMs: 5000, TPOTMs: 1000}, ScheduleSlackMs: 1000, CachePrompt: cache, Workload: w}
 		plan := servingPlanFile(t, dir, "medium", model, []string{"-t", llamatest.Threads, "-lv", "4"}, s, 1024)
 		out := filepath.Join(dir, "run")
