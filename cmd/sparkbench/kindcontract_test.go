@@ -24,8 +24,8 @@ import (
 // without an entry here fails the test). Each kind gives one valid sample plan; the checks are
 // the same for all:
 //   - a plan that is a FIFO, a directory or a device is refused within a second, nothing written;
-//   - an unknown field, a wrong type, trailing junk and a duplicated key are refused with
-//     FILE:LINE:COL;
+//   - an unknown field, a wrong type, trailing junk, a duplicated key and bytes that are not
+//     UTF-8 are refused with FILE:LINE:COL;
 //   - an explicit zero (or empty list) in each numeric field is kept in the frozen plan or
 //     refused naming the field and its allowed range, never replaced by a default;
 //   - registering another plan under a name already taken gives one kind-neutral message.
@@ -188,6 +188,9 @@ func TestKindContractStrictJSON(t *testing.T) {
 			dup := filepath.Join(dir, "dup.json")
 			_ = os.WriteFile(dup, []byte(strings.Replace(string(goodBytes), "{", "{\n  \"name\": \"first of two names\",", 1)), 0o644)
 			cases["duplicate key"] = dup
+			badUTF8 := filepath.Join(dir, "utf8.json")
+			_ = os.WriteFile(badUTF8, []byte(strings.Replace(string(goodBytes), "{", "{\n  \"name\": \"caf\xe9\",", 1)), 0o644)
+			cases["invalid UTF-8"] = badUTF8
 			for name, file := range cases {
 				for _, sub := range []string{"validate", "register"} {
 					args := []string{verb, sub, file, "--no-hash"}
