@@ -72,14 +72,20 @@ func (p Problem) String() string {
 
 // VerifyReport is what Verify found.
 type VerifyReport struct {
-	Kind      string       `json:"kind"`
-	Files     int          `json:"files"`
-	Bytes     int64        `json:"bytes"`
-	Checked   []string     `json:"checked"` // what was checked, in words
-	Chain     ChainSummary `json:"chain"`
-	Problems  []Problem    `json:"problems"`
-	StudySHA  string       `json:"study_sha256,omitempty"`
-	ReceiptSH string       `json:"receipt_sha256,omitempty"`
+	Kind     string       `json:"kind"`
+	Files    int          `json:"files"`
+	Bytes    int64        `json:"bytes"`
+	Checked  []string     `json:"checked"` // what was checked, in words
+	Chain    ChainSummary `json:"chain"`
+	Problems []Problem    `json:"problems"`
+	// Limits say what this bundle's layout let verify check no further (an old derived bundle
+	// that carries no rows is checked for self-consistency only); verify prints each.
+	Limits []string `json:"limits,omitempty"`
+	// SelfConsistencyOnly: no figure was re-derived from raw rows (a derived bundle whose
+	// layout carries none); verify's OK says so.
+	SelfConsistencyOnly bool   `json:"self_consistency_only,omitempty"`
+	StudySHA            string `json:"study_sha256,omitempty"`
+	ReceiptSH           string `json:"receipt_sha256,omitempty"`
 }
 
 // OK says whether everything held.
