@@ -102,7 +102,7 @@ func holdComparison(src []byte) ([]byte, holdReport) {
 		return bad("carries the rows of %d studies for %d studies and %d pairs: its cells cannot be re-derived", len(set.Sides), len(set.Studies), len(set.Pairs))
 	}
 	for i, s := range set.Sides {
-		if d, err := jsonDiffs(set.Studies[i], s.Study, 1); err != nil || len(d) > 0 {
+		if d, err := receipt.JSONDiffs(set.Studies[i], s.Study, 1); err != nil || len(d) > 0 {
 			return bad("studies[%d] (study %d) is not the study whose rows sides[%d] carries (study %d)", i, set.Studies[i].ID, i, s.Study.ID)
 		}
 	}
@@ -114,7 +114,7 @@ func holdComparison(src []byte) ([]byte, holdReport) {
 			bad("pairs[%d] (study %d against study %d): the rows it carries give no comparison: %v", i, set.Studies[i+1].ID, set.Studies[0].ID, err)
 			continue
 		}
-		diffs, err := jsonDiffs(held, want, 8)
+		diffs, err := receipt.JSONDiffs(held, want, 8)
 		if err != nil {
 			bad("pairs[%d]: %v", i, err)
 			continue
