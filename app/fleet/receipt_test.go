@@ -420,7 +420,7 @@ func TestForgedFleetFigureFailsVerify(t *testing.T) {
 	text := strings.Join(got, "\n")
 	want := fmt.Sprintf("fleet.json: cell %s %s d%d [%s]: cells[2].values[1].mean_ts is %s, the rows give %s", c.Model, c.Test, c.Depth, c.Config,
 		must(canon.Marshal(c.Values[1].Mean)), must(canon.Marshal(real)))
-	if rep.OK() || !strings.Contains(text, want) || !strings.Contains(text, "fleet.md: differs from the one re-made from fleet.json and the rows it carries: line ") {
+	if rep.OK() || !strings.Contains(text, want) || !strings.Contains(text, "fleet.md: differs from the one re-made from fleet.json (its figures as the rows it carries give them): line ") {
 		t.Errorf("a forged fleet mean: want %q and fleet.md named; got\n%s", want, text)
 	}
 

@@ -77,7 +77,7 @@ func TestForgedComparisonCellFailsVerify(t *testing.T) {
 	}
 	text := strings.Join(VerifyText(v), "\n")
 	if !strings.Contains(text, "checked every cell of 1 pair(s) (summaries, delta, interval, p, word) re-derived from the 2 rows comparison.json carries") ||
-		!strings.Contains(text, "comparison.md re-made from comparison.json and the rows it carries byte for byte") {
+		!strings.Contains(text, "comparison.md re-made from comparison.json byte for byte, its figures as the rows comparison.json carries give them") {
 		t.Errorf("verify of the made receipt:\n%s", text)
 	}
 	if !strings.Contains(text, "OK: every file matches SHA256SUMS, the derived files re-make byte for byte and the figures re-derive from the rows the bundle carries, except what is NOT CHECKED above") {
@@ -107,7 +107,7 @@ func TestForgedComparisonCellFailsVerify(t *testing.T) {
 		`DIFFERS comparison.json: pairs[0] (study 2 against study 1): cell tg32 @ d0 of m [ub512 b2048 fa-off kv-f16/f16 t1 ngl0]: cells[0].word is "+25.00% (p=0.001)", the rows give "-2.17%`,
 		`cells[0].p is 0.001, the rows give 0.00793650`,
 		`cells[0].delta is 0.25, the rows give -0.02168`,
-		`DIFFERS comparison.md: differs from the one re-made from comparison.json and the rows it carries: line 12 has "| tg32 @ d0 of m [ub512 b2048 fa-off kv-f16/f16 t1 ngl0] | 703.78 [?] | 688.52 [?] | +25.00% (p=0.001) |", re-made gives "| tg32 @ d0 of m [ub512 b2048 fa-off kv-f16/f16 t1 ngl0] | 703.78 [?] | 688.52 [?] | -2.17% [-2.33%, -2.00%] (p=0.008 n=5+5) |"`,
+		`DIFFERS comparison.md: differs from the one re-made from comparison.json (its figures as the rows it carries give them): line 12 has "| tg32 @ d0 of m [ub512 b2048 fa-off kv-f16/f16 t1 ngl0] | 703.78 [?] | 688.52 [?] | +25.00% (p=0.001) |", re-made gives "| tg32 @ d0 of m [ub512 b2048 fa-off kv-f16/f16 t1 ngl0] | 703.78 [?] | 688.52 [?] | -2.17% [-2.33%, -2.00%] (p=0.008 n=5+5) |"`,
 		"FAILED: ",
 	} {
 		if !strings.Contains(text, want) {

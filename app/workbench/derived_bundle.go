@@ -73,7 +73,7 @@ func verifyDerived(kind, name string, files receipt.Files, derive func(receipt.F
 	} else {
 		rep.Checked = append(rep.Checked, fmt.Sprintf("%d files against %s", len(files)-1, receipt.FileSums))
 	}
-	src, from := files[name], name
+	src, from, tail := files[name], name, ""
 	if hold != nil {
 		fixed, h := hold(src)
 		rep.Checked = append(rep.Checked, h.Checked...)
@@ -83,7 +83,7 @@ func verifyDerived(kind, name string, files receipt.Files, derive func(receipt.F
 			src = fixed
 		}
 		if h.Derived {
-			from = name + " and the rows it carries"
+			from, tail = name+" (its figures as the rows it carries give them)", ", its figures as the rows "+name+" carries give them"
 		} else {
 			rep.SelfConsistencyOnly = true
 		}
@@ -118,7 +118,7 @@ func verifyDerived(kind, name string, files receipt.Files, derive func(receipt.F
 				add(n, "differs from the one re-made from %s", from)
 			}
 		default:
-			rep.Checked = append(rep.Checked, n+" re-made from "+from+" byte for byte")
+			rep.Checked = append(rep.Checked, n+" re-made from "+name+" byte for byte"+tail)
 		}
 	}
 	return rep
