@@ -3,8 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
@@ -59,7 +57,8 @@ func ReceiptOf(ctx context.Context, nb *store.Notebook, f Fleet) (*workbench.Fle
 				m.Host, remote.BandwidthLabel, m.Host, m.Host, remote.BandwidthLabel))
 		}
 	}
-	r.Cells = cellsOf(ms, reports)
+	r.Rows = rowsOf(ms, reports)
+	r.Cells = cellsOf(r.Rows)
 	r.Figures = workbench.FleetFigures(r.Cells, r.Hosts)
 	ladder, err := ladderOf(ctx, nb, ms)
 	if err != nil {
@@ -149,52 +148,26 @@ func hostOf(ctx context.Context, nb *store.Notebook, m Member, rep *study.Report
 	return h, nil
 }
 
-// cellsOf lines up the result cells of the compared members (the plan legs, not their
-// repeatability copies), sorted by model, test, depth and configuration.
-func cellsOf(ms []Member, reports map[string]*study.Report) []workbench.FleetCell {
-	idx := map[string]int{}
-	var cells []workbench.FleetCell
-	for hi, m := range ms {
+// rowsOf are the compared members' result rows, as their reports give them, in their order.
+func rowsOf(ms []Member, reports map[string]*study.Report) []workbench.FleetHostRows {
+	out := []workbench.FleetHostRows{}
+	for _, m := range ms {
+		hr := workbench.FleetHostRows{Host: m.Host, Study: m.StudyID, Rows: []workbench.FleetRow{}}
 		for _, c := range reports[m.Host].Results {
-			if strings.Contains(c.Leg, "#") {
-				continue
-			}
-			k := fmt.Sprintf("%s|%s|%d|%s", c.Model, c.Test, c.Depth, c.Config)
-			i, ok := idx[k]
-			if !ok {
-				i = len(cells)
-				idx[k] = i
-				vals := make([]workbench.FleetValue, len(ms))
-				for j, o := range ms {
-					vals[j].Host = o.Host
-				}
-				cells = append(cells, workbench.FleetCell{Model: c.Model, Test: c.Test, Depth: c.Depth, Config: c.Config, Values: vals})
-			}
-			half, _ := plots.HalfWidth(plots.IntervalCI95, c.SD, c.Reps)
-			cells[i].Values[hi] = workbench.FleetValue{Host: m.Host, Present: true, Mean: c.Mean, SD: c.SD, Reps: c.Reps, Half: half, Leg: c.Leg}
+			hr.Rows = append(hr.Rows, workbench.FleetRow{Leg: c.Leg, Source: c.Source, Model: c.Model, Test: c.Test, Depth: c.Depth, Config: c.Config, Mean: c.Mean, SD: c.SD, Reps: c.Reps})
 		}
+		out = append(out, hr)
 	}
-	for i := range cells {
-		base := cells[i].Values[0]
-		for j := 1; j < len(ms); j++ {
-			if v := &cells[i].Values[j]; v.Present && base.Present && base.Mean > 0 {
-				ratio := v.Mean / base.Mean
-				v.Ratio = &ratio
-			}
-		}
+	return out
+}
+
+// cellsOf lines up the result cells of the compared members (the plan legs, not their
+// repeatability copies): workbench.FleetCells of their rows, which verify re-runs.
+func cellsOf(rows []workbench.FleetHostRows) []workbench.FleetCell {
+	hosts := make([]string, len(rows))
+	rs := make([][]workbench.FleetRow, len(rows))
+	for i, hr := range rows {
+		hosts[i], rs[i] = hr.Host, hr.Rows
 	}
-	sort.SliceStable(cells, func(i, j int) bool {
-		a, b := cells[i], cells[j]
-		if a.Model != b.Model {
-			return a.Model < b.Model
-		}
-		if a.Test != b.Test {
-			return a.Test < b.Test
-		}
-		if a.Depth != b.Depth {
-			return a.Depth < b.Depth
-		}
-		return a.Config < b.Config
-	})
-	return cells
+	return workbench.FleetCells(hosts, rs)
 }

@@ -382,3 +382,61 @@ func TestFleetReceiptHoldsItsFiguresToEachOther(t *testing.T) {
 		}
 	}
 }
+
+// TestForgedFleetFigureFailsVerify: a fleet receipt carries its members' rows and verify
+// re-derives every cell from them. A mean changed with its ratio, the charts, fleet.md and
+// SHA256SUMS all re-made by the program's own functions (what the figures-to-each-other check
+// cannot see) fails, naming the cell and the figure; a receipt of the old layout (no rows)
+// still verifies, saying it was held to itself only.
+func TestForgedFleetFigureFailsVerify(t *testing.T) {
+	ctx := context.Background()
+	nb, f := fleetNotebook(t)
+	r, err := ReceiptOf(ctx, nb, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := workbench.FleetFiles(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := workbench.VerifyFleet(files); !rep.OK() || !strings.Contains(strings.Join(rep.Checked, "\n"), "cells (means, SDs, repetitions, half-widths, ratios) re-derived from the") {
+		t.Fatalf("the made receipt: %v %v", rep.Problems, rep.Checked)
+	}
+	c := &r.Cells[2]
+	real := c.Values[1].Mean
+	c.Values[1].Mean = real * 1.25
+	ratio := c.Values[1].Mean / c.Values[0].Mean
+	c.Values[1].Ratio = &ratio
+	r.Figures = workbench.FleetFigures(r.Cells, r.Hosts)
+	forged, err := workbench.FleetFiles(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := workbench.VerifyFleet(forged)
+	var got []string
+	for _, p := range rep.Problems {
+		got = append(got, p.String())
+	}
+	text := strings.Join(got, "\n")
+	want := fmt.Sprintf("fleet.json: cell %s %s d%d [%s]: cells[2].values[1].mean_ts is %s, the rows give %s", c.Model, c.Test, c.Depth, c.Config,
+		must(canon.Marshal(c.Values[1].Mean)), must(canon.Marshal(real)))
+	if rep.OK() || !strings.Contains(text, want) || !strings.Contains(text, "fleet.md: differs from the one re-made from fleet.json (its figures as the rows it carries give them): line ") {
+		t.Errorf("a forged fleet mean: want %q and fleet.md named; got\n%s", want, text)
+	}
+
+	r.Rows = nil
+	old, err := workbench.FleetFiles(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := workbench.VerifyFleet(old); !rep.OK() || !rep.SelfConsistencyOnly || !strings.Contains(strings.Join(rep.Limits, "\n"), "an old-layout fleet receipt (made before fleet receipts carried their rows)") {
+		t.Errorf("an old-layout receipt: %v %v %v", rep.Problems, rep.Limits, rep.SelfConsistencyOnly)
+	}
+}
+
+func must(b []byte, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

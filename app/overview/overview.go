@@ -116,6 +116,9 @@ type Overview struct {
 	Studies []StudyEntry `json:"studies"`
 	Badges  BadgeTable   `json:"badges"`
 	Ladder  Ladder       `json:"ladder"`
+	// Series are the rows both tables were computed from (Badges and BuildLadder read them);
+	// not in the overview's JSON: the overview receipt carries them.
+	Series []Series `json:"-"`
 }
 
 // StudyEntry is a study the overview read, or left out with the reason.
@@ -169,6 +172,7 @@ func (s *Service) Open(ctx context.Context, opts Options) (*Overview, error) {
 	ov := &Overview{Options: opts, Studies: entries}
 	ov.Badges = Badges(all, opts)
 	ov.Ladder = BuildLadder(all, opts.Test, headers)
+	ov.Series = all
 	return ov, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -72,14 +73,20 @@ func (p Problem) String() string {
 
 // VerifyReport is what Verify found.
 type VerifyReport struct {
-	Kind      string       `json:"kind"`
-	Files     int          `json:"files"`
-	Bytes     int64        `json:"bytes"`
-	Checked   []string     `json:"checked"` // what was checked, in words
-	Chain     ChainSummary `json:"chain"`
-	Problems  []Problem    `json:"problems"`
-	StudySHA  string       `json:"study_sha256,omitempty"`
-	ReceiptSH string       `json:"receipt_sha256,omitempty"`
+	Kind     string       `json:"kind"`
+	Files    int          `json:"files"`
+	Bytes    int64        `json:"bytes"`
+	Checked  []string     `json:"checked"` // what was checked, in words
+	Chain    ChainSummary `json:"chain"`
+	Problems []Problem    `json:"problems"`
+	// Limits say what this bundle's layout let verify check no further (an old derived bundle
+	// that carries no rows is checked for self-consistency only); verify prints each.
+	Limits []string `json:"limits,omitempty"`
+	// SelfConsistencyOnly: no figure was re-derived from raw rows (a derived bundle whose
+	// layout carries none); verify's OK says so.
+	SelfConsistencyOnly bool   `json:"self_consistency_only,omitempty"`
+	StudySHA            string `json:"study_sha256,omitempty"`
+	ReceiptSH           string `json:"receipt_sha256,omitempty"`
 }
 
 // OK says whether everything held.
@@ -242,6 +249,17 @@ func compare(rep *VerifyReport, name string, files Files, want []byte) {
 	if strings.HasSuffix(name, ".png") {
 		rep.Problems = append(rep.Problems, Problem{File: name, What: fmt.Sprintf("differs from the re-rendered plot (first differing byte %d)", firstDiff(got, want))})
 		return
+	}
+	if strings.HasSuffix(name, ".json") {
+		// Canonical JSON is one line: name the figures that differ instead.
+		if diffs, err := JSONDiffs(json.RawMessage(got), json.RawMessage(want), 4); err == nil && len(diffs) > 0 {
+			parts := make([]string, len(diffs))
+			for i, d := range diffs {
+				parts[i] = fmt.Sprintf("%s is %s, re-assembly gives %s", d.Path, d.Has, d.Give)
+			}
+			rep.Problems = append(rep.Problems, Problem{File: name, What: "differs from the re-assembled file: " + strings.Join(parts, "; ")})
+			return
+		}
 	}
 	line, have, made := firstLine(got, want)
 	rep.Problems = append(rep.Problems, Problem{File: name, Line: line, What: fmt.Sprintf("differs from the re-assembled file: has %q, re-assembly gives %q", clip(have), clip(made))})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -131,22 +132,43 @@ type cellKey struct {
 
 type sideCell struct {
 	model string
-	row   ResultRow
+	row   CompareRow
 }
 
-// comparedSide loads one study's cells.
-func comparedSide(ctx context.Context, rec RecordReader, id int64) (ComparedStudy, map[cellKey]sideCell, []cellKey, error) {
+// CompareRow is one result row as a comparison reads it: the stored row it is (leg and
+// reference), its cell (model ID, test, depth, configuration label, as the row gives them) and
+// its repetitions (llama-bench's samples_ts, and an adaptive cell's chunks). A comparison's
+// receipt carries these rows and verify re-computes every cell from them.
+type CompareRow struct {
+	Leg       string    `json:"leg"`
+	Ref       string    `json:"ref"`
+	Model     string    `json:"model"`
+	Test      string    `json:"test"`
+	Depth     int64     `json:"depth"`
+	Config    string    `json:"config"`
+	SamplesTs []float64 `json:"samples_ts"`
+	Chunks    []int     `json:"chunks,omitempty"`
+}
+
+// CompareSide is one study as a comparison reads it: the study, whether its plan has adaptive
+// repetitions, and its result rows from the plan legs proper (repeatability copies left out),
+// in the order the study holds them.
+type CompareSide struct {
+	Study    ComparedStudy `json:"study"`
+	Adaptive bool          `json:"adaptive"`
+	Rows     []CompareRow  `json:"rows"`
+}
+
+// LoadCompareSide reads one study's side of a comparison from the notebook.
+func LoadCompareSide(ctx context.Context, rec RecordReader, id int64) (CompareSide, error) {
 	l, err := LoadStudy(ctx, rec, id)
 	if err != nil {
-		return ComparedStudy{}, nil, nil, err
+		return CompareSide{}, err
 	}
-	cs := ComparedStudy{ID: l.St.ID, Name: l.St.Name, Status: l.St.Status, PlanSHA256: l.St.PlanSHA256, Adaptive: l.Plan.Adaptive != nil}
-	sha := map[string]string{}
-	order := map[string]int{}
-	for i, m := range l.Plan.Models {
-		cs.Models = append(cs.Models, ComparedModel{ID: m.ID, SHA256: m.SHA256})
-		sha[m.ID] = m.SHA256
-		order[m.ID] = i
+	side := CompareSide{Study: ComparedStudy{ID: l.St.ID, Name: l.St.Name, Status: l.St.Status, PlanSHA256: l.St.PlanSHA256, Adaptive: l.Plan.Adaptive != nil},
+		Adaptive: l.Plan.Adaptive != nil, Rows: []CompareRow{}}
+	for _, m := range l.Plan.Models {
+		side.Study.Models = append(side.Study.Models, ComparedModel{ID: m.ID, SHA256: m.SHA256})
 	}
 	repeat := map[string]bool{}
 	for _, lp := range l.Legs {
@@ -155,16 +177,43 @@ func comparedSide(ctx context.Context, rec RecordReader, id int64) (ComparedStud
 		}
 	}
 	res := BuildResults(l, nil, 0)
-	cells := map[cellKey]sideCell{}
-	var keys []cellKey
 	for _, row := range res.Rows {
 		if repeat[row.Leg] {
 			continue
 		}
 		r := &row.Result
-		k := cellKey{sha: sha[row.Model], test: testOf(r), config: configLabel(r), depth: r.NDepth}
+		side.Rows = append(side.Rows, CompareRow{Leg: row.Leg, Ref: row.Ref, Model: row.Model, Test: testOf(r), Depth: r.NDepth, Config: configLabel(r),
+			SamplesTs: slices.Clone(r.SamplesTs), Chunks: slices.Clone(row.Chunks)})
+	}
+	return side, nil
+}
+
+// comparedSide loads one study's cells.
+func comparedSide(ctx context.Context, rec RecordReader, id int64) (ComparedStudy, map[cellKey]sideCell, []cellKey, error) {
+	side, err := LoadCompareSide(ctx, rec, id)
+	if err != nil {
+		return ComparedStudy{}, nil, nil, err
+	}
+	return sideCells(side)
+}
+
+// sideCells are a side's cells by key, in the plan's model order, then by test, configuration
+// and depth; a cell measured twice is not comparable.
+func sideCells(side CompareSide) (ComparedStudy, map[cellKey]sideCell, []cellKey, error) {
+	cs := side.Study
+	cs.Adaptive = side.Adaptive
+	sha := map[string]string{}
+	order := map[string]int{}
+	for i, m := range cs.Models {
+		sha[m.ID] = m.SHA256
+		order[m.ID] = i
+	}
+	cells := map[cellKey]sideCell{}
+	var keys []cellKey
+	for _, row := range side.Rows {
+		k := cellKey{sha: sha[row.Model], test: row.Test, config: row.Config, depth: row.Depth}
 		if prev, dup := cells[k]; dup {
-			return cs, nil, nil, fmt.Errorf("study %d measured %s twice (%s and %s): %w", id,
+			return cs, nil, nil, fmt.Errorf("study %d measured %s twice (%s and %s): %w", cs.ID,
 				cellLabel(row.Model, k.test, k.depth, k.config), prev.row.Ref, row.Ref, ErrNotComparable)
 		}
 		cells[k] = sideCell{model: row.Model, row: row}
@@ -197,6 +246,26 @@ func CompareStudies(ctx context.Context, rec RecordReader, baselineID, newID int
 // shared models have no cell in common, or when a shared cell has fewer than analysis.MinReps
 // repetitions on either side; statistics it does not know are an error.
 func CompareStudiesWith(ctx context.Context, rec RecordReader, baselineID, newID int64, o CompareOptions) (*StudyComparison, error) {
+	if err := CheckStats(o.Stats); err != nil {
+		return nil, err
+	}
+	if baselineID == newID {
+		return nil, fmt.Errorf("study %d is both the baseline and the new study; compare it with another study: %w", newID, ErrNotComparable)
+	}
+	base, err := LoadCompareSide(ctx, rec, baselineID)
+	if err != nil {
+		return nil, err
+	}
+	nw, err := LoadCompareSide(ctx, rec, newID)
+	if err != nil {
+		return nil, err
+	}
+	return CompareSides(base, nw, o)
+}
+
+// CompareSides is CompareStudiesWith on two sides already read: the pure half, which a
+// comparison's receipt re-runs on the rows it carries.
+func CompareSides(baseSide, newSide CompareSide, o CompareOptions) (*StudyComparison, error) {
 	alpha := o.Alpha
 	if alpha <= 0 || alpha >= 1 {
 		alpha = DefaultAlpha
@@ -204,14 +273,14 @@ func CompareStudiesWith(ctx context.Context, rec RecordReader, baselineID, newID
 	if err := CheckStats(o.Stats); err != nil {
 		return nil, err
 	}
-	if baselineID == newID {
-		return nil, fmt.Errorf("study %d is both the baseline and the new study; compare it with another study: %w", newID, ErrNotComparable)
+	if baseSide.Study.ID == newSide.Study.ID {
+		return nil, fmt.Errorf("study %d is both the baseline and the new study; compare it with another study: %w", newSide.Study.ID, ErrNotComparable)
 	}
-	base, baseCells, baseKeys, err := comparedSide(ctx, rec, baselineID)
+	base, baseCells, baseKeys, err := sideCells(baseSide)
 	if err != nil {
 		return nil, err
 	}
-	nw, newCells, newKeys, err := comparedSide(ctx, rec, newID)
+	nw, newCells, newKeys, err := sideCells(newSide)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +319,7 @@ func CompareStudiesWith(ctx context.Context, rec RecordReader, baselineID, newID
 			out.OnlyBaseline = append(out.OnlyBaseline, cellLabel(b.model, k.test, k.depth, k.config))
 			continue
 		}
-		bs, ns := b.row.Result.SamplesTs, n.row.Result.SamplesTs
+		bs, ns := b.row.SamplesTs, n.row.SamplesTs
 		cc := CellComparison{Model: b.model, NewModel: n.model, ModelSHA256: k.sha, Test: k.test, Depth: k.depth, Config: k.config,
 			BaselineSource: b.row.Ref, NewSource: n.row.Ref}
 		if len(bs) < analysis.MinReps || len(ns) < analysis.MinReps {

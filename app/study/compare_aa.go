@@ -74,7 +74,7 @@ func (c *AAControl) add(studyID int64, cells map[cellKey]sideCell, keys []cellKe
 	for _, k := range keys {
 		sc := cells[k]
 		label := fmt.Sprintf("study %d %s", studyID, cellLabel(sc.model, k.test, k.depth, k.config))
-		a, b, how := AAHalves(sc.row.Result.SamplesTs, sc.row.Chunks)
+		a, b, how := AAHalves(sc.row.SamplesTs, sc.row.Chunks)
 		if len(a) < 2 || len(b) < 2 {
 			c.Untestable = append(c.Untestable, fmt.Sprintf("%s: %d+%d repetitions after the split; each half needs 2", label, len(a), len(b)))
 			continue

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"sparkbench/app/analysis"
+	"sparkbench/app/canon"
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
 	"sparkbench/plots"
@@ -68,7 +69,88 @@ func IsComparisonBundle(files receipt.Files) bool {
 // VerifyComparison checks a comparison's receipt: SHA256SUMS against every file, and the
 // Markdown and chart re-made from comparison.json, byte for byte.
 func VerifyComparison(files receipt.Files) *receipt.VerifyReport {
-	return verifyDerived("comparison", FileComparison, files, deriveComparison)
+	return verifyDerived("comparison", FileComparison, files, deriveComparison, holdComparison)
+}
+
+// holdComparison holds comparison.json's pairs to the rows it carries: each pair is
+// study.CompareSides of the baseline's rows and the study's, with the statistics asked for
+// (the call the notebook's comparison made), compared figure by figure. A comparison made
+// before comparisons carried their rows, and a capacity comparison (whose request records stay
+// in each study's own receipt), is checked for self-consistency only, and verify says so.
+func holdComparison(src []byte) ([]byte, holdReport) {
+	var h holdReport
+	if comparisonSchema(src) == CapacityComparisonSchema {
+		h.Limits = append(h.Limits, FileComparison+": a capacity comparison carries no request records: its rates, medians, deltas and p-values were checked for self-consistency only (comparison.md and the charts re-made from it), not re-derived; each study's own receipt carries its records")
+		return src, h
+	}
+	var set ComparisonSet
+	if err := json.Unmarshal(src, &set); err != nil {
+		return src, h // deriveComparison names it
+	}
+	if set.Sides == nil && set.Options == nil {
+		h.Limits = append(h.Limits, FileComparison+": an old-layout comparison (made before comparisons carried their rows): its cells, deltas and p-values were checked for self-consistency only (comparison.md and the chart re-made from it), not re-derived from rows")
+		return src, h
+	}
+	bad := func(format string, a ...any) ([]byte, holdReport) {
+		h.Problems = append(h.Problems, receipt.Problem{File: FileComparison, What: fmt.Sprintf(format, a...)})
+		return src, h
+	}
+	switch {
+	case set.Options == nil:
+		return bad("carries the studies' rows but not the statistics asked for (options): its cells cannot be re-derived")
+	case len(set.Sides) != len(set.Studies) || len(set.Pairs) != len(set.Studies)-1:
+		return bad("carries the rows of %d studies for %d studies and %d pairs: its cells cannot be re-derived", len(set.Sides), len(set.Studies), len(set.Pairs))
+	}
+	for i, s := range set.Sides {
+		if d, err := receipt.JSONDiffs(set.Studies[i], s.Study, 1); err != nil || len(d) > 0 {
+			return bad("studies[%d] (study %d) is not the study whose rows sides[%d] carries (study %d)", i, set.Studies[i].ID, i, s.Study.ID)
+		}
+	}
+	rows := 0
+	h.Derived = true
+	for i, held := range set.Pairs {
+		want, err := study.CompareSides(set.Sides[0], set.Sides[i+1], set.Options.compare())
+		if err != nil {
+			bad("pairs[%d] (study %d against study %d): the rows it carries give no comparison: %v", i, set.Studies[i+1].ID, set.Studies[0].ID, err)
+			continue
+		}
+		diffs, err := receipt.JSONDiffs(held, want, 8)
+		if err != nil {
+			bad("pairs[%d]: %v", i, err)
+			continue
+		}
+		for _, d := range diffs {
+			bad("pairs[%d] (study %d against study %d): %s%s is %s, the rows give %s", i, want.New.ID, want.Baseline.ID, cellName(d.Path, held, want), d.Path, d.Has, d.Give)
+		}
+		set.Pairs[i] = want
+	}
+	for _, s := range set.Sides {
+		rows += len(s.Rows)
+	}
+	if len(h.Problems) == 0 {
+		h.Checked = append(h.Checked, fmt.Sprintf("every cell of %d pair(s) (summaries, delta, interval, p, word) re-derived from the %d rows %s carries", len(set.Pairs), rows, FileComparison))
+	}
+	h.Limits = append(h.Limits, FileComparison+": the shared prediction verdicts and the overlaid depth chart are re-made from it as they were exported, not re-derived from the rows")
+	fixed, err := canon.Marshal(&set)
+	if err != nil {
+		return src, h
+	}
+	return fixed, h
+}
+
+// cellName names the cell a pair's JSON path is in ("cell tg32 @ d0 of tiny [...]: "), or ""
+// when the path is not in a cell.
+func cellName(path string, held, want *study.StudyComparison) string {
+	var j int
+	if _, err := fmt.Sscanf(path, "cells[%d]", &j); err != nil {
+		return ""
+	}
+	for _, c := range [][]study.CellComparison{held.Cells, want.Cells} {
+		if j >= 0 && j < len(c) {
+			return "cell " + c[j].Label() + ": "
+		}
+	}
+	return ""
 }
 
 // ComparisonMarkdown is the comparison's receipt text: the studies, then per pair the

@@ -34,6 +34,23 @@ type ComparisonSet struct {
 	Metric string            `json:"metric"`
 	Depth  *plots.DepthChart `json:"depth_chart,omitempty"`
 	Notes  []string          `json:"notes"`
+	// Options are the statistics asked for and Sides every study's result rows, in Studies
+	// order: Pairs are study.CompareSides(Sides[0], Sides[i], Options), which verify re-runs.
+	// Both are absent in receipts made before comparisons carried their rows (checked for
+	// self-consistency only).
+	Options *ComparisonOptions  `json:"options,omitempty"`
+	Sides   []study.CompareSide `json:"sides,omitempty"`
+}
+
+// ComparisonOptions are the statistics a comparison was asked for (study.CompareOptions).
+type ComparisonOptions struct {
+	Alpha float64 `json:"alpha"`
+	Stats string  `json:"stats"`
+	AA    bool    `json:"aa"`
+}
+
+func (o *ComparisonOptions) compare() study.CompareOptions {
+	return study.CompareOptions{Alpha: o.Alpha, Stats: o.Stats, AA: o.AA}
 }
 
 // SharedVerdict is one shared prediction: its ID, claim and each study's verdict word.
@@ -84,9 +101,20 @@ func CompareStudies(ctx context.Context, nb *store.Notebook, req CompareRequest)
 	if req.Metric == "" {
 		req.Metric = "tg"
 	}
-	set := &ComparisonSet{Schema: ComparisonSchema, Metric: req.Metric, Verdicts: []SharedVerdict{}, Notes: []string{}}
-	for _, id := range req.IDs[1:] {
-		c, err := CompareThroughputWith(ctx, nb, req.IDs[0], id, req.Options)
+	if err := study.CheckStats(req.Options.Stats); err != nil {
+		return nil, err
+	}
+	set := &ComparisonSet{Schema: ComparisonSchema, Metric: req.Metric, Verdicts: []SharedVerdict{}, Notes: []string{},
+		Options: &ComparisonOptions{Alpha: req.Options.Alpha, Stats: req.Options.Stats, AA: req.Options.AA}}
+	for _, id := range req.IDs {
+		side, err := study.LoadCompareSide(ctx, store.StudyRecorder{N: nb}, id)
+		if err != nil {
+			return nil, err
+		}
+		set.Sides = append(set.Sides, side)
+	}
+	for i, id := range req.IDs[1:] {
+		c, err := study.CompareSides(set.Sides[0], set.Sides[i+1], req.Options)
 		if err != nil {
 			if errors.Is(err, study.ErrNotComparable) {
 				return nil, fmt.Errorf("study %d against study %d: %w", id, req.IDs[0], err)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
+	"sparkbench/app/canon"
 	"sparkbench/app/overview"
 	"sparkbench/app/receipt"
 	"sparkbench/plots"
@@ -45,6 +47,85 @@ type FleetReceipt struct {
 	Ladder   FleetLadder        `json:"ladder"`
 	Notes    []string           `json:"notes"`
 	Interval plots.IntervalKind `json:"interval"` // what ± spans in Cells
+	// Rows are each compared member's result rows (plan legs, not repeatability copies), in
+	// the compared hosts' order: Cells are FleetCells of them, which verify re-runs. Absent in
+	// receipts made before fleet receipts carried their rows (held to each other only).
+	Rows []FleetHostRows `json:"rows,omitempty"`
+}
+
+// FleetHostRows are one compared member's result rows.
+type FleetHostRows struct {
+	Host  string     `json:"host"`
+	Study int64      `json:"study"`
+	Rows  []FleetRow `json:"rows"`
+}
+
+// FleetRow is one result row as the member's study report gives it: its plan leg, the stored
+// row it is (source), its cell, and llama-bench's avg_ts, stddev_ts and repetition count.
+type FleetRow struct {
+	Leg    string  `json:"leg"`
+	Source string  `json:"source"`
+	Model  string  `json:"model"`
+	Test   string  `json:"test"`
+	Depth  int64   `json:"depth"`
+	Config string  `json:"config,omitempty"`
+	Mean   float64 `json:"mean_ts"`
+	SD     float64 `json:"sd_ts"`
+	Reps   int     `json:"reps"`
+}
+
+// FleetCells lines up the result cells of the compared members' rows (hosts[i]'s are rows[i];
+// the first host is the baseline of the ratios), sorted by model, test, depth and
+// configuration; rows of repeatability copies (a leg with "#") are left out.
+func FleetCells(hosts []string, rows [][]FleetRow) []FleetCell {
+	idx := map[string]int{}
+	var cells []FleetCell
+	for hi := range hosts {
+		for _, c := range rows[hi] {
+			if strings.Contains(c.Leg, "#") {
+				continue
+			}
+			k := fmt.Sprintf("%s|%s|%d|%s", c.Model, c.Test, c.Depth, c.Config)
+			i, ok := idx[k]
+			if !ok {
+				i = len(cells)
+				idx[k] = i
+				vals := make([]FleetValue, len(hosts))
+				for j, o := range hosts {
+					vals[j].Host = o
+				}
+				cells = append(cells, FleetCell{Model: c.Model, Test: c.Test, Depth: c.Depth, Config: c.Config, Values: vals})
+			}
+			half, _ := plots.HalfWidth(plots.IntervalCI95, c.SD, c.Reps)
+			cells[i].Values[hi] = FleetValue{Host: hosts[hi], Present: true, Mean: c.Mean, SD: c.SD, Reps: c.Reps, Half: half, Leg: c.Leg}
+		}
+	}
+	for i := range cells {
+		base := cells[i].Values[0]
+		for j := 1; j < len(hosts); j++ {
+			if v := &cells[i].Values[j]; v.Present && base.Present && base.Mean > 0 {
+				ratio := v.Mean / base.Mean
+				v.Ratio = &ratio
+			}
+		}
+	}
+	sort.SliceStable(cells, func(i, j int) bool {
+		a, b := cells[i], cells[j]
+		if a.Model != b.Model {
+			return a.Model < b.Model
+		}
+		if a.Test != b.Test {
+			return a.Test < b.Test
+		}
+		if a.Depth != b.Depth {
+			return a.Depth < b.Depth
+		}
+		return a.Config < b.Config
+	})
+	if cells == nil {
+		cells = []FleetCell{}
+	}
+	return cells
 }
 
 // FleetHost is one member: its study, status, what it ran on, and its journal anchors.
@@ -189,7 +270,7 @@ func IsFleetBundle(files receipt.Files) bool {
 // VerifyFleet checks a fleet receipt: SHA256SUMS against every file, and fleet.md and the
 // charts re-made from fleet.json, byte for byte.
 func VerifyFleet(files receipt.Files) *receipt.VerifyReport {
-	return verifyDerived("fleet", FileFleet, files, deriveFleet)
+	return verifyDerived("fleet", FileFleet, files, deriveFleet, holdFleet)
 }
 
 // WriteFleetReceipt makes the fleet's receipt bundle from r and writes it to out (a new or
@@ -206,4 +287,77 @@ func WriteFleetReceipt(ctx context.Context, out string, r *FleetReceipt) (receip
 		return nil, err
 	}
 	return files, nil
+}
+
+// holdFleet holds fleet.json's cells to the rows it carries: the cells are FleetCells of the
+// compared members' rows, compared figure by figure (the figures and ladder are then held to
+// the cells by checkFleet). A receipt made before fleet receipts carried their rows is held to
+// itself only, and verify says so.
+func holdFleet(src []byte) ([]byte, holdReport) {
+	var h holdReport
+	var r FleetReceipt
+	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return src, h // deriveFleet names it
+	}
+	if r.Rows == nil {
+		h.Limits = append(h.Limits, FileFleet+": an old-layout fleet receipt (made before fleet receipts carried their rows): its means, SDs and repetitions were held to each other (half-widths, ratios, charts, ladder), not re-derived from rows")
+		return src, h
+	}
+	bad := func(format string, a ...any) ([]byte, holdReport) {
+		h.Problems = append(h.Problems, receipt.Problem{File: FileFleet, What: fmt.Sprintf(format, a...)})
+		return src, h
+	}
+	var hosts []string
+	for _, x := range r.Hosts {
+		if x.Compared {
+			hosts = append(hosts, x.Host)
+		}
+	}
+	if len(r.Rows) != len(hosts) {
+		return bad("carries the rows of %d hosts for %d compared hosts: its cells cannot be re-derived", len(r.Rows), len(hosts))
+	}
+	rows := make([][]FleetRow, len(hosts))
+	n := 0
+	for i, hr := range r.Rows {
+		if hr.Host != hosts[i] {
+			return bad("rows[%d] are %q's, want the compared host %q's", i, hr.Host, hosts[i])
+		}
+		rows[i] = hr.Rows
+		n += len(hr.Rows)
+	}
+	h.Derived = true
+	if err := checkFleet(&r); err != nil { // as held, before the rows' cells replace its own
+		bad("%v", err)
+	}
+	want := FleetCells(hosts, rows)
+	diffs, err := receipt.JSONDiffs(r.Cells, want, 8)
+	if err != nil {
+		return bad("%v", err)
+	}
+	for _, d := range diffs {
+		name := ""
+		var j int
+		if _, err := fmt.Sscanf(d.Path, "[%d]", &j); err == nil {
+			for _, cs := range [][]FleetCell{r.Cells, want} {
+				if j >= 0 && j < len(cs) {
+					name = fmt.Sprintf("cell %s %s d%d [%s]: ", cs[j].Model, cs[j].Test, cs[j].Depth, cs[j].Config)
+					break
+				}
+			}
+		}
+		bad("%scells%s is %s, the rows give %s", name, d.Path, d.Has, d.Give)
+	}
+	if len(diffs) == 0 {
+		h.Checked = append(h.Checked, fmt.Sprintf("%d cells (means, SDs, repetitions, half-widths, ratios) re-derived from the %d rows %s carries", len(want), n, FileFleet))
+	}
+	h.Limits = append(h.Limits, FileFleet+": the constants ladder is held to each other (ceilings, efficiencies, n, mean, median, min, max of its members), not to the rows")
+	r.Cells = want
+	r.Figures = FleetFigures(want, r.Hosts)
+	fixed, err := canon.Marshal(&r)
+	if err != nil {
+		return src, h
+	}
+	return fixed, h
 }

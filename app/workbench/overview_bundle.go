@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"sparkbench/app/canon"
 	"sparkbench/app/overview"
 	"sparkbench/app/receipt"
 	"sparkbench/runner/jsonlex"
@@ -32,6 +33,11 @@ type OverviewReceipt struct {
 	// ("" when none was recorded).
 	Machine  string             `json:"machine"`
 	Overview *overview.Overview `json:"overview"`
+	// Series are the rows the tables were computed from (overview.Badges and the ladder read
+	// them: each point names its study, leg and row with llama-bench's avg_ts): verify
+	// re-derives the badge table from them and holds the ladder's members to them. Absent in
+	// receipts made before overview receipts carried their rows (self-consistency only).
+	Series []overview.Series `json:"series,omitempty"`
 }
 
 // OverviewFiles is the overview's receipt bundle.
@@ -53,7 +59,10 @@ func ExportOverview(ctx context.Context, svc *overview.Service, opts overview.Op
 	if err != nil {
 		return nil, nil, err
 	}
-	r := &OverviewReceipt{Machine: machine, Overview: ov}
+	r := &OverviewReceipt{Machine: machine, Overview: ov, Series: ov.Series}
+	if r.Series == nil {
+		r.Series = []overview.Series{}
+	}
 	files, err := OverviewFiles(r)
 	if err == nil {
 		err = writeDerived(ctx, out, files)
@@ -109,5 +118,86 @@ func IsOverviewBundle(files receipt.Files) bool {
 // VerifyOverview checks an overview receipt: SHA256SUMS against every file, and overview.md
 // re-made from overview.json, byte for byte.
 func VerifyOverview(files receipt.Files) *receipt.VerifyReport {
-	return verifyDerived("overview", FileOverview, files, deriveOverview)
+	return verifyDerived("overview", FileOverview, files, deriveOverview, holdOverview)
+}
+
+// holdOverview holds overview.json to the rows it carries: the badge table is overview.Badges
+// of the series, compared figure by figure; each ladder member's d0 value is its series' d0
+// row, and its ceiling, efficiency and the constant's n, mean, median, min and max follow from
+// them (checkConstant). The ladder's grouping (architecture, quant) and bytes per token come
+// from GGUF headers the receipt does not carry: verify says so. A receipt made before overview
+// receipts carried their rows is checked for self-consistency only, and verify says so.
+func holdOverview(src []byte) ([]byte, holdReport) {
+	var h holdReport
+	var r OverviewReceipt
+	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil || r.Overview == nil {
+		return src, h // deriveOverview names it
+	}
+	if r.Series == nil {
+		h.Limits = append(h.Limits, FileOverview+": an old-layout overview receipt (made before overview receipts carried their rows): its badges and constants were checked for self-consistency only (overview.md re-made from it), not re-derived from rows")
+		return src, h
+	}
+	h.Derived = true
+	bad := func(format string, a ...any) {
+		h.Problems = append(h.Problems, receipt.Problem{File: FileOverview, What: fmt.Sprintf(format, a...)})
+	}
+	ov := r.Overview
+	want := overview.Badges(r.Series, ov.Options)
+	diffs, err := receipt.JSONDiffs(ov.Badges, want, 8)
+	if err != nil {
+		bad("%v", err)
+	}
+	for _, d := range diffs {
+		name := ""
+		var j int
+		if _, err := fmt.Sscanf(d.Path, "rows[%d]", &j); err == nil {
+			for _, rs := range [][]overview.BadgeRow{ov.Badges.Rows, want.Rows} {
+				if j >= 0 && j < len(rs) {
+					name = fmt.Sprintf("badge row %s (%s): ", rs[j].Model, rs[j].Test)
+					break
+				}
+			}
+		}
+		bad("%sbadges.%s is %s, the rows give %s", name, d.Path, d.Has, d.Give)
+	}
+	points := 0
+	d0 := map[string]overview.Cell{}
+	for _, sr := range r.Series {
+		points += len(sr.Points)
+		for _, p := range sr.Points {
+			if p.Depth == 0 {
+				d0[fmt.Sprintf("%d|%s|%s|%s|%s", sr.ID, sr.SHA256, sr.Test, sr.Config, sr.Backend)] = p
+			}
+		}
+	}
+	members := 0
+	for ci, c := range ov.Ladder.Constants {
+		for mi, m := range c.Members {
+			members++
+			p, ok := d0[fmt.Sprintf("%d|%s|%s|%s|%s", m.Study, m.SHA256, m.Test, m.Config, c.Backend)]
+			if !ok {
+				bad("ladder.constants[%d].members[%d] (%s, study %d): no depth-0 row of its series among the rows overview.json carries", ci, mi, m.Model, m.Study)
+			} else if m.D0 != p {
+				d, _ := receipt.JSONDiffs(m.D0, p, 1)
+				for _, x := range d {
+					bad("ladder.constants[%d].members[%d] (%s, study %d): d0.%s is %s, the rows give %s", ci, mi, m.Model, m.Study, x.Path, x.Has, x.Give)
+				}
+			}
+		}
+		if err := checkConstant(c); err != nil {
+			bad("ladder.constants[%d] (%s/%s/%s): %v", ci, c.Architecture, c.Quant, c.Backend, err)
+		}
+	}
+	if len(h.Problems) == 0 {
+		h.Checked = append(h.Checked, fmt.Sprintf("the badge table re-derived, and the %d ladder members held, to the %d rows of %d series %s carries", members, points, len(r.Series), FileOverview))
+	}
+	h.Limits = append(h.Limits, FileOverview+": the ladder's grouping (architecture, quant) and each model's bytes per token come from GGUF headers the receipt does not carry; its studies list is as exported")
+	ov.Badges = want
+	fixed, err := canon.Marshal(&r)
+	if err != nil {
+		return src, h
+	}
+	return fixed, h
 }

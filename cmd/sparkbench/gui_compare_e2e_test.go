@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"sparkbench/app"
+	"sparkbench/app/bundle"
 	"sparkbench/app/study"
 	"sparkbench/app/workbench"
 	"sparkbench/runner/llamatest"
@@ -122,6 +123,32 @@ func TestWindowComparesTwoRealStudies(t *testing.T) {
 	}
 	if code, out, errOut := runCLI("verify", bundleDir); code != 0 || !strings.Contains(out, "comparison bundle") || !strings.Contains(out, "comparison.md re-made from comparison.json byte for byte") {
 		t.Fatalf("verify: %d\n%s\n%s", code, out, errOut)
+	}
+	// A cell forged (its delta and p changed while its medians stay), comparison.md and
+	// SHA256SUMS re-made with the program's own functions: verify re-derives the cell from the
+	// rows comparison.json carries and fails, naming the cell.
+	files, err := bundle.ReadDir(bundleDir, bundle.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set workbench.ComparisonSet
+	if err := json.Unmarshal(files[workbench.FileComparison], &set); err != nil || len(set.Sides) != 2 {
+		t.Fatalf("comparison.json carries no rows: %v %d", err, len(set.Sides))
+	}
+	cell := &set.Pairs[0].Cells[0]
+	p := 0.001
+	cell.Word, cell.P, cell.Delta, cell.Significant = "+25.00% (p=0.001)", &p, 0.25, true
+	forgedFiles, err := workbench.ComparisonFiles(&set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := filepath.Join(dir, "forged-compare")
+	if err := bundle.Write(forged, forgedFiles); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI("verify", forged); code != 1 || !strings.Contains(out, "DIFFERS comparison.json: pairs[0] (study "+nw+" against study "+base+"): cell "+cell.Label()+": cells[0].word is \"+25.00% (p=0.001)\", the rows give ") ||
+		!strings.Contains(out, "DIFFERS comparison.md: ") {
+		t.Errorf("verify of a forged comparison: %d\n%s", code, out)
 	}
 	md := filepath.Join(bundleDir, workbench.FileComparisonMD)
 	if err := os.WriteFile(md, []byte("# edited\n"), 0o644); err != nil {

@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"sparkbench/app/bundle"
 	"sparkbench/app/overview"
 	"sparkbench/app/workbench"
 	"sparkbench/runner/llamatest"
@@ -56,6 +58,30 @@ func TestOverviewReceipt(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(out, workbench.FileOverviewMD))
 	if !strings.Contains(string(md), badgesText) || !strings.Contains(string(md), ladderText) {
 		t.Errorf("overview.md does not hold the CLI's tables:\n%s", md)
+	}
+	// The badge table is re-derived from the rows the receipt carries: a badge's d0 value
+	// forged, overview.md and SHA256SUMS re-made with the program's own functions, is refused,
+	// naming the figure.
+	if code, stdout, errOut := runCLI("verify", out); code != 0 || !strings.Contains(stdout, "the badge table re-derived, and the ") {
+		t.Errorf("verify does not say it re-derived the badges: %d\n%s%s", code, stdout, errOut)
+	}
+	forged := r
+	fo := *r.Overview
+	forged.Overview = &fo
+	fo.Badges.Rows = slices.Clone(r.Overview.Badges.Rows)
+	realTS := fo.Badges.Rows[0].D0.TS
+	fo.Badges.Rows[0].D0.TS = realTS*1.25 + 1
+	ff, err := workbench.OverviewFiles(&forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fdir := filepath.Join(dir, "forged-overview")
+	if err := bundle.Write(fdir, ff); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, errOut := runCLI("verify", fdir); code != 1 || !strings.Contains(stdout, "DIFFERS overview.json: badge row "+fo.Badges.Rows[0].Model+" (") ||
+		!strings.Contains(stdout, "badges.rows[0].d0.ts is ") || !strings.Contains(stdout, "DIFFERS overview.md: ") {
+		t.Errorf("a forged badge value: verify %d\n%s%s", code, stdout, errOut)
 	}
 	// An edited overview.md: refused, naming it.
 	if err := os.WriteFile(filepath.Join(out, workbench.FileOverviewMD), append(md, '\n'), 0o644); err != nil {
