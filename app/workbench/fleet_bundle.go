@@ -296,10 +296,8 @@ func WriteFleetReceipt(ctx context.Context, out string, r *FleetReceipt) (receip
 func holdFleet(src []byte) ([]byte, holdReport) {
 	var h holdReport
 	var r FleetReceipt
-	dec := json.NewDecoder(bytes.NewReader(src))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return src, h // deriveFleet names it
+	if e := jsonlex.DecodeStrict(src, &r); e != nil { // the one strict decoder; deriveFleet names it
+		return src, h
 	}
 	if r.Rows == nil {
 		h.Limits = append(h.Limits, FileFleet+": an old-layout fleet receipt (made before fleet receipts carried their rows): its means, SDs and repetitions were held to each other (half-widths, ratios, charts, ladder), not re-derived from rows")

@@ -130,10 +130,8 @@ func VerifyOverview(files receipt.Files) *receipt.VerifyReport {
 func holdOverview(src []byte) ([]byte, holdReport) {
 	var h holdReport
 	var r OverviewReceipt
-	dec := json.NewDecoder(bytes.NewReader(src))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil || r.Overview == nil {
-		return src, h // deriveOverview names it
+	if e := jsonlex.DecodeStrict(src, &r); e != nil || r.Overview == nil { // deriveOverview names it
+		return src, h
 	}
 	if r.Series == nil {
 		h.Limits = append(h.Limits, FileOverview+": an old-layout overview receipt (made before overview receipts carried their rows): its badges and constants were checked for self-consistency only (overview.md re-made from it), not re-derived from rows")
