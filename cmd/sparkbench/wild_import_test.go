@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sparkbench/runner/sharedtest"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,11 +97,7 @@ var wildImportRefused = map[string]string{
 
 func wildFolder(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "wild")
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		t.Skipf("no %s (the shared reference folder sits beside the checkout)", dir)
-	}
-	return dir
+	return sharedtest.Dir(t, "wild")
 }
 
 func TestWildImportEveryBenchFile(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sparkbench/runner/sharedtest"
 	"strings"
 	"testing"
 )
@@ -16,11 +17,7 @@ import (
 // wildDir is the shared folder beside the checkout; the test skips without it.
 func wildDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "wild")
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		t.Skipf("no %s (the shared reference folder sits beside the checkout)", dir)
-	}
-	return dir
+	return sharedtest.Dir(t, "wild")
 }
 
 // wildSpot is one row's expected values: its test label, rate and some configuration fields.
