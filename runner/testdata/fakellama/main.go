@@ -20,7 +20,8 @@
 // "start PID UNIXNANO" and "end PID UNIXNANO". FAKELLAMA_GPU_INFO, FAKELLAMA_BACKENDS,
 // FAKELLAMA_NGL and FAKELLAMA_DEVICES replace the rows' gpu_info (default ""), backends
 // ("CPU"), n_gpu_layers (-1) and devices ("auto"): where the row says it ran, for the device
-// gates. -dev is accepted and ignored, as -ngl is.
+// gates. -dev, -ctk and -ctv are accepted and ignored, as -ngl is. FAKELLAMA_DEVICE_LIST is printed under
+// --list-devices' "Available devices:" (e.g. "  Vulkan0: Fake GPU (24576 MiB, 23000 MiB free)").
 package main
 
 import (
@@ -67,6 +68,9 @@ func main() {
 			return
 		case "--list-devices":
 			fmt.Println("Available devices:")
+			if d := os.Getenv("FAKELLAMA_DEVICE_LIST"); d != "" {
+				fmt.Println(d)
+			}
 			return
 		case "-m":
 			models = append(models, strings.Split(val(), ",")...)
@@ -78,7 +82,7 @@ func main() {
 			depths = append(depths, ints(val())...)
 		case "-r":
 			reps = ints(val())[0]
-		case "-o", "-t", "-ngl", "-dev", "-b", "-ub", "-fa":
+		case "-o", "-t", "-ngl", "-dev", "-b", "-ub", "-fa", "-ctk", "-ctv":
 			val()
 		case "--progress":
 			progress = true
