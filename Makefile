@@ -32,10 +32,13 @@ build:
 run: setup build
 	./$(BIN)
 
-## test: the whole suite with the race detector; window tests start their own Xvfb
+## test: the whole suite with the race detector; window tests start their own Xvfb. The
+## output is plain go test's, then the count of skipped tests and why (scripts/testsummary);
+## pipefail keeps go test's exit status
 test: setup
 	$(GO) vet -tags $(TAGS) ./...
-	$(GO) test -race -tags $(TAGS) -timeout 30m ./...
+	$(GO) build -o bin/testsummary ./scripts/testsummary
+	set -o pipefail; $(GO) test -race -tags $(TAGS) -timeout 30m -json ./... | bin/testsummary
 
 test-short:
 	$(GO) test -tags $(TAGS) -short ./...

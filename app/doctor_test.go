@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sparkbench/runner/sharedtest"
 	"strings"
 	"testing"
 
@@ -153,7 +154,7 @@ func TestDoctorRealVulkanSoftwareDevice(t *testing.T) {
 	}
 	n := rep.DeviceNotes[0]
 	if n.Env == "" {
-		t.Skipf("no Vulkan device even with GGML_VK_VISIBLE_DEVICES=0 (is mesa-vulkan-drivers installed?): %s", n.Text)
+		sharedtest.Require(t, "no Vulkan device even with GGML_VK_VISIBLE_DEVICES=0: run make setup (mesa-vulkan-drivers): "+n.Text)
 	}
 	if n.Env != "GGML_VK_VISIBLE_DEVICES=0" || len(n.Devices) != 1 || n.Devices[0].Name != "Vulkan0" || n.Devices[0].TotalMiB <= 0 || !n.CPUType ||
 		!strings.Contains(n.Text, "Vulkan0: "+n.Devices[0].Description) || !strings.Contains(n.Text, "appears only with GGML_VK_VISIBLE_DEVICES=0 (ggml skips Vulkan devices of CPU type)") {

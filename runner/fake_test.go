@@ -449,3 +449,40 @@ func TestLegRejectsNonResultJSON(t *testing.T) {
 		t.Errorf("exit %+v", res.Exit)
 	}
 }
+
+// The device gate on a running leg: the first row that ran elsewhere than the leg asked is
+// flagged with its code and halts the leg; rows that ran on the device pass it.
+func TestFakeDeviceGateHaltsLeg(t *testing.T) {
+	cases := []struct {
+		name string
+		env  []string
+		code string
+	}{
+		{"cpu", nil, CodeDeviceNotUsed},
+		{"other backend", []string{"FAKELLAMA_GPU_INFO=NVIDIA GB10", "FAKELLAMA_BACKENDS=CUDA", "FAKELLAMA_NGL=99"}, CodeDeviceOtherBackend},
+		{"on the device", []string{"FAKELLAMA_GPU_INFO=llvmpipe (LLVM 19.1.7, 256 bits)", "FAKELLAMA_BACKENDS=Vulkan", "FAKELLAMA_NGL=99", "FAKELLAMA_DEVICES=Vulkan0"}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			spec := fakeLeg(t, "", append([]string{"FAKELLAMA_DELAY=300ms"}, c.env...)...)
+			spec.DeviceGate = &DeviceGate{Want: "Vulkan0"}
+			evs, res, _ := runFake(t, spec)
+			fl := ofType(evs, EventFlagged)
+			if c.code == "" {
+				if len(fl) != 0 || res.Exit.Class != ClassOK || len(res.Results()) != 4 {
+					t.Fatalf("flagged %+v, exit %+v, %d results", fl, res.Exit, len(res.Results()))
+				}
+				return
+			}
+			if len(fl) != 1 || fl[0].Flagged.Row != 1 || fl[0].Flagged.Gate != "device" || fl[0].Flagged.Code != c.code {
+				t.Fatalf("flagged %+v", fl)
+			}
+			if res.Exit.Class != ClassFlagged || res.Exit.StoppedBy != StopGate || !strings.Contains(res.Exit.Reason, "pp16: "+c.code) {
+				t.Fatalf("exit %+v", res.Exit)
+			}
+			if len(res.Rows) == 0 || res.Rows[0].Status != RowFlagged || len(res.Results()) != 0 || len(res.Rows) == 4 {
+				t.Errorf("rows %+v (the gate must flag row 1 and halt the leg)", res.Rows)
+			}
+		})
+	}
+}

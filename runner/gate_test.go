@@ -163,3 +163,67 @@ func TestEvQueueDropsLinesNotSamples(t *testing.T) {
 	}
 	t.Logf("delivered %d lines, %d progress events; dropped %d lines", lines, progress, q.droppedLines())
 }
+
+// deviceRow is a llama-bench jsonl row (tg32) with the given device fields; a field given as
+// "-" is left out of the row.
+func deviceRow(t *testing.T, gpuInfo, backends, ngl, devices string) benchfmt.Result {
+	t.Helper()
+	fields := []string{`"build_commit": "b1", "build_number": 1, "model_filename": "m.gguf", "n_threads": 1`}
+	if gpuInfo != "-" {
+		fields = append(fields, `"gpu_info": "`+gpuInfo+`"`)
+	}
+	if backends != "-" {
+		fields = append(fields, `"backends": "`+backends+`"`)
+	}
+	if ngl != "-" {
+		fields = append(fields, `"n_gpu_layers": `+ngl)
+	}
+	if devices != "-" {
+		fields = append(fields, `"devices": "`+devices+`"`)
+	}
+	fields = append(fields, `"n_prompt": 0, "n_gen": 32, "n_depth": 0, "avg_ns": 1000000, "stddev_ns": 0, "avg_ts": 100, "stddev_ts": 0, "samples_ns": [1000000], "samples_ts": [100]`)
+	r, err := benchfmt.ParseJSONLLine([]byte("{" + strings.Join(fields, ", ") + "}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Each device gate outcome on rows as llama-bench prints them: a gate that always passes, or
+// one that flags everything, fails this table.
+func TestDeviceGateCheck(t *testing.T) {
+	cases := []struct {
+		want                            string
+		gpuInfo, backends, ngl, devices string
+		code, why                       string
+	}{
+		// ran on the device asked for
+		{"Vulkan0", "llvmpipe (LLVM 19.1.7, 256 bits)", "Vulkan", "99", "Vulkan0", "", ""},
+		{"CUDA0/CUDA1", "NVIDIA GB10", "CUDA", "99", "CUDA0/CUDA1", "", ""},
+		{"Vulkan0", "llvmpipe", "Vulkan", "99", "auto", "", ""},
+		{"auto", "llvmpipe", "Vulkan", "99", "auto", "", ""},
+		// no gate, or -ngl 0 (asks for no layer on the device)
+		{"", "", "CPU", "99", "auto", "", ""},
+		{"none", "", "CPU", "99", "auto", "", ""},
+		{"Vulkan0", "llvmpipe", "Vulkan", "0", "Vulkan0", "", ""},
+		// ran on the CPU
+		{"Vulkan0", "", "CPU", "99", "auto", CodeDeviceNotUsed, `row ran on the CPU (gpu_info "", n_gpu_layers 99`},
+		{"Vulkan0", "llvmpipe", "Vulkan", "99", "none", CodeDeviceNotUsed, "row ran on the CPU"},
+		{"auto", "", "CPU", "-1", "auto", CodeDeviceNotUsed, "asked for auto, and the row ran on the CPU"},
+		// the row does not say where it ran
+		{"Vulkan0", "-", "Vulkan", "99", "-", CodeDeviceNotUsed, "does not say where it ran"},
+		{"Vulkan0", "llvmpipe", "Vulkan", "-", "-", CodeDeviceNotUsed, "does not say where it ran"},
+		// ran on another backend's device
+		{"Vulkan0", "NVIDIA GB10", "CUDA", "99", "auto", CodeDeviceOtherBackend, "asked for Vulkan0 (Vulkan), and the row ran on CUDA"},
+		{"Vulkan0", "NVIDIA GB10", "CUDA,Vulkan", "99", "CUDA0", CodeDeviceOtherBackend, "and the row ran on CUDA"},
+		{"CUDA0/RPC0[127.0.0.1:50052]", "NVIDIA GB10", "CUDA", "99", "CUDA0", CodeDeviceOtherBackend, "(CUDA,RPC), and the row ran on CUDA"},
+	}
+	for i, c := range cases {
+		r := deviceRow(t, c.gpuInfo, c.backends, c.ngl, c.devices)
+		code, why := DeviceGate{Want: c.want}.Check(&r)
+		if code != c.code || !strings.Contains(why, c.why) || (c.code == "") != (why == "") {
+			t.Errorf("case %d (want %q, gpu_info %q, backends %q, ngl %s, devices %q): %q %q, want %q containing %q",
+				i, c.want, c.gpuInfo, c.backends, c.ngl, c.devices, code, why, c.code, c.why)
+		}
+	}
+}

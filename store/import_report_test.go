@@ -6,26 +6,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"sparkbench/runner/sharedtest"
 )
 
 // sharedWild is the shared reference folder of published outputs (../shared/wild beside the
-// checkout, or $SPARKBENCH_SHARED/wild), read in place. Without it the test skips; under make
-// test (SPARKBENCH_REQUIRE_LLAMA=1) it fails: CI has the folder, so a missing one is a broken
-// checkout, not a reason to pass.
+// checkout, or $SPARKBENCH_SHARED/wild), read in place: required under make test
+// (sharedtest.Dir; CI has the folder, so a missing one is a broken checkout, not a pass).
 func sharedWild(t *testing.T) string {
 	t.Helper()
-	root := os.Getenv("SPARKBENCH_SHARED")
-	if root == "" {
-		root = filepath.Join("..", "..", "shared")
-	}
-	dir := filepath.Join(root, "wild")
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		if os.Getenv("SPARKBENCH_REQUIRE_LLAMA") == "1" {
-			t.Fatalf("no %s: the shared reference folder (beside the checkout, or $SPARKBENCH_SHARED) is required under make test", dir)
-		}
-		t.Skipf("no %s (the shared reference folder sits beside the checkout; or set SPARKBENCH_SHARED)", dir)
-	}
-	return dir
+	return sharedtest.Dir(t, "wild")
 }
 
 // TestImportReportKeepsItsBatchedTables: the published report with llama-bench and

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sparkbench/runner/sharedtest"
 	"strings"
 	"testing"
 
@@ -124,12 +125,12 @@ func TestImportEveryFormat(t *testing.T) {
 
 // TestImportSharedSamples imports every successful llama-bench stdout under ../shared/llama-samples.
 func TestImportSharedSamples(t *testing.T) {
-	dir := filepath.Join("..", "..", "shared", "llama-samples")
+	dir := sharedtest.Dir(t, "llama-samples")
 	names, _ := filepath.Glob(filepath.Join(dir, "bench-*.stdout"))
 	tput, _ := filepath.Glob(filepath.Join(dir, "tput-*.stdout"))
 	names = append(names, tput...)
 	if len(names) == 0 {
-		t.Skip("no ../shared/llama-samples")
+		t.Fatalf("no llama-bench stdout (bench-*.stdout, tput-*.stdout) in %s", dir)
 	}
 	n, _ := openTemp(t)
 	var files []ImportFile

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sparkbench/runner/sharedtest"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,7 +22,7 @@ import (
 func TestWindowOpensUnderXvfb(t *testing.T) {
 	for _, tool := range []string{"xwininfo", "import"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (make setup installs x11-utils and imagemagick)", tool)
+			sharedtest.Require(t, tool+" not installed: run make setup (x11-utils and imagemagick)")
 		}
 	}
 	bin := builtBinary(t)

@@ -452,7 +452,7 @@ func TestReceiptFromARealCapacityRun(t *testing.T) {
 	os.WriteFile(pf, []byte(plan), 0o644)
 	run := filepath.Join(dir, "run")
 	if code, stdout, errOut := runCLI("capacity", "run", pf, "--no-notebook", "--out", run, "--llama-dir", loc.Dir); code != 0 {
-		t.Skipf("capacity run is not available here: %d %s %s", code, stdout, errOut)
+		t.Fatalf("capacity run: exit %d\n%s\n%s", code, stdout, errOut)
 	}
 	out := filepath.Join(dir, "bundle")
 	if code, stdout, errOut := runCLI("receipt", "--capacity-run", run, "--prompt-plan", pp, "--out", out); code != 0 {

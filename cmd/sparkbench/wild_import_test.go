@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sparkbench/runner/sharedtest"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,22 +100,10 @@ var wildImportRefused = map[string]string{
 var wildImportReportBatched = map[string]int{"doc-bench-cuda-gb10-dgxspark-full-report-b7941-2026.md": 108}
 
 // wildFolder is the shared reference folder (../shared/wild beside the checkout, or
-// $SPARKBENCH_SHARED/wild). Without it the test skips, and under make test
-// (SPARKBENCH_REQUIRE_LLAMA=1) fails: CI has it.
+// $SPARKBENCH_SHARED/wild): required under make test (sharedtest.Dir).
 func wildFolder(t *testing.T) string {
 	t.Helper()
-	root := os.Getenv("SPARKBENCH_SHARED")
-	if root == "" {
-		root = filepath.Join("..", "..", "..", "shared")
-	}
-	dir := filepath.Join(root, "wild")
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		if os.Getenv("SPARKBENCH_REQUIRE_LLAMA") == "1" {
-			t.Fatalf("no %s: the shared reference folder (beside the checkout, or $SPARKBENCH_SHARED) is required under make test", dir)
-		}
-		t.Skipf("no %s (the shared reference folder sits beside the checkout; or set SPARKBENCH_SHARED)", dir)
-	}
-	return dir
+	return sharedtest.Dir(t, "wild")
 }
 
 func TestWildImportEveryBenchFile(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sparkbench/runner/sharedtest"
 	"strconv"
 	"strings"
 	"testing"
@@ -465,12 +466,12 @@ func TestTestNames(t *testing.T) {
 // TestSharedSamples parses every llama-bench output under ../shared/llama-samples (when the
 // checkout has it): every stdout of a successful bench run imports, every failed one is refused.
 func TestSharedSamples(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "llama-samples")
+	dir := sharedtest.Dir(t, "llama-samples")
 	files, _ := filepath.Glob(filepath.Join(dir, "*bench*.stdout"))
 	tput, _ := filepath.Glob(filepath.Join(dir, "tput-*.stdout"))
 	files = append(files, tput...)
 	if len(files) == 0 {
-		t.Skip("no ../shared/llama-samples in this checkout")
+		t.Fatalf("no llama-bench stdout (*bench*.stdout, tput-*.stdout) in %s", dir)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

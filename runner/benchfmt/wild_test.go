@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"sparkbench/runner/sharedtest"
 )
 
 // The llama-bench outputs other people published (../shared/wild, described in its
@@ -13,22 +15,11 @@ import (
 // row count, tests and configuration read off the file by eye; every malformed one is refused
 // at its line. The expectations below were taken from the files' text, not from this parser.
 
-// wildDir is the shared folder beside the checkout (or $SPARKBENCH_SHARED/wild); the test
-// skips without it, and fails under make test (SPARKBENCH_REQUIRE_LLAMA=1): CI has it.
+// wildDir is the shared folder beside the checkout (or $SPARKBENCH_SHARED/wild): required
+// under make test (sharedtest.Dir).
 func wildDir(t *testing.T) string {
 	t.Helper()
-	root := os.Getenv("SPARKBENCH_SHARED")
-	if root == "" {
-		root = filepath.Join("..", "..", "..", "shared")
-	}
-	dir := filepath.Join(root, "wild")
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		if os.Getenv("SPARKBENCH_REQUIRE_LLAMA") == "1" {
-			t.Fatalf("no %s: the shared reference folder (beside the checkout, or $SPARKBENCH_SHARED) is required under make test", dir)
-		}
-		t.Skipf("no %s (the shared reference folder sits beside the checkout; or set SPARKBENCH_SHARED)", dir)
-	}
-	return dir
+	return sharedtest.Dir(t, "wild")
 }
 
 // wildSpot is one row's expected values: its test label, rate and some configuration fields.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sparkbench/runner/sharedtest"
 	"strings"
 	"testing"
 
@@ -195,7 +196,7 @@ func TestHugeFigures(t *testing.T) {
 }
 
 func FuzzScan(f *testing.F) {
-	for _, dir := range []string{filepath.Join("..", "..", "..", "shared", "wild"), filepath.Join("..", "..", "..", "shared", "llama-samples")} {
+	for _, dir := range []string{filepath.Join(sharedtest.Root(), "wild"), filepath.Join(sharedtest.Root(), "llama-samples")} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*"))
 		for _, p := range files {
 			if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
@@ -238,7 +239,7 @@ func FuzzScan(f *testing.F) {
 
 // BenchmarkScanVerboseLog: the -v log of this build (2,000 lines of a server lifetime).
 func BenchmarkScanVerboseLog(b *testing.B) {
-	log, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "llama-samples", "server-v.stderr.log"))
+	log, err := os.ReadFile(filepath.Join(sharedtest.Root(), "llama-samples", "server-v.stderr.log"))
 	if err != nil {
 		b.Skip(err)
 	}

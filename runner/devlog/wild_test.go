@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sparkbench/runner/sharedtest"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,21 +17,13 @@ import (
 // place (never copied into the repository).
 func wildFolder(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "wild")
-	if _, err := os.Stat(filepath.Join(dir, "SOURCES.md")); err != nil {
-		t.Skipf("no %s (the shared reference folder sits beside the checkout)", dir)
-	}
-	return dir
+	return sharedtest.Dir(t, "wild")
 }
 
 // samplesFolder is ../shared/llama-samples: this machine's llama.cpp output, verbatim.
 func samplesFolder(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "llama-samples")
-	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
-		t.Skipf("no %s (the shared reference folder sits beside the checkout)", dir)
-	}
-	return dir
+	return sharedtest.Dir(t, "llama-samples")
 }
 
 func scanFile(t *testing.T, path string) Log {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sparkbench/runner/sharedtest"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,11 +119,8 @@ func layoutValue(kv KV) string {
 }
 
 func TestReferenceTinyMatchesLayout(t *testing.T) {
-	samples := filepath.Join(repoRoot(t), "..", "shared", "llama-samples")
-	model := filepath.Join(samples, "reference-tiny.gguf")
-	if _, err := os.Stat(model); err != nil {
-		t.Skipf("reference model not available (%v): it lives in ../shared/llama-samples next to the repository", err)
-	}
+	samples := sharedtest.Dir(t, "llama-samples")
+	model := sharedtest.File(t, "llama-samples", "reference-tiny.gguf")
 	want := parseLayout(t, filepath.Join(samples, "tiny.gguf.layout.txt"))
 	if len(want.kvs) != 17 || len(want.tensors) != 21 {
 		t.Fatalf("layout parser found %d KVs and %d tensors, want 17 and 21", len(want.kvs), len(want.tensors))

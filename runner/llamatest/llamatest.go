@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"sparkbench/runner/llamacpp"
+	"sparkbench/runner/sharedtest"
 )
 
 // Threads is passed to every llama.cpp run in tests: the default (all cores, spin-polling)
@@ -19,10 +20,7 @@ const Threads = "1"
 
 func missing(t testing.TB, what string) {
 	t.Helper()
-	if os.Getenv("SPARKBENCH_REQUIRE_LLAMA") == "1" {
-		t.Fatalf("%s (required under make test)", what)
-	}
-	t.Skipf("%s; set SPARKBENCH_REQUIRE_LLAMA=1 to make this a failure", what)
+	sharedtest.Require(t, what)
 }
 
 // Binaries returns the llama.cpp folder found by the normal search order.
@@ -76,13 +74,9 @@ func Models(t testing.TB) []string {
 	return m
 }
 
-// SharedSample returns a file of ../shared/llama-samples (beside the checkout), skipping the
-// test when the shared folder is not there (it is read-only reference material, not the repo's).
+// SharedSample returns a file of the shared llama-samples folder (sharedtest.Dir: a missing
+// folder fails under SPARKBENCH_REQUIRE_LLAMA=1 and skips otherwise).
 func SharedSample(t testing.TB, name string) string {
 	t.Helper()
-	p := filepath.Join(RepoRoot(), "..", "shared", "llama-samples", name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("%s not present (the shared reference folder sits beside the checkout)", p)
-	}
-	return p
+	return sharedtest.File(t, "llama-samples", name)
 }

@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
+	"sparkbench/runner/sharedtest"
 	"strings"
 	"testing"
 	"time"
@@ -50,12 +52,12 @@ func hasBackend(dir, name string) bool {
 func TestRealServerVulkanEvidence(t *testing.T) {
 	loc := llamatest.Binaries(t)
 	if !hasBackend(loc.Dir, "vulkan") {
-		t.Skipf("the llama.cpp build in %s has no Vulkan backend (no libggml-vulkan*)", loc.Dir)
+		sharedtest.Require(t, fmt.Sprintf("the llama.cpp build in %s has no Vulkan backend (no libggml-vulkan*): run make setup (the full prefix)", loc.Dir))
 	}
 	model := llamatest.Model(t, "tiny-llama-f16.gguf")
 	st, live, tps, predicted, log := runAndStop(t, []string{"GGML_VK_VISIBLE_DEVICES=0"}, "-m", model, "-ngl", "99")
 	if strings.Contains(log, "ggml_vulkan: No devices found") {
-		t.Skip("the Vulkan backend found no device (Mesa's software device missing?)")
+		sharedtest.Require(t, "the Vulkan backend found no device: run make setup (mesa-vulkan-drivers)")
 	}
 	ev := st.Evidence
 	// The tiny model: 2 repeating layers and the output layer.

@@ -17,7 +17,11 @@
 //
 // FAKELLAMA_DELAY (default 20ms) is the time per test; FAKELLAMA_TS the mean t/s (default
 // 1000); FAKELLAMA_CV the stddev/mean (default 0.01); FAKELLAMA_LOG a file to which it appends
-// "start PID UNIXNANO" and "end PID UNIXNANO".
+// "start PID UNIXNANO" and "end PID UNIXNANO". FAKELLAMA_GPU_INFO, FAKELLAMA_BACKENDS,
+// FAKELLAMA_NGL and FAKELLAMA_DEVICES replace the rows' gpu_info (default ""), backends
+// ("CPU"), n_gpu_layers (-1) and devices ("auto"): where the row says it ran, for the device
+// gates. -dev, -ctk and -ctv are accepted and ignored, as -ngl is. FAKELLAMA_DEVICE_LIST is printed under
+// --list-devices' "Available devices:" (e.g. "  Vulkan0: Fake GPU (24576 MiB, 23000 MiB free)").
 package main
 
 import (
@@ -64,6 +68,9 @@ func main() {
 			return
 		case "--list-devices":
 			fmt.Println("Available devices:")
+			if d := os.Getenv("FAKELLAMA_DEVICE_LIST"); d != "" {
+				fmt.Println(d)
+			}
 			return
 		case "-m":
 			models = append(models, strings.Split(val(), ",")...)
@@ -75,7 +82,7 @@ func main() {
 			depths = append(depths, ints(val())...)
 		case "-r":
 			reps = ints(val())[0]
-		case "-o", "-t", "-ngl", "-b", "-ub", "-fa":
+		case "-o", "-t", "-ngl", "-dev", "-b", "-ub", "-fa", "-ctk", "-ctv":
 			val()
 		case "--progress":
 			progress = true
@@ -212,6 +219,13 @@ func ints(s string) []int {
 	return out
 }
 
+func envOr(k, def string) string {
+	if v, ok := os.LookupEnv(k); ok {
+		return v
+	}
+	return def
+}
+
 func envFloat(k string, def float64) float64 {
 	if v, err := strconv.ParseFloat(os.Getenv(k), 64); err == nil {
 		return v
@@ -231,8 +245,9 @@ func jsonRow(model string, p, n, d, reps int, ts, cv float64) string {
 		sts = append(sts, strconv.FormatFloat(ts*f, 'f', 3, 64))
 		sns = append(sns, strconv.FormatInt(int64(float64(avgNs)/f), 10))
 	}
-	return fmt.Sprintf(`{"build_commit": "Debian", "build_number": 11669, "cpu_info": "Fake CPU", "gpu_info": "", "backends": "CPU", "model_filename": %q, "model_type": "llama ?B (guessed) all F32", "model_size": 658176, "model_n_params": 164544, "n_batch": 2048, "n_ubatch": 512, "n_threads": 1, "cpu_mask": "0x0", "cpu_strict": false, "poll": 50, "type_k": "f16", "type_v": "f16", "n_gpu_layers": -1, "n_cpu_moe": 0, "split_mode": "layer", "main_gpu": 0, "no_kv_offload": false, "flash_attn": -1, "devices": "auto", "tensor_split": "0.00", "tensor_buft_overrides": "none", "load_mode": "auto", "lazy_mode": "auto", "embeddings": false, "no_op_offload": 0, "no_host": false, "repack": true, "fit_target": 0, "fit_min_ctx": 0, "n_prompt": %d, "n_gen": %d, "n_depth": %d, "test_time": "2026-12-02T12:18:28Z", "avg_ns": %d, "stddev_ns": %d, "avg_ts": %f, "stddev_ts": %f, "samples_ns": [ %s ],"samples_ts": [ %s ]}`,
-		model, p, n, d, avgNs, int64(float64(avgNs)*cv), ts, ts*cv, strings.Join(sns, ", "), strings.Join(sts, ", "))
+	return fmt.Sprintf(`{"build_commit": "Debian", "build_number": 11669, "cpu_info": "Fake CPU", "gpu_info": %q, "backends": %q, "model_filename": %q, "model_type": "llama ?B (guessed) all F32", "model_size": 658176, "model_n_params": 164544, "n_batch": 2048, "n_ubatch": 512, "n_threads": 1, "cpu_mask": "0x0", "cpu_strict": false, "poll": 50, "type_k": "f16", "type_v": "f16", "n_gpu_layers": %s, "n_cpu_moe": 0, "split_mode": "layer", "main_gpu": 0, "no_kv_offload": false, "flash_attn": -1, "devices": %q, "tensor_split": "0.00", "tensor_buft_overrides": "none", "load_mode": "auto", "lazy_mode": "auto", "embeddings": false, "no_op_offload": 0, "no_host": false, "repack": true, "fit_target": 0, "fit_min_ctx": 0, "n_prompt": %d, "n_gen": %d, "n_depth": %d, "test_time": "2026-12-02T12:18:28Z", "avg_ns": %d, "stddev_ns": %d, "avg_ts": %f, "stddev_ts": %f, "samples_ns": [ %s ],"samples_ts": [ %s ]}`,
+		envOr("FAKELLAMA_GPU_INFO", ""), envOr("FAKELLAMA_BACKENDS", "CPU"), model, envOr("FAKELLAMA_NGL", "-1"),
+		envOr("FAKELLAMA_DEVICES", "auto"), p, n, d, avgNs, int64(float64(avgNs)*cv), ts, ts*cv, strings.Join(sns, ", "), strings.Join(sts, ", "))
 }
 
 // flood prints n bytes of log lines, then one 16 MiB line without a line break in between.
