@@ -131,7 +131,9 @@ func (s Selection) Missing() string {
 // pending ones are listed as such, and the frontier is drawn over what was measured.
 func selectIncomplete(r Rule, cands []Candidate, pending []Pending) Selection {
 	sel := Selection{Rejected: []Rejection{}, Frontier: []string{}, Dominated: map[string][]string{}, Incomplete: true, Pending: pending}
-	isPending := func(typ string) bool { return slices.ContainsFunc(pending, func(p Pending) bool { return p.Type == typ }) }
+	isPending := func(typ string) bool {
+		return slices.ContainsFunc(pending, func(p Pending) bool { return p.Type == typ })
+	}
 	for _, c := range cands {
 		if isPending(c.Type) {
 			continue
