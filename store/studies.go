@@ -69,7 +69,7 @@ func (n *Notebook) createStudyTx(tx *sql.Tx, s Study) (int64, error) {
 		s.Name, s.Kind, s.Status, s.Description, now, now)
 	if err != nil {
 		if isConstraint(err) {
-			return 0, fmt.Errorf("create study %q: %w (names are unique; kind is throughput, capacity or concurrency)", s.Name, err)
+			return 0, fmt.Errorf("create study %q: %w (a study name is unique in the notebook: give the plan another name)", s.Name, err)
 		}
 		return 0, fmt.Errorf("create study %q: %w", s.Name, err)
 	}

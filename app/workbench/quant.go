@@ -174,7 +174,28 @@ func registerQuantKind(ctx context.Context, nb *store.Notebook, file string, dat
 	if len(study.Errors(probs)) > 0 {
 		return nil, &study.RefusedError{Problems: probs}
 	}
-	st, err := nb.CreateStudy(ctx, store.Study{Name: p.Name, Kind: kinds.Quant, Status: store.StatusRegistered})
+	sum, _, err := p.SHA256()
+	if err != nil {
+		return nil, err
+	}
+	// Registered before (the same plan SHA-256): that study, as the other kinds say it; a name
+	// another study has gets the plan's short hash appended, as the other kinds do.
+	studies, err := nb.Studies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	name, taken := p.Name, false
+	for _, s := range studies {
+		if s.Kind == kinds.Quant && s.Status != store.StatusImported && s.PlanSHA256 == sum {
+			return &Registered{StudyID: s.ID, Name: s.Name, PlanSHA256: sum,
+				Lines: []string{fmt.Sprintf("study %d %q: already registered with this plan (sha256 %s)", s.ID, s.Name, sum)}}, nil
+		}
+		taken = taken || s.Name == p.Name
+	}
+	if taken {
+		name = fmt.Sprintf("%s [%s]", p.Name, sum[:12])
+	}
+	st, err := nb.CreateStudy(ctx, store.Study{Name: name, Kind: kinds.Quant, Status: store.StatusRegistered})
 	if err != nil {
 		return nil, err
 	}
