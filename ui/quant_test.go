@@ -632,7 +632,9 @@ func TestQuantPanelIncompleteLadderHandsNothingOff(t *testing.T) {
 	})
 	out := filepath.Join(t.TempDir(), "serve.json")
 	Locked(func() { v.HandOff(out, quant.HandOff{}, nil) })
-	waitQuant(t, v, func() bool { return strings.Contains(v.HandOffMsg.Text, "no capacity plan: the ladder is incomplete, no selection") })
+	waitQuant(t, v, func() bool {
+		return strings.Contains(v.HandOffMsg.Text, "no capacity plan: the ladder is incomplete, no selection")
+	})
 	if _, err := os.Stat(out); err == nil || len(svc.handed) != 0 {
 		t.Fatal("an incomplete ladder handed off")
 	}
