@@ -305,8 +305,8 @@ func (v *QuantPanel) updateButtons() {
 	setEnabled(v.ReceiptButton, v.id != 0 && v.receipt != nil && !running && v.study != nil)
 }
 
-// Run runs the shown ladder in the background (a run measures every candidate again; the
-// derived models in the cache are reused).
+// Run runs the shown ladder in the background (a run resumes the last one: what it measured is
+// kept, its missing legs run; the derived models in the cache are reused).
 func (v *QuantPanel) Run() {
 	id := v.id
 	if id == 0 || v.svc == nil || v.study == nil || v.study.Plan == nil {
