@@ -15,8 +15,9 @@ import (
 // A leg whose first row trips a gate kept no results: the run must not read it as complete.
 // The plan's CV gates are closed to a billionth, so the first row of every attempt (pp, two
 // repetitions that never time alike to the nanosecond) is flagged and the leg keeps 0 of 2
-// rows. After its two attempts (retries 1) the leg is final without results: the study is
-// incomplete and the run exits 1, and `study show` says so.
+// rows: the run exits 1 as incomplete with a retry left. The next run's attempt is flagged
+// too: the leg is final without results (retries 1), the study still incomplete, exit 1, and
+// `study show` says so.
 func TestLegFlaggedOnItsFirstRowIsIncomplete(t *testing.T) {
 	llamatest.Binaries(t)
 	tiny := llamatest.Model(t, "tiny-llama-f32.gguf")
@@ -33,8 +34,13 @@ func TestLegFlaggedOnItsFirstRowIsIncomplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCLI("study", "run", plan, "--notebook", nb)
+	if code != 1 || strings.Contains(out, " complete:") || !strings.Contains(errOut, "incomplete: 1 of 1 legs have no results") ||
+		!strings.Contains(errOut, "(attempt 1; 1 more attempt(s) allowed)") {
+		t.Fatalf("run: exit %d, want 1 and incomplete with a retry left\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	code, out, errOut = runCLI("study", "run", "1", "--notebook", nb)
 	if code != 1 || strings.Contains(out, " complete:") || !strings.Contains(errOut, "incomplete: 1 of 1 legs have no results") {
-		t.Fatalf("run: exit %d, want 1 and incomplete\nstdout %s\nstderr %s", code, out, errOut)
+		t.Fatalf("second run: exit %d, want 1 and incomplete\nstdout %s\nstderr %s", code, out, errOut)
 	}
 	rep := showJSON(t, "1", nb)
 	if rep.Study.Status != study.StatusIncomplete {
