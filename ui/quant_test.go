@@ -383,7 +383,11 @@ func TestQuantPanelHandOff(t *testing.T) {
 	v := build(func() *QuantPanel { return newQuantPanel(a, w, svc, nil, nil) })
 	defer Locked(v.close)
 	Locked(func() { v.Show(5) })
-	waitQuant(t, v, func() bool { return v.Study() != nil && !v.HandOffButton.Disabled() })
+	// The button is disabled with the reason; the call itself refuses too.
+	waitQuant(t, v, func() bool {
+		return v.Study() != nil && v.HandOffButton.Disabled() &&
+			v.HandOffMsg.Text == "Make a capacity plan is disabled: study 5 is registered: a ladder hands off its choice once it is complete"
+	})
 	out := filepath.Join(t.TempDir(), "serve.json")
 	Locked(func() { v.HandOff(out, quant.HandOff{}, nil) })
 	waitQuant(t, v, func() bool {
@@ -393,9 +397,9 @@ func TestQuantPanelHandOff(t *testing.T) {
 		t.Fatal("an unfinished ladder handed off")
 	}
 
-	svc.status, svc.shown = "complete", []quant.Record{quantRecord("Q8_0", 27, 50, 0.0005), quantRecord("Q4_K_M", 16, 70, 0.004)}
+	svc.status, svc.shown = "complete", []quant.Record{quantRecord("Q8_0", 27, 50, 0.0005), quantRecord("Q4_K_M", 16, 70, 0.004), quantRecord("Q4_0", 14, 72, 0.02)}
 	Locked(func() { v.Show(5) })
-	waitQuant(t, v, func() bool { return v.Study() != nil && v.Study().Status == "complete" })
+	waitQuant(t, v, func() bool { return v.Study() != nil && v.Study().Status == "complete" && !v.HandOffButton.Disabled() })
 	c := w.Canvas()
 	Locked(func() {
 		uitest.TapDialogButton(c, "OK") // the refusal's dialog
@@ -593,4 +597,45 @@ func TestQuantWizardComparisonPrediction(t *testing.T) {
 			t.Errorf("listed as %q", got)
 		}
 	})
+}
+
+// An incomplete ladder selects nothing, and the window says so: the selection line and the
+// pending candidate's row name the missing leg, and Make a capacity plan… is disabled with the
+// reason (a call refuses too; nothing is handed off).
+func TestQuantPanelIncompleteLadderHandsNothingOff(t *testing.T) {
+	a := newTestApp(t)
+	crashed := quantRecord("Q4_0", 14, 72, 0.004)
+	crashed.Bench = crashed.Bench[1:] // tg@0 missing
+	crashed.Incomplete = []string{"bench/Q4_0/d0: llama-bench crashed: killed by SIGSEGV"}
+	crashed.MissingLegs = []string{"bench/Q4_0/d0"}
+	svc := &fakeQuant{plan: ladderPlan(), status: "incomplete",
+		shown: []quant.Record{quantRecord("Q8_0", 27, 50, 0.0005), quantRecord("Q4_K_M", 16, 70, 0.004), crashed}}
+	w := a.NewWindow("t")
+	v := build(func() *QuantPanel { return newQuantPanel(a, w, svc, nil, nil) })
+	defer Locked(v.close)
+	Locked(func() { v.Show(5) })
+	const reason = "Make a capacity plan is disabled: the ladder is incomplete, no selection (missing legs: bench/Q4_0/d0); Run measures what is missing"
+	waitSignalled(t, nil, 10*time.Second, func() bool {
+		return v.Study() != nil && len(v.Rows()) == 3 && v.HandOffMsg.Text == reason
+	}, func() string { return fmt.Sprintf("hand-off line %q, rows %q", v.HandOffMsg.Text, v.Rows()) })
+	Locked(func() {
+		if !v.HandOffButton.Disabled() {
+			t.Error("Make a capacity plan… is enabled on an incomplete ladder")
+		}
+		if !strings.HasPrefix(v.Selected.Text, "incomplete, no selection: 1 candidate(s) pending (missing legs: bench/Q4_0/d0)") {
+			t.Errorf("selected %q", v.Selected.Text)
+		}
+		rows := strings.Join(v.Rows(), "\n")
+		if !strings.Contains(rows, "Q4_0: pending: missing bench/Q4_0/d0") || strings.Contains(rows, "SELECTED") || strings.Contains(rows, "runner-up") || strings.Contains(rows, "rejected") {
+			t.Errorf("rows:\n%s", rows)
+		}
+	})
+	out := filepath.Join(t.TempDir(), "serve.json")
+	Locked(func() { v.HandOff(out, quant.HandOff{}, nil) })
+	waitQuant(t, v, func() bool {
+		return strings.Contains(v.HandOffMsg.Text, "no capacity plan: the ladder is incomplete, no selection")
+	})
+	if _, err := os.Stat(out); err == nil || len(svc.handed) != 0 {
+		t.Fatal("an incomplete ladder handed off")
+	}
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,8 +46,11 @@ func (v *QuantPanel) HandOff(out string, h quant.HandOff, done func(sum string, 
 	case v.svc == nil || st == nil:
 		finish("", fmt.Errorf("no ladder is shown"))
 		return
-	case st.Status != "complete":
+	case st.Status != "complete" && st.Status != "incomplete":
 		finish("", fmt.Errorf("study %d is %s: a ladder hands off its choice once it is finished (Run it to the end first)", st.ID, st.Status))
+		return
+	case handOffBlocked(st) != "":
+		finish("", errors.New(handOffBlocked(st)))
 		return
 	case strings.TrimSpace(out) == "" || !filepath.IsAbs(out):
 		finish("", fmt.Errorf("%q: give the new file's full path", out))

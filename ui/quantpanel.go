@@ -170,11 +170,14 @@ func quantRows(res *quant.Result) []quantRow {
 	var rows []quantRow
 	for _, c := range res.Candidates {
 		var words []string
-		switch c.Type {
-		case sel.Selected:
+		switch {
+		case sel.Selected != "" && c.Type == sel.Selected:
 			words = append(words, "SELECTED ★")
-		case sel.RunnerUp:
+		case sel.RunnerUp != "" && c.Type == sel.RunnerUp:
 			words = append(words, "runner-up")
+		}
+		if i := slices.IndexFunc(sel.Pending, func(p quant.Pending) bool { return p.Type == c.Type }); i >= 0 {
+			words = append(words, "pending: "+pendingText(sel.Pending[i]))
 		}
 		if i := slices.IndexFunc(sel.Rejected, func(r quant.Rejection) bool { return r.Type == c.Type }); i >= 0 {
 			words = append(words, "rejected: "+strings.Join(sel.Rejected[i].Codes, ", "))
@@ -268,6 +271,8 @@ func selectionText(res *quant.Result) string {
 	switch sel := res.Selection; {
 	case !measured:
 		return "nothing measured yet: Run quantizes each type, measures its KLD and speed, and the rule chooses"
+	case sel.Incomplete:
+		return fmt.Sprintf("incomplete, no selection: %d candidate(s) pending (%s); Run measures what is missing", len(sel.Pending), sel.Missing())
 	case sel.Selected == "":
 		return "no candidate selected: " + sel.Why
 	default:
@@ -290,12 +295,18 @@ func (v *QuantPanel) updateButtons() {
 	running := v.Running()
 	setEnabled(v.RunButton, v.id != 0 && v.svc != nil && !running && v.study != nil)
 	setEnabled(v.AbortButton, running)
-	setEnabled(v.HandOffButton, v.id != 0 && v.svc != nil && !running && v.study != nil)
+	why := handOffBlocked(v.study)
+	setEnabled(v.HandOffButton, v.id != 0 && v.svc != nil && !running && v.study != nil && why == "")
+	if v.study != nil && why != "" && (v.HandOffMsg.Text == "" || strings.HasPrefix(v.HandOffMsg.Text, handOffDisabled)) {
+		v.HandOffMsg.SetText(handOffDisabled + why)
+	} else if why == "" && strings.HasPrefix(v.HandOffMsg.Text, handOffDisabled) {
+		v.HandOffMsg.SetText("")
+	}
 	setEnabled(v.ReceiptButton, v.id != 0 && v.receipt != nil && !running && v.study != nil)
 }
 
-// Run runs the shown ladder in the background (a run measures every candidate again; the
-// derived models in the cache are reused).
+// Run runs the shown ladder in the background (a run resumes the last one: what it measured is
+// kept, its missing legs run; the derived models in the cache are reused).
 func (v *QuantPanel) Run() {
 	id := v.id
 	if id == 0 || v.svc == nil || v.study == nil || v.study.Plan == nil {
@@ -430,4 +441,37 @@ func (v *QuantPanel) close() {
 	v.Abort()
 	v.text.Stop()
 	v.Chart.Close()
+}
+
+// handOffDisabled starts the hand-off line while the ladder cannot hand off (handOffBlocked).
+const handOffDisabled = "Make a capacity plan is disabled: "
+
+// handOffBlocked says why a ladder cannot hand off its choice ("": it can): it is not complete
+// (an incomplete ladder selects nothing; the legs it misses are named), or it selected nothing.
+func handOffBlocked(st *QuantStudy) string {
+	if st == nil {
+		return "no ladder is shown"
+	}
+	if st.Status != "complete" && st.Status != "incomplete" {
+		return fmt.Sprintf("study %d is %s: a ladder hands off its choice once it is complete", st.ID, st.Status)
+	}
+	if st.Result != nil && st.Result.Selection.Incomplete {
+		return fmt.Sprintf("the ladder is incomplete, no selection (%s); Run measures what is missing", st.Result.Selection.Missing())
+	}
+	if st.Status != "complete" {
+		return fmt.Sprintf("study %d is %s: a ladder hands off its choice once it is complete", st.ID, st.Status)
+	}
+	if st.Result == nil || st.Result.Selection.Selected == "" {
+		return "the rule selected no candidate: there is nothing to hand off"
+	}
+	return ""
+}
+
+// pendingText is what a pending candidate misses: its legs, or why (records written before
+// the legs were named).
+func pendingText(p quant.Pending) string {
+	if len(p.Legs) > 0 {
+		return "missing " + strings.Join(p.Legs, ", ")
+	}
+	return strings.Join(p.Why, "; ")
 }

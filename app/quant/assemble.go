@@ -35,6 +35,10 @@ type Record struct {
 	PeakRSS    int64         `json:"peak_rss_bytes"`
 	Projected  *Projection   `json:"projected,omitempty"`  // llama-fit-params at the plan's memory_ctx
 	Incomplete []string      `json:"incomplete,omitempty"` // what was not measured, and why
+	// MissingLegs are the legs (bench/TYPE/dD, kld/TYPE, quantize/TYPE, memory/TYPE) that
+	// ended without the figure the record lacks: the next run measures them. Records written
+	// before they were named have Incomplete only.
+	MissingLegs []string `json:"missing_legs,omitempty"`
 	// Energy is each sampled bench leg's energy (a plan with a telemetry block): its total
 	// and each device's power, clock, temperature and throttle counts.
 	Energy []LegEnergy `json:"energy,omitempty"`
@@ -119,9 +123,28 @@ type HandOffRecord struct {
 	Candidates []string `json:"candidates"`
 }
 
+// Selection rules: how Assemble treats a ladder with a candidate not fully measured. A bundle
+// carries the rules its derived files were made by (receipt.QuantIndex.Rules), so one written
+// before a rule changed still verifies as written.
+const (
+	// RulesSelectOverIncomplete (bundles written before rules were recorded): the rule ran over
+	// whatever was measured, a candidate with a missing figure rejected.
+	RulesSelectOverIncomplete = 1
+	// RulesIncompleteSelectsNothing: a ladder with a candidate not fully measured selects
+	// nothing; that candidate is pending, never rejected.
+	RulesIncompleteSelectsNothing = 2
+	// RulesCurrent are the rules the notebook and new bundles use.
+	RulesCurrent = RulesIncompleteSelectsNothing
+)
+
 // Assemble builds the candidates table from the records (one per plan quant; a quant with no
-// record is a candidate with nothing measured) and applies the plan's rule.
+// record is a candidate with nothing measured) and applies the plan's rule (RulesCurrent).
 func Assemble(p *Plan, planSHA string, recs []Record) (*Result, error) {
+	return AssembleRules(p, planSHA, recs, RulesCurrent)
+}
+
+// AssembleRules is Assemble under the given selection rules (a bundle's).
+func AssembleRules(p *Plan, planSHA string, recs []Record, rules int) (*Result, error) {
 	q := *p
 	q.Defaults()
 	byType := map[string]Record{}
@@ -161,7 +184,17 @@ func Assemble(p *Plan, planSHA string, recs []Record) (*Result, error) {
 		res.Candidates = append(res.Candidates, c)
 		res.Records = append(res.Records, r)
 	}
-	res.Selection = Select(q.Rule, res.Candidates)
+	var pending []Pending
+	for i, r := range res.Records {
+		if len(r.Incomplete) > 0 {
+			pending = append(pending, Pending{Type: res.Candidates[i].Type, Legs: r.MissingLegs, Why: r.Incomplete})
+		}
+	}
+	if len(pending) > 0 && rules >= RulesIncompleteSelectsNothing {
+		res.Selection = selectIncomplete(q.Rule, res.Candidates, pending)
+	} else {
+		res.Selection = Select(q.Rule, res.Candidates)
+	}
 	if len(q.Predictions) > 0 {
 		res.Predictions, res.Verdicts = q.Predictions, Evaluate(q.Predictions, res)
 	}

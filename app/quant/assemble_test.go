@@ -16,11 +16,12 @@ func TestAssembleAndMarkdown(t *testing.T) {
 			KLD:   &KLD{Mean: kld, P99: 5 * kld, Max: 20 * kld, SameTopP: 0.97, PPLRatio: 1.002}, KLDLeg: "kld/" + typ, KLDLines: []int{40, 41, 42, 50, 38}, PeakRSS: rss << 20}
 	}
 	recs := []Record{rec("Q4_0", 300, 151, 0.0031, 14, 90), rec("Q8_0", 200, 100, 0.0005, 27, 110)}
-	res, err := Assemble(p, "plan-sha", recs)
+	// The rules a bundle written before they were recorded was made by (it must verify as
+	// written): Q4_K_M has no record: in the table, unmeasured, rejected for it.
+	res, err := AssembleRules(p, "plan-sha", recs, RulesSelectOverIncomplete)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Q4_K_M has no record: in the table, unmeasured, rejected for it.
 	if len(res.Candidates) != 3 || res.Candidates[1].Type != "Q4_K_M" || res.Records[1].Incomplete[0] != "not run" {
 		t.Fatalf("candidates %+v", res.Candidates)
 	}
@@ -43,7 +44,7 @@ func TestAssembleAndMarkdown(t *testing.T) {
 			t.Errorf("receipt lacks %q:\n%s", want, md)
 		}
 	}
-	again, _ := Assemble(p, "plan-sha", recs)
+	again, _ := AssembleRules(p, "plan-sha", recs, RulesSelectOverIncomplete)
 	if !bytes.Equal(md, Markdown(again)) {
 		t.Error("the same records gave other bytes")
 	}
@@ -84,5 +85,94 @@ func TestCharts(t *testing.T) {
 	md := string(Markdown(res))
 	if !strings.Contains(md, "(plots/kld-bits.png)") || !strings.Contains(md, "(plots/candidates-tg.png)") || strings.Contains(md, "candidates-pp") {
 		t.Errorf("receipt links:\n%s", md)
+	}
+}
+
+// An incomplete ladder selects nothing: the repro (llama-bench crashed at depth 512 on
+// the two faster candidates; the rule maximises tg@512) gave "Selected: Q8_0", the slowest,
+// because the other two were rejected as speed_missing. A candidate whose figure is missing
+// because its legs have not run or ended without results is pending, never rejected; the
+// selection, the receipt, the headline and the predictions that read the pick say so and name
+// the missing legs. A fully measured candidate that fails a limit is still rejected.
+func TestIncompleteLadderSelectsNothing(t *testing.T) {
+	p := goodPlan()
+	p.Predictions = []Prediction{
+		{ID: "P1", Text: "the pick's speed", Kind: "question", About: Selector{Figure: FigureSpeed, Candidate: CandidateSelected, At: "tg@512"}},
+		{ID: "P2", Text: "Q8_0's KLD", Kind: "question", About: Selector{Figure: FigureKLDMean, Candidate: "Q8_0"}},
+		{ID: "P3", Text: "Q4_0's speed", Kind: "question", About: Selector{Figure: FigureSpeed, Candidate: "Q4_0", At: "tg@0"}},
+	}
+	full := func(typ string, tg512, kld float64) Record {
+		return Record{Type: typ, File: typ + ".gguf", SHA256: strings.Repeat("b", 64), Bytes: 10 << 20, Bits: 4.5,
+			Bench: []BenchCell{{Test: "tg", Depth: 0, Mean: 2 * tg512, N: 3, Leg: "bench/" + typ + "/d0"}, {Test: "tg", Depth: 512, Mean: tg512, N: 3, Leg: "bench/" + typ + "/d512"}},
+			KLD:   &KLD{Mean: kld}, KLDLeg: "kld/" + typ, PeakRSS: 90 << 20}
+	}
+	crashed := func(r Record) Record {
+		r.Bench = r.Bench[:1]
+		r.Incomplete = []string{"bench/" + r.Type + "/d512: llama-bench crashed: killed by SIGSEGV"}
+		r.MissingLegs = []string{"bench/" + r.Type + "/d512"}
+		return r
+	}
+	recs := []Record{full("Q8_0", 100, 0.0005), crashed(full("Q4_K_M", 140, 0.002)), crashed(full("Q4_0", 150, 0.003))}
+	res, err := Assemble(p, "plan-sha", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := res.Selection
+	if sel.Selected != "" || sel.RunnerUp != "" || !sel.Incomplete {
+		t.Fatalf("an incomplete ladder selected %q (runner-up %q): %+v", sel.Selected, sel.RunnerUp, sel)
+	}
+	if len(sel.Pending) != 2 || sel.Pending[0].Type != "Q4_K_M" || sel.Pending[1].Type != "Q4_0" {
+		t.Fatalf("pending %+v, want Q4_K_M and Q4_0", sel.Pending)
+	}
+	if len(sel.Rejected) != 0 {
+		t.Fatalf("rejected %+v: a candidate whose legs are not final is pending, never rejected", sel.Rejected)
+	}
+	if got := strings.Join(sel.MissingLegs(), ","); got != "bench/Q4_K_M/d512,bench/Q4_0/d512" {
+		t.Errorf("missing legs %q", got)
+	}
+	if !strings.HasPrefix(sel.Why, "incomplete, no selection: 2 of 3 candidates pending (missing legs: bench/Q4_K_M/d512, bench/Q4_0/d512)") {
+		t.Errorf("why %q", sel.Why)
+	}
+	if h := Headline(res); h != "incomplete, no selection (2 pending)" {
+		t.Errorf("headline %q", h)
+	}
+	md := string(Markdown(res))
+	for _, want := range []string{
+		"**Incomplete, no selection**: 2 of 3 candidates pending",
+		"- pending Q4_0: missing legs bench/Q4_0/d512 — bench/Q4_0/d512: llama-bench crashed: killed by SIGSEGV",
+		"| pending |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("receipt lacks %q:\n%s", want, md)
+		}
+	}
+	for _, bad := range []string{"Selected:", "speed_missing", "**selected**", "runner-up"} {
+		if strings.Contains(md, bad) {
+			t.Errorf("receipt of an incomplete ladder says %q:\n%s", bad, md)
+		}
+	}
+	// The pick and a pending candidate wait; a fully measured candidate's figure is answered.
+	want := map[string]string{"P1": "PENDING", "P2": "ANSWERED", "P3": "PENDING"}
+	for _, v := range res.Verdicts {
+		if string(v.Outcome) != want[v.Prediction] {
+			t.Errorf("%s is %s (%s), want %s", v.Prediction, v.Outcome, v.Problem, want[v.Prediction])
+		}
+	}
+	// A fully measured candidate over a limit is rejected, also on an incomplete ladder.
+	over := full("Q8_0", 100, 0.5)
+	res, _ = Assemble(p, "plan-sha", []Record{over, crashed(full("Q4_K_M", 140, 0.002)), full("Q4_0", 150, 0.003)})
+	if res.Selection.Selected != "" || len(res.Selection.Rejected) != 1 || res.Selection.Rejected[0].Codes[0] != FailKLDMean {
+		t.Errorf("selection %+v", res.Selection)
+	}
+	// Measured in full, the same ladder selects.
+	res, _ = Assemble(p, "plan-sha", []Record{full("Q8_0", 100, 0.0005), full("Q4_K_M", 140, 0.002), full("Q4_0", 150, 0.003)})
+	if res.Selection.Selected != "Q4_0" || res.Selection.RunnerUp != "Q4_K_M" || res.Selection.Incomplete || len(res.Selection.Pending) != 0 {
+		t.Errorf("complete: %+v", res.Selection)
+	}
+	// The rules of a bundle written before they were recorded still select over what was
+	// measured (the bundle verifies as written).
+	res, _ = AssembleRules(p, "plan-sha", recs, RulesSelectOverIncomplete)
+	if res.Selection.Selected != "Q8_0" || res.Selection.Incomplete {
+		t.Errorf("old rules: %+v", res.Selection)
 	}
 }

@@ -51,7 +51,21 @@ type Plan struct {
 	// (docs/quant.md): a band, fork, comparison or question about a candidate's speed, KLD,
 	// size or memory, or about the one the rule selects.
 	Predictions []Prediction `json:"predictions,omitempty"`
+
+	// given lists the defaulted fields the plan file wrote (Decode fills it), so that Defaults
+	// never replaces a value the user wrote, zero or empty as it may be: validation refuses it
+	// with the allowed range instead.
+	given map[string]bool
 }
+
+// defaultedFields are the JSON paths Defaults may fill, or that a run would otherwise read as
+// "the default" when zero or empty (the CV gates, kv_types).
+var defaultedFields = []string{"imatrix.ctx", "imatrix.chunks", "speed.n_prompt", "speed.n_gen", "speed.reps", "speed.threads",
+	"speed.gates.cv_tg", "speed.gates.cv_pp_depth", "speed.gates.cv_pp_d0", "quality.ctx", "quality.chunks", "memory",
+	"rule.tie_break", "kv_types"}
+
+// Given reports whether the plan file wrote the field (a path of defaultedFields).
+func (p *Plan) Given(path string) bool { return p.given[path] }
 
 // FileRef is a file the plan names and its SHA-256 (relative paths start at the plan's folder).
 type FileRef struct {
@@ -173,36 +187,35 @@ func (p *Plan) Labels() []string {
 	return out
 }
 
-// Defaults fills what the plan left out.
+// Defaults fills what the plan left out. A field the plan file wrote is kept as written, zero
+// or empty as it may be (Validate refuses it with its allowed range).
 func (p *Plan) Defaults() {
+	set := func(path string, v *int, d int) {
+		if *v == 0 && !p.given[path] {
+			*v = d
+		}
+	}
 	if p.Imatrix != nil {
-		p.Imatrix.Ctx = orDefault(p.Imatrix.Ctx, 512)
-		p.Imatrix.Chunks = orDefault(p.Imatrix.Chunks, 16)
+		set("imatrix.ctx", &p.Imatrix.Ctx, 512)
+		set("imatrix.chunks", &p.Imatrix.Chunks, 16)
 	}
 	s := &p.Speed
-	s.NPrompt = orDefault(s.NPrompt, 512)
-	s.NGen = orDefault(s.NGen, 128)
-	s.Reps = orDefault(s.Reps, 5)
-	s.Threads = orDefault(s.Threads, 1)
-	p.Quality.Ctx = orDefault(p.Quality.Ctx, 128)
-	p.Quality.Chunks = orDefault(p.Quality.Chunks, 20)
-	if p.Memory == "" {
+	set("speed.n_prompt", &s.NPrompt, 512)
+	set("speed.n_gen", &s.NGen, 128)
+	set("speed.reps", &s.Reps, 5)
+	set("speed.threads", &s.Threads, 1)
+	set("quality.ctx", &p.Quality.Ctx, 128)
+	set("quality.chunks", &p.Quality.Chunks, 20)
+	if p.Memory == "" && !p.given["memory"] {
 		p.Memory = MemoryBench
 	}
 	if p.Rule.Tolerance == nil {
 		t := 0.01
 		p.Rule.Tolerance = &t
 	}
-	if len(p.Rule.TieBreak) == 0 {
+	if len(p.Rule.TieBreak) == 0 && !p.given["rule.tie_break"] {
 		p.Rule.TieBreak = append([]string(nil), DefaultTieBreak...)
 	}
-}
-
-func orDefault(v, d int) int {
-	if v == 0 {
-		return d
-	}
-	return v
 }
 
 // SHA256 is the plan's identity: the SHA-256 of its canonical JSON, and that JSON.
@@ -215,5 +228,6 @@ func Decode(name string, data []byte) (*Plan, error) {
 	if err := study.DecodeFileStrict(name, data, &p, "a plan file holds exactly one JSON object", "docs/quant.md", jsonlex.Input); err != nil {
 		return nil, err
 	}
+	p.given = study.GivenPaths(data, defaultedFields)
 	return &p, nil
 }

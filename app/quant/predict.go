@@ -114,13 +114,39 @@ func (v *validator) checkPredictions() {
 		func(at string, s Selector) []study.Problem { return checkSelector(v.p, at, s) }, nil)...)
 }
 
-// Evaluate computes every prediction's verdict from an assembled result.
+// Evaluate computes every prediction's verdict from an assembled result. On an incomplete
+// ladder a prediction that reads a pending candidate, or the selected one or the runner-up
+// (which the rule names only once every candidate is measured), is PENDING.
 func Evaluate(preds []Prediction, res *Result) []study.Verdict {
 	out := []study.Verdict{}
 	for _, pr := range preds {
+		if why := waitsFor(pr, res.Selection); why != "" {
+			out = append(out, study.Verdict{Prediction: pr.ID, Outcome: study.Pending, Expected: pr.Expectation(), Problem: why, Detail: why, Sources: []string{}})
+			continue
+		}
 		out = append(out, study.EvaluateOf(pr, func(s Selector) (float64, []string, string) { return value(s, res) }))
 	}
 	return out
+}
+
+// waitsFor says what a prediction waits for on an incomplete ladder ("": nothing).
+func waitsFor(pr Prediction, sel Selection) string {
+	if !sel.Incomplete {
+		return ""
+	}
+	sels := []Selector{pr.About}
+	if pr.Than != nil {
+		sels = append(sels, *pr.Than)
+	}
+	for _, s := range sels {
+		switch {
+		case s.Candidate == CandidateSelected || s.Candidate == CandidateRunnerUp:
+			return fmt.Sprintf("waiting for the ladder to be complete (%s)", sel.Missing())
+		case slices.ContainsFunc(sel.Pending, func(p Pending) bool { return p.Type == s.Candidate }):
+			return fmt.Sprintf("waiting for %s to be measured (%s)", s.Candidate, sel.Missing())
+		}
+	}
+	return ""
 }
 
 // value reads a selector's number from the result, with the record it came from; problem says

@@ -149,11 +149,16 @@ func writeEnergy(b *strings.Builder, res *Result) {
 
 // mark is a candidate's word in the table: selected, runner-up, or its failure codes.
 func mark(sel Selection, typ string) string {
-	switch typ {
-	case sel.Selected:
+	switch {
+	case sel.Selected != "" && typ == sel.Selected:
 		return "**selected**"
-	case sel.RunnerUp:
+	case sel.RunnerUp != "" && typ == sel.RunnerUp:
 		return "runner-up"
+	}
+	for _, p := range sel.Pending {
+		if p.Type == typ {
+			return "pending"
+		}
 	}
 	for _, r := range sel.Rejected {
 		if r.Type == typ {
@@ -186,9 +191,20 @@ func writeRule(b *strings.Builder, res *Result) {
 	}
 	fmt.Fprintf(b, "Limits: %s.\n\n", strings.Join(lim, "; "))
 	sel := res.Selection
-	if sel.Selected == "" {
+	switch {
+	case sel.Incomplete:
+		fmt.Fprintf(b, "**Incomplete, no selection**: %d of %d candidates pending; the rule selects only once every candidate is measured (`sparkbench study run` on the study measures what is missing).\n\n", len(sel.Pending), len(res.Candidates))
+		for _, p := range sel.Pending {
+			legs := "legs not named (a record written before they were)"
+			if len(p.Legs) > 0 {
+				legs = "missing legs " + strings.Join(p.Legs, ", ")
+			}
+			fmt.Fprintf(b, "- pending %s: %s — %s\n", p.Type, legs, strings.Join(p.Why, "; "))
+		}
+		b.WriteString("\n")
+	case sel.Selected == "":
 		fmt.Fprintf(b, "**No candidate selected**: %s.\n\n", sel.Why)
-	} else {
+	default:
 		fmt.Fprintf(b, "**Selected: %s** — %s.", sel.Selected, sel.Why)
 		if sel.RunnerUp != "" {
 			fmt.Fprintf(b, " Runner-up: %s.", sel.RunnerUp)

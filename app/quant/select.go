@@ -78,6 +78,11 @@ type Rejection struct {
 // Selection is what the rule chose: the selected candidate and the runner-up (the rule applied
 // again without the selected one; "" when none passes), why, the candidates ruled out, and the
 // speed-versus-KLD Pareto frontier (candidates no other beats on both).
+//
+// A ladder with a candidate not fully measured (its record names what is missing) is
+// Incomplete: it selects nothing, and that candidate is Pending (never rejected: a figure
+// missing because its legs have not run, or ended without results, rules nothing out); a
+// later run measures it.
 type Selection struct {
 	Selected  string              `json:"selected"`
 	RunnerUp  string              `json:"runner_up"`
@@ -85,6 +90,61 @@ type Selection struct {
 	Rejected  []Rejection         `json:"rejected"`
 	Frontier  []string            `json:"frontier"`
 	Dominated map[string][]string `json:"dominated"` // candidate -> the candidates that dominate it
+	// Incomplete says the ladder selected nothing because Pending is not empty (both absent
+	// on a complete ladder).
+	Incomplete bool      `json:"incomplete,omitempty"`
+	Pending    []Pending `json:"pending,omitempty"`
+}
+
+// Pending is a candidate the ladder has not fully measured: the legs it is missing (none named
+// in records written before they were) and what was not measured, and why.
+type Pending struct {
+	Type string   `json:"type"`
+	Legs []string `json:"legs,omitempty"`
+	Why  []string `json:"why"`
+}
+
+// MissingLegs are the legs every pending candidate is missing, in candidate order.
+func (s Selection) MissingLegs() []string {
+	var out []string
+	for _, p := range s.Pending {
+		out = append(out, p.Legs...)
+	}
+	return out
+}
+
+// Missing says what an incomplete ladder lacks in one line: the missing legs or, for records
+// written before they were named, the candidates and why.
+func (s Selection) Missing() string {
+	if legs := s.MissingLegs(); len(legs) > 0 {
+		return "missing legs: " + strings.Join(legs, ", ")
+	}
+	var parts []string
+	for _, p := range s.Pending {
+		parts = append(parts, p.Type+" ("+strings.Join(p.Why, "; ")+")")
+	}
+	return "not measured: " + strings.Join(parts, ", ")
+}
+
+// selectIncomplete is the selection of a ladder with pending candidates: nothing selected; the
+// candidates measured in full are checked against the limits (their rejections stand), the
+// pending ones are listed as such, and the frontier is drawn over what was measured.
+func selectIncomplete(r Rule, cands []Candidate, pending []Pending) Selection {
+	sel := Selection{Rejected: []Rejection{}, Frontier: []string{}, Dominated: map[string][]string{}, Incomplete: true, Pending: pending}
+	isPending := func(typ string) bool {
+		return slices.ContainsFunc(pending, func(p Pending) bool { return p.Type == typ })
+	}
+	for _, c := range cands {
+		if isPending(c.Type) {
+			continue
+		}
+		if codes := failures(r, r.Maximize, c); len(codes) > 0 {
+			sel.Rejected = append(sel.Rejected, Rejection{Type: c.Type, Codes: codes})
+		}
+	}
+	sel.Frontier, sel.Dominated = Pareto(r.Maximize, cands)
+	sel.Why = fmt.Sprintf("incomplete, no selection: %d of %d candidates pending (%s); run the study again to measure them", len(pending), len(cands), sel.Missing())
+	return sel
 }
 
 // failures are the limits c fails under r (none: it passes).
@@ -304,6 +364,9 @@ func CacheKey(referenceSHA, quantType, imatrixSHA, buildID string) string {
 func Headline(r *Result) string {
 	if r == nil || len(r.Records) == 0 {
 		return ""
+	}
+	if r.Selection.Incomplete {
+		return fmt.Sprintf("incomplete, no selection (%d pending)", len(r.Selection.Pending))
 	}
 	if r.Selection.Selected == "" {
 		return "no candidate passed every limit"

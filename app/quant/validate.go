@@ -73,12 +73,15 @@ func Validate(p *Plan, opts ValidateOptions) []study.Problem {
 	if im := p.Imatrix; im != nil {
 		v.checkFile("imatrix.calibration", im.Calibration, "the calibration text")
 		if im.Ctx < 16 {
-			v.errf("imatrix.ctx", "%d: want at least 16 tokens per chunk", im.Ctx)
+			v.errf("imatrix.ctx", "%d: want at least 16 tokens per chunk, or leave the field out for the default 512", im.Ctx)
 		}
 		if im.Chunks < 1 {
-			v.errf("imatrix.chunks", "%d: want at least 1", im.Chunks)
+			v.errf("imatrix.chunks", "%d: want at least 1, or leave the field out for the default 16", im.Chunks)
 		}
 		v.checkTokens("imatrix.calibration", "the calibration text", v.opts.CalibrationTokens, im.Ctx, im.Chunks)
+	}
+	if len(p.KVTypes) == 0 && p.Given("kv_types") {
+		v.errf("kv_types", "an empty list; give at least one KV cache type (e.g. [{\"k\": \"q8_0\", \"v\": \"q8_0\"}]), or leave the field out for one candidate per quant on the f16 cache")
 	}
 	v.problems = append(v.problems, study.CheckKVTypes("kv_types", p.KVTypes)...)
 	v.checkSpeed()
@@ -161,17 +164,25 @@ func (v *validator) checkSpeed() {
 		}
 		seen[d] = true
 	}
-	for at, g := range map[string]float64{"speed.gates.cv_tg": s.Gates.CVTG, "speed.gates.cv_pp_depth": s.Gates.CVPPDepth, "speed.gates.cv_pp_d0": s.Gates.CVPPD0} {
-		if g < 0 || g > 1 {
-			v.errf(at, "%g: a CV limit is a fraction from 0 to 1 (0.05 = 5%%; 0: the default)", g)
+	for _, g := range []struct {
+		at  string
+		val float64
+		def string
+	}{{"speed.gates.cv_tg", s.Gates.CVTG, "0.05"}, {"speed.gates.cv_pp_depth", s.Gates.CVPPDepth, "0.10"}, {"speed.gates.cv_pp_d0", s.Gates.CVPPD0, "0.05"}} {
+		switch {
+		case g.val == 0 && v.p.Given(g.at):
+			v.errf(g.at, "0: want a fraction in (0, 1] (0.05 = 5%%), or leave the field out for the default %s", g.def)
+		case g.val < 0 || g.val > 1:
+			v.errf(g.at, "%g: want a fraction in (0, 1] (0.05 = 5%%), or leave the field out for the default %s", g.val, g.def)
 		}
 	}
 	for _, f := range []struct {
 		at  string
 		val int
-	}{{"speed.n_prompt", s.NPrompt}, {"speed.n_gen", s.NGen}, {"speed.reps", s.Reps}, {"speed.threads", s.Threads}} {
+		def int
+	}{{"speed.n_prompt", s.NPrompt, 512}, {"speed.n_gen", s.NGen, 128}, {"speed.reps", s.Reps, 5}, {"speed.threads", s.Threads, 1}} {
 		if f.val < 1 {
-			v.errf(f.at, "%d: want at least 1", f.val)
+			v.errf(f.at, "%d: want at least 1, or leave the field out for the default %d", f.val, f.def)
 		}
 	}
 }
@@ -185,10 +196,10 @@ func (v *validator) checkQuality() {
 	q := v.p.Quality
 	v.checkFile("quality.corpus", q.Corpus, "the quality corpus")
 	if q.Ctx < 16 {
-		v.errf("quality.ctx", "%d: want at least 16 tokens of context", q.Ctx)
+		v.errf("quality.ctx", "%d: want at least 16 tokens of context, or leave the field out for the default 128", q.Ctx)
 	}
 	if q.Chunks < 1 {
-		v.errf("quality.chunks", "%d: want at least 1", q.Chunks)
+		v.errf("quality.chunks", "%d: want at least 1, or leave the field out for the default 20", q.Chunks)
 	}
 	v.checkTokens("quality.corpus", "the corpus", v.opts.CorpusTokens, q.Ctx, q.Chunks)
 }
@@ -214,6 +225,9 @@ func (v *validator) checkRule() {
 	}
 	if t := r.Tolerance; t != nil && (*t < 0 || *t >= 0.5) {
 		v.errf("rule.tolerance", "%g: want a fraction from 0 to below 0.5 (0.01 = within 1%% of the best counts as tied)", *t)
+	}
+	if len(r.TieBreak) == 0 && v.p.Given("rule.tie_break") {
+		v.errf("rule.tie_break", "an empty list; give the chain (e.g. [%q, %q]), or leave the field out for the default %s", TieKLDMean, TieOrder, strings.Join(DefaultTieBreak, ", "))
 	}
 	seen := map[string]bool{}
 	for i, k := range r.TieBreak {

@@ -112,6 +112,9 @@ type Index struct {
 type QuantIndex struct {
 	Journal string `json:"journal"` // journal.jsonl
 	StudyID int64  `json:"study_id"`
+	// Rules are the selection rules the derived files were made by (quant.Rules*; absent: the
+	// rules before they were recorded), so a bundle verifies by the rules it was written with.
+	Rules int `json:"rules,omitempty"`
 }
 
 // CapacityIndex names the raw files of a capacity bundle by the role and key `capacity

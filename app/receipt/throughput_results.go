@@ -207,7 +207,8 @@ func (tb *throughputBundle) results(bandwidth float64) (*study.Results, map[stri
 	index := map[int64]int{} // notebook leg id → index into tb.legs
 	for k, i := range order {
 		r := tb.legs[i].rec
-		stored[k] = study.StoredLeg{ID: r.ID, Label: r.Label, PlanLeg: r.PlanLeg, Role: r.Role, Attempt: r.Attempt, State: r.State, Class: r.Class}
+		stored[k] = study.StoredLeg{ID: r.ID, Label: r.Label, PlanLeg: r.PlanLeg, Role: r.Role, Attempt: r.Attempt, State: r.State, Class: r.Class,
+			Rows: len(tb.legs[i].rows), Results: resultRows(tb.legs[i].statuses)}
 		index[r.ID] = i
 	}
 	if tb.plan.Adaptive != nil { // the engine's reading of adaptive chunks (study.BuildResults)
@@ -277,4 +278,16 @@ func modelOfRow(p *study.Plan, lp study.LegPlan, r *benchfmt.Result) string {
 		}
 	}
 	return ""
+}
+
+// resultRows counts the rows marked result: a flagged attempt has results only for those
+// (study.HasResults).
+func resultRows(statuses []string) int {
+	n := 0
+	for _, st := range statuses {
+		if st == string(vocab.RowResult) {
+			n++
+		}
+	}
+	return n
 }

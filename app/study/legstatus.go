@@ -12,7 +12,7 @@ import (
 // engine, Show and the receipts all read the legs through these.
 
 // finalLegs maps each plan leg to the notebook leg whose rows count for it: its latest
-// attempt that ended with results (ok, or flagged by a gate after earlier rows). A leg the user
+// attempt that ended with results (ok, or flagged by a gate after rows it kept). A leg the user
 // stopped, one that crashed or was refused, and one a dead process left interrupted have no
 // results: they count toward nothing (see legStatus).
 func finalLegs(stored []StoredLeg) map[string]StoredLeg {
@@ -26,14 +26,20 @@ func finalLegs(stored []StoredLeg) map[string]StoredLeg {
 }
 
 // hasResults reports whether a leg attempt ended with results: it finished ok, or a gate
-// flagged a test (the rows before the flag count; the flag is the measured answer).
+// flagged a test after earlier rows (those rows count; the flag is the measured answer). A
+// flagged attempt has results only for the rows it kept (StoredLeg.Results, the rows marked
+// result): one whose first row tripped the gate kept none, so it is a failed attempt that counts
+// toward the retry limit, and its plan leg is not final until a later attempt has rows or the
+// failures reach the limit.
 func hasResults(s StoredLeg) bool {
 	if s.State != LegFinished {
 		return false
 	}
 	switch vocab.Class(s.Class) {
-	case vocab.ClassOK, "", vocab.ClassFlagged:
+	case vocab.ClassOK, "":
 		return true
+	case vocab.ClassFlagged:
+		return s.Results > 0
 	}
 	return false
 }

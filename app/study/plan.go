@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strings"
 
 	"sparkbench/app/canon"
 	"sparkbench/app/energy"
@@ -69,28 +68,12 @@ var defaultedFields = []string{"split", "gates.cv_tg", "gates.cv_pp_depth", "gat
 
 // givenFields lists which defaulted fields a plan document writes (whatever their value).
 func givenFields(data []byte) map[string]bool {
-	var doc map[string]json.RawMessage
-	if json.Unmarshal(data, &doc) != nil {
+	out := GivenPaths(data, defaultedFields)
+	if out == nil {
 		return nil
 	}
-	out := map[string]bool{}
-	sub := func(raw json.RawMessage) map[string]json.RawMessage {
-		var m map[string]json.RawMessage
-		_ = json.Unmarshal(raw, &m)
-		return m
-	}
-	for _, f := range defaultedFields {
-		parent, key, nested := strings.Cut(f, ".")
-		if !nested {
-			if _, ok := doc[f]; ok {
-				out[f] = true
-			}
-			continue
-		}
-		if _, ok := sub(doc[parent])[key]; ok {
-			out[f] = true
-		}
-	}
+	var doc map[string]json.RawMessage
+	_ = json.Unmarshal(data, &doc)
 	var preds []map[string]json.RawMessage
 	_ = json.Unmarshal(doc["predictions"], &preds)
 	for i, pr := range preds {

@@ -42,6 +42,9 @@ func init() {
 			if q := ix.Quant; q != nil && (q.Journal != receipt.FileJournal || q.StudyID <= 0) {
 				return fmt.Errorf("%s: quant journal %q with study id %d: want %q with the notebook's study id", receipt.FileIndex, q.Journal, q.StudyID, receipt.FileJournal)
 			}
+			if q := ix.Quant; q != nil && (q.Rules < 0 || q.Rules > quant.RulesCurrent) {
+				return fmt.Errorf("%s: quant rules %d: this sparkbench knows rules 1 to %d (a newer version wrote the bundle?)", receipt.FileIndex, q.Rules, quant.RulesCurrent)
+			}
 			return nil
 		},
 		Excerpt: func(_ receipt.Files, ix *receipt.Index) (int64, bool) {
@@ -174,7 +177,28 @@ func registerQuantKind(ctx context.Context, nb *store.Notebook, file string, dat
 	if len(study.Errors(probs)) > 0 {
 		return nil, &study.RefusedError{Problems: probs}
 	}
-	st, err := nb.CreateStudy(ctx, store.Study{Name: p.Name, Kind: kinds.Quant, Status: store.StatusRegistered})
+	sum, _, err := p.SHA256()
+	if err != nil {
+		return nil, err
+	}
+	// Registered before (the same plan SHA-256): that study, as the other kinds say it; a name
+	// another study has gets the plan's short hash appended, as the other kinds do.
+	studies, err := nb.Studies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	name, taken := p.Name, false
+	for _, s := range studies {
+		if s.Kind == kinds.Quant && s.Status != store.StatusImported && s.PlanSHA256 == sum {
+			return &Registered{StudyID: s.ID, Name: s.Name, PlanSHA256: sum,
+				Lines: []string{fmt.Sprintf("study %d %q: already registered with this plan (sha256 %s)", s.ID, s.Name, sum)}}, nil
+		}
+		taken = taken || s.Name == p.Name
+	}
+	if taken {
+		name = fmt.Sprintf("%s [%s]", p.Name, sum[:12])
+	}
+	st, err := nb.CreateStudy(ctx, store.Study{Name: name, Kind: kinds.Quant, Status: store.StatusRegistered})
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +223,12 @@ func runQuantKind(ctx context.Context, nb *store.Notebook, s store.Study, req Ru
 		return nil, badInput(err)
 	}
 	opt, _ := req.Options.(*QuantRunOptions)
-	sum, err := quantrun.Run(ctx, nb, s, quantrun.Options{LlamaDir: req.LlamaDir, DataDir: data, Hash: CachedHash(ctx, nb, req.Hash), Event: req.Event,
+	// The last run's records: this run resumes them (measures only what they miss).
+	prev, err := quantJournalRecords(ctx, nb, s)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := quantrun.Run(ctx, nb, s, quantrun.Options{LlamaDir: req.LlamaDir, DataDir: data, Hash: CachedHash(ctx, nb, req.Hash), Event: req.Event, Previous: prev,
 		Record: func(r quant.Record) {
 			if req.JSON != nil {
 				req.JSON(r)
@@ -228,9 +257,13 @@ func runQuantKind(ctx context.Context, nb *store.Notebook, s store.Study, req Ru
 	sel := sum.Result.Selection
 	done := &RunDone{Status: sum.Status, Complete: sum.Complete, Lines: []string{
 		fmt.Sprintf("study %d %s: %d legs, %d derived model(s) reused, in %s (%s)", s.ID, sum.Status, sum.Legs, sum.Reused, sum.Elapsed.Round(10*time.Millisecond), phases)}}
-	if sel.Selected != "" {
+	switch {
+	case sel.Incomplete:
+		done.Lines = append(done.Lines, fmt.Sprintf("incomplete, no selection: %d of %d candidates pending (%s)", len(sel.Pending), len(sum.Result.Candidates), sel.Missing()))
+		done.Notes = append(done.Notes, fmt.Sprintf("fix the cause, then `sparkbench study run %d` measures what is missing (derived models already made are reused); the rule selects once every candidate is measured", s.ID))
+	case sel.Selected != "":
 		done.Lines = append(done.Lines, fmt.Sprintf("selected %s (runner-up %s): %s", sel.Selected, orDash(sel.RunnerUp), sel.Why))
-	} else {
+	default:
 		done.Lines = append(done.Lines, "no candidate selected: "+sel.Why)
 	}
 	done.Lines = append(done.Lines, fmt.Sprintf("see `sparkbench study show %d`", s.ID))
@@ -242,6 +275,21 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// quantJournalRecords are the candidates' records of a ladder study's last run, from its
+// journal.
+func quantJournalRecords(ctx context.Context, nb *store.Notebook, s store.Study) ([]quant.Record, error) {
+	entries, err := nb.Journal(ctx, s.ID, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	qe := make([]quantEntry, len(entries))
+	for i, e := range entries {
+		qe[i] = quantEntry{Seq: e.Seq, Kind: e.Kind, Payload: e.Payload}
+	}
+	parts, err := quantJournalParts(qe)
+	return parts.records, err
 }
 
 // quantResult is a ladder study's plan and result, assembled from its journaled records.
@@ -281,6 +329,9 @@ func showQuantKind(ctx context.Context, nb *store.Notebook, s store.Study) (*Sho
 	md := quant.Markdown(res)
 	return &Shown{Report: res, Print: func(w io.Writer) {
 		fmt.Fprintf(w, "study %d %q (%s, %s)\n\n", s.ID, s.Name, s.Kind, s.Status)
+		if sel := res.Selection; sel.Incomplete && s.Status != store.StatusImported {
+			fmt.Fprintf(w, "Incomplete, no selection: %d candidate(s) pending (%s); `sparkbench study run %d` measures them.\n\n", len(sel.Pending), sel.Missing(), s.ID)
+		}
 		_, _ = w.Write(md)
 	}}, nil
 }
@@ -301,7 +352,7 @@ func quantStudyFiles(ctx context.Context, nb *store.Notebook, s store.Study, opt
 		return nil, err
 	}
 	ix, err := canon.Marshal(receipt.Index{Schema: receipt.SchemaBundle, Kind: kinds.Quant, Sparkbench: opt.Version,
-		Quant: &receipt.QuantIndex{Journal: receipt.FileJournal, StudyID: studyID}})
+		Quant: &receipt.QuantIndex{Journal: receipt.FileJournal, StudyID: studyID, Rules: quant.RulesCurrent}})
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +387,13 @@ func assembleQuantBundle(files receipt.Files, ix *receipt.Index) ([]byte, []byte
 	if err := json.Unmarshal(files[fileRecords], &recs); err != nil {
 		return nil, nil, fmt.Errorf("records.json: %w", err)
 	}
-	res, err := quant.Assemble(p, canon.SHA256Hex(files["plan.json"]), recs)
+	// The selection rules the bundle was written with (absent: those before they were
+	// recorded, under which an incomplete ladder still selected).
+	rules := quant.RulesSelectOverIncomplete
+	if ix.Quant != nil && ix.Quant.Rules > 0 {
+		rules = ix.Quant.Rules
+	}
+	res, err := quant.AssembleRules(p, canon.SHA256Hex(files["plan.json"]), recs, rules)
 	if err != nil {
 		return nil, nil, fmt.Errorf("records.json: %w", err)
 	}
@@ -387,6 +444,10 @@ func QuantHandOff(ctx context.Context, nb *store.Notebook, req QuantHandOffReque
 	p, err := quant.Decode("plan", pl.JSON)
 	if err != nil {
 		return "", err
+	}
+	if sel := res.Selection; sel.Incomplete {
+		return "", badInput(fmt.Errorf("study %d (%s) is incomplete, no selection: %d candidate(s) pending (%s); `sparkbench study run %d` measures them, then hand off",
+			s.ID, s.Name, len(sel.Pending), sel.Missing(), s.ID))
 	}
 	req.HandOff.StudyID = s.ID
 	cp, err := quant.CapacityPlan(res, p, req.HandOff)

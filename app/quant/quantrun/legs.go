@@ -125,7 +125,7 @@ func (e *engine) derive(ctx context.Context, r *quant.Record) error {
 			if res.Err != nil {
 				return fmt.Errorf("quantize %s: %w", r.Type, res.Err)
 			}
-			e.note(r, "quantize: %s: %s", res.Exit.Class, res.Exit.Reason)
+			e.note(r, "quantize/"+r.Type, "quantize: %s: %s", res.Exit.Class, res.Exit.Reason)
 			return nil
 		}
 		sum, err := e.hash(path)
@@ -221,13 +221,13 @@ func (e *engine) kld(ctx context.Context, r *quant.Record, base string) error {
 	}
 	s := res.KLD
 	if res.Exit.Class != runner.ClassOK || s == nil {
-		e.note(r, "kld: llama-perplexity %s: %s", res.Exit.Class, res.Exit.Reason)
+		e.note(r, "kld/"+r.Label(), "kld: llama-perplexity %s: %s", res.Exit.Class, res.Exit.Reason)
 		return nil
 	}
 	label = res.ID
 	p99, ok := s.KLDPercentile(99)
 	if !ok {
-		e.note(r, "kld: no 99.0%% KLD line")
+		e.note(r, "kld/"+r.Label(), "kld: no 99.0%% KLD line")
 		return nil
 	}
 	r.KLD = &quant.KLD{Mean: s.MeanKLD.Value, P99: p99.Value, Max: s.MaxKLD.Value, SameTopP: s.SameTopP.Value / 100, PPLRatio: s.MeanPPLRatio.Value}
@@ -257,7 +257,7 @@ func (e *engine) project(ctx context.Context, r *quant.Record) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		e.note(r, "memory projection: %v", err)
+		e.note(r, "memory/"+r.Label(), "memory projection: %v", err)
 		return nil
 	}
 	r.Projected = &quant.Projection{MiB: pr.MiB, Of: pr.Of, Line: pr.Line}
@@ -265,12 +265,16 @@ func (e *engine) project(ctx context.Context, r *quant.Record) error {
 	return nil
 }
 
-// bench runs llama-bench on the candidate at each depth of the plan: one leg per depth, its
-// rows in the notebook, a cell per test; the peak RSS is the largest of its legs'.
-func (e *engine) bench(ctx context.Context, r *quant.Record) error {
+// bench runs llama-bench on the candidate at each depth of the plan but those kept from the
+// last run: one leg per depth, its rows in the notebook, a cell per test; the peak RSS is the
+// largest of its legs'.
+func (e *engine) bench(ctx context.Context, r *quant.Record, kept map[int]bool) error {
 	sp := e.plan.Speed
 	bench := e.loc.Bench
 	for _, d := range sp.Depths {
+		if kept[d] {
+			continue
+		}
 		label := fmt.Sprintf("bench/%s/d%d", r.Label(), d)
 		args := append([]string{"-m", r.File, "-p", strconv.Itoa(sp.NPrompt), "-n", strconv.Itoa(sp.NGen), "-d", strconv.Itoa(d),
 			"-r", strconv.Itoa(sp.Reps), "-t", strconv.Itoa(sp.Threads)}, kvArgs(r)...)
@@ -319,7 +323,7 @@ func (e *engine) bench(ctx context.Context, r *quant.Record) error {
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return ctx.Err()
 			}
-			e.note(r, "%s: llama-bench %s: %s%s", label, res.Exit.Class, res.Exit.Reason, sampled.why())
+			e.note(r, fmt.Sprintf("bench/%s/d%d", r.Label(), d), "%s: llama-bench %s: %s%s", label, res.Exit.Class, res.Exit.Reason, sampled.why())
 			continue
 		}
 		for i, row := range rows {

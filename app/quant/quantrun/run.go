@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sparkbench/app/energy"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +39,11 @@ type Options struct {
 	// Telemetry, when the plan has a telemetry block, gives the hook that samples each
 	// candidate's llama-bench legs and a function that closes its samplers (nil: no sampling).
 	Telemetry func(*energy.Plan) (energy.LegHook, func() error)
+	// Previous are the records of the study's last run (its journal): a run resumes them. A
+	// candidate measured in full there, of the same derived file, is kept as it was; one that
+	// names the legs it is missing keeps what was measured and runs only those legs; any other
+	// is measured again.
+	Previous []quant.Record
 }
 
 // Summary is what a run did: its status, the assembled result, the legs it recorded, the
@@ -227,8 +234,18 @@ func (e *engine) candidates(ctx context.Context) ([]quant.Record, error) {
 	// before anything is quantized; then the importance matrix, if any, whose SHA-256 is part
 	// of every candidate's cache key; then the disk check of what is left to make.
 	base := filepath.Join(e.runDir, "base-logits.kld")
-	if err := e.timed("kld", func() error { return e.baseLogits(ctx, base) }); err != nil {
-		return nil, err
+	baseDone := false
+	writeBase := func() error {
+		if baseDone {
+			return nil
+		}
+		baseDone = true
+		return e.timed("kld", func() error { return e.baseLogits(ctx, base) })
+	}
+	if e.needsKLD() {
+		if err := writeBase(); err != nil {
+			return nil, err
+		}
 	}
 	if err := e.timed("quantize", func() error { return e.makeImatrix(ctx) }); err != nil {
 		return nil, err
@@ -249,7 +266,7 @@ func (e *engine) candidates(ctx context.Context) ([]quant.Record, error) {
 		recs[i] = quant.Record{Type: arm.Quant, KV: arm.KV, Bench: []quant.BenchCell{}}
 		if m, ok := made[arm.Quant]; ok {
 			recs[i].Key, recs[i].File, recs[i].SHA256, recs[i].Bytes, recs[i].Bits = m.Key, m.File, m.SHA256, m.Bytes, m.Bits
-			recs[i].Reused, recs[i].Quantize, recs[i].Imatrix, recs[i].Incomplete = m.Reused, m.Quantize, m.Imatrix, m.Incomplete
+			recs[i].Reused, recs[i].Quantize, recs[i].Imatrix, recs[i].Incomplete, recs[i].MissingLegs = m.Reused, m.Quantize, m.Imatrix, m.Incomplete, m.MissingLegs
 			continue
 		}
 		if err := e.timed("quantize", func() error { return e.derive(ctx, &recs[i]) }); err != nil {
@@ -261,14 +278,26 @@ func (e *engine) candidates(ctx context.Context) ([]quant.Record, error) {
 		if recs[i].File == "" {
 			continue
 		}
-		if err := e.timed("kld", func() error { return e.kld(ctx, &recs[i], base) }); err != nil {
+		kept := e.resume(&recs[i])
+		if recs[i].KLD == nil {
+			if err := writeBase(); err != nil {
+				return nil, err
+			}
+			if err := e.timed("kld", func() error { return e.kld(ctx, &recs[i], base) }); err != nil {
+				return nil, err
+			}
+		}
+		if err := e.timed("bench", func() error { return e.bench(ctx, &recs[i], kept) }); err != nil {
 			return nil, err
 		}
-		if err := e.timed("bench", func() error { return e.bench(ctx, &recs[i]) }); err != nil {
-			return nil, err
-		}
-		if err := e.timed("memory", func() error { return e.project(ctx, &recs[i]) }); err != nil {
-			return nil, err
+		// Cells kept from the last run and measured now, in the plan's depth order.
+		slices.SortStableFunc(recs[i].Bench, func(a, b quant.BenchCell) int {
+			return slices.Index(p.Speed.Depths, a.Depth) - slices.Index(p.Speed.Depths, b.Depth)
+		})
+		if recs[i].Projected == nil {
+			if err := e.timed("memory", func() error { return e.project(ctx, &recs[i]) }); err != nil {
+				return nil, err
+			}
 		}
 		if err := e.journal(ctx, recs[i]); err != nil {
 			return nil, err
@@ -306,11 +335,101 @@ func (e *engine) provenance(ctx context.Context) quant.Provenance {
 	return pv
 }
 
-// note adds what a record lacks, and says it.
-func (e *engine) note(r *quant.Record, format string, a ...any) {
+// note adds what a record lacks, and the leg that ended without it, and says it.
+func (e *engine) note(r *quant.Record, leg, format string, a ...any) {
 	msg := fmt.Sprintf(format, a...)
 	r.Incomplete = append(r.Incomplete, msg)
+	r.MissingLegs = append(r.MissingLegs, leg)
 	e.say(r.Label() + ": " + msg)
 }
 
 func joinArgs(a []string) string { return strings.Join(a, " ") }
+
+// previous is the last run's record of a candidate, when the run resumes it (nil: measure it
+// from the start): measured in full, or naming the legs it is missing.
+func (e *engine) previous(label string) *quant.Record {
+	for i := range e.opts.Previous {
+		p := &e.opts.Previous[i]
+		if p.Label() == label && p.File != "" && (len(p.Incomplete) == 0 || len(p.MissingLegs) == len(p.Incomplete)) {
+			return p
+		}
+	}
+	return nil
+}
+
+// needsKLD says whether a candidate's KL divergence is left to measure (the base logits are
+// written only then).
+func (e *engine) needsKLD() bool {
+	for _, a := range e.plan.Arms() {
+		p := e.previous(a.Label())
+		if p == nil || p.KLD == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// resume takes into r (its derived file made or reused) what the last run measured of the
+// same file: its KLD, projection, peak RSS, energy and the speed cells of the depths whose legs
+// ended with results; the depths kept are returned. The legs the last run missed are left to
+// measure (r's notes start empty).
+func (e *engine) resume(r *quant.Record) map[int]bool {
+	p := e.previous(r.Label())
+	if p == nil || p.SHA256 != r.SHA256 {
+		return nil
+	}
+	missing := func(leg string) bool { return slices.Contains(p.MissingLegs, leg) }
+	if p.KLD != nil && !missing("kld/"+r.Label()) {
+		r.KLD, r.KLDLeg, r.KLDLines = p.KLD, p.KLDLeg, p.KLDLines
+	}
+	if p.Projected != nil {
+		r.Projected = p.Projected
+	}
+	kept := map[int]bool{}
+	for _, d := range e.plan.Speed.Depths {
+		if missing(fmt.Sprintf("bench/%s/d%d", r.Label(), d)) {
+			continue
+		}
+		var cells []quant.BenchCell
+		for _, c := range p.Bench {
+			if c.Depth == d {
+				cells = append(cells, c)
+			}
+		}
+		if len(cells) > 0 {
+			kept[d] = true
+			r.Bench = append(r.Bench, cells...)
+		}
+	}
+	for _, le := range p.Energy {
+		if _, d, ok := benchLegDepth(le.Leg); ok && kept[d] {
+			r.Energy = append(r.Energy, le)
+		}
+	}
+	if len(kept) > 0 {
+		r.PeakRSS = max(r.PeakRSS, p.PeakRSS)
+	}
+	what := []string{}
+	if r.KLD != nil {
+		what = append(what, "KLD")
+	}
+	if len(kept) > 0 {
+		what = append(what, fmt.Sprintf("speed at %d of %d depths", len(kept), len(e.plan.Speed.Depths)))
+	}
+	if len(what) > 0 {
+		e.say(fmt.Sprintf("%s: kept from the last run: %s", r.Label(), strings.Join(what, ", ")))
+	}
+	return kept
+}
+
+// benchLegDepth reads a bench leg's label (bench/LABEL/dD, an attempt's #N after it).
+func benchLegDepth(leg string) (label string, depth int, ok bool) {
+	leg, _, _ = strings.Cut(leg, "#")
+	rest, found := strings.CutPrefix(leg, "bench/")
+	i := strings.LastIndex(rest, "/d")
+	if !found || i < 0 {
+		return "", 0, false
+	}
+	d, err := strconv.Atoi(rest[i+2:])
+	return rest[:i], d, err == nil
+}

@@ -348,10 +348,12 @@ func TestEngineFlaggedAndCrashedRowsNeverCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The crashed leg has no results and retries left: the study is incomplete, not complete.
-	if sum.Status != study.StatusIncomplete || sum.LegsRun != 8 || len(sum.Incomplete) != 1 || sum.Incomplete[0].Leg != "tiny/d128" ||
-		sum.Incomplete[0].Final || sum.Incomplete[0].RetriesLeft() != 2 {
-		t.Fatalf("a flagged leg and a passing canary continue the queue, a crash leaves it incomplete: %+v", sum)
+	// The crashed leg has no results and retries left; so has the leg flagged on its first row
+	// (it kept no rows: a flagged attempt has results only for the rows it kept). The study is
+	// incomplete, not complete.
+	if sum.Status != study.StatusIncomplete || sum.LegsRun != 8 || len(sum.Incomplete) != 2 || sum.Incomplete[0].Leg != "tiny/d0" || sum.Incomplete[1].Leg != "tiny/d128" ||
+		sum.Incomplete[0].Final || sum.Incomplete[0].RetriesLeft() != 2 || sum.Incomplete[1].Final || sum.Incomplete[1].RetriesLeft() != 2 {
+		t.Fatalf("a flagged leg and a passing canary continue the queue, a crash and a flag on the first row leave it incomplete: %+v", sum)
 	}
 	legs, _ := h.rec.Legs(context.Background(), h.id)
 	var sawCanary bool
@@ -374,10 +376,10 @@ func TestEngineFlaggedAndCrashedRowsNeverCount(t *testing.T) {
 	}
 	rep, _ := study.Show(context.Background(), h.rec, h.id)
 	for _, s := range rep.Scoreboard {
-		// P1 reads the flagged leg (final: the gate's flag is its answer); P4 reads the crashed
-		// one, which a later run retries: it waits.
-		if s.Prediction == "P1" && s.Verdict.Outcome != study.Unresolvable {
-			t.Errorf("%s reads a flagged leg without results: %+v", s.Prediction, s.Verdict)
+		// P1 reads the leg flagged on its first row (no rows kept: a later run retries it); P4
+		// reads the crashed one, which a later run retries too: both wait.
+		if s.Prediction == "P1" && s.Verdict.Outcome != study.Pending {
+			t.Errorf("%s reads a flagged leg without results that will be retried: %+v", s.Prediction, s.Verdict)
 		}
 		if s.Prediction == "P4" && s.Verdict.Outcome != study.Pending {
 			t.Errorf("%s reads a crashed leg that will be retried: %+v", s.Prediction, s.Verdict)

@@ -80,8 +80,9 @@ func (r *telemetryRecorder) AddTelemetry(_ context.Context, legID int64, s []tel
 }
 
 // A thermal slowdown during one leg flags exactly that leg, as a CV breach would: its gate is
-// recorded with the code thermal:throttled, its rows turn flagged and never count (the
-// prediction that reads it is UNRESOLVABLE), and the queue goes on; every other leg is ok.
+// recorded with the code thermal:throttled, its rows turn flagged and never count (it kept no
+// rows, so it has no results: the study is incomplete and the prediction that reads it waits
+// for a later attempt), and the queue goes on; every other leg is ok.
 // Every leg's samples are recorded with a mark per row and the leg's end.
 func TestEngineTelemetryFlagsExactlyTheThrottledLeg(t *testing.T) {
 	h := newHarness(t, nil)
@@ -95,8 +96,8 @@ func TestEngineTelemetryFlagsExactlyTheThrottledLeg(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Status != study.StatusComplete || sum.LegsRun != 8 {
-		t.Fatalf("the queue went on: %+v", sum)
+	if sum.Status != study.StatusIncomplete || sum.LegsRun != 8 || len(sum.Incomplete) != 1 || sum.Incomplete[0].Leg != "tiny/d128" {
+		t.Fatalf("the queue went on, the throttled leg without results: %+v", sum)
 	}
 	legs, _ := h.rec.Legs(context.Background(), h.id)
 	var flaggedID int64
@@ -126,7 +127,7 @@ func TestEngineTelemetryFlagsExactlyTheThrottledLeg(t *testing.T) {
 	}
 	rep, _ := study.Show(context.Background(), rec, h.id)
 	for _, s := range rep.Scoreboard {
-		if s.Prediction == "P4" && s.Verdict.Outcome != study.Unresolvable {
+		if s.Prediction == "P4" && s.Verdict.Outcome != study.Pending {
 			t.Errorf("P4 reads the throttled leg: %+v", s.Verdict)
 		}
 	}
