@@ -382,6 +382,12 @@ func isConstraint(err error) bool {
 	return errors.As(err, &se) && se.Code == sqlite3.ErrConstraint
 }
 
+// isUniqueConstraint reports whether err is a UNIQUE constraint's refusal.
+func isUniqueConstraint(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+}
+
 // SQLiteVersion is the version of the linked SQLite library.
 func SQLiteVersion() string {
 	v, _, _ := sqlite3.Version()

@@ -76,7 +76,7 @@ func (n *Notebook) createStudyTx(tx *sql.Tx, s Study) (int64, error) {
 	res, err := tx.Exec("INSERT INTO studies (name, kind, status, description, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
 		s.Name, s.Kind, s.Status, s.Description, now, now)
 	if err != nil {
-		if isConstraint(err) {
+		if isUniqueConstraint(err) { // studies.name is the table's one unique column besides the id
 			return 0, &NameTakenError{Name: s.Name}
 		}
 		return 0, fmt.Errorf("create study %q: %w", s.Name, err)
