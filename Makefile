@@ -57,6 +57,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzSSEReader -fuzztime $(FUZZTIME) ./runner/loadgen
 	$(GO) test -tags $(TAGS) -run XXX -fuzz '^FuzzDecodePlan$$' -fuzztime $(FUZZTIME) ./app/study
 	$(GO) test -tags $(TAGS) -run XXX -fuzz '^FuzzDecodePlan$$' -fuzztime $(FUZZTIME) ./app/capacity
+	$(GO) test -tags $(TAGS) -run XXX -fuzz '^FuzzDecodePlan$$' -fuzztime $(FUZZTIME) ./app/quant
 	$(GO) test -run XXX -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME) ./app/textsafe
 	$(GO) test -run XXX -fuzz '^FuzzParseHosts$$' -fuzztime $(FUZZTIME) ./runner/remote
 	$(GO) test -tags $(TAGS) -run XXX -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./app/fleet

@@ -18,43 +18,27 @@ import (
 //	sparkbench capacity run ID|PLAN --notebook P … | capacity run ID [--fresh] [--out DIR] …
 //	sparkbench capacity show ID [--json] [--notebook P]
 //
-// `capacity run PLAN` without --notebook stays the notebook-free run (capacity_run.go).
+// `capacity run PLAN --no-notebook` is the notebook-free run (capacity_run.go).
 
 const nbFlagHelp = "notebook file (default: $" + store.EnvNotebook + ", then the user's data folder)"
 
-// capacityRunsInNotebook says whether `capacity run ARGS` goes through the notebook: when
-// --notebook is given, or when the one argument names no file and does not look like a path
-// (no separator, no .json suffix): a study id or name.
+// capacityRunsInNotebook says whether `capacity run ARGS`'s argument is a study of the
+// notebook: when --notebook is given, or when the one argument names no file and does not look
+// like a path (no separator, no .json suffix): a study id or name. (A plan file runs in the
+// notebook too unless --no-notebook or --resume: capacityRunCommand.)
 func capacityRunsInNotebook(args []string) bool {
-	valued := map[string]bool{"llama-dir": true, "out": true, "start-timeout": true, "request-timeout": true, "grace": true,
-		"quality-cases": true, "notebook": true, "resume": true, "on": true, "hosts": true}
-	var pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			name, _, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			if name == "notebook" {
-				return true
-			}
-			if valued[name] && !hasVal {
-				i++
-			}
-			continue
-		}
-		pos = append(pos, a)
+	ref, notebook, ok := runTarget(args) // run_any.go
+	if notebook != "" {
+		return true
 	}
-	if len(pos) != 1 {
+	if !ok {
 		return false
 	}
-	if st, err := os.Stat(pos[0]); err == nil {
+	if st, err := os.Stat(ref); err == nil {
 		return st.IsDir()
 	}
 	// Not there: a path (a missing plan file) stays with the plain run, which says so.
-	return !strings.ContainsRune(pos[0], os.PathSeparator) && !strings.HasSuffix(strings.ToLower(pos[0]), ".json")
+	return !strings.ContainsRune(ref, os.PathSeparator) && !strings.HasSuffix(strings.ToLower(ref), ".json")
 }
 
 // capacityRegisterFileWith registers a plan file (idempotently) and prints what happened, as
