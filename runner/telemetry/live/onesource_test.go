@@ -2,8 +2,10 @@ package live_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,7 +20,14 @@ func fakeTool(t *testing.T, outs map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	script := "#!/bin/sh\ncase \"$1\" in\n"
-	for arg, out := range outs {
+	// The arms in a fixed order, the catch-all ("") last: a shell case takes the first arm that
+	// matches, and a map's order is random.
+	args := slices.Sorted(maps.Keys(outs))
+	if len(args) > 0 && args[0] == "" {
+		args = append(args[1:], "")
+	}
+	for _, arg := range args {
+		out := outs[arg]
 		f := filepath.Join(dir, "out-"+strings.TrimLeft(arg, "-")+".json")
 		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
 			t.Fatal(err)
