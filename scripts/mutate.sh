@@ -8,6 +8,7 @@
 #
 #   scripts/mutate.sh [PKG ...]      default: the decision packages below
 # Environment: GREMLINS (the binary), MUTATE_OUT (a folder for each package's JSON and log),
+# MUTATE_WORKERS (mutants tested at once, default 1),
 # MUTATE_EFFICACY / MUTATE_COVERAGE (thresholds; a package below either fails the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,8 +31,10 @@ fail=0
 for p in "${pkgs[@]}"; do
   name=$(echo "$p" | sed 's#^\./##; s#/#_#g')
   start=$(date +%s)
-  # One worker and one CPU per test run: the box has 2 cores, and a loaded one times tests out.
-  if ! "$gremlins" unleash --tags migrated_fynedo --workers 1 --test-cpu 1 --timeout-coefficient 5 \
+  # One worker by default (the box has 2 cores; a loaded one times tests out). Not --test-cpu:
+  # with it, gremlins 0.6.0 counts every mutant as killed (a mutant that lives, such as `x > 0`
+  # as `x >= 0` under a test that only tries 5 and -5, was reported killed).
+  if ! "$gremlins" unleash --tags migrated_fynedo --workers "${MUTATE_WORKERS:-1}" --timeout-coefficient 5 \
       -o "$out/$name.json" "$p" >"$out/$name.log" 2>&1; then
     echo "mutate: gremlins failed on $p (log: $out/$name.log)" >&2
     fail=1
