@@ -8,7 +8,7 @@
 #
 #   scripts/mutate.sh [PKG ...]      default: the decision packages below
 # Environment: GREMLINS (the binary), MUTATE_OUT (a folder for each package's JSON and log),
-# MUTATE_WORKERS (mutants tested at once, default 1),
+# MUTATE_WORKERS (mutants tested at once, default 1), MUTATE_TIMEOUT_COEFFICIENT (default 60),
 # MUTATE_EFFICACY / MUTATE_COVERAGE (thresholds; a package below either fails the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,15 +26,17 @@ out=${MUTATE_OUT:-$(mktemp -d)}
 mkdir -p "$out"
 eff_min=${MUTATE_EFFICACY:-90}
 cov_min=${MUTATE_COVERAGE:-80}
-printf '%-16s %7s %6s %12s %9s %9s %8s\n' package killed lived not_covered efficacy coverage time
+printf '%-16s %7s %6s %12s %9s %9s %9s %8s\n' package killed lived not_covered timed_out efficacy coverage time
 fail=0
 for p in "${pkgs[@]}"; do
   name=$(echo "$p" | sed 's#^\./##; s#/#_#g')
   start=$(date +%s)
-  # One worker by default (the box has 2 cores; a loaded one times tests out). Not --test-cpu:
+  # The timeout is the coefficient times the package's test time, which for a pure package is
+  # milliseconds next to the build: a small coefficient times every mutant out (app/quant: all
+  # 236 with 5). One worker by default (the box has 2 cores; a loaded one times tests out). Not --test-cpu:
   # with it, gremlins 0.6.0 counts every mutant as killed (a mutant that lives, such as `x > 0`
   # as `x >= 0` under a test that only tries 5 and -5, was reported killed).
-  if ! "$gremlins" unleash --tags migrated_fynedo --workers "${MUTATE_WORKERS:-1}" --timeout-coefficient 5 \
+  if ! "$gremlins" unleash --tags migrated_fynedo --workers "${MUTATE_WORKERS:-1}" --timeout-coefficient "${MUTATE_TIMEOUT_COEFFICIENT:-60}" \
       -o "$out/$name.json" "$p" >"$out/$name.log" 2>&1; then
     echo "mutate: gremlins failed on $p (log: $out/$name.log)" >&2
     fail=1
@@ -44,10 +46,12 @@ for p in "${pkgs[@]}"; do
   killed=$(sed -n 's/^Killed: \([0-9]*\), Lived: \([0-9]*\), Not covered: \([0-9]*\)$/\1/p' "$out/$name.log")
   lived=$(sed -n 's/^Killed: \([0-9]*\), Lived: \([0-9]*\), Not covered: \([0-9]*\)$/\2/p' "$out/$name.log")
   nc=$(sed -n 's/^Killed: \([0-9]*\), Lived: \([0-9]*\), Not covered: \([0-9]*\)$/\3/p' "$out/$name.log")
+  tout=$(sed -n 's/^Timed out: \([0-9]*\), .*$/\1/p' "$out/$name.log")
   eff=$(sed -n 's/^Test efficacy: \([0-9.]*\)%$/\1/p' "$out/$name.log")
   cov=$(sed -n 's/^Mutator coverage: \([0-9.]*\)%$/\1/p' "$out/$name.log")
-  printf '%-16s %7s %6s %12s %8s%% %8s%% %7ss\n' "${p#./}" "${killed:-?}" "${lived:-?}" "${nc:-?}" "${eff:-?}" "${cov:-?}" "$secs"
-  if [ -z "$eff" ] || [ -z "$cov" ] || awk -v e="$eff" -v c="$cov" -v em="$eff_min" -v cm="$cov_min" 'BEGIN{exit !(e < em || c < cm)}'; then
+  printf '%-16s %7s %6s %12s %9s %8s%% %8s%% %7ss\n' "${p#./}" "${killed:-?}" "${lived:-?}" "${nc:-?}" "${tout:-?}" "${eff:-?}" "${cov:-?}" "$secs"
+  # A timed-out mutant was not judged: the run says so and fails rather than pass it over.
+  if [ -z "$eff" ] || [ -z "$cov" ] || [ "${tout:-1}" != 0 ] || awk -v e="$eff" -v c="$cov" -v em="$eff_min" -v cm="$cov_min" 'BEGIN{exit !(e < em || c < cm)}'; then
     fail=1
   fi
 done
