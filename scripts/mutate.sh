@@ -57,6 +57,6 @@ for p in "${pkgs[@]}"; do
 done
 echo "mutate: logs and JSON in $out; lived mutants: grep LIVED $out/*.log" >&2
 if [ "$fail" -ne 0 ]; then
-  echo "mutate: below the targets (efficacy >= $eff_min%, coverage >= $cov_min%) or failed" >&2
+  echo "mutate: below the targets (efficacy >= $eff_min%, coverage >= $cov_min%), mutants timed out (not judged), or gremlins failed" >&2
   exit 1
 fi
