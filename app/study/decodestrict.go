@@ -18,7 +18,7 @@ func DecodeFileStrict(name string, data []byte, v any, oneValue, doc string, che
 	if e == nil {
 		return nil
 	}
-	if msg, ok := inputCheckDetail(data, e); ok {
+	if msg, ok := jsonlex.InputDetail(data, e); ok {
 		l, c := jsonlex.LineCol(data, e.Offset)
 		return &DecodeError{File: name, Line: l, Col: c, Msg: msg}
 	}
@@ -45,17 +45,4 @@ func DecodeFileStrict(name string, data []byte, v any, oneValue, doc string, che
 		return at(e.Offset, "trailing data after the JSON object; "+oneValue)
 	}
 	return at(e.Offset, e.Detail())
-}
-
-// inputCheckDetail words the refusals of jsonlex.Input's checks (a key given twice, bytes that
-// are not UTF-8) as the decoders of a person's files say them.
-func inputCheckDetail(data []byte, e *jsonlex.StrictError) (string, bool) {
-	switch e.Kind {
-	case jsonlex.StrictDuplicate:
-		l, c := jsonlex.LineCol(data, e.First)
-		return fmt.Sprintf("key %s given twice in one object (first at line %d, column %d); give it once", e.Field, l, c), true
-	case jsonlex.StrictUTF8:
-		return fmt.Sprintf("byte 0x%02x is not UTF-8; save the file as UTF-8", data[e.Offset]), true
-	}
-	return "", false
 }

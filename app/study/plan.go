@@ -357,7 +357,7 @@ func decodeError(name string, data []byte, e *jsonlex.StrictError) error {
 		l, c := jsonlex.LineCol(data, off)
 		return &DecodeError{name, l, c, msg}
 	}
-	if msg, ok := inputCheckDetail(data, e); ok {
+	if msg, ok := jsonlex.InputDetail(data, e); ok {
 		return at(e.Offset, msg)
 	}
 	switch e.Kind {

@@ -177,13 +177,24 @@ func DecodeFile(name string, data []byte, v any, what, doc string) error {
 		return at(e.Offset, "unknown field "+e.Field+"; check its spelling against "+doc)
 	case StrictTrailing:
 		return at(e.Offset, "trailing data after the JSON object; "+what+" holds exactly one JSON object")
-	case StrictDuplicate:
-		l, c := LineCol(data, e.First)
-		return at(e.Offset, fmt.Sprintf("key %s given twice in one object (first at line %d, column %d); give it once", e.Field, l, c))
-	case StrictUTF8:
-		return at(e.Offset, fmt.Sprintf("byte 0x%02x is not UTF-8; save the file as UTF-8", data[e.Offset]))
+	case StrictDuplicate, StrictUTF8:
+		msg, _ := InputDetail(data, e)
+		return at(e.Offset, msg)
 	}
 	return at(e.Offset, e.Detail())
+}
+
+// InputDetail words the refusals of the Input checks (a key given twice, bytes that are not
+// UTF-8) as every decoder of a person's file says them; ok is false for other refusals.
+func InputDetail(data []byte, e *StrictError) (msg string, ok bool) {
+	switch e.Kind {
+	case StrictDuplicate:
+		l, c := LineCol(data, e.First)
+		return fmt.Sprintf("key %s given twice in one object (first at line %d, column %d); give it once", e.Field, l, c), true
+	case StrictUTF8:
+		return fmt.Sprintf("byte 0x%02x is not UTF-8; save the file as UTF-8", data[e.Offset]), true
+	}
+	return "", false
 }
 
 // LineCol is the 1-based line and column of byte offset off in data.
