@@ -61,6 +61,12 @@ func capacityRunFlags(stderr io.Writer) (*flag.FlagSet, *capacityRunOpts) {
 // capacityRunCommand is `sparkbench capacity run ID|PLAN`: it parses the one flag set, then
 // runs through the notebook (a study id or name, or --notebook) or notebook-free (a PLAN).
 func capacityRunCommand(args []string, stdout, stderr io.Writer) int {
+	return capacityRunKnown(args, false, stdout, stderr)
+}
+
+// capacityRunKnown is capacityRunCommand; known says the caller found already that the target
+// is a capacity plan or study (run_any.go), so the notebook is not read again to ask.
+func capacityRunKnown(args []string, known bool, stdout, stderr io.Writer) int {
 	fs, o := capacityRunFlags(stderr)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -84,7 +90,7 @@ func capacityRunCommand(args []string, stdout, stderr io.Writer) int {
 	case o.noNotebook && o.notebook != "":
 		return bad("--no-notebook runs a plan file without a notebook and --notebook names the one to run it in: give one of them")
 	}
-	if !o.noNotebook && o.resume == "" {
+	if !known && !o.noNotebook && o.resume == "" {
 		if v := runVerbOf(pos[0], o.notebook); v != "" && v != "capacity" { // one verb runs any kind (run_any.go)
 			return studyRunOwn(args, stdout, stderr)
 		}

@@ -109,7 +109,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if runVerbFor(args, "study") == "capacity" {
-		return capacityRunCommand(args, stdout, stderr)
+		return capacityRunKnown(args, true, stdout, stderr)
 	}
 	return studyRunOwn(args, stdout, stderr)
 }

@@ -23,7 +23,7 @@ import (
 // studyRun: sparkbench study run ID|FILE [--llama-dir D] [--notebook P].
 func studyRun(args []string, stdout, stderr io.Writer) int {
 	if runVerbFor(args, "study") == "capacity" { // a capacity plan or study: one verb runs any kind (run_any.go)
-		return capacityRunCommand(args, stdout, stderr)
+		return capacityRunKnown(args, true, stdout, stderr)
 	}
 	return studyRunOwn(args, stdout, stderr)
 }
