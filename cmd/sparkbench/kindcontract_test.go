@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"sparkbench/app/workbench"
+	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
 )
@@ -454,7 +455,7 @@ func TestKindContractDuplicateName(t *testing.T) {
 
 // brokenBuild is a llama.cpp folder in which every leg (or server lifetime) of the kind ends
 // without results: llama-bench or llama-server killed by SIGSEGV as it starts measuring.
-func brokenBuild(t *testing.T, kind string, loc llamacppLoc) (dir string, extra []string) {
+func brokenBuild(t *testing.T, kind string, loc llamacpp.Location) (dir string, extra []string) {
 	t.Helper()
 	if contractVerb(kind) == "capacity" {
 		return fakeServerDir(t, loc.Server, loc.Bench, "kill -SEGV $$"), []string{"--start-timeout", "5s", "--grace", "200ms"}
@@ -462,18 +463,14 @@ func brokenBuild(t *testing.T, kind string, loc llamacppLoc) (dir string, extra 
 	return fakeBenchDir(t, loc.Bench, map[string]string{"-t 1": "segv"}), nil
 }
 
-// llamacppLoc is the part of llamatest's binaries the contract uses.
-type llamacppLoc struct{ Bench, Server, Dir string }
-
 // TestKindContractIncompleteRun: a run whose legs end without results ends incomplete (exit 1,
 // "incomplete" in run, show and receipt), selects and hands off nothing, and a run with a
 // working build resumes it to complete. (The quantization ladder's own run takes minutes of
 // quantizing and perplexity: its incomplete ladders are tested in quant_test.go.)
 func TestKindContractIncompleteRun(t *testing.T) {
-	real := llamatest.Binaries(t)
+	loc := llamatest.Binaries(t)
 	capacityTag(t)
 	registerSmokeKind(t)
-	loc := llamacppLoc{Bench: real.Bench, Server: real.Server, Dir: real.Dir}
 	for _, s := range contractSamples() {
 		if s.kind == "quant" {
 			continue
