@@ -376,12 +376,6 @@ func (n *Notebook) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 func (n *Notebook) nowText() string { return FormatTime(n.now()) }
 
-// isConstraint reports whether err is a SQLite constraint violation (or trigger abort).
-func isConstraint(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && se.Code == sqlite3.ErrConstraint
-}
-
 // isUniqueConstraint reports whether err is a UNIQUE constraint's refusal.
 func isUniqueConstraint(err error) bool {
 	var se sqlite3.Error
