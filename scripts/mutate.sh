@@ -7,6 +7,11 @@
 # all). Not part of `make test` (minutes per package on 2 cores).
 #
 #   scripts/mutate.sh [PKG ...]      default: the decision packages below
+#
+# Scope: in each decision package only the files that decide are mutated (the gates,
+# verdicts, selection and stopping rules named in scope() below); rendering, orchestration
+# and the run subpackages (caprun, quantrun, studyrun, energyrun) are left out, and the
+# excluded files are printed. A package not in scope() is mutated whole.
 # Environment: GREMLINS (the binary), MUTATE_OUT (a folder for each package's JSON and log),
 # MUTATE_WORKERS (mutants tested at once, default 1), MUTATE_TIMEOUT_COEFFICIENT (default 60),
 # MUTATE_EFFICACY / MUTATE_COVERAGE (thresholds; a package below either fails the run).
@@ -22,6 +27,25 @@ pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
   pkgs=(./app/capacity ./app/quant ./app/study ./app/analysis ./app/energy)
 fi
+# scope PKG: the files (relative to the package folder) whose mutants count; empty = all.
+scope() {
+  case "${1#./}" in
+    app/capacity) echo devicegate.go selection.go serving_sustain.go serving_validity.go serving_metrics.go metrics.go predict.go evidence.go ;;
+    app/quant) echo select.go handoff.go predict.go validate.go plan.go size.go ;;
+    app/study) echo legstatus.go compare.go compare_aa.go adaptive.go predict.go predict_stats.go predict_of.go results.go kvcheck.go ;;
+    app/analysis) echo adaptive.go benchcmp.go figures.go planner.go stats.go ;;
+    app/energy) echo energy.go figures.go gates.go rows.go span.go ;;
+    *) echo ;;
+  esac
+}
+# excludes PKG: one -E flag per Go file under PKG that is not in its scope.
+excludes() {
+  local want=" $(scope "$1") " f
+  [ "$want" = "  " ] && return 0
+  ( cd "$1" && find . -name '*.go' ! -name '*_test.go' | sed 's#^\./##' | sort ) | while read -r f; do
+    case "$want" in *" $f "*) ;; *) printf -- '-E\n^%s$\n' "$(printf '%s' "$f" | sed 's/[.]/\\./g')" ;; esac
+  done
+}
 out=${MUTATE_OUT:-$(mktemp -d)}
 mkdir -p "$out"
 eff_min=${MUTATE_EFFICACY:-90}
@@ -30,6 +54,8 @@ printf '%-16s %7s %6s %12s %9s %9s %9s %8s\n' package killed lived not_covered t
 fail=0
 for p in "${pkgs[@]}"; do
   name=$(echo "$p" | sed 's#^\./##; s#/#_#g')
+  mapfile -t ex < <(excludes "$p")
+  [ ${#ex[@]} -gt 0 ] && echo "mutate: $p: mutating $(scope "$p"); $(( ${#ex[@]} / 2 )) files left out" >&2
   start=$(date +%s)
   # The timeout is the coefficient times the package's test time, which for a pure package is
   # milliseconds next to the build: a small coefficient times every mutant out (app/quant: all
@@ -37,7 +63,7 @@ for p in "${pkgs[@]}"; do
   # with it, gremlins 0.6.0 counts every mutant as killed (a mutant that lives, such as `x > 0`
   # as `x >= 0` under a test that only tries 5 and -5, was reported killed).
   if ! "$gremlins" unleash --tags migrated_fynedo --workers "${MUTATE_WORKERS:-1}" --timeout-coefficient "${MUTATE_TIMEOUT_COEFFICIENT:-60}" \
-      -o "$out/$name.json" "$p" >"$out/$name.log" 2>&1; then
+      ${ex[@]+"${ex[@]}"} -o "$out/$name.json" "$p" >"$out/$name.log" 2>&1; then
     echo "mutate: gremlins failed on $p (log: $out/$name.log)" >&2
     fail=1
     continue
