@@ -33,12 +33,19 @@ func demoNotebook(t *testing.T, home string) (nb, id string) {
 	t.Setenv("XDG_DATA_HOME", "")
 	nb = filepath.Join(home, ".local", "share", "sparkbench", "notebook.db")
 	code, out, errOut := runCLI("demo", "--run", "--notebook", nb, "--llama-dir", loc.Dir)
-	if code != 0 {
-		t.Fatalf("demo --run: %d\n%s\n%s", code, out, errOut)
-	}
 	m := regexp.MustCompile(`demo study (\d+) `).FindStringSubmatch(out)
 	if m == nil {
-		t.Fatalf("no study id in %s", out)
+		t.Fatalf("demo --run: %d, no study id in\n%s\n%s", code, out, errOut)
+	}
+	// On a loaded machine a leg of the tiny models can trip the demo's CV gate (the run
+	// ends incomplete, exit 1): the study is resumed, as a user would, a bounded number of
+	// times; what the callers test needs a complete demo study.
+	for try := 0; code == 1 && try < 4; try++ {
+		t.Logf("demo study %s incomplete (a gate flagged a leg on this loaded machine): resuming it", m[1])
+		code, out, errOut = runCLI("study", "run", m[1], "--notebook", nb, "--llama-dir", loc.Dir)
+	}
+	if code != 0 {
+		t.Fatalf("demo --run: %d\n%s\n%s", code, out, errOut)
 	}
 	return nb, m[1]
 }
