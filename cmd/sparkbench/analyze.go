@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,9 @@ func parsePoints(s string) ([]analysis.Point, error) {
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("--points item %d %q: both sides must be numbers", i+1, part)
 		}
+		if err := analysis.CheckRatePoint(analysis.Point{X: fx, Y: fy}); err != nil {
+			return nil, fmt.Errorf("--points item %d %q: %v", i+1, part, err)
+		}
 		pts = append(pts, analysis.Point{X: fx, Y: fy})
 	}
 	return pts, nil
@@ -72,7 +76,7 @@ func analyzeCrossing(args []string, stdout, stderr io.Writer) int {
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
 	}
-	if !(*line > 0) {
+	if !(*line > 0) || math.IsInf(*line, 0) {
 		fprintf(stderr, "sparkbench analyze crossing: --line must be a positive t/s, e.g. --line 70\n")
 		return 2
 	}
@@ -150,8 +154,11 @@ func analyzeCeiling(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench analyze ceiling: "+format+"\n", a...)
 		return 2
 	}
-	if !(*bw > 0) {
+	if !(*bw > 0) || math.IsInf(*bw, 0) {
 		return fail("--bandwidth must be a positive GB/s, e.g. --bandwidth 220")
+	}
+	if !(*observed >= 0) || math.IsInf(*observed, 0) {
+		return fail("--observed must be a rate in t/s, 0 or more (e.g. --observed 21.5)")
 	}
 	if (*model == "") == (*active == 0) {
 		return fail("give exactly one of --model FILE or --active-bytes N")
@@ -170,8 +177,8 @@ func analyzeCeiling(args []string, stdout, stderr io.Writer) int {
 			rep.HouseCeiling = c
 		}
 	} else {
-		if !(*active > 0) {
-			return fail("--active-bytes must be positive")
+		if !(*active > 0) || math.IsInf(*active, 0) {
+			return fail("--active-bytes must be a positive number of bytes")
 		}
 		rep.ExactActiveBytes = *active
 		rep.ActiveBytesSource = "--active-bytes"
