@@ -73,8 +73,10 @@ func analyzeCrossing(args []string, stdout, stderr io.Writer) int {
 	line := fs.Float64("line", 0, "the line in t/s (e.g. 70)")
 	points := fs.String("points", "", "depth:value pairs, e.g. 0:92.1,4096:75.3,8192:68.0")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseInterspersed(fs, args); err != nil {
+	if pos, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
+	} else if !flagsOnly("analyze crossing", pos, stderr) {
+		return 2
 	}
 	if !(*line > 0) || math.IsInf(*line, 0) {
 		fprintf(stderr, "sparkbench analyze crossing: --line must be a positive t/s, e.g. --line 70\n")
@@ -101,8 +103,10 @@ func analyzeSlope(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("analyze slope", stderr)
 	points := fs.String("points", "", "depth:value pairs; the first depth is the reference")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseInterspersed(fs, args); err != nil {
+	if pos, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
+	} else if !flagsOnly("analyze slope", pos, stderr) {
+		return 2
 	}
 	pts, err := parsePoints(*points)
 	if err == nil && len(pts) < 2 {
@@ -147,8 +151,10 @@ func analyzeCeiling(args []string, stdout, stderr io.Writer) int {
 	active := fs.Float64("active-bytes", 0, "active bytes per token, when no model file is at hand")
 	observed := fs.Float64("observed", 0, "observed tg in t/s: also print the efficiency")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseInterspersed(fs, args); err != nil {
+	if pos, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
+	} else if !flagsOnly("analyze ceiling", pos, stderr) {
+		return 2
 	}
 	fail := func(format string, a ...any) int {
 		fprintf(stderr, "sparkbench analyze ceiling: "+format+"\n", a...)

@@ -147,6 +147,16 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// flagsOnly refuses the arguments left after the flags of a command that takes none (exit 2):
+// a stray word or number (`analyze slope --points … -3`) is not silently dropped.
+func flagsOnly(cmd string, pos []string, stderr io.Writer) bool {
+	if len(pos) == 0 {
+		return true
+	}
+	fprintf(stderr, "sparkbench %s: unexpected argument %q: it takes flags only (see `sparkbench %s --help`)\n", cmd, pos[0], cmd)
+	return false
+}
+
 // negativeNumberArg is the index of the first argument before "--" that is a negative number
 // (-1, -2.5) in a place where the flag package would take it for a flag of that name, which fs
 // does not have; -1 if none. A flag's value (`--line -5`) is left to the flag.

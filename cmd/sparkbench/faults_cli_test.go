@@ -107,6 +107,10 @@ func TestFaultsCLIAnalyzeImpossible(t *testing.T) {
 			"sparkbench analyze ceiling: --observed must be a rate in t/s, 0 or more (e.g. --observed 21.5)"},
 		{"infinite line", []string{"analyze", "crossing", "--line", "inf", "--points", "0:92,10:60"},
 			"sparkbench analyze crossing: --line must be a positive t/s, e.g. --line 70"},
+		{"a stray negative number", []string{"analyze", "slope", "--points", "0:100,512:80", "-3"},
+			"sparkbench analyze slope: unexpected argument \"-3\": it takes flags only (see `sparkbench analyze slope --help`)"},
+		{"a negative number for the window", []string{"-5"},
+			"sparkbench: unexpected argument \"-5\": the window takes flags only (`sparkbench gui --help`); `sparkbench help` lists the commands"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errOut := runCLI(c.args...)
