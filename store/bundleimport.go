@@ -234,7 +234,7 @@ func (n *Notebook) importBundleTx(ctx context.Context, tx *sql.Tx, b BundleStudy
 	if err := tx.QueryRow("SELECT COUNT(*) FROM studies WHERE name = ?", name).Scan(&taken); err != nil {
 		return 0, err
 	}
-	if taken > 0 {
+	if taken > 0 || IsBareNumber(name) { // a bare number is an ID, never a name (an old bundle's study may have one)
 		name = fmt.Sprintf("%s (imported %s)", b.Name, b.BundleSHA256[:12])
 	}
 	kind := b.Kind

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"sparkbench/app/kinds"
+	"sparkbench/app/study"
 )
 
 // The notebook's studies and plans.
@@ -72,6 +73,9 @@ func (e *NameTakenError) Error() string {
 }
 
 func (n *Notebook) createStudyTx(tx *sql.Tx, s Study) (int64, error) {
+	if IsBareNumber(s.Name) {
+		return 0, &NumericNameError{Name: s.Name}
+	}
 	now := n.nowText()
 	res, err := tx.Exec("INSERT INTO studies (name, kind, status, description, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
 		s.Name, s.Kind, s.Status, s.Description, now, now)
@@ -108,21 +112,62 @@ func (n *Notebook) Study(ctx context.Context, id int64) (Study, error) {
 	return s, err
 }
 
-// FindStudy resolves a name, or a number as id, to a study.
+// FindStudy resolves a reference to a study: a bare number is an ID ("2" is study 2, never a
+// study named "2"), "id:N" and "name:TEXT" say which explicitly, and anything else is a name.
+// A bare number that is not an ID (0, -1) is refused as such. A notebook written before bare
+// numbers were refused as names may hold a study named "2": a bare 2 is then refused, naming
+// both candidates, until the reference says id:2 or name:2.
 func (n *Notebook) FindStudy(ctx context.Context, ref string) (Study, error) {
-	s, err := scanStudy(n.rdb.QueryRowContext(ctx, "SELECT "+studyCols+" FROM studies WHERE name = ?", ref))
-	if err == nil {
-		return s, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return s, err
-	}
-	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil {
-		if s, err := n.Study(ctx, id); err == nil {
-			return s, nil
+	if rest, ok := strings.CutPrefix(ref, "id:"); ok {
+		id, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil || id <= 0 || !IsBareNumber(rest) {
+			return Study{}, fmt.Errorf("%q: after id: give a study ID, a whole number from 1 (e.g. id:2)", ref)
 		}
+		return n.Study(ctx, id)
 	}
-	return Study{}, fmt.Errorf("no study named %q in the notebook", ref)
+	if name, ok := strings.CutPrefix(ref, "name:"); ok {
+		return n.studyNamed(ctx, name)
+	}
+	if !IsBareNumber(ref) {
+		return n.studyNamed(ctx, ref)
+	}
+	id, perr := strconv.ParseInt(ref, 10, 64)
+	if perr != nil || id <= 0 {
+		return Study{}, fmt.Errorf("%q is not a study ID: study IDs are whole numbers from 1 (`sparkbench study list` lists them)", ref)
+	}
+	byID, idErr := n.Study(ctx, id)
+	byName, nameErr := n.studyNamed(ctx, ref)
+	switch {
+	case idErr == nil && nameErr == nil:
+		return Study{}, fmt.Errorf("%q is ambiguous: study %d (%s) has that ID and study %d is named %q (named before such names were refused); say id:%d or name:%s", ref, byID.ID, byID.Name, byName.ID, byName.Name, byID.ID, ref)
+	case nameErr == nil:
+		return Study{}, fmt.Errorf("no study has ID %s, but study %d is named %q (named before such names were refused): a bare number is an ID; say name:%s or %d", ref, byName.ID, byName.Name, ref, byName.ID)
+	case idErr != nil && !strings.Contains(idErr.Error(), "does not exist"):
+		return Study{}, idErr
+	case idErr != nil:
+		return Study{}, fmt.Errorf("no study has ID %s in the notebook", ref)
+	}
+	return byID, nil
+}
+
+// studyNamed reads the study with this name.
+func (n *Notebook) studyNamed(ctx context.Context, name string) (Study, error) {
+	s, err := scanStudy(n.rdb.QueryRowContext(ctx, "SELECT "+studyCols+" FROM studies WHERE name = ?", name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Study{}, fmt.Errorf("no study named %q in the notebook", name)
+	}
+	return s, err
+}
+
+// IsBareNumber reports whether s is a whole number as a reference reads it: an ID, never a
+// name (study.IsBareNumber).
+func IsBareNumber(s string) bool { return study.IsBareNumber(s) }
+
+// NumericNameError is a study name that is a bare number: references read it as an ID.
+type NumericNameError struct{ Name string }
+
+func (e *NumericNameError) Error() string {
+	return study.NumericNameMsg(e.Name)
 }
 
 // SetStudyStatus changes a study's status.

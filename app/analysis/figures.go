@@ -73,6 +73,9 @@ func CrossingDepth(points []Point, line float64) (Crossing, error) {
 	if err != nil {
 		return Crossing{}, err
 	}
+	if err := checkRates(ps); err != nil {
+		return Crossing{}, err
+	}
 	c := Crossing{Line: line}
 	if ps[0].Y < line {
 		c.Kind, c.From, c.To = BelowAtStart, ps[0], ps[0]
@@ -102,6 +105,9 @@ func DepthSlopes(points []Point) ([]SlopePoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRates(ps); err != nil {
+		return nil, err
+	}
 	ref := ps[0].Y
 	if ref == 0 {
 		return nil, fmt.Errorf("reference value at depth %g is zero: the slope is undefined", ps[0].X)
@@ -113,6 +119,38 @@ func DepthSlopes(points []Point) ([]SlopePoint, error) {
 	return out, nil
 }
 
+// CheckRatePoint refuses a point that cannot be a rate at a depth: a depth (tokens already in
+// the KV cache) below 0, a rate that is not above 0, or either not a finite number.
+func CheckRatePoint(p Point) error {
+	switch {
+	case math.IsNaN(p.X) || math.IsInf(p.X, 0) || math.IsNaN(p.Y) || math.IsInf(p.Y, 0):
+		return fmt.Errorf("(%g, %g) is not a finite number", p.X, p.Y)
+	case p.X < 0:
+		return fmt.Errorf("depth %g is negative; a depth counts the tokens already in the KV cache, 0 or more", p.X)
+	case !(p.Y > 0):
+		return fmt.Errorf("rate %g t/s is not above 0; a measured rate is positive", p.Y)
+	}
+	return nil
+}
+
+// checkRates is CheckRatePoint over a series, naming the point.
+func checkRates(points []Point) error {
+	for i, p := range points {
+		if err := CheckRatePoint(p); err != nil {
+			return fmt.Errorf("point %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// finiteRate refuses a computed rate that overflowed or underflowed.
+func finiteRate(what string, r float64) (float64, error) {
+	if math.IsInf(r, 0) || math.IsNaN(r) || !(r > 0) {
+		return 0, fmt.Errorf("%s comes out as %g: the inputs are out of any real range (check their units)", what, r)
+	}
+	return r, nil
+}
+
 // CeilingTPS is the bandwidth ceiling in tokens/s: bandwidth (GB/s, 1e9 bytes) / active bytes
 // per token. 220 GB/s over 9.0e9 bytes/token is 24.4 t/s.
 func CeilingTPS(bandwidthGBs, activeBytesPerToken float64) (float64, error) {
@@ -122,7 +160,7 @@ func CeilingTPS(bandwidthGBs, activeBytesPerToken float64) (float64, error) {
 	if !(activeBytesPerToken > 0) || math.IsInf(activeBytesPerToken, 0) {
 		return 0, fmt.Errorf("active bytes per token %g: want a positive number", activeBytesPerToken)
 	}
-	return bandwidthGBs * 1e9 / activeBytesPerToken, nil
+	return finiteRate("the ceiling", bandwidthGBs*1e9/activeBytesPerToken)
 }
 
 // HouseActiveBytes is the log seed's convention: file bytes / params x active params.

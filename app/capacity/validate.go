@@ -97,6 +97,8 @@ func (v *validator) run() {
 	}
 	if strings.TrimSpace(p.Name) == "" {
 		v.errf("name", "empty; give the study a name")
+	} else if pr := study.NameProblem("name", p.Name); pr != nil {
+		v.problems = append(v.problems, *pr)
 	}
 	v.checkText()
 	v.checkCandidates()

@@ -24,6 +24,29 @@ func matches(metric, test string) bool {
 		(metric != "pp" || !strings.Contains(test, "+")) // pp512+tg128 is a pg test
 }
 
+// CheckMetric refuses a metric that is neither tg, pp nor pg (each test of that kind) nor a
+// test of r's results, listing the tests r has: a misspelt metric is not "no results yet".
+func CheckMetric(r *study.Report, metric string) error {
+	if metric == "tg" || metric == "pp" || metric == "pg" {
+		return nil
+	}
+	var tests []string
+	for _, c := range r.Results {
+		if matches(metric, c.Test) {
+			return nil
+		}
+		if !slices.Contains(tests, c.Test) {
+			tests = append(tests, c.Test)
+		}
+	}
+	slices.Sort(tests)
+	have := "none yet"
+	if len(tests) > 0 {
+		have = strings.Join(tests, ", ")
+	}
+	return fmt.Errorf("--metric %q is not a metric of study %d: give tg, pp or pg (every test of that kind) or one of its tests (%s)", metric, r.Study.ID, have)
+}
+
 func isRepeat(leg string) bool { return strings.Contains(leg, "#") }
 
 // seriesKey names a series: the model, plus its configuration when the model ran several.

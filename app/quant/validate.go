@@ -66,6 +66,8 @@ func Validate(p *Plan, opts ValidateOptions) []study.Problem {
 	}
 	if strings.TrimSpace(p.Name) == "" {
 		v.errf("name", "empty; give the study a name")
+	} else if pr := study.NameProblem("name", p.Name); pr != nil {
+		v.problems = append(v.problems, *pr)
 	}
 	v.checkFile("reference", p.Reference, "the reference model")
 	v.checkReference()

@@ -37,6 +37,52 @@ type ProblemCode string
 // through the notebook's cache) and fills it in.
 const ProblemUnhashed ProblemCode = "unhashed"
 
+// ProblemPlaced: a value the person wrote that can never work as written (a model path with a
+// comma, a name that is a bare number); a caller that has the plan file says where it is in
+// it (jsonlex.PathOffset: file:line:col).
+const ProblemPlaced ProblemCode = "placed"
+
+// IsBareNumber reports whether s is a whole number as a reference to a study reads it (digits,
+// with a sign or not): an ID, so never a study's name (store.FindStudy).
+func IsBareNumber(s string) bool {
+	digits := strings.TrimLeft(s, "+-")
+	if len(s)-len(digits) > 1 || digits == "" {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// NumericNameMsg is why a study name that is a bare number is refused, for every kind.
+func NumericNameMsg(name string) string {
+	return fmt.Sprintf("the study name %q is a bare number, which every command reads as a study ID; give the study a name with a letter in it (e.g. \"probe %s\")", name, name)
+}
+
+// NameProblem is the problem of a plan's study name that is a bare number (path is the name's
+// field), or nil.
+func NameProblem(path, name string) *Problem {
+	if !IsBareNumber(strings.TrimSpace(name)) {
+		return nil
+	}
+	return &Problem{Path: path, Severity: SevError, Msg: NumericNameMsg(strings.TrimSpace(name)), Code: ProblemPlaced}
+}
+
+// ModelPathProblem is the problem of a model path that llama-bench cannot open (path is its
+// field, file the path as resolved), or nil: llama-bench splits -m on commas, so a file whose
+// path holds one can never be run.
+func ModelPathProblem(path, file string) *Problem {
+	before, _, comma := strings.Cut(file, ",")
+	if !comma {
+		return nil
+	}
+	return &Problem{Path: path, Severity: SevError, Code: ProblemPlaced,
+		Msg: fmt.Sprintf("%s contains a comma, and llama-bench splits -m on commas (it would try to open %s): rename the file, or the folder, without one", file, before)}
+}
+
 func (p Problem) String() string { return fmt.Sprintf("%s: %s: %s", p.Severity, p.Path, p.Msg) }
 
 // ValidationError carries every error-level problem of a plan.
@@ -172,6 +218,8 @@ func (v *validator) run() {
 	}
 	if strings.TrimSpace(p.Name) == "" {
 		v.errf("name", "empty; give the study a name")
+	} else if pr := NameProblem("name", p.Name); pr != nil {
+		v.problems = append(v.problems, *pr)
 	}
 	v.checkText()
 	v.problems = append(v.problems, CheckLaunchWrapper("build.launch_wrapper", p.Build.LaunchWrapper)...)
@@ -269,6 +317,10 @@ func (v *validator) checkModels() {
 			continue
 		}
 		path := ResolvePath(v.opts.PlanDir, m.Path)
+		if pr := ModelPathProblem(at+".path", path); pr != nil {
+			v.problems = append(v.problems, *pr)
+			continue
+		}
 		if other, dup := seenPath[path]; dup {
 			v.errf(at+".path", "%s is already model %q: duplicate legs", path, other)
 		}

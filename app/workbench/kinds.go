@@ -1,7 +1,9 @@
 package workbench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"sparkbench/app/bundle"
 	"sparkbench/app/receipt"
 	"sparkbench/app/study"
+	"sparkbench/runner/jsonlex"
 	"sparkbench/store"
 )
 
@@ -157,6 +160,7 @@ func RegisterKind(k Kind) (unregister func()) {
 	if len(k.Names) == 0 {
 		panic("workbench: a kind needs at least one name")
 	}
+	k.Validate, k.Register = checkingName(k.Validate, k.Register)
 	for _, n := range k.Names {
 		if _, dup := registry[n]; dup {
 			panic("workbench: study kind " + n + " registered twice")
@@ -267,3 +271,56 @@ func receiptKindsText() string {
 // Kinds lists every registered study kind in the order registered (the kind contract test runs
 // over it, so that a kind cannot be added without passing it).
 func Kinds() []*Kind { return append([]*Kind(nil), registryOrder...) }
+
+// checkingName wraps a kind's Validate and Register with the check every kind's plan gets,
+// whatever the kind checks itself: a study name that is a bare number is refused (every
+// command reads "2" as study ID 2), as a study.ProblemPlaced problem the CLI places at its
+// file:line:col. Register refuses before anything is hashed or written.
+func checkingName(validate func(context.Context, PlanCheck) (*Validated, error),
+	register func(context.Context, *store.Notebook, string, []byte, study.HashFunc) (*Registered, error)) (
+	func(context.Context, PlanCheck) (*Validated, error),
+	func(context.Context, *store.Notebook, string, []byte, study.HashFunc) (*Registered, error)) {
+	var v func(context.Context, PlanCheck) (*Validated, error)
+	if validate != nil {
+		v = func(ctx context.Context, req PlanCheck) (*Validated, error) {
+			out, err := validate(ctx, req)
+			pr := planNameProblem(req.Data)
+			if err != nil || out == nil || pr == nil {
+				return out, err
+			}
+			for _, p := range out.Problems {
+				if p.Path == pr.Path && p.Code == pr.Code {
+					return out, nil // the kind said it itself
+				}
+			}
+			out.Problems = append([]study.Problem{*pr}, out.Problems...)
+			out.Valid = false
+			return out, nil
+		}
+	}
+	var r func(context.Context, *store.Notebook, string, []byte, study.HashFunc) (*Registered, error)
+	if register != nil {
+		r = func(ctx context.Context, nb *store.Notebook, file string, data []byte, hash study.HashFunc) (*Registered, error) {
+			if pr := planNameProblem(data); pr != nil {
+				return nil, &study.RefusedError{Problems: []study.Problem{*pr}}
+			}
+			return register(ctx, nb, file, data, hash)
+		}
+	}
+	return v, r
+}
+
+// planNameProblem is the problem of a plan file whose top-level "name" is a string that is a
+// bare number (study.NameProblem), or nil (no such name, or data that is not a JSON object:
+// the kind's decoder says what is wrong with it).
+func planNameProblem(data []byte) *study.Problem {
+	off, ok := jsonlex.PathOffset(data, "name")
+	if !ok {
+		return nil
+	}
+	var name string
+	if json.NewDecoder(bytes.NewReader(data[off:])).Decode(&name) != nil {
+		return nil
+	}
+	return study.NameProblem("name", name)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,9 @@ func parsePoints(s string) ([]analysis.Point, error) {
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("--points item %d %q: both sides must be numbers", i+1, part)
 		}
+		if err := analysis.CheckRatePoint(analysis.Point{X: fx, Y: fy}); err != nil {
+			return nil, fmt.Errorf("--points item %d %q: %v", i+1, part, err)
+		}
 		pts = append(pts, analysis.Point{X: fx, Y: fy})
 	}
 	return pts, nil
@@ -69,10 +73,12 @@ func analyzeCrossing(args []string, stdout, stderr io.Writer) int {
 	line := fs.Float64("line", 0, "the line in t/s (e.g. 70)")
 	points := fs.String("points", "", "depth:value pairs, e.g. 0:92.1,4096:75.3,8192:68.0")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseInterspersed(fs, args); err != nil {
+	if pos, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
+	} else if !flagsOnly("analyze crossing", pos, stderr) {
+		return 2
 	}
-	if !(*line > 0) {
+	if !(*line > 0) || math.IsInf(*line, 0) {
 		fprintf(stderr, "sparkbench analyze crossing: --line must be a positive t/s, e.g. --line 70\n")
 		return 2
 	}
@@ -97,8 +103,10 @@ func analyzeSlope(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("analyze slope", stderr)
 	points := fs.String("points", "", "depth:value pairs; the first depth is the reference")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseInterspersed(fs, args); err != nil {
+	if pos, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
+	} else if !flagsOnly("analyze slope", pos, stderr) {
+		return 2
 	}
 	pts, err := parsePoints(*points)
 	if err == nil && len(pts) < 2 {
@@ -143,15 +151,20 @@ func analyzeCeiling(args []string, stdout, stderr io.Writer) int {
 	active := fs.Float64("active-bytes", 0, "active bytes per token, when no model file is at hand")
 	observed := fs.Float64("observed", 0, "observed tg in t/s: also print the efficiency")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseInterspersed(fs, args); err != nil {
+	if pos, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
+	} else if !flagsOnly("analyze ceiling", pos, stderr) {
+		return 2
 	}
 	fail := func(format string, a ...any) int {
 		fprintf(stderr, "sparkbench analyze ceiling: "+format+"\n", a...)
 		return 2
 	}
-	if !(*bw > 0) {
+	if !(*bw > 0) || math.IsInf(*bw, 0) {
 		return fail("--bandwidth must be a positive GB/s, e.g. --bandwidth 220")
+	}
+	if !(*observed >= 0) || math.IsInf(*observed, 0) {
+		return fail("--observed must be a rate in t/s, 0 or more (e.g. --observed 21.5)")
 	}
 	if (*model == "") == (*active == 0) {
 		return fail("give exactly one of --model FILE or --active-bytes N")
@@ -170,8 +183,8 @@ func analyzeCeiling(args []string, stdout, stderr io.Writer) int {
 			rep.HouseCeiling = c
 		}
 	} else {
-		if !(*active > 0) {
-			return fail("--active-bytes must be positive")
+		if !(*active > 0) || math.IsInf(*active, 0) {
+			return fail("--active-bytes must be a positive number of bytes")
 		}
 		rep.ExactActiveBytes = *active
 		rep.ActiveBytesSource = "--active-bytes"

@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"sparkbench/app/capacity"
@@ -147,7 +146,7 @@ func capacityRun(o *capacityRunOpts, planFile string, stdout, stderr io.Writer) 
 	if err != nil {
 		return bad("%v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	spec := caprun.RunSpec{PlanFile: planFile, Plan: plan, StartTimeout: o.startTimeout, RequestTimeout: o.reqTimeout, Grace: o.grace,
 		QualityCases: o.qualityCases, Batched: o.batched, Hash: func(path string) (string, error) { return hashing.File(ctx, path, nil) }}

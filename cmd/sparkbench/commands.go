@@ -66,8 +66,36 @@ func cmdHelp(_ []string, stdout, _ io.Writer) int {
 	for _, c := range commands() {
 		fprintf(stdout, "  sparkbench %-58s %s\n", c.usage, c.summary)
 	}
+	fprintf(stdout, "\nEvery command answers --help; `sparkbench --version` prints the version, `sparkbench gui --help` the window's flags.\n")
 	return 0
 }
+
+// isHelpFlag says whether arg asks for help (the flag package's spellings).
+func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// groupHelp answers `sparkbench GROUP --help` (or -h) for a command whose first argument is a
+// verb, where the flags of each verb are the verb's own (`sparkbench capacity run --help`):
+// the command's usage, one line per form, and its summary, on stdout. It reports whether c is
+// such a command (the others' flag sets answer --help themselves).
+func groupHelp(c command, stdout io.Writer) bool {
+	if _, ok := verbs[c.name]; !ok && !slices.Contains(verbGroups, c.name) {
+		return false
+	}
+	usage := c.usage
+	if c.name == "capacity" {
+		usage = capacityUsage // the help line names two verbs; the command's own usage all
+	}
+	fprintf(stdout, "usage:\n")
+	for _, form := range strings.Split(usage, " | ") {
+		fprintf(stdout, "  sparkbench %s\n", form)
+	}
+	fprintf(stdout, "\n%s\nEach verb's flags: sparkbench %s VERB --help\n", c.summary, c.name)
+	return true
+}
+
+// verbGroups are the commands taking a verb whose verbs are not in verbs (their dispatchers
+// word an unknown verb themselves).
+var verbGroups = []string{"host", "serving", "quant", "fleet"}
 
 func cmdVersion(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
@@ -84,7 +112,22 @@ func fprintf(w io.Writer, format string, a ...any) {
 
 // parseInterspersed parses flags that may come before or after positional arguments
 // (`model inspect FILE --json`); "--" ends flag parsing.
+//
+// A negative number where a flag could start (`study show -1`) is a positional argument when
+// no flag has that name: the command then says what is wrong with it ("-1" is not a study ID),
+// where the flag package would say "flag provided but not defined: -1".
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	if i := negativeNumberArg(fs, args); i >= 0 {
+		head, err := parseInterspersed(fs, args[:i])
+		if err != nil {
+			return nil, err
+		}
+		tail, err := parseInterspersed(fs, args[i+1:])
+		if err != nil {
+			return nil, err
+		}
+		return append(append(head, args[i]), tail...), nil
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -102,6 +145,45 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// flagsOnly refuses the arguments left after the flags of a command that takes none (exit 2):
+// a stray word or number (`analyze slope --points … -3`) is not silently dropped.
+func flagsOnly(cmd string, pos []string, stderr io.Writer) bool {
+	if len(pos) == 0 {
+		return true
+	}
+	fprintf(stderr, "sparkbench %s: unexpected argument %q: it takes flags only (see `sparkbench %s --help`)\n", cmd, pos[0], cmd)
+	return false
+}
+
+// negativeNumberArg is the index of the first argument before "--" that is a negative number
+// (-1, -2.5) in a place where the flag package would take it for a flag of that name, which fs
+// does not have; -1 if none. A flag's value (`--line -5`) is left to the flag.
+func negativeNumberArg(fs *flag.FlagSet, args []string) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || len(a) < 2 {
+			if a == "--" {
+				return -1
+			}
+			continue
+		}
+		name := strings.TrimLeft(a, "-")
+		if _, err := strconv.ParseFloat(name, 64); err == nil && len(a)-len(name) == 1 && fs.Lookup(name) == nil {
+			return i
+		}
+		name, _, hasValue := strings.Cut(name, "=")
+		if f := fs.Lookup(name); f != nil && !hasValue && !isBoolFlag(f) {
+			i++ // the next argument is this flag's value
+		}
+	}
+	return -1
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // newFlagSet returns a FlagSet whose errors are reported by the caller (exit 2).

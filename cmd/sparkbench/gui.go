@@ -32,8 +32,11 @@ func cmdGUI(args []string, stdout, stderr io.Writer) int {
 	showID := fs.Int64("study", 0, "open the Studies section on this study (without running it)")
 	compareIDs := fs.String("compare", "", "open the Compare section on these studies, compared: ID,ID[,ID…] (the oldest, the lowest ID, is the baseline)")
 	newKind := fs.String("new-kind", "throughput", "kind of study the New study section starts with: "+strings.Join(kinds.All, ", "))
-	if _, err := parseInterspersed(fs, args); err != nil {
+	if pos, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
+	} else if len(pos) > 0 {
+		fprintf(stderr, "sparkbench: unexpected argument %q: the window takes flags only (`sparkbench gui --help`); `sparkbench help` lists the commands\n", pos[0])
+		return 2
 	}
 	if !slices.Contains(kinds.All, *newKind) {
 		fprintf(stderr, "sparkbench: --new-kind %q: want throughput, capacity or concurrency, or quant for a quantization ladder\n", *newKind)

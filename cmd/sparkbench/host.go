@@ -80,8 +80,10 @@ func hostList(args []string, stdout, stderr io.Writer) int {
 	hosts := fs.String("hosts", "", hostsFlagHelp)
 	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	asJSON := fs.Bool("json", false, "print the list as JSON: where it was found and its hosts")
-	if _, err := parseInterspersed(fs, args); err != nil {
+	if pos, err := parseInterspersed(fs, args); err != nil {
 		return usageError(err)
+	} else if !flagsOnly("host list", pos, stderr) {
+		return 2
 	}
 	found, err := findHosts(*hosts, *nbFlag)
 	if err != nil {

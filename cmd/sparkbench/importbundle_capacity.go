@@ -14,6 +14,7 @@ import (
 	"sparkbench/app/capacity"
 	"sparkbench/app/kinds"
 	"sparkbench/app/receipt"
+	"sparkbench/app/workbench"
 	"sparkbench/store"
 )
 
@@ -40,6 +41,13 @@ type importing struct {
 
 // bundleToImport reads a verified bundle's study by its kind.
 func bundleToImport(files receipt.Files, source string) (importing, error) {
+	// The receipts that are not one study's (they have no bundle.json to name their kind).
+	switch {
+	case workbench.IsOverviewBundle(files):
+		return importing{}, errors.New("an overview bundle (the figures across a notebook's studies, from `sparkbench overview receipt`) is not a study: only throughput, capacity and quantization ladder study bundles are imported as studies; keep it and check it with `sparkbench verify`")
+	case workbench.IsFleetBundle(files):
+		return importing{}, errors.New("a fleet bundle (one plan on several hosts, from `sparkbench fleet receipt`) is not a study: only throughput, capacity and quantization ladder study bundles are imported as studies; keep it and check it with `sparkbench verify`")
+	}
 	ix, err := receipt.ReadIndex(files)
 	if err != nil {
 		return importing{}, err

@@ -25,8 +25,8 @@ import (
 // without an entry here fails the test). Each kind gives one valid sample plan; the checks are
 // the same for all:
 //   - a plan that is a FIFO, a directory or a device is refused within a second, nothing written;
-//   - an unknown field, a wrong type, trailing junk, a duplicated key and bytes that are not
-//     UTF-8 are refused with FILE:LINE:COL;
+//   - an unknown field, a wrong type, trailing junk, a duplicated key, bytes that are not
+//     UTF-8, a byte order mark and a name that is a bare number are refused with FILE:LINE:COL;
 //   - an explicit zero (or empty list) in each numeric field is kept in the frozen plan or
 //     refused naming the field and its allowed range, never replaced by a default;
 //   - registering another plan under a name already taken gives one kind-neutral message.
@@ -154,8 +154,9 @@ func locRE(file string) *regexp.Regexp {
 	return regexp.MustCompile(regexp.QuoteMeta(file) + `:\d+:\d+`)
 }
 
-// TestKindContractStrictJSON: an unknown field, a wrong type, trailing junk and a duplicated
-// key are refused by validate and register with FILE:LINE:COL, nothing registered.
+// TestKindContractStrictJSON: an unknown field, a wrong type, trailing junk, a duplicated
+// key, bytes that are not UTF-8, a byte order mark and a name that is a bare number are
+// refused by validate and register with FILE:LINE:COL, nothing registered.
 func TestKindContractStrictJSON(t *testing.T) {
 	registerSmokeKind(t)
 	for _, s := range contractSamples() {
@@ -192,6 +193,15 @@ func TestKindContractStrictJSON(t *testing.T) {
 			badUTF8 := filepath.Join(dir, "utf8.json")
 			_ = os.WriteFile(badUTF8, []byte(strings.Replace(string(goodBytes), "{", "{\n  \"name\": \"caf\xe9\",", 1)), 0o644)
 			cases["invalid UTF-8"] = badUTF8
+			bom := filepath.Join(dir, "bom.json")
+			_ = os.WriteFile(bom, append([]byte("\xef\xbb\xbf"), goodBytes...), 0o644)
+			cases["byte order mark"] = bom
+			numeric := map[string]any{}
+			for k, v := range plan {
+				numeric[k] = v
+			}
+			numeric["name"] = "7" // a bare number is a study ID (issue 30)
+			cases["numeric name"] = writeContractPlan(t, dir, "numeric.json", numeric)
 			for name, file := range cases {
 				for _, sub := range []string{"validate", "register"} {
 					args := []string{verb, sub, file, "--no-hash"}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 
 	"sparkbench/app/study"
 	"sparkbench/app/workbench"
@@ -87,6 +86,10 @@ func validateCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
 			if pr.Severity == study.SevError {
 				w = stderr
 			}
+			if at := placeOf(file, data, pr); at != "" {
+				fprintf(w, "%s: %s\n", at, pr)
+				continue
+			}
 			fprintf(w, "%s: %s\n", file, pr)
 		}
 		if c.Valid {
@@ -151,7 +154,7 @@ func showKind(ctx context.Context, nb *store.Notebook, k *workbench.Kind, id int
 	if k == nil || k.Show == nil {
 		return nil, fmt.Errorf("study %d: its kind has no report", id)
 	}
-	s, err := nb.FindStudy(ctx, strconv.FormatInt(id, 10))
+	s, err := nb.Study(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
+	"sparkbench/app/study"
 	"sparkbench/app/workbench"
+	"sparkbench/runner/jsonlex"
 	"sparkbench/store"
 )
 
@@ -33,6 +36,14 @@ func registerAnyFile(ctx context.Context, nb *store.Notebook, verb, file string,
 	}
 	hash, commit := registrationHash(ctx, nb, stderr)
 	reg, err := k.Register(ctx, nb, file, data, hash)
+	var refused *study.RefusedError
+	if errors.As(err, &refused) {
+		for i, pr := range refused.Problems {
+			if at := placeOf(file, data, pr); at != "" {
+				refused.Problems[i].Path = at + ": " + pr.Path
+			}
+		}
+	}
 	if code := printRegistered(cmd, k, reg, err, func(ctx context.Context) error { return commit(ctx) }, ctx, stdout, stderr); code != 0 {
 		return nil, 0, code
 	}
@@ -86,3 +97,18 @@ func printRegistered(cmd string, k *workbench.Kind, reg *workbench.Registered, e
 
 func takesRun(k *workbench.Kind) bool  { return k.Run != nil }
 func takesShow(k *workbench.Kind) bool { return k.Show != nil }
+
+// placeOf is FILE:LINE:COL of a problem the person must see in the plan file (a model path
+// with a comma, a name that is a bare number: study.ProblemPlaced), or "" for any other
+// problem or one whose field the file does not write.
+func placeOf(file string, data []byte, pr study.Problem) string {
+	if pr.Code != study.ProblemPlaced {
+		return ""
+	}
+	off, ok := jsonlex.PathOffset(data, pr.Path)
+	if !ok {
+		return ""
+	}
+	l, c := jsonlex.LineCol(data, off)
+	return fmt.Sprintf("%s:%d:%d", file, l, c)
+}

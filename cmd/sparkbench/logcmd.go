@@ -47,6 +47,10 @@ func cmdLog(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench log inspect: %s: %v\n", pos[0], err)
 		return 2
 	}
+	if saysNothing(lg) {
+		fprintf(stderr, "sparkbench log inspect: %s: found no llama.cpp log in its %d lines (no model load block, device, buffer, offload or timing line); give the log of a llama-server, llama-cli or llama-bench -v run\n", pos[0], lg.Lines)
+		return 2
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -129,4 +133,12 @@ func printLog(w io.Writer, name string, lg devlog.Log) {
 	if lg.TimingsOmitted > 0 {
 		fprintf(w, "timings: %d more not listed\n", lg.TimingsOmitted)
 	}
+}
+
+// saysNothing reports whether the scan recognised no line of a llama.cpp log at all: then the
+// file is not one, and "devices: none named" would pass it off as a log that names none.
+func saysNothing(lg devlog.Log) bool {
+	ev := lg.Evidence
+	return ev.Loads == 0 && len(ev.Layers) == 0 && len(ev.Buffers) == 0 && ev.Offloaded == nil &&
+		len(ev.Devices) == 0 && len(ev.Breakdown) == 0 && len(lg.Timings) == 0 && lg.TimingsOmitted == 0
 }

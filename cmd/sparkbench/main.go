@@ -21,8 +21,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 	name, rest := args[0], args[1:]
 	for _, c := range commands() {
 		if c.name == name {
+			if len(rest) > 0 && isHelpFlag(rest[0]) && groupHelp(c, stdout) {
+				return 0
+			}
 			return c.run(rest, stdout, stderr)
 		}
+	}
+	switch name {
+	case "-h", "-help", "--help":
+		return cmdHelp(nil, stdout, stderr)
+	case "-version", "--version":
+		return cmdVersion(rest, stdout, stderr)
 	}
 	if len(name) > 0 && name[0] == '-' { // flags for the window, e.g. sparkbench --llama-dir D
 		return cmdGUI(args, stdout, stderr)

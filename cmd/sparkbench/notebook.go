@@ -266,7 +266,7 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		fprintf(stderr, "sparkbench import: %v; nothing was imported\n", err)
-		if strings.Contains(err.Error(), "throughput study") {
+		if strings.Contains(err.Error(), "throughput study") || errors.As(err, new(*store.NumericNameError)) {
 			return 2
 		}
 		return 1

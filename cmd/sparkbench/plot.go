@@ -161,6 +161,9 @@ func studyChart(ref string, kind plots.Kind, metric string, line float64, candid
 			metric = "pp"
 		}
 	}
+	if err := charts.CheckMetric(rep, metric); err != nil {
+		return nil, err
+	}
 	// The title names the build and machine the rows came from, as the receipt's charts do.
 	stored, err := store.StudyRecorder{N: nb}.Rows(ctx, id)
 	if err != nil {

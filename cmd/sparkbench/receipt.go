@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"sparkbench/app/workbench"
 	"sparkbench/store"
@@ -97,7 +95,7 @@ func cmdReceiptCtx(parent context.Context, args []string, stdout, stderr io.Writ
 		}
 		req.BenchTG[id] = x
 	}
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(parent, stopSignals...)
 	defer stop()
 	var nb *store.Notebook
 	if req.Study != "" && ctx.Err() == nil {

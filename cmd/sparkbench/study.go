@@ -64,10 +64,16 @@ func plannerNotebook(cmd, flagValue string, stderr io.Writer) (*store.Notebook, 
 	return openNotebook(cmd, path, true, stderr)
 }
 
-// studyCtx is a command's context: Ctrl-C (or SIGTERM) cancels it.
+// studyCtx is a command's context: Ctrl-C, SIGTERM or SIGHUP cancels it.
 func studyCtx() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	return signal.NotifyContext(context.Background(), stopSignals...)
 }
+
+// stopSignals are the signals that stop a command that records work (a study run, a leg, a
+// receipt) the way Ctrl-C does: the running leg is stopped and recorded as interrupted, the
+// run halted with its record. SIGHUP is one: a closed terminal or ssh session must not leave a
+// study "running" with nothing said.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 // openStudyNotebook opens the notebook named by --notebook (or the default).
 func openStudyNotebook(cmd, flagValue string, stderr io.Writer) (*store.Notebook, int) {

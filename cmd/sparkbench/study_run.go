@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"sparkbench/app/fleet"
@@ -85,7 +84,7 @@ func studyRunOwn(args []string, stdout, stderr io.Writer) int {
 // then what the run did. Exit 0 complete; 1 work left, stopped or failed; 2 bad input or a
 // refused plan.
 func runKind(ctx context.Context, nb *store.Notebook, k *workbench.Kind, id int64, cmd string, req workbench.RunRequest, stdout, stderr io.Writer) int {
-	s, err := nb.FindStudy(ctx, strconv.FormatInt(id, 10))
+	s, err := nb.Study(ctx, id)
 	if err != nil {
 		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
 		return 1

@@ -25,6 +25,7 @@ const (
 	StrictOther                           // anything else the decoder said (Err)
 	StrictDuplicate                       // a key its object already has (Field is it, quoted; First where the earlier one is)
 	StrictUTF8                            // bytes that are not UTF-8
+	StrictBOM                             // a UTF-8 byte order mark before the value
 )
 
 // Check is a refusal DecodeStrict makes only when asked: encoding/json accepts both silently
@@ -35,7 +36,9 @@ const (
 	// NoDuplicateKeys refuses an object key given twice, or two spellings of one struct field
 	// (encoding/json matches names regardless of case).
 	NoDuplicateKeys Check = 1 << iota
-	// ValidUTF8 refuses bytes that are not UTF-8.
+	// ValidUTF8 refuses bytes that are not UTF-8, and a UTF-8 byte order mark (EF BB BF) at
+	// the start, which JSON does not allow (RFC 8259 §8.1) and encoding/json calls an
+	// "invalid character 'ï'".
 	ValidUTF8
 	// Input is every check: for the files a person writes and gives sparkbench (plans, hosts
 	// lists, fleets). Files sparkbench wrote itself (bundles, journal payloads) are decoded
@@ -64,6 +67,8 @@ func (e *StrictError) Error() string {
 		return "key " + e.Field + " given twice in one object"
 	case StrictUTF8:
 		return "invalid UTF-8"
+	case StrictBOM:
+		return "a UTF-8 byte order mark before the JSON value"
 	}
 	return e.Err.Error()
 }
@@ -90,6 +95,9 @@ func DecodeStrict(data []byte, v any, checks ...Check) *StrictError {
 	var want Check
 	for _, c := range checks {
 		want |= c
+	}
+	if want&ValidUTF8 != 0 && bytes.HasPrefix(data, utf8BOM) {
+		return &StrictError{Kind: StrictBOM, Offset: 0, Err: errors.New("a UTF-8 byte order mark")}
 	}
 	if want&ValidUTF8 != 0 && !utf8.Valid(data) {
 		return &StrictError{Kind: StrictUTF8, Offset: int64(firstInvalidUTF8(data)), Err: errors.New("invalid UTF-8")}
@@ -134,6 +142,9 @@ func DecodeStrict(data []byte, v any, checks ...Check) *StrictError {
 	return nil
 }
 
+// utf8BOM is the UTF-8 byte order mark some editors write at the start of a file.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
 func firstInvalidUTF8(b []byte) int {
 	for i := 0; i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])
@@ -177,7 +188,7 @@ func DecodeFile(name string, data []byte, v any, what, doc string) error {
 		return at(e.Offset, "unknown field "+e.Field+"; check its spelling against "+doc)
 	case StrictTrailing:
 		return at(e.Offset, "trailing data after the JSON object; "+what+" holds exactly one JSON object")
-	case StrictDuplicate, StrictUTF8:
+	case StrictDuplicate, StrictUTF8, StrictBOM:
 		msg, _ := InputDetail(data, e)
 		return at(e.Offset, msg)
 	}
@@ -185,7 +196,7 @@ func DecodeFile(name string, data []byte, v any, what, doc string) error {
 }
 
 // InputDetail words the refusals of the Input checks (a key given twice, bytes that are not
-// UTF-8) as every decoder of a person's file says them; ok is false for other refusals.
+// UTF-8, a byte order mark) as every decoder of a person's file says them; ok is false for other refusals.
 func InputDetail(data []byte, e *StrictError) (msg string, ok bool) {
 	switch e.Kind {
 	case StrictDuplicate:
@@ -193,6 +204,8 @@ func InputDetail(data []byte, e *StrictError) (msg string, ok bool) {
 		return fmt.Sprintf("key %s given twice in one object (first at line %d, column %d); give it once", e.Field, l, c), true
 	case StrictUTF8:
 		return fmt.Sprintf("byte 0x%02x is not UTF-8; save the file as UTF-8", data[e.Offset]), true
+	case StrictBOM:
+		return "the file starts with a UTF-8 byte order mark (bytes EF BB BF), which JSON does not allow; save it as UTF-8 without a BOM", true
 	}
 	return "", false
 }

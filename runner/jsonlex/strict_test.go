@@ -104,6 +104,7 @@ func TestDecodeFileSaysWhere(t *testing.T) {
 		{"{\"schema\": 1}", "f.json:1:13: schema: want string, got JSON number"},
 		{"{\"schema\": \"s\",\n \"schema\": \"t\"}", `f.json:2:2: key "schema" given twice in one object (first at line 1, column 2); give it once`},
 		{"{\"schema\": \"s\xfe\"}", "f.json:1:14: byte 0xfe is not UTF-8; save the file as UTF-8"},
+		{"\xef\xbb\xbf{\"schema\": \"s\"}", "f.json:1:1: the file starts with a UTF-8 byte order mark (bytes EF BB BF), which JSON does not allow; save it as UTF-8 without a BOM"},
 		{"{\"schema\": \"s\",}", "f.json:1:16: invalid JSON: invalid character '}' looking for beginning of object key string"},
 	} {
 		var v hosts
