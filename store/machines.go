@@ -167,7 +167,8 @@ type Artefact struct {
 	Path           string
 	Size           int64
 	MTime          time.Time
-	Dev, Inode     uint64 // with path, size and mtime: the hash cache key
+	Dev, Inode     uint64 // with path, size, mtime and ctime: the hash cache key
+	CTime          time.Time
 	SHA256         string // computed; "" until hashed
 	ExpectedSHA256 string // entered by the user
 	Status         string
@@ -205,9 +206,9 @@ func (n *Notebook) UpsertArtefact(ctx context.Context, a Artefact) (Artefact, er
 		now := n.nowText()
 		err := tx.QueryRow("SELECT id FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ?", a.Path, a.Size, a.MTime.UnixNano()).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
-			res, err := tx.Exec(`INSERT INTO artefacts (path, size_bytes, mtime_ns, dev, inode, sha256, expected_sha256, name, architecture, quant,
-				n_params, metadata_json, source, revision, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				a.Path, a.Size, a.MTime.UnixNano(), int64(a.Dev), int64(a.Inode), nullStr(strings.ToLower(a.SHA256)), nullStr(strings.ToLower(a.ExpectedSHA256)),
+			res, err := tx.Exec(`INSERT INTO artefacts (path, size_bytes, mtime_ns, dev, inode, ctime_ns, sha256, expected_sha256, name, architecture, quant,
+				n_params, metadata_json, source, revision, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				a.Path, a.Size, a.MTime.UnixNano(), int64(a.Dev), int64(a.Inode), ctimeNS(a.CTime), nullStr(strings.ToLower(a.SHA256)), nullStr(strings.ToLower(a.ExpectedSHA256)),
 				a.Name, a.Architecture, a.Quant, np, meta, a.Source, a.Revision, now, now)
 			if err != nil {
 				return fmt.Errorf("store artefact: %w", err)
@@ -220,11 +221,11 @@ func (n *Notebook) UpsertArtefact(ctx context.Context, a Artefact) (Artefact, er
 		}
 		_, err = tx.Exec(`UPDATE artefacts SET name = ?, architecture = ?, quant = ?, n_params = ?, metadata_json = ?,
 			source = CASE WHEN ? = '' THEN source ELSE ? END, revision = CASE WHEN ? = '' THEN revision ELSE ? END,
-			sha256 = CASE WHEN dev = ? AND inode = ? THEN COALESCE(?, sha256) ELSE ? END,
-			expected_sha256 = COALESCE(?, expected_sha256), dev = ?, inode = ?, updated_at = ? WHERE id = ?`,
+			sha256 = CASE WHEN dev = ? AND inode = ? AND ctime_ns = ? THEN COALESCE(?, sha256) ELSE ? END,
+			expected_sha256 = COALESCE(?, expected_sha256), dev = ?, inode = ?, ctime_ns = ?, updated_at = ? WHERE id = ?`,
 			a.Name, a.Architecture, a.Quant, np, meta, a.Source, a.Source, a.Revision, a.Revision,
-			int64(a.Dev), int64(a.Inode), nullStr(strings.ToLower(a.SHA256)), nullStr(strings.ToLower(a.SHA256)),
-			nullStr(strings.ToLower(a.ExpectedSHA256)), int64(a.Dev), int64(a.Inode), now, id)
+			int64(a.Dev), int64(a.Inode), ctimeNS(a.CTime), nullStr(strings.ToLower(a.SHA256)), nullStr(strings.ToLower(a.SHA256)),
+			nullStr(strings.ToLower(a.ExpectedSHA256)), int64(a.Dev), int64(a.Inode), ctimeNS(a.CTime), now, id)
 		return err
 	})
 	if err != nil {
@@ -262,17 +263,20 @@ func (n *Notebook) setArtefactField(ctx context.Context, id int64, col, v string
 	return status, err
 }
 
-const artefactCols = `id, path, size_bytes, mtime_ns, dev, inode, COALESCE(sha256, ''), COALESCE(expected_sha256, ''), status, name, architecture,
+const artefactCols = `id, path, size_bytes, mtime_ns, dev, inode, ctime_ns, COALESCE(sha256, ''), COALESCE(expected_sha256, ''), status, name, architecture,
 	quant, COALESCE(n_params, 0), metadata_json, source, revision, created_at, updated_at`
 
 func scanArtefact(sc interface{ Scan(...any) error }) (Artefact, error) {
 	var a Artefact
-	var mtime, dev, inode int64
+	var mtime, dev, inode, ctime int64
 	var meta, created, updated string
-	err := sc.Scan(&a.ID, &a.Path, &a.Size, &mtime, &dev, &inode, &a.SHA256, &a.ExpectedSHA256, &a.Status, &a.Name, &a.Architecture,
+	err := sc.Scan(&a.ID, &a.Path, &a.Size, &mtime, &dev, &inode, &ctime, &a.SHA256, &a.ExpectedSHA256, &a.Status, &a.Name, &a.Architecture,
 		&a.Quant, &a.NParams, &meta, &a.Source, &a.Revision, &created, &updated)
 	a.MTime = time.Unix(0, mtime)
 	a.Dev, a.Inode = uint64(dev), uint64(inode)
+	if ctime != 0 {
+		a.CTime = time.Unix(0, ctime).UTC()
+	}
 	a.Metadata = json.RawMessage(meta)
 	a.CreatedAt, a.UpdatedAt = mustParseTime(created), mustParseTime(updated)
 	return a, err
@@ -297,11 +301,12 @@ func (n *Notebook) CachedArtefact(ctx context.Context, path string, size int64, 
 	return a, err == nil, err
 }
 
-// CachedArtefactFile is CachedArtefact with the file's device and inode also matching: the
-// key the model hash cache uses (a file replaced in place gets a new inode).
-func (n *Notebook) CachedArtefactFile(ctx context.Context, path string, size int64, mtime time.Time, dev, inode uint64) (Artefact, bool, error) {
-	a, err := scanArtefact(n.rdb.QueryRowContext(ctx, "SELECT "+artefactCols+" FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ? AND dev = ? AND inode = ?",
-		path, size, mtime.UnixNano(), int64(dev), int64(inode)))
+// CachedArtefactFile is CachedArtefact with the file's device, inode and change time also
+// matching: the key the model hash cache uses (a file replaced in place gets a new inode; one
+// written in place with its mtime restored, a new ctime).
+func (n *Notebook) CachedArtefactFile(ctx context.Context, path string, size int64, mtime, ctime time.Time, dev, inode uint64) (Artefact, bool, error) {
+	a, err := scanArtefact(n.rdb.QueryRowContext(ctx, "SELECT "+artefactCols+" FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ? AND dev = ? AND inode = ? AND ctime_ns = ?",
+		path, size, mtime.UnixNano(), int64(dev), int64(inode), ctimeNS(ctime)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Artefact{}, false, nil
 	}
@@ -324,4 +329,12 @@ func (n *Notebook) Artefacts(ctx context.Context) ([]Artefact, error) {
 		out = append(out, a)
 	}
 	return out, rows.Err()
+}
+
+// ctimeNS is a change time as stored: nanoseconds, 0 for none.
+func ctimeNS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }

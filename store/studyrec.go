@@ -319,7 +319,7 @@ func (r StudyRecorder) Model(ctx context.Context, m study.ModelRecord) (int64, e
 	if err != nil {
 		return 0, err
 	}
-	a, err := r.N.UpsertArtefact(ctx, Artefact{Path: m.Path, Size: k.Size, MTime: k.MTime, Dev: k.Dev, Inode: k.Inode,
+	a, err := r.N.UpsertArtefact(ctx, Artefact{Path: m.Path, Size: k.Size, MTime: k.MTime, Dev: k.Dev, Inode: k.Inode, CTime: k.CTime,
 		SHA256: m.SHA256, ExpectedSHA256: m.ExpectedSHA256, Name: m.Name, Architecture: m.Architecture, Quant: m.Quant,
 		NParams: m.NParams, Source: m.Source, Revision: m.Revision})
 	return a.ID, err

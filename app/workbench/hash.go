@@ -14,7 +14,7 @@ type HashCache struct{ NB *store.Notebook }
 
 // Lookup is hashing.Cache's lookup.
 func (c HashCache) Lookup(ctx context.Context, k hashing.Key) (string, bool, error) {
-	a, ok, err := c.NB.CachedArtefactFile(ctx, k.Path, k.Size, k.MTime, k.Dev, k.Inode)
+	a, ok, err := c.NB.CachedArtefactFile(ctx, k.Path, k.Size, k.MTime, k.CTime, k.Dev, k.Inode)
 	if err != nil || !ok || a.SHA256 == "" {
 		return "", false, err
 	}
@@ -23,7 +23,7 @@ func (c HashCache) Lookup(ctx context.Context, k hashing.Key) (string, bool, err
 
 // Store is hashing.Cache's store.
 func (c HashCache) Store(ctx context.Context, k hashing.Key, sum string) error {
-	_, err := c.NB.UpsertArtefact(ctx, store.Artefact{Path: k.Path, Size: k.Size, MTime: k.MTime, Dev: k.Dev, Inode: k.Inode, SHA256: sum})
+	_, err := c.NB.UpsertArtefact(ctx, store.Artefact{Path: k.Path, Size: k.Size, MTime: k.MTime, Dev: k.Dev, Inode: k.Inode, CTime: k.CTime, SHA256: sum})
 	return err
 }
 

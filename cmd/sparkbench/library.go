@@ -32,7 +32,7 @@ func (l notebookLibrary) recordAll(ctx context.Context, a store.Artefact, path s
 	if err != nil {
 		return store.Artefact{}, err
 	}
-	a.Path, a.Size, a.MTime, a.Dev, a.Inode = path, k.Size, k.MTime, k.Dev, k.Inode
+	a.Path, a.Size, a.MTime, a.Dev, a.Inode, a.CTime = path, k.Size, k.MTime, k.Dev, k.Inode, k.CTime
 	if h, err := gguf.ReadFile(path); err == nil {
 		a.Name, a.Architecture, a.Quant, a.NParams = h.Name, h.Architecture, h.FileTypeName, int64(h.ParamCount)
 	}
@@ -44,7 +44,7 @@ func (l notebookLibrary) Status(ctx context.Context, path string) (app.ModelStat
 	if err != nil {
 		return app.ModelStatus{}, err
 	}
-	a, ok, err := l.nb.CachedArtefactFile(ctx, k.Path, k.Size, k.MTime, k.Dev, k.Inode)
+	a, ok, err := l.nb.CachedArtefactFile(ctx, k.Path, k.Size, k.MTime, k.CTime, k.Dev, k.Inode)
 	if err != nil || !ok {
 		return app.ModelStatus{Path: path, Status: hashing.Pending}, err
 	}
@@ -61,6 +61,20 @@ func (l notebookLibrary) Hash(ctx context.Context, path string, progress func(ha
 		return app.ModelStatus{}, err
 	}
 	return statusOf(path, a, cached), nil
+}
+
+// Rehash reads the whole file whatever the cache holds and records its hash under its
+// current key.
+func (l notebookLibrary) Rehash(ctx context.Context, path string, progress func(hashing.Progress)) (app.ModelStatus, error) {
+	sum, _, err := hashing.Cached(ctx, nil, path, progress)
+	if err != nil {
+		return app.ModelStatus{}, err
+	}
+	a, err := l.record(ctx, path, sum, "")
+	if err != nil {
+		return app.ModelStatus{}, err
+	}
+	return statusOf(path, a, false), nil
 }
 
 func (l notebookLibrary) SetExpected(ctx context.Context, path, sha256 string) (app.ModelStatus, error) {

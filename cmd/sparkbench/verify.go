@@ -36,6 +36,7 @@ func modelVerify(args []string, stdout, stderr io.Writer) int {
 	expect := fs.String("expect", "", "the SHA-256 the source publishes")
 	nbFlag := fs.String("notebook", "", "notebook file (the hash cache)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	rehash := fs.Bool("rehash", false, "read the whole file again even when the notebook's cache has its hash")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -80,7 +81,12 @@ func modelVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	start := time.Now()
 	lib := notebookLibrary{nb}
-	st, err := lib.Hash(ctx, path, progress)
+	var st app.ModelStatus
+	if *rehash {
+		st, err = lib.Rehash(ctx, path, progress)
+	} else {
+		st, err = lib.Hash(ctx, path, progress)
+	}
 	if progress != nil && !st.FromCache {
 		fprintf(stderr, "\n")
 	}
@@ -106,7 +112,7 @@ func modelVerify(args []string, stdout, stderr io.Writer) int {
 	} else {
 		how := "hashed"
 		if rep.FromCache {
-			how = "from the notebook's cache (file unchanged)"
+			how = "from the notebook's cache, not read again: its path, size, mtime, device, inode and ctime are those it had when it was hashed (--rehash reads it)"
 		}
 		fprintf(stdout, "%s  %s\n%s  %s\n", rep.SHA256, path, rep.Status, how)
 		if rep.Status == string(hashing.Mismatch) {

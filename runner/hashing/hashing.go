@@ -89,14 +89,19 @@ func File(ctx context.Context, path string, progress func(Progress)) (string, er
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// Key identifies one version of a file: if none of these changed, neither did its bytes
-// (short of deliberate tampering with mtime, which the full re-verify catches).
+// Key identifies one version of a file: if none of these changed, neither did its bytes short
+// of deliberate tampering below the file system (a user-level write or `touch -r` changes the
+// ctime; a study's first leg re-reads the file whatever the key says, docs/notebook.md).
 type Key struct {
 	Path  string    `json:"path"`
 	Size  int64     `json:"size"`
 	MTime time.Time `json:"mtime"`
 	Dev   uint64    `json:"dev"`
 	Inode uint64    `json:"inode"`
+	// CTime is the inode's change time: any write, and any `touch` that restores the mtime,
+	// sets it to now, and no user-level call sets it back; so a file modified in place with
+	// its mtime restored still misses the cache.
+	CTime time.Time `json:"ctime"`
 }
 
 // KeyOf stats path.
@@ -108,6 +113,7 @@ func KeyOf(path string) (Key, error) {
 	k := Key{Path: path, Size: st.Size(), MTime: st.ModTime().UTC()}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		k.Dev, k.Inode = uint64(sys.Dev), sys.Ino
+		k.CTime = time.Unix(sys.Ctim.Unix()).UTC()
 	}
 	return k, nil
 }
