@@ -110,7 +110,10 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 	}
 	rep, anchor := c.Report, c.Anchor
 	switch {
-	case !rep.OK():
+	case !rep.OK() && rep.Broken.Kind == "integrity_check":
+		fprintf(stdout, "notebook %s: DAMAGED: %s; %s\n", path, rep.Broken.Reason, recoverAdvice)
+		return 1
+	case !rep.OK() && rep.Broken.Table == "":
 		fprintf(stdout, "notebook %s: BROKEN at journal entry %d (%s): %s; entries before it verify, it and everything after are unproven: keep this file as evidence and restore from a backup, or start a new notebook with --notebook\n",
 			path, rep.Broken.Seq, rep.Broken.Kind, rep.Broken.Reason)
 		return 1
@@ -125,9 +128,21 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 		fprintf(stdout, "notebook %s: journal truncated or rewritten: the expected head %s is not in the journal, which ends at entry %d (head %s); entries after it were deleted, or this is another notebook: keep this file as evidence and restore from a backup\n",
 			path, want, rep.HeadSeq, rep.Head)
 		return 1
+	case !rep.OK() && rep.Broken.Table != "":
+		at := "no journal entry records it"
+		if rep.Broken.Seq != 0 {
+			at = fmt.Sprintf("journal entry %d (%s) recorded it", rep.Broken.Seq, rep.Broken.Kind)
+		}
+		fprintf(stdout, "notebook %s: DAMAGED: %s (%s); the journal's chain holds, but this row no longer says what was recorded: %s\n",
+			path, rep.Broken.Reason, at, recoverAdvice)
+		return 1
 	}
-	fprintf(stdout, "notebook %s: intact: %d journal entries, %d legs' samples re-hashed (%d rows); head entry %d %s\n",
-		path, rep.Entries, rep.LegsChecked, rep.SamplesChecked, rep.HeadSeq, rep.Head)
+	fprintf(stdout, "notebook %s: intact: %d journal entries, %d legs' samples re-hashed (%d rows), %d records held to their entries, SQLite integrity check ok; head entry %d %s\n",
+		path, rep.Entries, rep.LegsChecked, rep.SamplesChecked, rep.RecordsChecked, rep.HeadSeq, rep.Head)
+	for _, o := range rep.OlderRule {
+		fprintf(stdout, "%d %s recorded before the journal held %s: those columns are not held to an entry (the older rule)\n",
+			o.Rows, plural(int(o.Rows), "leg was", "legs were"), o.Column)
+	}
 	if want != "" {
 		fprintf(stdout, "expected head %s is entry %d of the chain%s\n", want, c.ExpectSeq, laterEntries(rep.HeadSeq-c.ExpectSeq))
 	}
@@ -140,6 +155,10 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// recoverAdvice is what to do with a damaged notebook.
+const recoverAdvice = "keep this file as evidence; recover from a copy made by `sparkbench notebook backup`, " +
+	"or import the studies' last receipt bundles (`sparkbench import BUNDLE`) into a new notebook (--notebook NEW)"
 
 // anchorProblem says how the journal contradicts its anchor, and what to do.
 func anchorProblem(c *store.AnchorCheck, rep store.VerifyReport) string {
