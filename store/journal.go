@@ -205,6 +205,11 @@ func (b *BrokenEntry) String() string {
 // compared with the digests recorded then; for plan.registered the stored plan is re-hashed.
 // The first entry that fails is named in the report (err is for I/O problems only).
 func (n *Notebook) Verify(ctx context.Context) (VerifyReport, error) {
+	rep, err := n.verify(ctx)
+	return rep, damaged(n.path, err)
+}
+
+func (n *Notebook) verify(ctx context.Context) (VerifyReport, error) {
 	rep := VerifyReport{Head: GenesisHash}
 	var err error
 	if rep.Integrity, err = integrityCheck(ctx, n.rdb); err != nil {
@@ -323,10 +328,14 @@ func IntegrityText(lines []string) string {
 	if IntegrityOK(lines) {
 		return "ok: every page, index and constraint of the file reads back whole"
 	}
-	if len(lines) > 3 {
-		return fmt.Sprintf("%s (and %d more problems)", strings.Join(lines[:3], "; "), len(lines)-3)
+	flat := make([]string, len(lines))
+	for i, l := range lines {
+		flat[i] = strings.Join(strings.Fields(strings.TrimPrefix(l, "*** in database main ***")), " ")
 	}
-	return strings.Join(lines, "; ")
+	if len(flat) > 3 {
+		return fmt.Sprintf("%s (and %d more problems)", strings.Join(flat[:3], "; "), len(flat)-3)
+	}
+	return strings.Join(flat, "; ")
 }
 
 func (n *Notebook) checkPlan(ctx context.Context, seq int64, kind string, payload []byte) (*BrokenEntry, error) {
