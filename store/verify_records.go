@@ -107,7 +107,7 @@ func (n *Notebook) checkRecords(ctx context.Context, rep *VerifyReport) (*Broken
 	if b, err := n.checkMachinesBuilds(ctx, rep, legFP); b != nil || err != nil {
 		return b, err
 	}
-	if b, err := n.checkVerdictPredictions(ctx); b != nil || err != nil {
+	if b, err := n.checkVerdictPredictions(ctx, rep.HeadSeq); b != nil || err != nil {
 		return b, err
 	}
 	if b, err := n.checkSampleStudies(ctx); b != nil || err != nil {
@@ -265,6 +265,9 @@ func (n *Notebook) checkJournaledTable(ctx context.Context, rep *VerifyReport, t
 		study, _ := vals[3].(int64)
 		at, _ := colText(vals[4])
 		payload, _ := colText(vals[5])
+		if kind != "" && seq > rep.HeadSeq {
+			continue // recorded after the chain was walked (another process is recording): the next verify judges it
+		}
 		ownKind := false
 		for _, k := range t.kinds {
 			ownKind = ownKind || k == kind
@@ -320,6 +323,9 @@ func (n *Notebook) checkStudies(ctx context.Context, rep *VerifyReport) (*Broken
 		if err := rows.Scan(&id, &name, &kind, &desc, &seq, &payload); err != nil {
 			return nil, err
 		}
+		if seq > rep.HeadSeq {
+			continue // created after the chain was walked
+		}
 		if seq == 0 {
 			return rowDamage(0, KindStudyCreated, "studies", id, "id", "no study.created entry records this study (the row was written outside the store, or its id changed)"), nil
 		}
@@ -340,85 +346,91 @@ func (n *Notebook) checkStudies(ctx context.Context, rep *VerifyReport) (*Broken
 
 // checkFindingEvidence: a finding's evidence rows are the legs and predictions its entry lists.
 func (n *Notebook) checkFindingEvidence(ctx context.Context, rep *VerifyReport) (*BrokenEntry, error) {
-	type ev struct{ legs, preds []int64 }
-	have := map[int64]*ev{}
-	rows, err := n.rdb.QueryContext(ctx, "SELECT rowid, finding_id, leg_id, prediction_id FROM finding_evidence ORDER BY rowid")
+	type evRow struct{ rowid, finding, leg, pred int64 }
+	var evs []evRow
+	rows, err := n.rdb.QueryContext(ctx, "SELECT rowid, finding_id, COALESCE(leg_id, 0), COALESCE(prediction_id, 0) FROM finding_evidence ORDER BY rowid")
 	if err != nil {
 		return nil, err
 	}
-	known := map[int64]bool{}
-	if err := func() error {
-		defer rows.Close()
-		fr, err := n.rdb.QueryContext(ctx, "SELECT id FROM findings")
-		if err != nil {
-			return err
+	for rows.Next() {
+		var e evRow
+		if err := rows.Scan(&e.rowid, &e.finding, &e.leg, &e.pred); err != nil {
+			rows.Close()
+			return nil, err
 		}
-		for fr.Next() {
-			var id int64
-			if err := fr.Scan(&id); err != nil {
-				fr.Close()
-				return err
-			}
-			known[id] = true
-		}
-		fr.Close()
-		for rows.Next() {
-			var rowid, fid int64
-			var leg, pred sql.NullInt64
-			if err := rows.Scan(&rowid, &fid, &leg, &pred); err != nil {
-				return err
-			}
-			if !known[fid] {
-				return &BrokenEntry{Table: "finding_evidence", RowID: rowid, Column: "finding_id",
-					Reason: fmt.Sprintf("finding_evidence row %d, column finding_id: finding %d does not exist (the row was changed or written outside the store)", rowid, fid)}
-			}
-			e := have[fid]
-			if e == nil {
-				e = &ev{}
-				have[fid] = e
-			}
-			if leg.Valid {
-				e.legs = append(e.legs, leg.Int64)
-			}
-			if pred.Valid {
-				e.preds = append(e.preds, pred.Int64)
-			}
-		}
-		return rows.Err()
-	}(); err != nil {
-		if b, ok := err.(*BrokenEntry); ok {
-			return b, nil
-		}
+		evs = append(evs, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	// The findings are read after their evidence: a finding recorded meanwhile (with its
+	// evidence, in one transaction) is then known, and judged below only if the walk saw it.
+	type finding struct {
+		seq     int64
+		payload string
+	}
+	findings := map[int64]finding{}
+	var order []int64
 	fr, err := n.rdb.QueryContext(ctx, "SELECT f.id, f.journal_seq, COALESCE(j.payload, '') FROM findings f LEFT JOIN journal j ON j.seq = f.journal_seq ORDER BY f.id")
 	if err != nil {
 		return nil, err
 	}
-	defer fr.Close()
 	for fr.Next() {
-		var id, seq int64
-		var payload string
-		if err := fr.Scan(&id, &seq, &payload); err != nil {
+		var id int64
+		var f finding
+		if err := fr.Scan(&id, &f.seq, &f.payload); err != nil {
+			fr.Close()
 			return nil, err
+		}
+		findings[id] = f
+		order = append(order, id)
+	}
+	fr.Close()
+	if err := fr.Err(); err != nil {
+		return nil, err
+	}
+	type ev struct{ legs, preds []int64 }
+	have := map[int64]*ev{}
+	for _, e := range evs {
+		if _, ok := findings[e.finding]; !ok {
+			return &BrokenEntry{Table: "finding_evidence", RowID: e.rowid, Column: "finding_id",
+				Reason: fmt.Sprintf("finding_evidence row %d, column finding_id: finding %d does not exist (the row was changed or written outside the store)", e.rowid, e.finding)}, nil
+		}
+		h := have[e.finding]
+		if h == nil {
+			h = &ev{}
+			have[e.finding] = h
+		}
+		if e.leg != 0 {
+			h.legs = append(h.legs, e.leg)
+		}
+		if e.pred != 0 {
+			h.preds = append(h.preds, e.pred)
+		}
+	}
+	for _, id := range order {
+		f := findings[id]
+		if f.seq > rep.HeadSeq {
+			continue // recorded after the chain was walked
 		}
 		var p struct {
 			Legs        []int64 `json:"legs"`
 			Predictions []int64 `json:"predictions"`
 		}
-		_ = json.Unmarshal([]byte(payload), &p) // a payload that does not read was reported by checkJournaledTable
+		_ = json.Unmarshal([]byte(f.payload), &p) // a payload that does not read was reported by checkJournaledTable
 		e := have[id]
 		if e == nil {
 			e = &ev{}
 		}
 		if !equalIDs(e.legs, p.Legs) || !equalIDs(e.preds, p.Predictions) {
-			return &BrokenEntry{Seq: seq, Kind: KindFinding, Table: "finding_evidence", RowID: id, Column: "leg_id, prediction_id",
+			return &BrokenEntry{Seq: f.seq, Kind: KindFinding, Table: "finding_evidence", RowID: id, Column: "leg_id, prediction_id",
 				Reason: fmt.Sprintf("finding_evidence of finding %d: legs %v and predictions %v, the journal recorded legs %v and predictions %v",
 					id, e.legs, e.preds, p.Legs, p.Predictions)}, nil
 		}
 		rep.RecordsChecked += int64(len(e.legs) + len(e.preds))
 	}
-	return nil, fr.Err()
+	return nil, nil
 }
 
 func equalIDs(a, b []int64) bool {
@@ -432,9 +444,6 @@ func equalIDs(a, b []int64) bool {
 	}
 	return true
 }
-
-// Error makes a BrokenEntry usable as an error inside a closure.
-func (b *BrokenEntry) Error() string { return b.Reason }
 
 // legEntry is what Verify reads of a leg.started or leg.finished entry.
 type legEntry struct {
@@ -452,7 +461,8 @@ type legEntry struct {
 func (n *Notebook) checkLegRecords(ctx context.Context, rep *VerifyReport) (map[int64][3]string, *BrokenEntry, error) {
 	legFP := map[int64][3]string{} // leg → the machine and build fingerprints and the model's SHA-256 its leg.started recorded (since issue 30)
 	started, finished := map[int64]legEntry{}, map[int64]legEntry{}
-	jr, err := n.rdb.QueryContext(ctx, "SELECT seq, kind, COALESCE(study_id, 0), payload FROM journal WHERE kind IN (?, ?) ORDER BY seq", KindLegStarted, KindLegFinished)
+	jr, err := n.rdb.QueryContext(ctx, "SELECT seq, kind, COALESCE(study_id, 0), payload FROM journal WHERE kind IN (?, ?) AND seq <= ? ORDER BY seq",
+		KindLegStarted, KindLegFinished, rep.HeadSeq)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -502,88 +512,104 @@ func (n *Notebook) checkLegRecords(ctx context.Context, rep *VerifyReport) (map[
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, nil, err
 		}
-		col := map[string]any{}
-		for i, nm := range names {
-			col[nm] = vals[i]
-		}
-		id, _ := col["id"].(int64)
-		st, hasStart := started[id]
-		fin, hasEnd := finished[id]
-		check := func(e legEntry, kind string, fs []field) *BrokenEntry {
-			for _, f := range fs {
-				raw, present := payloadAt(e.payload, f.key)
-				if d := sameValue(f, col[f.col], raw, present, "", e.study); d != "" {
-					return rowDamage(e.seq, kind, "legs", id, f.col, d)
-				}
+		id, _ := vals[0].(int64)
+		judge := func() *BrokenEntry {
+			col := map[string]any{}
+			for i, nm := range names {
+				col[nm] = vals[i]
 			}
-			return nil
-		}
-		// What both entries record: the later one is the leg's last word on it.
-		common := []field{{"study_id", "study", 'i', ""}, {"label", "label", 't', ""}, {"kind", "kind", 't', ""},
-			{"started_at", "started_at", 't', ""}, {"argv_json", "argv", 'j', "[]"}, {"env_json", "env", 'j', "{}"},
-			{"fingerprint", "fingerprint", 't', ""}}
-		switch {
-		case hasStart:
-			fs := append(append([]field{}, common...), field{"machine_id", "machine", 'i', ""}, field{"build_id", "build", 'i', ""},
-				field{"artefact_id", "artefact", 'i', ""}, field{"conditions_json", "conditions", 'j', "[]"})
-			var fp [3]string
-			_ = json.Unmarshal(st.payload["machine_fingerprint"], &fp[0])
-			_ = json.Unmarshal(st.payload["build_fingerprint"], &fp[1])
-			_ = json.Unmarshal(st.payload["artefact_sha256"], &fp[2])
-			legFP[id] = fp
-			if _, ok := st.payload["detail"]; ok {
-				fs = append(fs, field{"detail_json", "detail", 'j', "{}"}, field{"temp_before_c", "temp_before_c", 'f', ""})
+			id, _ := col["id"].(int64)
+			st, hasStart := started[id]
+			fin, hasEnd := finished[id]
+			check := func(e legEntry, kind string, fs []field) *BrokenEntry {
+				for _, f := range fs {
+					raw, present := payloadAt(e.payload, f.key)
+					if d := sameValue(f, col[f.col], raw, present, "", e.study); d != "" {
+						return rowDamage(e.seq, kind, "legs", id, f.col, d)
+					}
+				}
+				return nil
+			}
+			// What both entries record: the later one is the leg's last word on it.
+			common := []field{{"study_id", "study", 'i', ""}, {"label", "label", 't', ""}, {"kind", "kind", 't', ""},
+				{"started_at", "started_at", 't', ""}, {"argv_json", "argv", 'j', "[]"}, {"env_json", "env", 'j', "{}"},
+				{"fingerprint", "fingerprint", 't', ""}}
+			switch {
+			case hasStart:
+				fs := append(append([]field{}, common...), field{"machine_id", "machine", 'i', ""}, field{"build_id", "build", 'i', ""},
+					field{"artefact_id", "artefact", 'i', ""}, field{"conditions_json", "conditions", 'j', "[]"})
+				var fp [3]string
+				_ = json.Unmarshal(st.payload["machine_fingerprint"], &fp[0])
+				_ = json.Unmarshal(st.payload["build_fingerprint"], &fp[1])
+				_ = json.Unmarshal(st.payload["artefact_sha256"], &fp[2])
+				legFP[id] = fp
+				if _, ok := st.payload["detail"]; ok {
+					fs = append(fs, field{"detail_json", "detail", 'j', "{}"}, field{"temp_before_c", "temp_before_c", 'f', ""})
+				} else {
+					olderDetail++
+				}
+				if b := check(st, KindLegStarted, fs); b != nil {
+					return b
+				}
+			case hasEnd: // a leg imported from a file: the importer's defaults where leg.started would be
+				for _, c := range []struct {
+					name string
+					want any
+				}{{"machine_id", nil}, {"build_id", nil}, {"artefact_id", nil}, {"conditions_json", "[]"}, {"detail_json", "{}"}, {"temp_before_c", nil}} {
+					got := col[c.name]
+					if s, ok := colText(got); ok {
+						got = s
+					}
+					if got != c.want {
+						return rowDamage(fin.seq, KindLegFinished, "legs", id, c.name, fmt.Sprintf("%v, but a leg imported from a file (no leg.started entry) holds %v there", got, c.want))
+					}
+				}
+			default:
+				return rowDamage(0, KindLegStarted, "legs", id, "id", "no leg.started or leg.finished entry records this leg (the row was written outside the store, or its id changed)")
+			}
+			if !hasEnd {
+				if s, _ := colText(col["state"]); s != LegRunning {
+					return rowDamage(st.seq, KindLegStarted, "legs", id, "state", fmt.Sprintf("%q, but no leg.finished entry records its end (only a running leg has none)", s))
+				}
+				for _, c := range []string{"ended_at", "exit_code", "temp_after_c", "peak_rss_bytes"} {
+					if col[c] != nil {
+						return rowDamage(st.seq, KindLegStarted, "legs", id, c, fmt.Sprintf("%v while the leg is running (no leg.finished entry)", col[c]))
+					}
+				}
+				for _, c := range []string{"class", "reason", "signal"} {
+					if s, _ := colText(col[c]); s != "" {
+						return rowDamage(st.seq, KindLegStarted, "legs", id, c, fmt.Sprintf("%q while the leg is running (no leg.finished entry)", s))
+					}
+				}
+				rep.RecordsChecked++
+				return nil
+			}
+			fs := append(append([]field{}, common...), field{"state", "state", 't', ""}, field{"class", "class", 't', ""},
+				field{"reason", "reason", 't', ""}, field{"exit_code", "exit_code", 'i', ""}, field{"signal", "signal", 't', ""},
+				field{"ended_at", "ended_at", 't', ""}, field{"provenance_json", "provenance", 'j', ""})
+			if _, ok := fin.payload["peak_rss_bytes"]; ok {
+				fs = append(fs, field{"peak_rss_bytes", "peak_rss_bytes", 'i', ""}, field{"temp_after_c", "temp_after_c", 'f', ""})
 			} else {
-				olderDetail++
+				olderEnd++
 			}
-			if b := check(st, KindLegStarted, fs); b != nil {
-				return nil, b, nil
-			}
-		case hasEnd: // a leg imported from a file: the importer's defaults where leg.started would be
-			for _, c := range []struct {
-				name string
-				want any
-			}{{"machine_id", nil}, {"build_id", nil}, {"artefact_id", nil}, {"conditions_json", "[]"}, {"detail_json", "{}"}, {"temp_before_c", nil}} {
-				got := col[c.name]
-				if s, ok := colText(got); ok {
-					got = s
-				}
-				if got != c.want {
-					return nil, rowDamage(fin.seq, KindLegFinished, "legs", id, c.name, fmt.Sprintf("%v, but a leg imported from a file (no leg.started entry) holds %v there", got, c.want)), nil
-				}
-			}
-		default:
-			return nil, rowDamage(0, KindLegStarted, "legs", id, "id", "no leg.started or leg.finished entry records this leg (the row was written outside the store, or its id changed)"), nil
-		}
-		if !hasEnd {
-			if s, _ := colText(col["state"]); s != LegRunning {
-				return nil, rowDamage(st.seq, KindLegStarted, "legs", id, "state", fmt.Sprintf("%q, but no leg.finished entry records its end (only a running leg has none)", s)), nil
-			}
-			for _, c := range []string{"ended_at", "exit_code", "temp_after_c", "peak_rss_bytes"} {
-				if col[c] != nil {
-					return nil, rowDamage(st.seq, KindLegStarted, "legs", id, c, fmt.Sprintf("%v while the leg is running (no leg.finished entry)", col[c])), nil
-				}
-			}
-			for _, c := range []string{"class", "reason", "signal"} {
-				if s, _ := colText(col[c]); s != "" {
-					return nil, rowDamage(st.seq, KindLegStarted, "legs", id, c, fmt.Sprintf("%q while the leg is running (no leg.finished entry)", s)), nil
-				}
+			if b := check(fin, KindLegFinished, fs); b != nil {
+				return b
 			}
 			rep.RecordsChecked++
-			continue
+			return nil
 		}
-		fs := append(append([]field{}, common...), field{"state", "state", 't', ""}, field{"class", "class", 't', ""},
-			field{"reason", "reason", 't', ""}, field{"exit_code", "exit_code", 'i', ""}, field{"signal", "signal", 't', ""},
-			field{"ended_at", "ended_at", 't', ""}, field{"provenance_json", "provenance", 'j', ""})
-		if _, ok := fin.payload["peak_rss_bytes"]; ok {
-			fs = append(fs, field{"peak_rss_bytes", "peak_rss_bytes", 'i', ""}, field{"temp_after_c", "temp_after_c", 'f', ""})
-		} else {
-			olderEnd++
+		if b := judge(); b != nil {
+			// A leg started or finished after the chain was walked (another process records
+			// while this one verifies) is judged by the next verify, not now.
+			late, err := n.legRecordedAfter(ctx, id, rep.HeadSeq)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !late {
+				return nil, b, nil
+			}
+			delete(legFP, id)
 		}
-		if b := check(fin, KindLegFinished, fs); b != nil {
-			return nil, b, nil
-		}
-		rep.RecordsChecked++
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
@@ -595,6 +621,15 @@ func (n *Notebook) checkLegRecords(ctx context.Context, rep *VerifyReport) (map[
 		rep.OlderRule = append(rep.OlderRule, OlderRuleCount{"legs.peak_rss_bytes, legs.temp_after_c", olderEnd})
 	}
 	return legFP, nil, nil
+}
+
+// legRecordedAfter reports whether a leg.started or leg.finished entry of leg was journaled
+// after entry head (the last one Verify walked).
+func (n *Notebook) legRecordedAfter(ctx context.Context, leg, head int64) (bool, error) {
+	var k int
+	err := n.rdb.QueryRowContext(ctx, "SELECT COUNT(*) FROM journal WHERE seq > ? AND kind IN (?, ?) AND json_extract(payload, '$.leg') = ?",
+		head, KindLegStarted, KindLegFinished, leg).Scan(&k)
+	return k > 0, err
 }
 
 // checkSampleStudies: every sample row and plot aggregate belongs to its leg's study (the
@@ -769,31 +804,45 @@ func (n *Notebook) checkMachinesBuilds(ctx context.Context, rep *VerifyReport, l
 			return nil, err
 		}
 		fps := legFP[id]
-		switch _, ok := machines[m]; {
-		case m != 0 && !ok:
-			return rowDamage(0, "", "legs", id, "machine_id", fmt.Sprintf("machine %d does not exist", m)), nil
-		case fps[0] != "" && machines[m] != fps[0]:
-			return rowDamage(0, KindLegStarted, "machines", m, "fingerprint", fmt.Sprintf("%s, but leg %d's leg.started entry recorded its machine as %s", machines[m], id, fps[0])), nil
-		}
-		switch _, ok := builds[b]; {
-		case b != 0 && !ok:
-			return rowDamage(0, "", "legs", id, "build_id", fmt.Sprintf("build %d does not exist", b)), nil
-		case fps[1] != "" && builds[b] != fps[1]:
-			return rowDamage(0, KindLegStarted, "builds", b, "fingerprint", fmt.Sprintf("%s, but leg %d's leg.started entry recorded its build as %s", builds[b], id, fps[1])), nil
-		}
-		if a != 0 && !artefactExists {
-			return rowDamage(0, "", "legs", id, "artefact_id", fmt.Sprintf("artefact %d does not exist", a)), nil
-		}
-		if fps[2] != "" && artefactSHA != fps[2] {
-			return rowDamage(0, KindLegStarted, "artefacts", a, "sha256", fmt.Sprintf("%q, but leg %d's leg.started entry recorded the model's SHA-256 as %s", artefactSHA, id, fps[2])), nil
+		if bad := legRefs(id, m, b, a, artefactExists, artefactSHA, fps, machines, builds); bad != nil {
+			late, err := n.legRecordedAfter(ctx, id, rep.HeadSeq)
+			if err != nil {
+				return nil, err
+			}
+			if !late { // a leg started after the chain was walked may name a machine recorded since
+				return bad, nil
+			}
 		}
 	}
 	return nil, rows.Err()
 }
 
+// legRefs: a leg's machine, build and artefact exist and are what its leg.started recorded.
+func legRefs(id, m, b, a int64, artefactExists bool, artefactSHA string, fps [3]string, machines, builds map[int64]string) *BrokenEntry {
+	switch _, ok := machines[m]; {
+	case m != 0 && !ok:
+		return rowDamage(0, "", "legs", id, "machine_id", fmt.Sprintf("machine %d does not exist", m))
+	case fps[0] != "" && machines[m] != fps[0]:
+		return rowDamage(0, KindLegStarted, "machines", m, "fingerprint", fmt.Sprintf("%s, but leg %d's leg.started entry recorded its machine as %s", machines[m], id, fps[0]))
+	}
+	switch _, ok := builds[b]; {
+	case b != 0 && !ok:
+		return rowDamage(0, "", "legs", id, "build_id", fmt.Sprintf("build %d does not exist", b))
+	case fps[1] != "" && builds[b] != fps[1]:
+		return rowDamage(0, KindLegStarted, "builds", b, "fingerprint", fmt.Sprintf("%s, but leg %d's leg.started entry recorded its build as %s", builds[b], id, fps[1]))
+	}
+	if a != 0 && !artefactExists {
+		return rowDamage(0, "", "legs", id, "artefact_id", fmt.Sprintf("artefact %d does not exist", a))
+	}
+	if fps[2] != "" && artefactSHA != fps[2] {
+		return rowDamage(0, KindLegStarted, "artefacts", a, "sha256", fmt.Sprintf("%q, but leg %d's leg.started entry recorded the model's SHA-256 as %s", artefactSHA, id, fps[2]))
+	}
+	return nil
+}
+
 // checkVerdictPredictions: a verdict's prediction is the one its entry named (by id and key),
 // so a prediction whose id or key changed loses no verdict silently.
-func (n *Notebook) checkVerdictPredictions(ctx context.Context) (*BrokenEntry, error) {
+func (n *Notebook) checkVerdictPredictions(ctx context.Context, head int64) (*BrokenEntry, error) {
 	rows, err := n.rdb.QueryContext(ctx, `SELECT v.id, v.journal_seq, COALESCE(j.kind, ''), COALESCE(j.payload, ''), COALESCE(p.key, ''), COALESCE(p.study_id, 0), p.id IS NULL
 		FROM verdicts v LEFT JOIN journal j ON j.seq = v.journal_seq LEFT JOIN predictions p ON p.id = v.prediction_id ORDER BY v.id`)
 	if err != nil {
@@ -812,6 +861,9 @@ func (n *Notebook) checkVerdictPredictions(ctx context.Context) (*BrokenEntry, e
 			Key   string `json:"key"`
 		}
 		_ = json.Unmarshal([]byte(payload), &p)
+		if kind != "" && seq > head {
+			continue // recorded after the chain was walked
+		}
 		if missing || key != p.Key || study != p.Study {
 			return rowDamage(seq, kind, "predictions", id, "id, key", fmt.Sprintf("verdict %d's prediction is %q of study %d, the journal recorded %q of study %d (a prediction's id, key or study was changed)",
 				id, key, study, p.Key, p.Study)), nil
