@@ -196,6 +196,14 @@ type BrokenEntry struct {
 }
 
 func (b *BrokenEntry) String() string {
+	switch {
+	case b.Kind == "integrity_check":
+		return "the file: " + b.Reason
+	case b.Table != "" && b.Seq != 0:
+		return fmt.Sprintf("a damaged record: %s (journal entry %d, %s, recorded it)", b.Reason, b.Seq, b.Kind)
+	case b.Table != "":
+		return "a damaged record: " + b.Reason
+	}
 	return fmt.Sprintf("entry %d (%s): %s", b.Seq, b.Kind, b.Reason)
 }
 
