@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestVerifyWhileRecording: verify of a notebook another connection is recording into (legs
+// TestFaultsVerifyWhileRecording: verify of a notebook another connection is recording into (legs
 // started with rows, finished, findings) never reports a row recorded after its chain walk
 // as damaged: each run is intact, and the records it held grow.
-func TestVerifyWhileRecording(t *testing.T) {
+func TestFaultsVerifyWhileRecording(t *testing.T) {
 	n, path := openTemp(t)
 	st := must[Study](t)(n.CreateStudy(ctx, Study{Name: "busy", Kind: StudyThroughput}))
 	must[Plan](t)(n.RegisterPlan(ctx, st.ID, map[string]any{"reps": 2}))

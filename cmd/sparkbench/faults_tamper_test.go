@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,8 +11,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"sparkbench/runner/llamatest"
+	"sparkbench/runner/telemetry"
+	"sparkbench/store"
 )
 
 // Issue 30, item 3: a damaged record must not pass `notebook verify`. The fixture is a real
@@ -62,11 +67,51 @@ func tamperFixture(t *testing.T) (string, string) {
 			t.Fatalf("%s: %d\n%s\n%s", strings.Join(args, " "), code, out, errOut)
 		}
 	}
+	serverLeg(t, nb, id2)
 	if code, out, errOut := runCLI("notebook", "verify", "--notebook", nb); code != 0 || !strings.Contains(out, ": intact: ") {
 		t.Fatalf("the fixture does not verify: %d\n%s\n%s", code, out, errOut)
 	}
 	os.Remove(nb + ".anchor") // each copy is judged by its rows, not by a head seen before
 	return nb, id
+}
+
+// serverLeg records a llama-server leg with request records and telemetry samples through
+// the store, as the capacity recorder and the telemetry sampler write them (a real capacity
+// run takes minutes on this machine), so that request_samples and telemetry_samples have rows
+// for the sweep to edit.
+func serverLeg(t *testing.T, path, studyID string) {
+	t.Helper()
+	nb, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	ctx := context.Background()
+	var sid int64
+	fmt.Sscan(studyID, &sid)
+	leg, sw, err := nb.StartLeg(ctx, store.LegSpec{StudyID: sid, Label: "server q4 s2", Kind: store.LegKindServer,
+		Argv: []string{"llama-server", "-m", "tiny.gguf", "--parallel", "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 7, 6, 0, 0, 0, time.UTC)
+	var recs []store.RequestRecord
+	for i := 0; i < 2; i++ {
+		at := t0.Add(time.Duration(i) * time.Second)
+		recs = append(recs, store.RequestRecord{Candidate: "q4", Arm: "f16", Slots: 2, Clients: 2, Pass: "forward", Phase: "measured",
+			Index: i, Client: i, TSend: at, TFirst: at.Add(20 * time.Millisecond), TLast: at.Add(300 * time.Millisecond), TEnd: at.Add(310 * time.Millisecond),
+			HTTPStatus: 200, NPredict: 32, TokensPredicted: 32, TokensEvaluated: 64, StopType: "limit", PromptMs: 12.5, PredictedMs: 280.25,
+			PredictedPerSecond: 114.2, Error: "none", Extra: json.RawMessage(`{"slot":1}`)})
+	}
+	if err := sw.AddRequests(recs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := nb.AddTelemetry(ctx, leg.ID, []telemetry.Sample{{Source: "hwmon", T: 5 * time.Millisecond, Points: []telemetry.Point{{Device: "cpu", Metric: "temp_c", Value: 51.5}}, Err: "partial read"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := nb.FinishLeg(ctx, leg.ID, store.LegOutcome{PeakRSSBytes: 123456789}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // tamperDB opens a copy for editing behind the store's back.
