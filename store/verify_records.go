@@ -35,9 +35,8 @@ type OlderRuleCount struct {
 type field struct {
 	col  string // column name
 	key  string // payload key, dotted for nested objects ("origin.head.seq")
-	mode byte   // 't' text, 'i' integer (null ↔ NULL), 'f' real (null ↔ NULL), 'j' JSON (canonical bytes; absent ↔ def),
-	// 'a' the entry's time, 's' the entry's study id (null ↔ NULL), 'b' a boolean payload against 0/1
-	def string // 'j': the column's value when the payload lacks the key or holds null ("" = NULL)
+	mode byte   // 't' text, 'i' integer (null ↔ NULL), 'f' real (null ↔ NULL), 'j' JSON (canonical bytes; absent ↔ def), 'a' the entry's time
+	def  string // 'j': the column's value when the payload lacks the key or holds null ("" = NULL)
 }
 
 // journaledTable is a table whose rows each name the entry that recorded them (journal_seq).
@@ -135,7 +134,7 @@ func payloadAt(p map[string]json.RawMessage, key string) (json.RawMessage, bool)
 
 // sameValue compares a column's value with the payload's value for it; "" when they agree,
 // else what differs.
-func sameValue(f field, col any, raw json.RawMessage, present bool, at string, study int64) string {
+func sameValue(f field, col any, raw json.RawMessage, present bool, at string) string {
 	isNull := !present || string(raw) == "null"
 	show := func(v any) string {
 		switch x := v.(type) {
@@ -156,11 +155,6 @@ func sameValue(f field, col any, raw json.RawMessage, present bool, at string, s
 		if s, ok := colText(col); !ok || s != at {
 			return differ(strconv.Quote(at) + " (the entry's time)")
 		}
-	case 's':
-		c, _ := col.(int64)
-		if (col == nil) != (study == 0) || c != study {
-			return differ(fmt.Sprint(study))
-		}
 	case 't':
 		var want string
 		if !isNull && json.Unmarshal(raw, &want) != nil {
@@ -179,14 +173,6 @@ func sameValue(f field, col any, raw json.RawMessage, present bool, at string, s
 		want, err := strconv.ParseInt(string(raw), 10, 64)
 		c, ok := col.(int64)
 		if err != nil || !ok || c != want {
-			return differ(string(raw))
-		}
-	case 'b':
-		want := int64(0)
-		if string(raw) == "true" {
-			want = 1
-		}
-		if c, ok := col.(int64); !ok || c != want {
 			return differ(string(raw))
 		}
 	case 'f':
@@ -262,7 +248,6 @@ func (n *Notebook) checkJournaledTable(ctx context.Context, rep *VerifyReport, t
 		id, _ := vals[0].(int64)
 		seq, _ := vals[1].(int64)
 		kind, _ := colText(vals[2])
-		study, _ := vals[3].(int64)
 		at, _ := colText(vals[4])
 		payload, _ := colText(vals[5])
 		if kind != "" && seq > rep.HeadSeq {
@@ -298,7 +283,7 @@ func (n *Notebook) checkJournaledTable(ctx context.Context, rep *VerifyReport, t
 		}
 		for i, f := range t.fields {
 			raw, present := payloadAt(p, f.key)
-			if d := sameValue(f, vals[6+i], raw, present, at, study); d != "" {
+			if d := sameValue(f, vals[6+i], raw, present, at); d != "" {
 				return rowDamage(seq, kind, t.table, id, f.col, d), nil
 			}
 		}
@@ -335,7 +320,7 @@ func (n *Notebook) checkStudies(ctx context.Context, rep *VerifyReport) (*Broken
 		}
 		for i, v := range []any{name, kind, desc} {
 			raw, present := payloadAt(p, fields[i].key)
-			if d := sameValue(fields[i], v, raw, present, "", 0); d != "" {
+			if d := sameValue(fields[i], v, raw, present, ""); d != "" {
 				return rowDamage(seq, KindStudyCreated, "studies", id, fields[i].col, d), nil
 			}
 		}
@@ -524,7 +509,7 @@ func (n *Notebook) checkLegRecords(ctx context.Context, rep *VerifyReport) (map[
 			check := func(e legEntry, kind string, fs []field) *BrokenEntry {
 				for _, f := range fs {
 					raw, present := payloadAt(e.payload, f.key)
-					if d := sameValue(f, col[f.col], raw, present, "", e.study); d != "" {
+					if d := sameValue(f, col[f.col], raw, present, ""); d != "" {
 						return rowDamage(e.seq, kind, "legs", id, f.col, d)
 					}
 				}
