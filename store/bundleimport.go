@@ -364,7 +364,8 @@ func (n *Notebook) importLegOfBundleTx(ctx context.Context, tx *sql.Tx, studyID 
 	if _, err := n.appendJournalTx(tx, KindLegStarted, studyID, map[string]any{
 		"leg": legID, "study": studyID, "label": l.Label, "kind": kind, "started_at": l.StartedAt,
 		"argv": argv, "env": env, "conditions": conds, "fingerprint": l.Fingerprint,
-		"machine": nil, "build": nil, "artefact": nil, "provenance": json.RawMessage(prov)}); err != nil {
+		"machine": nil, "build": nil, "artefact": nil, "provenance": json.RawMessage(prov),
+		"detail": json.RawMessage(detail), "temp_before_c": floatPtr(l.TempBefore)}); err != nil {
 		return 0, err
 	}
 	pend := make([]pendingBench, len(l.Rows))

@@ -43,10 +43,10 @@ func transcriptDigest(ctx context.Context, q querier, legID int64, w io.Writer) 
 		}
 		zr, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {
-			return "", fmt.Errorf("leg %d transcript: %w", legID, err)
+			return "", &transcriptDamage{legID, err}
 		}
 		if _, err := io.Copy(dst, zr); err != nil {
-			return "", fmt.Errorf("leg %d transcript: %w", legID, err)
+			return "", &transcriptDamage{legID, err}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -173,3 +173,21 @@ func hashLaterRows(ctx context.Context, q querier, h io.Writer, table, cols, tag
 	_, err := hashRows(ctx, q, h, "SELECT "+cols+" FROM "+table+" WHERE leg_id = ? ORDER BY seq", legID)
 	return err
 }
+
+// gunzipSize is the size of a gzip chunk's data decompressed.
+func gunzipSize(data []byte) (int64, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return 0, err
+	}
+	return io.Copy(io.Discard, zr)
+}
+
+// transcriptDamage is a transcript chunk that does not decompress.
+type transcriptDamage struct {
+	leg int64
+	err error
+}
+
+func (e *transcriptDamage) Error() string { return fmt.Sprintf("leg %d transcript: %v", e.leg, e.err) }
+func (e *transcriptDamage) Unwrap() error { return e.err }

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"sparkbench/app/canon"
@@ -169,20 +170,40 @@ type VerifyReport struct {
 	HeadSeq        int64
 	LegsChecked    int // legs whose sample and transcript digests were recomputed
 	SamplesChecked int64
-	Broken         *BrokenEntry // nil: intact
+	// RecordsChecked counts the rows held to the entries that recorded them (verify_records.go).
+	RecordsChecked int64
+	// OlderRule counts, per column, the rows recorded before the chain held that column:
+	// Verify could not hold them to an entry (docs/notebook.md, "What verify covers").
+	OlderRule []OlderRuleCount
+	// Integrity is what SQLite's PRAGMA integrity_check found ("ok" when the file's pages,
+	// indexes and constraints read back whole; otherwise its first problems).
+	Integrity []string
+	Broken    *BrokenEntry // nil: intact
 }
 
-// OK reports whether the chain is intact.
+// OK reports whether the chain is intact (and the records and the file with it).
 func (r VerifyReport) OK() bool { return r.Broken == nil }
 
-// BrokenEntry names the first entry that does not verify.
+// BrokenEntry names the first entry that does not verify, or the first row that differs from
+// the entry that recorded it (Table, RowID and Column set; Seq 0 when no entry records it).
 type BrokenEntry struct {
 	Seq    int64
 	Kind   string
 	Reason string
+	Table  string // a damaged row's table ("" for an entry of the chain)
+	RowID  int64  // its id (for the sample tables: its leg)
+	Column string // the first column found to differ ("" when not knowable)
 }
 
 func (b *BrokenEntry) String() string {
+	switch {
+	case b.Kind == "integrity_check":
+		return "the file: " + b.Reason
+	case b.Table != "" && b.Seq != 0:
+		return fmt.Sprintf("a damaged record: %s (journal entry %d, %s, recorded it)", b.Reason, b.Seq, b.Kind)
+	case b.Table != "":
+		return "a damaged record: " + b.Reason
+	}
 	return fmt.Sprintf("entry %d (%s): %s", b.Seq, b.Kind, b.Reason)
 }
 
@@ -192,7 +213,20 @@ func (b *BrokenEntry) String() string {
 // compared with the digests recorded then; for plan.registered the stored plan is re-hashed.
 // The first entry that fails is named in the report (err is for I/O problems only).
 func (n *Notebook) Verify(ctx context.Context) (VerifyReport, error) {
+	rep, err := n.verify(ctx)
+	return rep, damaged(n.path, err)
+}
+
+func (n *Notebook) verify(ctx context.Context) (VerifyReport, error) {
 	rep := VerifyReport{Head: GenesisHash}
+	var err error
+	if rep.Integrity, err = integrityCheck(ctx, n.rdb); err != nil {
+		return rep, err
+	}
+	if !IntegrityOK(rep.Integrity) {
+		rep.Broken = &BrokenEntry{Kind: "integrity_check", Reason: "SQLite's integrity check found the file damaged: " + IntegrityText(rep.Integrity)}
+		return rep, nil
+	}
 	rows, err := n.rdb.QueryContext(ctx, "SELECT seq, kind, COALESCE(study_id, 0), at, payload, prev_hash, hash FROM journal ORDER BY seq")
 	if err != nil {
 		return rep, err
@@ -267,7 +301,49 @@ func (n *Notebook) Verify(ctx context.Context) (VerifyReport, error) {
 			return rep, err
 		}
 	}
+	if rep.Broken == nil {
+		var err error
+		if rep.Broken, err = n.checkRecords(ctx, &rep); err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
+}
+
+// integrityCheck runs PRAGMA integrity_check: ["ok"], or the problems it found (at most 10).
+func integrityCheck(ctx context.Context, q querier) ([]string, error) {
+	rows, err := q.QueryContext(ctx, "PRAGMA integrity_check(10)")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// IntegrityOK reports whether PRAGMA integrity_check found nothing wrong.
+func IntegrityOK(lines []string) bool { return len(lines) == 1 && lines[0] == "ok" }
+
+// IntegrityText is what PRAGMA integrity_check found, in one line.
+func IntegrityText(lines []string) string {
+	if IntegrityOK(lines) {
+		return "ok: every page, index and constraint of the file reads back whole"
+	}
+	flat := make([]string, len(lines))
+	for i, l := range lines {
+		flat[i] = strings.Join(strings.Fields(strings.TrimPrefix(l, "*** in database main ***")), " ")
+	}
+	if len(flat) > 3 {
+		return fmt.Sprintf("%s (and %d more problems)", strings.Join(flat[:3], "; "), len(flat)-3)
+	}
+	return strings.Join(flat, "; ")
 }
 
 func (n *Notebook) checkPlan(ctx context.Context, seq int64, kind string, payload []byte) (*BrokenEntry, error) {
@@ -276,17 +352,17 @@ func (n *Notebook) checkPlan(ctx context.Context, seq int64, kind string, payloa
 		SHA256 string `json:"plan_sha256"`
 	}
 	if err := json.Unmarshal(payload, &p); err != nil {
-		return &BrokenEntry{seq, kind, "payload unreadable: " + err.Error()}, nil
+		return &BrokenEntry{Seq: seq, Kind: kind, Reason: "payload unreadable: " + err.Error()}, nil
 	}
 	var stored, sum string
 	err := n.rdb.QueryRowContext(ctx, "SELECT canonical_json, sha256 FROM plans WHERE study_id = ?", p.Study).Scan(&stored, &sum)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return &BrokenEntry{seq, kind, "the registered plan is missing from the plans table"}, nil
+		return &BrokenEntry{Seq: seq, Kind: kind, Reason: "the registered plan is missing from the plans table"}, nil
 	case err != nil:
 		return nil, err
 	case SHA256Hex([]byte(stored)) != p.SHA256 || sum != p.SHA256:
-		return &BrokenEntry{seq, kind, "the stored plan no longer hashes to the registered SHA-256"}, nil
+		return &BrokenEntry{Seq: seq, Kind: kind, Reason: "the stored plan no longer hashes to the registered SHA-256"}, nil
 	}
 	return nil, nil
 }
@@ -294,9 +370,14 @@ func (n *Notebook) checkPlan(ctx context.Context, seq int64, kind string, payloa
 func (n *Notebook) checkLeg(ctx context.Context, rep *VerifyReport, seq int64, kind string, payload []byte) (*BrokenEntry, error) {
 	var p legFinishedPayload
 	if err := json.Unmarshal(payload, &p); err != nil {
-		return &BrokenEntry{seq, kind, "payload unreadable: " + err.Error()}, nil
+		return &BrokenEntry{Seq: seq, Kind: kind, Reason: "payload unreadable: " + err.Error()}, nil
 	}
 	d, err := legDigest(ctx, n.rdb, p.Leg)
+	var td *transcriptDamage
+	if errors.As(err, &td) {
+		return &BrokenEntry{Seq: seq, Kind: kind, Table: "transcript_chunks", RowID: p.Leg, Column: "data",
+			Reason: fmt.Sprintf("transcript_chunks of leg %d, column data: %v", p.Leg, td.err)}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -304,16 +385,16 @@ func (n *Notebook) checkLeg(ctx context.Context, rep *VerifyReport, seq int64, k
 	rep.SamplesChecked += d.BenchRows + d.RequestRows + d.BatchedRows
 	switch {
 	case d.BenchRows != p.BenchRows || d.RequestRows != p.RequestRows:
-		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d has %d bench and %d request rows, the journal recorded %d and %d",
+		return &BrokenEntry{Seq: seq, Kind: kind, Reason: fmt.Sprintf("leg %d has %d bench and %d request rows, the journal recorded %d and %d",
 			p.Leg, d.BenchRows, d.RequestRows, p.BenchRows, p.RequestRows)}, nil
 	case d.BatchedRows != p.BatchedRows:
-		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d has %d batched-bench rows, the journal recorded %d", p.Leg, d.BatchedRows, p.BatchedRows)}, nil
+		return &BrokenEntry{Seq: seq, Kind: kind, Reason: fmt.Sprintf("leg %d has %d batched-bench rows, the journal recorded %d", p.Leg, d.BatchedRows, p.BatchedRows)}, nil
 	case d.TelemetryRows != p.TelemetryRows:
-		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d has %d telemetry samples, the journal recorded %d", p.Leg, d.TelemetryRows, p.TelemetryRows)}, nil
+		return &BrokenEntry{Seq: seq, Kind: kind, Reason: fmt.Sprintf("leg %d has %d telemetry samples, the journal recorded %d", p.Leg, d.TelemetryRows, p.TelemetryRows)}, nil
 	case d.SamplesSHA256 != p.SamplesSHA256:
-		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d's samples no longer hash to the recorded digest", p.Leg)}, nil
+		return &BrokenEntry{Seq: seq, Kind: kind, Reason: fmt.Sprintf("leg %d's samples no longer hash to the recorded digest", p.Leg)}, nil
 	case d.TranscriptSHA256 != p.TranscriptSHA256:
-		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d's transcript no longer hashes to the recorded digest", p.Leg)}, nil
+		return &BrokenEntry{Seq: seq, Kind: kind, Reason: fmt.Sprintf("leg %d's transcript no longer hashes to the recorded digest", p.Leg)}, nil
 	}
 	if p.RowsSHA256 != "" {
 		rs, err := legRowsSHA256(ctx, n.rdb, p.Leg)
@@ -321,7 +402,7 @@ func (n *Notebook) checkLeg(ctx context.Context, rep *VerifyReport, seq int64, k
 			return nil, err
 		}
 		if rs != p.RowsSHA256 {
-			return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d's rows (with their statuses) no longer hash to the recorded rows_sha256", p.Leg)}, nil
+			return &BrokenEntry{Seq: seq, Kind: kind, Reason: fmt.Sprintf("leg %d's rows (with their statuses) no longer hash to the recorded rows_sha256", p.Leg)}, nil
 		}
 	}
 	ok, err := seriesMatch(ctx, n.rdb, p.Study, p.Leg)
@@ -329,7 +410,7 @@ func (n *Notebook) checkLeg(ctx context.Context, rep *VerifyReport, seq int64, k
 		return nil, err
 	}
 	if !ok {
-		return &BrokenEntry{seq, kind, fmt.Sprintf("leg %d's plot aggregates (bench_series) do not match its samples", p.Leg)}, nil
+		return &BrokenEntry{Seq: seq, Kind: kind, Reason: fmt.Sprintf("leg %d's plot aggregates (bench_series) do not match its samples", p.Leg)}, nil
 	}
 	return nil, nil
 }

@@ -142,6 +142,11 @@ type legFinishedPayload struct {
 	// (canon.AppendRowLine), the bytes of a bundle's rows.jsonl; entries journaled before it
 	// existed lack it.
 	RowsSHA256 string `json:"rows_sha256,omitempty"`
+	// The leg's peak RSS and its temperature after, as the legs row holds them (null: not
+	// measured). Journaled since issue 30 (entries written before lack both keys), so that
+	// `notebook verify` holds those columns to the chain too.
+	PeakRSSBytes *int64   `json:"peak_rss_bytes"`
+	TempAfterC   *float64 `json:"temp_after_c"`
 }
 
 func nullID(id int64) any {
@@ -204,10 +209,40 @@ func (n *Notebook) StartLeg(ctx context.Context, spec LegSpec) (Leg, *SampleWrit
 		if id, err = res.LastInsertId(); err != nil {
 			return err
 		}
+		var machineFP, buildFP any // the fingerprints (hashes of every column) of the leg's machine and build
+		for _, r := range []struct {
+			table string
+			id    int64
+			fp    *any
+		}{{"machines", spec.MachineID, &machineFP}, {"builds", spec.BuildID, &buildFP}} {
+			if r.id == 0 {
+				continue
+			}
+			var fp string
+			if err := tx.QueryRow("SELECT fingerprint FROM "+r.table+" WHERE id = ?", r.id).Scan(&fp); err != nil {
+				return fmt.Errorf("start leg: %s %d: %w", r.table, r.id, err)
+			}
+			*r.fp = fp
+		}
+		var artefactSHA any // the model's SHA-256 as the notebook holds it when the leg starts (NULL: not hashed)
+		if spec.ArtefactID != 0 {
+			var sum sql.NullString
+			if err := tx.QueryRow("SELECT sha256 FROM artefacts WHERE id = ?", spec.ArtefactID).Scan(&sum); err != nil {
+				return fmt.Errorf("start leg: artefact %d: %w", spec.ArtefactID, err)
+			}
+			if sum.Valid {
+				artefactSHA = sum.String
+			}
+		}
 		_, err = n.appendJournalTx(tx, KindLegStarted, spec.StudyID, map[string]any{
 			"leg": id, "study": spec.StudyID, "label": spec.Label, "kind": spec.Kind, "started_at": at,
 			"argv": spec.Argv, "env": spec.Env, "conditions": spec.Conditions, "fingerprint": spec.Fingerprint,
 			"machine": nullID(spec.MachineID), "build": nullID(spec.BuildID), "artefact": nullID(spec.ArtefactID),
+			// Since issue 30 the entry also holds what decides how the leg counts (its
+			// detail: plan leg, role, attempt) and its temperature, so that `notebook verify`
+			// holds every column of the legs row to the chain (verify_records.go).
+			"detail": json.RawMessage(detail), "temp_before_c": floatPtr(spec.TempBeforeC),
+			"machine_fingerprint": machineFP, "build_fingerprint": buildFP, "artefact_sha256": artefactSHA,
 		})
 		return err
 	})
@@ -315,7 +350,9 @@ func (n *Notebook) finishLegTx(ctx context.Context, tx *sql.Tx, legID int64, sta
 	var rss any
 	if out.PeakRSSBytes > 0 {
 		rss = out.PeakRSSBytes
+		p.PeakRSSBytes = &out.PeakRSSBytes
 	}
+	p.TempAfterC = out.TempAfterC
 	if _, err := tx.Exec(`UPDATE legs SET state = ?, class = ?, reason = ?, exit_code = ?, signal = ?, ended_at = ?,
 		temp_after_c = ?, peak_rss_bytes = ? WHERE id = ?`,
 		state, out.Class, out.Reason, exit, out.Signal, p.EndedAt, floatPtr(out.TempAfterC), rss, legID); err != nil {

@@ -169,7 +169,7 @@ func OpenWith(path string, o Options) (*Notebook, error) {
 		n.wdb.SetConnMaxLifetime(0)
 		if err := migrate(context.Background(), n.wdb, path, target); err != nil {
 			n.wdb.Close()
-			return nil, err
+			return nil, damaged(path, err)
 		}
 		// Checkpoint every 16 MiB of WAL instead of 4 MiB: pages rewritten by consecutive
 		// batches (index pages, mostly) are copied to the main file once, not each time.
@@ -187,6 +187,9 @@ func OpenWith(path string, o Options) (*Notebook, error) {
 	n.rdb.SetMaxIdleConns(4)
 	if err := n.rdb.Ping(); err != nil {
 		n.closeDBs()
+		if d := damaged(path, err); d != err {
+			return nil, d
+		}
 		return nil, fmt.Errorf("open notebook %s: %w", path, err)
 	}
 	if o.ReadOnly {
@@ -196,6 +199,9 @@ func OpenWith(path string, o Options) (*Notebook, error) {
 	go n.w.run()
 	if n.Recovered, err = n.recoverInterrupted(context.Background()); err != nil {
 		n.Close()
+		if d := damaged(path, err); d != err {
+			return nil, d
+		}
 		return nil, fmt.Errorf("open notebook %s: recover interrupted legs: %w", path, err)
 	}
 	return n, nil
@@ -243,12 +249,21 @@ func probe(path string) (exists bool, err error) {
 	defer db.Close()
 	var appID, version, objects int64
 	if err := db.QueryRow("PRAGMA application_id").Scan(&appID); err != nil {
+		if d := damaged(path, err); d != err {
+			return false, d
+		}
 		return false, fmt.Errorf("open notebook %s: %w", path, err)
 	}
 	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		if d := damaged(path, err); d != err {
+			return false, d
+		}
 		return false, fmt.Errorf("open notebook %s: %w", path, err)
 	}
 	if err := db.QueryRow("SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
+		if d := damaged(path, err); d != err {
+			return false, d
+		}
 		return false, fmt.Errorf("open notebook %s: %w", path, err)
 	}
 	switch {

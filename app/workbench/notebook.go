@@ -33,7 +33,7 @@ type NotebookCheck struct {
 func (c *NotebookCheck) Intact(req NotebookVerifyRequest) bool {
 	switch {
 	case !c.Report.OK():
-		return false
+		return false // the chain, a record or the file
 	case req.ChainOnly:
 		return true
 	case c.AnchorErr != nil, c.Anchor != nil && c.Anchor.Problem != "":
@@ -49,7 +49,9 @@ func VerifyNotebook(ctx context.Context, nb *store.Notebook, req NotebookVerifyR
 		return nil, err
 	}
 	c := &NotebookCheck{Report: rep}
-	if !rep.OK() || req.ChainOnly {
+	// A damaged row (Broken.Table set) leaves the chain walked to its head: the anchor is still
+	// read, since a truncated journal is what orphans rows, and it says so more plainly.
+	if !rep.OK() && rep.Broken.Table == "" || req.ChainOnly {
 		return c, nil
 	}
 	if c.Anchor, c.AnchorErr = nb.CheckAnchor(ctx, rep); c.AnchorErr != nil || c.Anchor != nil && c.Anchor.Problem != "" {
@@ -64,6 +66,9 @@ func VerifyNotebook(ctx context.Context, nb *store.Notebook, req NotebookVerifyR
 			return c, nil
 		}
 		c.ExpectSeq, c.ExpectFound = seq, true
+	}
+	if !rep.OK() {
+		return c, nil // a damaged row: no new anchor
 	}
 	if c.Anchor == nil || c.Anchor.Anchor.Seq < rep.HeadSeq {
 		c.AnchorWriteErr = nb.WriteAnchor(rep)

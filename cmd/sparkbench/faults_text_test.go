@@ -229,7 +229,7 @@ func TestFaultMatrixText(t *testing.T) {
 				}
 			}},
 		{name: "verify with the anchor at the head", setup: writeAnchor, args: []string{"notebook", "verify", "--notebook", "{NB}"}, code: 0,
-			stdout: "notebook {NB}: intact: {ENTRIES} journal entries, {LEGS} legs' samples re-hashed ({ROWS} rows); head entry {SEQ} {HEAD}\n" +
+			stdout: "notebook {NB}: intact: {ENTRIES} journal entries, {LEGS} legs' samples re-hashed ({ROWS} rows), {RECORDS} records held to their entries, SQLite integrity check ok; head entry {SEQ} {HEAD}\n" +
 				"the anchor notebook.db.anchor (written {ANCHOR_AT}) saw entry {SEQ}: the chain still holds it (it is the head)\n", unchanged: true},
 		{name: "tail deleted: anchor says truncated", args: []string{"notebook", "verify", "--notebook", "{NB}"},
 			setup: func(t *testing.T, e *faultEnv) {
@@ -281,7 +281,7 @@ func TestFaultMatrixText(t *testing.T) {
 				e.vars["EARLIER_LOW"] = es[0].Hash
 				e.vars["EARLIER_SEQ"] = fmt.Sprint(es[0].Seq)
 			}, code: 0,
-			stdout: "notebook {NB}: intact: {ENTRIES} journal entries, {LEGS} legs' samples re-hashed ({ROWS} rows); head entry {SEQ} {HEAD}\n" +
+			stdout: "notebook {NB}: intact: {ENTRIES} journal entries, {LEGS} legs' samples re-hashed ({ROWS} rows), {RECORDS} records held to their entries, SQLite integrity check ok; head entry {SEQ} {HEAD}\n" +
 				"expected head {EARLIER_LOW} is entry {EARLIER_SEQ} of the chain (2 entries were journaled after it)\n", unchanged: true},
 		{name: "--expect-head not a hash", args: []string{"notebook", "verify", "--expect-head", "9f3a", "--notebook", "{NB}"}, code: 2,
 			stderr: "sparkbench notebook verify: --expect-head \"9f3a\" is not a journal head: want the 64 hex digits `notebook verify` printed (\"head entry N HASH\")\n", unchanged: true},
@@ -296,7 +296,7 @@ func TestFaultMatrixText(t *testing.T) {
 		{name: "notebook export", args: []string{"notebook", "export", "{ID}", "--notebook", "{NB}"}, code: 2,
 			stderr: "sparkbench notebook: unknown sub-command \"export\"; the command is \"sparkbench export\" (usage: sparkbench export STUDY [--format csv|json] [--rows bench|requests])\n", unchanged: true},
 		{name: "notebook stat", args: []string{"notebook", "stat", "--notebook", "{NB}"}, code: 2,
-			stderr: "sparkbench notebook: unknown sub-command \"stat\"; did you mean \"stats\"? (sub-commands: verify, path, stats)\n", unchanged: true},
+			stderr: "sparkbench notebook: unknown sub-command \"stat\"; did you mean \"stats\"? (sub-commands: verify, path, stats, backup)\n", unchanged: true},
 		{name: "notebook show", args: []string{"notebook", "show", "{ID}", "--notebook", "{NB}"}, code: 2,
 			stderr: "sparkbench notebook: unknown sub-command \"show\"; it is a verb of another command: \"sparkbench study show\" or \"sparkbench capacity show\"\n", unchanged: true},
 		{name: "stduy", args: []string{"stduy", "show", "{ID}", "--notebook", "{NB}"}, code: 2,
@@ -353,6 +353,7 @@ func TestFaultMatrixText(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.vars["ENTRIES"], e.vars["LEGS"], e.vars["ROWS"] = fmt.Sprint(rep.Entries), fmt.Sprint(rep.LegsChecked), fmt.Sprint(rep.SamplesChecked)
+			e.vars["RECORDS"] = fmt.Sprint(rep.RecordsChecked)
 			e.vars["SEQ"], e.vars["HEAD"] = fmt.Sprint(rep.HeadSeq), rep.Head
 			args := make([]string, len(c.args))
 			for i, a := range c.args {

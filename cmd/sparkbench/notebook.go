@@ -23,16 +23,16 @@ import (
 
 // cmdNotebook: sparkbench notebook verify|path|stats [--notebook P].
 func cmdNotebook(args []string, stdout, stderr io.Writer) int {
-	const usage = "usage: sparkbench notebook verify [--expect-head HASH] | path | stats [--notebook PATH]"
+	const usage = "usage: sparkbench notebook verify [--expect-head HASH] | path | stats | backup DEST [--notebook PATH]"
 	if len(args) == 0 {
 		fprintf(stderr, "sparkbench notebook: missing sub-command\n%s\n", usage)
 		return 2
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
-	case "verify", "path", "stats":
+	case "verify", "path", "stats", "backup":
 	case "-h", "--help", "help":
-		fprintf(stdout, "%s\n  verify  walk the journal's hash chain and re-hash every leg's samples; check that the journal still reaches\n          the last head seen (its anchor, NOTEBOOK.anchor) and, with --expect-head, a head written down elsewhere\n          (exit 0 only when intact)\n  path    print where the notebook is\n  stats   count what the notebook holds\n", usage)
+		fprintf(stdout, "%s\n  verify  walk the journal's hash chain and re-hash every leg's samples; check that the journal still reaches\n          the last head seen (its anchor, NOTEBOOK.anchor) and, with --expect-head, a head written down elsewhere\n          (exit 0 only when intact)\n  path    print where the notebook is\n  stats   count what the notebook holds\n  backup  copy the notebook to DEST (a new file) with SQLite's online backup, even while it is in use, and verify the copy\n", usage)
 		return 0
 	default:
 		fprintf(stderr, "sparkbench notebook: unknown sub-command %q\n%s\n", sub, usage)
@@ -47,6 +47,13 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 	pos, err := parseInterspersed(flags, rest)
 	if err != nil {
 		return usageError(err)
+	}
+	if sub == "backup" {
+		if len(pos) != 1 {
+			fprintf(stderr, "sparkbench notebook backup: give the backup's file name (a new file), e.g. sparkbench notebook backup notebook-2026-12-07.db\n")
+			return 2
+		}
+		return notebookBackup(*nbFlag, pos[0], stdout, stderr)
 	}
 	if len(pos) > 0 {
 		takes := "--notebook PATH"
@@ -104,13 +111,20 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	c, err := workbench.VerifyNotebook(ctx, nb, workbench.NotebookVerifyRequest{ExpectHead: want})
+	if errors.Is(err, store.ErrDamaged) {
+		fprintf(stderr, "sparkbench notebook verify: %v\n", err)
+		return 1
+	}
 	if err != nil {
 		fprintf(stderr, "sparkbench notebook verify: reading %s failed: %v\n", path, err)
 		return 1
 	}
 	rep, anchor := c.Report, c.Anchor
 	switch {
-	case !rep.OK():
+	case !rep.OK() && rep.Broken.Kind == "integrity_check":
+		fprintf(stdout, "notebook %s: DAMAGED: %s; %s\n", path, rep.Broken.Reason, recoverAdvice)
+		return 1
+	case !rep.OK() && rep.Broken.Table == "":
 		fprintf(stdout, "notebook %s: BROKEN at journal entry %d (%s): %s; entries before it verify, it and everything after are unproven: keep this file as evidence and restore from a backup, or start a new notebook with --notebook\n",
 			path, rep.Broken.Seq, rep.Broken.Kind, rep.Broken.Reason)
 		return 1
@@ -125,9 +139,21 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 		fprintf(stdout, "notebook %s: journal truncated or rewritten: the expected head %s is not in the journal, which ends at entry %d (head %s); entries after it were deleted, or this is another notebook: keep this file as evidence and restore from a backup\n",
 			path, want, rep.HeadSeq, rep.Head)
 		return 1
+	case !rep.OK() && rep.Broken.Table != "":
+		at := "no journal entry records it"
+		if rep.Broken.Seq != 0 {
+			at = fmt.Sprintf("journal entry %d (%s) recorded it", rep.Broken.Seq, rep.Broken.Kind)
+		}
+		fprintf(stdout, "notebook %s: DAMAGED: %s (%s); the journal's chain holds, but this row no longer says what was recorded: %s\n",
+			path, rep.Broken.Reason, at, recoverAdvice)
+		return 1
 	}
-	fprintf(stdout, "notebook %s: intact: %d journal entries, %d legs' samples re-hashed (%d rows); head entry %d %s\n",
-		path, rep.Entries, rep.LegsChecked, rep.SamplesChecked, rep.HeadSeq, rep.Head)
+	fprintf(stdout, "notebook %s: intact: %d journal entries, %d legs' samples re-hashed (%d rows), %d records held to their entries, SQLite integrity check ok; head entry %d %s\n",
+		path, rep.Entries, rep.LegsChecked, rep.SamplesChecked, rep.RecordsChecked, rep.HeadSeq, rep.Head)
+	for _, o := range rep.OlderRule {
+		fprintf(stdout, "%d %s recorded before the journal held %s: those columns are not held to an entry (the older rule)\n",
+			o.Rows, plural(int(o.Rows), "leg was", "legs were"), o.Column)
+	}
 	if want != "" {
 		fprintf(stdout, "expected head %s is entry %d of the chain%s\n", want, c.ExpectSeq, laterEntries(rep.HeadSeq-c.ExpectSeq))
 	}
@@ -140,6 +166,72 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// notebookBackup: sparkbench notebook backup DEST — SQLite's online backup into a new file
+// (never over an existing one), then the copy verified and its rows counted against the
+// notebook's.
+func notebookBackup(nbFlag, dest string, stdout, stderr io.Writer) int {
+	path, err := notebookPath(nbFlag)
+	if err != nil {
+		fprintf(stderr, "sparkbench notebook backup: %v\n", err)
+		return 2
+	}
+	if _, err := os.Lstat(dest); err == nil {
+		fprintf(stderr, "sparkbench notebook backup: %s exists already: a backup never overwrites a file; give a new file name\n", dest)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	nb, code := openNotebook("notebook backup", path, true, stderr)
+	if nb == nil {
+		return code
+	}
+	defer nb.Close()
+	size, err := nb.Backup(ctx, dest)
+	if err != nil {
+		fprintf(stderr, "sparkbench notebook backup: %v; nothing was written at %s\n", err, dest)
+		return 1
+	}
+	src, err := nb.Stats(ctx)
+	if err != nil {
+		fprintf(stderr, "sparkbench notebook backup: %v\n", err)
+		return 1
+	}
+	cp, err := store.OpenWith(dest, store.Options{ReadOnly: true})
+	if err != nil {
+		fprintf(stderr, "sparkbench notebook backup: the copy %s does not open: %v\n", dest, err)
+		return 1
+	}
+	defer cp.Close()
+	rep, err := cp.Verify(ctx)
+	if err != nil || !rep.OK() {
+		why := fmt.Sprint(err)
+		if err == nil {
+			why = rep.Broken.Reason
+		}
+		fprintf(stderr, "sparkbench notebook backup: the copy %s does not verify: %s; run `sparkbench notebook verify --notebook %s` on the notebook itself\n", dest, why, path)
+		return 1
+	}
+	got, err := cp.Stats(ctx)
+	if err != nil {
+		fprintf(stderr, "sparkbench notebook backup: %v\n", err)
+		return 1
+	}
+	same := "the same rows in every table as the notebook"
+	for t, k := range src.Tables {
+		if got.Tables[t] != k {
+			same = fmt.Sprintf("the notebook changed while it was copied (table %s: %d rows in the copy, %d now): the copy is the notebook as it was then", t, got.Tables[t], k)
+			break
+		}
+	}
+	fprintf(stdout, "notebook %s backed up to %s (%s): the copy verifies intact (%d journal entries, head entry %d %s), %s\n",
+		path, dest, humanBytes(size), rep.Entries, rep.HeadSeq, rep.Head, same)
+	return 0
+}
+
+// recoverAdvice is what to do with a damaged notebook.
+const recoverAdvice = "keep this file as evidence; recover from a copy made by `sparkbench notebook backup`, " +
+	"or import the studies' last receipt bundles (`sparkbench import BUNDLE`) into a new notebook (--notebook NEW)"
 
 // anchorProblem says how the journal contradicts its anchor, and what to do.
 func anchorProblem(c *store.AnchorCheck, rep store.VerifyReport) string {
