@@ -232,12 +232,12 @@ var sweepNotCovered = map[string]string{
 	"studies.status": "a study's status (complete, incomplete, …) is not journaled when it changes (issue 30: journal status changes)",
 	"builds.dir":     "the build's folder is not in its fingerprint and not journaled",
 	// artefacts: the hash cache (path, size, mtime, dev, inode → computed SHA-256) is updated
-	// in place and never journaled; model verification re-hashes the file (issue 30 item 4).
+	// in place and never journaled; `model verify --rehash` reads the file again (issue 30 item 4).
 	"artefacts.path": "hash cache", "artefacts.size_bytes": "hash cache",
 	"artefacts.mtime_ns": "hash cache", "artefacts.expected_sha256": "hash cache",
 	"artefacts.name": "hash cache", "artefacts.architecture": "hash cache", "artefacts.quant": "hash cache",
 	"artefacts.n_params": "hash cache", "artefacts.metadata_json": "hash cache", "artefacts.source": "hash cache",
-	"artefacts.revision": "hash cache", "artefacts.dev": "hash cache", "artefacts.inode": "hash cache",
+	"artefacts.revision": "hash cache", "artefacts.dev": "hash cache", "artefacts.inode": "hash cache", "artefacts.ctime_ns": "hash cache",
 	// study_summaries: a derived cache of the overview's series (docs/overview.md), read when
 	// its version is the study's current one; not journaled, not recomputed by verify.
 	"study_summaries.study_id": "derived cache", "study_summaries.kind": "derived cache",

@@ -168,7 +168,7 @@ func TestStudyCompareCLI(t *testing.T) {
 	}{
 		{[]string{"study", "compare", base, "--notebook", nb}, "want two study ids"},
 		{[]string{"study", "compare", base, base, "--notebook", nb}, "both the baseline and the new study"},
-		{[]string{"study", "compare", base, "99", "--notebook", nb}, `no study named "99"`},
+		{[]string{"study", "compare", base, "99", "--notebook", nb}, `no study has ID 99`},
 		{[]string{"study", "compare", base, nw, "--alpha", "1.5", "--notebook", nb}, "--alpha 1.5"},
 	} {
 		if code, _, errOut := runCLI(bad.args...); code != 2 || !strings.Contains(errOut, bad.want) {

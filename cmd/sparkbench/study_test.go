@@ -692,8 +692,8 @@ func TestStudyCommandsUsage(t *testing.T) {
 	}{
 		{[]string{"study", "frob"}, "unknown verb"},
 		{[]string{"study", "run"}, "want one study id"},
-		{[]string{"study", "run", "42", "--notebook", nb}, `no study named "42"`},
-		{[]string{"study", "show", "1", "--notebook", nb}, `no study named "1"`},
+		{[]string{"study", "run", "42", "--notebook", nb}, `no study has ID 42`},
+		{[]string{"study", "show", "1", "--notebook", nb}, `no study has ID 1`},
 		{[]string{"verdict", "1", "--prediction", "P1", "--human", "PASS", "--notebook", nb}, "--why is required"},
 		{[]string{"verdict", "1", "--prediction", "P1", "--human", "MAYBE", "--why", "x", "--notebook", nb}, "want PASS, FAIL or NOTE"},
 		{[]string{"finding", "add", "1", "--notebook", nb}, "--text is required"},
