@@ -24,7 +24,7 @@ func TestMigration11Hosts(t *testing.T) {
 
 	n := must[*Notebook](t)(Open(path))
 	defer n.Close()
-	if stats := must[Stats](t)(n.Stats(ctx)); stats.SchemaVersion != 11 || SchemaVersion != 11 {
+	if stats := must[Stats](t)(n.Stats(ctx)); stats.SchemaVersion != SchemaVersion || SchemaVersion < 11 {
 		t.Fatalf("schema %d (head %d)", stats.SchemaVersion, SchemaVersion)
 	}
 	spark := Host{Name: "spark", SSH: "lab@spark", LlamaDir: "~/llama.cpp/build/bin", ModelDirs: []string{"/models"}, Labels: map[string]string{"gpu": "gb10"}}

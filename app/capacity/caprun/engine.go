@@ -58,6 +58,13 @@ type Engine struct {
 // then halted and the summary still says where the raw files are.
 func (e *Engine) Run(ctx context.Context, id int64, outDir string) (*capacity.RunSummary, error) {
 	rec := e.Rec
+	// One run per study at a time: the lease is taken before the study is read, so what this
+	// run reads (its notes, the lifetimes finished) is not another run's past.
+	release, err := rec.Lease(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	st, err := rec.Study(ctx, id)
 	if err != nil {
 		return nil, err

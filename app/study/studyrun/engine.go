@@ -126,6 +126,13 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, erro
 	if e.Rec == nil {
 		return study.RunSummary{}, errors.New("study engine: no notebook")
 	}
+	// One run per study at a time: the lease is taken before the study is read, so what this
+	// run reads (the legs finished, the verdicts journaled) is not another run's past.
+	release, err := e.Rec.Lease(ctx, studyID)
+	if err != nil {
+		return study.RunSummary{StudyID: studyID}, err
+	}
+	defer release()
 	l, err := study.LoadStudy(ctx, e.Rec, studyID)
 	if err != nil {
 		return study.RunSummary{}, err
