@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -407,4 +408,79 @@ func waitForRunningLeg(t *testing.T, nbPath string, id int64, p *proc) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatal("no leg started in 3 minutes")
+}
+
+// holdLease makes a live process of this host (a sleep, started here) the holder of study id's
+// run lease, as if it were running the study; it returns the holder's pid.
+func holdLease(t *testing.T, nbPath string, id int64) int {
+	t.Helper()
+	sleep := exec.Command("sleep", "600")
+	sleep.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
+	pid := sleep.Process.Pid
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Skipf("no /proc here (%v): a holder's start time cannot be read", err)
+	}
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	host, _ := os.Hostname()
+	db, err := sql.Open("sqlite3", "file:"+nbPath+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("INSERT INTO run_leases (study_id, holder_host, holder_pid, holder_token, acquired_at) VALUES (?, ?, ?, ?, '2026-12-07T06:00:00.000000000Z')",
+		id, host, pid, fields[19]); err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// Every kind that runs through the notebook takes the study's run lease: a capacity study's
+// `capacity run` and a quantization ladder's `study run`, while another live process holds
+// it, are refused at once, exit 1, naming the holder, and write nothing.
+func TestFaultsLeaseHeldRefusesEveryKind(t *testing.T) {
+	llamatest.Binaries(t)
+	tiny := llamatest.Model(t, "tiny-llama-f32.gguf")
+	ref := llamatest.Model(t, "medium-llama-f16.gguf")
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	nb := filepath.Join(dir, "notebook.db")
+	for _, c := range []struct {
+		kind, plan string
+		run        []string
+	}{
+		{"capacity", faultPlan(t, dir, "held capacity", tiny, nil, nil), []string{"capacity", "run"}},
+		{"quant", writeLadderPlan(t, dir, ref, mediumSHA, corpusPath(), corpusSHA, []string{"Q4_0", "Q8_0"}, 4), []string{"study", "run"}},
+		{"throughput", leasePlan(t, dir, "held throughput", tiny), []string{"study", "run"}},
+	} {
+		verb := c.run[0]
+		code, out, errOut := runCLI(verb, "register", c.plan, "--notebook", nb)
+		if code != 0 {
+			t.Fatalf("%s: register: %d %s %s", c.kind, code, out, errOut)
+		}
+		id := registeredID(t, out)
+		sid, _ := strconv.ParseInt(id, 10, 64)
+		pid := holdLease(t, nb, sid)
+		before, _ := studyEntries(t, nb, sid)
+		beforeStats := notebookCounts(t, nb)
+		code, out, errOut = runCLI(append(c.run, id, "--notebook", nb)...)
+		busy := "the study is being run by another process: "
+		if c.kind != "capacity" {
+			busy = "study is being run by another process: "
+		}
+		want := fmt.Sprintf("sparkbench %s: %sprocess %d has been running study %s since 2026-12-07T06:00:00.000000000Z (it holds the study's run lease); wait for that run to end, or stop it (kill -INT %d)\n",
+			strings.Join(c.run, " "), busy, pid, id, pid)
+		if code != 1 || errOut != want || out != "" {
+			t.Errorf("%s: exit %d\nstdout %q\nstderr %q\nwant   %q", c.kind, code, out, errOut, want)
+		}
+		after, _ := studyEntries(t, nb, sid)
+		if fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Errorf("%s: the refused run journaled: %v, before %v", c.kind, after, before)
+		}
+		tablesUnchanged(t, c.kind, nb, beforeStats)
+	}
 }
