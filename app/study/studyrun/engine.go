@@ -61,6 +61,9 @@ type Engine struct {
 	Telemetry energy.LegHook
 	// RPCHosts reads the hosts file a plan's rpc_servers name (nil: DefaultHosts).
 	RPCHosts func() (*remote.HostsFile, error)
+	// Leased says the caller holds the study's run lease (Rec.Lease) for the whole run, and
+	// for what it does after it (the KV quality check); unset, Run takes it itself.
+	Leased bool
 
 	fp *runner.Fingerprinter
 }
@@ -128,11 +131,13 @@ func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, erro
 	}
 	// One run per study at a time: the lease is taken before the study is read, so what this
 	// run reads (the legs finished, the verdicts journaled) is not another run's past.
-	release, err := e.Rec.Lease(ctx, studyID)
-	if err != nil {
-		return study.RunSummary{StudyID: studyID}, err
+	if !e.Leased {
+		release, err := e.Rec.Lease(ctx, studyID)
+		if err != nil {
+			return study.RunSummary{StudyID: studyID}, err
+		}
+		defer release()
 	}
-	defer release()
 	l, err := study.LoadStudy(ctx, e.Rec, studyID)
 	if err != nil {
 		return study.RunSummary{}, err
