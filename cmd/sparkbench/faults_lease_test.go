@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -464,6 +465,18 @@ func TestFaultsLeaseHeldRefusesEveryKind(t *testing.T) {
 		}
 		id := registeredID(t, out)
 		sid, _ := strconv.ParseInt(id, 10, 64)
+		// The same plan again: that study, in the words every kind uses (decided inside the
+		// registration's transaction), nothing journaled.
+		sum := regexp.MustCompile(`plan sha256 ([0-9a-f]{64})`).FindStringSubmatch(out)
+		again, aout, aerr := runCLI(verb, "register", c.plan, "--notebook", nb)
+		if sum == nil || again != 0 || !strings.HasSuffix(aout, fmt.Sprintf("study %s: already registered with this plan (sha256 %s)\n", id+` "`+registeredName(out)+`"`, sum[1])) {
+			t.Errorf("%s: registered again: %d %q %q (first %q)", c.kind, again, aout, aerr, out)
+		}
+		if c.kind == "quant" { // the ladder's registration journals what it did before it moved into one transaction
+			if kinds, _ := studyEntries(t, nb, sid); fmt.Sprint(kinds) != "map[plan.registered:1 study.created:1]" {
+				t.Errorf("quant registration journaled %v", kinds)
+			}
+		}
 		pid := holdLease(t, nb, sid)
 		before, _ := studyEntries(t, nb, sid)
 		beforeStats := notebookCounts(t, nb)
@@ -483,4 +496,13 @@ func TestFaultsLeaseHeldRefusesEveryKind(t *testing.T) {
 		}
 		tablesUnchanged(t, c.kind, nb, beforeStats)
 	}
+}
+
+// registeredName is the study name a register line quotes.
+func registeredName(out string) string {
+	m := regexp.MustCompile(`study \d+ "([^"]*)"`).FindStringSubmatch(out)
+	if m == nil {
+		return ""
+	}
+	return m[1]
 }
