@@ -132,11 +132,11 @@ func TestAnchorAdvancesAndRefusesJunk(t *testing.T) {
 	}
 }
 
-// TestAnchorWhileAnotherProcessAppends: a verify whose walk ended before another process
+// TestFaultsAnchorWhileAnotherProcessAppends: a verify whose walk ended before another process
 // appended entries and closed (moving the anchor past the walked head) reads the anchor as
 // holding, not as a truncated journal, and its WriteAnchor does not move the anchor back
 // (the soak of issue 30 found `notebook verify` saying "journal truncated" under load).
-func TestAnchorWhileAnotherProcessAppends(t *testing.T) {
+func TestFaultsAnchorWhileAnotherProcessAppends(t *testing.T) {
 	n, path := openTemp(t)
 	fillStudy(t, n, "anchored")
 	n.Close()

@@ -223,63 +223,81 @@ func TestFaultsConcurrentStudyRunsOneAtATime(t *testing.T) {
 	checkOneRun(t, nb, id, 2, 1)
 }
 
-// Issue 30 item 2's repro: parallel `study register PLAN` of one plan make one study; every
-// other registration says "already registered" in the words a sequential one uses.
+// Issue 30 item 2's repro: parallel `study register PLAN` of one plan make one study, for
+// every kind; every other registration says "already registered" in the words a sequential
+// one uses.
 func TestFaultsConcurrentRegisterMakesOneStudy(t *testing.T) {
 	llamatest.Binaries(t)
 	bin := builtBinary(t)
 	tiny := llamatest.Model(t, "tiny-llama-f32.gguf")
-	for trial := 0; trial < 3; trial++ {
-		dir := t.TempDir()
-		nb := filepath.Join(dir, "notebook.db")
-		plan := leasePlan(t, dir, "probe tiny", tiny)
-		created, err := store.Open(nb) // the notebook exists: the processes race to register, not to create it
-		if err != nil {
-			t.Fatal(err)
-		}
-		created.Close()
-		const procs = 4
-		ps := make([]*proc, procs)
-		var wg sync.WaitGroup
-		for i := range ps {
-			wg.Add(1)
-			go func() { defer wg.Done(); ps[i] = startCLI(t, bin, "study", "register", plan, "--notebook", nb) }()
-		}
-		wg.Wait()
-		var registered, already int
-		var first string
-		for _, p := range ps {
-			p.wait(t, 3*time.Minute)
-			o := p.out.String()
-			switch {
-			case p.code == 0 && strings.HasPrefix(o, `study 1 "probe tiny" registered: plan sha256 `):
-				registered++
-				first = o
-			case p.code == 0 && strings.HasPrefix(o, `study 1 "probe tiny": already registered with this plan (sha256 `):
-				already++
-			default:
-				t.Errorf("trial %d: exit %d\nstdout %s\nstderr %s", trial, p.code, o, p.err.String())
+	ref := llamatest.Model(t, "medium-llama-f16.gguf")
+	for _, c := range []struct {
+		kind, verb, name string
+		trials           int
+		plan             func(dir string) string
+	}{
+		{"throughput", "study", "probe tiny", 3, func(dir string) string { return leasePlan(t, dir, "probe tiny", tiny) }},
+		{"capacity", "capacity", "probe capacity", 2, func(dir string) string { return faultPlan(t, dir, "probe capacity", tiny, nil, nil) }},
+		{"quant", "study", "ladder test", 2, func(dir string) string {
+			return writeLadderPlan(t, dir, ref, mediumSHA, corpusPath(), corpusSHA, []string{"Q4_0", "Q8_0"}, 4)
+		}},
+	} {
+		for trial := 0; trial < c.trials; trial++ {
+			dir := t.TempDir()
+			nb := filepath.Join(dir, "notebook.db")
+			plan := c.plan(dir)
+			created, err := store.Open(nb) // the notebook exists: the processes race to register, not to create it
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if registered != 1 || already != procs-1 {
-			t.Fatalf("trial %d: %d registered, %d already registered; want 1 and %d", trial, registered, already, procs-1)
-		}
-		// The words of a sequential registration of the same plan.
-		code, out, _ := runCLI("study", "register", plan, "--notebook", nb)
-		sum := strings.TrimSpace(first[strings.Index(first, "plan sha256 ")+len("plan sha256 "):])
-		sum = strings.Fields(sum)[0]
-		sum = strings.TrimSuffix(sum, ",")
-		if code != 0 || out != fmt.Sprintf("study 1 %q: already registered with this plan (sha256 %s)\n", "probe tiny", sum) {
-			t.Fatalf("sequential: %d %q", code, out)
-		}
-		n, err := store.OpenWith(nb, store.Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		studies, err := n.Studies(context.Background())
-		n.Close()
-		if err != nil || len(studies) != 1 {
-			t.Fatalf("trial %d: %d studies (%v)", trial, len(studies), err)
+			created.Close()
+			const procs = 4
+			ps := make([]*proc, procs)
+			var wg sync.WaitGroup
+			for i := range ps {
+				wg.Add(1)
+				go func() { defer wg.Done(); ps[i] = startCLI(t, bin, c.verb, "register", plan, "--notebook", nb) }()
+			}
+			wg.Wait()
+			var registered, already int
+			var sum string
+			for _, p := range ps {
+				p.wait(t, 3*time.Minute)
+				o := p.out.String()
+				switch {
+				case p.code == 0 && strings.HasPrefix(o, fmt.Sprintf("study 1 %q registered", c.name)):
+					registered++
+					if m := regexp.MustCompile(`plan sha256 ([0-9a-f]{64})`).FindStringSubmatch(o); m != nil {
+						sum = m[1]
+					}
+				case p.code == 0 && strings.HasPrefix(o, fmt.Sprintf("study 1 %q: already registered with this plan (sha256 ", c.name)):
+					already++
+				default:
+					t.Errorf("%s trial %d: exit %d\nstdout %s\nstderr %s", c.kind, trial, p.code, o, p.err.String())
+				}
+			}
+			if registered != 1 || already != procs-1 || sum == "" {
+				t.Fatalf("%s trial %d: %d registered, %d already registered; want 1 and %d", c.kind, trial, registered, already, procs-1)
+			}
+			for _, p := range ps {
+				if o := p.out.String(); strings.Contains(o, "already") && o != fmt.Sprintf("study 1 %q: already registered with this plan (sha256 %s)\n", c.name, sum) {
+					t.Errorf("%s trial %d: %q", c.kind, trial, o)
+				}
+			}
+			// The words of a sequential registration of the same plan.
+			code, out, _ := runCLI(c.verb, "register", plan, "--notebook", nb)
+			if code != 0 || out != fmt.Sprintf("study 1 %q: already registered with this plan (sha256 %s)\n", c.name, sum) {
+				t.Fatalf("%s: sequential: %d %q", c.kind, code, out)
+			}
+			n, err := store.OpenWith(nb, store.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			studies, err := n.Studies(context.Background())
+			n.Close()
+			if err != nil || len(studies) != 1 {
+				t.Fatalf("%s trial %d: %d studies (%v)", c.kind, trial, len(studies), err)
+			}
 		}
 	}
 }
