@@ -6,7 +6,7 @@ BIN := bin/sparkbench
 # Tests that need llama.cpp fail (rather than skip) when it is missing under make.
 export SPARKBENCH_REQUIRE_LLAMA ?= 1
 
-.PHONY: all setup system llama models build run test test-short bench fuzz fault-matrix mutate install-test lint clean
+.PHONY: all setup system llama models build run test test-short bench fuzz fault-matrix soak mutate install-test lint clean
 
 all: build
 
@@ -73,6 +73,12 @@ mutate:
 ## fault-matrix: run and count the bad-input and fault cases (make test runs them too)
 fault-matrix: setup
 	@bash scripts/fault-matrix.sh
+
+## soak: PROCS processes (default 8) running, exporting, verifying and annotating studies on one
+## notebook for DURATION seconds (default 120); then the notebook must verify, with no leg or
+## verdict recorded twice; not part of `make test`
+soak: setup
+	@bash scripts/soak-notebook.sh
 
 install-test:
 	bash scripts/test-install-llama.sh

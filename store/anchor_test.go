@@ -134,3 +134,36 @@ func TestAnchorAdvancesAndRefusesJunk(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultsAnchorWhileAnotherProcessAppends: a verify whose walk ended before another process
+// appended entries and closed (moving the anchor past the walked head) reads the anchor as
+// holding, not as a truncated journal, and its WriteAnchor does not move the anchor back
+// (the soak of issue 30 found `notebook verify` saying "journal truncated" under load).
+func TestFaultsAnchorWhileAnotherProcessAppends(t *testing.T) {
+	n, path := openTemp(t)
+	fillStudy(t, n, "anchored")
+	n.Close()
+	ro := must[*Notebook](t)(OpenWith(path, Options{ReadOnly: true}))
+	defer ro.Close()
+	rep := must[VerifyReport](t)(ro.Verify(ctx)) // the walk ends here
+
+	w := must[*Notebook](t)(Open(path)) // another process appends and closes
+	if _, err := w.AppendJournal(ctx, "app.note", map[string]any{"x": 1}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	moved, _, _ := ReadAnchor(AnchorPath(path))
+	if moved.Seq != rep.HeadSeq+1 {
+		t.Fatalf("the other process's close anchored entry %d, want %d", moved.Seq, rep.HeadSeq+1)
+	}
+	c := must[*AnchorCheck](t)(ro.CheckAnchor(ctx, rep))
+	if c == nil || c.Problem != "" || c.HashAt != moved.Head {
+		t.Fatalf("an anchor newer than the walk: %+v, want it holding", c)
+	}
+	if err := ro.WriteAnchor(rep); err != nil {
+		t.Fatal(err)
+	}
+	if a, _, _ := ReadAnchor(AnchorPath(path)); a.Seq != moved.Seq {
+		t.Fatalf("verify moved the anchor back from entry %d to %d", moved.Seq, a.Seq)
+	}
+}

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,32 +17,29 @@ type CapacityRecorder struct{ N *Notebook }
 
 var _ capacity.Recorder = CapacityRecorder{}
 
-// StudyByPlan finds the capacity or concurrency study whose registered plan has this SHA-256;
-// a study imported from a bundle is not one (it is not run here: registering its plan makes a
-// study that is).
-func (r CapacityRecorder) StudyByPlan(ctx context.Context, planSHA256 string) (int64, bool, error) {
-	var id int64
-	err := r.N.rdb.QueryRowContext(ctx, `SELECT p.study_id FROM plans p JOIN studies s ON s.id = p.study_id
-		WHERE p.sha256 = ? AND s.kind IN (?, ?) AND s.status != ? ORDER BY p.study_id LIMIT 1`, planSHA256, StudyCapacity, StudyConcurrency, StatusImported).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
+// Register creates the study, freezes its plan (journal plan.registered), journals where the
+// plan came from and registers each prediction, in one transaction; a capacity or concurrency
+// study registered with this plan already is returned instead (existing, nothing written),
+// looked up inside that transaction. A study imported from a bundle is not one (it is not run
+// here: registering its plan makes a study that is). A name already taken gets the plan's
+// short hash appended.
+func (r CapacityRecorder) Register(ctx context.Context, s capacity.NewStudy) (int64, bool, error) {
+	if s.Kind != StudyCapacity && s.Kind != StudyConcurrency {
+		return 0, false, fmt.Errorf("register plan: kind %q is not capacity or concurrency", s.Kind)
 	}
-	return id, err == nil, err
+	reg := Registration{Kind: s.Kind, Name: s.Name, Description: s.Description, PlanJSON: s.PlanJSON, PlanSHA256: s.PlanSHA256,
+		PlanDir: s.PlanDir, PlanFile: s.PlanFile, SourceNote: capacity.NotePlanSource,
+		SameKinds: []string{StudyCapacity, StudyConcurrency}, SkipImported: true}
+	for _, p := range s.Predictions {
+		reg.Predictions = append(reg.Predictions, RegisteredPrediction{ID: p.ID, Kind: string(p.Kind), Text: p.Text, About: p.About, Spec: p})
+	}
+	return r.N.RegisterStudy(ctx, reg)
 }
 
-// Register creates the study, freezes its plan (journal plan.registered), journals where the
-// plan came from and registers each prediction, in one transaction. A name already taken gets
-// the plan's short hash appended.
-func (r CapacityRecorder) Register(ctx context.Context, s capacity.NewStudy) (int64, error) {
-	if s.Kind != StudyCapacity && s.Kind != StudyConcurrency {
-		return 0, fmt.Errorf("register plan: kind %q is not capacity or concurrency", s.Kind)
-	}
-	reg := registration{Kind: s.Kind, Name: s.Name, Description: s.Description, PlanJSON: s.PlanJSON, PlanSHA256: s.PlanSHA256,
-		PlanDir: s.PlanDir, PlanFile: s.PlanFile, SourceNote: capacity.NotePlanSource}
-	for _, p := range s.Predictions {
-		reg.Predictions = append(reg.Predictions, registeredPrediction{ID: p.ID, Kind: string(p.Kind), Text: p.Text, About: p.About, Spec: p})
-	}
-	return r.N.register(ctx, reg)
+// Lease takes the study's run lease (Notebook.AcquireRunLease); a live holder is refused as
+// capacity.ErrBusy, naming it.
+func (r CapacityRecorder) Lease(ctx context.Context, id int64) (func(), error) {
+	return r.N.LeaseStudy(ctx, id, capacity.ErrBusy)
 }
 
 // Study reads a registered capacity or concurrency study: plan, source folder, latest

@@ -585,14 +585,15 @@ func (n *Notebook) CheckAnchor(ctx context.Context, rep VerifyReport) (*AnchorCh
 		return nil, err
 	}
 	c := &AnchorCheck{Path: path, Anchor: a}
-	if a.Seq > rep.HeadSeq {
-		c.Problem = AnchorTruncated
-		return c, nil
-	}
 	if c.HashAt, err = hashAt(ctx, n.rdb, a.Seq); err != nil {
 		return nil, err
 	}
-	if c.HashAt != a.Head {
+	switch {
+	// Beyond the walk, the journal holding the anchored entry: another process appended
+	// entries and closed (moving the anchor) while Verify walked the chain. Not a truncation.
+	case a.Seq > rep.HeadSeq && c.HashAt == "":
+		c.Problem = AnchorTruncated
+	case c.HashAt != a.Head:
 		c.Problem = AnchorRewritten
 	}
 	return c, nil
@@ -612,6 +613,11 @@ func (n *Notebook) SeqOfHash(ctx context.Context, h string) (seq int64, found bo
 // journal.
 func (n *Notebook) WriteAnchor(rep VerifyReport) error {
 	if !rep.OK() || rep.HeadSeq < 1 {
+		return nil
+	}
+	// An anchor at or beyond the walked head (another process closed after appending while
+	// Verify walked) stays: the anchor only moves forward.
+	if a, found, err := ReadAnchor(AnchorPath(n.path)); err == nil && found && a.Seq >= rep.HeadSeq {
 		return nil
 	}
 	return writeAnchor(AnchorPath(n.path), Anchor{Seq: rep.HeadSeq, Head: rep.Head, WrittenAt: n.nowText(), By: "verify"})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"sparkbench/app/study"
 )
@@ -16,11 +17,15 @@ type registration struct {
 	PlanJSON                []byte
 	PlanSHA256              string
 	PlanDir, PlanFile       string
-	SourceNote              string // the journal kind of the plan-source note
+	SourceNote              string // the journal kind of the plan-source note ("": none)
 	Predictions             []registeredPrediction
-	// samePlan, when set, is filled with the study of this kind already registered with this
-	// plan (looked up inside the registration's transaction); nothing is then written.
-	samePlan *int64
+	// samePlan, when set, is filled with the study of one of sameKinds (none: Kind) already
+	// registered with this plan (looked up inside the registration's transaction, so two
+	// registrations at once make one study); nothing is then written. skipImported: a study
+	// imported from a bundle is not one.
+	samePlan     *int64
+	sameKinds    []string
+	skipImported bool
 }
 
 // registeredPrediction is one prediction as the notebook stores it: its selector and its
@@ -45,8 +50,21 @@ func (n *Notebook) register(ctx context.Context, s registration) (int64, error) 
 	var id int64
 	err = n.write(ctx, func(tx *sql.Tx) error {
 		if s.samePlan != nil {
-			err := tx.QueryRow(`SELECT p.study_id FROM plans p JOIN studies s ON s.id = p.study_id
-				WHERE p.sha256 = ? AND s.kind = ? ORDER BY p.study_id LIMIT 1`, sum, s.Kind).Scan(s.samePlan)
+			same := s.sameKinds
+			if len(same) == 0 {
+				same = []string{s.Kind}
+			}
+			q := `SELECT p.study_id FROM plans p JOIN studies s ON s.id = p.study_id WHERE p.sha256 = ? AND s.kind IN (?` +
+				strings.Repeat(", ?", len(same)-1) + ")"
+			args := []any{sum}
+			for _, k := range same {
+				args = append(args, k)
+			}
+			if s.skipImported {
+				q += " AND s.status != ?"
+				args = append(args, StatusImported)
+			}
+			err := tx.QueryRow(q+" ORDER BY p.study_id LIMIT 1", args...).Scan(s.samePlan)
 			if err == nil {
 				return nil
 			} else if !errors.Is(err, sql.ErrNoRows) {
@@ -76,8 +94,10 @@ func (n *Notebook) register(ctx context.Context, s registration) (int64, error) 
 		if _, err := tx.Exec("UPDATE studies SET status = 'registered', updated_at = ? WHERE id = ?", FormatTime(je.At), id); err != nil {
 			return err
 		}
-		if _, err := n.appendJournalTx(tx, s.SourceNote, id, map[string]any{"study": id, "plan_dir": s.PlanDir, "plan_file": s.PlanFile}); err != nil {
-			return err
+		if s.SourceNote != "" {
+			if _, err := n.appendJournalTx(tx, s.SourceNote, id, map[string]any{"study": id, "plan_dir": s.PlanDir, "plan_file": s.PlanFile}); err != nil {
+				return err
+			}
 		}
 		for _, p := range s.Predictions {
 			sel, err := CanonicalJSON(p.About)
@@ -107,15 +127,22 @@ func (n *Notebook) register(ctx context.Context, s registration) (int64, error) 
 // Registration is a study's registration as any kind gives it to the notebook: its stored
 // kind, name and description, its plan (JSON, frozen as canonical JSON; PlanSHA256 must be
 // that form's hash), where the plan file was (PlanDir, PlanFile, journaled under SourceNote,
-// default study.plan_source) and its predictions (ID, kind, text, the selector it reads, its whole
-// specification).
+// default study.plan_source, unless NoSourceNote) and its predictions (ID, kind, text, the
+// selector it reads, its whole specification).
+//
+// SameKinds are the kinds whose study registered with the same plan is this plan's study
+// (none: Kind); SkipImported leaves studies imported from bundles out of that lookup (they are
+// not run here).
 type Registration struct {
 	Kind, Name, Description string
 	PlanJSON                []byte
 	PlanSHA256              string
 	PlanDir, PlanFile       string
 	SourceNote              string
+	NoSourceNote            bool
 	Predictions             []RegisteredPrediction
+	SameKinds               []string
+	SkipImported            bool
 }
 
 // RegisteredPrediction is one prediction of a Registration.
@@ -133,8 +160,11 @@ func (n *Notebook) RegisterStudy(ctx context.Context, r Registration) (id int64,
 	if r.SourceNote == "" {
 		r.SourceNote = study.NotePlanSource
 	}
+	if r.NoSourceNote {
+		r.SourceNote = ""
+	}
 	reg := registration{Kind: r.Kind, Name: r.Name, Description: r.Description, PlanJSON: r.PlanJSON, PlanSHA256: r.PlanSHA256,
-		PlanDir: r.PlanDir, PlanFile: r.PlanFile, SourceNote: r.SourceNote}
+		PlanDir: r.PlanDir, PlanFile: r.PlanFile, SourceNote: r.SourceNote, sameKinds: r.SameKinds, skipImported: r.SkipImported}
 	for _, p := range r.Predictions {
 		reg.Predictions = append(reg.Predictions, registeredPrediction(p))
 	}

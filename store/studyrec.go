@@ -23,28 +23,25 @@ var _ study.Recorder = StudyRecorder{}
 // Journal kind of the row statuses written when a leg finishes (before its leg.finished).
 const KindRowsMarked = "leg.rows_marked"
 
-// StudyByPlan finds the throughput study whose registered plan has this SHA-256.
-func (r StudyRecorder) StudyByPlan(ctx context.Context, planSHA256 string) (int64, bool, error) {
-	var id int64
-	err := r.N.rdb.QueryRowContext(ctx, `SELECT p.study_id FROM plans p JOIN studies s ON s.id = p.study_id
-		WHERE p.sha256 = ? AND s.kind = ? ORDER BY p.study_id LIMIT 1`, planSHA256, StudyThroughput).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
-	return id, err == nil, err
-}
-
 // Register creates the study, freezes its plan (journal plan.registered, as RegisterPlan
 // does), journals where the plan came from and registers each prediction, in one transaction:
-// a crash leaves either the whole registration or none of it. A name already taken gets the
-// plan's short hash appended.
-func (r StudyRecorder) Register(ctx context.Context, s study.NewStudy) (int64, error) {
-	reg := registration{Kind: StudyThroughput, Name: s.Name, Description: s.Description, PlanJSON: s.PlanJSON, PlanSHA256: s.PlanSHA256,
+// a crash leaves either the whole registration or none of it. A throughput study registered
+// with this plan already is returned instead (existing, nothing written), looked up inside
+// that transaction, so two registrations at once make one study. A name already taken gets
+// the plan's short hash appended.
+func (r StudyRecorder) Register(ctx context.Context, s study.NewStudy) (int64, bool, error) {
+	reg := Registration{Kind: StudyThroughput, Name: s.Name, Description: s.Description, PlanJSON: s.PlanJSON, PlanSHA256: s.PlanSHA256,
 		PlanDir: s.PlanDir, PlanFile: s.PlanFile, SourceNote: study.NotePlanSource}
 	for _, p := range s.Predictions {
-		reg.Predictions = append(reg.Predictions, registeredPrediction{ID: p.ID, Kind: string(p.Kind), Text: p.Text, About: p.About, Spec: p})
+		reg.Predictions = append(reg.Predictions, RegisteredPrediction{ID: p.ID, Kind: string(p.Kind), Text: p.Text, About: p.About, Spec: p})
 	}
-	return r.N.register(ctx, reg)
+	return r.N.RegisterStudy(ctx, reg)
+}
+
+// Lease takes the study's run lease (Notebook.AcquireRunLease); a live holder is refused as
+// study.ErrBusy, naming it.
+func (r StudyRecorder) Lease(ctx context.Context, id int64) (func(), error) {
+	return r.N.LeaseStudy(ctx, id, study.ErrBusy)
 }
 
 // Study reads a registered throughput study for the engine.

@@ -27,7 +27,7 @@ func registerTestPlan(t *testing.T, r StudyRecorder, p *study.Plan) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := r.Register(ctx, study.NewStudy{Name: p.Name, PlanSHA256: sum, PlanJSON: canon, PlanDir: "/plans", PlanFile: "/plans/p.json", Predictions: p.Predictions})
+	id, _, err := r.Register(ctx, study.NewStudy{Name: p.Name, PlanSHA256: sum, PlanJSON: canon, PlanDir: "/plans", PlanFile: "/plans/p.json", Predictions: p.Predictions})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +38,16 @@ func TestStudyRecorderRegistersInOneStep(t *testing.T) {
 	n, _ := openTemp(t)
 	r := StudyRecorder{n}
 	p := testPlan(t)
-	sum, _, _ := p.SHA256()
-	if _, found, err := r.StudyByPlan(ctx, sum); found || err != nil {
-		t.Fatalf("found before registering: %v", err)
-	}
+	sum, canon, _ := p.SHA256()
 	id := registerTestPlan(t, r, p)
-	got, found, err := r.StudyByPlan(ctx, sum)
-	if !found || err != nil || got != id {
-		t.Fatalf("StudyByPlan = %d %v %v", got, found, err)
+	// The same plan again: that study, nothing written.
+	before := journalKinds(t, n, 0)
+	got, existing, err := r.Register(ctx, study.NewStudy{Name: p.Name, PlanSHA256: sum, PlanJSON: canon, Predictions: p.Predictions})
+	if !existing || err != nil || got != id {
+		t.Fatalf("the same plan again = %d %v %v", got, existing, err)
+	}
+	if after := journalKinds(t, n, 0); after != before {
+		t.Fatalf("registering the same plan again journaled %q", strings.TrimPrefix(after, before))
 	}
 	st, err := r.Study(ctx, id)
 	if err != nil || st.Status != StatusRegistered || st.PlanSHA256 != sum || st.PlanDir != "/plans" {

@@ -127,11 +127,15 @@ type LegSink interface {
 
 // Recorder is the notebook as the capacity engine sees it.
 type Recorder interface {
-	// StudyByPlan finds the capacity or concurrency study registered with this plan SHA-256.
-	StudyByPlan(ctx context.Context, planSHA256 string) (int64, bool, error)
 	// Register creates the study, freezes the plan, journals its source and registers every
-	// prediction, in one transaction.
-	Register(ctx context.Context, s NewStudy) (int64, error)
+	// prediction, in one transaction; or, when a capacity or concurrency study is registered
+	// with this plan SHA-256 already, returns that study's id and existing (nothing written).
+	// The lookup is inside the transaction: two registrations at once make one study.
+	Register(ctx context.Context, s NewStudy) (id int64, existing bool, err error)
+	// Lease takes the study's run lease (one run per study at a time, decided by the
+	// notebook); release gives it back. While another live process holds it: an error that
+	// wraps ErrBusy and names the holder.
+	Lease(ctx context.Context, id int64) (release func(), err error)
 	Study(ctx context.Context, id int64) (StoredStudy, error)
 	SetStatus(ctx context.Context, id int64, status string) error
 	Note(ctx context.Context, id int64, kind string, payload any) error
@@ -179,17 +183,7 @@ func Register(ctx context.Context, rec Recorder, p *Plan, planFile string, hash 
 			reg.Warnings = append(reg.Warnings, pr)
 		}
 	}
-	if id, ok, err := rec.StudyByPlan(ctx, sum); err != nil {
-		return reg, err
-	} else if ok {
-		st, err := rec.Study(ctx, id)
-		if err != nil {
-			return reg, err
-		}
-		reg.StudyID, reg.Name, reg.Existing = id, st.Name, true
-		return reg, nil
-	}
-	id, err := rec.Register(ctx, NewStudy{Name: p.Name, Kind: reg.Kind, Description: p.Description, PlanJSON: data,
+	id, existing, err := rec.Register(ctx, NewStudy{Name: p.Name, Kind: reg.Kind, Description: p.Description, PlanJSON: data,
 		PlanSHA256: sum, PlanDir: planDir, PlanFile: abs, Predictions: p.Predictions})
 	if err != nil {
 		return reg, err
@@ -198,7 +192,7 @@ func Register(ctx context.Context, rec Recorder, p *Plan, planFile string, hash 
 	if err != nil {
 		return reg, err
 	}
-	reg.StudyID, reg.Name = id, st.Name
+	reg.StudyID, reg.Name, reg.Existing = id, st.Name, existing
 	return reg, nil
 }
 

@@ -91,7 +91,7 @@ func fleetNotebook(t *testing.T) (*store.Notebook, Fleet) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := rec.Register(ctx, study.NewStudy{Name: "unit @ " + h, PlanJSON: canonical, PlanSHA256: sum, PlanDir: filepath.Dir(model), PlanFile: "plan.json"})
+		id, _, err := rec.Register(ctx, study.NewStudy{Name: "unit @ " + h, PlanJSON: canonical, PlanSHA256: sum, PlanDir: filepath.Dir(model), PlanFile: "plan.json"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -158,7 +158,7 @@ func addBenchStudies(b testing.TB, nb *store.Notebook, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		id, err := rec.Register(ctx, study.NewStudy{Name: fmt.Sprintf("bench %d", s), PlanJSON: canonical, PlanSHA256: sum,
+		id, _, err := rec.Register(ctx, study.NewStudy{Name: fmt.Sprintf("bench %d", s), PlanJSON: canonical, PlanSHA256: sum,
 			PlanDir: "/nonexistent", PlanFile: "plan.json"})
 		if err != nil {
 			b.Fatal(err)

@@ -24,11 +24,16 @@ type Recorder interface {
 // RecordWriter is the notebook as the engine and the registration write it (and the one
 // lookup registration makes: the study a plan already registered).
 type RecordWriter interface {
-	// StudyByPlan finds the study registered with this plan SHA-256 (the plan's identity).
-	StudyByPlan(ctx context.Context, planSHA256 string) (studyID int64, found bool, err error)
 	// Register creates a throughput study, freezes its plan and registers every prediction, as
-	// one journaled step, and returns the study's id.
-	Register(ctx context.Context, s NewStudy) (int64, error)
+	// one journaled step, and returns the study's id; or, when a study is registered with this
+	// plan SHA-256 already (the plan's identity), that study's id and existing (nothing
+	// written). The lookup and the insert are one transaction: two registrations of a plan at
+	// once make one study.
+	Register(ctx context.Context, s NewStudy) (studyID int64, existing bool, err error)
+	// Lease takes the study's run lease (one run per study at a time, decided by the
+	// notebook); release gives it back. While another live process holds it: an error that
+	// names the holder.
+	Lease(ctx context.Context, studyID int64) (release func(), err error)
 
 	SetStatus(ctx context.Context, studyID int64, status string) error
 	// Note journals an engine entry (kinds start with "study.", see the Note* constants).

@@ -72,18 +72,7 @@ func RegisterWith(ctx context.Context, rec Recorder, p *Plan, planFile string, o
 		return reg, err
 	}
 	reg.PlanSHA256 = sum
-	id, found, err := rec.StudyByPlan(ctx, sum)
-	if err != nil {
-		return reg, err
-	}
-	if found {
-		reg.StudyID, reg.Existing = id, true
-		if st, err := rec.Study(ctx, id); err == nil {
-			reg.Name = st.Name
-		}
-		return reg, nil
-	}
-	reg.StudyID, err = rec.Register(ctx, NewStudy{Name: p.Name, Description: p.Description, PlanSHA256: sum,
+	reg.StudyID, reg.Existing, err = rec.Register(ctx, NewStudy{Name: p.Name, Description: p.Description, PlanSHA256: sum,
 		PlanJSON: canonical, PlanDir: dir, PlanFile: abs, Predictions: p.Predictions})
 	if err != nil {
 		return reg, err

@@ -242,6 +242,9 @@ type CapacityRunRequest struct {
 	// generator here against a forwarded port (docs/fleet.md); "": this machine.
 	On    string
 	Hosts *remote.HostsFile
+	// Leased says the caller holds the study's run lease (store.Notebook.LeaseStudy); unset,
+	// the engine takes it.
+	Leased bool
 }
 
 // CapacityEngine is the engine that runs study req.ID: llama-server from req.LlamaDir, else the
@@ -275,6 +278,7 @@ func CapacityEngine(ctx context.Context, nb *store.Notebook, req CapacityRunRequ
 	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases, e.Fresh = req.StartTimeout, req.RequestTimeout, req.Grace, req.QualityCases, req.Fresh
 	e.Batched = req.Batched
 	e.OnEvent = req.OnEvent
+	e.Leased = req.Leased
 	if req.On != "" { // the host's llama-server, checked by capacityOnHost
 		return e, st, nil
 	}

@@ -42,7 +42,13 @@ func runCapacityKind(ctx context.Context, nb *store.Notebook, s store.Study, req
 		}
 	}
 	const prefix = "sparkbench capacity run: "
-	sum, st, err := RunCapacity(ctx, nb, CapacityRunRequest{ID: id, LlamaDir: req.LlamaDir, Out: req.Out, Fresh: req.Fresh,
+	// One run per study at a time, the KV quality check after the lifetimes included.
+	release, err := nb.LeaseStudy(ctx, id, capacity.ErrBusy)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	sum, st, err := RunCapacity(ctx, nb, CapacityRunRequest{ID: id, LlamaDir: req.LlamaDir, Out: req.Out, Fresh: req.Fresh, Leased: true,
 		StartTimeout: opt.StartTimeout, RequestTimeout: opt.RequestTimeout, Grace: opt.Grace, QualityCases: opt.QualityCases, Batched: opt.Batched, Telemetry: opt.Telemetry,
 		On: opt.On, Hosts: opt.Hosts,
 		Warn: func(msg string) { say(prefix + msg) }, Hash: req.Hash,

@@ -243,6 +243,10 @@ var journalSentences = map[string]func(jmap) string{
 	store.KindVerdict:      verdictSentence,
 	store.KindHumanVerdict: humanVerdict,
 	store.KindFinding:      findingSentence,
+	store.KindLeaseTakenOver: func(m jmap) string {
+		h := m.obj("holder")
+		return fmt.Sprintf("run lease taken over from process %d (host %s, since %s), which no longer ran", h.int("pid"), or(h.str("host"), "?"), or(h.str("since"), "?"))
+	},
 	store.KindReceiptExported: func(m jmap) string {
 		return fmt.Sprintf("receipt exported (%s, %d bytes) to %s", m.str("format"), m.int("bytes"), m.str("path"))
 	},

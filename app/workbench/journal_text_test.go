@@ -20,6 +20,8 @@ var journalCases = []struct{ kind, payload, want string }{
 	{"verdict.human", `{"author":"ana","key":"P3","outcome":"NOTE","rationale":"tiny models: only the shape matters","study":1}`, "P3: human verdict NOTE by ana: tiny models: only the shape matters"},
 	{"finding", `{"body":"","label":"F1","legs":[4,7],"number":1,"predictions":[2],"study":1,"title":"generation falls faster with depth"}`, "finding F1: generation falls faster with depth (2 leg(s), 1 prediction(s))"},
 	{"receipt.exported", `{"bytes":5120,"format":"dir","path":"/tmp/r","sha256":"ab","study":1}`, "receipt exported (dir, 5120 bytes) to /tmp/r"},
+	{"lease.taken_over", `{"by":{"host":"spark","pid":77},"holder":{"host":"spark","pid":4242,"since":"2026-12-07T06:00:00.000000000Z"},"reason":"…","study":1}`,
+		"run lease taken over from process 4242 (host spark, since 2026-12-07T06:00:00.000000000Z), which no longer ran"},
 	{"study.plan_source", `{"plan_dir":"/d","plan_file":"/d/demo-study.json","study":1}`, "plan file: /d/demo-study.json"},
 	{"study.bandwidth", `{"gbs":41.5}`, "memory bandwidth measured: 41.5 GB/s"},
 	{"study.halted", `{"class":"crashed","leg":"tiny/d256","reason":"canary failed"}`, "the run halted at leg tiny/d256: canary failed"},

@@ -177,37 +177,29 @@ func registerQuantKind(ctx context.Context, nb *store.Notebook, file string, dat
 	if len(study.Errors(probs)) > 0 {
 		return nil, &study.RefusedError{Problems: probs}
 	}
-	sum, _, err := p.SHA256()
+	sum, canonical, err := p.SHA256()
 	if err != nil {
 		return nil, err
 	}
-	// Registered before (the same plan SHA-256): that study, as the other kinds say it; a name
-	// another study has gets the plan's short hash appended, as the other kinds do.
-	studies, err := nb.Studies(ctx)
+	// Registered before (the same plan SHA-256, a study imported from a bundle aside): that
+	// study, as the other kinds say it; a name another study has gets the plan's short hash
+	// appended, as the other kinds do. Looked up inside the registration's transaction, so
+	// two registrations at once make one study.
+	id, existing, err := nb.RegisterStudy(ctx, store.Registration{Kind: kinds.Quant, Name: strings.TrimSpace(p.Name),
+		PlanJSON: canonical, PlanSHA256: sum, NoSourceNote: true, SkipImported: true})
 	if err != nil {
 		return nil, err
 	}
-	name, taken := p.Name, false
-	for _, s := range studies {
-		if s.Kind == kinds.Quant && s.Status != store.StatusImported && s.PlanSHA256 == sum {
-			return &Registered{StudyID: s.ID, Name: s.Name, PlanSHA256: sum,
-				Lines: []string{fmt.Sprintf("study %d %q: already registered with this plan (sha256 %s)", s.ID, s.Name, sum)}}, nil
-		}
-		taken = taken || s.Name == p.Name
-	}
-	if taken {
-		name = fmt.Sprintf("%s [%s]", p.Name, sum[:12])
-	}
-	st, err := nb.CreateStudy(ctx, store.Study{Name: name, Kind: kinds.Quant, Status: store.StatusRegistered})
+	st, err := nb.Study(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	pl, err := nb.RegisterPlan(ctx, st.ID, p)
-	if err != nil {
-		return nil, err
+	if existing {
+		return &Registered{StudyID: st.ID, Name: st.Name, PlanSHA256: sum,
+			Lines: []string{fmt.Sprintf("study %d %q: already registered with this plan (sha256 %s)", st.ID, st.Name, sum)}}, nil
 	}
-	return &Registered{StudyID: st.ID, Name: st.Name, PlanSHA256: pl.SHA256,
-		Lines: []string{fmt.Sprintf("study %d %q registered: quantization ladder of %d types, plan sha256 %s", st.ID, st.Name, len(p.Quants), pl.SHA256)}}, nil
+	return &Registered{StudyID: st.ID, Name: st.Name, PlanSHA256: sum,
+		Lines: []string{fmt.Sprintf("study %d %q registered: quantization ladder of %d types, plan sha256 %s", st.ID, st.Name, len(p.Quants), sum)}}, nil
 }
 
 // QuantRunOptions are the ladder kind's own run options (RunRequest.Options).
@@ -223,6 +215,13 @@ func runQuantKind(ctx context.Context, nb *store.Notebook, s store.Study, req Ru
 		return nil, badInput(err)
 	}
 	opt, _ := req.Options.(*QuantRunOptions)
+	// One run per study at a time: the lease is taken before the last run's records are read,
+	// so they are not another run's past.
+	release, err := nb.LeaseStudy(ctx, s.ID, study.ErrBusy)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	// The last run's records: this run resumes them (measures only what they miss).
 	prev, err := quantJournalRecords(ctx, nb, s)
 	if err != nil {

@@ -226,7 +226,13 @@ func RunThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRunReq
 	if err != nil {
 		return study.RunSummary{}, badInput(err)
 	}
-	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: CachedHash(ctx, nb, req.Hash), OnEvent: req.OnEvent, Retry: req.Retry}
+	// One run per study at a time, the KV quality check after the legs included.
+	release, err := rec.Lease(ctx, req.ID)
+	if err != nil {
+		return study.RunSummary{StudyID: req.ID}, err
+	}
+	defer release()
+	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: CachedHash(ctx, nb, req.Hash), OnEvent: req.OnEvent, Retry: req.Retry, Leased: true}
 	e.RPCHosts = func() (*remote.HostsFile, error) { // $SPARKBENCH_HOSTS, the notebook's hosts, hosts.json
 		f, err := hostlist.Resolve("", func() ([]store.Host, error) { return nb.Hosts(ctx) }, nb.Path())
 		if err != nil {

@@ -318,7 +318,7 @@ func syntheticBundle(tb testing.TB, models, depths int) string {
 	}
 	ctx := context.Background()
 	rec := store.StudyRecorder{N: nb}
-	id, err := rec.Register(ctx, study.NewStudy{Name: p.Name, PlanSHA256: sum, PlanJSON: canon, PlanDir: dir, PlanFile: "plan.json"})
+	id, _, err := rec.Register(ctx, study.NewStudy{Name: p.Name, PlanSHA256: sum, PlanJSON: canon, PlanDir: dir, PlanFile: "plan.json"})
 	if err != nil {
 		tb.Fatal(err)
 	}

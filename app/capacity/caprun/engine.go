@@ -46,6 +46,9 @@ type Engine struct {
 	// RPCHosts reads the hosts file the plan's rpc_servers name (RunSpec.RPCHosts; nil:
 	// $SPARKBENCH_HOSTS, else the user's hosts.json).
 	RPCHosts rpclife.HostsLoader
+	// Leased says the caller holds the study's run lease (Rec.Lease) for the whole run, and
+	// for what it does after it (the KV quality check); unset, Run takes it itself.
+	Leased bool
 }
 
 // Run runs study id and records it. With outDir empty and Fresh unset, a study whose last run
@@ -58,6 +61,15 @@ type Engine struct {
 // then halted and the summary still says where the raw files are.
 func (e *Engine) Run(ctx context.Context, id int64, outDir string) (*capacity.RunSummary, error) {
 	rec := e.Rec
+	// One run per study at a time: the lease is taken before the study is read, so what this
+	// run reads (its notes, the lifetimes finished) is not another run's past.
+	if !e.Leased {
+		release, err := rec.Lease(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	st, err := rec.Study(ctx, id)
 	if err != nil {
 		return nil, err

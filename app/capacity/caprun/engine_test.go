@@ -24,6 +24,7 @@ type memRecorder struct {
 	legs     map[int64]*memLeg
 	verdicts int
 	nextLeg  int64
+	leased   map[int64]bool // run leases held
 }
 
 type memStudy struct {
@@ -42,29 +43,41 @@ type memLeg struct {
 	interrupted bool
 }
 
-func (m *memRecorder) StudyByPlan(ctx context.Context, sha string) (int64, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for id, s := range m.studies {
-		if s.st.PlanSHA256 == sha {
-			return id, true, nil
-		}
-	}
-	return 0, false, nil
-}
-
-func (m *memRecorder) Register(ctx context.Context, s capacity.NewStudy) (int64, error) {
+func (m *memRecorder) Register(ctx context.Context, s capacity.NewStudy) (int64, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.studies == nil {
 		m.studies, m.legs = map[int64]*memStudy{}, map[int64]*memLeg{}
+	}
+	for id, st := range m.studies {
+		if st.st.PlanSHA256 == s.PlanSHA256 {
+			return id, true, nil
+		}
 	}
 	id := int64(len(m.studies) + 1)
 	src, _ := json.Marshal(map[string]string{"plan_dir": s.PlanDir, "plan_file": s.PlanFile})
 	m.studies[id] = &memStudy{plan: s, st: capacity.StoredStudy{ID: id, Name: s.Name, Kind: s.Kind, Status: "registered", PlanSHA256: s.PlanSHA256,
 		PlanJSON: s.PlanJSON, PlanDir: s.PlanDir, PlanFile: s.PlanFile, Verdicts: map[string]study.StoredVerdict{},
 		Notes: []study.StoredNote{{Kind: capacity.NotePlanSource, Payload: src}}}}
-	return id, nil
+	return id, false, nil
+}
+
+// Lease: one run per study at a time, as the notebook's run lease.
+func (m *memRecorder) Lease(ctx context.Context, id int64) (func(), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.leased[id] {
+		return nil, fmt.Errorf("%w: study %d's run lease is held", capacity.ErrBusy, id)
+	}
+	if m.leased == nil {
+		m.leased = map[int64]bool{}
+	}
+	m.leased[id] = true
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.leased, id)
+	}, nil
 }
 
 func (m *memRecorder) Study(ctx context.Context, id int64) (capacity.StoredStudy, error) {

@@ -61,6 +61,9 @@ type Engine struct {
 	Telemetry energy.LegHook
 	// RPCHosts reads the hosts file a plan's rpc_servers name (nil: DefaultHosts).
 	RPCHosts func() (*remote.HostsFile, error)
+	// Leased says the caller holds the study's run lease (Rec.Lease) for the whole run, and
+	// for what it does after it (the KV quality check); unset, Run takes it itself.
+	Leased bool
 
 	fp *runner.Fingerprinter
 }
@@ -125,6 +128,15 @@ func (r *run) emit(ev study.Event) {
 func (e *Engine) Run(ctx context.Context, studyID int64) (study.RunSummary, error) {
 	if e.Rec == nil {
 		return study.RunSummary{}, errors.New("study engine: no notebook")
+	}
+	// One run per study at a time: the lease is taken before the study is read, so what this
+	// run reads (the legs finished, the verdicts journaled) is not another run's past.
+	if !e.Leased {
+		release, err := e.Rec.Lease(ctx, studyID)
+		if err != nil {
+			return study.RunSummary{StudyID: studyID}, err
+		}
+		defer release()
 	}
 	l, err := study.LoadStudy(ctx, e.Rec, studyID)
 	if err != nil {

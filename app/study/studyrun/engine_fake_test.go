@@ -26,6 +26,7 @@ type memRecorder struct {
 	journal []string // "kind key" lines, in order
 	envs    []study.Environment
 	now     time.Time
+	leased  map[int64]bool // run leases held
 }
 
 type memLeg struct {
@@ -45,22 +46,16 @@ func (m *memRecorder) log(format string, a ...any) {
 	m.journal = append(m.journal, fmt.Sprintf(format, a...))
 }
 
-func (m *memRecorder) StudyByPlan(_ context.Context, sha string) (int64, bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for id, s := range m.studies {
-		if s.PlanSHA256 == sha {
-			return id, true, nil
-		}
-	}
-	return 0, false, nil
-}
-
-func (m *memRecorder) Register(_ context.Context, s study.NewStudy) (int64, error) {
+func (m *memRecorder) Register(_ context.Context, s study.NewStudy) (int64, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if canon.SHA256Hex(s.PlanJSON) != s.PlanSHA256 {
-		return 0, fmt.Errorf("plan bytes do not hash to %s", s.PlanSHA256)
+		return 0, false, fmt.Errorf("plan bytes do not hash to %s", s.PlanSHA256)
+	}
+	for id, st := range m.studies {
+		if st.PlanSHA256 == s.PlanSHA256 {
+			return id, true, nil
+		}
 	}
 	id := int64(len(m.studies) + 1)
 	m.studies[id] = &study.StoredStudy{ID: id, Name: s.Name, Status: study.StatusRegistered, PlanSHA256: s.PlanSHA256,
@@ -69,7 +64,25 @@ func (m *memRecorder) Register(_ context.Context, s study.NewStudy) (int64, erro
 	for _, p := range s.Predictions {
 		m.log("prediction.registered %s", p.ID)
 	}
-	return id, nil
+	return id, false, nil
+}
+
+// Lease: one run per study at a time, as the notebook's run lease.
+func (m *memRecorder) Lease(_ context.Context, id int64) (func(), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.leased[id] {
+		return nil, fmt.Errorf("%w: study %d's run lease is held", study.ErrBusy, id)
+	}
+	if m.leased == nil {
+		m.leased = map[int64]bool{}
+	}
+	m.leased[id] = true
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.leased, id)
+	}, nil
 }
 
 func (m *memRecorder) Study(_ context.Context, id int64) (study.StoredStudy, error) {
@@ -217,6 +230,7 @@ func (m *memRecorder) interrupt(id int64) {
 	defer m.mu.Unlock()
 	leg := m.legs[id-1]
 	leg.State, leg.Class, leg.EndedAt = study.LegInterrupted, "interrupted", m.tick()
+	delete(m.leased, leg.study) // the dead process's run lease: the next run takes it over
 }
 
 func (m *memRecorder) RecordGate(context.Context, study.GateRecord) error { return nil }
