@@ -255,7 +255,9 @@ func TestRequestedLayers(t *testing.T) {
 // than the CPU is what says the layers went there; 0 MiB, a host buffer or a compute buffer
 // alone do not; an "offloaded N/M" line decides by N whatever the buffers say.
 func TestLayersOnDevice(t *testing.T) {
-	buf := func(kind, dev string, mib float64) vocab.Buffer { return vocab.Buffer{Kind: kind, Device: dev, MiB: mib} }
+	buf := func(kind, dev string, mib float64) vocab.Buffer {
+		return vocab.Buffer{Kind: kind, Device: dev, MiB: mib}
+	}
 	for _, tc := range []struct {
 		name string
 		ev   vocab.Evidence
