@@ -145,6 +145,12 @@ func TestLastLoadBlock(t *testing.T) {
 	if b.Loads != 1 || b.StartLine != 2 || checks[0].Ok || checks[0].Line != 3 {
 		t.Fatalf("block %+v checks %+v", b, checks)
 	}
+	// A line far past the scanner's first 64 KiB (a verbose server echoing a long prompt)
+	// does not end the scan: the load after it is found.
+	long := "0.0 I prompt: " + strings.Repeat("x", 200*1024) + "\n" + one
+	if b := LastLoadBlock([]byte(long)); b.Loads != 1 || b.StartLine != 3 {
+		t.Fatalf("after a 200 KiB line: block %+v, want the load at line 3", b)
+	}
 	// No markers: no block needed.
 	if _, checks, err := CheckMarkers("l", []byte("x\n"), Markers{}); err != nil || len(checks) != 0 {
 		t.Fatal(err)
