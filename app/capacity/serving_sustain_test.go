@@ -435,3 +435,63 @@ func TestSustainWindowRange(t *testing.T) {
 		t.Errorf("sustain rules at 50/s over 2.5 s: %d requests, want 126", got)
 	}
 }
+
+// TestNextProbeSweepThenSearch: the sweep's rates in order until its last or its first
+// saturated probe; then the search, whose own probes are counted from there (with one probe
+// allowed, it still makes that one after a sweep of any length).
+func TestNextProbeSweepThenSearch(t *testing.T) {
+	s := wideSLOServing()
+	s.Rates = []float64{1, 2, 4, 8}
+	ok := func(r float64) ProbePoint { return ProbePoint{Rate: r, Passed: true} }
+	sat := func(r float64) ProbePoint { return ProbePoint{Rate: r, Saturated: true} }
+	for _, tc := range []struct {
+		name   string
+		search bool
+		points []ProbePoint
+		rate   float64
+		kind   string
+		done   bool
+	}{
+		{"first", false, nil, 1, ProbeSweep, false},
+		{"second", false, []ProbePoint{ok(1)}, 2, ProbeSweep, false},
+		{"last", false, []ProbePoint{ok(1), ok(2), ok(4)}, 8, ProbeSweep, false},
+		{"sweep done, no search", false, []ProbePoint{ok(1), ok(2), ok(4), ok(8)}, 0, "", true},
+		{"saturated first, no search", false, []ProbePoint{sat(1)}, 0, "", true},
+		{"sweep done, search", true, []ProbePoint{ok(1), ok(2), ok(4), ok(8)}, 16, ProbeSearch, false},
+		{"saturated at 2, search", true, []ProbePoint{ok(1), sat(2)}, 1.5, ProbeSearch, false},
+		{"saturated at 1, search", true, []ProbePoint{sat(1)}, 0.5, ProbeSearch, false},
+		{"search probe spent", true, []ProbePoint{ok(1), sat(2), ok(1.5)}, 0, ProbeSearch, true},
+	} {
+		s.Search = nil
+		if tc.search {
+			s.Search = &RateSearch{Lo: 0.5, Hi: 64, Tolerance: 0.01, MaxProbes: 1}
+		}
+		rate, kind, done, _ := s.NextProbe(tc.points)
+		if rate != tc.rate || kind != tc.kind || done != tc.done {
+			t.Errorf("%s: next %g %q done %v; want %g %q done %v", tc.name, rate, kind, done, tc.rate, tc.kind, tc.done)
+		}
+	}
+}
+
+// TestValidityNote: one entry per open-loop probe, keyed by its lifetime; behind_schedule
+// when the probe failed client_behind_schedule; nil when no candidate has probes.
+func TestValidityNote(t *testing.T) {
+	if v := Validity(&Result{Candidates: []CandidateResult{{ID: "a"}}}); v != nil {
+		t.Errorf("closed loop: %+v, want nil", v)
+	}
+	r := &Result{Candidates: []CandidateResult{{ID: "a", Serving: []ServingResult{{Pass: PassForward, Slots: 2, Probes: []ProbeResult{
+		{Probe: 0, OfferedRate: 1, Requests: 32, Completed: 31, Contaminated: 1, TokenMismatch: 2, Failures: []string{CodeContaminated}},
+		{Probe: 1, OfferedRate: 2, Requests: 32, ClientBound: true, Failures: []string{CodeServingCompletion, CodeBehindSchedule}},
+	}}}}}}
+	v := Validity(r)
+	if v == nil || len(v.Probes) != 2 {
+		t.Fatalf("validity %+v", v)
+	}
+	a, b := v.Probes[0], v.Probes[1]
+	if a.Lifetime != (LifetimeKey{Pass: PassForward, Candidate: "a", Slots: 2}).String() || a.Probe != 0 || a.Completed != 31 || a.Contaminated != 1 || a.TokenMismatch != 2 || a.BehindSchedule || a.ClientBound {
+		t.Errorf("probe 0: %+v", a)
+	}
+	if b.Probe != 1 || b.OfferedRate != 2 || !b.BehindSchedule || !b.ClientBound || len(b.Failures) != 2 {
+		t.Errorf("probe 1: %+v", b)
+	}
+}
