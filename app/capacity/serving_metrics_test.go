@@ -27,19 +27,21 @@ func servingRec(seq int, sched, send, first, end float64, tokens, status int) Se
 	return r
 }
 
-// TestProbeFiguresHandComputed: one probe's figures from five requests. A request exactly at
-// every SLO (TTFT 100, TPOT 10, E2E 130 ms) counts as good; a one-token request has TPOT 0;
+// TestProbeFiguresHandComputed: one probe's figures from five requests. Each SLO has a
+// request exactly at it that still counts as good (TTFT 100 ms; TPOT 10 and E2E 120 ms), and
+// one request meets TTFT and TPOT but not E2E, so it is not; a one-token request has TPOT 0;
 // the contaminated request is excluded from the completion rate's denominator.
 func TestProbeFiguresHandComputed(t *testing.T) {
 	s := probeServing()
+	s.SLO.E2EMs = 120
 	recs := []ServingRecord{
-		servingRec(0, 0, 5, 100, 130, 4, 200),         // TTFT 100, TPOT 10, E2E 130: good, at every edge
-		servingRec(1, 500, 505, 650, 680, 4, 200),     // TTFT 150: completed, not good
-		servingRec(2, 1000, 1002, 1040, 1040, 1, 200), // asks for one token: TPOT 0, good
+		servingRec(0, 0, 5, 90, 120, 4, 200),          // TTFT 90, TPOT 10, E2E 120: good, at two edges
+		servingRec(1, 500, 505, 580, 630, 6, 200),     // TTFT 80, TPOT 10, E2E 130: completed, not good
+		servingRec(2, 1000, 1002, 1100, 1100, 1, 200), // asks for one token: TTFT 100, TPOT 0: good
 		servingRec(3, 1500, 1500, -1, 1510, 0, 503),   // failed
 		servingRec(4, 2000, 2000, 2050, 2100, 4, 200), // answered from the prompt cache
 	}
-	recs[2].NPredict = 1
+	recs[1].NPredict, recs[2].NPredict = 6, 1
 	recs[4].Timings = &ServingTimings{PromptN: 10, PredictedN: 4, CacheN: 5}
 	slices.Reverse(recs) // any order
 	pr := ProbeMetrics(s, 4, 3, ProbeSweep, 2, recs)
@@ -49,24 +51,25 @@ func TestProbeFiguresHandComputed(t *testing.T) {
 	eq := func(name string, got *float64, want float64) {
 		t.Helper()
 		if got == nil || *got != want {
-			t.Errorf("%s = %v, want %v", name, got, want)
+			t.Errorf("%s = %s, want %v", name, ptrText(got), want)
 		}
 	}
 	eq("scheduled rate", pr.ScheduledRate, perSecond(4, 2000))
 	eq("achieved rate", pr.AchievedRate, perSecond(4, 1995))
 	eq("throughput", pr.Throughput, perSecond(3, 2100))
 	eq("goodput", pr.Goodput, perSecond(2, 2100))
-	eq("token rate", pr.TokenRate, perSecond(13, 2100))
+	eq("token rate", pr.TokenRate, perSecond(15, 2100))
 	eq("TPOT max", pr.TPOTMs.Max, 10)
 	eq("TPOT p50", pr.TPOTMs.P50, 10)
-	eq("TTFT max", pr.TTFTMs.Max, 150)
-	eq("E2E max", pr.E2EMs.Max, 180)
+	eq("TTFT max", pr.TTFTMs.Max, 100)
+	eq("E2E max", pr.E2EMs.Max, 130)
+	eq("TPOT p95", pr.TPOTMs.P95, 10)
 	eq("send delay max", pr.SendDelayMs.Max, 5)
 	eq("send delay p99", pr.SendDelayMs.P99, 5) // delays 5, 5, 2, 0, 0
-	// At every edge: completion 0.75, contamination 1/5 = 0.2, send delay p99 5 ms pass; the
-	// TTFT p95 (40, 100, 150: 145) and E2E p95 (40, 130, 180: 175) are above their SLOs, and
-	// the completions (3 over 1.97 s) fell behind 2/s.
-	if want := []string{"ttft_ms_p95_above_slo", "e2e_ms_p95_above_slo", CodeNotSustained}; !slices.Equal(pr.Failures, want) {
+	// At their edges: completion 0.75, contamination 1/5 = 0.2, send delay p99 5 ms and TPOT
+	// p95 10 ms pass, as does TTFT p95 (80, 90, 100: 99); E2E p95 (100, 120, 130: 129) is above
+	// 120, and the completions (3 over 1.98 s) fell behind 2/s.
+	if want := []string{"e2e_ms_p95_above_slo", CodeNotSustained}; !slices.Equal(pr.Failures, want) {
 		t.Errorf("failures %v, want %v", pr.Failures, want)
 	}
 

@@ -266,7 +266,7 @@ func TestSustainAtItsEdges(t *testing.T) {
 		t.Errorf("edge: %+v; want 7 arrivals over 3 s, in flight 1 then 4, growth 3 at the limit 3", sc)
 	}
 	if sc.OfferedRate == nil || *sc.OfferedRate != 2 || sc.DepartureRate == nil || *sc.DepartureRate != 2 || sc.Ratio == nil || *sc.Ratio != 1 || !sc.Sustained {
-		t.Errorf("edge: offered %v departures %v ratio %v sustained %v; want 2/s, 2/s, 1, sustained", sc.OfferedRate, sc.DepartureRate, sc.Ratio, sc.Sustained)
+		t.Errorf("edge: offered %s departures %s ratio %s sustained %v; want 2/s, 2/s, 1, sustained", ptrText(sc.OfferedRate), ptrText(sc.DepartureRate), ptrText(sc.Ratio), sc.Sustained)
 	}
 	// One more arrival in flight over the last third: growth 4 > 3, not sustained.
 	more := append(slices.Clone(edge), unit(2502, 3500.5, true))
