@@ -200,3 +200,20 @@ func TestPredictionExpectationAndSelectorText(t *testing.T) {
 		}
 	}
 }
+
+// TestComparisonWithAnUnreadableRightSide: a comparison whose right-hand selector reads no
+// number is unresolvable, naming why; its expectation is still written.
+func TestComparisonWithAnUnreadableRightSide(t *testing.T) {
+	r := &Result{Candidates: []CandidateResult{{ID: "a", Cells: []CellResult{{Slots: 1, Clients: 1, GenerationRate: fp(60)}}}}}
+	about := Selector{Figure: FigureCellRate, Candidate: "a", Slots: ip(1), Clients: ip(1)}
+	pr := Prediction{ID: "C", Kind: study.KindComparison, About: about, Op: "within", Tolerance: 0.1,
+		Than: &Selector{Figure: FigureCellRate, Candidate: "a", Slots: ip(2), Clients: ip(2)}}
+	v := evaluate(pr, r)
+	if v.Outcome != study.Unresolvable || v.Problem != "a P2/C2 is not a cell of the result" || v.Expected != "within 10% of cell_rate of a P2/C2" {
+		t.Errorf("verdict %+v", v)
+	}
+	pr.Than = &about
+	if v := evaluate(pr, r); v.Outcome != study.Holds || len(v.Sources) != 2 || v.Sources[0] != "a P1/C1" {
+		t.Errorf("a cell against itself: %+v", v)
+	}
+}

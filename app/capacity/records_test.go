@@ -151,6 +151,10 @@ func TestLastLoadBlock(t *testing.T) {
 	if b := LastLoadBlock([]byte(long)); b.Loads != 1 || b.StartLine != 3 {
 		t.Fatalf("after a 200 KiB line: block %+v, want the load at line 3", b)
 	}
+	// A marker that is not a regular expression is refused, naming it.
+	if _, _, err := CheckMarkers("l", []byte(one), Markers{Must: []string{"CPU_(KLEIDIAI"}}); err == nil || !strings.Contains(err.Error(), "CPU_(KLEIDIAI") {
+		t.Fatalf("bad marker: %v", err)
+	}
 	// No markers: no block needed.
 	if _, checks, err := CheckMarkers("l", []byte("x\n"), Markers{}); err != nil || len(checks) != 0 {
 		t.Fatal(err)
