@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"sparkbench/runner/vocab"
 )
 
 // The device memory gate (limits.max_device_mib) on recorded-style server logs: each of its
@@ -222,5 +224,54 @@ func TestDeviceGatePeakAboveLimit(t *testing.T) {
 			t.Errorf("check %+v", g)
 		}
 		wantFailures(t, cellOf(t, r, "b", 1, c))
+	}
+}
+
+// TestRequestedLayers: the -ngl a candidate's flags ask for, in each spelling; a flag with no
+// value after it (the last argument) asks for nothing, and the last one given wins.
+func TestRequestedLayers(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		n     int
+		ok    bool
+	}{
+		{nil, 0, false},
+		{[]string{"-ngl"}, 0, false},
+		{[]string{"-c", "512", "--n-gpu-layers"}, 0, false},
+		{[]string{"-ngl", "7"}, 7, true},
+		{[]string{"-ngl", "7", "-ngl"}, 7, true},
+		{[]string{"--n-gpu-layers=12"}, 12, true},
+		{[]string{"--gpu-layers", "all"}, 1 << 30, true},
+		{[]string{"-ngl", "x"}, 0, false},
+		{[]string{"-ngl", "3", "--gpu-layers=5"}, 5, true},
+	} {
+		if n, ok := requestedLayers(tc.flags); n != tc.n || ok != tc.ok {
+			t.Errorf("requestedLayers(%q) = %d, %v; want %d, %v", tc.flags, n, ok, tc.n, tc.ok)
+		}
+	}
+}
+
+// TestLayersOnDevice: with no "offloaded" line a model buffer above 0 MiB on a device other
+// than the CPU is what says the layers went there; 0 MiB, a host buffer or a compute buffer
+// alone do not; an "offloaded N/M" line decides by N whatever the buffers say.
+func TestLayersOnDevice(t *testing.T) {
+	buf := func(kind, dev string, mib float64) vocab.Buffer {
+		return vocab.Buffer{Kind: kind, Device: dev, MiB: mib}
+	}
+	for _, tc := range []struct {
+		name string
+		ev   vocab.Evidence
+		want bool
+	}{
+		{"device model buffer", vocab.Evidence{Buffers: []vocab.Buffer{buf(vocab.BufferModel, "Vulkan0", 100)}}, true},
+		{"device model buffer 0 MiB", vocab.Evidence{Buffers: []vocab.Buffer{buf(vocab.BufferModel, "Vulkan0", 0), buf(vocab.BufferCompute, "Vulkan0", 12)}}, false},
+		{"host model buffer", vocab.Evidence{Buffers: []vocab.Buffer{buf(vocab.BufferModel, "CPU_Mapped", 100)}}, false},
+		{"device compute buffer only", vocab.Evidence{Buffers: []vocab.Buffer{buf(vocab.BufferCompute, "Vulkan0", 12)}}, false},
+		{"offloaded 0/3 with a device buffer", vocab.Evidence{Offloaded: &vocab.Offload{Layers: 0, Of: 3}, Buffers: []vocab.Buffer{buf(vocab.BufferModel, "Vulkan0", 100)}}, false},
+		{"offloaded 1/3 without a device buffer", vocab.Evidence{Offloaded: &vocab.Offload{Layers: 1, Of: 3}}, true},
+	} {
+		if got := layersOnDevice(tc.ev); got != tc.want {
+			t.Errorf("%s: layersOnDevice = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

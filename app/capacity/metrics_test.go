@@ -165,3 +165,66 @@ func TestPercentileAgreesWithAnalysis(t *testing.T) {
 		}
 	}
 }
+
+// TestCellMetricsEdges: a request whose end is its first token has no finite ITL and adds no
+// per-stream rate; server timings with no predicted tokens or no predicted time add no server
+// rate (their overhead still counts); a window of 0 ms has no generation rate.
+func TestCellMetricsEdges(t *testing.T) {
+	r0 := rec(0, 0, 100, 500) // ITL 400/63
+	r1 := rec(1, 10, 100, 100)
+	r1.Timings = &Timings{PredictedN: 0, PredictedMs: 80, PromptMs: 10}
+	r2 := rec(2, 20, 100, 300)
+	r2.Timings = &Timings{PredictedN: 64, PredictedMs: 0, PromptMs: 20}
+	r3 := rec(3, 30, 100, 330)
+	r3.Timings = &Timings{PredictedN: 64, PredictedMs: 200, PromptMs: 100}
+	m := CellMetrics(PassForward, []RequestRecord{r3, r2, r1, r0}, 64)
+	if m.PerStreamRate == nil || math.Abs(*m.PerStreamRate-(63000.0/400+63000.0/200+63000.0/230)/3) > 1e-9 {
+		t.Errorf("per-stream %v: want the mean over the three requests with a positive ITL", m.PerStreamRate)
+	}
+	if m.ServerPerStreamRate == nil || *m.ServerPerStreamRate != 64.0/200*1000 {
+		t.Errorf("server per-stream %v, want 320 (only the request with predicted tokens and time)", m.ServerPerStreamRate)
+	}
+	// overheads: 100 - 90 = 10, 300 - 20 = 280, 330 - 300 = 30: median 30
+	if m.OverheadMsP50 == nil || *m.OverheadMsP50 != 30 {
+		t.Errorf("overhead p50 %v, want 30", m.OverheadMsP50)
+	}
+	flat := CellMetrics(PassForward, []RequestRecord{{Seq: 0, SendMs: 50, EndMs: 50, HTTPStatus: 500, Error: "x"}}, 64)
+	if flat.GenerationRate != nil || flat.WindowMs != 0 || flat.CompletionRate != 0 || flat.PerStreamRate != nil || flat.TTFTMsP95 != nil {
+		t.Errorf("a 0 ms window: %+v", flat)
+	}
+	if empty := CellMetrics(PassForward, nil, 64); empty.Attempted != 0 || empty.CompletionRate != 0 || empty.GenerationRate != nil {
+		t.Errorf("no request: %+v", empty)
+	}
+}
+
+// TestSpreadAndMedianOf: the spread is (max - min) / median over passes, undefined when a pass
+// lacks the value or the median is not positive; the median skips unknown values.
+func TestSpreadAndMedianOf(t *testing.T) {
+	ps := func(xs ...float64) []*float64 {
+		out := make([]*float64, len(xs))
+		for i := range xs {
+			out[i] = fp(xs[i])
+		}
+		return out
+	}
+	if s := spreadOf(ps(90, 110, 100)); s == nil || *s != 0.2 {
+		t.Errorf("spread of 90, 110, 100: %v, want 0.2", s)
+	}
+	if s := spreadOf(ps(100, 100)); s == nil || *s != 0 {
+		t.Errorf("spread of 100, 100: %v, want 0", s)
+	}
+	for name, xs := range map[string][]*float64{"none": nil, "a pass without": {fp(1), nil}, "median 0": ps(0, 0, 5), "median below 0": ps(-2, -1, 3)} {
+		if s := spreadOf(xs); s != nil {
+			t.Errorf("%s: spread %v, want undefined", name, *s)
+		}
+	}
+	if m := medianOf([]*float64{nil, fp(3), fp(1), nil, fp(2)}); m == nil || *m != 2 {
+		t.Errorf("median %v, want 2", m)
+	}
+	if m := medianOf([]*float64{nil, nil}); m != nil {
+		t.Errorf("median of nothing known %v, want nil", *m)
+	}
+	if m := mean([]float64{1, 2, 6}); m == nil || *m != 3 {
+		t.Errorf("mean %v, want 3", m)
+	}
+}

@@ -104,6 +104,12 @@ func TestReadRSS(t *testing.T) {
 		{"empty", "  \n", 0, "", "empty file"},
 		{"shell time", "real 0m1.2s\nuser 0m1.0s\n", 0, "", "no \"Maximum resident set size (kbytes): N\" line"},
 		{"bad number", "\tMaximum resident set size (kbytes): 12x\n", 0, "", "rss:1: maximum resident set size \"12x\""},
+		{"zero kbytes", "\tCommand being timed: \"x\"\n\tMaximum resident set size (kbytes): 0\n", 0, "", "rss:2: maximum resident set size \"0\": want a positive whole number"},
+		{"one kbyte", "\tMaximum resident set size (kbytes): 1\n", 1, RSSFormatGNUTime, ""},
+		{"last line wins", "Maximum resident set size (kbytes): 5\nMaximum resident set size (kbytes): 9\n", 9, RSSFormatGNUTime, ""},
+		{"record of 1 KiB", `{"vmhwm_kib": 1}`, 1, RSSFormatRecord, ""},
+		{"negative", `{"vmhwm_kib": -3}`, 0, "", "vmhwm_kib -3"},
+		{"own schema", `{"schema": "sparkbench.rss/v1", "vmhwm_kib": 5}`, 5, RSSFormatRecord, ""},
 		{"zero", `{"vmhwm_kib": 0}`, 0, "", "vmhwm_kib 0"},
 		{"unknown field", `{"vmhwm": 5}`, 0, "", `unknown field "vmhwm"`},
 		{"schema", `{"schema": "x", "vmhwm_kib": 5}`, 0, "", `schema "x"`},
@@ -139,6 +145,16 @@ func TestLastLoadBlock(t *testing.T) {
 	if b.Loads != 1 || b.StartLine != 2 || checks[0].Ok || checks[0].Line != 3 {
 		t.Fatalf("block %+v checks %+v", b, checks)
 	}
+	// A line far past the scanner's first 64 KiB (a verbose server echoing a long prompt)
+	// does not end the scan: the load after it is found.
+	long := "0.0 I prompt: " + strings.Repeat("x", 200*1024) + "\n" + one
+	if b := LastLoadBlock([]byte(long)); b.Loads != 1 || b.StartLine != 3 {
+		t.Fatalf("after a 200 KiB line: block %+v, want the load at line 3", b)
+	}
+	// A marker that is not a regular expression is refused, naming it.
+	if _, _, err := CheckMarkers("l", []byte(one), Markers{Must: []string{"CPU_(KLEIDIAI"}}); err == nil || !strings.Contains(err.Error(), "CPU_(KLEIDIAI") {
+		t.Fatalf("bad marker: %v", err)
+	}
 	// No markers: no block needed.
 	if _, checks, err := CheckMarkers("l", []byte("x\n"), Markers{}); err != nil || len(checks) != 0 {
 		t.Fatal(err)
@@ -151,12 +167,19 @@ func TestReadQuality(t *testing.T) {
 	if err != nil || q.Score() != 1 || len(q.Cases) != 2 {
 		t.Fatalf("%+v %v", q, err)
 	}
+	// One slot is a guard server's least --parallel; every case passed scores them all.
+	one := strings.Replace(strings.Replace(ok, `"slots":2`, `"slots":1`, 1), `"fail"`, `"pass"`, 1)
+	if q, err := ReadQuality("q", []byte(one)); err != nil || q.Slots != 1 || q.Score() != 2 || q.outcomes()["c2"] != "pass" {
+		t.Fatalf("one slot, all passed: %+v %v", q, err)
+	}
 	for _, tc := range []struct{ data, want string }{
 		{strings.Replace(ok, `"pass"`, `"PASS"`, 1), `cases[0].outcome "PASS"`},
 		{strings.Replace(ok, `"c2"`, `"c1"`, 1), `cases[1].id "c1" repeats cases[0]`},
 		{strings.Replace(ok, `"slots":2`, `"slots":0`, 1), "slots 0"},
 		{strings.Replace(ok, `quality/v1`, `quality/v2`, 1), "schema"},
 		{`{"schema":"sparkbench.quality/v1","candidate":"a","slots":2,"cases":[]}`, "no cases"},
+		{strings.Replace(ok, `"id":"c2"`, `"id":" "`, 1), "cases[1].id is empty"},
+		{strings.Replace(ok, `"candidate":"a"`, `"candidate":"a b"`, 1), `candidate "a b"`},
 		{strings.Replace(ok, `"matcher"`, `"kind"`, 1), `unknown field "kind"`},
 	} {
 		if _, err := ReadQuality("q", []byte(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {

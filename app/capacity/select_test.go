@@ -2,6 +2,8 @@ package capacity
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -179,4 +181,118 @@ func rep(x float64, n int) []float64 {
 		out[i] = x
 	}
 	return out
+}
+
+// TestPassLoadGatesBoundaries: an observed p95 at the limit and a completion rate at the
+// minimum pass; just past either fails with the pass-prefixed code; no completed request
+// leaves the p95 undefined, which fails.
+func TestPassLoadGatesBoundaries(t *testing.T) {
+	l := Limits{TTFTMsP95Max: 500, E2EMsP95Max: 2000, CompletionRateMin: 0.9}
+	codes := func(gs []GateCheck) []string {
+		var out []string
+		for _, g := range gs {
+			if g.Passed != (g.Failure == "") {
+				t.Errorf("%s: passed %v with failure %q", g.Gate, g.Passed, g.Failure)
+			}
+			if !g.Passed {
+				out = append(out, g.Failure)
+			}
+		}
+		return out
+	}
+	at := PassMetrics{Pass: PassForward, TTFTMsP95: fp(500), E2EMsP95: fp(2000), CompletionRate: 0.9, Completed: 9, Attempted: 10}
+	gs := PassLoadGates(at, l)
+	if got := codes(gs); len(got) != 0 || len(gs) != 3 {
+		t.Errorf("at the limits: failures %v (%d checks), want none of 3", got, len(gs))
+	}
+	if g := gs[2]; g.Gate != "forward:completion_rate" || g.Detail != "9 of 10" || *g.Observed != 0.9 || *g.Limit != 0.9 {
+		t.Errorf("completion check %+v", g)
+	}
+	past := PassMetrics{Pass: PassReverse, TTFTMsP95: fp(500.001), E2EMsP95: fp(2000.001), CompletionRate: 0.89}
+	want := []string{"reverse:" + CodeTTFTAbove, "reverse:" + CodeE2EAbove, "reverse:" + CodeCompletionBelow}
+	if got := codes(PassLoadGates(past, l)); !slices.Equal(got, want) {
+		t.Errorf("past the limits: failures %v, want %v", got, want)
+	}
+	none := PassLoadGates(PassMetrics{Pass: PassForward, CompletionRate: 1}, l)
+	if got := codes(none); !slices.Equal(got, []string{"forward:" + CodeTTFTAbove, "forward:" + CodeE2EAbove}) ||
+		!strings.Contains(none[0].Detail, "undefined") || none[2].Detail != "0 of 0" {
+		t.Errorf("no completed request: failures %v, checks %+v", got, none)
+	}
+	if gs[0].Detail != "" {
+		t.Errorf("a defined p95 carries detail %q", gs[0].Detail)
+	}
+}
+
+// passingCell is a cell that passed every gate with the given figures.
+func passingCell(slots, clients int, rate, e2e, ttft, rss float64) CellResult {
+	return CellResult{Slots: slots, Clients: clients, GenerationRate: fp(rate), E2EMsP95: fp(e2e), TTFTMsP95: fp(ttft), PeakRSSMiB: rss, Passed: true}
+}
+
+// TestSelectPointRule: the selection rule on cells given directly. A cell exactly at the
+// tolerance's edge is within it; failing cells and cells without a figure are not eligible;
+// the gain needs a positive base rate.
+func TestSelectPointRule(t *testing.T) {
+	refs := func(s *Selection) string {
+		var b strings.Builder
+		for _, w := range s.WithinTolerance {
+			fmt.Fprintf(&b, "P%d/C%d ", w.Slots, w.Clients)
+		}
+		return strings.TrimSpace(b.String())
+	}
+	edge := []CellResult{
+		passingCell(1, 1, 100, 900, 100, 1000),
+		passingCell(2, 2, 75, 800, 100, 1000), // 100 × (1 - 0.25) exactly: within
+		passingCell(4, 4, 74.99, 700, 100, 1000),
+		{Slots: 8, Clients: 8, GenerationRate: fp(500), E2EMsP95: fp(1), TTFTMsP95: fp(1), Passed: false},
+		{Slots: 8, Clients: 4, E2EMsP95: fp(1), TTFTMsP95: fp(1), Passed: true},
+		{Slots: 8, Clients: 2, GenerationRate: fp(500), TTFTMsP95: fp(1), Passed: true},
+		{Slots: 8, Clients: 1, GenerationRate: fp(500), E2EMsP95: fp(1), Passed: true},
+	}
+	s, note := selectPoint(edge, 0.25, fp(50))
+	if s == nil || note != "" {
+		t.Fatalf("nothing selected: %q", note)
+	}
+	if s.Slots != 2 || s.Clients != 2 || s.DecidedBy != DecidedByE2E || refs(s) != "P2/C2 P1/C1" || s.GenerationRate != 75 || s.Gain == nil || *s.Gain != 0.5 {
+		t.Errorf("selected %+v within %s gain %v; want P2/C2 by %s within P2/C2 P1/C1, gain 0.5", s, refs(s), s.Gain, DecidedByE2E)
+	}
+	// A lone eligible cell is decided by the rate; a base rate of 0 leaves the gain undefined.
+	s, _ = selectPoint(edge[:1], 0.25, fp(0))
+	if s == nil || s.DecidedBy != DecidedByRate || refs(s) != "P1/C1" || s.Gain != nil {
+		t.Errorf("one cell: %+v", s)
+	}
+	if s, note := selectPoint(edge[3:], 0.25, nil); s != nil || note != "no cell passes every gate" {
+		t.Errorf("no eligible cell: %+v %q", s, note)
+	}
+	// Every key equal but the clients: fewer clients first.
+	tie := []CellResult{passingCell(2, 4, 100, 900, 100, 1000), passingCell(2, 2, 100, 900, 100, 1000)}
+	if s, _ := selectPoint(tie, 0.01, nil); s.Clients != 2 || s.DecidedBy != DecidedByClients || s.Gain != nil {
+		t.Errorf("tie on clients: %+v", s)
+	}
+}
+
+// TestScalingOfDiagonal: only diagonal cells with a positive rate are points; exactly two
+// suffice; the TTFT growth is the last diagonal p95 over the first, undefined when the first
+// is not positive.
+func TestScalingOfDiagonal(t *testing.T) {
+	cells := []CellResult{
+		{Slots: 1, Clients: 1, GenerationRate: fp(50), TTFTMsP95: fp(100)},
+		{Slots: 1, Clients: 2, GenerationRate: fp(400), TTFTMsP95: fp(1)},
+		{Slots: 2, Clients: 2, GenerationRate: fp(0), TTFTMsP95: fp(1)},
+		{Slots: 4, Clients: 4, GenerationRate: fp(150), TTFTMsP95: fp(350)},
+		{Slots: 8, Clients: 8, TTFTMsP95: fp(1)},
+	}
+	r, note := scalingOf(cells, 0.1)
+	if r == nil {
+		t.Fatalf("no scaling: %q", note)
+	}
+	if len(r.Points) != 2 || r.Points[0].X != 1 || r.Points[1].X != 4 || r.Speedup != 3 || r.TTFTGrowth == nil || *r.TTFTGrowth != 3.5 {
+		t.Errorf("scaling %+v growth %v; want points P1 and P4, speedup 3, TTFT growth 3.5", r, r.TTFTGrowth)
+	}
+	cells[0].TTFTMsP95 = fp(0)
+	if r, _ := scalingOf(cells, 0.1); r == nil || r.TTFTGrowth != nil {
+		t.Errorf("first diagonal TTFT 0: %+v, want the growth undefined", r)
+	}
+	if r, note := scalingOf(cells[1:], 0.1); r != nil || note != "scaling needs at least two diagonal cells (clients = slots) with a rate; have 1" {
+		t.Errorf("one diagonal cell: %+v %q", r, note)
+	}
 }

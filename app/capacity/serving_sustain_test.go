@@ -247,3 +247,251 @@ func TestSustainWindowPlanFields(t *testing.T) {
 		t.Errorf("requests 16, min_requests 2, min_seconds 0.5 at 2/s: %d requests, want 16", n)
 	}
 }
+
+// unit is an arrival of a made-up probe: due at due ms, ended at end ms, completed or not.
+func unit(due, end float64, completed bool) arrivalUnit {
+	return arrivalUnit{due: due, end: end, completed: completed}
+}
+
+// TestSustainAtItsEdges: the sustain rule's figures on hand-made arrivals, each at an edge of
+// the rule. The in-flight means are exact here: every count is constant over its third.
+func TestSustainAtItsEdges(t *testing.T) {
+	// In flight 1 over the middle third (500-1500-2500 ... 3500 ms: one arrival due at 1500
+	// runs to 2500) and 4 over the last third: growth 3, exactly the floor of 3: sustained.
+	edge := []arrivalUnit{unit(500, 501, true), unit(1500, 2500, true),
+		unit(2500, 3500.5, true), unit(2500.5, 3500.5, true), unit(2501, 3500.5, true), unit(2501.5, 3500.5, true),
+		unit(3500, 3501, true)}
+	sc := Sustain(edge)
+	if sc.Arrivals != 7 || sc.WindowS != 3 || sc.InFlightMiddle != 1 || sc.InFlightLast != 4 || sc.InFlightGrowth != 3 || sc.GrowthLimit != 3 {
+		t.Errorf("edge: %+v; want 7 arrivals over 3 s, in flight 1 then 4, growth 3 at the limit 3", sc)
+	}
+	if sc.OfferedRate == nil || *sc.OfferedRate != 2 || sc.DepartureRate == nil || *sc.DepartureRate != 2 || sc.Ratio == nil || *sc.Ratio != 1 || !sc.Sustained {
+		t.Errorf("edge: offered %s departures %s ratio %s sustained %v; want 2/s, 2/s, 1, sustained", ptrText(sc.OfferedRate), ptrText(sc.DepartureRate), ptrText(sc.Ratio), sc.Sustained)
+	}
+	// One more arrival in flight over the last third: growth 4 > 3, not sustained.
+	more := append(slices.Clone(edge), unit(2502, 3500.5, true))
+	if sc := Sustain(more); sc.InFlightGrowth != 4 || sc.Sustained {
+		t.Errorf("growth 4: %+v; want not sustained", sc)
+	}
+
+	// Completions at exactly 95% of the arrivals' pace: 9 arrivals over 9.5 s, completions
+	// over 10 s. Sustained (the rule is "at least").
+	var pace []arrivalUnit
+	for i := range 9 {
+		pace = append(pace, unit(float64(i)*1187.5, 100+float64(i)*1250, true))
+	}
+	if sc := Sustain(pace); sc.Ratio == nil || *sc.Ratio != SustainRatioMin || !sc.Sustained {
+		t.Errorf("ratio at the minimum: %+v; want ratio %g and sustained", sc, SustainRatioMin)
+	}
+	// 10 arrivals: the growth limit is still the floor; 100: 10% of them.
+	if sc := Sustain(make([]arrivalUnit, 100)); sc.GrowthLimit != 10 {
+		t.Errorf("100 arrivals: growth limit %v, want 10", sc.GrowthLimit)
+	}
+
+	// Two arrivals are enough to measure.
+	two := Sustain([]arrivalUnit{unit(0, 100, true), unit(1000, 1100, true)})
+	if two.OfferedRate == nil || *two.OfferedRate != 1 || two.DepartureRate == nil || *two.DepartureRate != 1 || !two.Sustained {
+		t.Errorf("two arrivals: %+v; want 1/s both ways, sustained", two)
+	}
+	// Two arrivals due at the same instant, ending together: no span, no rate, nothing in flight
+	// over an empty window.
+	same := Sustain([]arrivalUnit{unit(500, 600, true), unit(500, 600, true)})
+	if same.OfferedRate != nil || same.DepartureRate != nil || same.Ratio != nil || same.InFlightMiddle != 0 || same.InFlightLast != 0 || same.Sustained {
+		t.Errorf("no span: %+v; want no rates, nothing in flight, not sustained", same)
+	}
+	// Exactly two of four completed: the departure rate is theirs.
+	half := Sustain([]arrivalUnit{unit(0, 100, true), unit(1000, 1100, false), unit(2000, 2100, false), unit(3000, 2100.5+998, true)})
+	if half.DepartureRate == nil || math.Abs(*half.DepartureRate-1000.0/2998.5) > 1e-12 {
+		t.Errorf("two of four completed: departures %v, want 1 per 2998.5 ms", half.DepartureRate)
+	}
+	// One arrival: nothing measured.
+	if one := Sustain([]arrivalUnit{unit(0, 100, true)}); one.OfferedRate != nil || one.Sustained || one.GrowthLimit != SustainGrowthFloor {
+		t.Errorf("one arrival: %+v", one)
+	}
+}
+
+// TestSustainGateDetail: the sustained check's words for each way the rule fails; a ratio at
+// exactly the minimum is not the cause named when the growth failed.
+func TestSustainGateDetail(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sc   SustainCheck
+		want string
+	}{
+		{"sustained", SustainCheck{Arrivals: 5, OfferedRate: fp(2), DepartureRate: fp(2), Ratio: fp(1), Sustained: true}, ""},
+		{"no span", SustainCheck{Arrivals: 5}, "the schedule's arrivals span no time: the window shows nothing sustained"},
+		{"no completions", SustainCheck{Arrivals: 5, OfferedRate: fp(2)}, "fewer than 2 of 5 arrivals completed: completions did not keep up with arrivals at 2/s"},
+		{"behind", SustainCheck{Arrivals: 21, WindowS: 10, OfferedRate: fp(2), DepartureRate: fp(1.5), Ratio: fp(0.75)},
+			"completions 1.5/s against arrivals 2/s (75.0% < 95%) over 10 s: completions fell behind the arrivals"},
+		{"growth at the ratio's minimum", SustainCheck{Arrivals: 21, WindowS: 10, OfferedRate: fp(2), DepartureRate: fp(1.9), Ratio: fp(SustainRatioMin),
+			InFlightMiddle: 1, InFlightLast: 5, InFlightGrowth: 4, GrowthLimit: 3},
+			"in flight grew from 1.0 (the window's middle third, time-averaged) to 5.0 (its last third), by 4.0, at most 3.0: completions fell behind the arrivals"},
+	} {
+		g := tc.sc.gate()
+		if g.Gate != "sustained" || g.Passed != tc.sc.Sustained || g.Detail != tc.want || *g.Limit != SustainRatioMin || g.Observed != tc.sc.Ratio {
+			t.Errorf("%s: %+v, detail %q; want %q", tc.name, g, g.Detail, tc.want)
+		}
+	}
+}
+
+// TestSaturationOf: the knee is the highest sustained rate below the lowest unsustained one
+// (a sustained probe at that rate is not below it); the first probe at the lowest unsustained
+// rate gives the departure rate; the sweep's rates after the probes it ran are the skipped ones.
+func TestSaturationOf(t *testing.T) {
+	s := wideSLOServing()
+	s.Rates = []float64{1, 2, 4, 8}
+	probe := func(kind string, rate float64, sustained bool, dep float64) ProbeResult {
+		return ProbeResult{Kind: kind, OfferedRate: rate, Sustain: &SustainCheck{Sustained: sustained, DepartureRate: fp(dep)}}
+	}
+	st := saturationOf(s, []ProbeResult{
+		probe(ProbeSweep, 1, true, 1), probe(ProbeSweep, 2, true, 2), probe(ProbeSweep, 4, false, 3.1),
+		probe(ProbeSearch, 3, true, 3), probe(ProbeSearch, 3.5, false, 3.2), probe(ProbeSearch, 3.5, false, 9), probe(ProbeSearch, 3.5, true, 3.5),
+		{Kind: ProbeSearch, OfferedRate: 0.5}, // judged before the sustain rule: not counted
+	})
+	if !st.Found || *st.KneeRate != 3 || *st.LowestUnsustained != 3.5 || *st.SaturatedRate != 3.2 || !slices.Equal(st.SkippedSweepRates, []float64{8}) ||
+		st.Note != "saturates between 3/s (sustained) and 3.5/s (not sustained)" || st.MinRequests != DefaultSustainMinRequests || st.MinSeconds != DefaultSustainMinSeconds {
+		t.Errorf("saturation %+v", st)
+	}
+	st = saturationOf(s, []ProbeResult{probe(ProbeSweep, 1, true, 1), probe(ProbeSweep, 2, true, 2), probe(ProbeSweep, 4, true, 4), probe(ProbeSweep, 8, true, 8)})
+	if st.Found || *st.KneeRate != 8 || st.LowestUnsustained != nil || len(st.SkippedSweepRates) != 0 || st.Note != "every probe was sustained: saturation is above 8/s" {
+		t.Errorf("all sustained: %+v", st)
+	}
+	st = saturationOf(s, []ProbeResult{probe(ProbeSweep, 1, false, 0.5)})
+	if !st.Found || st.KneeRate != nil || *st.SaturatedRate != 0.5 || !slices.Equal(st.SkippedSweepRates, []float64{2, 4, 8}) || st.Note != "not sustained from the lowest rate probed (1/s)" {
+		t.Errorf("saturated from the start: %+v", st)
+	}
+	if st := saturationOf(s, nil); st.Found || st.KneeRate != nil || st.Note != "no probe measured" || len(st.SkippedSweepRates) != 4 {
+		t.Errorf("no probe: %+v", st)
+	}
+}
+
+// TestArrivalUnits: a single-turn record is an arrival; a conversation is one arrival due at
+// its first turn's schedule, ended at its last turn's end, completed when every turn was; a
+// conversation whose first turn is missing and a record with no schedule are left out;
+// conversations come in ID order after the single requests.
+func TestArrivalUnits(t *testing.T) {
+	at := func(x float64) *float64 { return &x }
+	recs := []ServingRecord{
+		{Conversation: 7, Turn: 2, ScheduledMs: at(250), EndMs: 400, HTTPStatus: 500},
+		{Conversation: 7, Turn: 1, ScheduledMs: at(50), EndMs: 200, HTTPStatus: 200},
+		{Turn: 0, ScheduledMs: at(0), EndMs: 100, HTTPStatus: 200},
+		{Turn: 0, EndMs: 150, HTTPStatus: 200},
+		{Conversation: 3, Turn: 2, ScheduledMs: at(10), EndMs: 60, HTTPStatus: 200},
+		{Conversation: 5, Turn: 1, ScheduledMs: at(20), EndMs: 90, HTTPStatus: 200},
+		{Conversation: 5, Turn: 2, ScheduledMs: at(95), EndMs: 300, HTTPStatus: 200},
+	}
+	got := arrivalUnits(recs, func(r ServingRecord) bool { return r.HTTPStatus == 200 })
+	want := []arrivalUnit{unit(0, 100, true), unit(20, 300, true), unit(50, 400, false)}
+	if !slices.Equal(got, want) {
+		t.Errorf("units %+v, want %+v", got, want)
+	}
+}
+
+// TestSustainWindowRange: serving.sustain's bounds are inclusive (2 to 100000 requests,
+// up to 3600 s); one past either end is refused.
+func TestSustainWindowRange(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		secs float64
+		bad  []string
+	}{
+		{2, 3600, nil},
+		{100000, 0.001, nil},
+		{1, 10, []string{"serving.sustain.min_requests"}},
+		{100001, 3600.5, []string{"serving.sustain.min_requests", "serving.sustain.min_seconds"}},
+		{32, -1, []string{"serving.sustain.min_seconds"}},
+	} {
+		p := servingPlan()
+		n, secs := tc.n, tc.secs
+		p.Serving.Sustain = &SustainWindow{MinRequests: &n, MinSeconds: &secs}
+		var got []string
+		for _, pr := range study.Errors(Validate(p, ValidateOptions{})) {
+			got = append(got, pr.Path)
+		}
+		if !slices.Equal(got, tc.bad) {
+			t.Errorf("min_requests %d, min_seconds %g: problems at %v, want %v", n, secs, got, tc.bad)
+		}
+		if tc.bad == nil && (p.Serving.SustainMinRequests() != n || p.Serving.SustainMinSeconds() != secs) {
+			t.Errorf("window %d, %g read back as %d, %g", n, secs, p.Serving.SustainMinRequests(), p.Serving.SustainMinSeconds())
+		}
+	}
+	// Each field alone: the other keeps its default.
+	p := servingPlan()
+	n := 40
+	p.Serving.Sustain = &SustainWindow{MinRequests: &n}
+	if p.Serving.SustainMinRequests() != 40 || p.Serving.SustainMinSeconds() != DefaultSustainMinSeconds {
+		t.Errorf("min_requests alone: %d, %g", p.Serving.SustainMinRequests(), p.Serving.SustainMinSeconds())
+	}
+	secs := 2.5
+	p.Serving.Sustain = &SustainWindow{MinSeconds: &secs}
+	if p.Serving.SustainMinRequests() != DefaultSustainMinRequests || p.Serving.SustainMinSeconds() != 2.5 {
+		t.Errorf("min_seconds alone: %d, %g", p.Serving.SustainMinRequests(), p.Serving.SustainMinSeconds())
+	}
+	// probeRequests: a v1 file's probes sent the plan's requests, a v2 file's the window's.
+	if got, want := p.Serving.probeRequests(ServingRulesV1, 50), p.Serving.Requests; got != want {
+		t.Errorf("v1 rules at 50/s: %d requests, want the plan's %d", got, want)
+	}
+	if got := p.Serving.probeRequests(ServingRulesSustain, 50); got != 126 {
+		t.Errorf("sustain rules at 50/s over 2.5 s: %d requests, want 126", got)
+	}
+}
+
+// TestNextProbeSweepThenSearch: the sweep's rates in order until its last or its first
+// saturated probe; then the search, whose own probes are counted from there (with one probe
+// allowed, it still makes that one after a sweep of any length).
+func TestNextProbeSweepThenSearch(t *testing.T) {
+	s := wideSLOServing()
+	s.Rates = []float64{1, 2, 4, 8}
+	ok := func(r float64) ProbePoint { return ProbePoint{Rate: r, Passed: true} }
+	sat := func(r float64) ProbePoint { return ProbePoint{Rate: r, Saturated: true} }
+	for _, tc := range []struct {
+		name   string
+		search bool
+		points []ProbePoint
+		rate   float64
+		kind   string
+		done   bool
+	}{
+		{"first", false, nil, 1, ProbeSweep, false},
+		{"second", false, []ProbePoint{ok(1)}, 2, ProbeSweep, false},
+		{"last", false, []ProbePoint{ok(1), ok(2), ok(4)}, 8, ProbeSweep, false},
+		{"sweep done, no search", false, []ProbePoint{ok(1), ok(2), ok(4), ok(8)}, 0, "", true},
+		{"saturated first, no search", false, []ProbePoint{sat(1)}, 0, "", true},
+		{"sweep done, search", true, []ProbePoint{ok(1), ok(2), ok(4), ok(8)}, 16, ProbeSearch, false},
+		{"saturated at 2, search", true, []ProbePoint{ok(1), sat(2)}, 1.5, ProbeSearch, false},
+		{"saturated at 1, search", true, []ProbePoint{sat(1)}, 0.5, ProbeSearch, false},
+		{"search probe spent", true, []ProbePoint{ok(1), sat(2), ok(1.5)}, 0, ProbeSearch, true},
+	} {
+		s.Search = nil
+		if tc.search {
+			s.Search = &RateSearch{Lo: 0.5, Hi: 64, Tolerance: 0.01, MaxProbes: 1}
+		}
+		rate, kind, done, _ := s.NextProbe(tc.points)
+		if rate != tc.rate || kind != tc.kind || done != tc.done {
+			t.Errorf("%s: next %g %q done %v; want %g %q done %v", tc.name, rate, kind, done, tc.rate, tc.kind, tc.done)
+		}
+	}
+}
+
+// TestValidityNote: one entry per open-loop probe, keyed by its lifetime; behind_schedule
+// when the probe failed client_behind_schedule; nil when no candidate has probes.
+func TestValidityNote(t *testing.T) {
+	if v := Validity(&Result{Candidates: []CandidateResult{{ID: "a"}}}); v != nil {
+		t.Errorf("closed loop: %+v, want nil", v)
+	}
+	r := &Result{Candidates: []CandidateResult{{ID: "a", Serving: []ServingResult{{Pass: PassForward, Slots: 2, Probes: []ProbeResult{
+		{Probe: 0, OfferedRate: 1, Requests: 32, Completed: 31, Contaminated: 1, TokenMismatch: 2, Failures: []string{CodeContaminated}},
+		{Probe: 1, OfferedRate: 2, Requests: 32, ClientBound: true, Failures: []string{CodeServingCompletion, CodeBehindSchedule}},
+	}}}}}}
+	v := Validity(r)
+	if v == nil || len(v.Probes) != 2 {
+		t.Fatalf("validity %+v", v)
+	}
+	a, b := v.Probes[0], v.Probes[1]
+	if a.Lifetime != (LifetimeKey{Pass: PassForward, Candidate: "a", Slots: 2}).String() || a.Probe != 0 || a.Completed != 31 || a.Contaminated != 1 || a.TokenMismatch != 2 || a.BehindSchedule || a.ClientBound {
+		t.Errorf("probe 0: %+v", a)
+	}
+	if b.Probe != 1 || b.OfferedRate != 2 || !b.BehindSchedule || !b.ClientBound || len(b.Failures) != 2 {
+		t.Errorf("probe 1: %+v", b)
+	}
+}
