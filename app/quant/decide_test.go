@@ -272,6 +272,13 @@ func TestRankTolerance(t *testing.T) {
 			}
 		}
 	}
+	// The why names a candidate exactly at the bar as tied: A (200 t/s, the lower KLD) is
+	// selected, B at 150 is tied with it under tolerance 0.25.
+	a.KLD.Mean, b.KLD.Mean = 0.1, 0.5
+	if s := Select(Rule{Maximize: "tg@512", Tolerance: f(0.25)}, []Candidate{a, b}); s.Selected != "A" ||
+		s.Why != "A: tied on tg@512 within 25% with B, chosen by kld_mean > file_size > peak_rss > order" {
+		t.Errorf("B at the bar: selected %q why %q", s.Selected, s.Why)
+	}
 	// Within 1% by default: 99 of 100 is tied, 98.9 is not.
 	c, d := cand("C", 0, 100, 0.5, 10, 1), cand("D", 1, 99, 0.1, 10, 1)
 	if s := Select(Rule{Maximize: "tg@512"}, []Candidate{c, d}); s.Selected != "D" {
