@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,5 +233,37 @@ func TestAdaptiveCellWords(t *testing.T) {
 		if got := c.c.Words(9); got != c.want {
 			t.Errorf("got %q, want %q", got, c.want)
 		}
+	}
+}
+
+// TestRoundOrder: "abab" keeps the plan order every round; "blocks" draws a permutation from
+// the seed and the round, the same on every call.
+func TestRoundOrder(t *testing.T) {
+	legs := []string{"a", "b", "c", "d", "e", "f"}
+	abab := &Adaptive{Order: OrderABAB, Seed: 42}
+	blocks := &Adaptive{Order: OrderBlocks, Seed: 42}
+	moved := 0
+	for round := 0; round < 4; round++ {
+		if got := abab.RoundOrder(legs, round); !reflect.DeepEqual(got, legs) {
+			t.Errorf("abab round %d: %q", round, got)
+		}
+		got := blocks.RoundOrder(legs, round)
+		if again := blocks.RoundOrder(legs, round); !reflect.DeepEqual(got, again) {
+			t.Errorf("blocks round %d: %q then %q", round, got, again)
+		}
+		sorted := append([]string(nil), got...)
+		slices.Sort(sorted)
+		if !reflect.DeepEqual(sorted, legs) {
+			t.Errorf("blocks round %d is not a permutation: %q", round, got)
+		}
+		if !reflect.DeepEqual(got, legs) {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Error("blocks never changed the order in 4 rounds of 6 legs")
+	}
+	if !reflect.DeepEqual(legs, []string{"a", "b", "c", "d", "e", "f"}) {
+		t.Errorf("the plan's legs were changed: %q", legs)
 	}
 }
