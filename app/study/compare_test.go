@@ -472,3 +472,19 @@ func TestLoadCompareSide(t *testing.T) {
 		t.Errorf("A/A of a study without results: %v", err)
 	}
 }
+
+// TestCompareSidesRowOfNoPlanModel: a row whose model the plan does not name (a leg of every
+// model whose file llama-bench printed under another path) keeps its place among the first
+// model's cells: the sort is stable, it does not move ahead of them.
+func TestCompareSidesRowOfNoPlanModel(t *testing.T) {
+	three := []float64{100, 101, 99}
+	base := cmpSide(1, []ComparedModel{{"A", "aa"}}, cmpRow("", "tg32", 0, "x", three...), cmpRow("A", "tg32", 0, "x", three...), cmpRow("A", "tg32", 9, "x", three...))
+	nw := cmpSide(2, []ComparedModel{{"A", "aa"}}, cmpRow("A", "tg32", 0, "x", three...))
+	c, err := CompareSides(base, nw, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"tg32 @ d0 of  [x]", "tg32 @ d9 of A [x]"}; !reflect.DeepEqual(c.OnlyBaseline, want) {
+		t.Errorf("only baseline %q, want %q", c.OnlyBaseline, want)
+	}
+}
