@@ -158,3 +158,72 @@ func TestDepthSeriesPendingAndFailed(t *testing.T) {
 		t.Errorf("slope to 128 with 256 pending: %+v %v", v, err)
 	}
 }
+
+// TestFigureRefusals: each figure says why it has no number yet (PENDING: a leg it reads is
+// still running, no bandwidth yet) or cannot have one (UNRESOLVABLE).
+func TestFigureRefusals(t *testing.T) {
+	d0 := 0
+	set := func(res *Results, leg string, avg float64) {
+		for i := range res.Rows {
+			if res.Rows[i].Leg == leg {
+				res.Rows[i].Result.AvgTs = avg
+			}
+		}
+	}
+	drop := func(res *Results, leg string) {
+		var rows []ResultRow
+		for _, r := range res.Rows {
+			if r.Leg != leg {
+				rows = append(rows, r)
+			}
+		}
+		res.Rows, res.Finished[leg] = rows, false
+	}
+	cases := []struct {
+		name    string
+		edit    func(res *Results)
+		sel     Selector
+		pending bool
+		want    string
+	}{
+		{"ceiling of a model whose tensor table was not read", nil, Selector{Figure: FigureCeiling, Model: "ghost"}, false, `model "ghost"'s tensor table was not read`},
+		{"ceiling without bandwidth", func(res *Results) { res.BandwidthGBs = 0 }, Selector{Figure: FigureCeiling, Model: "tiny"}, true, "no memory bandwidth"},
+		{"efficiency without bandwidth", func(res *Results) { res.BandwidthGBs = 0 }, Selector{Figure: FigureEfficiency, Model: "tiny", Depth: &d0}, true, "no memory bandwidth"},
+		{"efficiency of a running leg", func(res *Results) { drop(res, "tiny/d0") }, Selector{Figure: FigureEfficiency, Model: "tiny", Depth: &d0}, true, "tiny/d0"},
+		{"CV of a mean of 0", func(res *Results) { set(res, "tiny/d0", 0) }, Selector{Figure: FigureCV, Model: "tiny", Test: "tg32", Depth: &d0}, false, "CV of tiny/d0 tg d0: mean is 0"},
+		{"CV of a running leg", func(res *Results) { drop(res, "tiny/d0") }, Selector{Figure: FigureCV, Model: "tiny", Test: "tg32", Depth: &d0}, true, "tiny/d0"},
+		{"repeatability with a copy running", func(res *Results) { drop(res, "tiny/d0#end") }, Selector{Figure: FigureRepeatabilityCV, Test: "tg"}, true, "tiny/d0#end"},
+		{"contamination with a leg running", func(res *Results) { drop(res, "tiny/d0#end") },
+			Selector{Figure: FigureContamination, Test: "tg", Legs: []string{"tiny/d0#start", "tiny/d0", "tiny/d0#end"}}, true, "tiny/d0#end"},
+		{"contamination with quiet legs at 0", func(res *Results) { set(res, "tiny/d0#start", 0); set(res, "tiny/d0#end", 0) },
+			Selector{Figure: FigureContamination, Test: "tg", Legs: []string{"tiny/d0#start", "tiny/d0", "tiny/d0#end"}}, false, "quiet bracket mean 0"},
+	}
+	for _, c := range cases {
+		res := fixture(t)
+		if c.edit != nil {
+			c.edit(res)
+		}
+		v, err := res.Resolve(c.sel)
+		want := ErrUnresolvable
+		if c.pending {
+			want = ErrPending
+		}
+		if !errors.Is(err, want) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %+v %v; want %v with %q", c.name, v, err, want, c.want)
+		}
+	}
+	// The house convention says so.
+	res := fixture(t)
+	if v, err := res.Resolve(Selector{Figure: FigureCeiling, Model: "tiny", Conv: "house"}); err != nil || !strings.HasSuffix(v.Detail, "house convention") ||
+		!reflect.DeepEqual(v.Sources, []string{"model tiny tensor table"}) || v.X <= 0 {
+		t.Errorf("house ceiling %+v %v", v, err)
+	}
+	// A contamination figure: the contaminated leg against the mean of the quiet ones.
+	set(res, "tiny/d0#start", 9000)
+	set(res, "tiny/d0#end", 11000)
+	set(res, "tiny/d0", 9000)
+	if v, err := res.Resolve(Selector{Figure: FigureContamination, Test: "tg", Legs: []string{"tiny/d0#start", "tiny/d0", "tiny/d0#end"}}); err != nil || math.Abs(v.X+0.1) > 1e-12 ||
+		v.Detail != "9000.00 vs quiet 9000.00 and 11000.00" {
+		t.Errorf("contamination %+v %v", v, err)
+	}
+}
