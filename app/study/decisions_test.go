@@ -145,3 +145,80 @@ func TestEvaluateComparisonOnRepetitions(t *testing.T) {
 		t.Errorf("on the repetitions: %+v value %v sources %q", vd, *vd.Value, vd.Sources)
 	}
 }
+
+// TestAttemptOutcomes: which attempts have results, which count toward the retry limit, and
+// which notebook leg's rows count for a plan leg.
+func TestAttemptOutcomes(t *testing.T) {
+	leg := func(state string, class vocab.Class, results int) StoredLeg {
+		return StoredLeg{PlanLeg: "a", Role: RoleLeg, State: state, Class: string(class), Results: results}
+	}
+	for _, c := range []struct {
+		s       StoredLeg
+		results bool
+		failed  bool
+	}{
+		{leg(LegFinished, vocab.ClassOK, 2), true, false},
+		{leg(LegFinished, "", 2), true, false},
+		{leg(LegFinished, vocab.ClassFlagged, 1), true, false},
+		{leg(LegFinished, vocab.ClassFlagged, 0), false, true},
+		{leg(LegFinished, vocab.ClassCrashed, 0), false, true},
+		{leg(LegFinished, vocab.ClassStoppedByUser, 0), false, false},
+		{leg(LegInterrupted, vocab.ClassOK, 2), false, false},
+		{leg(LegRunning, "", 0), false, false},
+	} {
+		if got := HasResults(c.s); got != c.results {
+			t.Errorf("%s %s results %d: has results %v, want %v", c.s.State, c.s.Class, c.s.Results, got, c.results)
+		}
+		if got := failedAttempt(c.s); got != c.failed {
+			t.Errorf("%s %s results %d: failed %v, want %v", c.s.State, c.s.Class, c.s.Results, got, c.failed)
+		}
+	}
+	ok1, ok2 := leg(LegFinished, vocab.ClassOK, 1), leg(LegFinished, vocab.ClassOK, 1)
+	ok1.ID, ok2.ID = 1, 2
+	canary := leg(LegFinished, vocab.ClassOK, 1)
+	canary.ID, canary.Role = 3, RoleCanary
+	crashed := leg(LegFinished, vocab.ClassCrashed, 0)
+	crashed.ID = 4
+	if got := finalLegs([]StoredLeg{ok1, ok2, canary, crashed}); len(got) != 1 || got["a"].ID != 2 {
+		t.Errorf("the latest attempt with results counts, not a canary nor a crash: %+v", got)
+	}
+}
+
+// TestKVGate: the gate passes at or below the limit; a check's speed is its tg cells over the
+// f16 cells of the same model, test and depth (a base of 0 t/s gives none).
+func TestKVGate(t *testing.T) {
+	g := &KVQualityGate{KLDMeanMax: 0.01}
+	for _, c := range []struct {
+		kld  float64
+		want string
+	}{{0.01, "pass"}, {0.009, "pass"}, {0.0101, GateKLDAboveMax}, {0, "pass"}} {
+		if got := KVGateOutcome(c.kld, g); got != c.want {
+			t.Errorf("KLD %g: %q, want %q", c.kld, got, c.want)
+		}
+	}
+	rep := &Report{Results: []ReportCell{
+		{Model: "m", Test: "tg32", Depth: 0, Config: "ub512 kv-f16/f16 t1", Mean: 100},
+		{Model: "m", Test: "tg32", Depth: 0, Config: "ub512 kv-q8_0/q8_0 t1", Mean: 90},
+		{Model: "m", Test: "tg64", Depth: 0, Config: "ub512 kv-q8_0/q8_0 t1", Mean: 80},
+		{Model: "m", Test: "tg64", Depth: 128, Config: "ub512 kv-f16/f16 t1", Mean: 160},
+		{Model: "m", Test: "tg32", Depth: 128, Config: "ub512 kv-f16/f16 t1", Mean: 0},
+		{Model: "m", Test: "tg32", Depth: 128, Config: "ub512 kv-q8_0/q8_0 t1", Mean: 50},
+		{Model: "other", Test: "tg32", Depth: 0, Config: "ub512 kv-f16/f16 t1", Mean: 200},
+		{Model: "other", Test: "tg32", Depth: 0, Config: "ub512 kv-q8_0/q8_0 t1", Mean: 300},
+		{Model: "m", Test: "pp64", Depth: 0, Config: "ub512 kv-q8_0/q8_0 t1", Mean: 500},
+		{Model: "m", Test: "pp64", Depth: 0, Config: "ub512 kv-f16/f16 t1", Mean: 1000},
+	}}
+	AttachKVQuality(rep, []KVQuality{{Model: "m", KV: "q8_0/q8_0", MeanKLD: 0.01}}, nil)
+	q := rep.KVQuality[0]
+	if q.Gate != "" || q.Max != nil || !reflect.DeepEqual(q.Speed, []KVSpeedDiff{{Test: "tg32", Depth: 0, Ratio: 0.9}}) {
+		t.Errorf("without a gate: %+v", q)
+	}
+	rep.KVQuality = nil
+	AttachKVQuality(rep, []KVQuality{{Model: "m", KV: "q8_0/q8_0", MeanKLD: 0.01}}, g)
+	if q := rep.KVQuality[0]; q.Gate != "pass" || q.Max == nil || *q.Max != 0.01 {
+		t.Errorf("at the limit: %+v", q)
+	}
+	if got := replaceWord([]string{"a", "b", "a"}, "a", "c"); !reflect.DeepEqual(got, []string{"c", "b", "c"}) {
+		t.Errorf("replaceWord %q", got)
+	}
+}
