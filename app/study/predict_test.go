@@ -184,3 +184,24 @@ func TestEvaluateOf(t *testing.T) {
 		}
 	}
 }
+
+func TestComparisonExpectation(t *testing.T) {
+	d0 := 0
+	than := &Selector{Figure: FigureCell, Model: "m", Test: "tg32", Depth: &d0}
+	for _, c := range []struct {
+		p    Prediction
+		want string
+	}{
+		{Prediction{Kind: KindComparison, Op: "within", Than: than, Tolerance: 0.05}, "within 5% of cell tg32 @ d0 of m"},
+		{Prediction{Kind: KindComparison, Op: "within", Than: than, Tolerance: 0.05, Stats: StatsBenchmath}, "within 5% of cell tg32 @ d0 of m, judged on the repetitions (benchmath)"},
+		{Prediction{Kind: KindComparison, Op: ">=", Than: than, Tolerance: 0.02}, ">= cell tg32 @ d0 of m (tolerance 2%)"},
+		{Prediction{Kind: KindComparison, Op: "<=", Than: than, Tolerance: 0.02, Stats: StatsBenchmath}, "<= cell tg32 @ d0 of m (tolerance 2%, judged on the repetitions (benchmath))"},
+		{Prediction{Kind: KindComparison, Op: ">="}, ">= ? (tolerance 0%)"},
+		{Prediction{Kind: KindQuestion}, "question (no expectation)"},
+		{Prediction{}, ""},
+	} {
+		if got := c.p.Expectation(); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
+	}
+}

@@ -227,3 +227,30 @@ func TestFigureRefusals(t *testing.T) {
 		t.Errorf("contamination %+v %v", v, err)
 	}
 }
+
+// TestEvaluateEdges: a crossing beyond the measured range answers without a number (JSON has
+// no infinity) and says why; a comparison whose right-hand side is still running is PENDING.
+func TestEvaluateEdges(t *testing.T) {
+	res := fixture(t)
+	q := Prediction{ID: "Q", Kind: KindQuestion, About: Selector{Figure: FigureCrossing, Model: "moe", Test: "tg", Line: 1000}}
+	vd := res.Evaluate(q)
+	if vd.Outcome != Answered || vd.Value != nil || !strings.HasPrefix(vd.Detail, "+Inf — ") || !strings.Contains(vd.Detail, "does not fall below 1000") || len(vd.Sources) != 3 {
+		t.Errorf("crossing beyond the range: %+v", vd)
+	}
+	d0, d128 := 0, 128
+	c := Prediction{ID: "C", Kind: KindComparison, Op: ">=", About: Selector{Figure: FigureCell, Model: "tiny", Test: "tg", Depth: &d0},
+		Than: &Selector{Figure: FigureCell, Model: "moe", Test: "tg", Depth: &d128}}
+	if vd := res.Evaluate(c); vd.Outcome != Holds || vd.Detail != "9000 vs 7000 (+28.6%) — 9000.00 ± 90.00 t/s" || !reflect.DeepEqual(vd.Sources, []string{"tiny/d0 tg d0", "moe/d128 tg d128"}) {
+		t.Errorf("a comparison: %+v", vd)
+	}
+	var rows []ResultRow
+	for _, r := range res.Rows {
+		if r.Leg != "moe/d128" {
+			rows = append(rows, r)
+		}
+	}
+	res.Rows, res.Finished["moe/d128"] = rows, false
+	if vd := res.Evaluate(c); vd.Outcome != Pending || !strings.Contains(vd.Problem, "moe/d128") {
+		t.Errorf("than still running: %+v", vd)
+	}
+}
