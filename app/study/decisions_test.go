@@ -222,3 +222,40 @@ func TestKVGate(t *testing.T) {
 		t.Errorf("replaceWord %q", got)
 	}
 }
+
+// TestLegStatuses: attempts of every kind are counted, failures toward the limit; a leg is final
+// with results or when its failures reach 1 + retries; a canary and a leg outside the plan are
+// not its attempts.
+func TestLegStatuses(t *testing.T) {
+	retries := 2
+	p := &Plan{Retries: &retries}
+	legs := []LegPlan{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	at := func(id int64, leg, role, state string, class vocab.Class) StoredLeg {
+		return StoredLeg{ID: id, PlanLeg: leg, Role: role, State: state, Class: string(class)}
+	}
+	stored := []StoredLeg{
+		at(1, "a", RoleLeg, LegFinished, vocab.ClassCrashed),
+		at(2, "a", RoleLeg, LegFinished, vocab.ClassStoppedByUser),
+		at(3, "a", RoleLeg, LegFinished, vocab.ClassCrashed),
+		at(4, "a", RoleCanary, LegFinished, vocab.ClassCrashed),
+		at(5, "b", RoleLeg, LegFinished, vocab.ClassCrashed),
+		at(6, "b", RoleLeg, LegFinished, vocab.ClassCrashed),
+		at(7, "b", RoleLeg, LegFinished, vocab.ClassCrashed),
+		at(8, "z", RoleLeg, LegFinished, vocab.ClassCrashed),
+	}
+	st := LegStatuses(p, legs, stored)
+	want := []struct {
+		attempts, failed, left int
+		final                  bool
+		last                   int64
+	}{{3, 2, 1, false, 3}, {3, 3, 0, true, 7}, {0, 0, 3, false, 0}}
+	for i, w := range want {
+		s := st[i]
+		if s.Attempts != w.attempts || s.Failed != w.failed || s.RetriesLeft() != w.left || s.Final != w.final || s.Last.ID != w.last || s.MaxAttempts != 3 || s.Results {
+			t.Errorf("leg %s: %+v; want %+v", s.Leg, s, w)
+		}
+	}
+	if (LegStatus{MaxAttempts: 2, Failed: 3}).RetriesLeft() != 0 {
+		t.Error("retries left below 0")
+	}
+}
