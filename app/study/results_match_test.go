@@ -254,3 +254,18 @@ func TestEvaluateEdges(t *testing.T) {
 		t.Errorf("than still running: %+v", vd)
 	}
 }
+
+// TestTouchesWithoutDepth: a cell figure without a depth reads the model's legs at every depth;
+// a contamination figure reads the legs it names.
+func TestTouchesWithoutDepth(t *testing.T) {
+	legs, err := Expand(loadValid(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Touches(Selector{Figure: FigureEfficiency, Model: "moe"}, legs); !reflect.DeepEqual(got, []string{"moe/d0", "moe/d128", "moe/d256"}) {
+		t.Errorf("efficiency without depth touches %q", got)
+	}
+	if got := Touches(Selector{Figure: FigureContamination, Legs: []string{"x", "y"}}, legs); !reflect.DeepEqual(got, []string{"x", "y"}) {
+		t.Errorf("contamination touches %q", got)
+	}
+}
