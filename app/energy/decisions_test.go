@@ -258,6 +258,11 @@ func TestDeviceFiguresRanges(t *testing.T) {
 	if want := "clock 2000 1500..2500 temp 60..70 throttled 2 capped 4"; got != want {
 		t.Fatalf("%s, want %s", got, want)
 	}
+	// No reading in the window: no range (and no reading taken from outside it).
+	f, _ = Leg(s, Window{From: 4 * sec, To: 5 * sec}, nil)
+	if d := f.Devices[0]; d != (DeviceFigures{Source: "nvml", Device: "GPU0"}) {
+		t.Fatalf("no reading in the window: %+v", d)
+	}
 }
 
 // Peak power: the highest reading in the window; without readings in it, the steepest
