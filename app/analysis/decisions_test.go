@@ -274,3 +274,12 @@ func tQuantiles(df int, alpha, power float64) float64 {
 	d := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}
 	return d.Quantile(1-alpha/2) + d.Quantile(power)
 }
+
+// Points are sorted by depth keeping the given order among equal depths, so the error names
+// the point as given: here the first, not a finite number (before the repeated depth).
+func TestSortedFiniteKeepsOrder(t *testing.T) {
+	_, err := CrossingDepth([]Point{{1, math.NaN()}, {1, 2}}, 0)
+	if err == nil || err.Error() != "point 0 (1, NaN) is not a finite number" {
+		t.Fatalf("got %v", err)
+	}
+}
