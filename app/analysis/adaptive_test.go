@@ -6,7 +6,41 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
+
+// TestULowerSearchEndsAndIsExact comes first in the package on purpose: the bisection behind
+// every Hodges–Lehmann interval must end, and a changed loop bound that spins fails the
+// package at once (the panic) instead of hanging every later test. At a tail equal to
+// P(U ≤ u) the answer is u+1 (u itself meets the tail); just below it, u.
+func TestULowerSearchEndsAndIsExact(t *testing.T) {
+	type result struct {
+		n, m, u, at, below int
+	}
+	done := make(chan []result, 1)
+	go func() {
+		var out []result
+		for _, nm := range [][2]int{{1, 3}, {3, 1}, {2, 2}, {3, 3}, {4, 4}, {3, 5}, {5, 5}, {2, 7}, {6, 6}} {
+			n, m := nm[0], nm[1]
+			for u := 0; u <= n*m/2; u++ {
+				tail := uCDF(n, m, u)
+				out = append(out, result{n, m, u, uLowerSearch(n, m, tail), uLowerSearch(n, m, math.Nextafter(tail, 0))})
+			}
+		}
+		done <- out
+	}()
+	var got []result
+	select {
+	case got = <-done:
+	case <-time.After(20 * time.Second):
+		panic("uLowerSearch did not return within 20 s: its bisection does not end")
+	}
+	for _, r := range got {
+		if r.at != r.u+1 || r.below != r.u {
+			t.Errorf("%d+%d: tail P(U ≤ %d) gives %d, just below it %d; want %d and %d", r.n, r.m, r.u, r.at, r.below, r.u+1, r.u)
+		}
+	}
+}
 
 func TestHalfWidthAndPrecisionTargets(t *testing.T) {
 	xs := []float64{99, 100, 101, 100, 100} // mean 100, sd 0.7071, t(0.975,4)=2.776
