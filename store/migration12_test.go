@@ -31,7 +31,7 @@ func TestMigration12RunLeases(t *testing.T) {
 
 	n := must[*Notebook](t)(Open(path))
 	defer n.Close()
-	if stats := must[Stats](t)(n.Stats(ctx)); stats.SchemaVersion != 12 || SchemaVersion < 12 {
+	if stats := must[Stats](t)(n.Stats(ctx)); stats.SchemaVersion != SchemaVersion || SchemaVersion < 12 {
 		t.Fatalf("schema %d (head %d)", stats.SchemaVersion, SchemaVersion)
 	}
 	if rep := must[VerifyReport](t)(n.Verify(ctx)); !rep.OK() {

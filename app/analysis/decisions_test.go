@@ -172,8 +172,8 @@ func TestCrossingAtTheLine(t *testing.T) {
 	if err != nil || c.Kind != Crossed || c.Depth != 0 || c.From != (Point{0, 10}) || c.To != (Point{100, 5}) {
 		t.Errorf("on the line at the start is not below it: %+v %v", c, err)
 	}
-	c, err = CrossingDepth([]Point{{0, 20}, {100, 10}, {200, 0}}, 10)
-	if err != nil || c.Kind != Crossed || c.Depth != 100 || c.From != (Point{100, 10}) || c.To != (Point{200, 0}) {
+	c, err = CrossingDepth([]Point{{0, 20}, {100, 10}, {200, 2}}, 10)
+	if err != nil || c.Kind != Crossed || c.Depth != 100 || c.From != (Point{100, 10}) || c.To != (Point{200, 2}) {
 		t.Errorf("on the line in the middle is not below it: %+v %v", c, err)
 	}
 }
