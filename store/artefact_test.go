@@ -23,16 +23,48 @@ func TestArtefactHashCacheKeyIncludesInode(t *testing.T) {
 	if _, ok, _ := nb.CachedArtefactFile(ctx, "/m/x.gguf", 10, mtime, time.Time{}, 1, 43); ok {
 		t.Fatal("a replaced file must miss the cache")
 	}
-	// Recording the replaced file drops the old hash rather than keeping it under the new inode.
+	// Recording the replaced file gives it a row of its own without the old hash; the old row,
+	// which legs may name, keeps its hash and its inode.
 	b, err := nb.UpsertArtefact(ctx, Artefact{Path: "/m/x.gguf", Size: 10, MTime: mtime, Dev: 1, Inode: 43})
-	if err != nil || b.ID != a.ID || b.SHA256 != "" || b.Inode != 43 {
+	if err != nil || b.ID == a.ID || b.SHA256 != "" || b.Inode != 43 {
 		t.Fatalf("replaced: %+v %v", b, err)
+	}
+	if old := must[Artefact](t)(nb.Artefact(ctx, a.ID)); old.SHA256 != sum || old.Inode != 42 {
+		t.Fatalf("the old row changed: %+v", old)
+	}
+	// Its hash lands in its own row; the same content under yet another inode (copied back)
+	// is that row again, with the new inode.
+	other := strings.Repeat("ef", 32)
+	c := must[Artefact](t)(nb.UpsertArtefact(ctx, Artefact{Path: "/m/x.gguf", Size: 10, MTime: mtime, Dev: 1, Inode: 43, SHA256: other}))
+	d := must[Artefact](t)(nb.UpsertArtefact(ctx, Artefact{Path: "/m/x.gguf", Size: 10, MTime: mtime, Dev: 1, Inode: 44, SHA256: other}))
+	if c.ID != b.ID || c.SHA256 != other || d.ID != b.ID || d.Inode != 44 {
+		t.Fatalf("hashed %+v, copied back %+v (want row %d)", c, d, b.ID)
+	}
+	if got, ok, _ := nb.CachedArtefact(ctx, "/m/x.gguf", 10, mtime); !ok || got.ID != b.ID {
+		t.Fatalf("the cache key reads the newest row: %+v %v", got, ok)
+	}
+}
+
+// A row's hash never changes: a file of the same path, size, mtime and inode whose content
+// hashes differently (the cache was bypassed: model verify --rehash) gets a new row, with the
+// expected hash entered for the path; the legs' row keeps what their leg.started recorded.
+func TestArtefactHashNeverRewritten(t *testing.T) {
+	nb, _ := openTemp(t)
+	mtime := time.Unix(1700000000, 0)
+	first, second, want := strings.Repeat("01", 32), strings.Repeat("02", 32), strings.Repeat("01", 32)
+	a := must[Artefact](t)(nb.UpsertArtefact(ctx, Artefact{Path: "/m/z.gguf", Size: 10, MTime: mtime, Inode: 7, SHA256: first, ExpectedSHA256: want}))
+	b := must[Artefact](t)(nb.UpsertArtefact(ctx, Artefact{Path: "/m/z.gguf", Size: 10, MTime: mtime, Inode: 7, SHA256: second}))
+	if b.ID == a.ID || b.SHA256 != second || b.ExpectedSHA256 != want || b.Status != ArtefactMismatch {
+		t.Fatalf("another content: %+v (first row %d)", b, a.ID)
+	}
+	if old := must[Artefact](t)(nb.Artefact(ctx, a.ID)); old.SHA256 != first || old.Status != ArtefactVerified {
+		t.Fatalf("the first row changed: %+v", old)
 	}
 }
 
 // A file written in place with its mtime restored (`touch -r`) keeps its path, size, mtime,
-// device and inode; only its change time moves: the cache misses and the old hash is dropped
-// when the new key is recorded (issue 30, item 4).
+// device and inode; only its change time moves: the cache misses, and the file recorded under
+// the new key gets a row of its own (issue 30, item 4).
 func TestArtefactHashCacheKeyIncludesCTime(t *testing.T) {
 	nb, _ := openTemp(t)
 	ctx := context.Background()
@@ -50,7 +82,10 @@ func TestArtefactHashCacheKeyIncludesCTime(t *testing.T) {
 		t.Fatal("a file changed in place (new ctime) must miss the cache")
 	}
 	b, err := nb.UpsertArtefact(ctx, Artefact{Path: "/m/y.gguf", Size: 10, MTime: mtime, CTime: later, Dev: 1, Inode: 42})
-	if err != nil || b.ID != a.ID || b.SHA256 != "" || !b.CTime.Equal(later) {
+	if err != nil || b.ID == a.ID || b.SHA256 != "" || !b.CTime.Equal(later) {
 		t.Fatalf("changed in place: %+v %v", b, err)
+	}
+	if old := must[Artefact](t)(nb.Artefact(ctx, a.ID)); old.SHA256 != sum || !old.CTime.Equal(ctime) {
+		t.Fatalf("the old row changed: %+v", old)
 	}
 }

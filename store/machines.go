@@ -190,8 +190,14 @@ func nullStr(s string) any {
 	return s
 }
 
-// UpsertArtefact stores a model file keyed by path+size+mtime (the hash cache key); an
-// existing row keeps its hashes and gets the other fields updated. Returns the stored row.
+// UpsertArtefact stores a model file under its hash cache key (path, size, mtime; the newest
+// row of that key). A row's SHA-256, once computed, never changes: the legs that name the row
+// had leg.started entries record it, and their receipts show it. So a file whose content
+// changed under the same path, size and mtime (written in place, its mtime restored; or
+// replaced by another of the same size) gets a new row with its new hash, keeping the expected
+// hash entered for the path; the old row stays, naming what the earlier legs ran. An existing
+// row of the same content keeps its hashes and gets the other fields (and the file's device,
+// inode and ctime) updated. Returns the stored row.
 func (n *Notebook) UpsertArtefact(ctx context.Context, a Artefact) (Artefact, error) {
 	meta := "{}"
 	if len(a.Metadata) > 0 {
@@ -201,14 +207,28 @@ func (n *Notebook) UpsertArtefact(ctx context.Context, a Artefact) (Artefact, er
 	if a.NParams > 0 {
 		np = a.NParams
 	}
+	sum, expected := strings.ToLower(a.SHA256), strings.ToLower(a.ExpectedSHA256)
 	var id int64
 	err := n.write(ctx, func(tx *sql.Tx) error {
 		now := n.nowText()
-		err := tx.QueryRow("SELECT id FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ?", a.Path, a.Size, a.MTime.UnixNano()).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
+		var dev, inode, ctime int64
+		var had, hadExpected sql.NullString
+		err := tx.QueryRow("SELECT id, dev, inode, ctime_ns, sha256, expected_sha256 FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ? ORDER BY id DESC LIMIT 1",
+			a.Path, a.Size, a.MTime.UnixNano()).Scan(&id, &dev, &inode, &ctime, &had, &hadExpected)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		sameFile := err == nil && dev == int64(a.Dev) && inode == int64(a.Inode) && ctime == ctimeNS(a.CTime)
+		// Another content: a hash that differs from the row's, or no hash for a file that is
+		// not the one the row's hash was computed from.
+		otherContent := err == nil && had.Valid && (sum != "" && sum != had.String || sum == "" && !sameFile)
+		if errors.Is(err, sql.ErrNoRows) || otherContent {
+			if expected == "" && hadExpected.Valid {
+				expected = hadExpected.String
+			}
 			res, err := tx.Exec(`INSERT INTO artefacts (path, size_bytes, mtime_ns, dev, inode, ctime_ns, sha256, expected_sha256, name, architecture, quant,
 				n_params, metadata_json, source, revision, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				a.Path, a.Size, a.MTime.UnixNano(), int64(a.Dev), int64(a.Inode), ctimeNS(a.CTime), nullStr(strings.ToLower(a.SHA256)), nullStr(strings.ToLower(a.ExpectedSHA256)),
+				a.Path, a.Size, a.MTime.UnixNano(), int64(a.Dev), int64(a.Inode), ctimeNS(a.CTime), nullStr(sum), nullStr(expected),
 				a.Name, a.Architecture, a.Quant, np, meta, a.Source, a.Revision, now, now)
 			if err != nil {
 				return fmt.Errorf("store artefact: %w", err)
@@ -216,16 +236,11 @@ func (n *Notebook) UpsertArtefact(ctx context.Context, a Artefact) (Artefact, er
 			id, err = res.LastInsertId()
 			return err
 		}
-		if err != nil {
-			return err
-		}
 		_, err = tx.Exec(`UPDATE artefacts SET name = ?, architecture = ?, quant = ?, n_params = ?, metadata_json = ?,
 			source = CASE WHEN ? = '' THEN source ELSE ? END, revision = CASE WHEN ? = '' THEN revision ELSE ? END,
-			sha256 = CASE WHEN dev = ? AND inode = ? AND ctime_ns = ? THEN COALESCE(?, sha256) ELSE ? END,
-			expected_sha256 = COALESCE(?, expected_sha256), dev = ?, inode = ?, ctime_ns = ?, updated_at = ? WHERE id = ?`,
+			sha256 = COALESCE(sha256, ?), expected_sha256 = COALESCE(?, expected_sha256), dev = ?, inode = ?, ctime_ns = ?, updated_at = ? WHERE id = ?`,
 			a.Name, a.Architecture, a.Quant, np, meta, a.Source, a.Source, a.Revision, a.Revision,
-			int64(a.Dev), int64(a.Inode), ctimeNS(a.CTime), nullStr(strings.ToLower(a.SHA256)), nullStr(strings.ToLower(a.SHA256)),
-			nullStr(strings.ToLower(a.ExpectedSHA256)), int64(a.Dev), int64(a.Inode), ctimeNS(a.CTime), now, id)
+			nullStr(sum), nullStr(expected), int64(a.Dev), int64(a.Inode), ctimeNS(a.CTime), now, id)
 		return err
 	})
 	if err != nil {
@@ -294,7 +309,7 @@ func (n *Notebook) Artefact(ctx context.Context, id int64) (Artefact, error) {
 // CachedArtefact finds a stored artefact by the hash cache key (path, size, mtime); ok is
 // false when the file changed or was never seen.
 func (n *Notebook) CachedArtefact(ctx context.Context, path string, size int64, mtime time.Time) (Artefact, bool, error) {
-	a, err := scanArtefact(n.rdb.QueryRowContext(ctx, "SELECT "+artefactCols+" FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ?", path, size, mtime.UnixNano()))
+	a, err := scanArtefact(n.rdb.QueryRowContext(ctx, "SELECT "+artefactCols+" FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ? ORDER BY id DESC LIMIT 1", path, size, mtime.UnixNano()))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Artefact{}, false, nil
 	}
@@ -305,7 +320,7 @@ func (n *Notebook) CachedArtefact(ctx context.Context, path string, size int64, 
 // matching: the key the model hash cache uses (a file replaced in place gets a new inode; one
 // written in place with its mtime restored, a new ctime).
 func (n *Notebook) CachedArtefactFile(ctx context.Context, path string, size int64, mtime, ctime time.Time, dev, inode uint64) (Artefact, bool, error) {
-	a, err := scanArtefact(n.rdb.QueryRowContext(ctx, "SELECT "+artefactCols+" FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ? AND dev = ? AND inode = ? AND ctime_ns = ?",
+	a, err := scanArtefact(n.rdb.QueryRowContext(ctx, "SELECT "+artefactCols+" FROM artefacts WHERE path = ? AND size_bytes = ? AND mtime_ns = ? AND dev = ? AND inode = ? AND ctime_ns = ? ORDER BY id DESC LIMIT 1",
 		path, size, mtime.UnixNano(), int64(dev), int64(inode), ctimeNS(ctime)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Artefact{}, false, nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +20,30 @@ func TestMigrationArtefactCTime(t *testing.T) {
 		VALUES ('/m/z.gguf', 10, ?, 1, 7, ?, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')`, mtime.UnixNano(), sum); err != nil {
 		t.Fatal(err)
 	}
+	// A leg names the row (its leg.started records the hash), as every study's legs do.
+	st := must[Study](t)(old.CreateStudy(ctx, Study{Name: "old", Kind: StudyThroughput}))
+	must[Plan](t)(old.RegisterPlan(ctx, st.ID, map[string]any{"reps": 2}))
+	leg, _, err := old.StartLeg(ctx, LegSpec{StudyID: st.ID, Label: "m/d0", ArtefactID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := old.FinishLeg(ctx, leg.ID, LegOutcome{}); err != nil {
+		t.Fatal(err)
+	}
+	const all = "SELECT id, path, size_bytes, mtime_ns, sha256, expected_sha256, status, name, architecture, quant, n_params, metadata_json, source, revision, created_at, updated_at, dev, inode FROM artefacts"
+	var before, after []any
+	scanAll := func(nb *Notebook, into *[]any) {
+		vals := make([]any, 18)
+		ptrs := make([]any, len(vals))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := nb.wdb.QueryRow(all).Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		*into = vals
+	}
+	scanAll(old, &before)
 	old.Close()
 
 	n := must[*Notebook](t)(Open(path))
@@ -32,5 +57,21 @@ func TestMigrationArtefactCTime(t *testing.T) {
 	}
 	if rep := must[VerifyReport](t)(n.Verify(ctx)); !rep.OK() {
 		t.Fatalf("verify after the migration: %+v", rep)
+	}
+	scanAll(n, &after)
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Fatalf("the row was not copied as it was:\n%v\n%v", before, after)
+	}
+	if l := must[Leg](t)(n.Leg(ctx, leg.ID)); l.ArtefactID != 1 {
+		t.Fatalf("the leg's artefact: %d", l.ArtefactID)
+	}
+	var fk int
+	if err := n.wdb.QueryRow("SELECT COUNT(*) FROM pragma_foreign_key_check").Scan(&fk); err != nil || fk != 0 {
+		t.Fatalf("foreign key check: %d %v", fk, err)
+	}
+	// The key is no longer unique: another content under it is a row of its own.
+	b := must[Artefact](t)(n.UpsertArtefact(ctx, Artefact{Path: "/m/z.gguf", Size: 10, MTime: mtime, Dev: 1, Inode: 7, SHA256: strings.Repeat("12", 32)}))
+	if b.ID == 1 {
+		t.Fatalf("another content rewrote row 1: %+v", b)
 	}
 }
