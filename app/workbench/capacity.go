@@ -235,6 +235,8 @@ type CapacityRunRequest struct {
 	// Warn is told what was not checked or fingerprinted (nil: nothing).
 	Warn func(msg string)
 	Hash HashShow
+	// TrustCache: RunRequest.TrustCache.
+	TrustCache bool
 	// Telemetry says where the samplers of a plan with a telemetry block read (nil: this
 	// machine's; tests give fake trees and a fake NVML); the interval is the plan's.
 	Telemetry *live.Config
@@ -274,7 +276,11 @@ func CapacityEngine(ctx context.Context, nb *store.Notebook, req CapacityRunRequ
 	if err != nil && req.Out == "" {
 		return nil, st, badInput(fmt.Errorf("%v; give --out DIR", err))
 	}
-	e := &caprun.Engine{Rec: rec, Hash: CachedHash(ctx, nb, req.Hash), DataDir: dataDir}
+	hash, err := RunHash(ctx, nb, req.ID, req.Hash, req.TrustCache)
+	if err != nil {
+		return nil, st, err
+	}
+	e := &caprun.Engine{Rec: rec, Hash: hash, DataDir: dataDir}
 	e.StartTimeout, e.RequestTimeout, e.Grace, e.QualityCases, e.Fresh = req.StartTimeout, req.RequestTimeout, req.Grace, req.QualityCases, req.Fresh
 	e.Batched = req.Batched
 	e.OnEvent = req.OnEvent

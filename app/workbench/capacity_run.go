@@ -51,7 +51,7 @@ func runCapacityKind(ctx context.Context, nb *store.Notebook, s store.Study, req
 	sum, st, err := RunCapacity(ctx, nb, CapacityRunRequest{ID: id, LlamaDir: req.LlamaDir, Out: req.Out, Fresh: req.Fresh, Leased: true,
 		StartTimeout: opt.StartTimeout, RequestTimeout: opt.RequestTimeout, Grace: opt.Grace, QualityCases: opt.QualityCases, Batched: opt.Batched, Telemetry: opt.Telemetry,
 		On: opt.On, Hosts: opt.Hosts,
-		Warn: func(msg string) { say(prefix + msg) }, Hash: req.Hash,
+		Warn: func(msg string) { say(prefix + msg) }, Hash: req.Hash, TrustCache: req.TrustCache,
 		OnEvent: func(ev capacity.RunEvent) {
 			if req.JSON != nil {
 				req.JSON(ev)

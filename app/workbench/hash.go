@@ -94,3 +94,40 @@ func hashThrough(ctx context.Context, c hashing.Cache, show HashShow) study.Hash
 		return sum, err
 	}
 }
+
+// KindTrustCache is the journal kind of a run that took its models' hashes from the notebook's
+// cache (--trust-cache) instead of reading the files before its first leg.
+const KindTrustCache = "models.trust_cache"
+
+// RunHash is the hash a run checks its models with before its first leg. It reads each file
+// again whatever the cache holds (a model written in place with its size, mtime, inode and
+// ctime put back would hit the cache) and stores the result in the cache; within the run a
+// file whose key did not move is read once. With trust (--trust-cache, for models too large to
+// read at every run), it takes the cache's hash as registration does, and the run journals
+// models.trust_cache, so the receipt says the files were not read.
+func RunHash(ctx context.Context, nb *store.Notebook, studyID int64, show HashShow, trust bool) (study.HashFunc, error) {
+	if trust {
+		if _, err := nb.AppendJournal(ctx, KindTrustCache, map[string]any{"study": studyID, "by": "--trust-cache"}, store.ForStudy(studyID)); err != nil {
+			return nil, err
+		}
+		return CachedHash(ctx, nb, show), nil
+	}
+	return hashThrough(ctx, &freshHashCache{nb: HashCache{nb}, read: map[hashing.Key]string{}}, show), nil
+}
+
+// freshHashCache misses every file it has not read itself in this run, and stores what it
+// reads in the notebook's cache too.
+type freshHashCache struct {
+	nb   HashCache
+	read map[hashing.Key]string
+}
+
+func (c *freshHashCache) Lookup(_ context.Context, k hashing.Key) (string, bool, error) {
+	sum, ok := c.read[k]
+	return sum, ok, nil
+}
+
+func (c *freshHashCache) Store(ctx context.Context, k hashing.Key, sum string) error {
+	c.read[k] = sum
+	return c.nb.Store(ctx, k, sum)
+}

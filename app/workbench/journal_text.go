@@ -247,6 +247,10 @@ var journalSentences = map[string]func(jmap) string{
 		h := m.obj("holder")
 		return fmt.Sprintf("run lease taken over from process %d (host %s, since %s), which no longer ran", h.int("pid"), or(h.str("host"), "?"), or(h.str("since"), "?"))
 	},
+	KindTrustCache: func(m jmap) string {
+		return "the run took its models' hashes from the notebook's cache (" + or(m.str("by"), "--trust-cache") +
+			"), not from the files: a model written in place with its size, mtime, inode and ctime put back would not be noticed"
+	},
 	store.KindReceiptExported: func(m jmap) string {
 		return fmt.Sprintf("receipt exported (%s, %d bytes) to %s", m.str("format"), m.int("bytes"), m.str("path"))
 	},
@@ -350,7 +354,7 @@ func JournalSentence(kind string, payload []byte) string {
 // "other".
 func JournalTone(kind string) string {
 	switch kind {
-	case study.NoteHalted, study.NoteIncomplete, capacity.NoteIncomplete, store.KindDeviation, quantrun.EntryStale:
+	case study.NoteHalted, study.NoteIncomplete, capacity.NoteIncomplete, store.KindDeviation, quantrun.EntryStale, KindTrustCache:
 		return "warning"
 	case store.KindLegStarted, store.KindLegFinished, store.KindRowsMarked, study.NoteLegLaunch:
 		return "leg"

@@ -51,6 +51,7 @@ var journalCases = []struct{ kind, payload, want string }{
 	{"host.recorded", `{"action":"added","labels":{},"llama_dir":"~/llama.cpp/build/bin","model_dirs":[],"name":"spark","rpc_address":"","ssh":"lab@spark"}`, "bench host spark added (ssh lab@spark, llama.cpp in ~/llama.cpp/build/bin)"},
 	{"host.recorded", `{"action":"removed","name":"spark","ssh":"lab@spark"}`, "bench host spark removed from the hosts list"},
 	{"quant.handoff", `{"capacity_plan":"/p/cap.json","study":3}`, "capacity plan handed off: /p/cap.json"},
+	{"models.trust_cache", `{"by":"--trust-cache","study":3}`, "the run took its models' hashes from the notebook's cache (--trust-cache), not from the files: a model written in place with its size, mtime, inode and ctime put back would not be noticed"},
 }
 
 func TestJournalSentenceForEveryKind(t *testing.T) {

@@ -127,6 +127,9 @@ type RunRequest struct {
 	Progress func(line string)
 	JSON     func(ev any)
 	Options  any
+	// TrustCache takes the models' hashes from the notebook's cache instead of reading the
+	// files before the first leg (--trust-cache; journaled: RunHash).
+	TrustCache bool
 }
 
 // RunDone is what a run did: its status and the lines that say so (Lines on stdout, Notes on

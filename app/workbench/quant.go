@@ -227,7 +227,11 @@ func runQuantKind(ctx context.Context, nb *store.Notebook, s store.Study, req Ru
 	if err != nil {
 		return nil, err
 	}
-	sum, err := quantrun.Run(ctx, nb, s, quantrun.Options{LlamaDir: req.LlamaDir, DataDir: data, Hash: CachedHash(ctx, nb, req.Hash), Event: req.Event, Previous: prev,
+	hash, err := RunHash(ctx, nb, s.ID, req.Hash, req.TrustCache)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := quantrun.Run(ctx, nb, s, quantrun.Options{LlamaDir: req.LlamaDir, DataDir: data, Hash: hash, Event: req.Event, Previous: prev,
 		Record: func(r quant.Record) {
 			if req.JSON != nil {
 				req.JSON(r)

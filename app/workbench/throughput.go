@@ -205,6 +205,8 @@ type ThroughputRunRequest struct {
 	// the window's timeline and machine card), from the samplers' goroutines; off, the events
 	// are what they were (the CLI's --json lines).
 	LiveTelemetry bool
+	// TrustCache: RunRequest.TrustCache.
+	TrustCache bool
 }
 
 // RunThroughput runs the study's unfinished legs. A llama-bench that cannot be found is a
@@ -232,7 +234,11 @@ func RunThroughput(ctx context.Context, nb *store.Notebook, req ThroughputRunReq
 		return study.RunSummary{StudyID: req.ID}, err
 	}
 	defer release()
-	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: CachedHash(ctx, nb, req.Hash), OnEvent: req.OnEvent, Retry: req.Retry, Leased: true}
+	hash, err := RunHash(ctx, nb, req.ID, req.Hash, req.TrustCache)
+	if err != nil {
+		return study.RunSummary{StudyID: req.ID}, err
+	}
+	e := &studyrun.Engine{Rec: rec, Bench: loc.Bench, Hash: hash, OnEvent: req.OnEvent, Retry: req.Retry, Leased: true}
 	e.RPCHosts = func() (*remote.HostsFile, error) { // $SPARKBENCH_HOSTS, the notebook's hosts, hosts.json
 		f, err := hostlist.Resolve("", func() ([]store.Host, error) { return nb.Hosts(ctx) }, nb.Path())
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 func runThroughputKind(ctx context.Context, nb *store.Notebook, s store.Study, req RunRequest) (*RunDone, error) {
 	id := s.ID
 	view := ThroughputView(req.Terminal, req.Event, req.Bar)
-	sum, err := RunThroughput(ctx, nb, ThroughputRunRequest{ID: id, LlamaDir: req.LlamaDir, Retry: req.Retry, OnEvent: view, Hash: req.Hash, Say: req.Event})
+	sum, err := RunThroughput(ctx, nb, ThroughputRunRequest{ID: id, LlamaDir: req.LlamaDir, Retry: req.Retry, OnEvent: view, Hash: req.Hash, Say: req.Event, TrustCache: req.TrustCache})
 	var retryErr *study.RetryError
 	switch {
 	case errors.Is(err, study.ErrStopped):

@@ -27,7 +27,7 @@ const capacityRunUsage = "capacity run ID|PLAN [--notebook P | --no-notebook] [-
 type capacityRunOpts struct {
 	notebook, llamaDir, out, resume, qualityCases string
 	on, hosts                                     string
-	fresh, asJSON, noNotebook                     bool
+	fresh, asJSON, noNotebook, trustCache         bool
 	startTimeout, reqTimeout, grace               time.Duration
 	batchedFlag                                   multiFlag
 	batched                                       map[string]string // candidate → llama-batched-bench output
@@ -42,6 +42,7 @@ func capacityRunFlags(stderr io.Writer) (*flag.FlagSet, *capacityRunOpts) {
 	fs.StringVar(&o.out, "out", "", "a new run folder to create (default: a study resumes its last run folder, else ${XDG_DATA_HOME:-~/.local/share}/sparkbench/runs/ID; a notebook-free PLAN run: capacity-run-YYYYMMDD-HHMMSS here)")
 	fs.StringVar(&o.resume, "resume", "", "notebook-free PLAN run: resume the stopped, halted, killed or incomplete run of this plan in this run folder (its finished server lifetimes are kept); a study resumes its last run folder by itself")
 	fs.BoolVar(&o.fresh, "fresh", false, "start a new run folder instead of resuming the study's last run (that folder stays as it is); a notebook-free PLAN run always starts a new one unless --resume")
+	fs.BoolVar(&o.trustCache, "trust-cache", false, "take the models' hashes from the notebook's cache instead of reading the files before the first leg (for models too large to read at every run; journaled, and a model written in place with its size, mtime, inode and ctime put back goes unnoticed)")
 	fs.StringVar(&o.qualityCases, "quality-cases", "", "the quality guard's case list (sparkbench.quality-cases/v1); required when the plan has a quality gate and no quality_cases")
 	fs.Var(&o.batchedFlag, "batched", "CANDIDATE=FILE: llama-batched-bench output (md or jsonl) of the candidate's model, for the server tax; copied into the run folder (repeat)")
 	fs.DurationVar(&o.startTimeout, "start-timeout", 0, "per server start, until /health answers 200 (default 5m)")

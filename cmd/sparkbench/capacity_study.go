@@ -107,7 +107,7 @@ func capacityStudyRun(o *capacityRunOpts, ref string, stdout, stderr io.Writer) 
 		}
 		opts.Hosts = found.Hosts
 	}
-	req := workbench.RunRequest{LlamaDir: o.llamaDir, Out: o.out, Fresh: o.fresh, Options: opts}
+	req := workbench.RunRequest{LlamaDir: o.llamaDir, Out: o.out, Fresh: o.fresh, Options: opts, TrustCache: o.trustCache}
 	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		req.JSON = func(ev any) { _ = enc.Encode(ev) }

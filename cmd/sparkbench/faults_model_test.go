@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
+	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"sparkbench/app/workbench"
+	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamatest"
+	"sparkbench/store"
 )
 
 // flipInPlace changes one byte of path at offset and puts its access and modification times
@@ -103,5 +109,72 @@ func TestFaultsModelChangedInPlace(t *testing.T) {
 	}
 	if code, out, errOut := runCLIWithin(t, 2*time.Minute, "verify", rdir); code != 0 {
 		t.Errorf("verify the receipt: %d %q %q", code, out, errOut)
+	}
+}
+
+// TestFaultsRunReadsModelsAgain (issue 30 item 4): a run reads its models again before the
+// first leg, whatever the hash cache says. The cache is fooled here as no user-level tool can
+// (its row is given the changed file's inode and ctime), so `model verify` believes it; `study
+// run` still refuses the changed file (MISMATCH, no leg); `--trust-cache` takes the cache's
+// word, runs, and journals that it did.
+func TestFaultsRunReadsModelsAgain(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "notebook.db")
+	src, err := os.ReadFile(llamatest.Model(t, "tiny-llama-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "tiny.gguf")
+	if err := os.WriteFile(model, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := capacitySHA(t, model)
+	trusting := registerAndRun(t, nb, writeSmallPlan(t, dir, "trusting", model, sum, "0", 2), loc.Dir, false)
+	reading := registerAndRun(t, nb, writeSmallPlan(t, dir, "reading", model, sum, "0", 2), loc.Dir, false)
+
+	flipInPlace(t, model, 300000)
+	k, err := hashing.KeyOf(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Exec("UPDATE artefacts SET dev = ?, inode = ?, ctime_ns = ? WHERE path = ?", int64(k.Dev), int64(k.Inode), k.CTime.UnixNano(), model)
+	if n, _ := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("fool the cache: %v (%d rows)", err, n)
+	}
+	db.Close()
+	if code, out, errOut := runCLIWithin(t, 2*time.Minute, "model", "verify", model, "--expect", sum, "--notebook", nb); code != 0 || !strings.Contains(out, "VERIFIED") {
+		t.Fatalf("the fooled cache should say VERIFIED (the premise of this test): %d %q %q", code, out, errOut)
+	}
+
+	// First the trusting run (the cache still fooled), then one that reads the file (its hash
+	// then lands in the cache, which no longer vouches for the changed file).
+	code, out, errOut := runCLIWithin(t, 2*time.Minute, "study", "run", trusting, "--trust-cache", "--notebook", nb, "--llama-dir", loc.Dir)
+	if code != 0 {
+		t.Fatalf("study run --trust-cache: %d %q %q", code, out, errOut)
+	}
+	legs := notebookCounts(t, nb).Tables["legs"]
+	code, out, errOut = runCLIWithin(t, 2*time.Minute, "study", "run", reading, "--notebook", nb, "--llama-dir", loc.Dir)
+	if code != 2 || !strings.Contains(errOut, "MISMATCH") || !strings.Contains(errOut, capacitySHA(t, model)) {
+		t.Errorf("study run of a changed model the cache vouches for: exit %d %q %q (want 2, MISMATCH naming the file's hash)", code, out, errOut)
+	}
+	if st := notebookCounts(t, nb); st.Tables["legs"] != legs {
+		t.Errorf("the refused run recorded %d legs", st.Tables["legs"]-legs)
+	}
+	n, err := store.OpenWith(nb, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	trusted, err := n.JournalOfKind(context.Background(), workbench.KindTrustCache)
+	if err != nil || len(trusted) != 1 || fmt.Sprint(trusted[0].StudyID) != trusting {
+		t.Fatalf("the trusting run's journal: %+v %v", trusted, err)
+	}
+	if s := workbench.JournalSentence(trusted[0].Kind, trusted[0].Payload); !strings.Contains(s, "not from the files") {
+		t.Errorf("its sentence: %q", s)
 	}
 }

@@ -36,6 +36,7 @@ func studyRunOwn(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&retry, "retry", "run this plan leg once more although its failures reached the plan's retries (repeatable); only a leg without results")
 	on := fs.String("on", "", "run the plan file as a fleet on these hosts, comma-separated names from the hosts file (local: this machine), one study each (docs/fleet.md)")
 	hosts := fs.String("hosts", "", "with --on: the "+hostsFlagHelp)
+	trust := fs.Bool("trust-cache", false, "take the models' hashes from the notebook's cache instead of reading the files before the first leg (for models too large to read at every run; journaled, and a model written in place with its size, mtime, inode and ctime put back goes unnoticed)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
@@ -75,7 +76,7 @@ func studyRunOwn(args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench study run: %v\n", err)
 		return 2
 	}
-	return runKind(ctx, nb, k, id, "study run", workbench.RunRequest{LlamaDir: *llamaDir, Retry: retry}, stdout, stderr)
+	return runKind(ctx, nb, k, id, "study run", workbench.RunRequest{LlamaDir: *llamaDir, Retry: retry, TrustCache: *trust}, stdout, stderr)
 }
 
 // runKind runs (or resumes) a registered study through its kind (req: the flags' part of the
