@@ -265,7 +265,7 @@ func runOnHost(ctx context.Context, nb *store.Notebook, req Request, m *Member, 
 		"timestamps": "desktop"}); err != nil {
 		return study.RunSummary{}, err
 	}
-	e := &studyrun.Engine{Rec: rec, Bench: s.Bench(), OnEvent: on,
+	e := &studyrun.Engine{Rec: rec, Bench: s.Bench(), OnEvent: on, RemoteModels: true,
 		Hash: func(p string) (string, error) {
 			hp, err := s.ResolveModel(ctx, p, "")
 			if err != nil {

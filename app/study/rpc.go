@@ -120,6 +120,11 @@ const (
 	CodeRPCServerDied = "rpc:server_died"
 )
 
+// CodeModelChanged is a leg whose model file is no longer the one the run read and checked
+// against the plan's SHA-256 (another size, inode or ctime), or whose llama-bench rows report
+// another model (model_size, model_type): its rows are flagged and the run halts.
+const CodeModelChanged = "model:changed"
+
 // RPCLegDevices are the RPCn devices a leg's devices value names ("RPC0/RPC1" → both; none
 // for "none", "auto" or a local device).
 func RPCLegDevices(dev string) []string {

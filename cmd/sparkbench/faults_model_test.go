@@ -178,3 +178,91 @@ func TestFaultsRunReadsModelsAgain(t *testing.T) {
 		t.Errorf("its sentence: %q", s)
 	}
 }
+
+// swapPlan writes a two-depth plan of model whose legs start under wrapper.
+func swapPlan(t *testing.T, dir, name, model, wrapper string) string {
+	t.Helper()
+	plan := fmt.Sprintf(`{"schema": "sparkbench.throughput/v1", "name": %q,
+  "models": [{"id": "m", "path": %q, "sha256": %q}],
+  "axes": {"depths": [0, 16], "n_prompt": [16], "n_gen": [8], "reps": 2, "threads": [1]},
+  "split": "per_depth", "gates": {"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1},
+  "build": {"launch_wrapper": [%q]}}`, name, model, capacitySHA(t, model), wrapper)
+	path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
+	if err := os.WriteFile(path, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestFaultsModelSwappedDuringRun (issue 30 item 5): the registered model is replaced by
+// another GGUF while a study runs, by the plan's launch wrapper (so at a known moment, with
+// the real llama-bench). Swapped as leg 2 starts: llama-bench loads the other file, the leg's
+// rows are flagged model:changed (its model_size and the file's identity say so) and the run
+// halts; swapped by leg 1's wrapper after its llama-bench ended: the leg's process group was
+// still running, so which file it read cannot be told from the file, and the leg is flagged
+// too (a swap between two legs, outside any leg's process, halts before the next leg starts:
+// app/study/studyrun TestModelReplacedBetweenLegsHaltsBeforeTheLeg). Either way the study is
+// not complete; while the other file is there a run refuses it (MISMATCH), and with the
+// registered file put back `study run` finishes it.
+func TestFaultsModelSwappedDuringRun(t *testing.T) {
+	loc := llamatest.Binaries(t)
+	for _, tc := range []struct {
+		name  string
+		swap  string // the wrapper's script: $1.. is the leg's command line
+		legs  int    // legs recorded by the halted run
+		class string // the last leg's class in the halted run
+	}{
+		{"as leg 2 starts", `if [ "$n" = 2 ]; then cp "$D/other.gguf" "$D/m.new" && mv "$D/m.new" "$D/m.gguf"; fi
+exec "$@"`, 2, "flagged"},
+		{"after leg 1 ended", `"$@"; rc=$?
+if [ "$n" = 1 ]; then cp "$D/other.gguf" "$D/m.new" && mv "$D/m.new" "$D/m.gguf"; fi
+exit $rc`, 1, "flagged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			nb := filepath.Join(dir, "notebook.db")
+			copyTo := func(src, dst string) {
+				b, err := os.ReadFile(llamatest.Model(t, src))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, dst), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			copyTo("tiny-llama-f32.gguf", "m.gguf")
+			copyTo("tiny-moe-f32.gguf", "other.gguf")
+			wrapper := filepath.Join(dir, "swap.sh")
+			script := "#!/bin/sh\nD=" + dir + "\nn=$(cat \"$D/count\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$D/count\"\n" + tc.swap + "\n"
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			model := filepath.Join(dir, "m.gguf")
+			id := registerAndRun(t, nb, swapPlan(t, dir, "swap", model, wrapper), loc.Dir, false)
+			code, out, errOut := runCLIWithin(t, 3*time.Minute, "study", "run", id, "--notebook", nb, "--llama-dir", loc.Dir)
+			if code != 1 || !strings.Contains(out+errOut, "model:changed") || !strings.Contains(out+errOut, "put the registered file back") {
+				t.Fatalf("run with the model swapped %s: exit %d (want 1, model:changed)\n%s%s", tc.name, code, out, errOut)
+			}
+			n, err := store.OpenWith(nb, store.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			legs, err := n.LegTimeline(context.Background(), 1)
+			n.Close()
+			if err != nil || len(legs) != tc.legs || legs[len(legs)-1].Class != tc.class {
+				t.Fatalf("legs after the halted run: %d (want %d, the last %s) %v\n%+v", len(legs), tc.legs, tc.class, err, legs)
+			}
+			if code, out, _ := runCLI("study", "show", id, "--notebook", nb); code != 0 || strings.Contains(out, ": complete") || !strings.Contains(out, "model:changed") {
+				t.Errorf("show of the halted study: %d\n%s", code, out)
+			}
+			// While the other file is there, a run refuses it (MISMATCH) before any leg.
+			if code, _, errOut := runCLIWithin(t, 3*time.Minute, "study", "run", id, "--notebook", nb, "--llama-dir", loc.Dir); code != 2 || !strings.Contains(errOut, "MISMATCH") {
+				t.Errorf("run with the other file in place: exit %d %q", code, errOut)
+			}
+			copyTo("tiny-llama-f32.gguf", "m.gguf")
+			if code, out, errOut := runCLIWithin(t, 3*time.Minute, "study", "run", id, "--notebook", nb, "--llama-dir", loc.Dir); code != 0 || !strings.Contains(out, "complete") {
+				t.Errorf("run with the registered file back: exit %d\n%s%s", code, out, errOut)
+			}
+		})
+	}
+}

@@ -37,6 +37,10 @@ type Engine struct {
 	Rec   study.Recorder
 	Bench string         // llama-bench
 	Hash  study.HashFunc // model hashing (cmd passes the notebook-cached one); nil: hashing.File
+	// RemoteModels says the models are files of a bench host (app/fleet): a leg's model is
+	// then checked by what llama-bench's rows report of it only, not by its file's identity
+	// on this machine (modelcheck.go).
+	RemoteModels bool
 	// Start runs a queue; nil: runner.StartQueue with one Fingerprinter for the whole run.
 	Start func(ctx context.Context, spec runner.QueueSpec) QueueRun
 	// Probe fingerprints the machine and the build once per run; nil: the runner's
@@ -98,6 +102,10 @@ type run struct {
 	adaptiveFinal map[string]bool
 	chunk         *study.ChunkProgress // the adaptive chunk running now (its leg_started event)
 	rpc           *rpcTopology         // the plan's ggml-rpc-servers while they run
+	// files: each model as the run read it (modelcheck.go); modelHalted: the halt after a
+	// leg that ran on another file.
+	files       map[string]*modelFile
+	modelHalted *runner.QueueStatus
 }
 
 func (r *run) emit(ev study.Event) {
@@ -334,6 +342,9 @@ func (r *run) prepare(ctx context.Context) error {
 	}
 	if len(study.Errors(probs)) > 0 {
 		return &study.RefusedError{Problems: probs}
+	}
+	if err := r.noteModelFiles(); err != nil {
+		return err
 	}
 	if e.Bench == "" {
 		return errors.New("study run: no llama-bench binary (pass --llama-dir or set build.dir in the plan)")

@@ -191,6 +191,9 @@ func (r *run) stream(ctx context.Context, spec runner.LegSpec, ls study.LegStart
 // and detail; the leg is not done until the stopping rule says so.
 func (r *run) runLeg(ctx context.Context, lp study.LegPlan, chunk *chunkRun) (legRun, error) {
 	e, l := r.e, r.l
+	if h := r.modelBeforeLeg(lp); h != nil {
+		return legRun{halted: h}, nil
+	}
 	var attempt int
 	var label string
 	args := lp.Args
@@ -238,6 +241,9 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan, chunk *chunkRun) (le
 	if h := r.rpcHalt(); h != nil && st.halted == nil {
 		st.halted = h // a ggml-rpc-server ended during the leg
 	}
+	if h := r.modelHalted; h != nil && st.halted == nil {
+		st.halted = h // the leg ran on another file than the one the run read
+	}
 	delete(l.Reopened, lp.ID) // a forced attempt ended: the leg is final again if it failed again
 	ended := st.results[0].Exit.Class != runner.ClassStoppedByUser
 	if ended && chunk == nil {
@@ -267,6 +273,9 @@ func (r *run) runLeg(ctx context.Context, lp study.LegPlan, chunk *chunkRun) (le
 // topology's (rpcGates).
 func (r *run) legGates(ctx context.Context, tel energy.LegRun, res *runner.LegResult, ls study.LegStart, legID int64, end *study.LegEnd) error {
 	if err := r.telemetryGates(ctx, tel, legID, end); err != nil {
+		return err
+	}
+	if err := r.modelGate(ctx, res, ls, legID, end); err != nil {
 		return err
 	}
 	return r.rpcGates(ctx, res, ls, legID, end)
