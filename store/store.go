@@ -148,15 +148,31 @@ func OpenWith(path string, o Options) (*Notebook, error) {
 	}
 	exists, err := probe(path)
 	if err != nil {
-		return nil, err
+		return nil, diskFull(path, err)
 	}
 	if o.ReadOnly && !exists {
+		if st, err := os.Stat(path); err == nil && st.Size() == 0 {
+			return nil, emptyNotebook(path)
+		}
 		return nil, fmt.Errorf("open notebook %s: no such file; run a study or `sparkbench import` first, or pass --notebook PATH", path)
 	}
 	if !exists {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("create notebook folder: %w", err)
 		}
+	}
+	if !o.ReadOnly {
+		if err := notWritable(path, exists); err != nil {
+			return nil, err
+		}
+	}
+	readParams := []string{"_busy_timeout=5000", "_foreign_keys=1", "_query_only=1"}
+	if o.ReadOnly {
+		ro, err := readOnlyParams(path)
+		if err != nil {
+			return nil, err
+		}
+		readParams = append(readParams, ro...)
 	}
 	n := &Notebook{path: path, opts: o, now: o.Now, readOnly: o.ReadOnly}
 	if !o.ReadOnly {
@@ -169,16 +185,16 @@ func OpenWith(path string, o Options) (*Notebook, error) {
 		n.wdb.SetConnMaxLifetime(0)
 		if err := migrate(context.Background(), n.wdb, path, target); err != nil {
 			n.wdb.Close()
-			return nil, damaged(path, err)
+			return nil, diskFull(path, damaged(path, err))
 		}
 		// Checkpoint every 16 MiB of WAL instead of 4 MiB: pages rewritten by consecutive
 		// batches (index pages, mostly) are copied to the main file once, not each time.
 		if _, err := n.wdb.Exec("PRAGMA wal_autocheckpoint = 4096"); err != nil {
 			n.wdb.Close()
-			return nil, fmt.Errorf("open notebook %s: %w", path, err)
+			return nil, diskFull(path, fmt.Errorf("open notebook %s: %w", path, err))
 		}
 	}
-	n.rdb, err = sql.Open("sqlite3", dsn(path, "_busy_timeout=5000", "_foreign_keys=1", "_query_only=1"))
+	n.rdb, err = sql.Open("sqlite3", dsn(path, readParams...))
 	if err != nil {
 		n.closeDBs()
 		return nil, fmt.Errorf("open notebook %s: %w", path, err)
@@ -190,7 +206,7 @@ func OpenWith(path string, o Options) (*Notebook, error) {
 		if d := damaged(path, err); d != err {
 			return nil, d
 		}
-		return nil, fmt.Errorf("open notebook %s: %w", path, err)
+		return nil, diskFull(path, fmt.Errorf("open notebook %s: %w", path, err))
 	}
 	if o.ReadOnly {
 		return n, nil
@@ -202,7 +218,7 @@ func OpenWith(path string, o Options) (*Notebook, error) {
 		if d := damaged(path, err); d != err {
 			return nil, d
 		}
-		return nil, fmt.Errorf("open notebook %s: recover interrupted legs: %w", path, err)
+		return nil, diskFull(path, fmt.Errorf("open notebook %s: recover interrupted legs: %w", path, err))
 	}
 	return n, nil
 }
@@ -242,7 +258,11 @@ func probe(path string) (exists bool, err error) {
 	if err != nil || string(header) != "SQLite format 3\x00" {
 		return false, fmt.Errorf("%w: %s is not a SQLite database; pass --notebook with the notebook file, or move this file away", ErrNotNotebook, path)
 	}
-	db, err := sql.Open("sqlite3", dsn(path, "mode=ro", "_busy_timeout=5000"))
+	ro, err := readOnlyParams(path)
+	if err != nil {
+		return false, err
+	}
+	db, err := sql.Open("sqlite3", dsn(path, append(ro, "_busy_timeout=5000")...))
 	if err != nil {
 		return false, fmt.Errorf("open notebook %s: %w", path, err)
 	}

@@ -116,16 +116,16 @@ func (w *writer) handle(r writeReq) {
 func (w *writer) runTx(fn func(tx *sql.Tx) error) error {
 	tx, err := w.db.Begin() // BEGIN IMMEDIATE
 	if err != nil {
-		return err
+		return diskFull(w.n.path, err)
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		w.cfgCache = map[benchConfig]int64{} // ids cached inside the failed tx are gone
-		return err
+		return diskFull(w.n.path, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := tx.Commit(); err != nil { // the driver rolls back a COMMIT that failed
 		w.cfgCache = map[benchConfig]int64{}
-		return err
+		return diskFull(w.n.path, err)
 	}
 	return nil
 }

@@ -261,15 +261,16 @@ func laterEntries(n int64) string {
 	return fmt.Sprintf(" (%d %s journaled after it)", n, plural(int(n), "entry was", "entries were"))
 }
 
-// openNotebook opens the notebook, reporting refusals (not a notebook, too new, missing) as
-// bad input (exit 2) and other failures as exit 1.
+// openNotebook opens the notebook, reporting refusals (not a notebook, too new, missing, empty,
+// not writable by this user) as bad input (exit 2) and other failures as exit 1.
 func openNotebook(cmd, path string, readOnly bool, stderr io.Writer) (*store.Notebook, int) {
 	nb, err := store.OpenWith(path, store.Options{ReadOnly: readOnly})
 	if err == nil {
 		return nb, 0
 	}
 	fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
-	if errors.Is(err, store.ErrNotNotebook) || errors.Is(err, store.ErrTooNew) || readOnly && errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, store.ErrNotNotebook) || errors.Is(err, store.ErrTooNew) || errors.Is(err, store.ErrNotWritable) ||
+		errors.Is(err, store.ErrEmpty) || readOnly && errors.Is(err, os.ErrNotExist) {
 		return nil, 2
 	}
 	if _, statErr := os.Stat(path); readOnly && errors.Is(statErr, os.ErrNotExist) {
