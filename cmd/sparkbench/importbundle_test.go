@@ -125,7 +125,7 @@ func TestImportBundleEndToEndRealBench(t *testing.T) {
 	dir := t.TempDir()
 	nbA := filepath.Join(dir, "origin.db")
 	id := importPlan(t, dir, nbA)
-	if code, out, errOut := runCLI("study", "run", id, "--notebook", nbA); code != 0 {
+	if code, out, errOut := runStudy(t, id, "--notebook", nbA); code != 0 {
 		t.Fatalf("run: %d\n%s\n%s", code, out, errOut)
 	}
 	if code, _, errOut := runCLI("verdict", id, "--prediction", "P2", "--human", "NOTE", "--why", "read off the chart", "--notebook", nbA); code != 0 {

@@ -350,7 +350,7 @@ func TestReceiptCeilingsMatchStudyShow(t *testing.T) {
 	pf := filepath.Join(dir, "plan.json")
 	os.WriteFile(pf, []byte(plan), 0o644)
 	nb := filepath.Join(base, "nb.db")
-	if code, out, errOut := runCLI("study", "run", pf, "--notebook", nb, "--llama-dir", loc.Dir); code != 0 {
+	if code, out, errOut := runStudy(t, pf, "--notebook", nb, "--llama-dir", loc.Dir); code != 0 {
 		t.Fatalf("run: %s %s", out, errOut)
 	}
 	out := filepath.Join(base, "r")

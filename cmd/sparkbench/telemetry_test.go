@@ -38,7 +38,7 @@ func TestStudyWithTelemetryRealBench(t *testing.T) {
 			t.Fatalf("register: %d %s %s", code, out, errOut)
 		}
 		id := registeredID(t, out)
-		if code, out, errOut := runCLI("study", "run", id, "--notebook", nb); code != 0 {
+		if code, out, errOut := runStudy(t, id, "--notebook", nb); code != 0 {
 			t.Fatalf("%s: run: %d %s %s", c.name, code, out, errOut)
 		}
 		n, err := store.Open(nb)
