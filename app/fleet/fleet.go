@@ -30,7 +30,7 @@ import (
 const Schema = "sparkbench.fleet/v1"
 
 // NoteKind is the journal entry that makes a study a fleet member.
-const NoteKind = "study.fleet"
+const NoteKind = study.NoteFleet
 
 // File is a fleet plan: a throughput plan file and the hosts it runs on.
 type File struct {
@@ -260,7 +260,7 @@ func runOnHost(ctx context.Context, nb *store.Notebook, req Request, m *Member, 
 	c := s.Info.Clock
 	m.Clock = &c
 	rec := store.StudyRecorder{N: nb}
-	if err := rec.Note(ctx, m.StudyID, "study.host", map[string]any{"host": h.Name, "ssh": h.SSH, "llama_dir": h.LlamaDir,
+	if err := rec.Note(ctx, m.StudyID, study.NoteHost, map[string]any{"host": h.Name, "ssh": h.SSH, "llama_dir": h.LlamaDir,
 		"clock_skew_ns": int64(c.Skew), "clock_uncertainty_ns": int64(c.Uncertainty), "clock_far_off": c.FarOff(),
 		"timestamps": "desktop"}); err != nil {
 		return study.RunSummary{}, err
