@@ -2,9 +2,13 @@ package capacity
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
+
+	"sparkbench/runner/fsread"
 )
 
 // Where a server lifetime's files are in a run folder. A lifetime's first attempt writes into
@@ -74,6 +78,27 @@ func ReadLifetimeDirs(data []byte) (LifetimeDirs, error) {
 			return nil, fmt.Errorf("%s: lifetime %s: its folder %q is not a clean path inside the run folder", RunManifestFile, rl.Key, rl.Dir)
 		}
 		d[rl.Key] = dir
+	}
+	return d, nil
+}
+
+// maxRunManifestBytes bounds run.json read back from a run folder (a few KiB per lifetime).
+const maxRunManifestBytes = 64 << 20
+
+// RunFolderDirs are the lifetimes' folders of the run folder runDir, from its run.json (none:
+// every lifetime in its LifetimeDir).
+func RunFolderDirs(runDir string) (LifetimeDirs, error) {
+	path := filepath.Join(runDir, RunManifestFile)
+	data, err := fsread.ReadFile(path, maxRunManifestBytes, "a capacity run's "+RunManifestFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return LifetimeDirs{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d, err := ReadLifetimeDirs(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", runDir, err)
 	}
 	return d, nil
 }

@@ -400,6 +400,14 @@ func (rr *runRecorder) event(ev capacity.RunEvent) {
 	}
 }
 
+// origin is the clock origin of pass: the one its lifetimes' request times count from.
+func (rr *runRecorder) origin(pass string) time.Time {
+	if o, ok := rr.origins[pass]; ok {
+		return o
+	}
+	return rr.start
+}
+
 // setDir notes the folder (run-folder relative, slash separated; "": its first attempt's) that
 // lifetime key's current attempt writes into.
 func (rr *runRecorder) setDir(key, dir string) {
@@ -417,8 +425,11 @@ func (rr *runRecorder) startLeg(ev capacity.RunEvent, extra map[string]any) erro
 	}
 	cand, _ := rr.plan.Candidate(k.Candidate)
 	argv := []string{}
+	// pass_origin: the clock the leg's request rows are timed on (a resumed run may start the
+	// pass on a new one; the leg's rows stay on this one).
 	detail := map[string]any{"pass": k.Pass, "candidate": k.Candidate, "slots": k.Slots,
-		"clients": rr.plan.ClientLevels(k.Slots), "run_dir": rr.out, "files": filepath.FromSlash(rr.dirs.Of(k))}
+		"clients": rr.plan.ClientLevels(k.Slots), "run_dir": rr.out, "files": filepath.FromSlash(rr.dirs.Of(k)),
+		"pass_origin": rr.origin(k.Pass).UTC().Format(time.RFC3339Nano)}
 	if cand.Arm != "" {
 		detail["arm"] = cand.Arm
 	}
@@ -469,12 +480,8 @@ func (rr *runRecorder) finishLeg(key string, srv *capacity.RunServer, why, noRes
 	if data, err := os.ReadFile(filepath.Join(dir, capacity.RunRequestsFile)); err == nil {
 		if f, err := capacity.ReadRequests(key, data); err == nil {
 			cand, _ := rr.plan.Candidate(k.Candidate)
-			origin, ok := rr.origins[k.Pass]
-			if !ok {
-				origin = rr.start
-			}
 			if len(f.Records) > 0 {
-				errs = append(errs, rr.sinks[key].AddRequests(capacity.LegRequests{Key: k, Arm: cand.Arm, Origin: origin,
+				errs = append(errs, rr.sinks[key].AddRequests(capacity.LegRequests{Key: k, Arm: cand.Arm, Origin: rr.origin(k.Pass),
 					NPredict: rr.plan.NPredict, Records: f.Records}))
 			}
 		} else if why == "" {
