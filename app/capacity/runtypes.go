@@ -17,6 +17,7 @@ import (
 //	OUT/runs/PASS/CANDIDATE/pP/rss.json        {"schema":"sparkbench.rss/v1","vmhwm_kib":N,"source":…}
 //	OUT/runs/PASS/CANDIDATE/pP/server.log      llama-server's log (CR and ANSI removed)
 //	OUT/runs/PASS/CANDIDATE/pP/evidence.json   backend evidence of the last load block, the server's argv
+//	OUT/runs/PASS/CANDIDATE/pP.N/…             the same, for attempt N of a lifetime run again (rundirs.go)
 //	OUT/quality/CANDIDATE/pP/quality-evidence.json, server.log   the quality guard (gated plans)
 //	OUT/run.json                               what happened: lifetimes, ports, classes, files
 //	OUT/study.json                             the assembled study
