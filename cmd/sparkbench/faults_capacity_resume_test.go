@@ -43,12 +43,27 @@ func stopCapacityMidLifetime(t *testing.T, bin, nb, id string) (lifetime, stderr
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 	})
+	lines := make(chan []byte)
+	go func() { // the run's events, until its stdout closes
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+		for sc.Scan() {
+			lines <- append([]byte(nil), sc.Bytes()...)
+		}
+	}()
+	limit := time.NewTimer(5 * time.Minute)
+	defer limit.Stop()
 	pids := map[string]int{}
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
+	for open := true; open; {
+		var line []byte
+		select {
+		case line, open = <-lines:
+		case <-limit.C:
+			t.Fatalf("capacity run %s: still running after 5 minutes (stopped in %q)\n%s", id, lifetime, errBuf.String())
+		}
 		var ev capacity.RunEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+		if !open || json.Unmarshal(line, &ev) != nil {
 			continue
 		}
 		switch {
@@ -72,8 +87,8 @@ func stopCapacityMidLifetime(t *testing.T, bin, nb, id string) (lifetime, stderr
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err = <-done:
-	case <-time.After(3 * time.Minute):
-		t.Fatalf("capacity run %s still running 3 minutes after SIGINT", id)
+	case <-time.After(time.Minute):
+		t.Fatalf("capacity run %s: its output closed but it did not exit within a minute", id)
 	}
 	killed = true
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || lifetime == "" {
