@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"sparkbench/app/capacity"
+	"sparkbench/app/workbench"
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
 )
@@ -156,20 +157,24 @@ func TestFaultsCapacityStopResumeReceiptImports(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	nb := filepath.Join(dir, "notebook.db")
-	plan := smallCapacityPlan(t, dir, "stop resume import")
 	// Four requests of 64 tokens per lifetime: the stop comes after the first (the server is
 	// frozen before the rest can complete).
-	var m map[string]any
-	b, _ := os.ReadFile(plan)
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
+	const measured, passes = 4, 2
+	writePlan := func(name string) string {
+		plan := smallCapacityPlan(t, dir, name)
+		var m map[string]any
+		b, _ := os.ReadFile(plan)
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["n_predict"], m["measured"] = 64, measured
+		b, _ = json.MarshalIndent(m, "", "  ")
+		if err := os.WriteFile(plan, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return plan
 	}
-	m["n_predict"], m["measured"] = 64, 4
-	b, _ = json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(plan, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errOut := runCapacity("register", plan, "--notebook", nb)
+	code, out, errOut := runCapacity("register", writePlan("stop resume import"), "--notebook", nb)
 	if code != 0 {
 		t.Fatalf("register: exit %d\n%s%s", code, out, errOut)
 	}
@@ -236,6 +241,25 @@ func TestFaultsCapacityStopResumeReceiptImports(t *testing.T) {
 	}
 	if attempts == 0 {
 		t.Errorf("%s was not run again: %+v", cut, legs)
+	}
+
+	// A comparison reads each lifetime's request records from the attempt the study was
+	// assembled from: every cell has both passes' measured requests on either side.
+	registerAndRunCapacity(t, writePlan("stop resume import B"), nb, "2")
+	code, out, errOut = runCapacity("compare", id, "2", "--notebook", nb, "--json")
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s%s", code, out, errOut)
+	}
+	var c workbench.CapacityComparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil || len(c.Cells) == 0 {
+		t.Fatalf("compare --json: %v\n%s", err, out)
+	}
+	for _, cell := range c.Cells {
+		for _, p := range cell.Pairs {
+			if p.E2EMs.Base.N != measured*passes || p.E2EMs.New.N != measured*passes {
+				t.Errorf("compare P%d/C%d: %d and %d requests, want %d on either side", cell.Slots, cell.Clients, p.E2EMs.Base.N, p.E2EMs.New.N, measured*passes)
+			}
+		}
 	}
 
 	folder, tgz := filepath.Join(dir, "receipt"), filepath.Join(dir, "receipt.tar.gz")
