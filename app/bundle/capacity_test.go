@@ -2,9 +2,11 @@ package bundle
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -287,5 +289,68 @@ func TestCapacityPromptPlanIsChecked(t *testing.T) {
 	o.PromptPlan = filepath.Join(gone, "prompt-plan.json")
 	if _, err := Capacity(gone, o); err == nil || !strings.Contains(err.Error(), "restore the file the study ran with") {
 		t.Errorf("a required --prompt-plan missing: %v", err)
+	}
+}
+
+// A lifetime measured again (a resumed run) has its results in the folder run.json names, and
+// the earlier attempt's files beside them: the bundle assembles the attempt run.json names and
+// carries the earlier one's files as evidence; a run.json folder outside the run folder is
+// refused.
+func TestCapacityBundleReadsTheAttemptRunJSONNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "seed")
+	if err := exec.Command("cp", "-r", seedDir, dir).Run(); err != nil {
+		t.Fatal(err)
+	}
+	const key = "forward/q8-generic/p1"
+	first, again := "runs/"+key, "runs/"+key+".2"
+	if err := os.Rename(filepath.Join(dir, first), filepath.Join(dir, again)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, first), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	earlier := map[string]string{"requests.jsonl": "an earlier attempt's records\n", "server.stderr.log": "an earlier attempt's log\n"}
+	for name, data := range earlier {
+		if err := os.WriteFile(filepath.Join(dir, first, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	manifest := func(d string) {
+		t.Helper()
+		b := fmt.Sprintf(`{"schema":"sparkbench.capacity-run/v1","lifetimes":[{"key":%q,"dir":%q}]}`, key, d)
+		if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	manifest(again)
+	files := seedBundle(t, dir, "/nonexistent-home")
+	golden, err := os.ReadFile(filepath.Join(seedDir, "study.golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(files[receipt.FileStudy], golden) {
+		t.Error("study.json differs from the seed's: not assembled from the attempt run.json names")
+	}
+	ix, err := receipt.ReadIndex(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ix.Capacity.Requests[key]; got != again+"/requests.jsonl" {
+		t.Errorf("requests of %s: %q, want %q", key, got, again+"/requests.jsonl")
+	}
+	for name, data := range earlier {
+		rel := first + "/" + name
+		if string(files[rel]) != data || !slices.Contains(ix.Capacity.Evidence, rel) {
+			t.Errorf("the earlier attempt's %s is not carried as evidence: %q", rel, files[rel])
+		}
+	}
+	if rep := receipt.Verify(files, receipt.VerifyOptions{}); len(rep.Problems) > 0 {
+		t.Errorf("verify: %+v", rep.Problems)
+	}
+	for _, bad := range []string{"../elsewhere", "/tmp/x", "runs/forward/../q8-generic/p1.2"} {
+		manifest(bad)
+		if _, err := Capacity(dir, CapacityOptions{}); err == nil || !strings.Contains(err.Error(), "not a clean path inside the run folder") {
+			t.Errorf("run.json dir %q: %v", bad, err)
+		}
 	}
 }

@@ -92,18 +92,22 @@ func Capacity(runDir string, opt CapacityOptions) (receipt.Files, error) {
 		files[ci.PromptPlan] = promptBytes
 		verbatim = append(verbatim, ci.PromptPlan)
 	}
+	dirs := capacity.LifetimeDirs{} // where each lifetime's files are: run.json says (rundirs.go)
 	if rf.exists(runManifestFile) {
 		b, err := rf.read(runManifestFile)
 		if err != nil {
 			return nil, err
 		}
+		if dirs, err = capacity.ReadLifetimeDirs(b); err != nil {
+			return nil, fmt.Errorf("capacity run folder %s: %w", runDir, err)
+		}
 		ci.Manifest = runManifestFile
 		files[ci.Manifest] = red.Bytes(ci.Manifest, b)
 	}
-	if err := rf.lifetimeFiles(plan, ci, files, red); err != nil {
+	if err := rf.lifetimeFiles(plan, dirs, ci, files, red); err != nil {
 		return nil, err
 	}
-	if err := rf.servingFiles(plan, ci, files, red); err != nil {
+	if err := rf.servingFiles(plan, dirs, ci, files, red); err != nil {
 		return nil, err
 	}
 	if err := rf.batchedFiles(plan, opt.Batched, ci, files, red); err != nil {
@@ -212,8 +216,10 @@ func (rf runFolder) promptPlan(plan *capacity.Plan, opt CapacityOptions) (data [
 }
 
 // lifetimeFiles adds each server lifetime's request records, peak RSS record, server log and
-// evidence, and each quality guard's evidence when the plan is quality-gated.
-func (rf runFolder) lifetimeFiles(plan *capacity.Plan, ci *receipt.CapacityIndex, files receipt.Files, red *Redactor) error {
+// evidence (from its folder in dirs: the attempt the run assembled), and each quality guard's
+// evidence when the plan is quality-gated. The files of a lifetime's earlier attempts are
+// evidence (otherEvidence).
+func (rf runFolder) lifetimeFiles(plan *capacity.Plan, dirs capacity.LifetimeDirs, ci *receipt.CapacityIndex, files receipt.Files, red *Redactor) error {
 	first := func(dir string, names ...string) string {
 		for _, n := range names {
 			if rf.exists(dir + "/" + n) {
@@ -224,7 +230,7 @@ func (rf runFolder) lifetimeFiles(plan *capacity.Plan, ci *receipt.CapacityIndex
 	}
 	for _, lt := range capacity.Schedule(plan, "") {
 		k := lt.Key.String()
-		dir := fmt.Sprintf("runs/%s/%s/p%d", lt.Key.Pass, lt.Key.Candidate, lt.Key.Slots)
+		dir := dirs.Of(lt.Key)
 		for _, role := range []struct {
 			m     map[string]string
 			names []string

@@ -15,13 +15,13 @@ const (
 
 // servingFiles adds a serving plan's open-loop records (one per server lifetime) and the run's
 // harness floor; a plan without a serving block has none, and its bundle is unchanged.
-func (rf runFolder) servingFiles(plan *capacity.Plan, ci *receipt.CapacityIndex, files receipt.Files, red *Redactor) error {
+func (rf runFolder) servingFiles(plan *capacity.Plan, dirs capacity.LifetimeDirs, ci *receipt.CapacityIndex, files receipt.Files, red *Redactor) error {
 	if plan.Serving == nil {
 		return nil
 	}
 	ci.Serving = map[string]string{}
 	for _, lt := range capacity.Schedule(plan, "") {
-		rel := fmt.Sprintf("runs/%s/%s/p%d/%s", lt.Key.Pass, lt.Key.Candidate, lt.Key.Slots, runServingFile)
+		rel := dirs.Of(lt.Key) + "/" + runServingFile
 		b, err := rf.read(rel)
 		if err != nil {
 			return fmt.Errorf("capacity run folder %s: lifetime %s has no serving records: %w", rf.dir, lt.Key, err)

@@ -37,7 +37,8 @@ const (
 	NoteRPCSplit = "capacity.rpc_split"
 	// NoteResumed: a run resumed the run folder of the study's last run (RunSpec.Resume):
 	// {"run_dir","plan_file","resumed_at","lifetimes_skipped","lifetimes_total","guards_skipped",
-	// "rerun":[folders cleared to run again],"previous":how the run before ended}.
+	// "rerun":[folders run again: a guard's emptied, a lifetime's kept with its earlier
+	// attempt's files],"previous":how the run before ended}.
 	NoteResumed = "capacity.resumed"
 	// NoteIncomplete: the run ended with server lifetimes without results (IncompleteError):
 	// {"run_dir","lifetimes":[{"key","class","reason"}],"total","study_file"}; no assembled

@@ -25,6 +25,9 @@ func ProgressLine(ev RunEvent) string {
 			if len(rs.Guards) > 0 {
 				line += fmt.Sprintf(", %d quality %s kept", len(rs.Guards), plural(len(rs.Guards), "guard", "guards"))
 			}
+			if len(rs.Kept) > 0 {
+				line += "; run again, the earlier attempt's files kept in " + strings.Join(rs.Kept, ", ")
+			}
 			if len(rs.Cleared) > 0 {
 				line += "; run again from scratch: " + strings.Join(rs.Cleared, ", ")
 			}

@@ -17,6 +17,7 @@ import (
 //	OUT/runs/PASS/CANDIDATE/pP/rss.json        {"schema":"sparkbench.rss/v1","vmhwm_kib":N,"source":…}
 //	OUT/runs/PASS/CANDIDATE/pP/server.log      llama-server's log (CR and ANSI removed)
 //	OUT/runs/PASS/CANDIDATE/pP/evidence.json   backend evidence of the last load block, the server's argv
+//	OUT/runs/PASS/CANDIDATE/pP.N/…             the same, for attempt N of a lifetime run again (rundirs.go)
 //	OUT/quality/CANDIDATE/pP/quality-evidence.json, server.log   the quality guard (gated plans)
 //	OUT/run.json                               what happened: lifetimes, ports, classes, files
 //	OUT/study.json                             the assembled study
@@ -85,6 +86,10 @@ type RunEvent struct {
 	// Origin (lifetime_started) is the wall-clock origin of the pass's clock: the lifetime's
 	// request times are milliseconds since it (run.json's pass_origins).
 	Origin time.Time `json:"origin,omitzero"`
+	// Dir (lifetime_started) is the run-folder relative folder the lifetime writes into when it
+	// is not its LifetimeDir: a lifetime measured again beside an earlier attempt's files
+	// (rundirs.go). Empty: LifetimeDir.
+	Dir string `json:"dir,omitempty"`
 	// Resume (run_started) says what a resumed run kept from before.
 	Resume *RunResume `json:"resume,omitempty"`
 	// NoResults (lifetime_done) says why the lifetime ended without results.
@@ -101,9 +106,15 @@ type RunResume struct {
 	// Lifetimes and Guards are the keys kept from before: finished, not run again.
 	Lifetimes []string `json:"lifetimes_done"`
 	Guards    []string `json:"guards_done,omitempty"`
-	// Cleared are the run-folder relative folders emptied to be run again: the lifetime (or
-	// guard) the interruption cut, and any partial folder a killed run left.
+	// Cleared are the run-folder relative folders emptied to be run again: the quality guard
+	// the interruption cut, and any partial guard folder a killed run left (a run folder
+	// resumed by an earlier version emptied lifetime folders too).
 	Cleared []string `json:"cleared,omitempty"`
+	// Kept are the run-folder relative folders of the lifetimes run again that hold an earlier
+	// attempt's files (the lifetime the interruption cut, any partial folder a killed run
+	// left): they stay as they are, and the new attempt writes into a new sibling folder
+	// (rundirs.go).
+	Kept []string `json:"kept,omitempty"`
 	// Previous is how the run before ended: its run.json error, or "killed" when it never
 	// wrote its final run.json (the last checkpoint was read).
 	Previous string `json:"previous,omitempty"`

@@ -166,9 +166,13 @@ func readCapStudy(ctx context.Context, nb *store.Notebook, id int64) (*capStudy,
 	}
 	s := &capStudy{plan: plan, result: rep.Run.Result, verdict: rep.Verdicts, samples: map[capCell]*capSamples{},
 		head: CapacityComparedStudy{ID: id, Name: st.Name, Kind: st.Kind, Status: st.Status, PlanSHA256: rep.Study.PlanSHA256}}
+	dirs, err := capacity.RunFolderDirs(rep.Run.Note.RunDir) // the attempt each lifetime was assembled from
+	if err != nil {
+		return nil, refused("study %d (%s): %v", id, st.Name, err)
+	}
 	for _, cand := range s.result.Candidates {
 		for _, l := range cand.Lifetimes {
-			if err := s.readRequests(rep.Run.Note.RunDir, cand.ID, l); err != nil {
+			if err := s.readRequests(rep.Run.Note.RunDir, dirs, cand.ID, l); err != nil {
 				return nil, refused("study %d (%s): %v", id, st.Name, err)
 			}
 		}
@@ -177,9 +181,9 @@ func readCapStudy(ctx context.Context, nb *store.Notebook, id int64) (*capStudy,
 }
 
 // readRequests adds one server lifetime's completed measured requests to the study's samples.
-func (s *capStudy) readRequests(runDir, cand string, l capacity.LifetimeResult) error {
+func (s *capStudy) readRequests(runDir string, dirs capacity.LifetimeDirs, cand string, l capacity.LifetimeResult) error {
 	k := capacity.LifetimeKey{Pass: l.Pass, Candidate: cand, Slots: l.Slots}
-	path := filepath.Join(runDir, "runs", filepath.FromSlash(k.String()), capacity.RunRequestsFile)
+	path := filepath.Join(runDir, filepath.FromSlash(dirs.Of(k)), capacity.RunRequestsFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("the request records the comparison reads: %w", err)

@@ -3,8 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path"
+	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"sparkbench/app/capacity"
 	"sparkbench/app/receipt"
@@ -16,7 +19,10 @@ import (
 // server log as the transcript (as bundled: redacted where the bundle was written), its peak
 // RSS from its rss record, and its request records as the capacity recorder stores them
 // (store.CapacityRequest, times on the pass's clock origin from run.json), which must hash to
-// the origin's samples_sha256 again.
+// the origin's samples_sha256 again. A leg's files are those in the folder its leg.started
+// names (detail.files), where the bundle holds them: a lifetime measured again by a resumed run
+// has each attempt's files in its own folder (capacity.LifetimeDirs), and the bundle carries
+// them all. A bundle written before that names one folder per lifetime (bundle.json's).
 
 type legStartedEntry struct {
 	Leg         int64             `json:"leg"`
@@ -27,6 +33,12 @@ type legStartedEntry struct {
 	Env         map[string]string `json:"env"`
 	Conditions  []string          `json:"conditions"`
 	Fingerprint string            `json:"fingerprint"`
+	Detail      struct {
+		Files string `json:"files"` // the run-folder relative folder of the leg's files
+		// PassOrigin is the clock the leg's request rows are timed on (unset in legs recorded
+		// before it was: run.json's pass_origins then).
+		PassOrigin *time.Time `json:"pass_origin"`
+	} `json:"detail"`
 }
 
 type legFinishedEntry struct {
@@ -93,10 +105,25 @@ func capacityLeg(files receipt.Files, ci *receipt.CapacityIndex, plan *capacity.
 	l := store.BundleLeg{OriginID: s.Leg, Dir: key, Label: s.Label, Kind: s.Kind, Detail: json.RawMessage(`{}`), State: f.State,
 		Class: f.Class, Reason: f.Reason, ExitCode: f.ExitCode, Signal: f.Signal, Argv: s.Argv, Env: s.Env, Conditions: s.Conditions,
 		StartedAt: s.StartedAt, EndedAt: f.EndedAt, Fingerprint: s.Fingerprint}
-	if rel := ci.ServerLogs[key]; rel != "" {
+	// The leg's own files: those in the folder its leg.started names when the bundle holds
+	// that folder (never another attempt's), else bundle.json's for the lifetime.
+	dir := filepath.ToSlash(s.Detail.Files)
+	if dir == "" || receipt.CheckName(dir) != nil || !bundleHolds(files, dir) {
+		dir = ""
+	}
+	own := func(name string, m map[string]string) string {
+		if dir == "" {
+			return m[key]
+		}
+		if rel := path.Join(dir, name); hasFile(files, rel) {
+			return rel
+		}
+		return ""
+	}
+	if rel := own(capacity.RunServerLogFile, ci.ServerLogs); rel != "" {
 		l.Transcript = files[rel]
 	}
-	if rel := ci.RSS[key]; rel != "" {
+	if rel := own(capacity.RunRSSFile, ci.RSS); rel != "" {
 		if kib, _, err := capacity.ReadRSS(rel, files[rel]); err == nil {
 			l.PeakRSS = kib * 1024
 		}
@@ -109,7 +136,10 @@ func capacityLeg(files receipt.Files, ci *receipt.CapacityIndex, plan *capacity.
 		return l, err
 	}
 	origin, ok := run.PassOrigins[k.Pass]
-	rel := ci.Requests[key]
+	if o := s.Detail.PassOrigin; o != nil {
+		origin, ok = *o, true
+	}
+	rel := own(capacity.RunRequestsFile, ci.Requests)
 	if !ok || rel == "" { // the origin recorded rows this bundle cannot make again
 		return l, fmt.Errorf("lifetime %s: the origin recorded %d request rows, but the bundle has no clock origin for pass %s or no requests file for it: its rows cannot be made again, so the study is not imported", key, f.RequestRows, k.Pass)
 	}
@@ -133,4 +163,19 @@ func capacityLeg(files receipt.Files, ci *receipt.CapacityIndex, plan *capacity.
 		l.SamplesSHA256 = f.SamplesSHA256
 	}
 	return l, nil
+}
+
+// bundleHolds says whether the bundle holds a file in the folder dir.
+func bundleHolds(files receipt.Files, dir string) bool {
+	for rel := range files {
+		if strings.HasPrefix(rel, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFile(files receipt.Files, rel string) bool {
+	_, ok := files[rel]
+	return ok
 }

@@ -7,15 +7,16 @@ import (
 	"sparkbench/app/capacity"
 )
 
-// assembleArgs are the `capacity assemble` arguments that reproduce study.json.
-func assembleArgs(out string, sched []capacity.Lifetime, guards []guardRun) []string {
+// assembleArgs are the `capacity assemble` arguments that reproduce study.json; dirs are the
+// folders of the lifetimes' files (run.json's).
+func assembleArgs(out string, dirs capacity.LifetimeDirs, sched []capacity.Lifetime, guards []guardRun) []string {
 	args := []string{"--plan", filepath.Join(out, capacity.RunPlanFile)}
 	for _, lt := range sched {
-		dir := filepath.Join(out, lifetimeDir(lt.Key))
+		dir := filepath.Join(out, filepath.FromSlash(dirs.Of(lt.Key)))
 		k := lt.Key.String()
 		args = append(args, capacity.FlagRequests, k+"="+filepath.Join(dir, capacity.RunRequestsFile),
 			capacity.FlagRSS, k+"="+filepath.Join(dir, capacity.RunRSSFile), capacity.FlagServerLog, k+"="+filepath.Join(dir, capacity.RunServerLogFile))
-		if p, ok := telemetryFile(out, lt.Key); ok {
+		if p, ok := telemetryFile(out, dirs, lt.Key); ok {
 			args = append(args, capacity.FlagTelemetry, k+"="+p)
 		}
 	}
@@ -26,14 +27,14 @@ func assembleArgs(out string, sched []capacity.Lifetime, guards []guardRun) []st
 		args = append(args, capacity.FlagBatched, id+"="+filepath.Join(out, filepath.FromSlash(capacity.RunBatchedFile(id))))
 	}
 	if p, err := capacity.Load(filepath.Join(out, capacity.RunPlanFile)); err == nil && p.Serving != nil {
-		args = append(args, servingArgs(out, sched)...)
+		args = append(args, servingArgs(out, dirs, sched)...)
 	}
 	return append(args, "--output", filepath.Join(out, capacity.RunStudyFile))
 }
 
-// assembleRun reads the run folder's files back and assembles them exactly as `capacity
-// assemble` would.
-func assembleRun(out string, sched []capacity.Lifetime, guards []guardRun) (capacity.Result, []byte, error) {
+// assembleRun reads the run folder's files back (the lifetimes' from dirs, run.json's folders)
+// and assembles them exactly as `capacity assemble` would.
+func assembleRun(out string, dirs capacity.LifetimeDirs, sched []capacity.Lifetime, guards []guardRun) (capacity.Result, []byte, error) {
 	plan, err := capacity.Load(filepath.Join(out, capacity.RunPlanFile))
 	if err != nil {
 		return capacity.Result{}, nil, err
@@ -49,7 +50,7 @@ func assembleRun(out string, sched []capacity.Lifetime, guards []guardRun) (capa
 		in.Quality[g.key] = capacity.InputFile{Name: path, Data: data}
 	}
 	for _, lt := range sched {
-		dir := filepath.Join(out, lifetimeDir(lt.Key))
+		dir := filepath.Join(out, filepath.FromSlash(dirs.Of(lt.Key)))
 		for _, f := range []struct {
 			flag  string
 			name  string
@@ -62,7 +63,7 @@ func assembleRun(out string, sched []capacity.Lifetime, guards []guardRun) (capa
 			}
 			f.files[lt.Key] = capacity.InputFile{Name: path, Data: data}
 		}
-		if path, ok := telemetryFile(out, lt.Key); ok {
+		if path, ok := telemetryFile(out, dirs, lt.Key); ok {
 			data, err := os.ReadFile(path)
 			if err != nil {
 				return capacity.Result{}, nil, &capacity.InputError{Flag: capacity.FlagTelemetry, Key: lt.Key.String(), Err: err}
@@ -84,7 +85,7 @@ func assembleRun(out string, sched []capacity.Lifetime, guards []guardRun) (capa
 		}
 		in.Batched[id] = capacity.InputFile{Name: path, Data: data}
 	}
-	if err := servingInputs(out, plan, sched, &in); err != nil {
+	if err := servingInputs(out, dirs, plan, sched, &in); err != nil {
 		return capacity.Result{}, nil, err
 	}
 	res, err := capacity.Assemble(plan, in)

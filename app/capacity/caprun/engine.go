@@ -159,7 +159,8 @@ func (e *Engine) runInto(ctx context.Context, st capacity.StoredStudy, p *capaci
 		StartTimeout: e.StartTimeout, RequestTimeout: e.RequestTimeout, Grace: e.Grace, Hash: e.Hash, QualityCases: e.QualityCases, Batched: e.Batched,
 		Telemetry: e.Telemetry, Host: e.Host, RPCHosts: e.RPCHosts})
 	rr := &runRecorder{e: e, ctx: context.WithoutCancel(ctx), study: id, plan: p, out: outDir, start: runStart,
-		origins: map[string]time.Time{}, legs: map[string]int64{}, sinks: map[string]capacity.LegSink{}, attempts: map[string]int{}}
+		origins: map[string]time.Time{}, legs: map[string]int64{}, sinks: map[string]capacity.LegSink{}, attempts: map[string]int{},
+		dirs: capacity.LifetimeDirs{}}
 	for _, l := range legs {
 		rr.attempts[legLifetime(l.Label)]++
 	}
@@ -265,13 +266,10 @@ func runNoteKind(ev capacity.RunEvent) string {
 // runNote is the payload of the NoteRun or NoteResumed entry of a run that started.
 func runNote(ev capacity.RunEvent, outDir, planFile string, at time.Time, notResumed string) map[string]any {
 	if rs := ev.Resume; rs != nil {
-		cleared := rs.Cleared
-		if cleared == nil {
-			cleared = []string{}
-		}
+		rerun := append(append([]string{}, rs.Kept...), rs.Cleared...) // folders run again: kept beside, or emptied
 		return map[string]any{"run_dir": outDir, "plan_file": planFile, "resumed_at": at.UTC().Format(time.RFC3339Nano),
 			"lifetimes_skipped": len(rs.Lifetimes), "lifetimes_total": ev.Progress.LifetimesTotal, "guards_skipped": len(rs.Guards),
-			"rerun": cleared, "previous": rs.Previous}
+			"rerun": rerun, "previous": rs.Previous}
 	}
 	n := map[string]any{"run_dir": outDir, "plan_file": planFile, "started_at": at.UTC().Format(time.RFC3339Nano)}
 	if notResumed != "" {
@@ -363,8 +361,11 @@ type runRecorder struct {
 	// attempts counts the legs recorded per lifetime key (earlier runs included): a lifetime
 	// run again is labelled "KEY (attempt N)".
 	attempts map[string]int
-	count    int
-	err      error
+	// dirs are the folders the lifetimes' current attempts write into (lifetime_started's Dir,
+	// run.json's for a lifetime recorded on resume).
+	dirs  capacity.LifetimeDirs
+	count int
+	err   error
 }
 
 func (rr *runRecorder) event(ev capacity.RunEvent) {
@@ -373,6 +374,7 @@ func (rr *runRecorder) event(ev capacity.RunEvent) {
 	}
 	switch ev.Type {
 	case capacity.LifetimeStarted:
+		rr.setDir(ev.Lifetime, ev.Dir)
 		if k, err := capacity.ParseLifetimeKey(ev.Lifetime); err == nil {
 			if !ev.Origin.IsZero() {
 				rr.origins[k.Pass] = ev.Origin // the pass's recorded origin (kept on resume)
@@ -398,6 +400,24 @@ func (rr *runRecorder) event(ev capacity.RunEvent) {
 	}
 }
 
+// origin is the clock origin of pass: the one its lifetimes' request times count from.
+func (rr *runRecorder) origin(pass string) time.Time {
+	if o, ok := rr.origins[pass]; ok {
+		return o
+	}
+	return rr.start
+}
+
+// setDir notes the folder (run-folder relative, slash separated; "": its first attempt's) that
+// lifetime key's current attempt writes into.
+func (rr *runRecorder) setDir(key, dir string) {
+	if dir == "" {
+		delete(rr.dirs, key)
+		return
+	}
+	rr.dirs[key] = dir
+}
+
 func (rr *runRecorder) startLeg(ev capacity.RunEvent, extra map[string]any) error {
 	k, err := capacity.ParseLifetimeKey(ev.Lifetime)
 	if err != nil {
@@ -405,8 +425,11 @@ func (rr *runRecorder) startLeg(ev capacity.RunEvent, extra map[string]any) erro
 	}
 	cand, _ := rr.plan.Candidate(k.Candidate)
 	argv := []string{}
+	// pass_origin: the clock the leg's request rows are timed on (a resumed run may start the
+	// pass on a new one; the leg's rows stay on this one).
 	detail := map[string]any{"pass": k.Pass, "candidate": k.Candidate, "slots": k.Slots,
-		"clients": rr.plan.ClientLevels(k.Slots), "run_dir": rr.out, "files": lifetimeDir(k)}
+		"clients": rr.plan.ClientLevels(k.Slots), "run_dir": rr.out, "files": filepath.FromSlash(rr.dirs.Of(k)),
+		"pass_origin": rr.origin(k.Pass).UTC().Format(time.RFC3339Nano)}
 	if cand.Arm != "" {
 		detail["arm"] = cand.Arm
 	}
@@ -452,17 +475,13 @@ func (rr *runRecorder) finishLeg(key string, srv *capacity.RunServer, why, noRes
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(rr.out, lifetimeDir(k))
+	dir := filepath.Join(rr.out, filepath.FromSlash(rr.dirs.Of(k)))
 	var errs []error
 	if data, err := os.ReadFile(filepath.Join(dir, capacity.RunRequestsFile)); err == nil {
 		if f, err := capacity.ReadRequests(key, data); err == nil {
 			cand, _ := rr.plan.Candidate(k.Candidate)
-			origin, ok := rr.origins[k.Pass]
-			if !ok {
-				origin = rr.start
-			}
 			if len(f.Records) > 0 {
-				errs = append(errs, rr.sinks[key].AddRequests(capacity.LegRequests{Key: k, Arm: cand.Arm, Origin: origin,
+				errs = append(errs, rr.sinks[key].AddRequests(capacity.LegRequests{Key: k, Arm: cand.Arm, Origin: rr.origin(k.Pass),
 					NPredict: rr.plan.NPredict, Records: f.Records}))
 			}
 		} else if why == "" {
@@ -562,6 +581,7 @@ func (rr *runRecorder) recordKept(rs *capacity.RunResume, legs []capacity.Stored
 			continue
 		}
 		srv := rep.Lifetimes[i].Server
+		rr.setDir(key, filepath.ToSlash(rep.Lifetimes[i].Dir))
 		if _, ok := rr.origins[k.Pass]; !ok {
 			rr.origins[k.Pass] = rep.PassOrigins[k.Pass]
 		}

@@ -28,8 +28,17 @@ func makeRunDir(dir string) error {
 	return os.MkdirAll(dir, 0o755)
 }
 
+// lifetimeDir is the run-folder relative folder of the first attempt of lifetime k
+// (capacity.LifetimeDir).
 func lifetimeDir(k capacity.LifetimeKey) string {
-	return filepath.Join("runs", k.Pass, k.Candidate, fmt.Sprintf("p%d", k.Slots))
+	return filepath.FromSlash(capacity.LifetimeDir(k))
+}
+
+// attemptDir is the run-folder relative folder this attempt of lifetime k writes into: its
+// lifetimeDir when that is absent or empty, else the first free sibling (DIR.2, DIR.3, …), so
+// that an earlier attempt's files, which its leg names, are never written over.
+func attemptDir(out string, k capacity.LifetimeKey) (string, error) {
+	return filepath.Rel(out, freeRunDir(filepath.Join(out, lifetimeDir(k))))
 }
 
 // lifetime runs one server lifetime and writes its raw files. Only an I/O failure (or Stop)
@@ -39,13 +48,20 @@ func lifetimeDir(k capacity.LifetimeKey) string {
 // pass's clock; wall the same origin as a wall-clock time.
 func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate, lt capacity.Lifetime, prompts *loadgen.PromptPlan, origin, wall time.Time) (capacity.RunLifetime, error) {
 	spec := r.spec
-	rel := lifetimeDir(lt.Key)
+	rel, err := attemptDir(spec.OutDir, lt.Key)
+	if err != nil {
+		return capacity.RunLifetime{Key: lt.Key.String(), Dir: lifetimeDir(lt.Key), Cells: []capacity.RunCell{}, Files: map[string]string{}}, err
+	}
 	dir := filepath.Join(spec.OutDir, rel)
 	rl := capacity.RunLifetime{Key: lt.Key.String(), Dir: rel, Cells: []capacity.RunCell{}, Files: map[string]string{}}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return rl, err
 	}
-	r.emit(capacity.RunEvent{Type: capacity.LifetimeStarted, Lifetime: rl.Key, Origin: wall})
+	started := capacity.RunEvent{Type: capacity.LifetimeStarted, Lifetime: rl.Key, Origin: wall}
+	if rel != lifetimeDir(lt.Key) {
+		started.Dir = filepath.ToSlash(rel)
+	}
+	r.emit(started)
 	tel := r.beginTelemetry()
 	defer tel.stop()
 	logf, err := os.Create(filepath.Join(dir, capacity.RunServerLogFile))

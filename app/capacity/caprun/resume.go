@@ -23,9 +23,11 @@ import (
 // stopped or halted run records why (error) and which lifetime the interruption cut
 // (interrupted); a killed run leaves its last checkpoint. A resumed run keeps every lifetime
 // run.json records as finished (all its client levels measured, not cut, its files there, with
-// results: a lifetime without results, no_results, is measured again),
-// empties the folders of the others, runs them on the pass clocks recorded in pass_origins,
-// and assembles the whole folder as `capacity assemble` would.
+// results: a lifetime without results, no_results, is measured again), runs the others on the
+// pass clocks recorded in pass_origins, and assembles the whole folder as `capacity assemble`
+// would. A lifetime run again keeps its earlier attempt's files (the notebook's leg of that
+// attempt names them, and a receipt carries them): the new attempt writes into a new sibling
+// folder (capacity.LifetimeDirs). A quality guard run again has its folder emptied.
 
 // errLocked: another process holds the run folder's lock.
 var errLocked = errors.New("the run folder is locked")
@@ -127,7 +129,8 @@ func (s *resumeState) guard(k capacity.QualityKey) (capacity.RunGuard, bool) {
 }
 
 // planResume decides what a resumed run keeps of prev (the folder's run.json, nil when it has
-// none) and empties the folders of everything it runs again. cur is the new run's report as
+// none), notes the lifetimes' folders it runs again beside and empties the guards' folders it
+// runs again. cur is the new run's report as
 // far as it is known (prompt plan, quality cases, build, machine); server the llama-server
 // binary it will run.
 func planResume(out string, prev *capacity.RunReport, cur *capacity.RunReport, sched []capacity.Lifetime, guards []guardRun, server string) (*resumeState, error) {
@@ -210,14 +213,19 @@ func planResume(out string, prev *capacity.RunReport, cur *capacity.RunReport, s
 	return s, s.clear(out, sched, guards)
 }
 
-// clear empties the folders of the lifetimes and guards the resumed run runs again.
+// clear empties the folders of the guards the resumed run runs again. The lifetimes it runs
+// again keep their earlier attempts' files, in their folders (Kept lists them): each new
+// attempt writes into a free sibling (attemptDir).
 func (s *resumeState) clear(out string, sched []capacity.Lifetime, guards []guardRun) error {
-	var rels []string
 	for _, lt := range sched {
-		if _, ok := s.lifetimes[lt.Key.String()]; !ok {
-			rels = append(rels, lifetimeDir(lt.Key))
+		if _, ok := s.lifetimes[lt.Key.String()]; ok {
+			continue
+		}
+		for _, rel := range attemptDirs(out, lt.Key) {
+			s.info.Kept = append(s.info.Kept, rel)
 		}
 	}
+	var rels []string
 	for _, g := range guards {
 		if _, ok := s.guards[g.key.String()]; !ok {
 			rels = append(rels, guardDir(g.key))
@@ -312,4 +320,23 @@ func (s *resumeState) guardKeys() []string {
 		return nil
 	}
 	return s.info.Guards
+}
+
+// attemptDirs are the run-folder relative folders of lifetime k that hold an earlier attempt's
+// files: its lifetimeDir and the siblings DIR.2, DIR.3, … that are not empty, in order.
+func attemptDirs(out string, k capacity.LifetimeKey) []string {
+	var rels []string
+	for n := 1; ; n++ {
+		rel := lifetimeDir(k)
+		if n > 1 {
+			rel = fmt.Sprintf("%s.%d", rel, n)
+		}
+		ents, err := os.ReadDir(filepath.Join(out, rel))
+		if err != nil {
+			return rels
+		}
+		if len(ents) > 0 {
+			rels = append(rels, rel)
+		}
+	}
 }

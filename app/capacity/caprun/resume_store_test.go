@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,8 +118,11 @@ func TestEngineResumeRealServer(t *testing.T) {
 	}
 	// One clock per pass: forward/dense/p2, measured after the resume, comes after p1.
 	_, p1End := requestSpan(t, filepath.Join(keptDir, capacity.RunRequestsFile))
-	p2Start, _ := requestSpan(t, filepath.Join(sum.RunDir,
-		lifetimeDir(capacity.LifetimeKey{Pass: "forward", Candidate: "dense", Slots: 2}), capacity.RunRequestsFile))
+	i := slices.IndexFunc(rep.Lifetimes, func(rl capacity.RunLifetime) bool { return rl.Key == "forward/dense/p2" })
+	if i < 0 {
+		t.Fatalf("run.json lists no forward/dense/p2: %+v", rep.Lifetimes)
+	}
+	p2Start, _ := requestSpan(t, filepath.Join(sum.RunDir, rep.Lifetimes[i].Files["requests"]))
 	if p2Start <= p1End {
 		t.Errorf("forward/dense/p2 starts at %.1f ms, before forward/dense/p1 ended (%.1f ms)", p2Start, p1End)
 	}

@@ -137,9 +137,9 @@ func requestSpan(t *testing.T, path string) (first, last float64) {
 }
 
 // A run stopped in its second lifetime resumes: the finished lifetime is kept (its files
-// untouched, no server started for it), the one the stop cut is run again from an emptied
-// folder, the rest run, each pass on its recorded clock, and the folder assembles as
-// `capacity assemble` assembles it.
+// untouched, no server started for it), the one the stop cut is run again in a new folder
+// beside the cut attempt's (whose files stay as they were), the rest run, each pass on its
+// recorded clock, and the folder assembles as `capacity assemble` assembles it.
 func TestRunResume(t *testing.T) {
 	dir := t.TempDir()
 	plan := fakePlan(t, dir)
@@ -169,6 +169,13 @@ func TestRunResume(t *testing.T) {
 	firstReq := filepath.Join(out, first.Files["requests"])
 	reqBytes := readFile(t, firstReq)
 	logBytes := readFile(t, filepath.Join(out, first.Files["server_log"]))
+	cutFiles := map[string][]byte{} // the cut attempt's files: kept as they are
+	for _, rel := range cut.Files {
+		cutFiles[rel] = readFile(t, filepath.Join(out, rel))
+	}
+	if len(cutFiles) == 0 || cut.Dir != lifetimeDir(capacity.LifetimeKey{Pass: "forward", Candidate: "fake", Slots: 2}) {
+		t.Fatalf("the cut attempt: %+v", cut)
+	}
 	time.Sleep(50 * time.Millisecond) // the resumed part of the pass starts measurably later
 
 	r := startFake(t, plan, out, true, env)
@@ -189,7 +196,7 @@ func TestRunResume(t *testing.T) {
 	}
 	t.Logf("resumed: %s", capacity.ProgressLine(evs[0]))
 	if evs[0].Type != capacity.RunStarted || evs[0].Resume == nil || !slices.Equal(evs[0].Resume.Lifetimes, []string{"forward/fake/p1"}) ||
-		!slices.Equal(evs[0].Resume.Cleared, []string{cut.Dir}) {
+		!slices.Equal(evs[0].Resume.Kept, []string{cut.Dir}) || len(evs[0].Resume.Cleared) != 0 {
 		t.Fatalf("run_started %+v", evs[0])
 	}
 	if p := evs[0].Progress; p.LifetimesDone != 1 || p.CellsDone != 2 || p.LifetimesKept != 1 || p.CellsKept != 2 {
@@ -199,10 +206,17 @@ func TestRunResume(t *testing.T) {
 	if !strings.Contains(line, "resumed: 1 lifetime done before") {
 		t.Errorf("console line %q", line)
 	}
+	if !strings.Contains(line, "run again, the earlier attempt's files kept in "+cut.Dir) {
+		t.Errorf("console line %q does not say where the cut attempt's files are", line)
+	}
 	var started []string
+	again := cut.Dir + ".2" // the cut lifetime's new attempt, beside the cut one
 	for _, ev := range evs {
 		if ev.Type == capacity.LifetimeStarted {
 			started = append(started, ev.Lifetime)
+			if want := map[bool]string{true: again}[ev.Lifetime == cut.Key]; ev.Dir != want {
+				t.Errorf("%s: lifetime_started dir %q, want %q", ev.Lifetime, ev.Dir, want)
+			}
 			if !ev.Origin.Equal(m1.PassOrigins["forward"]) && strings.HasPrefix(ev.Lifetime, "forward/") {
 				t.Errorf("%s: origin %v, the pass's recorded origin is %v", ev.Lifetime, ev.Origin, m1.PassOrigins["forward"])
 			}
@@ -225,6 +239,14 @@ func TestRunResume(t *testing.T) {
 			t.Errorf("%s: %+v", rl.Key, rl)
 		}
 	}
+	if rl := rep.Lifetimes[1]; rl.Key != cut.Key || rl.Dir != again || rl.Files["requests"] != filepath.Join(again, capacity.RunRequestsFile) {
+		t.Errorf("the cut lifetime measured again: %+v, want its files in %s", rl, again)
+	}
+	for rel, data := range cutFiles {
+		if !bytes.Equal(readFile(t, filepath.Join(out, rel)), data) {
+			t.Errorf("the cut attempt's %s changed", rel)
+		}
+	}
 	m := readManifest(t, out)
 	if m.InProgress || m.Error != "" || !m.Started.Equal(m1.Started) || len(m.Resumes) != 1 || !m.PassOrigins["forward"].Equal(m1.PassOrigins["forward"]) {
 		t.Errorf("run.json after the resume: started %v (was %v), resumes %+v, origins %v (were %v)", m.Started, m1.Started, m.Resumes, m.PassOrigins, m1.PassOrigins)
@@ -234,7 +256,7 @@ func TestRunResume(t *testing.T) {
 	}
 	// One time axis per pass: forward/p2, measured after the pause, comes after forward/p1.
 	_, p1End := requestSpan(t, firstReq)
-	p2Start, _ := requestSpan(t, filepath.Join(out, lifetimeDir(capacity.LifetimeKey{Pass: "forward", Candidate: "fake", Slots: 2}), capacity.RunRequestsFile))
+	p2Start, _ := requestSpan(t, filepath.Join(out, rep.Lifetimes[1].Files["requests"]))
 	if p2Start <= p1End+50 {
 		t.Errorf("forward/fake/p2 starts at %.1f ms, forward/fake/p1 ended at %.1f ms: not one clock", p2Start, p1End)
 	}
@@ -259,7 +281,8 @@ func TestRunResume(t *testing.T) {
 }
 
 // A killed run leaves its last checkpoint (in_progress) and the partial folder of the lifetime
-// it was running: a resume keeps what the checkpoint lists and empties that folder.
+// it was running: a resume keeps what the checkpoint lists, and that folder as it was (the
+// lifetime is measured again in a new one).
 func TestRunResumeAfterKill(t *testing.T) {
 	dir := t.TempDir()
 	plan := fakePlan(t, dir)
@@ -302,11 +325,14 @@ func TestRunResumeAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume after the kill: %v", err)
 	}
-	if rs == nil || len(rs.Lifetimes) != 1 || !slices.Equal(rs.Cleared, []string{lifetimeDir(capacity.LifetimeKey{Pass: "forward", Candidate: "fake", Slots: 2})}) || !strings.HasPrefix(rs.Previous, "killed") {
+	if rs == nil || len(rs.Lifetimes) != 1 || !slices.Equal(rs.Kept, []string{lifetimeDir(capacity.LifetimeKey{Pass: "forward", Candidate: "fake", Slots: 2})}) || !strings.HasPrefix(rs.Previous, "killed") {
 		t.Fatalf("resume %+v", rs)
 	}
 	if got := assembleFromArgs(t, rep.AssembleArgs); !bytes.Equal(got, readFile(t, filepath.Join(out, capacity.RunStudyFile))) {
 		t.Error("study.json differs from `capacity assemble` of the folder")
+	}
+	if st, err := os.Stat(p2); err != nil || st.Size() != 100 {
+		t.Errorf("the killed attempt's requests file: %v %v, want it kept as it was (100 bytes)", st, err)
 	}
 }
 

@@ -471,8 +471,9 @@ func (r *Run) assemble(rep *capacity.RunReport, sched []capacity.Lifetime, guard
 		}
 	}
 	if runErr == nil {
-		rep.AssembleArgs = assembleArgs(spec.OutDir, sched, guards)
-		res, data, err := assembleRun(spec.OutDir, sched, guards)
+		dirs := rep.LifetimeDirs()
+		rep.AssembleArgs = assembleArgs(spec.OutDir, dirs, sched, guards)
+		res, data, err := assembleRun(spec.OutDir, dirs, sched, guards)
 		if err != nil && incomplete != nil {
 			// the lifetimes without results explain it (a server that never started leaves
 			// no RSS and no load block): the run is incomplete, not an assembly failure

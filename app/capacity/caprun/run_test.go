@@ -239,7 +239,7 @@ func TestRunRealServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, again, err := assembleRun(out, capacity.Schedule(mustLoad(t, plan), dir), nil)
+	_, again, err := assembleRun(out, nil, capacity.Schedule(mustLoad(t, plan), dir), nil)
 	if err != nil || !bytes.Equal(study1, again) {
 		t.Fatalf("re-assembly differs (err %v)", err)
 	}

@@ -208,13 +208,13 @@ func (r *Run) writeHarnessFloor(p *capacity.Plan) error {
 }
 
 // servingInputs adds a serving plan's files of the run folder to in.
-func servingInputs(out string, p *capacity.Plan, sched []capacity.Lifetime, in *capacity.Inputs) error {
+func servingInputs(out string, dirs capacity.LifetimeDirs, p *capacity.Plan, sched []capacity.Lifetime, in *capacity.Inputs) error {
 	if p.Serving == nil {
 		return nil
 	}
 	in.Serving = map[capacity.LifetimeKey]capacity.InputFile{}
 	for _, lt := range sched {
-		path := filepath.Join(out, lifetimeDir(lt.Key), RunServingFile)
+		path := filepath.Join(out, filepath.FromSlash(dirs.Of(lt.Key)), RunServingFile)
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return &capacity.InputError{Flag: capacity.FlagServing, Key: lt.Key.String(), Err: err}
@@ -231,10 +231,10 @@ func servingInputs(out string, p *capacity.Plan, sched []capacity.Lifetime, in *
 }
 
 // servingArgs are the serving plan's `capacity assemble` arguments.
-func servingArgs(out string, sched []capacity.Lifetime) []string {
+func servingArgs(out string, dirs capacity.LifetimeDirs, sched []capacity.Lifetime) []string {
 	var args []string
 	for _, lt := range sched {
-		args = append(args, capacity.FlagServing, lt.Key.String()+"="+filepath.Join(out, lifetimeDir(lt.Key), RunServingFile))
+		args = append(args, capacity.FlagServing, lt.Key.String()+"="+filepath.Join(out, filepath.FromSlash(dirs.Of(lt.Key)), RunServingFile))
 	}
 	return append(args, capacity.FlagHarness, filepath.Join(out, RunHarnessFile))
 }

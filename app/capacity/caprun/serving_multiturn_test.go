@@ -69,7 +69,7 @@ func checkMultiTurnRun(t *testing.T, plan, out string, rep *capacity.RunReport) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, again, err := assembleRun(out, capacity.Schedule(p, filepath.Dir(plan)), nil); err != nil || !bytes.Equal(study1, again) {
+	if _, again, err := assembleRun(out, nil, capacity.Schedule(p, filepath.Dir(plan)), nil); err != nil || !bytes.Equal(study1, again) {
 		t.Fatalf("re-assembly differs (err %v)", err)
 	}
 	return sv, recs

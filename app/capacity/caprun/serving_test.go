@@ -108,7 +108,7 @@ func checkServingRun(t *testing.T, plan, out string, rep *capacity.RunReport) ca
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, again, err := assembleRun(out, capacity.Schedule(p, filepath.Dir(plan)), nil)
+	_, again, err := assembleRun(out, nil, capacity.Schedule(p, filepath.Dir(plan)), nil)
 	if err != nil || !bytes.Equal(study1, again) {
 		t.Fatalf("re-assembly differs (err %v)", err)
 	}

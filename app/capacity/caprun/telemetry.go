@@ -54,9 +54,10 @@ func (t *lifetimeTelemetry) write(dir, rel string, rl *capacity.RunLifetime) err
 	return nil
 }
 
-// telemetryFile is a lifetime's telemetry.jsonl in the run folder out, when it was sampled.
-func telemetryFile(out string, k capacity.LifetimeKey) (string, bool) {
-	p := filepath.Join(out, lifetimeDir(k), capacity.RunTelemetryFile)
+// telemetryFile is a lifetime's telemetry.jsonl in the run folder out (in its folder of dirs),
+// when it was sampled.
+func telemetryFile(out string, dirs capacity.LifetimeDirs, k capacity.LifetimeKey) (string, bool) {
+	p := filepath.Join(out, filepath.FromSlash(dirs.Of(k)), capacity.RunTelemetryFile)
 	_, err := os.Stat(p)
 	return p, err == nil
 }
