@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -116,6 +117,26 @@ func KeyOf(path string) (Key, error) {
 		k.CTime = time.Unix(sys.Ctim.Unix()).UTC()
 	}
 	return k, nil
+}
+
+// Diff names what differs between two identities of a file ("" when nothing does): size,
+// mtime, device/inode (another file), ctime (written or touched).
+func Diff(a, b Key) string {
+	const stamp = "2006-01-02T15:04:05.000000000Z"
+	var d []string
+	if a.Size != b.Size {
+		d = append(d, fmt.Sprintf("size %d → %d bytes", a.Size, b.Size))
+	}
+	if !a.MTime.Equal(b.MTime) {
+		d = append(d, fmt.Sprintf("mtime %s → %s", a.MTime.UTC().Format(stamp), b.MTime.UTC().Format(stamp)))
+	}
+	if a.Dev != b.Dev || a.Inode != b.Inode {
+		d = append(d, fmt.Sprintf("device/inode %d/%d → %d/%d (another file)", a.Dev, a.Inode, b.Dev, b.Inode))
+	}
+	if !a.CTime.Equal(b.CTime) {
+		d = append(d, fmt.Sprintf("ctime %s → %s (written or touched)", a.CTime.UTC().Format(stamp), b.CTime.UTC().Format(stamp)))
+	}
+	return strings.Join(d, ", ")
 }
 
 // Cache remembers hashes by Key; the notebook implements it, tests use a map.

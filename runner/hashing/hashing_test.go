@@ -254,3 +254,27 @@ func TestFaultsHashingRefusesNamedPipeAndFollowsLinks(t *testing.T) {
 		t.Errorf("link: %s %v", got, err)
 	}
 }
+
+// Diff names each part of a file's identity that moved, and nothing when none did.
+func TestDiffNamesWhatMoved(t *testing.T) {
+	a := Key{Path: "m", Size: 10, MTime: time.Unix(1, 0), Dev: 1, Inode: 2, CTime: time.Unix(3, 0)}
+	if d := Diff(a, a); d != "" {
+		t.Errorf("same key: %q", d)
+	}
+	for _, c := range []struct {
+		edit func(*Key)
+		want string
+	}{
+		{func(k *Key) { k.Size = 11 }, "size 10 → 11 bytes"},
+		{func(k *Key) { k.MTime = time.Unix(2, 0) }, "mtime 1970-01-01T00:00:01.000000000Z → 1970-01-01T00:00:02.000000000Z"},
+		{func(k *Key) { k.Inode = 3 }, "device/inode 1/2 → 1/3 (another file)"},
+		{func(k *Key) { k.Dev = 4 }, "device/inode 1/2 → 4/2 (another file)"},
+		{func(k *Key) { k.CTime = time.Unix(4, 0) }, "ctime 1970-01-01T00:00:03.000000000Z → 1970-01-01T00:00:04.000000000Z (written or touched)"},
+	} {
+		b := a
+		c.edit(&b)
+		if d := Diff(a, b); d != c.want {
+			t.Errorf("Diff = %q, want %q", d, c.want)
+		}
+	}
+}

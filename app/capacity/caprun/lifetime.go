@@ -158,7 +158,13 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 	if err := tel.write(dir, rel, &rl); err != nil {
 		return rl, err
 	}
-	if !cut && !hasResults(rl) {
+	// The model the lifetime's server loaded must be the file the run read: one that changed
+	// meanwhile leaves the lifetime without results, and the run halts after it.
+	changed := r.modelChanged(lt.Key.Candidate)
+	switch {
+	case !cut && changed != "":
+		rl.NoResults = CodeModelChanged + ": " + changed
+	case !cut && !hasResults(rl):
 		rl.NoResults = noResultsReason(rl, gone)
 	}
 	r.advance(0, 1)
@@ -169,6 +175,9 @@ func (r *Run) lifetime(p *capacity.Plan, planSHA string, cand capacity.Candidate
 	r.emit(done)
 	if cut {
 		return rl, context.Cause(r.ctx)
+	}
+	if changed != "" {
+		return rl, &ModelChangedError{Why: changed}
 	}
 	return rl, nil
 }

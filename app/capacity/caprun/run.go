@@ -20,6 +20,7 @@ import (
 	"sparkbench/runner/atomicfile"
 	"sparkbench/runner/evq"
 	"sparkbench/runner/fsread"
+	"sparkbench/runner/hashing"
 	"sparkbench/runner/llamacpp"
 	"sparkbench/runner/loadgen"
 	"sparkbench/runner/quality"
@@ -86,7 +87,8 @@ type Run struct {
 	start  time.Time
 	prog   capacity.RunProgress
 	mu     sync.Mutex
-	rpc    *rpclife.Topology // the plan's ggml-rpc-servers while they run (rpc.go)
+	rpc    *rpclife.Topology      // the plan's ggml-rpc-servers while they run (rpc.go)
+	models map[string]hashing.Key // each candidate's model as the run read it (modelcheck.go)
 }
 
 // StartRun checks the plan and the folder, then runs every server lifetime of the schedule in
@@ -140,6 +142,9 @@ func (r *Run) run() (*capacity.RunReport, error) {
 		return nil, err
 	}
 	p, planDir, cases, prompts, sha := in.plan, in.planDir, in.cases, in.prompts, in.sha
+	if err := r.noteModels(p, planDir); err != nil {
+		return nil, err
+	}
 	machine := (&runner.Fingerprinter{}).Machine()
 	machine.Hostname = "" // run.json travels in receipt bundles
 	mp := &machine
@@ -317,6 +322,10 @@ func (r *Run) runLifetimes(bk *runBook, p *capacity.Plan, sha string, prompts *l
 			now := time.Now()
 			passStart[lt.Key.Pass] = now // one monotonic clock per pass
 			bk.rep.PassOrigins[lt.Key.Pass] = now.UTC()
+		}
+		if why := r.modelChanged(lt.Key.Candidate); why != "" {
+			runErr = &ModelChangedError{Why: why} // the lifetime is not started
+			continue
 		}
 		cand, _ := p.Candidate(lt.Key.Candidate)
 		rl, err := r.lifetime(p, sha, cand, lt, prompts, passStart[lt.Key.Pass], bk.rep.PassOrigins[lt.Key.Pass])

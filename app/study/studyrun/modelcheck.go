@@ -3,7 +3,6 @@ package studyrun
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"sparkbench/app/study"
 	"sparkbench/runner"
@@ -56,29 +55,11 @@ func (r *run) modelChanged(models []string) string {
 		if err != nil {
 			return fmt.Sprintf("model %s: %v", id, err)
 		}
-		if d := keyDiff(f.key, k); d != "" {
+		if d := hashing.Diff(f.key, k); d != "" {
 			return fmt.Sprintf("model %s: %s changed since this run read it and checked its SHA-256 (%s)", id, f.path, d)
 		}
 	}
 	return ""
-}
-
-// keyDiff names what differs between two identities of a file ("" when nothing does).
-func keyDiff(a, b hashing.Key) string {
-	var d []string
-	if a.Size != b.Size {
-		d = append(d, fmt.Sprintf("size %d → %d bytes", a.Size, b.Size))
-	}
-	if !a.MTime.Equal(b.MTime) {
-		d = append(d, fmt.Sprintf("mtime %s → %s", a.MTime.Format("2006-01-02T15:04:05.000000000Z"), b.MTime.Format("2006-01-02T15:04:05.000000000Z")))
-	}
-	if a.Dev != b.Dev || a.Inode != b.Inode {
-		d = append(d, fmt.Sprintf("device/inode %d/%d → %d/%d (another file)", a.Dev, a.Inode, b.Dev, b.Inode))
-	}
-	if !a.CTime.Equal(b.CTime) {
-		d = append(d, fmt.Sprintf("ctime %s → %s (written or touched)", a.CTime.Format("2006-01-02T15:04:05.000000000Z"), b.CTime.Format("2006-01-02T15:04:05.000000000Z")))
-	}
-	return strings.Join(d, ", ")
 }
 
 // modelBeforeLeg is the halt of a leg whose model changed since the run read it: the leg is

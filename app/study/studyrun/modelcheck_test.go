@@ -150,7 +150,7 @@ func TestModelGateReadsTheRows(t *testing.T) {
 			}
 		})
 	}
-	if d := keyDiff(hashing.Key{Size: 1}, hashing.Key{Size: 1}); d != "" {
+	if d := hashing.Diff(hashing.Key{Size: 1}, hashing.Key{Size: 1}); d != "" {
 		t.Errorf("same key differs: %q", d)
 	}
 }
