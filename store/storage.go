@@ -64,15 +64,17 @@ func accessWords(err error) string {
 	return err.Error()
 }
 
-// readOnlyParams are the DSN parameters of a read-only notebook: mode=ro, and, in a folder this
-// process cannot write with no -shm file there, immutable=1 (SQLite could not create the
-// shared-memory file a WAL notebook is read through). A -wal file with content that could
-// not be read that way is refused rather than ignored.
+// readOnlyParams are the DSN parameters a read-only notebook needs in a folder this process
+// cannot write: mode=ro, and, with no -shm file there, immutable=1 (SQLite could not create
+// the shared-memory file a WAL notebook is read through); a -wal file with content that could
+// not be read that way is refused rather than ignored. In a writable folder none: the
+// connection reads as before (query_only), and PRAGMA integrity_check, which skips CHECK
+// constraints on a mode=ro connection, checks them.
 func readOnlyParams(path string) ([]string, error) {
-	params := []string{"mode=ro"}
 	if syscall.Access(filepath.Dir(path), 2) == nil {
-		return params, nil
+		return nil, nil
 	}
+	params := []string{"mode=ro"}
 	if _, err := os.Stat(path + "-shm"); err == nil {
 		return params, nil
 	}

@@ -262,6 +262,9 @@ func probe(path string) (exists bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if len(ro) == 0 {
+		ro = []string{"mode=ro"}
+	}
 	db, err := sql.Open("sqlite3", dsn(path, append(ro, "_busy_timeout=5000")...))
 	if err != nil {
 		return false, fmt.Errorf("open notebook %s: %w", path, err)
