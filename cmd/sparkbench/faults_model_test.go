@@ -266,3 +266,65 @@ exit $rc`, 1, "flagged"},
 		})
 	}
 }
+
+// TestFaultsQuantCandidateSwappedDuringBench (issue 30 item 5, the ladder): the candidate's
+// quantized file is replaced after its first bench leg (the run's own progress line is the
+// moment, with the real llama-quantize, llama-perplexity and llama-bench): the next leg is not
+// run, the candidate is incomplete with model:changed, and the ladder selects nothing.
+func TestFaultsQuantCandidateSwappedDuringBench(t *testing.T) {
+	llamatest.Binaries(t)
+	ref := llamatest.Model(t, "medium-llama-f16.gguf")
+	other, err := os.ReadFile(llamatest.Model(t, "tiny-llama-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	t.Setenv("XDG_DATA_HOME", data)
+	nbPath := filepath.Join(dir, "notebook.db")
+	plan := writeLadderPlan(t, dir, ref, mediumSHA, corpusPath(), corpusSHA, []string{"Q4_0"}, 4)
+	editPlan(t, plan, map[string]any{
+		"speed":       map[string]any{"depths": []int{0, 16}, "n_prompt": 64, "n_gen": 16, "reps": 3, "threads": 1, "gates": map[string]any{"cv_tg": 1, "cv_pp_depth": 1, "cv_pp_d0": 1}},
+		"rule":        map[string]any{"maximize": "tg@0", "limits": map[string]any{"kld_mean_max": 0.5}, "tolerance": 0.01},
+		"predictions": []map[string]any{}})
+	if code, out, errOut := runCLI("study", "register", plan, "--notebook", nbPath); code != 0 {
+		t.Fatalf("register: %d %s %s", code, out, errOut)
+	}
+	nb, err := store.Open(nbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := ""
+	var lines []string
+	done, err := workbench.RunQuantLadder(context.Background(), nb, workbench.QuantRunRequest{ID: 1, Event: func(line string) {
+		lines = append(lines, line)
+		if swapped != "" || !strings.HasPrefix(line, "bench/Q4_0/d0") {
+			return
+		}
+		_ = filepath.WalkDir(data, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".gguf") && swapped == "" {
+				if werr := os.WriteFile(p+".new", other, 0o644); werr != nil {
+					t.Error(werr)
+				} else if rerr := os.Rename(p+".new", p); rerr != nil {
+					t.Error(rerr)
+				}
+				swapped = p
+			}
+			return err
+		})
+	}})
+	nb.Close()
+	if swapped == "" {
+		t.Fatalf("no bench line came to swap the file at (%v):\n%s", err, strings.Join(lines, "\n"))
+	}
+	if err != nil || done == nil || done.Complete {
+		t.Fatalf("the ladder whose candidate changed: %+v %v\n%s", done, err, strings.Join(lines, "\n"))
+	}
+	all := strings.Join(lines, "\n")
+	if !strings.Contains(all, "model:changed: "+swapped+" changed since this run hashed it") {
+		t.Errorf("the run does not say the candidate's file changed:\n%s", all)
+	}
+	if code, out, errOut := runCLI("study", "show", "1", "--notebook", nbPath); code != 0 || !strings.Contains(out, "incomplete") || !strings.Contains(out, "model:changed") || strings.Contains(out, "selected Q4_0") {
+		t.Errorf("show: %d\n%s%s", code, out, errOut)
+	}
+}

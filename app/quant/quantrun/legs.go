@@ -140,6 +140,7 @@ func (e *engine) derive(ctx context.Context, r *quant.Record) error {
 		e.say(fmt.Sprintf("%s: quantized in %s, %d MiB, sha256 %s", r.Type, res.End.Sub(res.Start).Round(10*time.Millisecond), res.Bytes>>20, sum[:12]))
 	}
 	r.File, r.SHA256, r.Bytes, r.Quantize, r.Imatrix = path, d.SHA256, d.Bytes, d.Argv, d.Imatrix
+	e.noteFile(path)
 	if h, err := gguf.ReadFile(path); err == nil {
 		r.Bits = bitsPerWeight(h)
 	}
@@ -276,11 +277,18 @@ func (e *engine) bench(ctx context.Context, r *quant.Record, kept map[int]bool) 
 			continue
 		}
 		label := fmt.Sprintf("bench/%s/d%d", r.Label(), d)
+		// The file must be the one the run hashed, before the leg (else it is not run) and
+		// after it (else its rows do not count): the candidate stays incomplete.
+		if why := e.fileChanged(r.File, nil); why != "" {
+			e.note(r, label, "%s: %s; put the file back (or run the ladder again: it quantizes anew what no longer hashes as recorded)", codeModelChanged, why)
+			return nil
+		}
 		args := append([]string{"-m", r.File, "-p", strconv.Itoa(sp.NPrompt), "-n", strconv.Itoa(sp.NGen), "-d", strconv.Itoa(d),
 			"-r", strconv.Itoa(sp.Reps), "-t", strconv.Itoa(sp.Threads)}, kvArgs(r)...)
 		var res *runner.LegResult
 		var rows []benchfmt.Result
 		var sampled benchEnergy
+		var changed string // the file changed during the attempt (modelcheck.go)
 		// A leg the CV gate or a machine-state gate flagged (the machine was noisy, hot or
 		// throttled) runs again, as a throughput study's legs do; each attempt is its own leg.
 		err := e.retry(ctx, label, benchAttempts, func() string { return res.Exit.Reason + sampled.why() }, func(id string) (bool, error) {
@@ -306,14 +314,23 @@ func (e *engine) bench(ctx context.Context, r *quant.Record, kept map[int]bool) 
 			if sampled, err = e.endTelemetry(ctx, tel, lg.id, rows); err != nil {
 				return false, err
 			}
-			if err := e.finish(ctx, lg, res.Exit, res.Transcript, rows); err != nil {
+			changed = e.fileChanged(r.File, rows)
+			end := res.Exit
+			if changed != "" && end.Class == runner.ClassOK {
+				end.Class, end.Reason = runner.ClassFlagged, codeModelChanged+": "+changed
+			}
+			if err := e.finish(ctx, lg, end, res.Transcript, rows); err != nil {
 				return false, err
 			}
 			r.PeakRSS = max(r.PeakRSS, res.Exit.PeakRSS)
-			return res.Exit.Class == runner.ClassFlagged || len(sampled.breaches) > 0, nil
+			return changed == "" && (res.Exit.Class == runner.ClassFlagged || len(sampled.breaches) > 0), nil
 		})
 		if err != nil {
 			return err
+		}
+		if changed != "" {
+			e.note(r, label, "%s: %s; put the file back (or run the ladder again: it quantizes anew what no longer hashes as recorded)", codeModelChanged, changed)
+			return nil
 		}
 		if sampled.leg != nil {
 			sampled.leg.Leg = label

@@ -88,6 +88,7 @@ type engine struct {
 	legs     int
 	reused   int
 	phases   map[string]time.Duration
+	files    map[string]fileID // each candidate file as the run hashed it (modelcheck.go)
 }
 
 func (e *engine) say(line string) {
