@@ -111,7 +111,7 @@ func (t *servingTab) show(p *capacity.Plan, r *capacity.Result, charts []plots.C
 				for _, pr := range sv.Probes {
 					t.rows = append(t.rows, servingRow{Lifetime: key, P: pr})
 				}
-				lines = append(lines, key+": "+servingOutcome(sv))
+				lines = append(lines, key+": "+servingOutcome(sv, p.Serving.RateUnit()))
 			}
 		}
 	}
@@ -127,20 +127,20 @@ func (t *servingTab) show(p *capacity.Plan, r *capacity.Result, charts []plots.C
 	}
 }
 
-// servingOutcome is one lifetime's answer: the largest sweep rate meeting every SLO and the
-// search's rate, as the receipt states them.
-func servingOutcome(sv capacity.ServingResult) string {
+// servingOutcome is one lifetime's answer: the largest sweep rate meeting every SLO, the
+// search's rate and the knee the sustain rule found, as show and the receipt state them.
+func servingOutcome(sv capacity.ServingResult, unit string) string {
 	var parts []string
 	if sv.MaxSweepRate != nil {
-		parts = append(parts, "largest sweep rate meeting every SLO "+trimFloat(*sv.MaxSweepRate)+" req/s")
+		parts = append(parts, "largest sweep rate meeting every SLO "+trimFloat(*sv.MaxSweepRate)+" "+unit)
 	}
 	if q := sv.Search; q != nil {
 		s := "max-rate search: "
 		switch {
 		case q.MaxRate != nil && q.Converged:
-			s += trimFloat(*q.MaxRate) + " req/s (converged"
+			s += trimFloat(*q.MaxRate) + " " + unit + " (converged"
 		case q.MaxRate != nil:
-			s += trimFloat(*q.MaxRate) + " req/s (not converged"
+			s += trimFloat(*q.MaxRate) + " " + unit + " (not converged"
 		default:
 			s += "none (no probe met every SLO"
 		}
@@ -150,7 +150,10 @@ func servingOutcome(sv capacity.ServingResult) string {
 		parts = append(parts, s+"; "+q.Note+")")
 	}
 	if len(parts) == 0 {
-		return "no sweep rate met every SLO"
+		parts = append(parts, "no sweep rate met every SLO")
+	}
+	if st := sv.Saturation; st != nil {
+		parts = append(parts, "knee: "+capacity.SaturationLine(st, unit))
 	}
 	return strings.Join(parts, " · ")
 }

@@ -176,10 +176,7 @@ func servingReports(r *Result) []ServingReport {
 	if r.Plan == nil || r.Plan.Serving == nil {
 		return nil
 	}
-	unit := "req/s"
-	if r.Plan.Serving.multiTurn() {
-		unit = "conversations/s"
-	}
+	unit := r.Plan.Serving.RateUnit()
 	out := []ServingReport{}
 	for _, c := range r.Candidates {
 		for _, sv := range c.Serving {

@@ -17,6 +17,14 @@ const timingSlackMs = 0.5
 // multiTurn says the plan's workload is conversations.
 func (s *Serving) multiTurn() bool { return s.Workload != nil && s.Workload.Kind == WorkloadMultiTurn }
 
+// RateUnit is the schedule's rate unit: req/s, or conversations/s for multi_turn.
+func (s *Serving) RateUnit() string {
+	if s.multiTurn() {
+		return "conversations/s"
+	}
+	return "req/s"
+}
+
 // ConversationCounts are a multi_turn probe's turns: first turns (which should be cold) and
 // later turns (sent with the conversation so far: with cache_prompt on they should hit the
 // cache), and how many of those later turns did take more than their header from it.
