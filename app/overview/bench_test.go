@@ -133,7 +133,11 @@ func summarizeBenchNotebook(b testing.TB, path string) {
 }
 
 // addBenchStudies writes n synthetic studies into nb.
-func addBenchStudies(b testing.TB, nb *store.Notebook, n int) {
+func addBenchStudies(b testing.TB, nb *store.Notebook, n int) { addBenchStudiesFrom(b, nb, 0, n) }
+
+// addBenchStudiesFrom adds studies "bench FROM" to "bench FROM+n-1" (a plan registered again
+// is the study it already is, so a later call starts where the last one ended).
+func addBenchStudiesFrom(b testing.TB, nb *store.Notebook, from, n int) {
 	ctx := context.Background()
 	rec := store.StudyRecorder{N: nb}
 	tmpl := benchTemplate(b)
@@ -142,7 +146,7 @@ func addBenchStudies(b testing.TB, nb *store.Notebook, n int) {
 		statuses[i] = "result"
 	}
 	rows := make([]benchfmt.Result, benchLegRows)
-	for s := 0; s < n; s++ {
+	for s := from; s < from+n; s++ {
 		model := s % benchModels
 		sha := fmt.Sprintf("%064x", model+1)
 		plan := fmt.Sprintf(`{"schema": "sparkbench.throughput/v1", "name": "bench %d",

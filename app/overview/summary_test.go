@@ -40,7 +40,7 @@ func summaryNotebook(t *testing.T, running bool) (*store.Notebook, string) {
 		t.Fatal(err)
 	}
 	if running {
-		addBenchStudies(t, nb, 1)
+		addBenchStudiesFrom(t, nb, 3, 1) // study 5: the same plan as study 1 would be study 1
 		rec := store.StudyRecorder{N: nb}
 		if _, _, err := rec.StartLeg(ctx, study.LegStart{StudyID: 5, Label: "m0/d0", Kind: "bench", PlanLeg: "m0/d0", Role: study.RoleLeg, Attempt: 2}); err != nil {
 			t.Fatal(err)
@@ -93,7 +93,8 @@ func TestSummariesGiveTheRowsOverview(t *testing.T) {
 	if again, _ := openWith(t, rows, fromRows(summaryOpts)); !reflect.DeepEqual(again, want) || rows.rows.Load() != 4 {
 		t.Errorf("FromRows read %d studies' rows, same overview %v", rows.rows.Load(), reflect.DeepEqual(again, want))
 	}
-	if len(want.Studies) != 5 || want.Studies[3].Skipped == "" || len(want.Badges.Rows) != 15 {
+	// 20 badge rows: four models' (the running study 5 benches m3)
+	if len(want.Studies) != 5 || want.Studies[3].Skipped == "" || len(want.Badges.Rows) != 20 {
 		t.Errorf("overview: %d studies, %d badge rows", len(want.Studies), len(want.Badges.Rows))
 	}
 }
