@@ -268,6 +268,35 @@ func TestFakeCVGateHaltsLeg(t *testing.T) {
 	t.Logf("flagged: %s", res.Exit.Reason)
 }
 
+// A gate that counts (gates.on_cv "count") flags every test above its limit, keeps each as a
+// result and lets the leg finish: four flags, four results, class ok. The same leg with the
+// halting gate stops at its first row.
+func TestFakeCVGateCountsWithItsFlag(t *testing.T) {
+	spec := fakeLeg(t, "", "FAKELLAMA_CV=0.2")
+	spec.CVGate.Count = true
+	evs, res, _ := runFake(t, spec)
+	fl := ofType(evs, EventFlagged)
+	if len(fl) != 4 {
+		t.Fatalf("%d flags, want one per row (4): %+v", len(fl), fl)
+	}
+	for _, e := range fl {
+		if !e.Flagged.Counted || e.Flagged.Gate != "cv" || !strings.Contains(e.Flagged.Reason, "counted with its flag") {
+			t.Errorf("flag %+v", e.Flagged)
+		}
+	}
+	if res.Exit.Class != ClassOK || !strings.HasPrefix(res.Exit.Reason, "4 row(s) counted with a CV flag: pp16: CV ") {
+		t.Fatalf("exit %+v", res.Exit)
+	}
+	if len(res.Results()) != 4 {
+		t.Fatalf("%d results, want 4: %+v", len(res.Results()), res.Rows)
+	}
+	for _, r := range res.Rows {
+		if r.Status != RowResult || r.Sample.Flag != "cv" {
+			t.Errorf("row %d: status %s flag %q", r.Sample.Row, r.Status, r.Sample.Flag)
+		}
+	}
+}
+
 func TestFakeStopIsIdempotent(t *testing.T) {
 	spec := fakeLeg(t, "", "FAKELLAMA_DELAY=30s")
 	leg := StartLeg(context.Background(), spec)

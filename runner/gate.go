@@ -7,23 +7,26 @@ import (
 	"strings"
 
 	"sparkbench/runner/benchfmt"
+	"sparkbench/runner/vocab"
 )
 
-// Default CV gate limits (stddev / mean of t/s over the repetitions).
+// Default CV gate limits (stddev / mean of t/s over the repetitions; runner/vocab).
 const (
-	DefaultCVTG      = 0.05 // tg (and pg) at any depth
-	DefaultCVPPDepth = 0.10 // pp at depth > 0
-	DefaultCVPP      = 0.05 // pp at depth 0
+	DefaultCVTG      = vocab.DefaultCVTG      // tg (and pg) at any depth
+	DefaultCVPPDepth = vocab.DefaultCVPPDepth // pp at depth > 0
+	DefaultCVPP      = vocab.DefaultCVPP      // pp at depth 0
 )
 
-// CVGate flags a test whose coefficient of variation is above its limit and halts the leg.
-// Zero limits take the defaults; Off disables the gate. A test with fewer than two
-// repetitions has no CV and passes.
+// CVGate flags a test whose coefficient of variation is above its limit and halts the leg
+// (or, with Count, records the flag and keeps the row as a result: the process is anomalous,
+// not missing). Zero limits take the defaults; Off disables the gate. A test with fewer than
+// two repetitions has no CV and passes.
 type CVGate struct {
 	Off     bool    `json:"off,omitempty"`
 	TG      float64 `json:"tg,omitempty"`
 	PPDepth float64 `json:"pp_depth,omitempty"`
 	PP      float64 `json:"pp,omitempty"`
+	Count   bool    `json:"count,omitempty"`
 }
 
 func (g CVGate) withDefaults() CVGate {

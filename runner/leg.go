@@ -217,7 +217,8 @@ type benchHandler struct {
 	parser  benchfmt.Parser
 
 	rows    []Row
-	flagRow int // row the gate flagged (0: none)
+	flagRow int      // row the gate flagged (0: none)
+	counted []string // the flags a counting CV gate kept (their reasons), for the leg's end
 
 	argv, via []string // WithVia or a wrapper: the leg's own command line; the local one that ran it
 	launch    *Launch  // with a wrapper
@@ -288,20 +289,32 @@ func (h *benchHandler) row(p *Proc, ln Line, text string, t time.Duration) {
 	if cv, limit, ok := h.gate.Check(&r); !ok && h.flagRow == 0 && flagged == nil {
 		flagged = &Flagged{Row: s.Row, Test: s.Test, Gate: "cv", Code: "cv_above_limit", Value: cv, Limit: limit,
 			Reason: fmt.Sprintf("%s: CV %.1f%% above the %.1f%% gate (avg %.2f ± %.2f t/s over %d repetitions)",
-				s.Test, 100*cv, 100*limit, r.AvgTs, r.StddevTs, len(r.SamplesTs))}
+				s.Test, 100*cv, 100*limit, r.AvgTs, r.StddevTs, len(r.SamplesTs)), Counted: h.gate.Count}
+		if flagged.Counted {
+			flagged.Reason += countedSuffix
+		}
 	}
 	if flagged != nil {
 		s.Flag = flagged.Gate
-		h.flagRow = s.Row
+		if flagged.Counted {
+			h.counted = append(h.counted, strings.TrimSuffix(flagged.Reason, countedSuffix))
+		} else {
+			h.flagRow = s.Row
+		}
 	}
 	h.rows = append(h.rows, Row{Sample: s})
 	p.emit(Event{Type: EventSample, T: t, Sample: &s})
 	p.emit(Event{Type: EventProgress, T: t, Progress: h.progress(t)})
 	if flagged != nil {
 		p.emit(Event{Type: EventFlagged, T: t, Flagged: flagged})
-		p.halt(ClassFlagged, flagged.Reason)
+		if !flagged.Counted {
+			p.halt(ClassFlagged, flagged.Reason)
+		}
 	}
 }
+
+// countedSuffix ends the reason of a flag a counting CV gate kept.
+const countedSuffix = "; counted with its flag (gates.on_cv: count)"
 
 func (h *benchHandler) done() int { return len(h.rows) + h.extraRows }
 
@@ -338,6 +351,9 @@ func (h *benchHandler) classifyInput(p *Proc, in *ClassifyInput) {
 
 func (h *benchHandler) finish(p *Proc, x *Exit) {
 	h.exit(x, h.done(), h.expected())
+	if x.Class == ClassOK && x.Reason == "" && len(h.counted) > 0 {
+		x.Reason = clip(fmt.Sprintf("%d row(s) counted with a CV flag: %s", len(h.counted), strings.Join(h.counted, "; ")), maxReason)
+	}
 	if h.via != nil && x.Class == ClassFailed && x.Code == 255 {
 		x.Reason = clip("the connection to the host was lost or refused (ssh exited 255); "+x.Reason, maxReason)
 	}

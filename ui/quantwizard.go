@@ -36,7 +36,8 @@ type QuantWizard struct {
 	NPrompt    *widget.Entry
 	NGen       *widget.Entry
 	Reps       *widget.Entry
-	CVMax      *widget.Entry // the speed legs' CV gate, one limit for tg and pp (empty: the defaults)
+	CVMax      *widget.Entry  // the speed legs' CV gate, one limit for tg and pp (empty: the defaults)
+	OnCV       *widget.Select // what a CV flag does (speed.gates.on_cv)
 	Threads    *widget.Entry
 	Corpus     *widget.Entry // empty: the project's own corpus
 	CorpusFile *widget.Button
@@ -103,6 +104,8 @@ func newQuantWizard(win fyne.Window, svc QuantService, lib app.ModelLibrary, mod
 	v.NGen = entry("128", "generated tokens (-n)")
 	v.Reps = entry("5", "repetitions (-r)")
 	v.CVMax = entry("", "a fraction; empty: 0.05 for tg and pp at d0, 0.10 for pp at depth")
+	v.OnCV = widget.NewSelect([]string{onCVHaltText, onCVCountText}, func(string) { v.Validate() })
+	v.OnCV.SetSelected(onCVHaltText)
 	v.Threads = entry("1", "threads (-t)")
 	v.Corpus = entry("", "empty: the project's own corpus (CC0); or a text file")
 	v.CorpusFile = widget.NewButton("Choose file…", func() {
@@ -141,6 +144,7 @@ func newQuantWizard(win fyne.Window, svc QuantService, lib app.ModelLibrary, mod
 		widget.NewFormItem("Speed: generated tokens", v.NGen),
 		widget.NewFormItem("Speed: repetitions", v.Reps),
 		widget.NewFormItem("Speed: CV limit", v.CVMax),
+		widget.NewFormItem("Speed: a CV flag", v.OnCV),
 		widget.NewFormItem("Speed: threads", v.Threads),
 		widget.NewFormItem("Quality corpus", container.NewBorder(nil, nil, nil, v.CorpusFile, v.Corpus)),
 		widget.NewFormItem("Quality: context", v.Ctx),
@@ -356,6 +360,7 @@ func (v *QuantWizard) Plan() (*quant.Plan, []string) {
 	if cv != nil { // one limit for every test: a leg over it is flagged and run again
 		p.Speed.Gates = study.Gates{CVTG: *cv, CVPPDepth: *cv, CVPPD0: *cv}
 	}
+	p.Speed.Gates.OnCV = onCVOf(v.OnCV.Selected, "") // or counted with its flag
 	p.Quality.Corpus.Path = strings.TrimSpace(v.Corpus.Text)
 	if p.Quality.Corpus.Path == "" {
 		v.mu.Lock()

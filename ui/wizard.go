@@ -35,21 +35,26 @@ type Estimator interface {
 type WizardView struct {
 	Object fyne.CanvasObject
 
-	Name        *widget.Entry
-	Models      *widget.CheckGroup // the picked models' paths, in the order picked
-	ModelTable  *ModelPicker       // the models as a table with their facts (modelpicker.go)
-	Depths      *widget.Entry
-	NPrompt     *widget.Entry
-	NGen        *widget.Entry
-	Reps        *widget.Entry
-	Threads     *widget.Entry
-	Ubatch      *widget.CheckGroup
-	FlashAttn   *widget.CheckGroup
-	KV          *widget.CheckGroup
-	Split       *widget.Select
-	CVTG        *widget.Entry
-	CVPPDepth   *widget.Entry
-	CVPPD0      *widget.Entry
+	Name       *widget.Entry
+	Models     *widget.CheckGroup // the picked models' paths, in the order picked
+	ModelTable *ModelPicker       // the models as a table with their facts (modelpicker.go)
+	Depths     *widget.Entry
+	NPrompt    *widget.Entry
+	NGen       *widget.Entry
+	Reps       *widget.Entry
+	Threads    *widget.Entry
+	Ubatch     *widget.CheckGroup
+	FlashAttn  *widget.CheckGroup
+	KV         *widget.CheckGroup
+	Split      *widget.Select
+	CVTG       *widget.Entry
+	CVPPDepth  *widget.Entry
+	CVPPD0     *widget.Entry
+	// OnCV is what a CV flag does (gates.on_cv): halt the leg, or count the row with its flag.
+	OnCV *widget.Select
+	// onCVWritten is the opened plan's on_cv as written ("" when left out), so that a plan
+	// opened and saved again keeps its bytes.
+	onCVWritten string
 	Bandwidth   *widget.Entry
 	Predictions *widget.List
 	Problems    *widget.Label
@@ -123,6 +128,8 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 	v.CVTG = entry("5", "%")
 	v.CVPPDepth = entry("10", "%")
 	v.CVPPD0 = entry("5", "%")
+	v.OnCV = widget.NewSelect([]string{onCVHaltText, onCVCountText}, func(string) { v.Validate() })
+	v.OnCV.SetSelected(onCVHaltText)
 	v.Bandwidth = entry("", "GB/s for ceilings, \"measure\", or empty")
 	devices := v.newDeviceForm(entry)
 	v.Problems = widget.NewLabel("")
@@ -156,6 +163,7 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 		hinted("CV gate tg %", v.CVTG, "largest coefficient of variation of a generation test's repetitions before its leg is re-run (sparkbench's gate, no llama.cpp flag)"),
 		hinted("CV gate pp at depth %", v.CVPPDepth, "the same gate for prompt processing at a depth above 0 (no llama.cpp flag)"),
 		hinted("CV gate pp at d0 %", v.CVPPD0, "the same gate for prompt processing at depth 0 (no llama.cpp flag)"),
+		hinted("A CV flag", v.OnCV, "halt the leg: the flagged process's row does not count and the leg runs again (unattended anomaly detection); count with its flag: the row counts, show and the receipt list it (precision studies, loaded machines)"),
 		hinted("Bandwidth", v.Bandwidth, "memory bandwidth for the ceilings: GB/s, measure, or empty (sparkbench's probe, no llama.cpp flag)"),
 	)
 	v.Object = studyFormPage(container.NewHBox(heading("New throughput study"), v.RegisterBtn, v.SaveBtn, v.OpenBtn), []fyne.CanvasObject{form, devices},
@@ -302,6 +310,7 @@ func (v *WizardView) Plan() (*study.Plan, []string) {
 	add(err)
 	p.Gates.CVPPD0, err = parsePercent("CV gate pp at d0", v.CVPPD0.Text)
 	add(err)
+	p.Gates.OnCV = onCVOf(v.OnCV.Selected, v.onCVWritten)
 	switch bw := strings.TrimSpace(v.Bandwidth.Text); {
 	case bw == "":
 	case strings.EqualFold(bw, "measure"):
@@ -392,4 +401,30 @@ func showProblems(l *widget.Label, lines []string) {
 	} else {
 		l.SetText(strings.Join(lines, "\n"))
 	}
+}
+
+// The CV flag choices of the study forms (gates.on_cv).
+const (
+	onCVHaltText  = "halt the leg (and run it again)"
+	onCVCountText = "count the row with its flag"
+)
+
+// onCVOf is the plan's on_cv for a form choice: "count", or for halting the value the opened
+// plan wrote ("halt" or left out, the default), so that an unchanged plan keeps its SHA-256.
+func onCVOf(choice, written string) string {
+	if choice == onCVCountText {
+		return study.OnCVCount
+	}
+	if written == study.OnCVHalt {
+		return study.OnCVHalt
+	}
+	return ""
+}
+
+// onCVText is the form choice for a plan's on_cv.
+func onCVText(onCV string) string {
+	if onCV == study.OnCVCount {
+		return onCVCountText
+	}
+	return onCVHaltText
 }

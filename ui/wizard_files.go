@@ -70,6 +70,8 @@ func (v *WizardView) LoadPlan(p *study.Plan, planDir string) {
 	v.CVTG.SetText(percentText(p.Gates.CVTG))
 	v.CVPPDepth.SetText(percentText(p.Gates.CVPPDepth))
 	v.CVPPD0.SetText(percentText(p.Gates.CVPPD0))
+	v.onCVWritten = p.Gates.OnCV
+	v.OnCV.SetSelected(onCVText(p.Gates.OnCV))
 	switch b := p.Bandwidth; {
 	case b == nil:
 		v.Bandwidth.SetText("")

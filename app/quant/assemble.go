@@ -102,6 +102,9 @@ type Result struct {
 	// Provenance is the build and machine the run measured on (ladders run before it was
 	// recorded have none).
 	Provenance *Provenance `json:"provenance,omitempty"`
+	// CountedFlags: a plan whose CV gate counts (speed.gates.on_cv "count"), each speed row
+	// above its gate, counted with its flag (absent otherwise).
+	CountedFlags []string `json:"counted_flags,omitempty"`
 }
 
 // Provenance is the llama.cpp build (llama-bench --version, --list-devices) and the machine
@@ -184,6 +187,9 @@ func AssembleRules(p *Plan, planSHA string, recs []Record, rules int) (*Result, 
 		res.Candidates = append(res.Candidates, c)
 		res.Records = append(res.Records, r)
 	}
+	if g := q.Speed.Gates; g.CountsFlagged() {
+		res.CountedFlags = countedFlags(g, res.Records)
+	}
 	var pending []Pending
 	for i, r := range res.Records {
 		if len(r.Incomplete) > 0 {
@@ -199,6 +205,27 @@ func AssembleRules(p *Plan, planSHA string, recs []Record, rules int) (*Result, 
 		res.Predictions, res.Verdicts = q.Predictions, Evaluate(q.Predictions, res)
 	}
 	return res, nil
+}
+
+// countedFlags lists the speed rows a counting CV gate flagged: each counted, with its CV over
+// its repetitions and the gate it is above, as the runner judged the row.
+func countedFlags(g study.Gates, recs []Record) []string {
+	var out []string
+	for _, r := range recs {
+		for _, b := range r.Bench {
+			if b.N < 2 || b.Mean <= 0 {
+				continue
+			}
+			test := b.Test
+			if test != "pp" && test != "tg" {
+				continue
+			}
+			if cv, lim := b.SD/b.Mean, g.Limit(test, int64(b.Depth)); cv > lim {
+				out = append(out, fmt.Sprintf("%s %s at depth %d (%s row %d): CV %.1f%% above the %.1f%% gate", r.Label(), test, b.Depth, b.Leg, b.Row, 100*cv, 100*lim))
+			}
+		}
+	}
+	return out
 }
 
 // Chart is the ladder's speed-against-KLD chart: every candidate measured for both, the

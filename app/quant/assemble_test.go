@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"sparkbench/app/study"
 	"sparkbench/plots"
 )
 
@@ -174,5 +175,49 @@ func TestIncompleteLadderSelectsNothing(t *testing.T) {
 	res, _ = AssembleRules(p, "plan-sha", recs, RulesSelectOverIncomplete)
 	if res.Selection.Selected != "Q8_0" || res.Selection.Incomplete {
 		t.Errorf("old rules: %+v", res.Selection)
+	}
+}
+
+// A plan whose CV gate counts (speed.gates.on_cv "count") keeps each flagged speed row as a
+// figure and says so: the result and the receipt list exactly the rows above their gate (CV =
+// sd/mean over the row's repetitions, pp at depth against cv_pp_depth); a plan whose gate
+// halts lists none (its flagged rows never became figures).
+func TestCountedCVFlagsAreListed(t *testing.T) {
+	p := goodPlan()
+	// The limits left out, as a quant plan leaves them: the runner's defaults (5%, pp at depth 10%).
+	p.Speed.Gates = study.Gates{OnCV: study.OnCVCount}
+	rec := func(typ string, cells ...BenchCell) Record {
+		return Record{Type: typ, Key: strings.Repeat("a", 64), File: typ + ".gguf", SHA256: strings.Repeat("b", 64), Bytes: 14 << 20, Bits: 4.5,
+			Bench: cells, KLD: &KLD{Mean: 0.001, P99: 0.002, Max: 0.004, SameTopP: 0.97, PPLRatio: 1.001}}
+	}
+	recs := []Record{
+		rec("Q8_0", BenchCell{Test: "tg", Depth: 0, Mean: 100, SD: 6, N: 3, Leg: "bench/Q8_0/d0", Row: 2}, // 6% > 5%: listed
+			BenchCell{Test: "tg", Depth: 512, Mean: 100, SD: 5, N: 3, Leg: "bench/Q8_0/d512", Row: 2}), // 5% = gate: passes
+		rec("Q4_0", BenchCell{Test: "pp", Depth: 512, Mean: 1000, SD: 90, N: 3, Leg: "bench/Q4_0/d512", Row: 1}, // 9% < 10% at depth
+			BenchCell{Test: "pp", Depth: 0, Mean: 1000, SD: 90, N: 3, Leg: "bench/Q4_0/d0", Row: 1},     // 9% > 5% at d0: listed
+			BenchCell{Test: "tg", Depth: 512, Mean: 150, SD: 30, N: 1, Leg: "bench/Q4_0/d512", Row: 2}), // one repetition: no CV
+	}
+	res, err := Assemble(p, "plan-sha", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Q8_0 tg at depth 0 (bench/Q8_0/d0 row 2): CV 6.0% above the 5.0% gate",
+		"Q4_0 pp at depth 0 (bench/Q4_0/d0 row 1): CV 9.0% above the 5.0% gate"}
+	if strings.Join(res.CountedFlags, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("counted flags:\n%s\nwant:\n%s", strings.Join(res.CountedFlags, "\n"), strings.Join(want, "\n"))
+	}
+	md := string(Markdown(res))
+	for _, w := range append([]string{"Counted with a CV flag (the plan's `speed.gates.on_cv` is `count`"}, want...) {
+		if !strings.Contains(md, w) {
+			t.Errorf("receipt lacks %q", w)
+		}
+	}
+	p.Speed.Gates.OnCV = study.OnCVHalt
+	res, err = Assemble(p, "plan-sha", recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.CountedFlags) != 0 || strings.Contains(string(Markdown(res)), "Counted with a CV flag") {
+		t.Fatalf("a halting gate lists counted flags: %v", res.CountedFlags)
 	}
 }

@@ -59,6 +59,8 @@ func TestFaultsQuantExplicitZerosAreNotDefaults(t *testing.T) {
 		{"cv_tg 0", "speed.gates.cv_tg", "0: want a fraction in (0, 1] (0.05 = 5%), or leave the field out for the default 0.05", func(m map[string]any) { sub(m, "speed", "gates")["cv_tg"] = 0 }},
 		{"cv_pp_depth 0", "speed.gates.cv_pp_depth", "0: want a fraction in (0, 1]", func(m map[string]any) { sub(m, "speed", "gates")["cv_pp_depth"] = 0 }},
 		{"cv_pp_d0 0", "speed.gates.cv_pp_d0", "0: want a fraction in (0, 1]", func(m map[string]any) { sub(m, "speed", "gates")["cv_pp_d0"] = 0 }},
+		{"on_cv empty", "speed.gates.on_cv", `"": want "halt"`, func(m map[string]any) { sub(m, "speed", "gates")["on_cv"] = "" }},
+		{"on_cv other", "speed.gates.on_cv", `"drop": want "halt" (a flagged process halts its leg, the default) or "count"`, func(m map[string]any) { sub(m, "speed", "gates")["on_cv"] = "drop" }},
 		{"memory empty", "memory", `"": want "bench"`, func(m map[string]any) { m["memory"] = "" }},
 		{"tie_break []", "rule.tie_break", "an empty list; give the chain", func(m map[string]any) { sub(m, "rule")["tie_break"] = []any{} }},
 		{"kv_types []", "kv_types", "an empty list; give at least one KV cache type", func(m map[string]any) { m["kv_types"] = []any{} }},

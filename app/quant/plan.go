@@ -61,7 +61,7 @@ type Plan struct {
 // defaultedFields are the JSON paths Defaults may fill, or that a run would otherwise read as
 // "the default" when zero or empty (the CV gates, kv_types).
 var defaultedFields = []string{"imatrix.ctx", "imatrix.chunks", "speed.n_prompt", "speed.n_gen", "speed.reps", "speed.threads",
-	"speed.gates.cv_tg", "speed.gates.cv_pp_depth", "speed.gates.cv_pp_d0", "quality.ctx", "quality.chunks", "memory",
+	"speed.gates.cv_tg", "speed.gates.cv_pp_depth", "speed.gates.cv_pp_d0", "speed.gates.on_cv", "quality.ctx", "quality.chunks", "memory",
 	"rule.tie_break", "kv_types"}
 
 // Given reports whether the plan file wrote the field (a path of defaultedFields).

@@ -105,6 +105,13 @@ func writeCandidates(b *strings.Builder, res *Result) {
 	if proj {
 		fmt.Fprintf(b, "Projected MiB: llama-fit-params's projection at a context of %d tokens (device memory where the build has a device; host memory on a CPU-only build).\n\n", res.MemoryCtx)
 	}
+	if len(res.CountedFlags) > 0 {
+		b.WriteString("Counted with a CV flag (the plan's `speed.gates.on_cv` is `count`: a llama-bench process above its gate is anomalous, not missing):\n\n")
+		for _, f := range res.CountedFlags {
+			fmt.Fprintf(b, "- %s\n", cellText(f))
+		}
+		b.WriteString("\n")
+	}
 	for _, test := range []string{"tg", "pp"} {
 		if len(DepthCurves(res, plots.Meta{}, test).Series) > 0 {
 			fmt.Fprintf(b, "![%s against depth, every candidate](plots/candidates-%s.png)\n\n", test, test)

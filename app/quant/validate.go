@@ -178,6 +178,9 @@ func (v *validator) checkSpeed() {
 			v.errf(g.at, "%g: want a fraction in (0, 1] (0.05 = 5%%), or leave the field out for the default %s", g.val, g.def)
 		}
 	}
+	if msg := study.CheckOnCV(s.Gates.OnCV, v.p.Given("speed.gates.on_cv")); msg != "" {
+		v.errf("speed.gates.on_cv", "%s", msg)
+	}
 	for _, f := range []struct {
 		at  string
 		val int

@@ -34,7 +34,7 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 	tmLaunch(w, d, plan)
 	tmRPC(w, d)
 	w.heading(2, "Methodology")
-	methodology(w, plan, d.adaptiveRules(), energyMethodology(plan, d.Energy))
+	methodology(w, plan, study.CountedFlags(plan, d.Report.Results), d.adaptiveRules(), energyMethodology(plan, d.Energy))
 	w.heading(2, "Provenance and fingerprints")
 	provenanceTable(w, d)
 	w.heading(2, "Redaction")
@@ -402,8 +402,9 @@ func depthTables(w *mdWriter, d *ThroughputStudy, plan *study.Plan) {
 }
 
 // methodology writes how the study was run; extra lines (the telemetry's) come before the
-// closing line on the plan's registration.
-func methodology(w *mdWriter, p *study.Plan, adaptive bool, extra []string) {
+// closing line on the plan's registration; counted: the result cells a counting CV gate
+// flagged (study.CountedFlags).
+func methodology(w *mdWriter, p *study.Plan, counted []string, adaptive bool, extra []string) {
 	a := p.Axes
 	var models []string
 	for _, m := range p.Models {
@@ -442,6 +443,14 @@ func methodology(w *mdWriter, p *study.Plan, adaptive bool, extra []string) {
 	w.line("- Legs: split %s: %s; output `-o jsonl`, every row kept with its status.", code(string(p.Split)), split)
 	if adaptive && p.Adaptive != nil {
 		w.line("- CV gates: not applied to the chunks: a chunk's spread is what the stopping rule answers with more chunks.")
+	} else if p.Gates.CountsFlagged() {
+		w.line("- CV gates: tg %s, pp at depth %s, pp at d0 %s; a test above its gate is flagged and counted with its flag (%s `count`): the process is anomalous, not missing, and its leg goes on.", pct(p.Gates.CVTG), pct(p.Gates.CVPPDepth), pct(p.Gates.CVPPD0), code("on_cv"))
+		if len(counted) == 0 {
+			w.line("- Counted with a CV flag: none.")
+		}
+		for _, f := range counted {
+			w.line("- Counted with a CV flag: %s.", f)
+		}
 	} else {
 		w.line("- CV gates: tg %s, pp at depth %s, pp at d0 %s; a test above its gate is flagged and its leg halted, the queue continues.", pct(p.Gates.CVTG), pct(p.Gates.CVPPDepth), pct(p.Gates.CVPPD0))
 	}

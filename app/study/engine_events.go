@@ -22,7 +22,7 @@ const (
 	EventSample      EventKind = "sample"       // Sample: a row as it arrived (its status comes at leg_finished)
 	EventLegProgress EventKind = "leg_progress" // LegProgress: tests done in the running leg, its ETA
 	EventLine        EventKind = "line"         // Line: one line of the running leg's output (its transcript, normalised)
-	EventFlagged     EventKind = "flagged"      // Flagged: a CV gate flagged a row; the leg halts
+	EventFlagged     EventKind = "flagged"      // Flagged: a CV gate flagged a row; the leg halts (unless Flagged.Counted)
 	EventLegFinished EventKind = "leg_finished" // Outcome
 	EventCanary      EventKind = "canary"       // Canary: the verdict of a canary run after a crash
 	EventVerdict     EventKind = "verdict"      // Verdict: journaled once, when it leaves PENDING

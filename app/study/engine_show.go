@@ -36,6 +36,9 @@ type Report struct {
 	// Energy: the sampled legs' energy and the result cells' Joules per token, when the study
 	// has telemetry samples (docs/telemetry.md).
 	Energy *ReportEnergy `json:"energy,omitempty"`
+	// CountedFlags: a plan whose CV gate counts (gates.on_cv "count"), each result cell above
+	// its gate, counted with its flag (CountedFlags).
+	CountedFlags []string `json:"counted_flags,omitempty"`
 }
 
 // ReportStudy heads the report.
@@ -220,6 +223,7 @@ func Show(ctx context.Context, rec RecordReader, studyID int64) (*Report, error)
 		rep.Adaptive = adaptiveReport(l, rep.Legs)
 	}
 	rep.Results = reportCells(l.Plan, res)
+	rep.CountedFlags = CountedFlags(l.Plan, rep.Results)
 	rep.Energy = energyReport(l, rep.Legs, res)
 	rep.Figures = reportFigures(l, res)
 	rep.Scoreboard, rep.Deviations = reportScores(l, res)
@@ -302,6 +306,23 @@ func deviceLabel(r *benchfmt.Result) string {
 }
 
 func testOf(r *benchfmt.Result) string { return benchfmt.TestName(r.NPrompt, r.NGen, 0) }
+
+// CountedFlags lists the result cells a counting CV gate flagged (gates.on_cv "count"): each
+// counted as a result, with its CV over its repetitions and the gate it is above, re-derived
+// from the rows as the runner judged them. Nil for a plan whose gate halts or that is
+// adaptive (no CV gate on its chunks).
+func CountedFlags(p *Plan, cells []ReportCell) []string {
+	if p.Adaptive != nil || !p.Gates.CountsFlagged() {
+		return nil
+	}
+	var out []string
+	for _, c := range cells {
+		if lim := p.Gates.Limit(c.Test, c.Depth); c.Reps >= 2 && c.CV > lim {
+			out = append(out, fmt.Sprintf("%s %s at depth %d (%s): CV %.1f%% above the %.1f%% gate", c.Model, c.Test, c.Depth, c.Source, 100*c.CV, 100*lim))
+		}
+	}
+	return out
+}
 
 func reportCells(p *Plan, res *Results) []ReportCell {
 	order := map[string]int{}

@@ -49,6 +49,9 @@ func EventText(e Event) string {
 		}
 	case EventFlagged:
 		if f := e.Flagged; f != nil {
+			if f.Counted {
+				return fmt.Sprintf("  %s flagged: %s; the leg goes on", e.Leg, f.Reason)
+			}
 			return fmt.Sprintf("  %s flagged: %s; the leg halts, the study continues", e.Leg, f.Reason)
 		}
 	case EventLegFinished:

@@ -57,6 +57,8 @@ func TestFaultsThroughputExplicitZerosAreNotDefaults(t *testing.T) {
 			m["predictions"].([]any)[0].(map[string]any)["noise_floor"] = 0
 		}},
 		{"retries -1", "retries", "-1: want 0 to 100 more attempts", func(m map[string]any) { m["retries"] = -1 }},
+		{"on_cv empty", "gates.on_cv", `"": want "halt"`, func(m map[string]any) { sub(m, "gates")["on_cv"] = "" }},
+		{"on_cv other", "gates.on_cv", `"skip": want "halt" (a flagged process halts its leg, the default) or "count"`, func(m map[string]any) { sub(m, "gates")["on_cv"] = "skip" }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,6 +88,20 @@ func TestFaultsThroughputExplicitZerosAreNotDefaults(t *testing.T) {
 	}
 	if probs, _ := Validate(plain, ValidateOptions{PlanDir: "testdata"}); len(Errors(probs)) != 0 {
 		t.Fatalf("the plain plan is refused: %v", probs)
+	}
+	// on_cv is not defaulted into the frozen plan (plans registered before it keep their
+	// SHA-256); written, it is kept: "count" is another plan than "halt", and both are valid.
+	if plain.Gates.OnCV != "" || plain.Gates.CountsFlagged() {
+		t.Fatalf("on_cv left out reads %q", plain.Gates.OnCV)
+	}
+	for _, v := range []string{OnCVHalt, OnCVCount} {
+		p := edit(t, func(m map[string]any) { sub(m, "gates")["on_cv"] = v })
+		if probs, _ := Validate(p, ValidateOptions{PlanDir: "testdata"}); len(Errors(probs)) != 0 {
+			t.Fatalf("on_cv %q refused: %v", v, probs)
+		}
+		if sha, _, _ := p.SHA256(); sha == a || p.Gates.OnCV != v || p.Gates.CountsFlagged() != (v == OnCVCount) {
+			t.Fatalf("on_cv %q: sha %s (plain %s), kept %q", v, sha, a, p.Gates.OnCV)
+		}
 	}
 }
 

@@ -10,11 +10,13 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 
 	"sparkbench/app/canon"
 	"sparkbench/app/energy"
 	"sparkbench/runner/fsread"
 	"sparkbench/runner/jsonlex"
+	"sparkbench/runner/vocab"
 )
 
 // SchemaThroughput identifies version 1 of the throughput plan format (docs/plans.md).
@@ -62,7 +64,7 @@ type Plan struct {
 }
 
 // defaultedFields are the JSON paths Defaults may fill ("[]" stands for every prediction).
-var defaultedFields = []string{"split", "gates.cv_tg", "gates.cv_pp_depth", "gates.cv_pp_d0",
+var defaultedFields = []string{"split", "gates.cv_tg", "gates.cv_pp_depth", "gates.cv_pp_d0", "gates.on_cv",
 	"axes.ubatch", "axes.batch", "axes.flash_attn", "axes.kv_types", "axes.ngl",
 	"canary.n_prompt", "canary.n_gen", "canary.max_drop"}
 
@@ -244,11 +246,45 @@ type Canary struct {
 	MaxDrop    float64 `json:"max_drop"`    // fraction below baseline that fails (default 0.2)
 }
 
-// Gates are the CV limits (fractions) that flag a test and halt its leg.
+// Gates are the CV limits (fractions) that flag a test, and what a flag does to its leg.
 type Gates struct {
 	CVTG      float64 `json:"cv_tg,omitempty"`       // default 0.05
 	CVPPDepth float64 `json:"cv_pp_depth,omitempty"` // pp at depth > 0, default 0.10
 	CVPPD0    float64 `json:"cv_pp_d0,omitempty"`    // default 0.05
+	// OnCV is what a CV flag does: "halt" (the default when left out: the flagged process's
+	// row and those after it do not count, the leg halts and is run again — unattended anomaly
+	// detection) or "count" (the row counts with its flag and the leg goes on — precision
+	// studies, where the spread between processes is what the statistics measure). Left out, it
+	// is not written into the frozen plan, so plans registered before it keep their SHA-256.
+	OnCV string `json:"on_cv,omitempty"`
+}
+
+// What a CV flag does to its leg (Gates.OnCV).
+const (
+	OnCVHalt  = "halt"
+	OnCVCount = "count"
+)
+
+// CountsFlagged reports whether a CV-flagged row counts as a result (on_cv "count").
+func (g Gates) CountsFlagged() bool { return g.OnCV == OnCVCount }
+
+// Limit is the CV gate of a test ("pp64", "tg32", "pp64+tg16") at a depth, as the runner
+// applies it: pp gates for prompt processing alone, the tg gate for the rest, the runner's
+// default where the limit is zero (a quant plan's gates are not filled in).
+func (g Gates) Limit(test string, depth int64) float64 {
+	pick := func(v, def float64) float64 {
+		if v <= 0 {
+			return def
+		}
+		return v
+	}
+	if strings.HasPrefix(test, "pp") && !strings.Contains(test, "+") {
+		if depth > 0 {
+			return pick(g.CVPPDepth, vocab.DefaultCVPPDepth)
+		}
+		return pick(g.CVPPD0, vocab.DefaultCVPP)
+	}
+	return pick(g.CVTG, vocab.DefaultCVTG)
 }
 
 // Condition is a declared circumstance (e.g. "download running") for some or all legs.

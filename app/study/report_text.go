@@ -146,6 +146,12 @@ func writeResults(w io.Writer, r *Report) {
 		}
 		tw.Flush()
 	}
+	if len(r.CountedFlags) > 0 {
+		fprintf(w, "\ncounted with a CV flag (the plan's gates.on_cv is count: a process above its gate is anomalous, not missing)\n")
+		for _, f := range r.CountedFlags {
+			fprintf(w, "  %s\n", f)
+		}
+	}
 }
 
 // writeFigures prints the derived figures with their sources.

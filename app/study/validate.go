@@ -467,6 +467,21 @@ func (v *validator) checkGates() {
 			v.errf("gates."+c.name, "%g: want a fraction in (0, 1], e.g. 0.05 for 5%%", c.val)
 		}
 	}
+	if msg := CheckOnCV(g.OnCV, v.p.given["gates.on_cv"]); msg != "" {
+		v.errf("gates.on_cv", "%s", msg)
+	}
+}
+
+// CheckOnCV says what is wrong with a plan's on_cv value ("" when nothing is); given: the
+// field is written in the file (an explicit "" is refused, not read as the default).
+func CheckOnCV(val string, given bool) string {
+	switch {
+	case val == OnCVHalt || val == OnCVCount:
+		return ""
+	case val == "" && !given:
+		return ""
+	}
+	return fmt.Sprintf("%q: want %q (a flagged process halts its leg, the default) or %q (it counts with its flag)", val, OnCVHalt, OnCVCount)
 }
 
 func (v *validator) checkRepeatability() {

@@ -18,7 +18,7 @@ const (
 	EventSample    EventType = "sample"    // Sample: one parsed llama-bench result row
 	EventProgress  EventType = "progress"  // Progress: tests done / total, ETA
 	EventMalformed EventType = "malformed" // Malformed: a jsonl line that did not parse
-	EventFlagged   EventType = "flagged"   // Flagged: a gate flagged a test (the leg halts)
+	EventFlagged   EventType = "flagged"   // Flagged: a gate flagged a test (the leg halts unless Flagged.Counted)
 	EventExit      EventType = "exit"      // Exit: how it ended, always last
 	EventBatched   EventType = "batched"   // BatchedSample: one parsed llama-batched-bench row
 
@@ -151,6 +151,9 @@ type Flagged struct {
 	Value  float64 `json:"value"`
 	Limit  float64 `json:"limit"`
 	Reason string  `json:"reason"`
+	// Counted: a CV gate whose plan counts a flagged process (gates.on_cv "count"): the row
+	// stays a result and the leg goes on; the flag is recorded, never dropped.
+	Counted bool `json:"counted,omitempty"`
 }
 
 // Exit is how a process or leg ended.

@@ -294,7 +294,7 @@ func (e *engine) bench(ctx context.Context, r *quant.Record, kept map[int]bool) 
 		err := e.retry(ctx, label, benchAttempts, func() string { return res.Exit.Reason + sampled.why() }, func(id string) (bool, error) {
 			label = id
 			spec := runner.LegSpec{ID: id, Bench: bench, Args: args, Env: e.env, Limits: legLimits, NoFingerprint: true,
-				CVGate: runner.CVGate{TG: sp.Gates.CVTG, PPDepth: sp.Gates.CVPPDepth, PP: sp.Gates.CVPPD0}}
+				CVGate: runner.CVGate{TG: sp.Gates.CVTG, PPDepth: sp.Gates.CVPPDepth, PP: sp.Gates.CVPPD0, Count: sp.Gates.CountsFlagged()}}
 			lg, err := e.startLeg(ctx, id, "bench", spec.Argv())
 			if err != nil {
 				return false, err

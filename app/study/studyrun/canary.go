@@ -12,7 +12,7 @@ import (
 
 func (r *run) gate() runner.CVGate {
 	g := r.l.Plan.Gates
-	return runner.CVGate{TG: g.CVTG, PPDepth: g.CVPPDepth, PP: g.CVPPD0}
+	return runner.CVGate{TG: g.CVTG, PPDepth: g.CVPPDepth, PP: g.CVPPD0, Count: g.CountsFlagged()}
 }
 
 // canaryLeg is the plan's canary: a short bench of the canary model, never gated (its job is
