@@ -160,13 +160,32 @@ func TestUnknownReceiptRulesRefused(t *testing.T) {
 	}
 }
 
-// TestThroughputRulesFollowThePlan: only an adaptive plan's bundle names the rules.
+// TestThroughputRulesFollowThePlan: a bundle written now names the newest rules, adaptive
+// plan or not (RulesLegReasons holds RulesAdaptiveCells' statements for an adaptive plan); a
+// plan that does not decode gets none.
 func TestThroughputRulesFollowThePlan(t *testing.T) {
-	if got := ThroughputRules(adaptiveFixture(t)[FilePlan]); got != RulesAdaptiveCells {
+	if got := ThroughputRules(adaptiveFixture(t)[FilePlan]); got != RulesLegReasons {
 		t.Errorf("adaptive plan: rules %d", got)
 	}
-	if got := ThroughputRules(mustRead(t, filepath.Join("throughput", FilePlan))); got != 0 {
+	if got := ThroughputRules(mustRead(t, filepath.Join("throughput", FilePlan))); got != RulesLegReasons {
 		t.Errorf("fixed plan: rules %d", got)
+	}
+	if got := ThroughputRules([]byte("{")); got != 0 {
+		t.Errorf("a plan that does not decode: rules %d", got)
+	}
+}
+
+// The adaptive fixture (every leg ok) re-made under RulesLegReasons verifies and is the
+// receipt RulesAdaptiveCells makes, byte for byte: no leg to explain, and its cells said as
+// before. (A receipt with legs to explain: TestCVGateCountsWithItsFlagRealBench.)
+func TestLegReasonRulesKeepAnAllOkReceipt(t *testing.T) {
+	files := withRules(t, RulesLegReasons)
+	if rep := Verify(files, VerifyOptions{HashPlots: true}); !rep.OK() {
+		t.Fatalf("adaptive under rules %d: %v", RulesLegReasons, rep.Problems)
+	}
+	two := withRules(t, RulesAdaptiveCells)
+	if !bytes.Equal(files[FileReceipt], two[FileReceipt]) {
+		t.Errorf("an all-ok adaptive receipt differs between rules %d and %d", RulesAdaptiveCells, RulesLegReasons)
 	}
 }
 

@@ -16,16 +16,25 @@ import (
 // an adaptive bundle written before (no "rules") re-makes the receipt it was written with.
 const RulesAdaptiveCells = 2
 
+// RulesLegReasons is the throughput receipt's third rules revision: besides
+// RulesAdaptiveCells' statements for an adaptive plan, the receipt says under its legs table
+// why each leg that ended otherwise than ok ended (the gate's code — device:not_used,
+// cv_above_limit, model:changed — or the crash's message), as study show does. Bundles written
+// before (rules 0 or 2) re-make the receipt they were written with.
+const RulesLegReasons = 3
+
 // ThroughputRules is the rules revision a throughput bundle of this plan (the registered
-// canonical plan) is written under: RulesAdaptiveCells for an adaptive plan, else 0 (the
-// first, not written).
+// canonical plan) is written under: RulesLegReasons (0, the first, not written, for a plan
+// that does not decode).
 func ThroughputRules(planJSON []byte) int {
-	p, err := study.Decode(FilePlan, planJSON)
-	if err != nil || p.Adaptive == nil {
+	if _, err := study.Decode(FilePlan, planJSON); err != nil {
 		return 0
 	}
-	return RulesAdaptiveCells
+	return RulesLegReasons
 }
+
+// legReasonRules says whether the receipt says why legs ended otherwise than ok.
+func (d *ThroughputStudy) legReasonRules() bool { return d.rules >= RulesLegReasons }
 
 // AdaptiveDefinitions replace and add to ThroughputDefinitions in a receipt written under
 // RulesAdaptiveCells.

@@ -251,6 +251,22 @@ func tmLegs(w *mdWriter, d *ThroughputStudy) {
 			fmt.Sprint(l.Flagged), fmt.Sprint(l.Discarded + l.Unmarked), dur, cell(cond)})
 	}
 	w.table([]string{"Leg", "Label", "State", "Class", "Rows", "Results", "Flagged", "Discarded", "Duration", "Conditions"}, "rlllrrrrrl", legRows)
+	if d.legReasonRules() {
+		var why []string
+		for _, l := range d.Legs {
+			if l.Class != "" && l.Class != "ok" && l.Reason != "" {
+				why = append(why, fmt.Sprintf("- %s: %s: %s", inline(l.Label), code(l.Class), inline(l.Reason)))
+			}
+		}
+		if len(why) > 0 {
+			w.line("Why legs ended otherwise than ok:")
+			w.blank()
+			for _, l := range why {
+				w.line("%s", l)
+			}
+			w.blank()
+		}
+	}
 	w.line("Each leg is one llama-bench process; its rows, transcript and record are in `legs/NNN-label/`. A crashed, interrupted or stopped leg never yields results, nor do flagged or discarded rows.")
 	w.blank()
 }

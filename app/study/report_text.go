@@ -91,6 +91,17 @@ func writeLegs(w io.Writer, r *Report) {
 			l.Discarded+l.Unmarked, dur, strings.Join(l.Conditions, "; "))
 	}
 	tw.Flush()
+	// Why each leg that ended otherwise than ok ended (a gate's code — device:not_used,
+	// cv_above_limit, model:changed — a crash's message), so that the text says what --json says.
+	var why []string
+	for _, l := range r.Legs {
+		if l.Class != "" && l.Class != "ok" && l.Reason != "" {
+			why = append(why, fmt.Sprintf("  %s: %s: %s", l.Label, l.Class, l.Reason))
+		}
+	}
+	if len(why) > 0 {
+		fprintf(w, "\nwhy legs ended otherwise than ok\n%s\n", strings.Join(why, "\n"))
+	}
 }
 
 // writeResults prints results by depth (mean ± sd), one row per model, leg repeat, test and configuration.

@@ -112,4 +112,25 @@ func TestCVGateCountsWithItsFlagRealBench(t *testing.T) {
 	if flagged == 0 {
 		t.Errorf("halt: no leg flagged: %+v", rep.Legs)
 	}
+	// show's text and the receipt say why each flagged leg ended (the gate and its figures),
+	// as --json does; the receipt verifies.
+	hid := fmt.Sprint(rep.Study.ID)
+	code, text, _ = runCLI("study", "show", hid, "--notebook", nb)
+	if code != 0 || !strings.Contains(text, "why legs ended otherwise than ok") || !strings.Contains(text, "% gate (avg ") {
+		t.Errorf("halt: show text does not say why the legs ended:\n%s", text)
+	}
+	hdir := filepath.Join(dir, "receipt-halt")
+	if code, out, errOut := runCLI("receipt", hid, "--out", hdir, "--notebook", nb); code != 0 {
+		t.Fatalf("halt receipt: %d %s %s", code, out, errOut)
+	}
+	md, err = os.ReadFile(filepath.Join(hdir, "receipt.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "Why legs ended otherwise than ok:") || !strings.Contains(string(md), ": `flagged`: ") {
+		t.Errorf("halt: the receipt does not say why the legs ended:\n%s", md)
+	}
+	if code, out, errOut := runCLI("verify", hdir); code != 0 {
+		t.Fatalf("halt verify: %d %s %s", code, out, errOut)
+	}
 }
