@@ -149,10 +149,10 @@ func TestAdaptiveReceiptSaysHowEachCellEnded(t *testing.T) {
 // refused, saying which it knows and who wrote it.
 func TestUnknownReceiptRulesRefused(t *testing.T) {
 	files := adaptiveFixture(t)
-	files[FileIndex] = []byte(`{"kind":"throughput","rules":3,"schema":"sparkbench.bundle/v1","sparkbench":"sparkbench 9.9"}` + "\n")
+	files[FileIndex] = []byte(`{"kind":"throughput","rules":4,"schema":"sparkbench.bundle/v1","sparkbench":"sparkbench 9.9"}` + "\n")
 	_, _, err := Assemble(files)
-	if err == nil || !strings.Contains(err.Error(), `bundle.json: rules 3: this sparkbench knows the first (no "rules") and [2] for a throughput bundle; sparkbench 9.9 wrote it`) {
-		t.Errorf("rules 3: %v", err)
+	if err == nil || !strings.Contains(err.Error(), `bundle.json: rules 4: this sparkbench knows the first (no "rules") and [2 3] for a throughput bundle; sparkbench 9.9 wrote it`) {
+		t.Errorf("rules 4: %v", err)
 	}
 	files[FileIndex] = []byte(`{"kind":"capacity","rules":2,"schema":"sparkbench.bundle/v1","sparkbench":"sparkbench 9.9","capacity":{"plan":"plan.json","requests":{},"rss":{},"server_logs":{}}}` + "\n")
 	if _, err := ReadIndex(files); err == nil || !strings.Contains(err.Error(), `knows only the first (no "rules") for a capacity bundle`) {

@@ -54,8 +54,8 @@ func TestAdaptiveReceiptCLI(t *testing.T) {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
 	ix, err := os.ReadFile(filepath.Join(bundle, "bundle.json"))
-	if err != nil || !strings.Contains(string(ix), `"rules":2`) {
-		t.Errorf("bundle.json %s (%v): want the adaptive receipt rules", ix, err)
+	if err != nil || !strings.Contains(string(ix), `"rules":3`) {
+		t.Errorf("bundle.json %s (%v): want the receipt rules that say how adaptive cells and legs ended", ix, err)
 	}
 	b, err := os.ReadFile(filepath.Join(bundle, "receipt.md"))
 	if err != nil {
