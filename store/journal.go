@@ -22,6 +22,7 @@ import (
 // Journal entry kinds.
 const (
 	KindStudyCreated         = "study.created"
+	KindStudyStatus          = "study.status" // a study's status changed (payload.status); verify holds studies.status to the last one
 	KindPlanRegistered       = "plan.registered"
 	KindPredictionRegistered = "prediction.registered"
 	KindAmendment            = "amendment"

@@ -83,7 +83,8 @@ func (n *Notebook) register(ctx context.Context, s registration) (int64, error) 
 		if id, err = n.createStudyTx(tx, Study{Name: name, Kind: s.Kind, Status: StatusDraft, Description: s.Description}); err != nil {
 			return err
 		}
-		je, err := n.appendJournalTx(tx, KindPlanRegistered, id, map[string]any{"study": id, "plan_sha256": sum, "plan": json.RawMessage(canon)})
+		je, err := n.appendJournalTx(tx, KindPlanRegistered, id, map[string]any{"study": id, "plan_sha256": sum, "plan": json.RawMessage(canon),
+			"status": StatusRegistered}) // the study's status from here (verify_records.go)
 		if err != nil {
 			return err
 		}

@@ -89,8 +89,26 @@ func (n *Notebook) createStudyTx(tx *sql.Tx, s Study) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, err = n.appendJournalTx(tx, KindStudyCreated, id, map[string]any{"study": id, "name": s.Name, "kind": s.Kind, "description": s.Description})
+	// Since issue 30 the entry holds the status the study starts in, plan.registered the status
+	// registering gives it, and every other change is a study.status entry: `notebook verify`
+	// holds studies.status to the last of them (a study created before has none of them, and
+	// its status is not held until it changes).
+	_, err = n.appendJournalTx(tx, KindStudyCreated, id, map[string]any{"study": id, "name": s.Name, "kind": s.Kind, "description": s.Description,
+		"status": s.Status})
 	return id, err
+}
+
+// setStatusTx sets a study's status and journals the change (study.status).
+func (n *Notebook) setStatusTx(tx *sql.Tx, id int64, status, at string) error {
+	res, err := tx.Exec("UPDATE studies SET status = ?, updated_at = ? WHERE id = ?", status, at, id)
+	if err != nil {
+		return fmt.Errorf("study %d status %q: %w", id, status, err)
+	}
+	if k, _ := res.RowsAffected(); k == 0 {
+		return fmt.Errorf("study %d does not exist", id)
+	}
+	_, err = n.appendJournalTx(tx, KindStudyStatus, id, map[string]any{"study": id, "status": status})
+	return err
 }
 
 const studyCols = "id, name, kind, status, description, created_at, updated_at"
@@ -176,14 +194,7 @@ func (n *Notebook) SetStudyStatus(ctx context.Context, id int64, status string) 
 		if err := refuseImported(ctx, tx, id); err != nil { // bundleimport_read.go
 			return err
 		}
-		res, err := tx.Exec("UPDATE studies SET status = ?, updated_at = ? WHERE id = ?", status, n.nowText(), id)
-		if err != nil {
-			return fmt.Errorf("study %d status %q: %w", id, status, err)
-		}
-		if k, _ := res.RowsAffected(); k == 0 {
-			return fmt.Errorf("study %d does not exist", id)
-		}
-		return nil
+		return n.setStatusTx(tx, id, status, n.nowText())
 	})
 }
 
@@ -213,7 +224,15 @@ func (n *Notebook) RegisterPlan(ctx context.Context, studyID int64, plan any) (P
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		je, err := n.appendJournalTx(tx, KindPlanRegistered, studyID, map[string]any{"study": studyID, "plan_sha256": sum, "plan": json.RawMessage(canon)})
+		var status string
+		if err := tx.QueryRow("SELECT status FROM studies WHERE id = ?", studyID).Scan(&status); err != nil {
+			return fmt.Errorf("register plan: study %d: %w", studyID, err)
+		}
+		payload := map[string]any{"study": studyID, "plan_sha256": sum, "plan": json.RawMessage(canon)}
+		if status == StatusDraft {
+			payload["status"] = StatusRegistered // the study's status from here (verify_records.go)
+		}
+		je, err := n.appendJournalTx(tx, KindPlanRegistered, studyID, payload)
 		if err != nil {
 			return err
 		}

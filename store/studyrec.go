@@ -103,7 +103,8 @@ type planSource struct {
 }
 
 // studyNotes are study id's journal entries whose kinds start with one of prefixes (e.g.
-// "study."), in order, and where its plan came from (the note of kind sourceNote).
+// "study."), in order, but its status changes, and where its plan came from (the note of kind
+// sourceNote).
 func (n *Notebook) studyNotes(ctx context.Context, id int64, sourceNote string, prefixes ...string) ([]study.StoredNote, planSource, error) {
 	var src planSource
 	like := make([]string, len(prefixes))
@@ -112,7 +113,9 @@ func (n *Notebook) studyNotes(ctx context.Context, id int64, sourceNote string, 
 		like[i] = "kind LIKE ?"
 		args = append(args, p+"%")
 	}
-	rows, err := n.rdb.QueryContext(ctx, "SELECT kind, payload, at FROM journal WHERE study_id = ? AND ("+strings.Join(like, " OR ")+") ORDER BY seq", args...)
+	// A status change (study.status) is the studies row's, not a note of the study's run.
+	args = append(args, KindStudyStatus)
+	rows, err := n.rdb.QueryContext(ctx, "SELECT kind, payload, at FROM journal WHERE study_id = ? AND ("+strings.Join(like, " OR ")+") AND kind != ? ORDER BY seq", args...)
 	if err != nil {
 		return nil, src, err
 	}

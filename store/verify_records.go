@@ -292,20 +292,27 @@ func (n *Notebook) checkJournaledTable(ctx context.Context, rep *VerifyReport, t
 	return nil, rows.Err()
 }
 
-// checkStudies: a study's name, kind and description are what its study.created entry says.
-// (Its status is not journaled: see docs/notebook.md.)
+// checkStudies: a study's name, kind and description are what its study.created entry says,
+// and its status is the last status journaled for it (study.status, plan.registered or
+// study.created, whichever holds one last). A study created before statuses were journaled has
+// none until its status changes, and its status is not held until then (docs/notebook.md).
 func (n *Notebook) checkStudies(ctx context.Context, rep *VerifyReport) (*BrokenEntry, error) {
-	rows, err := n.rdb.QueryContext(ctx, `SELECT s.id, s.name, s.kind, s.description, COALESCE(j.seq, 0), COALESCE(j.payload, '')
-		FROM studies s LEFT JOIN journal j ON j.seq = (SELECT MIN(seq) FROM journal WHERE kind = ? AND study_id = s.id) ORDER BY s.id`, KindStudyCreated)
+	rows, err := n.rdb.QueryContext(ctx, `SELECT s.id, s.name, s.kind, s.description, s.status, COALESCE(j.seq, 0), COALESCE(j.payload, ''),
+		COALESCE(st.seq, 0), COALESCE(st.payload, ''), COALESCE(st.kind, '')
+		FROM studies s LEFT JOIN journal j ON j.seq = (SELECT MIN(seq) FROM journal WHERE kind = ? AND study_id = s.id)
+		LEFT JOIN journal st ON st.seq = (SELECT MAX(seq) FROM journal WHERE study_id = s.id AND kind IN (?, ?, ?)
+			AND json_type(payload, '$.status') IS NOT NULL) ORDER BY s.id`,
+		KindStudyCreated, KindStudyCreated, KindStudyStatus, KindPlanRegistered)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	fields := []field{{"name", "name", 't', ""}, {"kind", "kind", 't', ""}, {"description", "description", 't', ""}}
+	statusField := field{"status", "status", 't', ""}
 	for rows.Next() {
-		var id, seq int64
-		var name, kind, desc, payload string
-		if err := rows.Scan(&id, &name, &kind, &desc, &seq, &payload); err != nil {
+		var id, seq, stSeq int64
+		var name, kind, desc, status, payload, stPayload, stKind string
+		if err := rows.Scan(&id, &name, &kind, &desc, &status, &seq, &payload, &stSeq, &stPayload, &stKind); err != nil {
 			return nil, err
 		}
 		if seq > rep.HeadSeq {
@@ -322,6 +329,20 @@ func (n *Notebook) checkStudies(ctx context.Context, rep *VerifyReport) (*Broken
 			raw, present := payloadAt(p, fields[i].key)
 			if d := sameValue(fields[i], v, raw, present, ""); d != "" {
 				return rowDamage(seq, KindStudyCreated, "studies", id, fields[i].col, d), nil
+			}
+		}
+		// The status is the one the last entry that holds one set: study.status, plan.registered
+		// or study.created (entries of older versions hold none: then it is not held). One
+		// journaled after the chain was walked is not judged.
+		if stSeq > 0 && stSeq <= rep.HeadSeq {
+			var sp struct {
+				Status json.RawMessage `json:"status"`
+			}
+			if err := json.Unmarshal([]byte(stPayload), &sp); err != nil {
+				return rowDamage(stSeq, KindStudyStatus, "studies", id, "status", "its entry's payload does not read: "+err.Error()), nil
+			}
+			if d := sameValue(statusField, status, sp.Status, true, ""); d != "" {
+				return rowDamage(stSeq, stKind, "studies", id, "status", d), nil
 			}
 		}
 		rep.RecordsChecked++

@@ -225,6 +225,9 @@ var journalSentences = map[string]func(jmap) string{
 	store.KindStudyCreated: func(m jmap) string {
 		return fmt.Sprintf("%s study %q created", or(m.str("kind"), "a"), m.str("name"))
 	},
+	store.KindStudyStatus: func(m jmap) string {
+		return "status: " + or(m.str("status"), "?")
+	},
 	store.KindPlanRegistered: func(m jmap) string {
 		return "plan registered and frozen, sha256 " + shortHash(m.str("plan_sha256"))
 	},

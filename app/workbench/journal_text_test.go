@@ -10,6 +10,7 @@ import (
 var journalCases = []struct{ kind, payload, want string }{
 	{"study.created", `{"description":"d","kind":"throughput","name":"sparkbench demo","study":1}`, `throughput study "sparkbench demo" created`},
 	{"plan.registered", `{"plan":{},"plan_sha256":"0123456789abcdef0123","study":1}`, "plan registered and frozen, sha256 0123456789ab"},
+	{"study.status", `{"status":"incomplete","study":1}`, "status: incomplete"},
 	{"prediction.registered", `{"key":"P1","kind":"band","study":1,"text":"the dense tiny model generates faster than 1000 t/s"}`, "prediction P1 (band) registered: the dense tiny model generates faster than 1000 t/s"},
 	{"amendment", `{"study":1,"target":"P2","reason":"wrong depth","change":{}}`, "amendment of P2: wrong depth"},
 	{"deviation", `{"study":1,"leg":null,"description":"a download ran during leg 3","detail":{}}`, "deviation recorded: a download ran during leg 3"},

@@ -282,7 +282,8 @@ func addEntry(b *store.BundleStudy, j receipt.JournalLine, keys map[int64]string
 	default:
 		// The engine's notes (study.bandwidth, study.run, study.incomplete, study.adaptive,
 		// study.host, study.fleet, …); where the plan came from is this bundle now.
-		if strings.HasPrefix(j.Kind, "study.") && j.Kind != "study.plan_source" && j.Kind != store.KindStudyImported {
+		// (Not the origin's status changes: the imported study's status is imported.)
+		if strings.HasPrefix(j.Kind, "study.") && j.Kind != "study.plan_source" && j.Kind != store.KindStudyImported && j.Kind != store.KindStudyStatus {
 			b.Notes = append(b.Notes, store.BundleNote{Kind: j.Kind, Payload: j.Payload})
 		}
 	}
