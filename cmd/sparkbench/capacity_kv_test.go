@@ -109,15 +109,22 @@ func TestCapacityKVArmsGetTheirKLD(t *testing.T) {
 		t.Fatalf("show --json: exit %d\n%s\n%s", code, js, errOut)
 	}
 	q := rep.KV[0]
+	// (A llama-perplexity run that lost its statistics block is run again, about one in
+	// fifteen here: its leg is then "… (attempt 2)".)
 	if q.Candidate != "q8" || q.Base != "f16" || q.KV != "q8_0/q8_0" || q.MeanKLD <= 0 || q.MeanKLD > 0.1 || q.Gate != "kv:kld_mean_above_maximum" ||
-		q.Leg != "kv-quality/medium-llama-f16/q8_0-q8_0" || len(q.Speed) != 2 || q.Speed[0].Figure != "selected_rate" || q.Speed[1].Figure != "per_stream_rate" {
+		!kvLegIs(q.Leg, "kv-quality/medium-llama-f16/q8_0-q8_0") || len(q.Speed) != 2 || q.Speed[0].Figure != "selected_rate" || q.Speed[1].Figure != "per_stream_rate" {
 		t.Fatalf("kv quality %+v", q)
 	}
 	if f, q8 := rep.Envelope[0].Selected, rep.Envelope[1].Selected; f == nil || q8 == nil || q.Speed[0].Ratio != q8.GenerationRate/f.GenerationRate {
 		t.Errorf("selected rate ratio %v, envelope %+v", q.Speed[0].Ratio, rep.Envelope)
 	}
 	// The check's legs are listed apart from the server lifetimes.
-	if len(rep.Legs) != 2 || len(rep.KVLegs) != 2 || rep.KVLegs[0].Label != "kv-quality/medium-llama-f16/f16 base" || rep.KVLegs[1].Class != "ok" {
+	kvOK := len(rep.KVLegs) >= 2 && rep.KVLegs[len(rep.KVLegs)-1].Class == "ok" &&
+		kvLegIs(rep.KVLegs[len(rep.KVLegs)-1].Label, "kv-quality/medium-llama-f16/q8_0-q8_0")
+	for _, l := range rep.KVLegs {
+		kvOK = kvOK && (kvLegIs(l.Label, "kv-quality/medium-llama-f16/f16 base") || kvLegIs(l.Label, "kv-quality/medium-llama-f16/q8_0-q8_0"))
+	}
+	if len(rep.Legs) != 2 || !kvOK || !kvLegIs(rep.KVLegs[0].Label, "kv-quality/medium-llama-f16/f16 base") {
 		t.Errorf("legs %+v, kv legs %+v", rep.Legs, rep.KVLegs)
 	}
 	for _, verb := range [][]string{{"capacity", "show", "1"}} {
@@ -142,7 +149,7 @@ func TestCapacityKVArmsGetTheirKLD(t *testing.T) {
 	}
 	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
 	for _, w := range []string{"## KV cache types: speed against quality", "| q8 | q8\\_0/q8\\_0 | f16 | selected rate ", "per-stream rate at P1/C1 ",
-		"kv-quality/medium-llama-f16/q8\\_0-q8\\_0 (lines ", "kv:kld\\_mean\\_above\\_maximum", "Gate (mean KLD ≤ 1e-09)"} {
+		"kv-quality/medium-llama-f16/q8\\_0-q8\\_0", " (lines ", "kv:kld\\_mean\\_above\\_maximum", "Gate (mean KLD ≤ 1e-09)"} {
 		if !strings.Contains(string(md), w) {
 			t.Errorf("receipt.md lacks %q", w)
 		}
@@ -150,4 +157,13 @@ func TestCapacityKVArmsGetTheirKLD(t *testing.T) {
 	if t.Failed() || testing.Verbose() {
 		t.Logf("receipt.md:\n%s", md)
 	}
+}
+
+// kvLegIs: label is the check's leg want, or one of its later attempts ("want (attempt N)").
+func kvLegIs(label, want string) bool {
+	if label == want {
+		return true
+	}
+	rest, ok := strings.CutPrefix(label, want+" (attempt ")
+	return ok && strings.HasSuffix(rest, ")") && len(rest) > 1
 }
