@@ -58,7 +58,7 @@ func TestNewStudyFormFieldsHaveHints(t *testing.T) {
 					}
 				}
 			}
-			want := map[string]int{"throughput": 15 + 10, "capacity": 23 + 1 + nConfigFields + 1 + 32}[name] // 32: the serving section
+			want := map[string]int{"throughput": 16 + 10, "capacity": 23 + 1 + nConfigFields + 1 + 32}[name] // 32: the serving section
 			if items != want {
 				t.Errorf("%s form: %d fields in %d forms, want %d", name, items, len(forms), want)
 			}

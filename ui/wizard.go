@@ -163,7 +163,7 @@ func newWizardView(win fyne.Window, reg Registrar, lib app.ModelLibrary, models 
 		hinted("CV gate tg %", v.CVTG, "largest coefficient of variation of a generation test's repetitions before its leg is re-run (sparkbench's gate, no llama.cpp flag)"),
 		hinted("CV gate pp at depth %", v.CVPPDepth, "the same gate for prompt processing at a depth above 0 (no llama.cpp flag)"),
 		hinted("CV gate pp at d0 %", v.CVPPD0, "the same gate for prompt processing at depth 0 (no llama.cpp flag)"),
-		hinted("A CV flag", v.OnCV, "halt the leg: the flagged process's row does not count and the leg runs again (unattended anomaly detection); count with its flag: the row counts, show and the receipt list it (precision studies, loaded machines)"),
+		hinted("A CV flag", v.OnCV, "what a CV flag does: halt the leg (the flagged process's row does not count, the leg runs again: unattended anomaly detection) or count the row with its flag (show and the receipt list it: precision studies, loaded machines); sparkbench's gate, no llama.cpp flag"),
 		hinted("Bandwidth", v.Bandwidth, "memory bandwidth for the ceilings: GB/s, measure, or empty (sparkbench's probe, no llama.cpp flag)"),
 	)
 	v.Object = studyFormPage(container.NewHBox(heading("New throughput study"), v.RegisterBtn, v.SaveBtn, v.OpenBtn), []fyne.CanvasObject{form, devices},
