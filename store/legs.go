@@ -224,6 +224,14 @@ func (n *Notebook) StartLeg(ctx context.Context, spec LegSpec) (Leg, *SampleWrit
 			}
 			*r.fp = fp
 		}
+		var buildDir any // the build's folder (not in its fingerprint), held to the entry by verify
+		if spec.BuildID != 0 {
+			var dir string
+			if err := tx.QueryRow("SELECT dir FROM builds WHERE id = ?", spec.BuildID).Scan(&dir); err != nil {
+				return fmt.Errorf("start leg: builds %d: %w", spec.BuildID, err)
+			}
+			buildDir = dir
+		}
 		var artefactSHA any // the model's SHA-256 as the notebook holds it when the leg starts (NULL: not hashed)
 		if spec.ArtefactID != 0 {
 			var sum sql.NullString
@@ -242,7 +250,7 @@ func (n *Notebook) StartLeg(ctx context.Context, spec LegSpec) (Leg, *SampleWrit
 			// detail: plan leg, role, attempt) and its temperature, so that `notebook verify`
 			// holds every column of the legs row to the chain (verify_records.go).
 			"detail": json.RawMessage(detail), "temp_before_c": floatPtr(spec.TempBeforeC),
-			"machine_fingerprint": machineFP, "build_fingerprint": buildFP, "artefact_sha256": artefactSHA,
+			"machine_fingerprint": machineFP, "build_fingerprint": buildFP, "artefact_sha256": artefactSHA, "build_dir": buildDir,
 		})
 		return err
 	})

@@ -464,8 +464,8 @@ type legEntry struct {
 // signal, end, provenance; since issue 30 peak RSS and temperature after). A leg without
 // leg.finished must still be running; a leg imported from a file has no leg.started and holds
 // the importer's defaults there.
-func (n *Notebook) checkLegRecords(ctx context.Context, rep *VerifyReport) (map[int64][3]string, *BrokenEntry, error) {
-	legFP := map[int64][3]string{} // leg → the machine and build fingerprints and the model's SHA-256 its leg.started recorded (since issue 30)
+func (n *Notebook) checkLegRecords(ctx context.Context, rep *VerifyReport) (map[int64]startedRefs, *BrokenEntry, error) {
+	legFP := map[int64]startedRefs{} // leg → what its leg.started recorded of its machine, build and model (since issue 30)
 	started, finished := map[int64]legEntry{}, map[int64]legEntry{}
 	jr, err := n.rdb.QueryContext(ctx, "SELECT seq, kind, COALESCE(study_id, 0), payload FROM journal WHERE kind IN (?, ?) AND seq <= ? ORDER BY seq",
 		KindLegStarted, KindLegFinished, rep.HeadSeq)
@@ -544,10 +544,14 @@ func (n *Notebook) checkLegRecords(ctx context.Context, rep *VerifyReport) (map[
 			case hasStart:
 				fs := append(append([]field{}, common...), field{"machine_id", "machine", 'i', ""}, field{"build_id", "build", 'i', ""},
 					field{"artefact_id", "artefact", 'i', ""}, field{"conditions_json", "conditions", 'j', "[]"})
-				var fp [3]string
-				_ = json.Unmarshal(st.payload["machine_fingerprint"], &fp[0])
-				_ = json.Unmarshal(st.payload["build_fingerprint"], &fp[1])
-				_ = json.Unmarshal(st.payload["artefact_sha256"], &fp[2])
+				var fp startedRefs
+				_ = json.Unmarshal(st.payload["machine_fingerprint"], &fp.machineFP)
+				_ = json.Unmarshal(st.payload["build_fingerprint"], &fp.buildFP)
+				_ = json.Unmarshal(st.payload["artefact_sha256"], &fp.artefactSHA)
+				if raw, ok := st.payload["build_dir"]; ok {
+					fp.buildDir = new(string)
+					_ = json.Unmarshal(raw, fp.buildDir)
+				}
 				legFP[id] = fp
 				if _, ok := st.payload["detail"]; ok {
 					fs = append(fs, field{"detail_json", "detail", 'j', "{}"}, field{"temp_before_c", "temp_before_c", 'f', ""})
@@ -738,7 +742,7 @@ func (n *Notebook) checkImportedExcerpts(ctx context.Context) (*BrokenEntry, err
 // artefact exist, and, for legs started since issue 30, the leg.started entry recorded the
 // machine's and build's fingerprints, so the fingerprint itself is held to the chain.
 // (A build's folder, dir, is not in its fingerprint: see docs/notebook.md.)
-func (n *Notebook) checkMachinesBuilds(ctx context.Context, rep *VerifyReport, legFP map[int64][3]string) (*BrokenEntry, error) {
+func (n *Notebook) checkMachinesBuilds(ctx context.Context, rep *VerifyReport, legFP map[int64]startedRefs) (*BrokenEntry, error) {
 	rows, err := n.rdb.QueryContext(ctx, `SELECT id, fingerprint, hostname, cpu_model, COALESCE(cores, 0), COALESCE(ram_bytes, 0), os, kernel, gpu,
 		driver, COALESCE(mem_bandwidth_gbs, 0), info_json FROM machines ORDER BY id`)
 	if err != nil {
@@ -766,16 +770,16 @@ func (n *Notebook) checkMachinesBuilds(ctx context.Context, rep *VerifyReport, l
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = n.rdb.QueryContext(ctx, "SELECT id, fingerprint, version_line, build_number, commit_id, backends, binaries_json FROM builds ORDER BY id")
+	rows, err = n.rdb.QueryContext(ctx, "SELECT id, fingerprint, version_line, build_number, commit_id, backends, binaries_json, dir FROM builds ORDER BY id")
 	if err != nil {
 		return nil, err
 	}
-	builds := map[int64]string{}
+	builds, buildDirs := map[int64]string{}, map[int64]string{}
 	for rows.Next() {
 		var id int64
 		var number sql.NullInt64
-		var fp, version, commit, backends, bins string
-		if err := rows.Scan(&id, &fp, &version, &number, &commit, &backends, &bins); err != nil {
+		var fp, version, commit, backends, bins, dir string
+		if err := rows.Scan(&id, &fp, &version, &number, &commit, &backends, &bins, &dir); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -789,7 +793,7 @@ func (n *Notebook) checkMachinesBuilds(ctx context.Context, rep *VerifyReport, l
 			rows.Close()
 			return rowDamage(0, "", "builds", id, "fingerprint", "the build's columns (version line, number, commit, backends, binaries) no longer hash to its fingerprint: one of them, or the fingerprint, was changed"), nil
 		}
-		builds[id] = fp
+		builds[id], buildDirs[id] = fp, dir
 		rep.RecordsChecked++
 	}
 	rows.Close()
@@ -810,7 +814,7 @@ func (n *Notebook) checkMachinesBuilds(ctx context.Context, rep *VerifyReport, l
 			return nil, err
 		}
 		fps := legFP[id]
-		if bad := legRefs(id, m, b, a, artefactExists, artefactSHA, fps, machines, builds); bad != nil {
+		if bad := legRefs(id, m, b, a, artefactExists, artefactSHA, fps, machines, builds, buildDirs); bad != nil {
 			late, err := n.legRecordedAfter(ctx, id, rep.HeadSeq)
 			if err != nil {
 				return nil, err
@@ -823,25 +827,35 @@ func (n *Notebook) checkMachinesBuilds(ctx context.Context, rep *VerifyReport, l
 	return nil, rows.Err()
 }
 
+// startedRefs is what a leg.started entry recorded of the leg's machine, build and model: the
+// machine's and the build's fingerprints, the model's SHA-256 (each "" when not recorded) and
+// the build's folder (nil when not recorded: entries before it was).
+type startedRefs struct {
+	machineFP, buildFP, artefactSHA string
+	buildDir                        *string
+}
+
 // legRefs: a leg's machine, build and artefact exist and are what its leg.started recorded.
-func legRefs(id, m, b, a int64, artefactExists bool, artefactSHA string, fps [3]string, machines, builds map[int64]string) *BrokenEntry {
+func legRefs(id, m, b, a int64, artefactExists bool, artefactSHA string, fps startedRefs, machines, builds, buildDirs map[int64]string) *BrokenEntry {
 	switch _, ok := machines[m]; {
 	case m != 0 && !ok:
 		return rowDamage(0, "", "legs", id, "machine_id", fmt.Sprintf("machine %d does not exist", m))
-	case fps[0] != "" && machines[m] != fps[0]:
-		return rowDamage(0, KindLegStarted, "machines", m, "fingerprint", fmt.Sprintf("%s, but leg %d's leg.started entry recorded its machine as %s", machines[m], id, fps[0]))
+	case fps.machineFP != "" && machines[m] != fps.machineFP:
+		return rowDamage(0, KindLegStarted, "machines", m, "fingerprint", fmt.Sprintf("%s, but leg %d's leg.started entry recorded its machine as %s", machines[m], id, fps.machineFP))
 	}
 	switch _, ok := builds[b]; {
 	case b != 0 && !ok:
 		return rowDamage(0, "", "legs", id, "build_id", fmt.Sprintf("build %d does not exist", b))
-	case fps[1] != "" && builds[b] != fps[1]:
-		return rowDamage(0, KindLegStarted, "builds", b, "fingerprint", fmt.Sprintf("%s, but leg %d's leg.started entry recorded its build as %s", builds[b], id, fps[1]))
+	case fps.buildFP != "" && builds[b] != fps.buildFP:
+		return rowDamage(0, KindLegStarted, "builds", b, "fingerprint", fmt.Sprintf("%s, but leg %d's leg.started entry recorded its build as %s", builds[b], id, fps.buildFP))
+	case b != 0 && fps.buildDir != nil && buildDirs[b] != *fps.buildDir:
+		return rowDamage(0, KindLegStarted, "builds", b, "dir", fmt.Sprintf("%q, but leg %d's leg.started entry recorded the build's folder as %q", buildDirs[b], id, *fps.buildDir))
 	}
 	if a != 0 && !artefactExists {
 		return rowDamage(0, "", "legs", id, "artefact_id", fmt.Sprintf("artefact %d does not exist", a))
 	}
-	if fps[2] != "" && artefactSHA != fps[2] {
-		return rowDamage(0, KindLegStarted, "artefacts", a, "sha256", fmt.Sprintf("%q, but leg %d's leg.started entry recorded the model's SHA-256 as %s", artefactSHA, id, fps[2]))
+	if fps.artefactSHA != "" && artefactSHA != fps.artefactSHA {
+		return rowDamage(0, KindLegStarted, "artefacts", a, "sha256", fmt.Sprintf("%q, but leg %d's leg.started entry recorded the model's SHA-256 as %s", artefactSHA, id, fps.artefactSHA))
 	}
 	return nil
 }
