@@ -171,11 +171,17 @@ func TestCapacityStudyReceiptJournal(t *testing.T) {
 		}
 	}
 	last := own[len(own)-1]
+	var firstLeg int64 // the first server lifetime's leg.started (after the run's study.status entry)
+	for _, e := range own {
+		if e.Kind == store.KindLegStarted && firstLeg == 0 {
+			firstLeg = e.Seq
+		}
+	}
 	md := files[receipt.FileReceipt]
 	for _, want := range []string{
 		fmt.Sprintf("| Notebook chain head | `seq %d` · `%s`", last.Seq, last.Hash),
 		"| Journal excerpt | `entries 1–" + fmt.Sprint(last.Seq) + "`",
-		"· plan SHA-256 matches `plan.json` · `4` predictions registered (`entry 4` to `entry 7`) · before the first server lifetime started (`entry 9` at",
+		fmt.Sprintf("· plan SHA-256 matches `plan.json` · `4` predictions registered (`entry 4` to `entry 7`) · before the first server lifetime started (`entry %d` at", firstLeg),
 		"· plan and selected points match this bundle's · journaled `study.json` SHA-256",
 	} {
 		if !bytes.Contains(md, []byte(want)) {
