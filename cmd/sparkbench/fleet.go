@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"os"
 	"os/signal"
 	"path/filepath"
 	"sync"
@@ -58,7 +57,9 @@ func runFleet(verb string, f *fleet.File, hf *remote.HostsFile, llamaDir, notebo
 		fprintf(stderr, "sparkbench %s: %v\n", verb, err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGHUP and SIGTERM stop the run as Ctrl-C does (its legs stopped here and on the hosts,
+	// each study halted with its record), not kill it with its studies left running.
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	nb, err := store.Open(path)
 	if err != nil {
