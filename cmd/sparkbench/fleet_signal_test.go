@@ -60,7 +60,7 @@ func TestFaultsFleetRunStopsOnSIGHUPAndSIGTERM(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
 			// the local leg is under way once its sleep runs
-			sleeping := func() bool { return len(processesWith("sleep " + mark)) > 0 }
+			sleeping := func() bool { return len(processesWith("sleep "+mark)) > 0 }
 			for end := time.Now().Add(60 * time.Second); !sleeping(); time.Sleep(50 * time.Millisecond) {
 				select {
 				case err := <-done:
