@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,29 @@ func TestArtefactHashCacheKeyIncludesCTime(t *testing.T) {
 	}
 	if old := must[Artefact](t)(nb.Artefact(ctx, a.ID)); old.SHA256 != sum || !old.CTime.Equal(ctime) {
 		t.Fatalf("the old row changed: %+v", old)
+	}
+}
+
+// An upsert that carries no header fields (the hash cache recording a fresh hash of the same
+// file, as every run does before its first leg) keeps the name, architecture, quant, parameter
+// count and metadata the row holds: a receipt's models line does not lose "llama Q8_0" to a
+// re-hash. Given fields still replace them.
+func TestArtefactUpsertWithoutHeaderKeepsIt(t *testing.T) {
+	nb, _ := openTemp(t)
+	mtime := time.Unix(1700000000, 0)
+	sum := strings.Repeat("ab", 32)
+	key := Artefact{Path: "/m/h.gguf", Size: 10, MTime: mtime, Dev: 1, Inode: 9, SHA256: sum}
+	full := key
+	full.Name, full.Architecture, full.Quant, full.NParams, full.Metadata = "tiny", "llama", "Q8_0", 1234, json.RawMessage(`{"k":1}`)
+	a := must[Artefact](t)(nb.UpsertArtefact(ctx, full))
+	b := must[Artefact](t)(nb.UpsertArtefact(ctx, key)) // the hash cache's put: no header fields
+	if b.ID != a.ID || b.Name != "tiny" || b.Architecture != "llama" || b.Quant != "Q8_0" || b.NParams != 1234 || string(b.Metadata) != `{"k":1}` {
+		t.Fatalf("a re-hash of the same file blanked its header fields: %+v (was %+v)", b, a)
+	}
+	other := key
+	other.Name, other.Quant = "renamed", "Q4_0"
+	c := must[Artefact](t)(nb.UpsertArtefact(ctx, other))
+	if c.ID != a.ID || c.Name != "renamed" || c.Quant != "Q4_0" || c.Architecture != "llama" {
+		t.Fatalf("given fields: %+v", c)
 	}
 }

@@ -196,8 +196,9 @@ func nullStr(s string) any {
 // changed under the same path, size and mtime (written in place, its mtime restored; or
 // replaced by another of the same size) gets a new row with its new hash, keeping the expected
 // hash entered for the path; the old row stays, naming what the earlier legs ran. An existing
-// row of the same content keeps its hashes and gets the other fields (and the file's device,
-// inode and ctime) updated. Returns the stored row.
+// row of the same content keeps its hashes and gets the other fields the caller gives (and
+// the file's device, inode and ctime) updated; a field left empty keeps the row's. Returns the
+// stored row.
 func (n *Notebook) UpsertArtefact(ctx context.Context, a Artefact) (Artefact, error) {
 	meta := "{}"
 	if len(a.Metadata) > 0 {
@@ -236,10 +237,14 @@ func (n *Notebook) UpsertArtefact(ctx context.Context, a Artefact) (Artefact, er
 			id, err = res.LastInsertId()
 			return err
 		}
-		_, err = tx.Exec(`UPDATE artefacts SET name = ?, architecture = ?, quant = ?, n_params = ?, metadata_json = ?,
+		// Fields the caller does not give (the hash cache records a fresh hash of the same file
+		// with no header fields) keep what the row holds.
+		_, err = tx.Exec(`UPDATE artefacts SET name = CASE WHEN ? = '' THEN name ELSE ? END,
+			architecture = CASE WHEN ? = '' THEN architecture ELSE ? END, quant = CASE WHEN ? = '' THEN quant ELSE ? END,
+			n_params = COALESCE(?, n_params), metadata_json = CASE WHEN ? = '{}' THEN metadata_json ELSE ? END,
 			source = CASE WHEN ? = '' THEN source ELSE ? END, revision = CASE WHEN ? = '' THEN revision ELSE ? END,
 			sha256 = COALESCE(sha256, ?), expected_sha256 = COALESCE(?, expected_sha256), dev = ?, inode = ?, ctime_ns = ?, updated_at = ? WHERE id = ?`,
-			a.Name, a.Architecture, a.Quant, np, meta, a.Source, a.Source, a.Revision, a.Revision,
+			a.Name, a.Name, a.Architecture, a.Architecture, a.Quant, a.Quant, np, meta, meta, a.Source, a.Source, a.Revision, a.Revision,
 			nullStr(sum), nullStr(expected), int64(a.Dev), int64(a.Inode), ctimeNS(a.CTime), now, id)
 		return err
 	})
