@@ -94,6 +94,10 @@ func TestCVGateCountsWithItsFlagRealBench(t *testing.T) {
 	if code, out, errOut := runCLI("verify", rdir); code != 0 {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
+	// The model's header fields survive the fresh hash the run made before its first leg.
+	if !strings.Contains(string(md), " · `llama ") {
+		t.Errorf("the receipt's model line lost its architecture and quant:\n%s", md)
+	}
 
 	code, out, errOut = runCLI("study", "run", plan("halts", ""), "--notebook", nb, "--llama-dir", loc.Dir)
 	if code != 1 || !strings.Contains(out+errOut, "incomplete") {
