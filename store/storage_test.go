@@ -2,11 +2,14 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"sparkbench/runner/sharedtest"
 )
 
 // A notebook open while its disk fills up (a real 1 MiB tmpfs, filled by another file): the
@@ -15,7 +18,7 @@ import (
 func TestWriteOnAFullDiskSaysSo(t *testing.T) {
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("no tmpfs mount here (%v): SQLite's full-disk error needs a real full file system (CI, as root, mounts one)", err)
+		sharedtest.Require(t, fmt.Sprintf("no tmpfs mount here (%v): SQLite's full-disk error needs a real full file system; run as root (CI does)", err))
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
 	path := filepath.Join(dir, "notebook.db")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"sparkbench/runner/llamatest"
+	"sparkbench/runner/sharedtest"
 )
 
 // storageNotebook is a small real notebook in dir: a registered study and one imported leg.
@@ -32,7 +34,7 @@ func readOnlyView(t *testing.T, dir string) string {
 	t.Helper()
 	view := t.TempDir()
 	if err := syscall.Mount(dir, view, "", syscall.MS_BIND, ""); err != nil {
-		t.Skipf("cannot bind-mount here (%v): this test needs CAP_SYS_ADMIN, which CI (root) has", err)
+		sharedtest.Require(t, fmt.Sprintf("cannot bind-mount here (%v): this test needs CAP_SYS_ADMIN; run as root (CI does)", err))
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(view, syscall.MNT_DETACH) })
 	if err := syscall.Mount("", view, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
@@ -109,7 +111,7 @@ func TestFaultsEmptyNotebook(t *testing.T) {
 func TestFaultsNotebookDiskFull(t *testing.T) {
 	disk, mounted := smallDisk(t)
 	if !mounted {
-		t.Skip("no tmpfs mount here (not root): SQLite's full-disk error needs a real full file system (CI, as root, mounts one)")
+		sharedtest.Require(t, "no tmpfs mount here (not root): SQLite's full-disk error needs a real full file system; run as root (CI does)")
 	}
 	nb := storageNotebook(t, disk)
 	filler := filepath.Join(disk, "filler")
