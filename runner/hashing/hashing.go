@@ -139,6 +139,17 @@ func Diff(a, b Key) string {
 	return strings.Join(d, ", ")
 }
 
+// Moved reads k's file again and says what differs from k ("" when nothing does): the one
+// stat each run makes before and after a leg to know it still measures the file it hashed.
+// A file that can no longer be read is an error.
+func Moved(k Key) (string, error) {
+	now, err := KeyOf(k.Path)
+	if err != nil {
+		return "", err
+	}
+	return Diff(k, now), nil
+}
+
 // Cache remembers hashes by Key; the notebook implements it, tests use a map.
 type Cache interface {
 	Lookup(ctx context.Context, k Key) (sha256 string, ok bool, err error)

@@ -45,11 +45,11 @@ func (r *Run) modelChanged(candidate string) string {
 	if !ok {
 		return ""
 	}
-	now, err := hashing.KeyOf(k.Path)
+	d, err := hashing.Moved(k)
 	if err != nil {
 		return fmt.Sprintf("the model of candidate %s: %v", candidate, err)
 	}
-	if d := hashing.Diff(k, now); d != "" {
+	if d != "" {
 		return fmt.Sprintf("the model of candidate %s, %s, changed since this run read it and checked its SHA-256 (%s)", candidate, k.Path, d)
 	}
 	return ""

@@ -39,11 +39,11 @@ func (e *engine) fileChanged(path string, rows []benchfmt.Result) string {
 	if !ok {
 		return ""
 	}
-	k, err := hashing.KeyOf(path)
+	d, err := hashing.Moved(id.key)
 	if err != nil {
 		return fmt.Sprintf("%s: %v", path, err)
 	}
-	if d := hashing.Diff(id.key, k); d != "" {
+	if d != "" {
 		return fmt.Sprintf("%s changed since this run hashed it (%s)", path, d)
 	}
 	for _, r := range rows {

@@ -51,11 +51,11 @@ func (r *run) modelChanged(models []string) string {
 		if f == nil || !f.stat {
 			continue
 		}
-		k, err := hashing.KeyOf(f.path)
+		d, err := hashing.Moved(f.key)
 		if err != nil {
 			return fmt.Sprintf("model %s: %v", id, err)
 		}
-		if d := hashing.Diff(f.key, k); d != "" {
+		if d != "" {
 			return fmt.Sprintf("model %s: %s changed since this run read it and checked its SHA-256 (%s)", id, f.path, d)
 		}
 	}
