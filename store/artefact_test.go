@@ -114,3 +114,60 @@ func TestArtefactUpsertWithoutHeaderKeepsIt(t *testing.T) {
 		t.Fatalf("given fields: %+v", c)
 	}
 }
+
+// Every write that changes a model record journals it as it then stands (artefact.recorded),
+// a write that changes nothing journals nothing, and verify holds each column to the last
+// entry: an edit of the source (shown by receipts) or of the cache key is named as damage.
+func TestArtefactRecordsAreJournaledAndHeld(t *testing.T) {
+	nb, path := openTemp(t)
+	mtime := time.Unix(1700000000, 5)
+	sum := strings.Repeat("cd", 32)
+	a := must[Artefact](t)(nb.UpsertArtefact(ctx, Artefact{Path: "/m/q.gguf", Size: 10, MTime: mtime, Inode: 9, SHA256: sum, Name: "q", Quant: "Q4_0"}))
+	entries := func() int {
+		t.Helper()
+		e, err := nb.JournalOfKind(ctx, KindArtefactRecorded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(e)
+	}
+	if n := entries(); n != 1 {
+		t.Fatalf("%d entries after the first record, want 1", n)
+	}
+	// The cache hit recorded again (no header fields, the same file): nothing changed, no entry.
+	must[Artefact](t)(nb.UpsertArtefact(ctx, Artefact{Path: "/m/q.gguf", Size: 10, MTime: mtime, Inode: 9, SHA256: sum}))
+	if n := entries(); n != 1 {
+		t.Fatalf("%d entries after a write that changed nothing, want 1", n)
+	}
+	must[Artefact](t)(nb.UpsertArtefact(ctx, Artefact{Path: "/m/q.gguf", Size: 10, MTime: mtime, Inode: 9, SHA256: sum, Source: "hf:org/q", Revision: "r2"}))
+	if _, err := nb.SetArtefactExpected(ctx, a.ID, sum); err != nil {
+		t.Fatal(err)
+	}
+	if n := entries(); n != 3 {
+		t.Fatalf("%d entries after a new source and an expected hash, want 3", n)
+	}
+	if rep, err := nb.Verify(ctx); err != nil || !rep.OK() {
+		t.Fatalf("verify: %+v %v", rep.Broken, err)
+	}
+	nb.Close()
+	for _, c := range []struct{ col, set string }{{"source", "'hf:other/q'"}, {"revision", "'r1'"}, {"ctime_ns", "ctime_ns + 1"}, {"expected_sha256", "NULL"}} {
+		db := rawDB(t, path)
+		if _, err := db.Exec("UPDATE artefacts SET "+c.col+" = "+c.set+" WHERE id = ?", a.ID); err != nil {
+			t.Fatal(err)
+		}
+		n, err := OpenWith(path, Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := n.Verify(ctx)
+		n.Close()
+		if err != nil || rep.OK() || rep.Broken.Table != "artefacts" || rep.Broken.Column != c.col || rep.Broken.RowID != a.ID {
+			t.Fatalf("%s edited: verify %+v %v", c.col, rep.Broken, err)
+		}
+		// put it back through the entry's value for the next column
+		if _, err := db.Exec("UPDATE artefacts SET source = 'hf:org/q', revision = 'r2', ctime_ns = 0, expected_sha256 = ? WHERE id = ?", sum, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+}

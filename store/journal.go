@@ -33,6 +33,7 @@ const (
 	KindHumanVerdict         = "verdict.human"
 	KindFinding              = "finding"
 	KindReceiptExported      = "receipt.exported"
+	KindArtefactRecorded     = "artefact.recorded" // a model record (hash cache row) as written; verify holds artefacts to the last one
 )
 
 // GenesisHash is the prev_hash of the first journal entry.

@@ -234,7 +234,13 @@ func (n *Notebook) UpsertArtefact(ctx context.Context, a Artefact) (Artefact, er
 			if err != nil {
 				return fmt.Errorf("store artefact: %w", err)
 			}
-			id, err = res.LastInsertId()
+			if id, err = res.LastInsertId(); err != nil {
+				return err
+			}
+			return n.journalArtefactTx(tx, id, nil)
+		}
+		before, err := artefactRecordTx(tx, id)
+		if err != nil {
 			return err
 		}
 		// Fields the caller does not give (the hash cache records a fresh hash of the same file
@@ -246,7 +252,10 @@ func (n *Notebook) UpsertArtefact(ctx context.Context, a Artefact) (Artefact, er
 			sha256 = COALESCE(sha256, ?), expected_sha256 = COALESCE(?, expected_sha256), dev = ?, inode = ?, ctime_ns = ?, updated_at = ? WHERE id = ?`,
 			a.Name, a.Name, a.Architecture, a.Architecture, a.Quant, a.Quant, np, meta, meta, a.Source, a.Source, a.Revision, a.Revision,
 			nullStr(sum), nullStr(expected), int64(a.Dev), int64(a.Inode), ctimeNS(a.CTime), now, id)
-		return err
+		if err != nil {
+			return err
+		}
+		return n.journalArtefactTx(tx, id, before)
 	})
 	if err != nil {
 		return Artefact{}, err
@@ -271,12 +280,19 @@ func (n *Notebook) setArtefactField(ctx context.Context, id int64, col, v string
 	}
 	var status string
 	err := n.write(ctx, func(tx *sql.Tx) error {
+		before, err := artefactRecordTx(tx, id)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
 		res, err := tx.Exec("UPDATE artefacts SET "+col+" = ?, updated_at = ? WHERE id = ?", v, n.nowText(), id)
 		if err != nil {
 			return err
 		}
 		if k, _ := res.RowsAffected(); k == 0 {
 			return fmt.Errorf("artefact %d does not exist", id)
+		}
+		if err := n.journalArtefactTx(tx, id, before); err != nil {
+			return err
 		}
 		return tx.QueryRow("SELECT status FROM artefacts WHERE id = ?", id).Scan(&status)
 	})

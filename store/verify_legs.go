@@ -181,10 +181,10 @@ func (n *Notebook) checkLegRecords(ctx context.Context, rep *VerifyReport) (map[
 		return nil, nil, err
 	}
 	if olderDetail > 0 {
-		rep.OlderRule = append(rep.OlderRule, OlderRuleCount{"legs.detail_json, legs.temp_before_c", olderDetail})
+		rep.OlderRule = append(rep.OlderRule, OlderRuleCount{"legs.detail_json, legs.temp_before_c", olderDetail, ""})
 	}
 	if olderEnd > 0 {
-		rep.OlderRule = append(rep.OlderRule, OlderRuleCount{"legs.peak_rss_bytes, legs.temp_after_c", olderEnd})
+		rep.OlderRule = append(rep.OlderRule, OlderRuleCount{"legs.peak_rss_bytes, legs.temp_after_c", olderEnd, ""})
 	}
 	return legFP, nil, nil
 }

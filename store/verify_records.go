@@ -29,6 +29,7 @@ import (
 type OlderRuleCount struct {
 	Column string // table.column
 	Rows   int64
+	Noun   string // what a row is ("" : a leg)
 }
 
 // field is one column of a row compared with one value of its journal entry's payload.
@@ -104,6 +105,9 @@ func (n *Notebook) checkRecords(ctx context.Context, rep *VerifyReport) (*Broken
 		return b, err
 	}
 	if b, err := n.checkMachinesBuilds(ctx, rep, legFP); b != nil || err != nil {
+		return b, err
+	}
+	if b, err := n.checkArtefacts(ctx, rep); b != nil || err != nil {
 		return b, err
 	}
 	if b, err := n.checkVerdictPredictions(ctx, rep.HeadSeq); b != nil || err != nil {

@@ -1,6 +1,7 @@
 package overview
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -112,4 +113,50 @@ func short(h string) string {
 		return h[:16]
 	}
 	return h
+}
+
+// SummaryMismatch is a stored summary that a reader would use (its version is its study's
+// current one) and that differs from what the study's rows give.
+type SummaryMismatch struct {
+	StudyID int64
+	Version string
+	Reason  string
+}
+
+// CheckSummaries recomputes, from the rows, every stored overview summary a reader would use
+// instead of them (its study's current version; the others are never read) and compares the
+// bytes: the summaries are a cache outside the journal, so this is how `notebook verify` holds
+// them. nil: every summary in use says what the rows say. Checked counts those compared.
+func CheckSummaries(ctx context.Context, nb *store.Notebook) (mismatch *SummaryMismatch, checked int, err error) {
+	stored, err := nb.StudySummaries(ctx, SummaryKind)
+	if err != nil || len(stored) == 0 {
+		return nil, 0, err
+	}
+	src := notebookSource{nb}
+	refs, err := src.ThroughputStudies(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, ref := range refs {
+		if ref.Version == "" {
+			continue
+		}
+		for _, sum := range stored[ref.ID] {
+			if sum.Version != ref.Version {
+				continue
+			}
+			c := cached{}
+			if c.series, c.skipped, err = studySeries(ctx, src, ref); err != nil {
+				return nil, checked, err
+			}
+			checked++
+			if want := encodeSummary(c); !bytes.Equal(want, sum.Payload) {
+				return &SummaryMismatch{StudyID: ref.ID, Version: sum.Version,
+					Reason: fmt.Sprintf("study %d's stored overview summary (version %s, %d bytes) is not what its rows give (%d bytes): the overview would show series the rows do not hold",
+						ref.ID, sum.Version, len(sum.Payload), len(want))}, checked, nil
+			}
+			break // the one a reader uses (newest first)
+		}
+	}
+	return nil, checked, nil
 }

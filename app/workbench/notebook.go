@@ -2,7 +2,9 @@ package workbench
 
 import (
 	"context"
+	"strconv"
 
+	"sparkbench/app/overview"
 	"sparkbench/store"
 )
 
@@ -49,6 +51,20 @@ func VerifyNotebook(ctx context.Context, nb *store.Notebook, req NotebookVerifyR
 		return nil, err
 	}
 	c := &NotebookCheck{Report: rep}
+	if rep.OK() {
+		// The overview's stored summaries are a cache outside the journal: each one a reader
+		// would use is recomputed from the rows, which the chain holds.
+		m, checked, err := overview.CheckSummaries(ctx, nb)
+		if err != nil {
+			return nil, err
+		}
+		c.Report.RecordsChecked += int64(checked)
+		if m != nil {
+			c.Report.Broken = &store.BrokenEntry{Table: "study_summaries", RowID: m.StudyID, Column: "payload",
+				Reason: "study_summaries row of study " + strconv.FormatInt(m.StudyID, 10) + ", column payload: " + m.Reason}
+		}
+		rep = c.Report
+	}
 	// A damaged row (Broken.Table set) leaves the chain walked to its head: the anchor is still
 	// read, since a truncated journal is what orphans rows, and it says so more plainly.
 	if !rep.OK() && rep.Broken.Table == "" || req.ChainOnly {

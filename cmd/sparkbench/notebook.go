@@ -151,8 +151,12 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 	fprintf(stdout, "notebook %s: intact: %d journal entries, %d legs' samples re-hashed (%d rows), %d records held to their entries, SQLite integrity check ok; head entry %d %s\n",
 		path, rep.Entries, rep.LegsChecked, rep.SamplesChecked, rep.RecordsChecked, rep.HeadSeq, rep.Head)
 	for _, o := range rep.OlderRule {
+		noun := "leg"
+		if o.Noun != "" {
+			noun = o.Noun
+		}
 		fprintf(stdout, "%d %s recorded before the journal held %s: those columns are not held to an entry (the older rule)\n",
-			o.Rows, plural(int(o.Rows), "leg was", "legs were"), o.Column)
+			o.Rows, plural(int(o.Rows), noun+" was", noun+"s were"), o.Column)
 	}
 	if want != "" {
 		fprintf(stdout, "expected head %s is entry %d of the chain%s\n", want, c.ExpectSeq, laterEntries(rep.HeadSeq-c.ExpectSeq))
