@@ -256,8 +256,7 @@ var sweepExempt = map[string]string{
 // sweepNotCovered: columns that DO feed what the app shows and that verify does not catch
 // yet. Listed so the figures stay honest; the test fails when one of them is caught (take it
 // off the list) and when a column outside the list is missed.
-var sweepNotCovered = map[string]string{
-}
+var sweepNotCovered = map[string]string{}
 
 // sweepRowOrder: the row a table's edit goes to, where the first is not the one that matters.
 // study_summaries: the newest, the summary the overview reads (the older ones are of versions
