@@ -162,3 +162,32 @@ func (n *Notebook) LeaseStudy(ctx context.Context, id int64, busy error) (releas
 	}
 	return func() { _ = l.Release() }, nil
 }
+
+// UnendedRun says, for a study whose status is running, when no process runs it any more: its
+// run lease is held by a process of this host that no longer exists, or by no one (a run that
+// could not record its end: a full disk, a crash, kill -9, or a version before leases). ""
+// when the study is not running as recorded, or a live process (or one on another host, which
+// this host cannot judge) holds its lease. The status stays as recorded until the next run
+// takes the study over: this is what a reader says beside it.
+func (n *Notebook) UnendedRun(ctx context.Context, studyID int64) (string, error) {
+	var status string
+	if err := n.rdb.QueryRowContext(ctx, "SELECT status FROM studies WHERE id = ?", studyID).Scan(&status); err != nil {
+		return "", err
+	}
+	if status != StatusRunning {
+		return "", nil
+	}
+	h, err := n.RunLeaseHolder(ctx, studyID)
+	if err != nil {
+		return "", err
+	}
+	if h == nil {
+		return "no process holds its run lease: the last run ended without recording its end (a full disk, a crash or kill -9)", nil
+	}
+	host, _, _ := ownerIdentity()
+	if h.Host != host || processAlive(h.PID, h.Token) {
+		return "", nil
+	}
+	return fmt.Sprintf("no process runs it: process %d, which took its run lease at %s, no longer exists and ended without recording its end (a full disk, a crash or kill -9)",
+		h.PID, FormatTime(h.Since)), nil
+}

@@ -324,6 +324,13 @@ func TestFaultsStaleLeaseTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.wait(t, time.Minute)
+	// Until the next run, show says beside the recorded status that no process runs it (a run
+	// that cannot record its end, on a full disk, leaves the same behind).
+	unended := fmt.Sprintf("study %s is recorded as running, but no process runs it: process %d, which took its run lease at ", id, p.cmd.Process.Pid)
+	resume := fmt.Sprintf("`sparkbench study run %s` resumes it\n", id)
+	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, unended) || !strings.HasSuffix(out, resume) {
+		t.Fatalf("show after the kill: exit %d\n%s%s", code, out, errOut)
+	}
 
 	code, out, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", loc.Dir)
 	if !(code == 0 && strings.Contains(out, "study "+id+" complete: 2/2 legs") || code == 1 && strings.Contains(errOut, "study "+id+" incomplete: ")) {
@@ -363,6 +370,9 @@ func TestFaultsStaleLeaseTakenOver(t *testing.T) {
 	}
 	if code, out, errOut := runCLI("notebook", "verify", "--notebook", nb); code != 0 || !strings.Contains(out, "intact") {
 		t.Errorf("notebook verify: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code > 1 || strings.Contains(out+errOut, "recorded as running") {
+		t.Errorf("show after the run: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

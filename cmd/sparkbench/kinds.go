@@ -134,13 +134,29 @@ func showCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
 		return 1
 	}
+	// A study recorded as running that no process runs (its run could not record its end): said
+	// beside the status, which stays as recorded until the next run takes it over.
+	unended, err := nb.UnendedRun(ctx, id)
+	if err != nil {
+		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
+		return 1
+	}
+	if unended != "" {
+		verb := kind.Verb
+		if verb == "" {
+			verb = "study"
+		}
+		unended = fmt.Sprintf("study %d is recorded as running, but %s; `sparkbench %s run %d` resumes it\n", id, unended, verb, id)
+	}
 	if *asJSON {
 		if code := printJSON(stdout, stderr, cmd, s.Report); code != 0 {
 			return code
 		}
+		fprintf(stderr, "%s", unended)
 	} else {
 		printImportedOrigin(ctx, nb, id, stdout) // "imported from …" (importbundle.go)
 		s.Print(stdout)
+		fprintf(stdout, "%s", unended)
 	}
 	if s.Problem != "" {
 		fprintf(stderr, "sparkbench %s: %s\n", cmd, s.Problem)
