@@ -379,8 +379,10 @@ func (n *Notebook) recoverInterrupted(ctx context.Context) ([]int64, error) {
 		token string
 	}
 	var cands []cand
-	err := n.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.Query("SELECT id, owner_host, owner_pid, owner_token FROM legs WHERE state = 'running' ORDER BY id")
+	// Read without the write lock (opening a notebook must not wait for another process's
+	// write); each leg is finished in a write that checks it is still running.
+	err := func() error {
+		rows, err := n.rdb.QueryContext(ctx, "SELECT id, owner_host, owner_pid, owner_token FROM legs WHERE state = 'running' ORDER BY id")
 		if err != nil {
 			return err
 		}
@@ -393,7 +395,7 @@ func (n *Notebook) recoverInterrupted(ctx context.Context) ([]int64, error) {
 			cands = append(cands, c)
 		}
 		return rows.Err()
-	})
+	}()
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +405,16 @@ func (n *Notebook) recoverInterrupted(ctx context.Context) ([]int64, error) {
 		if c.host != host || !c.pid.Valid || processAlive(int(c.pid.Int64), c.token) {
 			continue // another machine's process, or still alive: not ours to judge
 		}
+		done := false
 		err := n.write(ctx, func(tx *sql.Tx) error {
+			var state string
+			if err := tx.QueryRow("SELECT state FROM legs WHERE id = ?", c.id).Scan(&state); err != nil {
+				return err
+			}
+			if state != LegRunning {
+				done = true // another process recovered it since it was read
+				return nil
+			}
 			_, err := n.finishLegTx(ctx, tx, c.id, LegInterrupted, LegOutcome{
 				Class:  ClassInterrupted,
 				Reason: fmt.Sprintf("the recording process (pid %d) ended without finishing the leg; samples committed before it died are kept", c.pid.Int64),
@@ -413,7 +424,9 @@ func (n *Notebook) recoverInterrupted(ctx context.Context) ([]int64, error) {
 		if err != nil {
 			return recovered, err
 		}
-		recovered = append(recovered, c.id)
+		if !done {
+			recovered = append(recovered, c.id)
+		}
 	}
 	return recovered, nil
 }

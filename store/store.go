@@ -305,7 +305,17 @@ func probe(path string) (exists bool, err error) {
 // migrate brings the notebook to version target, one transaction per migration; each sets
 // PRAGMA user_version (and the first, PRAGMA application_id) inside its transaction.
 func migrate(ctx context.Context, db *sql.DB, path string, target int) error {
+	// A notebook already at the target needs no write lock to open: read its version first,
+	// so that opening never waits for another process's write (that wait belongs to the
+	// verb's own write, which a stop signal ends).
+	var current int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return fmt.Errorf("open notebook %s: %w", path, err)
+	}
 	for _, m := range migrations {
+		if m.version <= current {
+			continue
+		}
 		if m.version > target {
 			break
 		}

@@ -22,6 +22,24 @@ type writeReq struct {
 	flush  bool
 	legErr int64 // ask for a leg's sticky error (with flush)
 	reply  chan error
+	ctx    context.Context // fn's: one that ended before fn's transaction began does not run it
+}
+
+// StoppedError is a write that did not run: its context ended (a stop signal) before its
+// transaction began, so nothing of it was recorded.
+type StoppedError struct{ Cause error }
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("stopped (%v) before it was written: nothing of it was recorded", e.Cause)
+}
+
+func (e *StoppedError) Unwrap() error { return context.Canceled }
+
+func stoppedBy(ctx context.Context) error {
+	if ctx == nil || ctx.Err() == nil {
+		return nil
+	}
+	return &StoppedError{Cause: context.Cause(ctx)}
 }
 
 type writer struct {
@@ -108,15 +126,28 @@ func (w *writer) handle(r writeReq) {
 		err = w.legErr(r.legErr)
 	}
 	if r.fn != nil && err == nil {
-		err = w.runTx(r.fn)
+		if err = stoppedBy(r.ctx); err == nil {
+			err = w.runTxCtx(r.ctx, r.fn)
+		}
 	}
 	r.reply <- err
 }
 
-func (w *writer) runTx(fn func(tx *sql.Tx) error) error {
+func (w *writer) runTx(fn func(tx *sql.Tx) error) error { return w.runTxCtx(nil, fn) }
+
+// runTxCtx is runTx for a request whose ctx may end while BEGIN waits for the lock: then the
+// transaction is given back unused.
+func (w *writer) runTxCtx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := w.db.Begin() // BEGIN IMMEDIATE
 	if err != nil {
+		if stop := stoppedBy(ctx); stop != nil {
+			return stop // stopped while waiting for the lock: nothing was written either way
+		}
 		return diskFull(w.n.path, err)
+	}
+	if err := stoppedBy(ctx); err != nil {
+		tx.Rollback()
+		return err
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
@@ -209,16 +240,23 @@ func (w *writer) send(ctx context.Context, r writeReq) error {
 
 // do runs fn in a writer transaction and waits for it.
 func (w *writer) do(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return w.call(ctx, writeReq{fn: fn})
+	return w.call(ctx, writeReq{fn: fn, ctx: ctx})
 }
 
-// call sends req and waits for its reply. A ctx that ends first stops the wait: the request
-// is queued and will still run.
+// call sends req and waits for its reply. A request with a transaction (fn) is waited for
+// even when ctx ends: it is then given back unrun unless its transaction had begun, so the
+// reply says what happened. Other requests stop the wait when ctx ends.
 func (w *writer) call(ctx context.Context, req writeReq) error {
 	reply := make(chan error, 1)
 	req.reply = reply
 	if err := w.send(ctx, req); err != nil {
+		if req.fn != nil && ctx.Err() != nil {
+			return stoppedBy(ctx)
+		}
 		return err
+	}
+	if req.fn != nil {
+		return <-reply
 	}
 	select {
 	case err := <-reply:

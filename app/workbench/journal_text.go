@@ -254,6 +254,17 @@ var journalSentences = map[string]func(jmap) string{
 		return "the run took its models' hashes from the notebook's cache (" + or(m.str("by"), "--trust-cache") +
 			"), not from the files: a model written in place with its size, mtime, inode and ctime put back would not be noticed"
 	},
+	store.KindArtefactRecorded: func(m jmap) string {
+		verb := "model record updated"
+		if b, _ := m["created"].(bool); b {
+			verb = "model recorded"
+		}
+		sum := m.str("sha256")
+		if len(sum) > 16 {
+			sum = sum[:16] + "…"
+		}
+		return fmt.Sprintf("%s: %s (%s bytes, SHA-256 %s)", verb, m.str("path"), m.str("size_bytes"), or(sum, "not computed yet"))
+	},
 	store.KindReceiptExported: func(m jmap) string {
 		return fmt.Sprintf("receipt exported (%s, %d bytes) to %s", m.str("format"), m.int("bytes"), m.str("path"))
 	},

@@ -50,7 +50,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	opts := app.DoctorOptions{LlamaDir: *llamaDir, ModelDirs: models, Telemetry: *withTelemetry}
 	opts.NotebookPath, opts.NotebookErr = notebookPath(*notebook)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	rep := app.Doctor(ctx, opts)
 	if *asJSON {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 
@@ -38,6 +39,10 @@ func cmdFinding(args []string, stdout, stderr io.Writer) int {
 		label, err := workbench.AddFinding(ctx, nb, id, study.FindingRequest{Text: *text, Legs: legs, Predictions: preds})
 		if err != nil {
 			fprintf(stderr, "sparkbench finding add: %v\n", err)
+			var stopped *store.StoppedError
+			if errors.As(err, &stopped) {
+				return 1 // stopped by a signal: not a refusal
+			}
 			return 2
 		}
 		fprintf(stdout, "study %d: %s recorded\n", id, label)

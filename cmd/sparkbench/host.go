@@ -149,7 +149,7 @@ func doctorHost(verb string, f *remote.HostsFile, name string, timeout time.Dura
 		fprintf(stderr, "sparkbench %s: %v\n", verb, err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	s, err := remote.Connect(ctx, h, remote.Options{Config: f.SSHConfig, ConnectTimeout: timeout})
 	if err != nil {

@@ -59,7 +59,7 @@ func hostCopyModel(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		}
 		dir = h.ModelDirs[0]
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	sum, err := hashing.File(ctx, src, nil)
 	if err != nil {

@@ -74,7 +74,7 @@ func cmdImportBundles(nbFlag string, paths []string, stdout, stderr io.Writer) i
 		fprintf(stderr, "sparkbench import: %v\n", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	var nb *store.Notebook
 	for _, p := range paths {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 
 	"sparkbench/app/study"
@@ -48,7 +47,7 @@ func validateCommand(k cliKind, args []string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench %s: --effect %g: want a difference in percent in (0, 100), e.g. 3\n", cmd, *effect)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	var nb *store.Notebook
 	if nbFlag != nil {

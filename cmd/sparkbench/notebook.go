@@ -85,7 +85,7 @@ func cmdNotebook(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	nb, code := openNotebook("notebook "+sub, path, true, stderr)
 	if nb == nil {
@@ -184,7 +184,7 @@ func notebookBackup(nbFlag, dest string, stdout, stderr io.Writer) int {
 		fprintf(stderr, "sparkbench notebook backup: %s exists already: a backup never overwrites a file; give a new file name\n", dest)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	nb, code := openNotebook("notebook backup", path, true, stderr)
 	if nb == nil {
@@ -348,13 +348,13 @@ func cmdImport(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...) // before the notebook's open, which may wait for its lock
+	defer stop()
 	nb, code := openNotebookFlag("import", *nbFlag, false, stderr)
 	if nb == nil {
 		return code
 	}
 	defer nb.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	res, err := workbench.Import(ctx, nb, store.ImportRequest{Study: *study, Files: in})
 	if err != nil {
 		var pe *benchfmt.ParseError
@@ -421,7 +421,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer nb.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	st, err := nb.FindStudy(ctx, pos[0])
 	if err != nil {

@@ -89,14 +89,18 @@ func openStudyNotebook(cmd, flagValue string, stderr io.Writer) (*store.Notebook
 // runs f with them (the notebook is closed afterwards). It returns f's exit status, or 2 when
 // the notebook or the study cannot be had, naming why.
 func withStudy(cmd, nbFlag, ref string, stderr io.Writer, f func(ctx context.Context, nb *store.Notebook, id int64) int) int {
+	ctx, stop := studyCtx() // before the notebook's open, which may wait for its lock
+	defer stop()
 	nb, code := openStudyNotebook(cmd, nbFlag, stderr)
 	if nb == nil {
 		return code
 	}
 	defer nb.Close()
-	ctx, stop := studyCtx()
-	defer stop()
 	id, err := findStudy(ctx, nb, ref)
+	if err != nil && ctx.Err() != nil {
+		fprintf(stderr, "sparkbench %s: stopped (%v); nothing was recorded\n", cmd, context.Cause(ctx))
+		return 1
+	}
 	if err != nil {
 		fprintf(stderr, "sparkbench %s: %v\n", cmd, err)
 		return 2

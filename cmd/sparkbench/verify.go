@@ -70,7 +70,7 @@ func modelVerify(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer nb.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 
 	var progress func(hashing.Progress)
