@@ -206,7 +206,7 @@ func TestCapacityStudyReceiptJournal(t *testing.T) {
 		t.Errorf("numbers: %v", bad)
 	}
 	code, stdout, _ := runCLI("verify", out)
-	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("journal chain: %d entries, seq 1 to %d", len(own), last.Seq)) {
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("journal chain: %d entries, seq 1 to %d", len(span), last.Seq)) {
 		t.Fatalf("verify: %d\n%s", code, stdout)
 	}
 

@@ -150,8 +150,9 @@ func TestWindowBadInputLeavesTheNotebookUnchanged(t *testing.T) {
 	tiny := filepath.Join(llamatest.ModelsDir(), "tiny-llama-f32.gguf")
 	ui.Locked(func() { wb.Models.Add([]string{tiny}) })
 	waitFor(t, "the model", func() bool { return wb.Models.Count.Text == "1 GGUF file(s)" })
-	// The notebook's records: every table's rows and the journal's head. The model file
-	// cache (artefacts) is left out: hashing a model the user picked is not a record.
+	// The notebook's records: every table's rows and the journal's entries. The model file
+	// cache (artefacts, and the artefact.recorded entries that journal its rows) is left out:
+	// hashing a model the user picked is not a record of a study.
 	before := func() string {
 		t.Helper()
 		st, err := nb.Stats(ctx)
@@ -159,7 +160,18 @@ func TestWindowBadInputLeavesTheNotebookUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 		delete(st.Tables, "artefacts")
-		return fmt.Sprintf("%v head %s", st.Tables, st.JournalHead)
+		delete(st.Tables, "journal")
+		es, err := nb.Journal(ctx, 0, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []string
+		for _, e := range es {
+			if e.Kind != store.KindArtefactRecorded {
+				kept = append(kept, e.Kind+" "+string(e.Payload))
+			}
+		}
+		return fmt.Sprintf("%v entries %q", st.Tables, kept)
 	}
 	state0 := before()
 	dismiss := func() {
