@@ -88,15 +88,7 @@ func (n *Notebook) AcquireRunLease(ctx context.Context, studyID int64) (*RunLeas
 			if self || !here || processAlive(old.PID, old.Token) {
 				return &LeaseHeldError{StudyID: studyID, Holder: old, Here: here, Self: self}
 			}
-			if _, err := tx.Exec("DELETE FROM run_leases WHERE study_id = ?", studyID); err != nil {
-				return fmt.Errorf("study %d's run lease: %w", studyID, err)
-			}
-			if _, err := n.appendJournalTx(tx, KindLeaseTakenOver, studyID, map[string]any{
-				"study":  studyID,
-				"holder": map[string]any{"host": old.Host, "pid": old.PID, "since": since},
-				"by":     map[string]any{"host": host, "pid": pid},
-				"reason": fmt.Sprintf("process %d, which took the run lease at %s, no longer exists (killed or crashed without ending its run)", old.PID, since),
-			}); err != nil {
+			if err := n.takeOverTx(tx, studyID, old, since, host, pid); err != nil {
 				return err
 			}
 			l.TakenOver = &old
@@ -190,4 +182,90 @@ func (n *Notebook) UnendedRun(ctx context.Context, studyID int64) (string, error
 	}
 	return fmt.Sprintf("no process runs it: process %d, which took its run lease at %s, no longer exists and ended without recording its end (a full disk, a crash or kill -9)",
 		h.PID, FormatTime(h.Since)), nil
+}
+
+// takeOverTx removes study studyID's lease of a dead holder and journals lease.taken_over.
+func (n *Notebook) takeOverTx(tx *sql.Tx, studyID int64, old LeaseHolder, since, host string, pid int) error {
+	if _, err := tx.Exec("DELETE FROM run_leases WHERE study_id = ?", studyID); err != nil {
+		return fmt.Errorf("study %d's run lease: %w", studyID, err)
+	}
+	_, err := n.appendJournalTx(tx, KindLeaseTakenOver, studyID, map[string]any{
+		"study":  studyID,
+		"holder": map[string]any{"host": old.Host, "pid": old.PID, "since": since},
+		"by":     map[string]any{"host": host, "pid": pid},
+		"reason": fmt.Sprintf("process %d, which took the run lease at %s, no longer exists (killed or crashed without ending its run)", old.PID, since),
+	})
+	return err
+}
+
+// haltUnendedRuns, when a notebook is opened for writing: a run lease left by a process of
+// this host that no longer exists (killed, crashed, or unable to record its end on a full
+// disk) is taken over (lease.taken_over), and its study, still recorded as running, is marked
+// halted (study.status, with the reason), so that show and the window stop saying running.
+// Each in its own write that checks the lease is still the dead one's. Returns the studies
+// marked halted.
+func (n *Notebook) haltUnendedRuns(ctx context.Context) ([]int64, error) {
+	if ok, err := hasTable(ctx, n.rdb, "run_leases"); err != nil || !ok {
+		return nil, err
+	}
+	type left struct {
+		study int64
+		h     LeaseHolder
+		since string
+	}
+	var dead []left
+	host, pid, _ := ownerIdentity()
+	err := func() error {
+		rows, err := n.rdb.QueryContext(ctx, "SELECT study_id, holder_host, holder_pid, holder_token, acquired_at FROM run_leases ORDER BY study_id")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var l left
+			if err := rows.Scan(&l.study, &l.h.Host, &l.h.PID, &l.h.Token, &l.since); err != nil {
+				return err
+			}
+			if l.h.Host == host && !processAlive(l.h.PID, l.h.Token) {
+				dead = append(dead, l)
+			}
+		}
+		return rows.Err()
+	}()
+	if err != nil {
+		return nil, err
+	}
+	var halted []int64
+	for _, l := range dead {
+		marked := false
+		err := n.write(ctx, func(tx *sql.Tx) error {
+			var k int
+			if err := tx.QueryRow("SELECT COUNT(*) FROM run_leases WHERE study_id = ? AND holder_host = ? AND holder_pid = ? AND holder_token = ? AND acquired_at = ?",
+				l.study, l.h.Host, l.h.PID, l.h.Token, l.since).Scan(&k); err != nil || k == 0 {
+				return err // taken over or given back since it was read
+			}
+			if err := n.takeOverTx(tx, l.study, l.h, l.since, host, pid); err != nil {
+				return err
+			}
+			var status string
+			if err := tx.QueryRow("SELECT status FROM studies WHERE id = ?", l.study).Scan(&status); err != nil || status != StatusRunning {
+				return err
+			}
+			now := n.nowText()
+			if _, err := tx.Exec("UPDATE studies SET status = ?, updated_at = ? WHERE id = ?", StatusHalted, now, l.study); err != nil {
+				return err
+			}
+			marked = true
+			_, err := n.appendJournalTx(tx, KindStudyStatus, l.study, map[string]any{"study": l.study, "status": StatusHalted,
+				"reason": fmt.Sprintf("the run of process %d (since %s) ended without recording its end (a full disk, a crash or kill -9); the next run resumes it", l.h.PID, l.since)})
+			return err
+		})
+		if err != nil {
+			return halted, err
+		}
+		if marked {
+			halted = append(halted, l.study)
+		}
+	}
+	return halted, nil
 }

@@ -123,6 +123,9 @@ type Notebook struct {
 	// Recovered lists legs found running by a dead process when the notebook was opened;
 	// each was journaled as interrupted.
 	Recovered []int64
+	// Halted lists studies whose run ended without recording it (its process is gone), marked
+	// halted when the notebook was opened for writing.
+	Halted []int64
 }
 
 // Open opens (creating and migrating if needed) the notebook at path.
@@ -219,6 +222,13 @@ func OpenWith(path string, o Options) (*Notebook, error) {
 			return nil, d
 		}
 		return nil, diskFull(path, fmt.Errorf("open notebook %s: recover interrupted legs: %w", path, err))
+	}
+	if n.Halted, err = n.haltUnendedRuns(context.Background()); err != nil {
+		n.Close()
+		if d := damaged(path, err); d != err {
+			return nil, d
+		}
+		return nil, diskFull(path, fmt.Errorf("open notebook %s: mark unended runs halted: %w", path, err))
 	}
 	return n, nil
 }

@@ -226,6 +226,9 @@ var journalSentences = map[string]func(jmap) string{
 		return fmt.Sprintf("%s study %q created", or(m.str("kind"), "a"), m.str("name"))
 	},
 	store.KindStudyStatus: func(m jmap) string {
+		if r := m.str("reason"); r != "" {
+			return "status: " + or(m.str("status"), "?") + ": " + r
+		}
 		return "status: " + or(m.str("status"), "?")
 	},
 	store.KindPlanRegistered: func(m jmap) string {

@@ -331,6 +331,22 @@ func TestFaultsStaleLeaseTakenOver(t *testing.T) {
 	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code != 0 || !strings.Contains(out, unended) || !strings.HasSuffix(out, resume) {
 		t.Fatalf("show after the kill: exit %d\n%s%s", code, out, errOut)
 	}
+	// The first command that opens the notebook for writing takes the dead run's lease over and
+	// marks its study halted, saying why in the journal; show then says halted.
+	if code, out, errOut := runCLI("finding", "add", id, "--text", "written after the kill", "--notebook", nb); code != 0 {
+		t.Fatalf("finding add after the kill: exit %d\n%s%s", code, out, errOut)
+	}
+	if rep := showJSON(t, id, nb); rep.Study.Status != store.StatusHalted {
+		t.Fatalf("status after a write-mode open: %q, want halted", rep.Study.Status)
+	}
+	if code, out, errOut := runCLI("study", "show", id, "--notebook", nb); code != 0 || strings.Contains(out, "recorded as running") {
+		t.Fatalf("show after the halt was marked: exit %d\n%s%s", code, out, errOut)
+	}
+	_, marked := studyEntries(t, nb, sid)
+	if last := marked[len(marked)-2]; last.Kind != store.KindStudyStatus || !strings.Contains(string(last.Payload), `"status":"halted"`) ||
+		!strings.Contains(string(last.Payload), fmt.Sprintf("the run of process %d", p.cmd.Process.Pid)) {
+		t.Fatalf("entry before the finding: %s %s", last.Kind, last.Payload)
+	}
 
 	code, out, errOut = runCLI("study", "run", id, "--notebook", nb, "--llama-dir", loc.Dir)
 	if !(code == 0 && strings.Contains(out, "study "+id+" complete: 2/2 legs") || code == 1 && strings.Contains(errOut, "study "+id+" incomplete: ")) {
