@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -42,8 +43,20 @@ func Summarize(xs []float64) Summary {
 // TCritical is the two-sided critical value of Student's t for the given confidence and
 // degrees of freedom (2.776 for 95% and 4 df).
 func TCritical(confidence, df float64) float64 {
-	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(1 - (1-confidence)/2)
+	key := [2]float64{confidence, df}
+	if df == math.Trunc(df) && df <= 1000 { // whole degrees of freedom recur: kept
+		if v, ok := tCache.Load(key); ok {
+			return v.(float64)
+		}
+	}
+	v := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(1 - (1-confidence)/2)
+	if df == math.Trunc(df) && df <= 1000 {
+		tCache.Store(key, v)
+	}
+	return v
 }
+
+var tCache sync.Map // [confidence, df] → the critical value
 
 // Percentile is numpy's default: linear interpolation between closest ranks. p in [0, 100].
 func Percentile(xs []float64, p float64) (float64, error) {
