@@ -18,9 +18,15 @@ const DefaultAlpha = 0.05
 
 // The statistics a comparison uses (CompareOptions.Stats; docs/adaptive.md says which when).
 const (
-	// StatsAuto is benchmath when either study has adaptive repetitions, else Welch (the
-	// comparisons of fixed-repetition studies read as they always did).
+	// StatsAuto is StatsProcess (comparisons made before process-level statistics, which a
+	// receipt marks as such, read it as benchmath when either study has adaptive repetitions,
+	// else Welch).
 	StatsAuto = "auto"
+	// StatsProcess compares the cells' llama-bench processes: the process is the unit of
+	// replication, its repetitions sub-samples (analysis.CompareProcesses: Welch's t-test on
+	// the process means, n processes of m repetitions a side; a side of one process gives a
+	// point estimate and no interval).
+	StatsProcess = "process"
 	// StatsBenchmath compares medians with golang.org/x/perf/benchmath (Mann–Whitney U, the
 	// Hodges–Lehmann interval of the difference), as benchstat does.
 	StatsBenchmath = "benchmath"
@@ -34,6 +40,10 @@ type CompareOptions struct {
 	Stats string  // StatsAuto ("" too), StatsBenchmath or StatsWelch
 	// AA adds the A/A control of both studies (AAControl).
 	AA bool
+	// OldAuto reads StatsAuto as comparisons did before process-level statistics (benchmath
+	// when a study has adaptive repetitions, else Welch): a receipt made then is re-derived
+	// under the rules it was made with.
+	OldAuto bool
 }
 
 // ErrNotComparable is wrapped by every refusal of CompareStudies: the studies measure
@@ -50,9 +60,10 @@ type StudyComparison struct {
 	Baseline ComparedStudy `json:"baseline"`
 	New      ComparedStudy `json:"new"`
 	Alpha    float64       `json:"alpha"`
-	// Stats is "benchmath" when the cells compare medians with the Mann–Whitney U test (each
-	// cell's medians then hold the comparison); absent for Welch's t-test on the means, so a
-	// Welch comparison reads as it always did.
+	// Stats is "process" when the cells compare their processes' means (each cell's Processes
+	// then hold the comparison), "benchmath" when they compare medians with the Mann–Whitney U
+	// test (each cell's Medians); absent for Welch's t-test on the repetitions, so a Welch
+	// comparison reads as it always did.
 	Stats string `json:"stats,omitempty"`
 	// Cells are the cells both studies measured, in the baseline plan's model order, then by
 	// test, configuration and depth.
@@ -110,6 +121,10 @@ type CellComparison struct {
 	Word string `json:"word"`
 	// Medians is the benchmath comparison (absent with Welch).
 	Medians *analysis.MedianComparison `json:"medians,omitempty"`
+	// Processes is the process-level comparison (StatsProcess): Baseline and New then
+	// summarise each side's process means (N: processes), and Processes says each side's n
+	// processes of m repetitions and the between- and within-process spread.
+	Processes *analysis.ProcessComparison `json:"processes,omitempty"`
 	// Sources name the stored row each side's repetitions came from.
 	BaselineSource string `json:"baseline_source"`
 	NewSource      string `json:"new_source"`
@@ -284,10 +299,10 @@ func CompareSides(baseSide, newSide CompareSide, o CompareOptions) (*StudyCompar
 	if err != nil {
 		return nil, err
 	}
-	stats := resolveStats(o.Stats, base, nw)
+	stats := resolveStats(o.Stats, o.OldAuto, base, nw)
 	out := &StudyComparison{Baseline: base, New: nw, Alpha: alpha, Cells: []CellComparison{}, OnlyBaseline: []string{}, OnlyNew: []string{},
 		Notes: []string{}}
-	if stats == StatsBenchmath {
+	if stats != StatsWelch {
 		out.Stats = stats
 	}
 
@@ -326,7 +341,7 @@ func CompareSides(baseSide, newSide CompareSide, o CompareOptions) (*StudyCompar
 			few = append(few, fmt.Sprintf("%s: baseline %d rep(s) (%s), new %d (%s)", cc.Label(), len(bs), b.row.Ref, len(ns), n.row.Ref))
 			continue
 		}
-		compareSamples(&cc, bs, ns, stats, alpha)
+		compareSamples(&cc, bs, ns, b.row.Chunks, n.row.Chunks, stats, alpha)
 		out.Cells = append(out.Cells, cc)
 	}
 	for _, k := range newKeys {
@@ -354,18 +369,22 @@ func CompareSides(baseSide, newSide CompareSide, o CompareOptions) (*StudyCompar
 // CheckStats refuses statistics a comparison does not know.
 func CheckStats(stats string) error {
 	switch stats {
-	case "", StatsAuto, StatsBenchmath, StatsWelch:
+	case "", StatsAuto, StatsProcess, StatsBenchmath, StatsWelch:
 		return nil
 	}
-	return fmt.Errorf("statistics %q: want %s (the default: benchmath when a study has adaptive repetitions, else welch), %s or %s",
-		stats, StatsAuto, StatsBenchmath, StatsWelch)
+	return fmt.Errorf("statistics %q: want %s (the default: %s), %s (the processes' means, the honest default), %s (medians over the repetitions, as benchstat) or %s (means over the repetitions, as if independent)",
+		stats, StatsAuto, StatsProcess, StatsProcess, StatsBenchmath, StatsWelch)
 }
 
-// resolveStats is the statistics a comparison of these studies uses: StatsAuto is benchmath
-// when one of them has adaptive repetitions, else Welch.
-func resolveStats(stats string, sides ...ComparedStudy) string {
-	if stats == StatsBenchmath || stats == StatsWelch {
+// resolveStats is the statistics a comparison of these studies uses: StatsAuto is
+// StatsProcess; under the old rules (oldAuto) benchmath when one of them has adaptive
+// repetitions, else Welch.
+func resolveStats(stats string, oldAuto bool, sides ...ComparedStudy) string {
+	if stats == StatsBenchmath || stats == StatsWelch || stats == StatsProcess {
 		return stats
+	}
+	if !oldAuto {
+		return StatsProcess
 	}
 	for _, s := range sides {
 		if s.Adaptive {
@@ -375,9 +394,26 @@ func resolveStats(stats string, sides ...ComparedStudy) string {
 	return StatsWelch
 }
 
-// compareSamples fills a cell's summaries and comparison from its two samples (t/s) by the
-// statistics at alpha.
-func compareSamples(cc *CellComparison, bs, ns []float64, stats string, alpha float64) {
+// compareSamples fills a cell's summaries and comparison from its two samples (t/s; chunks:
+// the repetitions of each process, none for one process) by the statistics at alpha.
+func compareSamples(cc *CellComparison, bs, ns []float64, bChunks, nChunks []int, stats string, alpha float64) {
+	if stats == StatsProcess {
+		bp, err := analysis.Processes(bs, bChunks)
+		if err != nil {
+			bp = [][]float64{bs}
+		}
+		np, err := analysis.Processes(ns, nChunks)
+		if err != nil {
+			np = [][]float64{ns}
+		}
+		c := analysis.CompareProcesses(bp, np, alpha)
+		cc.Baseline, cc.New, cc.Processes = processSummary(c.Base), processSummary(c.New), &c
+		cc.Delta, cc.DeltaLo, cc.DeltaHi, cc.Significant, cc.Word = c.Delta, c.DeltaLo, c.DeltaHi, c.Significant, c.String()
+		if !math.IsNaN(c.P) {
+			cc.P = fptr(c.P)
+		}
+		return
+	}
 	if stats != StatsBenchmath {
 		c := analysis.Compare(bs, ns, alpha)
 		cc.Baseline, cc.New, cc.Delta, cc.DeltaLo, cc.DeltaHi, cc.Significant = c.Base, c.New, c.Delta, c.DeltaLo, c.DeltaHi, c.Significant
@@ -411,4 +447,14 @@ func modelList(ms []ComparedModel) string {
 		return "no models"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// processSummary is a side's process means as a Summary: N processes, their mean, SD and
+// interval.
+func processSummary(p analysis.ProcessSummary) analysis.Summary {
+	s := analysis.Summary{N: p.N, Mean: p.Mean, SD: p.SD, Lo: p.Lo, Hi: p.Hi}
+	if p.Mean != 0 {
+		s.CV = p.SD / math.Abs(p.Mean)
+	}
+	return s
 }

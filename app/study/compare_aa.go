@@ -18,7 +18,7 @@ import (
 
 // AAControl is the A/A control of one or two studies.
 type AAControl struct {
-	Stats string   `json:"stats"` // "benchmath" or "welch", as the comparison
+	Stats string   `json:"stats"` // "process", "benchmath" or "welch", as the comparison
 	Alpha float64  `json:"alpha"`
 	Cells []AACell `json:"cells"`
 	// Tested counts the cells whose halves the test can tell apart at alpha; FalsePositives
@@ -74,6 +74,10 @@ func (c *AAControl) add(studyID int64, cells map[cellKey]sideCell, keys []cellKe
 	for _, k := range keys {
 		sc := cells[k]
 		label := fmt.Sprintf("study %d %s", studyID, cellLabel(sc.model, k.test, k.depth, k.config))
+		if c.Stats == StatsProcess {
+			c.addProcesses(studyID, label, k, sc)
+			continue
+		}
 		a, b, how := AAHalves(sc.row.SamplesTs, sc.row.Chunks)
 		if len(a) < 2 || len(b) < 2 {
 			c.Untestable = append(c.Untestable, fmt.Sprintf("%s: %d+%d repetitions after the split; each half needs 2", label, len(a), len(b)))
@@ -85,7 +89,7 @@ func (c *AAControl) add(studyID int64, cells map[cellKey]sideCell, keys []cellKe
 			continue
 		}
 		var cc CellComparison
-		compareSamples(&cc, a, b, c.Stats, c.Alpha)
+		compareSamples(&cc, a, b, nil, nil, c.Stats, c.Alpha)
 		c.Cells = append(c.Cells, AACell{Study: studyID, Cell: cellLabel(sc.model, k.test, k.depth, k.config), Split: how,
 			Source: sc.row.Ref, Delta: cc.Delta, P: cc.P, Significant: cc.Significant, Word: cc.Word})
 	}
@@ -121,7 +125,7 @@ func AAControlOf(ctx context.Context, rec RecordReader, id int64, o CompareOptio
 	if len(keys) == 0 {
 		return nil, s, fmt.Errorf("study %d has no result cell yet: run it first: %w", id, ErrNotComparable)
 	}
-	c := newAAControl(resolveStats(o.Stats, s), alpha)
+	c := newAAControl(resolveStats(o.Stats, o.OldAuto, s), alpha)
 	c.add(s.ID, cells, keys)
 	c.finish()
 	return c, s, nil
@@ -135,4 +139,30 @@ func (c *AAControl) Words() string {
 	}
 	return fmt.Sprintf("A/A control: %d of %d cells significant at alpha = %g (false-positive rate %.1f%%; expected at most %g%%)",
 		c.FalsePositives, c.Tested, c.Alpha, *c.Rate*100, c.Alpha*100)
+}
+
+// addProcesses is add for process-level statistics: a cell's halves are its alternate
+// processes (1st, 3rd, … against 2nd, 4th, …), each half needing two; the repetitions of one
+// process are never split into arms (they are not independent of each other).
+func (c *AAControl) addProcesses(studyID int64, label string, k cellKey, sc sideCell) {
+	procs, err := analysis.Processes(sc.row.SamplesTs, sc.row.Chunks)
+	if err != nil || len(procs) < 2*analysis.MinProcesses {
+		c.Untestable = append(c.Untestable, fmt.Sprintf("%s: %d process(es): the halves are alternate processes, %d each at least",
+			label, len(procs), analysis.MinProcesses))
+		return
+	}
+	var a, b []float64
+	var ac, bc []int
+	for i, p := range procs {
+		if i%2 == 0 {
+			a, ac = append(a, p...), append(ac, len(p))
+		} else {
+			b, bc = append(b, p...), append(bc, len(p))
+		}
+	}
+	var cc CellComparison
+	compareSamples(&cc, a, b, ac, bc, StatsProcess, c.Alpha)
+	c.Cells = append(c.Cells, AACell{Study: studyID, Cell: cellLabel(sc.model, k.test, k.depth, k.config),
+		Split:  fmt.Sprintf("odd against even processes (%d processes)", len(procs)),
+		Source: sc.row.Ref, Delta: cc.Delta, P: cc.P, Significant: cc.Significant, Word: cc.Word})
 }

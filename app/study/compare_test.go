@@ -88,7 +88,7 @@ func TestCompareSidesAlpha(t *testing.T) {
 		alpha, want float64
 		sig         bool
 	}{{0, DefaultAlpha, false}, {-0.1, DefaultAlpha, false}, {1, DefaultAlpha, false}, {1.5, DefaultAlpha, false}, {0.2, 0.2, true}, {0.999, 0.999, true}} {
-		got, err := CompareSides(base, nw, CompareOptions{Alpha: c.alpha})
+		got, err := CompareSides(base, nw, CompareOptions{Alpha: c.alpha, Stats: StatsWelch})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,16 +109,18 @@ func TestCompareSidesBenchmath(t *testing.T) {
 		benchmath  bool
 		wantStats  string
 		wantMedian bool
+		oldAuto    bool
 	}{
-		{StatsBenchmath, [2]bool{}, true, StatsBenchmath, true},
-		{StatsAuto, [2]bool{false, true}, true, StatsBenchmath, true},
-		{"", [2]bool{true, false}, true, StatsBenchmath, true},
-		{StatsAuto, [2]bool{}, false, "", false},
-		{StatsWelch, [2]bool{true, true}, false, "", false},
+		{StatsBenchmath, [2]bool{}, true, StatsBenchmath, true, false},
+		{StatsAuto, [2]bool{false, true}, true, StatsBenchmath, true, true},
+		{"", [2]bool{true, false}, true, StatsBenchmath, true, true},
+		{StatsAuto, [2]bool{}, false, "", false, true},
+		{StatsWelch, [2]bool{true, true}, false, "", false, false},
+		{StatsAuto, [2]bool{false, true}, false, StatsProcess, false, false},
 	} {
 		b, n := base, nw
 		b.Adaptive, n.Adaptive = c.adaptive[0], c.adaptive[1]
-		got, err := CompareSides(b, n, CompareOptions{Stats: c.stats})
+		got, err := CompareSides(b, n, CompareOptions{Stats: c.stats, OldAuto: c.oldAuto})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,22 +169,29 @@ func TestCompareSidesBenchmath(t *testing.T) {
 func TestResolveStats(t *testing.T) {
 	ad, fixed := ComparedStudy{Adaptive: true}, ComparedStudy{}
 	for _, c := range []struct {
-		stats string
-		sides []ComparedStudy
-		want  string
+		stats   string
+		oldAuto bool
+		sides   []ComparedStudy
+		want    string
 	}{
-		{StatsBenchmath, []ComparedStudy{fixed}, StatsBenchmath},
-		{StatsWelch, []ComparedStudy{ad}, StatsWelch},
-		{StatsAuto, []ComparedStudy{fixed, fixed}, StatsWelch},
-		{StatsAuto, []ComparedStudy{fixed, ad}, StatsBenchmath},
-		{"", []ComparedStudy{ad, fixed}, StatsBenchmath},
-		{"", nil, StatsWelch},
+		{StatsBenchmath, false, []ComparedStudy{fixed}, StatsBenchmath},
+		{StatsWelch, false, []ComparedStudy{ad}, StatsWelch},
+		{StatsProcess, true, []ComparedStudy{ad}, StatsProcess},
+		// auto is the process-level statistics, whatever the studies…
+		{StatsAuto, false, []ComparedStudy{fixed, fixed}, StatsProcess},
+		{StatsAuto, false, []ComparedStudy{fixed, ad}, StatsProcess},
+		{"", false, nil, StatsProcess},
+		// …but a receipt made under the old rules is re-derived under them
+		{StatsAuto, true, []ComparedStudy{fixed, fixed}, StatsWelch},
+		{StatsAuto, true, []ComparedStudy{fixed, ad}, StatsBenchmath},
+		{"", true, []ComparedStudy{ad, fixed}, StatsBenchmath},
+		{"", true, nil, StatsWelch},
 	} {
-		if got := resolveStats(c.stats, c.sides...); got != c.want {
-			t.Errorf("resolveStats(%q, %v) = %q, want %q", c.stats, c.sides, got, c.want)
+		if got := resolveStats(c.stats, c.oldAuto, c.sides...); got != c.want {
+			t.Errorf("resolveStats(%q, old %v, %v) = %q, want %q", c.stats, c.oldAuto, c.sides, got, c.want)
 		}
 	}
-	for _, s := range []string{"", StatsAuto, StatsBenchmath, StatsWelch} {
+	for _, s := range []string{"", StatsAuto, StatsProcess, StatsBenchmath, StatsWelch} {
 		if err := CheckStats(s); err != nil {
 			t.Errorf("%q: %v", s, err)
 		}
@@ -332,7 +341,7 @@ func TestAAControl(t *testing.T) {
 func TestCompareSidesWithAA(t *testing.T) {
 	base := cmpSide(1, []ComparedModel{{"A", "aa"}}, cmpRow("A", "tg32", 0, "x", 100, 101, 110, 111))
 	nw := cmpSide(2, []ComparedModel{{"A", "aa"}}, cmpRow("A", "tg32", 0, "x", 100, 101, 101, 100))
-	c, err := CompareSides(base, nw, CompareOptions{AA: true, Alpha: 0.1})
+	c, err := CompareSides(base, nw, CompareOptions{AA: true, Alpha: 0.1, Stats: StatsWelch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +455,7 @@ func TestLoadCompareSide(t *testing.T) {
 		}
 	}
 
-	aa, s, err := AAControlOf(ctx, f, 1, CompareOptions{})
+	aa, s, err := AAControlOf(ctx, f, 1, CompareOptions{Stats: StatsWelch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,5 +495,48 @@ func TestCompareSidesRowOfNoPlanModel(t *testing.T) {
 	}
 	if want := []string{"tg32 @ d0 of  [x]", "tg32 @ d9 of A [x]"}; !reflect.DeepEqual(c.OnlyBaseline, want) {
 		t.Errorf("only baseline %q, want %q", c.OnlyBaseline, want)
+	}
+}
+
+// TestCompareSidesProcesses (issue 31): the default statistics compare the llama-bench
+// processes. An adaptive cell's chunks are its processes: n processes of m repetitions a side,
+// Welch's test on the process means, the sides' n and m in the word. A fixed cell is one
+// process: a point estimate, no p-value, no interval, "?" and why, never significant, however
+// far apart its repetitions put the two sides. The A/A control splits alternate processes,
+// never one process's repetitions.
+func TestCompareSidesProcesses(t *testing.T) {
+	chunked := func(r CompareRow, chunks ...int) CompareRow { r.Chunks = chunks; return r }
+	base := cmpSide(1, []ComparedModel{{"A", "aa"}},
+		chunked(cmpRow("A", "tg32", 0, "x", 100, 101, 99, 102, 103, 101, 98, 99, 100, 100, 101, 99), 3, 3, 3, 3),
+		cmpRow("A", "pp64", 0, "x", 100, 100.1, 99.9))
+	nw := cmpSide(2, []ComparedModel{{"A", "aa"}},
+		chunked(cmpRow("A", "tg32", 0, "x", 110, 111, 109, 112, 113, 111, 108, 109, 110, 110, 111, 109), 3, 3, 3, 3),
+		cmpRow("A", "pp64", 0, "x", 120, 120.1, 119.9))
+	c, err := CompareSides(base, nw, CompareOptions{AA: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stats != StatsProcess || len(c.Cells) != 2 {
+		t.Fatalf("stats %q, %d cells", c.Stats, len(c.Cells))
+	}
+	pp, tg := c.Cells[0], c.Cells[1]
+	if tg.Processes == nil || tg.Baseline.N != 4 || tg.New.N != 4 || tg.P == nil || !tg.Significant || math.Abs(tg.Delta-(110.25/100.25-1)) > 1e-12 ||
+		!strings.HasPrefix(tg.Word, "+9.98% [") || !strings.HasSuffix(tg.Word, " n=4+4 processes, m=3+3)") || !(tg.DeltaLo < 0.1 && tg.DeltaHi > 0.1) {
+		t.Errorf("four processes a side: %+v %q", tg, tg.Word)
+	}
+	if pp.Processes == nil || pp.P != nil || pp.Significant || pp.Baseline.N != 1 || pp.Baseline.Lo != pp.Baseline.Mean ||
+		!strings.HasPrefix(pp.Word, "? no interval (n=1+1 processes, m=3+3: ") || !strings.Contains(pp.Word, "+20.00% between them") {
+		t.Errorf("one process a side (its repetitions 20%% apart and tight): %+v %q", pp, pp.Word)
+	}
+	if c.AA == nil || c.AA.Stats != StatsProcess || c.AA.Tested != 2 || len(c.AA.Untestable) != 2 ||
+		!strings.Contains(c.AA.Untestable[0], "1 process(es): the halves are alternate processes, 2 each at least") ||
+		c.AA.Cells[0].Split != "odd against even processes (4 processes)" {
+		t.Errorf("A/A control: %+v", c.AA)
+	}
+	// The old rules (a receipt made before): the same rows by Welch's test on the repetitions,
+	// which calls the one-process cell significant.
+	old, err := CompareSides(base, nw, CompareOptions{OldAuto: true})
+	if err != nil || old.Stats != "" || old.Cells[0].P == nil || !old.Cells[0].Significant {
+		t.Fatalf("old auto: %+v %v", old, err)
 	}
 }

@@ -205,8 +205,11 @@ func ComparisonMarkdown(set *ComparisonSet) string {
 }
 
 func statsName(s string) string {
-	if s == "" {
+	switch s {
+	case "":
 		return "Welch's t-test on the means"
+	case study.StatsProcess:
+		return s + ": Welch's t-test on the means of the llama-bench processes (n processes of m repetitions)"
 	}
 	return s + ": medians, Mann-Whitney U"
 }
@@ -221,6 +224,15 @@ func mdCell(s string) string {
 // the repetitions are too few for one). `study compare` prints them, the window and the
 // comparison's receipt show them.
 func CompareSides(cc study.CellComparison) (base, next string) {
+	if p := cc.Processes; p != nil {
+		side := func(s analysis.ProcessSummary) string {
+			if s.N < 2 {
+				return fmt.Sprintf("%.2f (1 process of %s)", s.Mean, s.MString())
+			}
+			return fmt.Sprintf("%.2f ± %.2f (%d×%s)", s.Mean, s.Hi-s.Mean, s.N, s.MString())
+		}
+		return side(p.Base), side(p.New)
+	}
 	if cc.Medians == nil {
 		ci := func(s analysis.Summary) string { return fmt.Sprintf("%.2f ± %.2f", s.Mean, s.Hi-s.Mean) }
 		return ci(cc.Baseline), ci(cc.New)

@@ -47,10 +47,18 @@ type ComparisonOptions struct {
 	Alpha float64 `json:"alpha"`
 	Stats string  `json:"stats"`
 	AA    bool    `json:"aa"`
+	// Rules is the comparison rules' revision: CompareRulesProcess since process-level
+	// statistics (auto then means them); absent in receipts made before, whose auto meant
+	// benchmath for adaptive studies, else Welch: each is re-derived under its own.
+	Rules int `json:"rules,omitempty"`
 }
 
+// CompareRulesProcess is the comparison rules' revision in which auto means process-level
+// statistics (study.StatsProcess).
+const CompareRulesProcess = 2
+
 func (o *ComparisonOptions) compare() study.CompareOptions {
-	return study.CompareOptions{Alpha: o.Alpha, Stats: o.Stats, AA: o.AA}
+	return study.CompareOptions{Alpha: o.Alpha, Stats: o.Stats, AA: o.AA, OldAuto: o.Rules < CompareRulesProcess}
 }
 
 // SharedVerdict is one shared prediction: its ID, claim and each study's verdict word.
@@ -105,7 +113,7 @@ func CompareStudies(ctx context.Context, nb *store.Notebook, req CompareRequest)
 		return nil, err
 	}
 	set := &ComparisonSet{Schema: ComparisonSchema, Metric: req.Metric, Verdicts: []SharedVerdict{}, Notes: []string{},
-		Options: &ComparisonOptions{Alpha: req.Options.Alpha, Stats: req.Options.Stats, AA: req.Options.AA}}
+		Options: &ComparisonOptions{Alpha: req.Options.Alpha, Stats: req.Options.Stats, AA: req.Options.AA, Rules: CompareRulesProcess}}
 	for _, id := range req.IDs {
 		side, err := study.LoadCompareSide(ctx, store.StudyRecorder{N: nb}, id)
 		if err != nil {

@@ -51,6 +51,12 @@ func sideColumns(cc study.CellComparison) (base, next string) { return workbench
 // compareFooter says what the columns are and which test was used; with benchmath, the
 // cells' warnings follow, each once.
 func compareFooter(c *study.StudyComparison) string {
+	if c.Stats == study.StatsProcess {
+		return fmt.Sprintf("the unit is the llama-bench process: t/s is the mean of the processes' means ± the t-based 95%% interval over\n"+
+			"n processes (n×m: n processes of m repetitions); delta is new/baseline - 1, [..] its 95%% interval, with Welch's\n"+
+			"two-sided t-test on the process means: ~ when p >= %g (no significant difference); ? when a side has one process\n"+
+			"(a point estimate: the repetitions inside one process are not independent samples)\n", c.Alpha)
+	}
 	if c.Stats != study.StatsBenchmath {
 		return fmt.Sprintf("± is the t-based 95%% interval of the mean over the repetitions; delta is new/baseline - 1 with\n"+
 			"Welch's two-sided t-test: ~ when p >= %g (no significant difference)\n", c.Alpha)
@@ -77,8 +83,11 @@ func compareFooter(c *study.StudyComparison) string {
 // printAA prints an A/A control: each cell against itself, then the false-positive rate.
 func printAA(w io.Writer, c *study.AAControl) {
 	test := "Welch's t-test"
-	if c.Stats == study.StatsBenchmath {
+	switch c.Stats {
+	case study.StatsBenchmath:
 		test = analysis.TestMannWhitney
+	case study.StatsProcess:
+		test = "Welch's t-test on the process means"
 	}
 	fprintf(w, "A/A control (%s, alpha %g): every cell against itself, split in halves\n", test, c.Alpha)
 	if len(c.Cells) > 0 {

@@ -45,7 +45,7 @@ func studyCompare(args []string, stdout, stderr io.Writer) int {
 	nbFlag := fs.String("notebook", "", nbFlagHelp)
 	asJSON := fs.Bool("json", false, "print the comparison as JSON (every cell with the stored rows it came from)")
 	alpha := fs.Float64("alpha", study.DefaultAlpha, "significance level: a delta with p >= alpha prints as ~")
-	stats := fs.String("stats", study.StatsAuto, "benchmath (medians, Mann-Whitney U, the interval of the difference), welch (means, Welch's t-test) or auto: benchmath when a study has adaptive repetitions, else welch")
+	stats := fs.String("stats", study.StatsAuto, "process (the default, auto: the llama-bench process is the unit, Welch's t-test on the process means), benchmath (medians over the repetitions, Mann-Whitney U) or welch (means over the repetitions, as if independent)")
 	aa := fs.Bool("aa", false, "add the A/A control: every cell against itself split in halves, and the false-positive rate (with one study: the control alone)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

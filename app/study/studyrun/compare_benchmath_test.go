@@ -71,9 +71,24 @@ func TestCompareStudiesBenchmath(t *testing.T) {
 		}
 	}
 
-	// The default (auto) for two fixed-repetition studies is Welch, as CompareStudies: the
-	// same JSON, without stats or medians.
-	auto, err := study.CompareStudiesWith(ctx, rec, baseID, newID, study.CompareOptions{})
+	// The default (auto) compares processes: each cell of a fixed-repetition study is one
+	// llama-bench process, so every cell is a point estimate with no interval, the +9.76% too
+	// (its six repetitions share one process).
+	proc, err := study.CompareStudiesWith(ctx, rec, baseID, newID, study.CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if proc.Stats != study.StatsProcess {
+		t.Errorf("auto: stats %q", proc.Stats)
+	}
+	for _, cc := range proc.Cells {
+		if cc.P != nil || cc.Significant || cc.Processes == nil || !strings.HasPrefix(cc.Word, "? no interval (n=1+1 processes, m=6+6: ") {
+			t.Errorf("%s under auto: %q", cc.Label(), cc.Word)
+		}
+	}
+	// Under the old rules (a receipt made before process-level statistics), auto on fixed
+	// studies is Welch, as CompareStudies: the same JSON, without stats or medians.
+	auto, err := study.CompareStudiesWith(ctx, rec, baseID, newID, study.CompareOptions{OldAuto: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +162,7 @@ func TestAAControlSplitsAdaptiveChunks(t *testing.T) {
 			if _, err := h.run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			aa, s, err := study.AAControlOf(context.Background(), h.rec, h.id, study.CompareOptions{})
+			aa, s, err := study.AAControlOf(context.Background(), h.rec, h.id, study.CompareOptions{Stats: study.StatsBenchmath})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,6 +191,24 @@ func TestAAControlSplitsAdaptiveChunks(t *testing.T) {
 				t.Errorf("a 10%% step between processes: %d of %d cells flagged", fp, aa.Tested)
 			}
 			t.Log(aa.Words())
+			// The default, process-level: the halves are alternate processes, each compared by
+			// its processes' means; the 10% step between processes flags every cell.
+			pa, _, err := study.AAControlOf(context.Background(), h.rec, h.id, study.CompareOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pa.Stats != study.StatsProcess || pa.Tested != aa.Tested || len(pa.Untestable) != 0 {
+				t.Fatalf("process-level control %+v", pa)
+			}
+			for _, x := range pa.Cells {
+				if !strings.HasPrefix(x.Split, "odd against even processes (") || !strings.Contains(x.Word, " processes, m=") {
+					t.Errorf("%s: %q (%s)", x.Cell, x.Word, x.Split)
+				}
+			}
+			if step > 0 && pa.FalsePositives != pa.Tested {
+				t.Errorf("process level, a 10%% step between processes: %d of %d cells flagged", pa.FalsePositives, pa.Tested)
+			}
+			t.Log(pa.Words())
 		})
 	}
 }
