@@ -127,8 +127,9 @@ type ProcessComparison struct {
 	Base, New ProcessSummary
 	Delta     float64 `json:"delta"` // New.Mean / Base.Mean - 1
 	// P is the two-sided p-value; NaN when a side has fewer than two processes (no interval
-	// between processes can be had from one).
-	P           float64 `json:"p"`
+	// between processes can be had from one). PValue is P as JSON holds it (null: NaN).
+	P           float64  `json:"-"`
+	PValue      *float64 `json:"p"`
 	Alpha       float64 `json:"alpha"`
 	Significant bool    `json:"significant"`
 	// DeltaLo/DeltaHi bound the 95% interval of the relative difference (equal to Delta when
@@ -160,6 +161,8 @@ func CompareProcesses(base, new [][]float64, alpha float64) ProcessComparison {
 			c.P = 0
 		}
 		c.Significant = c.P < alpha
+		p := c.P
+		c.PValue = &p
 		return c
 	}
 	df := (vb + vn) * (vb + vn) / (vb*vb/float64(c.Base.N-1) + vn*vn/float64(c.New.N-1))
@@ -167,6 +170,8 @@ func CompareProcesses(base, new [][]float64, alpha float64) ProcessComparison {
 	half := TCritical(1-alpha, df) * se
 	c.DeltaLo, c.DeltaHi = (diff-half)/c.Base.Mean, (diff+half)/c.Base.Mean
 	c.Significant = c.P < alpha
+	p := c.P
+	c.PValue = &p
 	return c
 }
 

@@ -145,7 +145,17 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 		}
 	}()
 	ui.Locked(func() { test.Tap(st.RunButton) })
-	waitFor(t, "the run to finish", func() bool { return strings.HasPrefix(st.ProgressMsg.Text, "finished: 4/4 legs") })
+	var progress string
+	waitFor(t, "the run to finish (progress: the last line below)", func() bool {
+		if p := st.ProgressMsg.Text; p != progress {
+			progress = p
+			t.Logf("progress: %s", p)
+		}
+		return strings.HasPrefix(progress, "finished: ") || strings.HasPrefix(progress, "halted") || strings.HasPrefix(progress, "not run")
+	})
+	if !strings.HasPrefix(progress, "finished: 4/4 legs") {
+		t.Fatalf("the run ended: %q", progress)
+	}
 	waitFor(t, "the verdict", func() bool { return strings.Contains(st.Status.Text, "complete") })
 	close(stopFrames)
 	if n := frames.Load(); n < 1 {

@@ -101,7 +101,29 @@ func TestStudyCompareCLI(t *testing.T) {
 	// The same cells in a plan named differently (another study), with 4 repetitions.
 	nw := registerAndRun(t, nb, writeSmallPlan(t, dir, "compare new", tiny, tinySHA, "0, 128", 4), loc.Dir, true)
 
+	// The default compares processes: each cell of these fixed-repetition studies is one
+	// llama-bench process a side, so each is a point estimate with no interval, said so.
 	code, out, errOut := runCLI("study", "compare", base, nw, "--notebook", nb, "--json")
+	var pc study.StudyComparison
+	if code != 0 || json.Unmarshal([]byte(out), &pc) != nil || pc.Stats != study.StatsProcess || len(pc.Cells) != 4 {
+		t.Fatalf("compare --json (default): %d %s %s", code, out, errOut)
+	}
+	for _, cc := range pc.Cells {
+		if cc.P != nil || cc.Significant || cc.Baseline.N != 1 || cc.New.N != 1 || cc.Processes == nil || cc.Processes.Base.MMin != 3 || cc.Processes.New.MMin != 4 ||
+			!strings.HasPrefix(cc.Word, "? no interval (n=1+1 processes, m=3+4: ") {
+			t.Errorf("%s by default: %+v %q", cc.Label(), cc.Baseline, cc.Word)
+		}
+	}
+	code, out, _ = runCLI("study", "compare", base, nw, "--notebook", nb)
+	for _, want := range []string{"(1 process of 3)", "(1 process of 4)", "the unit is the llama-bench process", "? when a side has one process"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("compare text (default) lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Welch on the repetitions, asked for: every cell's means, delta and "~" trace back to
+	// the stored rows.
+	code, out, errOut = runCLI("study", "compare", base, nw, "--notebook", nb, "--json", "--stats", "welch")
 	var c study.StudyComparison
 	if code != 0 || json.Unmarshal([]byte(out), &c) != nil {
 		t.Fatalf("compare --json: %d %s %s", code, out, errOut)
@@ -156,7 +178,7 @@ func TestStudyCompareCLI(t *testing.T) {
 		t.Errorf("cells by test: %v", tests)
 	}
 
-	code, out, _ = runCLI("study", "compare", base, nw, "--notebook", nb)
+	code, out, _ = runCLI("study", "compare", base, nw, "--notebook", nb, "--stats", "welch")
 	for _, want := range []string{"baseline  study " + base + ` "compare base" (complete)`, "new       study " + nw + ` "compare new"`,
 		"config    ub512 b2048 fa-auto kv-f16/f16 t1 ngl-1", "baseline t/s", "tg8", "d128", "n=3+4)", "Welch's two-sided t-test"} {
 		if code != 0 || !strings.Contains(out, want) {
@@ -235,7 +257,8 @@ func writeAdaptivePlan(t *testing.T, dir, name, model, sha string, seed int) str
 }
 
 // TestStudyCompareBenchmathCLI runs two adaptive studies of the same model on the real
-// llama-bench and compares them: benchmath by default (medians with their intervals, the
+// llama-bench and compares them: their processes by default (each chunk one), benchmath on
+// request (medians with their intervals, the
 // difference's interval, the test named, "~" when not significant), Welch on request, the A/A
 // control of both and of one study alone, bad statistics refused.
 func TestStudyCompareBenchmathCLI(t *testing.T) {
@@ -246,7 +269,26 @@ func TestStudyCompareBenchmathCLI(t *testing.T) {
 	base := registerAndRun(t, nb, writeAdaptivePlan(t, dir, "adaptive base", tiny, tinySHA, 1), loc.Dir, true)
 	nw := registerAndRun(t, nb, writeAdaptivePlan(t, dir, "adaptive new", tiny, tinySHA, 2), loc.Dir, true)
 
+	// The default: the chunks are the cells' processes (3 of 3 repetitions a side), compared
+	// by their means; the A/A control needs 2 processes a half, so 3 leave it untestable.
 	code, out, errOut := runCLI("study", "compare", base, nw, "--notebook", nb, "--json", "--aa")
+	var pc study.StudyComparison
+	if code != 0 || json.Unmarshal([]byte(out), &pc) != nil || pc.Stats != study.StatsProcess || len(pc.Cells) != 4 || pc.AA == nil {
+		t.Fatalf("compare --json (default): %d %s %s", code, out, errOut)
+	}
+	for _, cc := range pc.Cells {
+		p := cc.Processes
+		if p == nil || p.Base.N != 3 || p.New.N != 3 || p.Base.MString() != "3" || cc.P == nil || cc.Significant != (*cc.P < pc.Alpha) ||
+			!strings.HasSuffix(cc.Word, " n=3+3 processes, m=3+3)") || cc.Baseline.N != 3 || !p.Base.Between {
+			t.Errorf("%s by default: %+v %q", cc.Label(), p, cc.Word)
+		}
+		t.Logf("%s (processes): %s", cc.Label(), cc.Word)
+	}
+	if pc.AA.Tested != 0 || len(pc.AA.Untestable) != 8 || !strings.Contains(pc.AA.Untestable[0], "3 process(es): the halves are alternate processes, 2 each at least") {
+		t.Errorf("A/A by default: %+v", pc.AA)
+	}
+
+	code, out, errOut = runCLI("study", "compare", base, nw, "--notebook", nb, "--json", "--aa", "--stats", "benchmath")
 	var c study.StudyComparison
 	if code != 0 || json.Unmarshal([]byte(out), &c) != nil {
 		t.Fatalf("compare --json: %d %s %s", code, out, errOut)
@@ -272,7 +314,7 @@ func TestStudyCompareBenchmathCLI(t *testing.T) {
 		}
 	}
 
-	code, out, _ = runCLI("study", "compare", base, nw, "--notebook", nb, "--aa")
+	code, out, _ = runCLI("study", "compare", base, nw, "--notebook", nb, "--aa", "--stats", "benchmath")
 	for _, want := range []string{"baseline t/s", "] (p=", "Hodges-Lehmann 95% interval of the difference, test Mann-Whitney U",
 		"A/A control (Mann-Whitney U, alpha 0.05)", "odd against even chunks (3 chunks)", c.AA.Words()} {
 		if code != 0 || !strings.Contains(out, want) {
@@ -283,7 +325,7 @@ func TestStudyCompareBenchmathCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Welch's two-sided t-test") || strings.Contains(out, "Mann-Whitney") {
 		t.Errorf("--stats welch:\n%s", out)
 	}
-	code, out, _ = runCLI("study", "compare", "--aa", base, "--notebook", nb)
+	code, out, _ = runCLI("study", "compare", "--aa", base, "--notebook", nb, "--stats", "benchmath")
 	if code != 0 || !strings.Contains(out, `study `+base+` "adaptive base"`) || strings.Count(out, "odd against even chunks") != 4 ||
 		!strings.Contains(out, "A/A control: ") {
 		t.Errorf("--aa alone:\n%s", out)
