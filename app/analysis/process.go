@@ -130,8 +130,8 @@ type ProcessComparison struct {
 	// between processes can be had from one). PValue is P as JSON holds it (null: NaN).
 	P           float64  `json:"-"`
 	PValue      *float64 `json:"p"`
-	Alpha       float64 `json:"alpha"`
-	Significant bool    `json:"significant"`
+	Alpha       float64  `json:"alpha"`
+	Significant bool     `json:"significant"`
 	// DeltaLo/DeltaHi bound the 95% interval of the relative difference (equal to Delta when
 	// there is none).
 	DeltaLo float64 `json:"delta_lo"`
