@@ -137,3 +137,53 @@ func TestOldLayoutComparisonSaysSelfConsistencyOnly(t *testing.T) {
 		t.Errorf("old layout:\n%s", text)
 	}
 }
+
+// The comparison rules' mark: a receipt made now records "rules": 2 and its auto is re-derived
+// as the process-level statistics; a receipt without the mark (made before) is re-derived under
+// the old auto (here benchmath: the studies are adaptive), so old bundles verify as they were
+// made, and a receipt whose mark and figures disagree does not verify.
+func TestComparisonRulesMark(t *testing.T) {
+	old := comparisonFixture(t) // no mark: the old rules
+	if old.Pairs[0].Stats != study.StatsBenchmath {
+		t.Fatalf("old-rules fixture compared by %q", old.Pairs[0].Stats)
+	}
+	verify := func(set *ComparisonSet) (bool, string) {
+		t.Helper()
+		files, err := ComparisonFiles(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(t.TempDir(), "cmp")
+		if err := bundle.Write(dir, files); err != nil {
+			t.Fatal(err)
+		}
+		v, err := VerifyBundle(context.Background(), VerifyRequest{Path: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.OK(), strings.Join(VerifyText(v), "\n")
+	}
+	if ok, text := verify(old); !ok {
+		t.Fatalf("an old-rules comparison does not verify:\n%s", text)
+	}
+
+	now := comparisonFixture(t)
+	now.Options.Rules = CompareRulesProcess
+	c, err := study.CompareSides(now.Sides[0], now.Sides[1], now.Options.compare())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now.Pairs = []*study.StudyComparison{c}
+	if c.Stats != study.StatsProcess || c.Cells[0].Processes == nil || c.Cells[0].Processes.Base.N != 2 {
+		t.Fatalf("a comparison made now: %+v", c)
+	}
+	if ok, text := verify(now); !ok {
+		t.Fatalf("a comparison made now does not verify:\n%s", text)
+	}
+	// The process-level figures under no mark: re-derived as benchmath, they differ.
+	forged := comparisonFixture(t)
+	forged.Pairs = now.Pairs
+	if ok, text := verify(forged); ok || !strings.Contains(text, "DIFFERS comparison.json") {
+		t.Fatalf("figures of the new rules under no mark verify:\n%s", text)
+	}
+}

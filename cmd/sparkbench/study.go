@@ -13,7 +13,7 @@ import (
 	"sparkbench/store"
 )
 
-const studyUsage = "study validate FILE [--json] [--notebook P] [--effect PCT] | study register FILE | study run ID|FILE [--llama-dir D] [--retry LEG]… | study run FILE --on HOST,… [--hosts F] | study show ID [--json] | study compare BASELINE NEW [--alpha A] [--stats auto|benchmath|welch] [--aa] [--json] | study compare --aa ID"
+const studyUsage = "study validate FILE [--json] [--notebook P] [--effect PCT] | study register FILE | study run ID|FILE [--llama-dir D] [--retry LEG]… | study run FILE --on HOST,… [--hosts F] | study show ID [--json] | study compare BASELINE NEW [NEW…] [--alpha A] [--stats auto|process|benchmath|welch] [--aa] [--json] [--out DIR|F.tar.gz] | study compare --aa ID"
 
 func cmdStudy(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {

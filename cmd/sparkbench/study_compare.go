@@ -17,7 +17,11 @@ import (
 // compareRefusal prints why a comparison was not made: 2 refused (study.ErrNotComparable), 1
 // another error, 0 none.
 func compareRefusal(err error, stderr io.Writer) int {
+	var req *workbench.RequestError
 	switch {
+	case errors.As(err, &req):
+		fprintf(stderr, "sparkbench study compare: refused: %v\n", err)
+		return 2
 	case errors.Is(err, study.ErrNotComparable):
 		fprintf(stderr, "sparkbench study compare: refused: %s\n", strings.TrimSuffix(err.Error(), ": "+study.ErrNotComparable.Error()))
 		return 2

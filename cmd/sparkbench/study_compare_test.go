@@ -186,6 +186,26 @@ func TestStudyCompareCLI(t *testing.T) {
 		}
 	}
 
+	// Three studies and a receipt: each compared with the baseline as the window does, the
+	// receipt re-derived by verify from the rows it carries, with the process-level rules.
+	third := registerAndRun(t, nb, writeSmallPlan(t, dir, "compare third", tiny, tinySHA, "0, 128", 3), loc.Dir, true)
+	rc := filepath.Join(dir, "cmp-receipt")
+	code, out, errOut = runCLI("study", "compare", base, nw, third, "--notebook", nb, "--out", rc)
+	if code != 0 || strings.Count(out, "baseline  study "+base) != 2 || !strings.Contains(out, "new       study "+third) ||
+		!strings.Contains(out, "wrote "+rc+": 2 studies compared with study "+base) {
+		t.Fatalf("compare three --out: %d\n%s%s", code, out, errOut)
+	}
+	cj, err := os.ReadFile(filepath.Join(rc, "comparison.json"))
+	if err != nil || !strings.Contains(string(cj), `"rules":2`) || !strings.Contains(string(cj), `"stats":"process"`) {
+		t.Fatalf("comparison.json: %v\n%.400s", err, cj)
+	}
+	if code, out, errOut := runCLI("verify", rc); code != 0 || !strings.Contains(out, "OK") {
+		t.Fatalf("verify the comparison receipt: %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI("study", "compare", base, nw, base, "--notebook", nb); code != 2 || !strings.Contains(errOut, "chosen twice") {
+		t.Errorf("a study twice: %d %q", code, errOut)
+	}
+
 	// Another model file (registered, never run): refused before any row is read.
 	other := registerAndRun(t, nb, writeSmallPlan(t, dir, "compare moe", moe, moeSHA, "0", 3), loc.Dir, false)
 	code, out, errOut = runCLI("study", "compare", base, other, "--notebook", nb)
@@ -226,7 +246,7 @@ func TestStudyCompareCLI(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"study", "compare", base, "--notebook", nb}, "want two study ids"},
+		{[]string{"study", "compare", base, "--notebook", nb}, "want two or more study ids"},
 		{[]string{"study", "compare", base, base, "--notebook", nb}, "both the baseline and the new study"},
 		{[]string{"study", "compare", base, "99", "--notebook", nb}, `no study has ID 99`},
 		{[]string{"study", "compare", base, nw, "--alpha", "1.5", "--notebook", nb}, "--alpha 1.5"},

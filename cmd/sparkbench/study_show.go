@@ -5,6 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"sparkbench/app/receipt"
 	"sparkbench/app/study"
 	"sparkbench/app/workbench"
 	"sparkbench/store"
@@ -35,7 +36,7 @@ func openShown(verb, nbFlag, ref string, find func(context.Context, *store.Noteb
 	return nb, ctx, id, done, 0
 }
 
-// studyCompare: sparkbench study compare BASELINE NEW [--alpha A] [--stats S] [--aa] [--json]
+// studyCompare: sparkbench study compare BASELINE NEW [NEW…] [--alpha A] [--stats S] [--aa] [--json] [--out D]
 // [--notebook P], or study compare --aa ID. It compares every cell the two studies measured on
 // the same model file (same SHA-256), test, depth and configuration, the benchstat way; --aa
 // adds (or, with one study, is) the A/A control. Exit 0 compared; 2 refused (different model
@@ -47,12 +48,13 @@ func studyCompare(args []string, stdout, stderr io.Writer) int {
 	alpha := fs.Float64("alpha", study.DefaultAlpha, "significance level: a delta with p >= alpha prints as ~")
 	stats := fs.String("stats", study.StatsAuto, "process (the default, auto: the llama-bench process is the unit, Welch's t-test on the process means), benchmath (medians over the repetitions, Mann-Whitney U) or welch (means over the repetitions, as if independent)")
 	aa := fs.Bool("aa", false, "add the A/A control: every cell against itself split in halves, and the false-positive rate (with one study: the control alone)")
+	outFlag := fs.String("out", "", "write the comparison's receipt (a folder, or a .tar.gz), which `sparkbench verify` re-derives from the rows it carries")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return usageError(err)
 	}
-	if len(pos) != 2 && !(*aa && len(pos) == 1) {
-		fprintf(stderr, "sparkbench study compare: want two study ids or names: the baseline, then the new study (or one with --aa)\n")
+	if len(pos) < 2 && !(*aa && len(pos) == 1 && *outFlag == "") {
+		fprintf(stderr, "sparkbench study compare: want two or more study ids or names: the baseline, then the studies compared with it (or one with --aa)\n")
 		return 2
 	}
 	if !(*alpha > 0 && *alpha < 1) {
@@ -71,6 +73,9 @@ func studyCompare(args []string, stdout, stderr io.Writer) int {
 	defer done()
 	if len(pos) == 1 {
 		return studyAAOnly(ctx, nb, baseID, o, *asJSON, stdout, stderr)
+	}
+	if len(pos) > 2 || *outFlag != "" {
+		return studyCompareSet(ctx, nb, baseID, pos[1:], o, *outFlag, *asJSON, stdout, stderr)
 	}
 	newID, err := findStudy(ctx, nb, pos[1])
 	if err != nil {
@@ -143,4 +148,50 @@ func printComparison(w io.Writer, c *study.StudyComparison) {
 		fprintf(w, "\n")
 		printAA(w, c.AA)
 	}
+}
+
+// studyCompareSet is `study compare BASE S2 S3 … [--out DIR]`: each study compared with the
+// baseline as the two-study form does (the window's comparison), and with --out the receipt.
+func studyCompareSet(ctx context.Context, nb *store.Notebook, baseID int64, refs []string, o study.CompareOptions, out string, asJSON bool, stdout, stderr io.Writer) int {
+	ids := []int64{baseID}
+	for _, ref := range refs {
+		id, err := findStudy(ctx, nb, ref)
+		if err != nil {
+			fprintf(stderr, "sparkbench study compare: %v\n", err)
+			return 2
+		}
+		ids = append(ids, id)
+	}
+	req := workbench.CompareRequest{IDs: ids, Options: o}
+	var set *workbench.ComparisonSet
+	var files receipt.Files
+	var err error
+	if out != "" {
+		set, files, err = workbench.ExportComparison(ctx, nb, req, out)
+	} else {
+		set, err = workbench.CompareStudies(ctx, nb, req)
+	}
+	if code := compareRefusal(err, stderr); code != 0 {
+		return code
+	}
+	if asJSON {
+		if code := printJSON(stdout, stderr, "study compare", set); code != 0 {
+			return code
+		}
+	} else {
+		for i, c := range set.Pairs {
+			if i > 0 {
+				fprintf(stdout, "\n")
+			}
+			printComparison(stdout, c)
+		}
+	}
+	if out != "" {
+		w := stdout
+		if asJSON {
+			w = stderr
+		}
+		fprintf(w, "wrote %s: %d studies compared with study %d (%d files); check it anywhere with `sparkbench verify %s`\n", out, len(ids)-1, baseID, len(files), out)
+	}
+	return 0
 }
