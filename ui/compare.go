@@ -32,6 +32,9 @@ type Comparison struct {
 	// per candidate), in order, named as in its receipt; a throughput comparison has Depth.
 	Charts []NamedChart
 	Notes  []string
+	// AA is the A/A control's text (each cell against itself, the false-positive rate), when
+	// asked for.
+	AA string
 }
 
 // NamedChart is a chart with the name the picker shows.
@@ -54,9 +57,23 @@ func (c *Comparison) charts() []NamedChart {
 // CompareService compares studies (the first id is the baseline) and exports a comparison's
 // receipt; cmd wires the notebook's.
 type CompareService interface {
-	Compare(ctx context.Context, ids []int64) (*Comparison, error)
+	Compare(ctx context.Context, ids []int64, o CompareOptions) (*Comparison, error)
 	// ExportComparison writes the receipt to out and says what it wrote.
-	ExportComparison(ctx context.Context, ids []int64, out string) (ReceiptExport, error)
+	ExportComparison(ctx context.Context, ids []int64, out string, o CompareOptions) (ReceiptExport, error)
+}
+
+// CompareOptions are the statistics a comparison uses, as `study compare --stats` and --aa
+// take them ("": the default, process-level).
+type CompareOptions struct {
+	Stats string
+	AA    bool
+}
+
+// compareStats are the statistics the window offers, as `study compare --stats` names them.
+var compareStats = []string{
+	"process: the llama-bench process is the unit (default)",
+	"benchmath: medians over the repetitions",
+	"welch: means over the repetitions, as if independent",
 }
 
 // FleetChoice is a fleet run as the Compare section offers it: choosing it ticks its
@@ -93,6 +110,11 @@ type CompareView struct {
 	fleetGen      int // the newest fleet listing asked for (UI goroutine)
 	Tabs          *container.AppTabs
 	Result        *Comparison
+	// StatsPick chooses the statistics and AACheck adds the A/A control, as `study compare
+	// --stats` and --aa do; AAText shows the control.
+	StatsPick *widget.Select
+	AACheck   *widget.Check
+	AAText    *widget.Label
 	// Updated receives after each comparison or export has been shown (tests wait on it).
 	Updated chan struct{}
 
@@ -137,6 +159,11 @@ func newCompareView(win fyne.Window, svc CompareService) *CompareView {
 		v.Table.SetColumnWidth(i, w)
 	}
 	v.newFleetWidgets()
+	v.StatsPick = widget.NewSelect(compareStats, nil)
+	v.StatsPick.SetSelectedIndex(0)
+	v.AACheck = widget.NewCheck("A/A control", nil)
+	v.AAText = widget.NewLabel("tick A/A control and compare: every cell against itself, split in halves")
+	v.AAText.Wrapping = fyne.TextWrapWord
 	v.Chart = NewChartView(760, 420)
 	v.ChartPick = widget.NewSelect(nil, v.showChart)
 	v.ChartPick.PlaceHolder = "no comparison yet"
@@ -144,6 +171,7 @@ func newCompareView(win fyne.Window, svc CompareService) *CompareView {
 		container.NewTabItem("Shared cells", v.Table),
 		container.NewTabItem("Charts", container.NewBorder(container.NewHBox(widget.NewLabel("Chart"), v.ChartPick), nil, nil, nil, v.Chart.Object)),
 		container.NewTabItem("Verdicts", container.NewVScroll(v.Verdicts)),
+		container.NewTabItem("A/A control", container.NewVScroll(v.AAText)),
 		container.NewTabItem("Fleet hosts", container.NewScroll(v.FleetHosts)),
 	)
 	if svc == nil {
@@ -154,7 +182,8 @@ func newCompareView(win fyne.Window, svc CompareService) *CompareView {
 	v.FleetPick.PlaceHolder = "no fleet runs"
 	left := container.NewBorder(container.NewVBox(heading("Studies to compare"),
 		container.NewBorder(nil, nil, widget.NewLabel("Fleet"), nil, v.FleetPick)), nil, nil, nil, container.NewVScroll(v.Choose))
-	right := container.NewBorder(container.NewVBox(container.NewHBox(v.CompareBt, v.ExportBt, v.FleetExportBt), v.Status), nil, nil, nil, v.Tabs)
+	right := container.NewBorder(container.NewVBox(container.NewHBox(v.CompareBt, v.ExportBt, v.FleetExportBt),
+		container.NewHBox(widget.NewLabel("Statistics"), v.StatsPick, v.AACheck), v.Status), nil, nil, nil, v.Tabs)
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.24
 	v.Object = split
@@ -255,9 +284,9 @@ func (v *CompareView) Compare() {
 	v.running = true
 	v.updateButtons()
 	v.Status.SetText(fmt.Sprintf("comparing %d studies…", len(ids)))
-	svc := v.svc
+	svc, o := v.svc, v.Options()
 	go func() {
-		res, err := svc.Compare(context.Background(), ids)
+		res, err := svc.Compare(context.Background(), ids, o)
 		onUI(func() {
 			v.running = false
 			v.updateButtons()
@@ -291,6 +320,11 @@ func (v *CompareView) show(res *Comparison) {
 		text += "\n\n" + strings.Join(res.Notes, "\n")
 	}
 	v.Verdicts.SetText(text)
+	if res.AA != "" {
+		v.AAText.SetText(res.AA)
+	} else {
+		v.AAText.SetText("tick A/A control and compare: every cell against itself, split in halves")
+	}
 	var names []string
 	for _, c := range res.charts() {
 		names = append(names, c.Name)
@@ -341,9 +375,9 @@ func compareBundleName(ids []int64) string {
 // Export writes the comparison's receipt of ids to out in the background; done runs on the UI
 // goroutine.
 func (v *CompareView) Export(ids []int64, out string, done func(ReceiptExport, error)) {
-	svc := v.svc
+	svc, o := v.svc, v.Options()
 	go func() {
-		x, err := svc.ExportComparison(context.Background(), ids, out)
+		x, err := svc.ExportComparison(context.Background(), ids, out, o)
 		onUI(func() {
 			done(x, err)
 			v.signal()
@@ -402,4 +436,11 @@ func (v *CompareView) pickFleet(o string) {
 	}
 	v.ChooseIDs(f.Members...)
 	v.Compare()
+}
+
+// Options are the statistics chosen (the part before ":" of the pick) and whether the A/A
+// control is asked for.
+func (v *CompareView) Options() CompareOptions {
+	stats, _, _ := strings.Cut(v.StatsPick.Selected, ":")
+	return CompareOptions{Stats: stats, AA: v.AACheck.Checked}
 }

@@ -12,6 +12,7 @@ import (
 	"sparkbench/app/workbench"
 	"sparkbench/runner/llamatest"
 	"sparkbench/store"
+	"sparkbench/ui"
 )
 
 // compareCapacityPlan writes the acceptance plan cut down to one slot count (P1, which reads C1, and P3 kept)
@@ -149,7 +150,7 @@ func TestCapacityCompareTwoRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wc, err := compareService{nbw}.Compare(context.Background(), []int64{1, 2})
+	wc, err := compareService{nbw}.Compare(context.Background(), []int64{1, 2}, ui.CompareOptions{})
 	nbw.Close()
 	if err != nil || len(wc.Cells) != 4 || wc.Cells[0][0] != "2 vs 1" || wc.Cells[0][1] != "dense P1/C1" ||
 		!strings.Contains(wc.Cells[0][4], "TTFT ") || len(wc.Verdicts) != 2 || !strings.Contains(wc.Footer, "Hodges-Lehmann") {

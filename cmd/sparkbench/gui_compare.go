@@ -19,7 +19,7 @@ type compareService struct{ nb *store.Notebook }
 
 var _ ui.CompareService = compareService{}
 
-func (s compareService) Compare(ctx context.Context, ids []int64) (*ui.Comparison, error) {
+func (s compareService) Compare(ctx context.Context, ids []int64, o ui.CompareOptions) (*ui.Comparison, error) {
 	if s.capacity(ctx, ids) {
 		c, err := workbench.CompareCapacity(ctx, s.nb, workbench.CapacityCompareRequest{IDs: ids})
 		if err != nil {
@@ -27,7 +27,7 @@ func (s compareService) Compare(ctx context.Context, ids []int64) (*ui.Compariso
 		}
 		return windowCapacityComparison(c), nil
 	}
-	set, err := workbench.CompareStudies(ctx, s.nb, workbench.CompareRequest{IDs: ids, Options: study.CompareOptions{Alpha: 0.05}})
+	set, err := workbench.CompareStudies(ctx, s.nb, workbench.CompareRequest{IDs: ids, Options: windowCompareOptions(o)})
 	if err != nil {
 		return nil, err
 	}
@@ -60,10 +60,26 @@ func windowComparison(set *workbench.ComparisonSet) *ui.Comparison {
 	for _, v := range set.Verdicts {
 		c.Verdicts = append(c.Verdicts, v.Line(set.Studies))
 	}
+	var aa strings.Builder
+	for _, p := range set.Pairs {
+		if p.AA != nil {
+			if aa.Len() > 0 {
+				aa.WriteString("\n")
+			}
+			fmt.Fprintf(&aa, "%d vs %d:\n", p.New.ID, p.Baseline.ID)
+			printAA(&aa, p.AA) // the CLI's text
+		}
+	}
+	c.AA = aa.String()
 	return c
 }
 
-func (s compareService) ExportComparison(ctx context.Context, ids []int64, out string) (ui.ReceiptExport, error) {
+// windowCompareOptions are the window's choices as `study compare` takes them (alpha 0.05).
+func windowCompareOptions(o ui.CompareOptions) study.CompareOptions {
+	return study.CompareOptions{Alpha: study.DefaultAlpha, Stats: o.Stats, AA: o.AA}
+}
+
+func (s compareService) ExportComparison(ctx context.Context, ids []int64, out string, o ui.CompareOptions) (ui.ReceiptExport, error) {
 	if s.capacity(ctx, ids) {
 		c, files, err := workbench.ExportCapacityComparison(ctx, s.nb, workbench.CapacityCompareRequest{IDs: ids}, out)
 		if err != nil {
@@ -72,7 +88,7 @@ func (s compareService) ExportComparison(ctx context.Context, ids []int64, out s
 		abs, _ := filepath.Abs(out)
 		return ui.ReceiptExport{Summary: fmt.Sprintf("wrote the comparison of %d studies (%d files) to %s; check it with: sparkbench verify %s", len(c.Studies), len(files), abs, abs), Files: files}, nil
 	}
-	set, files, err := workbench.ExportComparison(ctx, s.nb, workbench.CompareRequest{IDs: ids, Options: study.CompareOptions{Alpha: 0.05}}, out)
+	set, files, err := workbench.ExportComparison(ctx, s.nb, workbench.CompareRequest{IDs: ids, Options: windowCompareOptions(o)}, out)
 	if err != nil {
 		return ui.ReceiptExport{}, err
 	}

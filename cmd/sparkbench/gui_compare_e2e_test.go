@@ -158,6 +158,36 @@ func TestWindowComparesTwoRealStudies(t *testing.T) {
 		t.Fatalf("verify of an edited receipt: %d\n%s", code, out)
 	}
 
+	// The statistics and the A/A control, chosen in the window as `study compare --stats
+	// welch --aa` takes them: the same words, the same control.
+	code, out, errOut = runCLI("study", "compare", base, nw, "--notebook", nbPath, "--json", "--stats", "welch", "--aa")
+	var welch study.StudyComparison
+	if code != 0 || json.Unmarshal([]byte(out), &welch) != nil || welch.AA == nil {
+		t.Fatalf("study compare --stats welch --aa --json: %d %s %s", code, out, errOut)
+	}
+	ui.Locked(func() {
+		if !strings.HasPrefix(cv.StatsPick.Selected, "process:") || cv.AACheck.Checked || !strings.Contains(cv.Status.Text, "the unit is the llama-bench process") {
+			t.Errorf("the default statistics: %q, A/A %v, status %q", cv.StatsPick.Selected, cv.AACheck.Checked, cv.Status.Text)
+		}
+		cv.StatsPick.SetSelectedIndex(2)
+		cv.AACheck.SetChecked(true)
+		cv.Result = nil
+		test.Tap(cv.CompareBt)
+	})
+	waitFor(t, "the Welch comparison", func() bool { return cv.Result != nil && !cv.CompareBt.Disabled() })
+	ui.Locked(func() {
+		r := cv.Result
+		for i, c := range welch.Cells {
+			if i >= len(r.Cells) || r.Cells[i][4] != c.Word {
+				t.Errorf("welch cell %d: window %q, CLI %q", i, r.Cells, c.Word)
+			}
+		}
+		if !strings.Contains(cv.Status.Text, "Welch's two-sided t-test") || !strings.Contains(cv.AAText.Text, welch.AA.Words()) ||
+			!strings.Contains(cv.AAText.Text, "A/A control (Welch's t-test, alpha 0.05)") {
+			t.Errorf("status %q\nA/A %q (want %q)", cv.Status.Text, cv.AAText.Text, welch.AA.Words())
+		}
+	})
+
 	// No shared cell: refused, with the reason.
 	ui.Locked(func() {
 		cv.Choose.SetSelected(nil)
