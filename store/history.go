@@ -33,7 +33,7 @@ func (n *Notebook) BenchHistory(ctx context.Context, modelSHA string, maxLegs in
 	if err := rows.Err(); err != nil || len(ids) == 0 {
 		return h, err
 	}
-	q := `SELECT leg_id, COALESCE(n_prompt, 0), COALESCE(n_gen, 0), COALESCE(n_depth, 0), COALESCE(avg_ns, 0), COALESCE(samples_ns, '[]')
+	q := `SELECT leg_id, config_id, COALESCE(n_prompt, 0), COALESCE(n_gen, 0), COALESCE(n_depth, 0), COALESCE(avg_ns, 0), COALESCE(samples_ns, '[]')
 		FROM bench_samples WHERE leg_id IN (?` + strings.Repeat(",?", len(ids)-1) + `) ORDER BY leg_id, seq`
 	rows, err = n.rdb.QueryContext(ctx, q, ids...)
 	if err != nil {
@@ -43,7 +43,7 @@ func (n *Notebook) BenchHistory(ctx context.Context, modelSHA string, maxLegs in
 	for rows.Next() {
 		var t study.HistoryTest
 		var samples string
-		if err := rows.Scan(&t.LegID, &t.NPrompt, &t.NGen, &t.Depth, &t.AvgNs, &samples); err != nil {
+		if err := rows.Scan(&t.LegID, &t.Config, &t.NPrompt, &t.NGen, &t.Depth, &t.AvgNs, &samples); err != nil {
 			return h, err
 		}
 		var ns []json.Number

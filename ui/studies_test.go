@@ -92,7 +92,11 @@ func ui(f func()) {
 
 func waitUpdated(t *testing.T, v *StudiesView, cond func() bool) {
 	t.Helper()
-	waitSignalled(t, v.Updated, 10*time.Second, cond, nil)
+	// 30 s: a loaded machine (two test suites at once) has been seen to take more than 10 s
+	// over a fake run's updates
+	waitSignalled(t, v.Updated, 30*time.Second, cond, func() string {
+		return fmt.Sprintf("progress %q, status %q", v.ProgressMsg.Text, v.Status.Text)
+	})
 }
 
 func TestStudiesOpensOnTheDemoAndRunsIt(t *testing.T) {

@@ -148,3 +148,29 @@ func TestProcessSpreadSplit(t *testing.T) {
 		t.Errorf("%v %v", ps, err)
 	}
 }
+
+// ProcessSpread recovers the spread between processes and within one from cells measured by
+// several processes (the planner's history), and says when no cell has two processes.
+func TestProcessSpreadFromCells(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 31))
+	var groups [][][]float64
+	for c := range 30 {
+		groups = append(groups, twoLevel(r, 100*float64(c+1), 0.03, 0.01, 5, 5, 0)) // cells at different rates
+	}
+	b, w, cells := ProcessSpread(groups)
+	if cells != 30 || math.Abs(b-0.03) > 0.006 || math.Abs(w-0.01) > 0.001 {
+		t.Errorf("between %.4f within %.4f over %d cells; want about 0.03, 0.01, 30", b, w, cells)
+	}
+	// One process a cell: within only.
+	b, w, cells = ProcessSpread([][][]float64{{{98, 100, 102}}, {{49, 50, 51}}})
+	if cells != 0 || b != 0 || math.Abs(w-0.02) > 1e-12 {
+		t.Errorf("one process a cell: %g %g %d", b, w, cells)
+	}
+	// More processes need fewer of them; the plan's MDE falls with n and is none below 2.
+	if n1, n2 := ProcessesToDetect(0.02, 0.01, 3, 0.03, 0.05, 0.8), ProcessesToDetect(0.01, 0.01, 3, 0.03, 0.05, 0.8); !(n1 > n2 && n2 >= 2) {
+		t.Errorf("processes to detect 3%%: %d at 2%% between, %d at 1%%", n1, n2)
+	}
+	if !math.IsInf(ProcessMDE(0.02, 0.01, 3, 1, 0.05, 0.8), 1) || !(ProcessMDE(0.02, 0.01, 3, 10, 0.05, 0.8) < ProcessMDE(0.02, 0.01, 3, 3, 0.05, 0.8)) {
+		t.Error("process MDE")
+	}
+}

@@ -19,7 +19,10 @@ type BenchHistory struct {
 // HistoryTest is one result row of a past leg: its shape, the mean time of a repetition and
 // how many repetitions it had.
 type HistoryTest struct {
-	LegID                int64
+	LegID int64
+	// Config names the row's configuration (the notebook's configuration row: the same
+	// settings, the same id): rows of one cell are one test at one depth in one configuration.
+	Config               int64
 	NPrompt, NGen, Depth int
 	AvgNs                int64
 	Reps                 int

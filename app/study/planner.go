@@ -39,6 +39,21 @@ type RepPlan struct {
 	// smallest effect that many repetitions per arm detect.
 	PlanReps int     `json:"plan_reps"`
 	MDE      float64 `json:"mde"`
+	// The process level (docs/adaptive.md, "Processes and repetitions"): what decides a
+	// comparison is the spread between llama-bench processes. BetweenCV is estimated from the
+	// history's cells measured by two processes or more (Cells of them: 0, too thin to say;
+	// CV, Reps and MDE above are then within one process only, a lower bound); M is the
+	// repetitions a process of the plan runs; Processes how many such processes per arm detect
+	// Effect, ProcessSeconds about how long an arm runs them; PlanProcesses what the plan runs
+	// per arm at most, ProcessMDE the smallest effect that detects (null: fewer than two, no
+	// interval between processes).
+	BetweenCV      float64  `json:"between_cv"`
+	Cells          int      `json:"cells"`
+	M              int      `json:"m"`
+	Processes      int      `json:"processes"`
+	ProcessSeconds float64  `json:"process_seconds"`
+	PlanProcesses  int      `json:"plan_processes"`
+	ProcessMDE     *float64 `json:"process_mde"`
 }
 
 // PlanRepetitions is the planner's answer for each test of each model of the plan (after
@@ -63,6 +78,7 @@ func PlanRepetitions(p *Plan, history map[string]BenchHistory, effect float64) [
 				if rates != nil && r.Reps <= analysis.PlannerMaxReps {
 					r.Seconds = armTime(p, rates, t, r.Reps).Seconds()
 				}
+				r.planProcesses(p, history[m.ID], t, rates)
 			}
 			out = append(out, r)
 		}
@@ -106,23 +122,84 @@ func armTime(p *Plan, r *modelRates, t planTest, n int) time.Duration {
 	return total
 }
 
-// Words says the answer in one line: "tg16 of medium (CV 2.31% over 12 past rows): to detect a
-// 3% difference at 95% confidence with this CV you need n ≈ 10 repetitions per arm, about
-// 1m20s per arm; the plan as written (15 reps) detects 2.4% or more".
+// planProcesses fills the process-level answer from the history's cells of this test measured
+// by several processes (each row one process; a cell: the same depth and configuration).
+func (r *RepPlan) planProcesses(p *Plan, h BenchHistory, t planTest, rates *modelRates) {
+	type key struct {
+		depth  int
+		config int64
+	}
+	cells := map[key][][]float64{}
+	var order []key
+	for _, ht := range h.Tests {
+		if !historyMatches(t.name, ht) || len(ht.SamplesNs) == 0 {
+			continue
+		}
+		k := key{ht.Depth, ht.Config}
+		if _, ok := cells[k]; !ok {
+			order = append(order, k)
+		}
+		cells[k] = append(cells[k], ht.SamplesNs)
+	}
+	var groups [][][]float64
+	for _, k := range order {
+		groups = append(groups, cells[k])
+	}
+	var within float64
+	r.BetweenCV, within, r.Cells = analysis.ProcessSpread(groups)
+	r.M, r.PlanProcesses = max(p.Axes.Reps, 1), 1
+	if a := p.Adaptive; a != nil {
+		r.M = a.MinReps
+		if a.ChunkReps > 0 {
+			r.M = a.ChunkReps
+			r.PlanProcesses = 1 + max(a.MaxReps-a.MinReps+a.ChunkReps-1, 0)/a.ChunkReps
+		}
+	}
+	if r.Cells == 0 {
+		return
+	}
+	r.Processes = analysis.ProcessesToDetect(r.BetweenCV, within, r.M, r.Effect, PlannerAlpha, PlannerPower)
+	if mde := analysis.ProcessMDE(r.BetweenCV, within, r.M, r.PlanProcesses, PlannerAlpha, PlannerPower); !math.IsInf(mde, 0) {
+		r.ProcessMDE = &mde
+	}
+	if rates != nil && r.Processes <= analysis.PlannerMaxReps {
+		var total time.Duration
+		for _, d := range p.Axes.Depths {
+			total += rates.overhead*time.Duration(r.Processes) + rates.testTime(t.nPrompt, t.nGen, d, r.Processes*(r.M+1))
+		}
+		r.ProcessSeconds = total.Seconds()
+	}
+}
+
+// Words says the answer in one line, at the process level: "tg16 of medium (between
+// processes CV 1.30% over 2 cell(s) of two processes or more; within one 2.31% over 12 past
+// rows): to detect a 3% difference at 95% confidence you need n ≈ 5 processes of 3 repetitions
+// per arm, about 1m20s per arm; the plan as written (one process per cell) gives no interval
+// between processes"; with no cell of two processes, that history is too thin to say.
 func (r RepPlan) Words() string {
 	if r.Rows == 0 {
 		return fmt.Sprintf("%s of %s: no history in this notebook; run any study of this model once (a pilot) and validate again", r.Test, r.Model)
 	}
-	if r.Reps > analysis.PlannerMaxReps {
-		return fmt.Sprintf("%s of %s (CV %.2f%% over %d past rows): to detect a %g%% difference at 95%% confidence with this CV you need more than %d repetitions per arm; the plan as written (%d reps) detects %.1f%% or more",
-			r.Test, r.Model, r.CV*100, r.Rows, r.Effect*100, analysis.PlannerMaxReps, r.PlanReps, r.MDE*100)
+	if r.Cells == 0 {
+		lower := fmt.Sprintf("n ≈ %d", r.Reps)
+		if r.Reps > analysis.PlannerMaxReps {
+			lower = fmt.Sprintf("more than %d", analysis.PlannerMaxReps)
+		}
+		return fmt.Sprintf("%s of %s (CV %.2f%% within one process, over %d past rows): too thin to say what a comparison needs: no cell was measured by two processes or more, so the spread between llama-bench processes, which decides it, is unknown (within one process alone a %g%% difference would take %s repetitions per arm: a lower bound); run these cells as several processes (an adaptive plan's chunks, or the plan again) and validate again",
+			r.Test, r.Model, r.CV*100, r.Rows, r.Effect*100, lower)
 	}
-	about := ""
-	if r.Seconds > 0 {
-		about = fmt.Sprintf(", about %s per arm", roundDuration(time.Duration(r.Seconds*float64(time.Second))))
+	need := fmt.Sprintf("n ≈ %d processes of %d repetitions per arm", r.Processes, r.M)
+	if r.Processes > analysis.PlannerMaxReps {
+		need = fmt.Sprintf("more than %d processes of %d repetitions per arm", analysis.PlannerMaxReps, r.M)
+	} else if r.ProcessSeconds > 0 {
+		need += fmt.Sprintf(", about %s per arm", roundDuration(time.Duration(r.ProcessSeconds*float64(time.Second))))
 	}
-	return fmt.Sprintf("%s of %s (CV %.2f%% over %d past rows): to detect a %g%% difference at 95%% confidence with this CV you need n ≈ %d repetitions per arm%s; the plan as written (%d reps) detects %.1f%% or more",
-		r.Test, r.Model, r.CV*100, r.Rows, r.Effect*100, r.Reps, about, r.PlanReps, r.MDE*100)
+	plan := "(one process per cell) gives no interval between processes"
+	if r.ProcessMDE != nil {
+		plan = fmt.Sprintf("(up to %d processes of %d per arm) detects %.1f%% or more", r.PlanProcesses, r.M, *r.ProcessMDE*100)
+	}
+	return fmt.Sprintf("%s of %s (between processes CV %.2f%% over %d cell(s) of two processes or more; within one %.2f%% over %d past rows): to detect a %g%% difference at 95%% confidence you need %s; the plan as written %s",
+		r.Test, r.Model, r.BetweenCV*100, r.Cells, r.CV*100, r.Rows, r.Effect*100, need, plan)
 }
 
 // checkResolution warns, from the notebook's history, about each band prediction on a cell

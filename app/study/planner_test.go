@@ -1,6 +1,8 @@
 package study
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -36,9 +38,11 @@ func TestPlannerFromHistory(t *testing.T) {
 	if !(tg.MDE > 0.03) || !(analysis.MinDetectableEffect(tg.CV, tg.Reps, PlannerAlpha, PlannerPower) <= 0.03) {
 		t.Errorf("MDE at the plan's 3 reps %g; at the planner's 10 it must be within 3%%", tg.MDE)
 	}
-	want := "tg32 of tiny (CV 2.00% over 1 past rows): to detect a 3% difference at 95% confidence with this CV you need n ≈ 10 repetitions per arm, about 17s per arm; the plan as written (3 reps) detects "
-	if !strings.HasPrefix(tg.Words(), want) {
-		t.Errorf("words %q", tg.Words())
+	// One process per cell in the history: the within-process figures are a lower bound, and
+	// the planner says the history is too thin for what decides a comparison.
+	want := "tg32 of tiny (CV 2.00% within one process, over 1 past rows): too thin to say what a comparison needs: no cell was measured by two processes or more, so the spread between llama-bench processes, which decides it, is unknown (within one process alone a 3% difference would take n ≈ 10 repetitions per arm: a lower bound)"
+	if !strings.HasPrefix(tg.Words(), want) || tg.Cells != 0 || tg.Processes != 0 || tg.ProcessMDE != nil || tg.M != 3 || tg.PlanProcesses != 1 {
+		t.Errorf("words %q (%+v)", tg.Words(), tg)
 	}
 	if got[0].Rows != 0 || !strings.Contains(got[0].Words(), "pp64 of tiny: no history in this notebook") ||
 		got[3].Rows != 0 || !strings.Contains(got[3].Words(), "tg32 of moe: no history") {
@@ -90,5 +94,53 @@ func TestNarrowBandWarned(t *testing.T) {
 	p.Adaptive.Targets[0].Rel = 0.03
 	if got := problemsOf(t, p, ValidateOptions{History: hist}); strings.Contains(got, "predictions[0]") {
 		t.Errorf("adaptive, ±5%%: %s", got)
+	}
+}
+
+// processHistory is tg32 of a model measured at d0 in one configuration by three processes of
+// three repetitions (means 100, 110, 90: a 10% spread between processes; 2% within each),
+// and at d128 by one process (within only).
+func processHistory() BenchHistory {
+	return BenchHistory{
+		Tests: []HistoryTest{
+			{LegID: 1, Config: 7, NGen: 32, AvgNs: 1e9, Reps: 3, SamplesNs: []float64{98, 100, 102}},
+			{LegID: 2, Config: 7, NGen: 32, AvgNs: 1e9, Reps: 3, SamplesNs: []float64{108, 110, 112}},
+			{LegID: 3, Config: 7, NGen: 32, AvgNs: 1e9, Reps: 3, SamplesNs: []float64{88, 90, 92}},
+			{LegID: 3, Config: 7, NGen: 32, Depth: 128, AvgNs: 1e9, Reps: 3, SamplesNs: []float64{98, 100, 102}},
+			// another configuration's process: not the same cell, never pooled with it
+			{LegID: 4, Config: 8, NGen: 32, AvgNs: 1e9, Reps: 3, SamplesNs: []float64{49, 50, 51}},
+		},
+		Legs: []HistoryLeg{{ID: 1, Wall: 10e9}, {ID: 2, Wall: 10e9}, {ID: 3, Wall: 10e9}, {ID: 4, Wall: 10e9}},
+	}
+}
+
+// TestPlannerBetweenProcesses (issue 31): the planner sizes a comparison in processes, from the
+// history's cells measured by several processes: the spread between them (here 10%, against 2%
+// within), the processes of the plan's m repetitions per arm it takes, and what the plan as
+// written detects: nothing between processes for a fixed plan (one process per cell), an
+// effect for an adaptive one (its chunks are processes).
+func TestPlannerBetweenProcesses(t *testing.T) {
+	p := loadValid(t)
+	p.Axes.Depths = []int{0}
+	tg := PlanRepetitions(p, map[string]BenchHistory{"tiny": processHistory()}, 0.03)[1]
+	wantB := math.Sqrt(0.01 - 0.02*0.02/3)
+	if tg.Cells != 1 || math.Abs(tg.BetweenCV-wantB) > 1e-12 || tg.M != 3 || tg.PlanProcesses != 1 || tg.ProcessMDE != nil {
+		t.Fatalf("fixed plan: %+v (between want %g)", tg, wantB)
+	}
+	if want := analysis.ProcessesToDetect(tg.BetweenCV, 0.02, 3, 0.03, PlannerAlpha, PlannerPower); tg.Processes != want || want < 100 {
+		t.Errorf("processes %d, want %d (a 10%% spread between processes against a 3%% effect)", tg.Processes, want)
+	}
+	if w := tg.Words(); !strings.Contains(w, "(between processes CV 9.93% over 1 cell(s) of two processes or more;") ||
+		!strings.Contains(w, fmt.Sprintf("you need n ≈ %d processes of 3 repetitions per arm", tg.Processes)) ||
+		!strings.HasSuffix(w, "the plan as written (one process per cell) gives no interval between processes") {
+		t.Errorf("words %q", w)
+	}
+	adaptiveOf(p)
+	p.Adaptive.MaxReps = 30
+	a := PlanRepetitions(p, map[string]BenchHistory{"tiny": processHistory()}, 0.03)[1]
+	if a.PlanProcesses != 1+(30-a.M+p.Adaptive.ChunkReps-1)/p.Adaptive.ChunkReps || a.ProcessMDE == nil ||
+		*a.ProcessMDE != analysis.ProcessMDE(a.BetweenCV, 0.02, a.M, a.PlanProcesses, PlannerAlpha, PlannerPower) ||
+		!strings.Contains(a.Words(), fmt.Sprintf("the plan as written (up to %d processes of %d per arm) detects ", a.PlanProcesses, a.M)) {
+		t.Errorf("adaptive plan: %+v %q", a, a.Words())
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 // PlannerHeading heads the repetition planner's lines in `study validate` and the window's New
 // study form.
-const PlannerHeading = "repetition planner (this notebook's history of the models; 95% confidence, 80% power, Mann-Whitney):"
+const PlannerHeading = "repetition planner (this notebook's history of the models; 95% confidence, 80% power; the unit is the llama-bench process, compared by Welch's t-test on the process means):"
 
 // RepetitionPlanner is the repetition planner `study validate` prints (docs/adaptive.md): from
 // the notebook's history of the plan's models (planDir resolves relative model paths), per

@@ -44,10 +44,33 @@ func TestStudyValidatePlannerCLI(t *testing.T) {
 		}
 		t.Logf("%s", r.Words())
 	}
+	// One pilot: each cell one process, too thin to say what decides a comparison.
 	code, out, _ = runCLI("study", "validate", plan, "--notebook", nb)
-	for _, want := range []string{"repetition planner (this notebook's history of the models; 95% confidence, 80% power, Mann-Whitney):",
-		fmt.Sprintf("  tg8 of m (CV %.2f%% over %d past rows): to detect a 3%% difference at 95%% confidence with this CV you need ", v.Planner[1].CV*100, v.Planner[1].Rows),
-		fmt.Sprintf("the plan as written (5 reps) detects %.1f%% or more", v.Planner[1].MDE*100)} {
+	for _, want := range []string{workbench.PlannerHeading,
+		fmt.Sprintf("  tg8 of m (CV %.2f%% within one process, over %d past rows): too thin to say what a comparison needs: no cell was measured by two processes or more", v.Planner[1].CV*100, v.Planner[1].Rows),
+		fmt.Sprintf("within one process alone a 3%% difference would take n ≈ %d repetitions per arm: a lower bound", analysis.RepsToDetect(v.Planner[1].CV, 0.03, study.PlannerAlpha, study.PlannerPower))} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("validate lacks %q:\n%s", want, out)
+		}
+	}
+	if v.Planner[1].Cells != 0 || v.Planner[1].Processes != 0 {
+		t.Errorf("one process a cell: %+v", v.Planner[1])
+	}
+	// The pilot again: every cell now measured by two processes, so the spread between them is
+	// estimated and the answer is in processes of the plan's 5 repetitions.
+	registerAndRun(t, nb, writeSmallPlan(t, dir, "pilot again", tiny, tinySHA, "0, 128", 4), loc.Dir, true)
+	code, out, errOut = runCLI("study", "validate", plan, "--notebook", nb, "--json")
+	var v2 workbench.ThroughputValidation
+	if code != 0 || json.Unmarshal([]byte(out), &v2) != nil || len(v2.Planner) != 2 {
+		t.Fatalf("validate --json after a second pilot: %d %s %s", code, out, errOut)
+	}
+	tg := v2.Planner[1]
+	if tg.Cells < 1 || tg.M != 5 || tg.PlanProcesses != 1 || tg.ProcessMDE != nil || tg.Processes < 2 {
+		t.Errorf("two processes a cell: %+v", tg)
+	}
+	code, out, _ = runCLI("study", "validate", plan, "--notebook", nb)
+	for _, want := range []string{fmt.Sprintf("  tg8 of m (between processes CV %.2f%% over %d cell(s) of two processes or more; within one ", tg.BetweenCV*100, tg.Cells),
+		"processes of 5 repetitions per arm", "the plan as written (one process per cell) gives no interval between processes"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("validate lacks %q:\n%s", want, out)
 		}
