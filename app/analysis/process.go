@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/stat"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // The process is the unit of replication (docs/adaptive.md, "Processes and repetitions"): the
@@ -151,10 +150,8 @@ func CompareProcesses(base, new [][]float64, alpha float64) ProcessComparison {
 	if c.Base.N < MinProcesses || c.New.N < MinProcesses || c.Base.Mean == 0 {
 		return c
 	}
-	vb := c.Base.SD * c.Base.SD / float64(c.Base.N)
-	vn := c.New.SD * c.New.SD / float64(c.New.N)
-	se := math.Sqrt(vb + vn)
 	diff := c.New.Mean - c.Base.Mean
+	se, df := welchSE(c.Base.SD, c.Base.N, c.New.SD, c.New.N)
 	if se == 0 {
 		c.P = 1
 		if diff != 0 {
@@ -165,8 +162,7 @@ func CompareProcesses(base, new [][]float64, alpha float64) ProcessComparison {
 		c.PValue = &p
 		return c
 	}
-	df := (vb + vn) * (vb + vn) / (vb*vb/float64(c.Base.N-1) + vn*vn/float64(c.New.N-1))
-	c.P = 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(math.Abs(diff/se))
+	c.P = welchP(diff, se, df)
 	half := TCritical(1-alpha, df) * se
 	c.DeltaLo, c.DeltaHi = (diff-half)/c.Base.Mean, (diff+half)/c.Base.Mean
 	c.Significant = c.P < alpha

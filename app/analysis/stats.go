@@ -117,10 +117,8 @@ func Compare(base, new []float64, alpha float64) Comparison {
 		c.DeltaLo, c.DeltaHi = c.Delta, c.Delta
 		return c
 	}
-	vb := c.Base.SD * c.Base.SD / float64(c.Base.N)
-	vn := c.New.SD * c.New.SD / float64(c.New.N)
-	se := math.Sqrt(vb + vn)
 	diff := c.New.Mean - c.Base.Mean
+	se, df := welchSE(c.Base.SD, c.Base.N, c.New.SD, c.New.N)
 	if se == 0 {
 		if diff == 0 {
 			c.P = 1
@@ -131,11 +129,7 @@ func Compare(base, new []float64, alpha float64) Comparison {
 		c.Significant = c.P < alpha
 		return c
 	}
-	// Welch–Satterthwaite degrees of freedom.
-	df := (vb + vn) * (vb + vn) / (vb*vb/float64(c.Base.N-1) + vn*vn/float64(c.New.N-1))
-	tstat := diff / se
-	dist := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}
-	c.P = 2 * dist.Survival(math.Abs(tstat))
+	c.P = welchP(diff, se, df)
 	half := TCritical(0.95, df) * se
 	c.DeltaLo = (diff - half) / c.Base.Mean
 	c.DeltaHi = (diff + half) / c.Base.Mean
@@ -153,4 +147,23 @@ func (c Comparison) String() string {
 		return fmt.Sprintf("~ (p=%.3f %s)", c.P, n)
 	}
 	return fmt.Sprintf("%+.2f%% (p=%.3f %s)", c.Delta*100, c.P, n)
+}
+
+// welchSE is Welch's standard error of a difference of two means (each side's SD and n ≥ 2)
+// and its Welch–Satterthwaite degrees of freedom (0, 0 when both spreads are 0).
+func welchSE(sb float64, nb int, sn float64, nn int) (se, df float64) {
+	vb := sb * sb / float64(nb)
+	vn := sn * sn / float64(nn)
+	se = math.Sqrt(vb + vn)
+	if se == 0 {
+		return 0, 0
+	}
+	df = (vb + vn) * (vb + vn) / (vb*vb/float64(nb-1) + vn*vn/float64(nn-1))
+	return se, df
+}
+
+// welchP is the two-sided p-value of a difference with that standard error and df.
+func welchP(diff, se, df float64) float64 {
+	tstat := diff / se
+	return 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Survival(math.Abs(tstat))
 }
