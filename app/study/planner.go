@@ -125,36 +125,9 @@ func armTime(p *Plan, r *modelRates, t planTest, n int) time.Duration {
 // planProcesses fills the process-level answer from the history's cells of this test measured
 // by several processes (each row one process; a cell: the same depth and configuration).
 func (r *RepPlan) planProcesses(p *Plan, h BenchHistory, t planTest, rates *modelRates) {
-	type key struct {
-		depth  int
-		config int64
-	}
-	cells := map[key][][]float64{}
-	var order []key
-	for _, ht := range h.Tests {
-		if !historyMatches(t.name, ht) || len(ht.SamplesNs) == 0 {
-			continue
-		}
-		k := key{ht.Depth, ht.Config}
-		if _, ok := cells[k]; !ok {
-			order = append(order, k)
-		}
-		cells[k] = append(cells[k], ht.SamplesNs)
-	}
-	var groups [][][]float64
-	for _, k := range order {
-		groups = append(groups, cells[k])
-	}
 	var within float64
-	r.BetweenCV, within, r.Cells = analysis.ProcessSpread(groups)
-	r.M, r.PlanProcesses = max(p.Axes.Reps, 1), 1
-	if a := p.Adaptive; a != nil {
-		r.M = a.MinReps
-		if a.ChunkReps > 0 {
-			r.M = a.ChunkReps
-			r.PlanProcesses = 1 + max(a.MaxReps-a.MinReps+a.ChunkReps-1, 0)/a.ChunkReps
-		}
-	}
+	r.BetweenCV, within, r.Cells = historySpread(h, t.name)
+	r.M, r.PlanProcesses = planProcessShape(p)
 	if r.Cells == 0 {
 		return
 	}
@@ -169,6 +142,47 @@ func (r *RepPlan) planProcesses(p *Plan, h BenchHistory, t planTest, rates *mode
 		}
 		r.ProcessSeconds = total.Seconds()
 	}
+}
+
+// historySpread is the spread between processes and within one of a test in a model's
+// history: its rows (each one process) grouped in cells of one depth and configuration
+// (analysis.ProcessSpread; cells: those of two processes or more).
+func historySpread(h BenchHistory, test string) (between, within float64, cells int) {
+	type key struct {
+		depth  int
+		config int64
+	}
+	byCell := map[key][][]float64{}
+	var order []key
+	for _, ht := range h.Tests {
+		if !historyMatches(test, ht) || len(ht.SamplesNs) == 0 {
+			continue
+		}
+		k := key{ht.Depth, ht.Config}
+		if _, ok := byCell[k]; !ok {
+			order = append(order, k)
+		}
+		byCell[k] = append(byCell[k], ht.SamplesNs)
+	}
+	var groups [][][]float64
+	for _, k := range order {
+		groups = append(groups, byCell[k])
+	}
+	return analysis.ProcessSpread(groups)
+}
+
+// planProcessShape is what a plan runs per cell: m repetitions a process, and at most that
+// many processes (a fixed plan: one; an adaptive plan: its first chunk and every later one).
+func planProcessShape(p *Plan) (m, processes int) {
+	m, processes = max(p.Axes.Reps, 1), 1
+	if a := p.Adaptive; a != nil {
+		m = a.MinReps
+		if a.ChunkReps > 0 {
+			m = a.ChunkReps
+			processes = 1 + max(a.MaxReps-a.MinReps+a.ChunkReps-1, 0)/a.ChunkReps
+		}
+	}
+	return m, processes
 }
 
 // Words says the answer in one line, at the process level: "tg16 of medium (between
@@ -222,6 +236,14 @@ func (v *validator) checkResolution() {
 			continue
 		}
 		band := (*pr.Hi - *pr.Lo) / (*pr.Hi + *pr.Lo)
+		if between, within, cells := historySpread(v.opts.History[model], pr.About.Test); cells > 0 {
+			h, how := v.processResolution(pr.About.Test, between, within)
+			if band < h {
+				v.warnf(fmt.Sprintf("predictions[%d]", i), "%s: the band [%g, %g] is ±%.2f%% about its middle, narrower than the ±%.2f%% this plan resolves for %s of model %s (%s, at the spread of %.2f%% between llama-bench processes and %.2f%% within one this notebook measured over %d cell(s) of two processes or more): its verdict cannot be told from noise; widen the band or run the cell as more processes",
+					pr.ID, *pr.Lo, *pr.Hi, band*100, h*100, pr.About.Test, model, how, between*100, within*100, cells)
+			}
+			continue
+		}
 		h, how := v.resolution(pr.About.Test, cv)
 		if band >= h {
 			continue
@@ -243,6 +265,26 @@ func (v *validator) resolution(test string, cv float64) (float64, string) {
 	}
 	h, how := hw(max(a.MaxReps, 2)), fmt.Sprintf("at most %d reps", a.MaxReps)
 	for _, t := range a.Targets {
+		if t.Rel > 0 && targetCovers(t.Test, test) && t.Rel > h {
+			return t.Rel, fmt.Sprintf("stopping at its target ±%g%%", t.Rel*100)
+		}
+	}
+	return h, how
+}
+
+// processResolution is resolution at the process level: the relative half-width of the 95%
+// interval of a cell's mean over the processes the plan runs, each of m repetitions, at the
+// history's spread between and within processes. One process (a fixed plan): its mean's own
+// 95% spread, 1.96 of its relative SD (the spread known from history); an adaptive plan: the
+// t-based interval over its processes, or its target when that is wider (it stops there).
+func (v *validator) processResolution(test string, between, within float64) (float64, string) {
+	m, n := planProcessShape(v.p)
+	sd := math.Sqrt(between*between + within*within/float64(m))
+	if n < 2 {
+		return 1.96 * sd, fmt.Sprintf("one process of %d reps", m)
+	}
+	h, how := analysis.TCritical(0.95, float64(n-1))*sd/math.Sqrt(float64(n)), fmt.Sprintf("at most %d processes of %d reps", n, m)
+	for _, t := range v.p.Adaptive.Targets {
 		if t.Rel > 0 && targetCovers(t.Test, test) && t.Rel > h {
 			return t.Rel, fmt.Sprintf("stopping at its target ±%g%%", t.Rel*100)
 		}

@@ -144,3 +144,23 @@ func TestPlannerBetweenProcesses(t *testing.T) {
 		t.Errorf("adaptive plan: %+v %q", a, a.Words())
 	}
 }
+
+// TestNarrowBandWarnedAtTheProcessLevel: with a history that knows the spread between
+// processes (10% here), a band is held to what one process of the plan resolves, 1.96 of that
+// spread for a fixed plan: a ±10% band is warned about, a ±25% one is not.
+func TestNarrowBandWarnedAtTheProcessLevel(t *testing.T) {
+	hist := map[string]BenchHistory{"tiny": processHistory()}
+	band := func(lo, hi float64) *Plan {
+		p := loadValid(t)
+		p.Predictions[0].Lo, p.Predictions[0].Hi = &lo, &hi
+		return p
+	}
+	got := problemsOf(t, band(90, 110), ValidateOptions{History: hist})
+	want := "warning: predictions[0]: P1: the band [90, 110] is ±10.00% about its middle, narrower than the ±19.60% this plan resolves for tg of model tiny (one process of 3 reps, at the spread of 9.93% between llama-bench processes and 2.00% within one this notebook measured over 1 cell(s) of two processes or more)"
+	if !strings.Contains(got, want) {
+		t.Fatalf("got:\n%s", got)
+	}
+	if got := problemsOf(t, band(75, 125), ValidateOptions{History: hist}); strings.Contains(got, "predictions[0]") {
+		t.Errorf("a ±25%% band: %s", got)
+	}
+}
