@@ -96,6 +96,9 @@ type ReportCell struct {
 	CV     float64 `json:"cv"`
 	Reps   int     `json:"reps"`
 	Source string  `json:"source"`
+	// processes is how many llama-bench processes the cell's repetitions came from (an
+	// adaptive cell's chunks; else one), for show's statement of the unit.
+	processes int
 }
 
 // ReportFigure is a derived figure with its selector and evidence.
@@ -333,7 +336,7 @@ func reportCells(p *Plan, res *Results) []ReportCell {
 	for _, row := range res.Rows {
 		r := &row.Result
 		c := ReportCell{Model: row.Model, Leg: row.Leg, Test: testOf(r), Depth: r.NDepth, Config: configLabel(r),
-			Mean: r.AvgTs, SD: r.StddevTs, Reps: len(r.SamplesTs), Source: row.Ref}
+			Mean: r.AvgTs, SD: r.StddevTs, Reps: len(r.SamplesTs), Source: row.Ref, processes: max(len(row.Chunks), 1)}
 		if r.AvgTs != 0 {
 			c.CV = r.StddevTs / r.AvgTs
 		}

@@ -156,6 +156,7 @@ func writeResults(w io.Writer, r *Report) {
 			fprintf(tw, "\n")
 		}
 		tw.Flush()
+		fprintf(w, "%s\n", unitStatement(r.Results))
 	}
 	if len(r.CountedFlags) > 0 {
 		fprintf(w, "\ncounted with a CV flag (the plan's gates.on_cv is count: a process above its gate is anomalous, not missing)\n")
@@ -254,4 +255,30 @@ func writeRecorded(w io.Writer, r *Report) {
 			fprintf(w, "  %s %s%s\n", f.Label, f.Text, suffix)
 		}
 	}
+}
+
+// unitStatement says what the results' ± are at the process level (docs/adaptive.md,
+// "Processes and repetitions"): the spread of the repetitions of one llama-bench process (or
+// of an adaptive cell's processes together), never the spread between processes.
+func unitStatement(cells []ReportCell) string {
+	minN, maxN, minM, maxM := 0, 0, 0, 0
+	for i, c := range cells {
+		n := max(c.processes, 1)
+		if i == 0 {
+			minN, maxN, minM, maxM = n, n, c.Reps, c.Reps
+		}
+		minN, maxN, minM, maxM = min(minN, n), max(maxN, n), min(minM, c.Reps), max(maxM, c.Reps)
+	}
+	span := func(a, b int) string {
+		if a == b {
+			return fmt.Sprint(a)
+		}
+		return fmt.Sprintf("%d–%d", a, b)
+	}
+	if maxN == 1 {
+		return fmt.Sprintf("the unit is the llama-bench process: each cell above is one process of %s repetitions, and ± is the spread within it,\n"+
+			"not between processes (a second run of the cell can differ by more; study compare and the planner read processes)", span(minM, maxM))
+	}
+	return fmt.Sprintf("the unit is the llama-bench process: each cell above ran as %s processes (its chunks), %s repetitions in all, and ± is\n"+
+		"the spread of those repetitions together; study compare reads the processes one by one", span(minN, maxN), span(minM, maxM))
 }

@@ -26,3 +26,23 @@ func TestShowTextSaysWhyLegsEnded(t *testing.T) {
 		t.Errorf("an ok or pending leg is listed as ended otherwise:\n%s", text)
 	}
 }
+
+// TestShowStatesTheUnit (issue 31, item 7 in part): show's results say what their ± is at the
+// process level: the spread within one llama-bench process (a fixed cell), or of an adaptive
+// cell's processes together, never the spread between processes.
+func TestShowStatesTheUnit(t *testing.T) {
+	fixed := &Report{Results: []ReportCell{{Model: "m", Test: "tg16", Depth: 0, Mean: 20, SD: 0.1, Reps: 3, processes: 1},
+		{Model: "m", Test: "tg16", Depth: 256, Mean: 18, SD: 0.1, Reps: 3, processes: 1}}}
+	var b strings.Builder
+	writeResults(&b, fixed)
+	if !strings.Contains(b.String(), "the unit is the llama-bench process: each cell above is one process of 3 repetitions, and ± is the spread within it,\nnot between processes") {
+		t.Errorf("fixed cells:\n%s", b.String())
+	}
+	chunked := &Report{Results: []ReportCell{{Model: "m", Test: "tg16", Depth: 0, Mean: 20, SD: 0.1, Reps: 9, processes: 3},
+		{Model: "m", Test: "tg16", Depth: 256, Mean: 18, SD: 0.1, Reps: 6, processes: 2}}}
+	b.Reset()
+	writeResults(&b, chunked)
+	if !strings.Contains(b.String(), "each cell above ran as 2–3 processes (its chunks), 6–9 repetitions in all, and ± is\nthe spread of those repetitions together") {
+		t.Errorf("adaptive cells:\n%s", b.String())
+	}
+}

@@ -101,6 +101,10 @@ func TestStudyCompareCLI(t *testing.T) {
 	// The same cells in a plan named differently (another study), with 4 repetitions.
 	nw := registerAndRun(t, nb, writeSmallPlan(t, dir, "compare new", tiny, tinySHA, "0, 128", 4), loc.Dir, true)
 
+	if code, out, errOut := runCLI("study", "show", nw, "--notebook", nb); code != 0 ||
+		!strings.Contains(out, "the unit is the llama-bench process: each cell above is one process of 4 repetitions, and ± is the spread within it,") {
+		t.Errorf("show of a fixed study: %d\n%s%s", code, out, errOut)
+	}
 	// The default compares processes: each cell of these fixed-repetition studies is one
 	// llama-bench process a side, so each is a point estimate with no interval, said so.
 	code, out, errOut := runCLI("study", "compare", base, nw, "--notebook", nb, "--json")
@@ -289,6 +293,11 @@ func TestStudyCompareBenchmathCLI(t *testing.T) {
 	base := registerAndRun(t, nb, writeAdaptivePlan(t, dir, "adaptive base", tiny, tinySHA, 1), loc.Dir, true)
 	nw := registerAndRun(t, nb, writeAdaptivePlan(t, dir, "adaptive new", tiny, tinySHA, 2), loc.Dir, true)
 
+	// show says what its ± is: the cells ran as 3 processes of 3 repetitions.
+	if code, out, errOut := runCLI("study", "show", base, "--notebook", nb); code != 0 ||
+		!strings.Contains(out, "the unit is the llama-bench process: each cell above ran as 3 processes (its chunks), 9 repetitions in all") {
+		t.Errorf("show of an adaptive study: %d\n%s%s", code, out, errOut)
+	}
 	// The default: the chunks are the cells' processes (3 of 3 repetitions a side), compared
 	// by their means; the A/A control needs 2 processes a half, so 3 leave it untestable.
 	code, out, errOut := runCLI("study", "compare", base, nw, "--notebook", nb, "--json", "--aa")
