@@ -33,29 +33,44 @@ func TestFaultsNotebookVerbsStopOnSIGTERMAndSIGHUP(t *testing.T) {
 		{"finding", "add", "signals plan", "--text", "a finding stopped by a signal"},
 		{"import", "--study", "signals again", filepath.Join("..", "..", "runner", "benchfmt", "testdata", "batched-md.stdout")},
 	}
+	// Every verb under both signals at once, all waiting for the one write lock the test holds
+	// (a waiting write gives up after the 5 s busy timeout; one at a time, four would take 26 s).
+	db, err := sql.Open("sqlite3", "file:"+nb+"?_busy_timeout=5000&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Begin() // the write lock, held while the verbs wait for it
+	if err != nil {
+		t.Fatal(err)
+	}
+	type started struct {
+		sig  syscall.Signal
+		args []string
+		p    *proc
+	}
+	var procs []started
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
 		for _, args := range verbs {
-			db, err := sql.Open("sqlite3", "file:"+nb+"?_busy_timeout=5000&_txlock=immediate")
-			if err != nil {
-				t.Fatal(err)
-			}
-			tx, err := db.Begin() // the write lock, held while the verb waits for it
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := startCLI(t, bin, append(args, "--notebook", nb)...)
-			time.Sleep(1500 * time.Millisecond)
-			if err := syscall.Kill(p.cmd.Process.Pid, sig); err != nil {
-				t.Fatal(err)
-			}
-			p.wait(t, time.Minute)
-			tx.Rollback()
-			db.Close()
-			if p.code != 1 || !strings.Contains(p.err.String(), "stopped ("+sig.String()+" signal received) before it was written: nothing of it was recorded") {
-				t.Errorf("%s %v: exit %d (-1: killed by the signal)\nstdout %s\nstderr %s", sig, args, p.code, p.out.String(), p.err.String())
-			}
-			t.Logf("%s %v: exit %d: %s", sig, args, p.code, strings.TrimSpace(p.err.String()))
+			procs = append(procs, started{sig, args, startCLI(t, bin, append(args, "--notebook", nb)...)})
 		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	for _, s := range procs {
+		if err := syscall.Kill(s.p.cmd.Process.Pid, s.sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range procs {
+		s.p.wait(t, time.Minute)
+	}
+	tx.Rollback()
+	db.Close()
+	for _, s := range procs {
+		p := s.p
+		if p.code != 1 || !strings.Contains(p.err.String(), "stopped ("+s.sig.String()+" signal received) before it was written: nothing of it was recorded") {
+			t.Errorf("%s %v: exit %d (-1: killed by the signal)\nstdout %s\nstderr %s", s.sig, s.args, p.code, p.out.String(), p.err.String())
+		}
+		t.Logf("%s %v: exit %d: %s", s.sig, s.args, p.code, strings.TrimSpace(p.err.String()))
 	}
 	if code, out, errOut := runCLI("notebook", "verify", "--notebook", nb); code != 0 || !strings.Contains(out, ": intact: ") {
 		t.Errorf("verify: %d\n%s%s", code, out, errOut)
