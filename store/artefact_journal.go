@@ -73,29 +73,28 @@ func (n *Notebook) journalArtefactTx(tx *sql.Tx, id int64, before artefactRecord
 }
 
 // artefactEntryRecord reads an entry's payload back into a record and the row id it names.
-func artefactEntryRecord(payload string) (int64, artefactRecord, bool, error) {
+func artefactEntryRecord(payload string) (int64, artefactRecord, error) {
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(payload), &p); err != nil {
-		return 0, nil, false, err
+		return 0, nil, err
 	}
 	var id int64
 	if err := json.Unmarshal(p["artefact"], &id); err != nil {
-		return 0, nil, false, err
+		return 0, nil, err
 	}
 	r := artefactRecord{}
 	for _, c := range artefactRecordCols {
 		var v string
 		raw, ok := p[c]
 		if !ok {
-			return id, nil, false, &json.UnsupportedValueError{Str: "no " + c}
+			return id, nil, &json.UnsupportedValueError{Str: "no " + c}
 		}
 		if err := json.Unmarshal(raw, &v); err != nil {
-			return id, nil, false, err
+			return id, nil, err
 		}
 		r[c] = v
 	}
-	created := string(p["created"]) == "true"
-	return id, r, created, nil
+	return id, r, nil
 }
 
 // checkArtefacts holds every model record to the last artefact.recorded entry that names it.
@@ -134,19 +133,21 @@ func (n *Notebook) checkArtefacts(ctx context.Context, rep *VerifyReport) (*Brok
 	if err == nil {
 		return rowDamage(goneSeq, KindArtefactRecorded, "artefacts", gone.Int64, "id", "the journal recorded this model record, and the notebook no longer holds it (its row was deleted, or its id changed)"), nil
 	}
-	rows, err := n.rdb.QueryContext(ctx, "SELECT "+artefactRecordList+`, id, COALESCE((SELECT MAX(seq) FROM journal WHERE kind = ?
-		AND json_extract(payload, '$.artefact') = a.id), 0) FROM artefacts a ORDER BY a.id`, KindArtefactRecorded)
+	rows, err := n.rdb.QueryContext(ctx, "SELECT "+artefactRecordList+`, a.id, COALESCE(j.seq, 0), COALESCE(j.payload, '') FROM artefacts a
+		LEFT JOIN journal j ON j.seq = (SELECT MAX(seq) FROM journal WHERE kind = ? AND json_extract(payload, '$.artefact') = a.id) ORDER BY a.id`,
+		KindArtefactRecorded)
 	if err != nil {
 		return nil, err
 	}
 	type held struct {
 		id, seq int64
+		payload string
 		rec     artefactRecord
 	}
 	var all []held
 	for rows.Next() {
 		var h held
-		rec, err := scanArtefactRecord(rows, &h.id, &h.seq)
+		rec, err := scanArtefactRecord(rows, &h.id, &h.seq, &h.payload)
 		if err != nil {
 			rows.Close()
 			return nil, err
@@ -169,11 +170,7 @@ func (n *Notebook) checkArtefacts(ctx context.Context, rep *VerifyReport) (*Brok
 		case h.seq == 0:
 			return rowDamage(0, KindArtefactRecorded, "artefacts", h.id, "id", "no artefact.recorded entry records this model record (the row was written outside the store, or its id changed)"), nil
 		}
-		var payload string
-		if err := n.rdb.QueryRowContext(ctx, "SELECT payload FROM journal WHERE seq = ?", h.seq).Scan(&payload); err != nil {
-			return nil, err
-		}
-		id, rec, _, err := artefactEntryRecord(payload)
+		id, rec, err := artefactEntryRecord(h.payload)
 		if err != nil || id != h.id {
 			return rowDamage(h.seq, KindArtefactRecorded, "artefacts", h.id, "id", fmt.Sprintf("its entry's payload does not read (%v)", err)), nil
 		}

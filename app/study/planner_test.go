@@ -63,11 +63,7 @@ func TestPlannerFromHistory(t *testing.T) {
 // that narrow needs; a band wide enough is not, nor any band without history.
 func TestNarrowBandWarned(t *testing.T) {
 	hist := map[string]BenchHistory{"tiny": cv2History()}
-	band := func(lo, hi float64) *Plan {
-		p := loadValid(t)
-		p.Predictions[0].Lo, p.Predictions[0].Hi = &lo, &hi
-		return p
-	}
+	band := func(lo, hi float64) *Plan { return bandPlan(t, lo, hi) }
 	// 3 reps at CV 2%: t(0.975, 2)·2%/√3 = ±4.97%; the band 99-101 is ±1%, which needs 18
 	// reps: t(0.975, 17)·2%/√18 = 2.110·0.471% = ±0.995%, where 17 give 2.120·2%/√17 = ±1.03%.
 	got := problemsOf(t, band(99, 101), ValidateOptions{History: hist})
@@ -150,11 +146,7 @@ func TestPlannerBetweenProcesses(t *testing.T) {
 // spread for a fixed plan: a ±10% band is warned about, a ±25% one is not.
 func TestNarrowBandWarnedAtTheProcessLevel(t *testing.T) {
 	hist := map[string]BenchHistory{"tiny": processHistory()}
-	band := func(lo, hi float64) *Plan {
-		p := loadValid(t)
-		p.Predictions[0].Lo, p.Predictions[0].Hi = &lo, &hi
-		return p
-	}
+	band := func(lo, hi float64) *Plan { return bandPlan(t, lo, hi) }
 	got := problemsOf(t, band(90, 110), ValidateOptions{History: hist})
 	want := "warning: predictions[0]: P1: the band [90, 110] is ±10.00% about its middle, narrower than the ±19.60% this plan resolves for tg of model tiny (one process of 3 reps, at the spread of 9.93% between llama-bench processes and 2.00% within one this notebook measured over 1 cell(s) of two processes or more)"
 	if !strings.Contains(got, want) {
@@ -163,4 +155,12 @@ func TestNarrowBandWarnedAtTheProcessLevel(t *testing.T) {
 	if got := problemsOf(t, band(75, 125), ValidateOptions{History: hist}); strings.Contains(got, "predictions[0]") {
 		t.Errorf("a ±25%% band: %s", got)
 	}
+}
+
+// bandPlan is the valid plan with its first prediction's band set to [lo, hi].
+func bandPlan(t *testing.T, lo, hi float64) *Plan {
+	t.Helper()
+	p := loadValid(t)
+	p.Predictions[0].Lo, p.Predictions[0].Hi = &lo, &hi
+	return p
 }

@@ -67,13 +67,9 @@ func TestForgedComparisonCellFailsVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "cmp")
-	if err := bundle.Write(dir, files); err != nil {
-		t.Fatal(err)
-	}
-	v, err := VerifyBundle(context.Background(), VerifyRequest{Path: dir})
-	if err != nil || !v.OK() {
-		t.Fatalf("the made receipt: %v %+v", err, v.Report.Problems)
+	v := writeAndVerify(t, files)
+	if !v.OK() {
+		t.Fatalf("the made receipt: %+v", v.Report.Problems)
 	}
 	text := strings.Join(VerifyText(v), "\n")
 	if !strings.Contains(text, "checked every cell of 1 pair(s) (summaries, delta, interval, p, word) re-derived from the 2 rows comparison.json carries") ||
@@ -153,14 +149,7 @@ func TestComparisonRulesMark(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dir := filepath.Join(t.TempDir(), "cmp")
-		if err := bundle.Write(dir, files); err != nil {
-			t.Fatal(err)
-		}
-		v, err := VerifyBundle(context.Background(), VerifyRequest{Path: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
+		v := writeAndVerify(t, files)
 		return v.OK(), strings.Join(VerifyText(v), "\n")
 	}
 	if ok, text := verify(old); !ok {
@@ -186,4 +175,18 @@ func TestComparisonRulesMark(t *testing.T) {
 	if ok, text := verify(forged); ok || !strings.Contains(text, "DIFFERS comparison.json") {
 		t.Fatalf("figures of the new rules under no mark verify:\n%s", text)
 	}
+}
+
+// writeAndVerify writes a comparison's files as a bundle folder and verifies it.
+func writeAndVerify(t *testing.T, files receipt.Files) *Verification {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "cmp")
+	if err := bundle.Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	v, err := VerifyBundle(context.Background(), VerifyRequest{Path: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
