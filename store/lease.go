@@ -25,6 +25,12 @@ type LeaseHolder struct {
 	Since time.Time
 }
 
+// goneFrom reports whether the holder is a process of host (this one's) that no longer exists:
+// a holder on another host is never judged dead from here.
+func (h LeaseHolder) goneFrom(host string) bool {
+	return h.Host == host && !processAlive(h.PID, h.Token)
+}
+
 // LeaseHeldError refuses a run: a live process holds the study's run lease.
 type LeaseHeldError struct {
 	StudyID int64
@@ -85,7 +91,7 @@ func (n *Notebook) AcquireRunLease(ctx context.Context, studyID int64) (*RunLeas
 			old.Since = mustParseTime(since)
 			here := old.Host == host
 			self := here && old.PID == pid && old.Token == token
-			if self || !here || processAlive(old.PID, old.Token) {
+			if self || !old.goneFrom(host) {
 				return &LeaseHeldError{StudyID: studyID, Holder: old, Here: here, Self: self}
 			}
 			if err := n.takeOverTx(tx, studyID, old, since, host, pid); err != nil {
@@ -177,7 +183,7 @@ func (n *Notebook) UnendedRun(ctx context.Context, studyID int64) (string, error
 		return "no process holds its run lease: the last run ended without recording its end (a full disk, a crash or kill -9)", nil
 	}
 	host, _, _ := ownerIdentity()
-	if h.Host != host || processAlive(h.PID, h.Token) {
+	if !h.goneFrom(host) {
 		return "", nil
 	}
 	return fmt.Sprintf("no process runs it: process %d, which took its run lease at %s, no longer exists and ended without recording its end (a full disk, a crash or kill -9)",
@@ -226,7 +232,7 @@ func (n *Notebook) haltUnendedRuns(ctx context.Context) ([]int64, error) {
 			if err := rows.Scan(&l.study, &l.h.Host, &l.h.PID, &l.h.Token, &l.since); err != nil {
 				return err
 			}
-			if l.h.Host == host && !processAlive(l.h.PID, l.h.Token) {
+			if l.h.goneFrom(host) {
 				dead = append(dead, l)
 			}
 		}
