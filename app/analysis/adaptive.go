@@ -183,6 +183,7 @@ func (r StopRule) DecideProcesses(done, minProcs int, cells [][][]float64, targe
 	d.Stop = d.Met || r.NextChunk(done) == 0
 	return d
 }
+
 // MaxProcesses is how many processes (chunks) the rule runs at most.
 func (r StopRule) MaxProcesses() int {
 	n := 0
