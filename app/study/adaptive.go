@@ -35,7 +35,24 @@ type Adaptive struct {
 	Order  string      `json:"order"`
 	Seed   int64       `json:"seed"`
 	Warmup *WarmupRule `json:"warmup,omitempty"`
+	// Unit is what the stopping rule's interval is over: UnitProcess (the default of a plan
+	// registered since process-level statistics: the interval over the chunks' means, each
+	// chunk one llama-bench process) or UnitRepetition (every kept repetition pooled, as if
+	// independent: the rule of plans registered before, whose canonical plan has no unit).
+	Unit string `json:"unit,omitempty"`
+	// MinProcesses is the fewest processes a cell's interval rests on before it can be met
+	// (UnitProcess; default analysis.DefaultMinProcesses, at least 3).
+	MinProcesses int `json:"min_processes,omitempty"`
 }
+
+// The units of the adaptive stopping rule.
+const (
+	UnitProcess    = "process"
+	UnitRepetition = "repetition"
+)
+
+// ByProcess reports whether the stopping rule's interval is over processes.
+func (a *Adaptive) ByProcess() bool { return a.Unit == UnitProcess }
 
 // Interleaving orders.
 const (
@@ -103,6 +120,10 @@ type AdaptiveCell struct {
 	HalfWidth *float64 `json:"half_width"`
 	Met       bool     `json:"met"`
 	Refs      []string `json:"refs"`
+	// Process: a plan whose rule is over processes, the cell's processes (its chunks): n, m,
+	// the interval the rule reads (analysis.SummarizeStopped) and the between- and
+	// within-process spreads. Absent under the repetition rule.
+	Process   *analysis.ProcessSummary `json:"process,omitempty"`
 	rows      []*benchfmt.Result
 	chunks    []int // kept repetitions per chunk
 	target    *PrecisionTarget
@@ -190,18 +211,34 @@ func NewAdaptiveState(p *Plan, planDir string, legs []LegPlan, stored []StoredLe
 		l := &st.Legs[i]
 		var samples [][]float64
 		var targets []analysis.Precision
+		var procs [][][]float64
 		for j := range l.Cells {
 			c := &l.Cells[j]
+			if a.ByProcess() {
+				ps := c.Processes()
+				c.Process = &ps
+			}
 			if c.target == nil {
 				continue
 			}
 			samples, targets = append(samples, c.Samples), append(targets, c.target.Precision())
-			c.Met = l.Reps >= a.MinReps && c.target.Precision().Met(c.Samples)
-			if h := analysis.RelHalfWidth(c.Samples); !math.IsInf(h, 0) {
+			h := analysis.RelHalfWidth(c.Samples)
+			if a.ByProcess() {
+				cp, _ := analysis.Processes(c.Samples, c.chunks)
+				procs = append(procs, cp)
+				c.Met = l.Reps >= a.MinReps && c.Process.N >= a.MinProcesses && c.target.Precision().MetProcesses(*c.Process)
+				h = analysis.RelHalfWidthProcesses(*c.Process)
+			} else {
+				c.Met = l.Reps >= a.MinReps && c.target.Precision().Met(c.Samples)
+			}
+			if !math.IsInf(h, 0) {
 				c.HalfWidth = &h
 			}
 		}
 		d := rule.Decide(l.Reps, samples, targets)
+		if a.ByProcess() {
+			d = rule.DecideProcesses(l.Reps, a.MinProcesses, procs, targets)
+		}
 		l.Met = d.Met
 		if l.Failed {
 			continue
@@ -273,6 +310,16 @@ func (l *AdaptiveLeg) addRow(a *Adaptive, p *Plan, planDir string, lp LegPlan, r
 	c.rows = append(c.rows, &r.Result)
 }
 
+// Processes summarises the cell's kept repetitions by chunk, the count the adaptive rule
+// chose (analysis.SummarizeStopped).
+func (c AdaptiveCell) Processes() analysis.ProcessSummary {
+	procs, err := analysis.Processes(c.Samples, c.chunks)
+	if err != nil {
+		procs = [][]float64{c.Samples}
+	}
+	return analysis.SummarizeStopped(procs)
+}
+
 // Finished lists the plan legs that are final: every leg once the rule stops, and a leg
 // whose failures reached the plan's retry limit.
 func (st *AdaptiveState) Finished() map[string]bool {
@@ -301,6 +348,9 @@ func (st *AdaptiveState) ResultRows() []ResultRow {
 			r.SamplesTs = slices.Clone(c.Samples)
 			sum := analysis.Summarize(c.Samples)
 			r.AvgTs, r.StddevTs = sum.Mean, sum.SD
+			if c.Process != nil { // the rule over processes: the mean of the process means
+				r.AvgTs = c.Process.Mean
+			}
 			out = append(out, ResultRow{Leg: l.Leg, Ref: strings.Join(c.Refs, ", "), Model: c.model, Result: r, Chunks: slices.Clone(c.chunks)})
 		}
 	}
@@ -313,6 +363,9 @@ func (c AdaptiveCell) Words(reps int) string {
 	hw := "no interval"
 	if c.HalfWidth != nil {
 		hw = fmt.Sprintf("CI ±%.2f%%", *c.HalfWidth*100)
+	}
+	if p := c.Process; p != nil {
+		hw += fmt.Sprintf(" over %d process(es) of %s reps", p.N, p.MString())
 	}
 	tail := fmt.Sprintf(" after %d reps", reps)
 	if c.Discarded > 0 {

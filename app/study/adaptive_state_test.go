@@ -267,3 +267,89 @@ func TestRoundOrder(t *testing.T) {
 		t.Errorf("the plan's legs were changed: %q", legs)
 	}
 }
+
+// TestAdaptiveStateByProcess (issue 31): a plan whose rule is over processes meets a target
+// only with at least min_processes chunks and only when the interval over the chunks' means
+// is within it: chunks each tight inside but apart from each other do not meet ±1%, though
+// their pooled repetitions would under the repetition rule (the rule of a plan registered
+// before, no unit), which still reads them pooled. The merged row's mean is the mean of the
+// process means.
+func TestAdaptiveStateByProcess(t *testing.T) {
+	p, legs := adaptivePlan()
+	p.Adaptive.MaxReps, p.Adaptive.Unit, p.Adaptive.MinProcesses = 30, UnitProcess, 3
+	legs = legs[:1]
+	state := func(chunks ...adaptiveChunk) *AdaptiveState {
+		stored, rows := adaptiveRecord(chunks...)
+		return NewAdaptiveState(p, "", legs, stored, rows)
+	}
+	c1, c2, c3 := []float64{100, 100.1, 99.9}, []float64{100.1, 100, 100.2}, []float64{99.8, 99.9, 100}
+	if st := state(adaptiveChunk{"a", c1}, adaptiveChunk{"a", c2}); st.Stop || st.Met {
+		t.Fatalf("two processes are below min_processes 3: %+v", st.Legs)
+	}
+	st := state(adaptiveChunk{"a", c1}, adaptiveChunk{"a", c2}, adaptiveChunk{"a", c3})
+	tg := tgCell(t, st.Legs[0])
+	if !st.Stop || !st.Met || tg.Process == nil || tg.Process.N != 3 || tg.Process.MMin != 3 || !tg.Process.Stopped || tg.HalfWidth == nil ||
+		math.Abs(*tg.HalfWidth-analysis.RelHalfWidthProcesses(*tg.Process)) > 1e-15 {
+		t.Fatalf("three tight processes: stop %v met %v cell %+v", st.Stop, st.Met, tg)
+	}
+	if w := tg.Words(st.Legs[0].Reps); !strings.Contains(w, "over 3 process(es) of 3 reps (target ±1%) met after 9 reps") {
+		t.Errorf("words: %s", w)
+	}
+	// apart: 100, 103, 97 — six processes each tight inside, apart by up to 6%: pooled CI ±0.97%, over processes ±2.40%
+	far := []adaptiveChunk{{"a", []float64{100, 100.1, 99.9}}, {"a", []float64{103, 103.1, 102.9}}, {"a", []float64{97, 97.1, 96.9}},
+		{"a", []float64{100, 100.1, 99.9}}, {"a", []float64{101.5, 101.6, 101.4}}, {"a", []float64{98.5, 98.6, 98.4}}}
+	p.Adaptive.Targets[0].Rel = 0.015
+	if st := state(far...); st.Met {
+		t.Fatalf("processes apart met ±1.5%% over processes: %+v", tgCell(t, st.Legs[0]))
+	}
+	p.Adaptive.Unit, p.Adaptive.MinProcesses = "", 0
+	st = state(far...)
+	if old := tgCell(t, st.Legs[0]); !st.Met || old.Process != nil {
+		t.Fatalf("the repetition rule (no unit) pools them and meets ±1.5%%: met %v cell %+v", st.Met, old)
+	}
+	// the merged mean: the mean of the process means (unequal m after a warm-up drop)
+	p.Adaptive.Unit, p.Adaptive.MinProcesses, p.Adaptive.Targets[0].Rel = UnitProcess, 3, 0.5
+	p.Adaptive.Warmup = &WarmupRule{MaxDiscard: 1, Tolerance: 0.05}
+	st = state(adaptiveChunk{"a", []float64{50, 100, 100, 100}}, adaptiveChunk{"a", []float64{110, 110, 110, 110}}, adaptiveChunk{"a", []float64{90, 90, 90, 90}})
+	for _, r := range st.ResultRows() {
+		if r.Result.NGen == 32 && math.Abs(r.Result.AvgTs-100) > 1e-9 {
+			t.Fatalf("merged mean %g, want the mean of the process means 100 (pooled: %g)", r.Result.AvgTs, analysis.Summarize(r.Result.SamplesTs).Mean)
+		}
+	}
+}
+
+// New adaptive plans get the process rule with at least 3 processes; the unit and the
+// minimum are checked.
+func TestAdaptiveUnitDefaultsAndChecks(t *testing.T) {
+	p := loadValid(t)
+	adaptiveOf(p)
+	p.Defaults()
+	if p.Adaptive.Unit != UnitProcess || p.Adaptive.MinProcesses != 3 {
+		t.Fatalf("defaults: %+v", p.Adaptive)
+	}
+	_, canonical, _ := p.SHA256()
+	if !strings.Contains(string(canonical), `"min_processes":3`) || !strings.Contains(string(canonical), `"unit":"process"`) {
+		t.Fatalf("the rule is part of the plan's identity: %s", canonical)
+	}
+	for _, c := range []struct {
+		edit func(a *Adaptive)
+		want string
+	}{
+		{func(a *Adaptive) { a.MinProcesses = 2 }, `error: adaptive.min_processes: 2: the interval over processes charges a degree of freedom for the stop, so it needs at least 3 processes`},
+		{func(a *Adaptive) { a.MaxReps = 6 }, `error: adaptive.min_processes: 3 processes cannot run within max_reps 6 (a first chunk of 3 repetitions, then chunks of 3: at most 2 processes)`},
+		{func(a *Adaptive) { a.Unit = "chunk" }, `error: adaptive.unit: "chunk": want "process"`},
+		{func(a *Adaptive) { a.Unit = UnitRepetition }, `warning: adaptive.unit: "repetition": the interval pools every repetition`},
+		{func(a *Adaptive) { a.Unit, a.MinProcesses = UnitRepetition, 4 }, `error: adaptive.min_processes: 4: only with "unit": "process"`},
+	} {
+		q := loadValid(t)
+		adaptiveOf(q)
+		q.Defaults()
+		c.edit(q.Adaptive)
+		if got := problemsOf(t, q, ValidateOptions{}); !strings.Contains(got, c.want) {
+			t.Errorf("want %q, got:\n%s", c.want, got)
+		}
+	}
+	if got := problemsOf(t, p, ValidateOptions{}); got != "" {
+		t.Errorf("the defaults validate: %s", got)
+	}
+}

@@ -34,6 +34,30 @@ func (v *validator) checkAdaptive() {
 	if a.Order != OrderBlocks && a.Order != OrderABAB {
 		v.errf("adaptive.order", "%q: want %q (a random order each round, from the seed) or %q (plan order every round)", a.Order, OrderBlocks, OrderABAB)
 	}
+	switch a.Unit {
+	case UnitProcess:
+		switch mp := a.MinProcesses; {
+		case mp < analysis.DefaultMinProcesses:
+			v.errf("adaptive.min_processes", "%d: the interval over processes charges a degree of freedom for the stop, so it needs at least %d processes; give %d or more (or leave it out: %d)",
+				mp, analysis.DefaultMinProcesses, analysis.DefaultMinProcesses, analysis.DefaultMinProcesses)
+		case a.MinReps >= 2 && a.MaxReps >= a.MinReps && a.ChunkReps >= 1 && mp > a.Rule().MaxProcesses():
+			v.errf("adaptive.min_processes", "%d processes cannot run within max_reps %d (a first chunk of %d repetitions, then chunks of %d: at most %d processes); raise max_reps or lower min_processes",
+				mp, a.MaxReps, a.MinReps, a.ChunkReps, a.Rule().MaxProcesses())
+		}
+	case UnitRepetition:
+		if a.MinProcesses != 0 {
+			v.errf("adaptive.min_processes", "%d: only with \"unit\": \"process\"; the repetition rule pools every repetition", a.MinProcesses)
+		}
+		v.warnf("adaptive.unit", "\"repetition\": the interval pools every repetition of every chunk as if independent, so it leaves out the spread between llama-bench processes and is narrower than the truth when that spread is real; \"process\" (the default) reads the chunks' means")
+	case "":
+		// a plan registered before process-level statistics (its canonical plan has no unit),
+		// read back: its rule pools the repetitions, as it did when it was registered
+		if v.p.Given("adaptive.unit") {
+			v.errf("adaptive.unit", "empty: want %q (the default) or %q", UnitProcess, UnitRepetition)
+		}
+	default:
+		v.errf("adaptive.unit", "%q: want %q (the interval over the chunks' means, each chunk one llama-bench process; the default) or %q (every repetition pooled, as plans registered before)", a.Unit, UnitProcess, UnitRepetition)
+	}
 	if v.p.Repeatability != nil {
 		v.errf("repeatability", "not with adaptive repetitions: every leg's chunks are interleaved round by round, which spreads drift over all legs instead of measuring it; drop one of the two")
 	}

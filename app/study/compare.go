@@ -44,6 +44,9 @@ type CompareOptions struct {
 	// when a study has adaptive repetitions, else Welch): a receipt made then is re-derived
 	// under the rules it was made with.
 	OldAuto bool
+	// OldAllProcesses compares every process of an adaptive side, as comparisons did before
+	// CompareStopped (a receipt made then is re-derived under the rules it was made with).
+	OldAllProcesses bool
 }
 
 // ErrNotComparable is wrapped by every refusal of CompareStudies: the studies measure
@@ -341,7 +344,8 @@ func CompareSides(baseSide, newSide CompareSide, o CompareOptions) (*StudyCompar
 			few = append(few, fmt.Sprintf("%s: baseline %d rep(s) (%s), new %d (%s)", cc.Label(), len(bs), b.row.Ref, len(ns), n.row.Ref))
 			continue
 		}
-		compareSamples(&cc, bs, ns, b.row.Chunks, n.row.Chunks, stats, alpha)
+		stopped := (baseSide.Adaptive || newSide.Adaptive) && !o.OldAllProcesses
+		compareSamples(&cc, bs, ns, b.row.Chunks, n.row.Chunks, stats, alpha, stopped)
 		out.Cells = append(out.Cells, cc)
 	}
 	for _, k := range newKeys {
@@ -395,8 +399,10 @@ func resolveStats(stats string, oldAuto bool, sides ...ComparedStudy) string {
 }
 
 // compareSamples fills a cell's summaries and comparison from its two samples (t/s; chunks:
-// the repetitions of each process, none for one process) by the statistics at alpha.
-func compareSamples(cc *CellComparison, bs, ns []float64, bChunks, nChunks []int, stats string, alpha float64) {
+// the repetitions of each process, none for one process) by the statistics at alpha; stopped:
+// a side's process count was chosen by an adaptive rule, so the process-level comparison
+// reads the first processes of each side at equal counts (analysis.CompareStopped).
+func compareSamples(cc *CellComparison, bs, ns []float64, bChunks, nChunks []int, stats string, alpha float64, stopped bool) {
 	if stats == StatsProcess {
 		bp, err := analysis.Processes(bs, bChunks)
 		if err != nil {
@@ -407,6 +413,9 @@ func compareSamples(cc *CellComparison, bs, ns []float64, bChunks, nChunks []int
 			np = [][]float64{ns}
 		}
 		c := analysis.CompareProcesses(bp, np, alpha)
+		if stopped {
+			c = analysis.CompareStopped(bp, np, alpha)
+		}
 		cc.Baseline, cc.New, cc.Processes = processSummary(c.Base), processSummary(c.New), &c
 		cc.Delta, cc.DeltaLo, cc.DeltaHi, cc.Significant, cc.Word = c.Delta, c.DeltaLo, c.DeltaHi, c.Significant, c.String()
 		if !math.IsNaN(c.P) {

@@ -89,7 +89,7 @@ func (c *AAControl) add(studyID int64, cells map[cellKey]sideCell, keys []cellKe
 			continue
 		}
 		var cc CellComparison
-		compareSamples(&cc, a, b, nil, nil, c.Stats, c.Alpha)
+		compareSamples(&cc, a, b, nil, nil, c.Stats, c.Alpha, false)
 		c.Cells = append(c.Cells, AACell{Study: studyID, Cell: cellLabel(sc.model, k.test, k.depth, k.config), Split: how,
 			Source: sc.row.Ref, Delta: cc.Delta, P: cc.P, Significant: cc.Significant, Word: cc.Word})
 	}
@@ -161,7 +161,7 @@ func (c *AAControl) addProcesses(studyID int64, label string, k cellKey, sc side
 		}
 	}
 	var cc CellComparison
-	compareSamples(&cc, a, b, ac, bc, StatsProcess, c.Alpha)
+	compareSamples(&cc, a, b, ac, bc, StatsProcess, c.Alpha, false)
 	c.Cells = append(c.Cells, AACell{Study: studyID, Cell: cellLabel(sc.model, k.test, k.depth, k.config),
 		Split:  fmt.Sprintf("odd against even processes (%d processes)", len(procs)),
 		Source: sc.row.Ref, Delta: cc.Delta, P: cc.P, Significant: cc.Significant, Word: cc.Word})

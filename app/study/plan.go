@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"sparkbench/app/analysis"
 	"strings"
 
 	"sparkbench/app/canon"
@@ -340,6 +341,14 @@ func (p *Plan) Defaults() {
 		}
 		if c.MaxDrop == 0 && unset("canary.max_drop") {
 			c.MaxDrop = 0.2
+		}
+	}
+	if ad := p.Adaptive; ad != nil {
+		if ad.Unit == "" && unset("adaptive.unit") {
+			ad.Unit = UnitProcess
+		}
+		if ad.Unit == UnitProcess && ad.MinProcesses == 0 && unset("adaptive.min_processes") {
+			ad.MinProcesses = analysis.DefaultMinProcesses
 		}
 	}
 	for i := range p.Predictions {

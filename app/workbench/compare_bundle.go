@@ -98,6 +98,8 @@ func holdComparison(src []byte) ([]byte, holdReport) {
 	switch {
 	case set.Options == nil:
 		return bad("carries the studies' rows but not the statistics asked for (options): its cells cannot be re-derived")
+	case set.Options.Rules < 0 || set.Options.Rules > CompareRulesStopped:
+		return bad("options.rules %d: this sparkbench knows comparison rules up to %d (a newer version wrote the receipt?); verify it with that version", set.Options.Rules, CompareRulesStopped)
 	case len(set.Sides) != len(set.Studies) || len(set.Pairs) != len(set.Studies)-1:
 		return bad("carries the rows of %d studies for %d studies and %d pairs: its cells cannot be re-derived", len(set.Sides), len(set.Studies), len(set.Pairs))
 	}

@@ -169,6 +169,37 @@ func TestComparisonRulesMark(t *testing.T) {
 	if ok, text := verify(now); !ok {
 		t.Fatalf("a comparison made now does not verify:\n%s", text)
 	}
+	// Rules 3: a side with adaptive repetitions compares its first processes at equal counts.
+	stopped := comparisonFixture(t)
+	stopped.Options.Rules = CompareRulesStopped
+	stopped.Sides[1].Rows[0].SamplesTs = append(stopped.Sides[1].Rows[0].SamplesTs, 640, 641, 639)
+	stopped.Sides[1].Rows[0].Chunks = []int{3, 2, 3}
+	sc, err := study.CompareSides(stopped.Sides[0], stopped.Sides[1], stopped.Options.compare())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped.Pairs = []*study.StudyComparison{sc}
+	if p := sc.Cells[0].Processes; p == nil || p.New.N != 2 || p.NewOf != 3 || p.BaseOf != 2 {
+		t.Fatalf("rules 3 compare 2+2 of 2+3 processes: %+v", p)
+	}
+	if ok, text := verify(stopped); !ok {
+		t.Fatalf("a rules-3 comparison does not verify:\n%s", text)
+	}
+	// The same rows under rules 2 read every process: the held figures differ.
+	asTwo := *stopped
+	opts := *stopped.Options
+	opts.Rules = CompareRulesProcess
+	asTwo.Options = &opts
+	if ok, text := verify(&asTwo); ok || !strings.Contains(text, "DIFFERS comparison.json") {
+		t.Fatalf("rules-3 figures under rules 2 verify:\n%s", text)
+	}
+	future := *stopped
+	fo := *stopped.Options
+	fo.Rules = CompareRulesStopped + 1
+	future.Options = &fo
+	if ok, text := verify(&future); ok || !strings.Contains(text, "options.rules 4: this sparkbench knows comparison rules up to 3") {
+		t.Fatalf("unknown rules verify:\n%s", text)
+	}
 	// The process-level figures under no mark: re-derived as benchmath, they differ.
 	forged := comparisonFixture(t)
 	forged.Pairs = now.Pairs

@@ -57,8 +57,14 @@ type ComparisonOptions struct {
 // statistics (study.StatsProcess).
 const CompareRulesProcess = 2
 
+// CompareRulesStopped is the comparison rules' revision in which a cell of a study with
+// adaptive repetitions compares the first processes of each side at equal counts
+// (analysis.CompareStopped): the adaptive rule's stop is data-dependent.
+const CompareRulesStopped = 3
+
 func (o *ComparisonOptions) compare() study.CompareOptions {
-	return study.CompareOptions{Alpha: o.Alpha, Stats: o.Stats, AA: o.AA, OldAuto: o.Rules < CompareRulesProcess}
+	return study.CompareOptions{Alpha: o.Alpha, Stats: o.Stats, AA: o.AA, OldAuto: o.Rules < CompareRulesProcess,
+		OldAllProcesses: o.Rules < CompareRulesStopped}
 }
 
 // SharedVerdict is one shared prediction: its ID, claim and each study's verdict word.
@@ -113,7 +119,7 @@ func CompareStudies(ctx context.Context, nb *store.Notebook, req CompareRequest)
 		return nil, err
 	}
 	set := &ComparisonSet{Schema: ComparisonSchema, Metric: req.Metric, Verdicts: []SharedVerdict{}, Notes: []string{},
-		Options: &ComparisonOptions{Alpha: req.Options.Alpha, Stats: req.Options.Stats, AA: req.Options.AA, Rules: CompareRulesProcess}}
+		Options: &ComparisonOptions{Alpha: req.Options.Alpha, Stats: req.Options.Stats, AA: req.Options.AA, Rules: CompareRulesStopped}}
 	for _, id := range req.IDs {
 		side, err := study.LoadCompareSide(ctx, store.StudyRecorder{N: nb}, id)
 		if err != nil {

@@ -14,11 +14,12 @@ import (
 	"sparkbench/runner"
 )
 
-// adaptivePlan makes the fixture plan adaptive: tg and pp to ±1%, 3 to 15 reps in chunks of 3.
+// adaptivePlan makes the fixture plan adaptive: tg and pp to ±1%, 3 to 30 reps in chunks of 3
+// (the rule over processes, at least 3 of them, as registration defaults it).
 func adaptivePlan(p *study.Plan) {
 	p.Repeatability = nil
 	p.Axes.Reps = 0
-	p.Adaptive = &study.Adaptive{MinReps: 3, MaxReps: 15, ChunkReps: 3, Order: study.OrderBlocks, Seed: 7,
+	p.Adaptive = &study.Adaptive{MinReps: 3, MaxReps: 30, ChunkReps: 3, Order: study.OrderBlocks, Seed: 7,
 		Targets: []study.PrecisionTarget{{Test: "tg", Rel: 0.01}, {Test: "pp", Rel: 0.01}}}
 }
 
@@ -79,11 +80,12 @@ func TestAdaptiveRepetitionsStopWhenEveryTargetIsMet(t *testing.T) {
 	}
 	reps := a.Legs[0].Reps
 	for _, l := range a.Legs {
-		if l.Reps != reps || l.Reps < 6 || l.Reps > 15 || l.Chunks != reps/3 {
+		if l.Reps != reps || l.Reps < 9 || l.Reps > 30 || l.Chunks != reps/3 {
 			t.Errorf("%s: %d reps in %d chunks; every leg stops with the others (%d)", l.Leg, l.Reps, l.Chunks, reps)
 		}
 		for _, c := range l.Cells {
-			if !c.Met || c.HalfWidth == nil || *c.HalfWidth > 0.01 || len(c.Samples) != l.Reps || len(c.Refs) != l.Chunks {
+			if !c.Met || c.HalfWidth == nil || *c.HalfWidth > 0.01 || len(c.Samples) != l.Reps || len(c.Refs) != l.Chunks ||
+				c.Process == nil || c.Process.N != l.Chunks || c.Process.MMax != 3 {
 				t.Errorf("%s %s: %+v", l.Leg, c.Test, c)
 			}
 		}
@@ -110,7 +112,7 @@ func TestAdaptiveRepetitionsStopWhenEveryTargetIsMet(t *testing.T) {
 	}
 	var text strings.Builder
 	study.WriteReport(&text, rep)
-	if !strings.Contains(text.String(), "adaptive repetitions: 3 to 15 reps in chunks of 3 until tg ±1%, pp ±1%") ||
+	if !strings.Contains(text.String(), "adaptive repetitions: 3 to 30 reps in chunks of 3 until tg ±1%, pp ±1%") ||
 		!strings.Contains(text.String(), "every target met") || !strings.Contains(text.String(), "(target ±1%) met after") {
 		t.Errorf("show:\n%s", text.String())
 	}
@@ -139,8 +141,8 @@ func TestAdaptivePrecisionNotReachedIsRecorded(t *testing.T) {
 		t.Fatalf("%+v", rep.Adaptive)
 	}
 	for _, l := range rep.Adaptive.Legs {
-		if l.Reps != 15 || l.Chunks != 5 {
-			t.Errorf("%s: %d reps in %d chunks, want the maximum 15 in 5", l.Leg, l.Reps, l.Chunks)
+		if l.Reps != 30 || l.Chunks != 10 {
+			t.Errorf("%s: %d reps in %d chunks, want the maximum 30 in 10", l.Leg, l.Reps, l.Chunks)
 		}
 	}
 	var text strings.Builder
@@ -202,7 +204,7 @@ func TestAdaptiveResumeAfterKillEndsAtTheSameCount(t *testing.T) {
 // decide.
 func TestAdaptiveProgressCountsRoundsAndChunks(t *testing.T) {
 	h := newHarness(t, adaptivePlan)
-	h.bench.samples = (&seededSamples{n: map[string]int{}, cv: 0.08}).draw // never met: 5 rounds
+	h.bench.samples = (&seededSamples{n: map[string]int{}, cv: 0.08}).draw // never met: 10 rounds
 	if _, err := h.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -221,15 +223,15 @@ func TestAdaptiveProgressCountsRoundsAndChunks(t *testing.T) {
 		}
 		got = append(got, fmt.Sprintf("%d %d/%d chunk %d reps %d-%d/%d", c.Round, c.InRound, c.RoundChunks, c.Chunk, c.RepsBefore+1, c.RepsBefore+c.Reps, c.MaxReps))
 		line := study.EventText(e)
-		want := fmt.Sprintf("round %d, chunk %d/%d: leg %s chunk %d (reps %d–%d of at most 15) started: ", c.Round, c.InRound, c.RoundChunks, e.Leg, c.Chunk, c.RepsBefore+1, c.RepsBefore+c.Reps)
+		want := fmt.Sprintf("round %d, chunk %d/%d: leg %s chunk %d (reps %d–%d of at most 30) started: ", c.Round, c.InRound, c.RoundChunks, e.Leg, c.Chunk, c.RepsBefore+1, c.RepsBefore+c.Reps)
 		if !strings.HasPrefix(line, want) || strings.Contains(line, "leg 1/") {
 			t.Errorf("progress line %q, want it to start %q", line, want)
 		}
 	}
 	var want []string
-	for round := 1; round <= 5; round++ {
+	for round := 1; round <= 10; round++ {
 		for i := 1; i <= legs; i++ {
-			want = append(want, fmt.Sprintf("%d %d/%d chunk %d reps %d-%d/15", round, i, legs, round, 3*round-2, 3*round))
+			want = append(want, fmt.Sprintf("%d %d/%d chunk %d reps %d-%d/30", round, i, legs, round, 3*round-2, 3*round))
 		}
 	}
 	if !slices.Equal(got, want) {
