@@ -123,11 +123,11 @@ type AdaptiveCell struct {
 	// Process: a plan whose rule is over processes, the cell's processes (its chunks): n, m,
 	// the interval the rule reads (analysis.SummarizeStopped) and the between- and
 	// within-process spreads. Absent under the repetition rule.
-	Process   *analysis.ProcessSummary `json:"process,omitempty"`
-	rows      []*benchfmt.Result
-	chunks    []int // kept repetitions per chunk
-	target    *PrecisionTarget
-	model     string
+	Process *analysis.ProcessSummary `json:"process,omitempty"`
+	rows    []*benchfmt.Result
+	chunks  []int // kept repetitions per chunk
+	target  *PrecisionTarget
+	model   string
 }
 
 // AdaptiveLeg is one plan leg's chunks.
