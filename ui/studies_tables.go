@@ -102,8 +102,32 @@ var resultCols = []col[study.ReportCell]{
 	{"± sd", 90, func(x study.ReportCell) string { return fmt.Sprintf("%.2f", x.SD) }},
 	{"CV", 70, func(x study.ReportCell) string { return fmt.Sprintf("%.1f%%", x.CV*100) }},
 	{"Reps", 50, func(x study.ReportCell) string { return fmt.Sprint(x.Reps) }},
+	{"Processes", 90, processesText},
+	{"95% CI over processes", 170, intervalText},
 	{"Leg", 140, func(x study.ReportCell) string { return x.Leg }},
 	{"Source", 150, func(x study.ReportCell) string { return x.Source }},
+}
+
+// processesText is a result cell's processes and repetitions: "n=6 m=3".
+func processesText(x study.ReportCell) string {
+	if x.Unit == nil {
+		return "—"
+	}
+	return fmt.Sprintf("n=%d m=%s", x.Unit.N, x.Unit.M)
+}
+
+// intervalText is a result cell's interval over its processes, or why it has none.
+func intervalText(x study.ReportCell) string {
+	u := x.Unit
+	switch h, ok := u.RelHalfWidth(); {
+	case u == nil:
+		return "—"
+	case ok:
+		return fmt.Sprintf("±%.2f%% [%.2f, %.2f]", h*100, *u.Lo, *u.Hi)
+	case u.N == 1:
+		return "none: one process"
+	}
+	return fmt.Sprintf("none: %d processes", u.N)
 }
 
 var legCols = []col[study.ReportLeg]{

@@ -43,7 +43,8 @@ func (f *fakeStudies) Show(_ context.Context, id int64) (*study.Report, error) {
 	if f.done == 2 {
 		r.Study.Status = "complete"
 		r.Scoreboard[0].Word = "HIT"
-		r.Results = []study.ReportCell{{Model: "tiny", Test: "tg32", Depth: 0, Mean: 9000, SD: 90, Reps: 3}, {Model: "tiny", Test: "tg32", Depth: 128, Mean: 7000, SD: 70, Reps: 3}}
+		r.Results = []study.ReportCell{{Model: "tiny", Test: "tg32", Depth: 0, Mean: 9000, SD: 90, Reps: 3, Unit: &study.CellUnit{N: 1, M: "3", Mean: 9000, WithinCV: 0.01}},
+			{Model: "tiny", Test: "tg32", Depth: 128, Mean: 7000, SD: 70, Reps: 3, Unit: &study.CellUnit{N: 1, M: "3", Mean: 7000, WithinCV: 0.01}}}
 	}
 	return r, nil
 }
@@ -141,6 +142,10 @@ func TestStudiesOpensOnTheDemoAndRunsIt(t *testing.T) {
 		}
 		if v.resultCell(1, 3) != "7000.00" {
 			t.Errorf("results table: %q", v.resultCell(1, 3))
+		}
+		// the unit: one llama-bench process per cell, its repetitions, and no interval from it
+		if n, ci := v.resultCell(1, 7), v.resultCell(1, 8); !strings.HasPrefix(n, "n=1 m=") || ci != "none: one process" {
+			t.Errorf("results table's processes %q and interval %q", n, ci)
 		}
 		if !strings.HasPrefix(v.Gates.Text, "gates: CV ●ok (0 of 1 rows flagged) · legs 1 ok") {
 			t.Errorf("gate lights %q", v.Gates.Text)

@@ -208,7 +208,7 @@ func CompareStopped(base, new [][]float64, alpha float64) ProcessComparison {
 // side gives a point estimate only; +1.20% between the two)".
 func (c ProcessComparison) String() string {
 	nm := fmt.Sprintf("n=%d+%d processes, m=%s+%s", c.Base.N, c.New.N, c.Base.MString(), c.New.MString())
-	if c.BaseOf > 0 {
+	if c.BaseOf > 0 && (c.BaseOf != c.Base.N || c.NewOf != c.New.N) {
 		nm = fmt.Sprintf("n=%d+%d processes, the first of %d+%d the adaptive rule ran, m=%s+%s", c.Base.N, c.New.N, c.BaseOf, c.NewOf, c.Base.MString(), c.New.MString())
 	}
 	switch {

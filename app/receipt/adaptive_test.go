@@ -3,6 +3,7 @@ package receipt
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,10 +150,10 @@ func TestAdaptiveReceiptSaysHowEachCellEnded(t *testing.T) {
 // refused, saying which it knows and who wrote it.
 func TestUnknownReceiptRulesRefused(t *testing.T) {
 	files := adaptiveFixture(t)
-	files[FileIndex] = []byte(`{"kind":"throughput","rules":4,"schema":"sparkbench.bundle/v1","sparkbench":"sparkbench 9.9"}` + "\n")
+	files[FileIndex] = []byte(`{"kind":"throughput","rules":5,"schema":"sparkbench.bundle/v1","sparkbench":"sparkbench 9.9"}` + "\n")
 	_, _, err := Assemble(files)
-	if err == nil || !strings.Contains(err.Error(), `bundle.json: rules 4: this sparkbench knows the first (no "rules") and [2 3] for a throughput bundle; sparkbench 9.9 wrote it`) {
-		t.Errorf("rules 4: %v", err)
+	if err == nil || !strings.Contains(err.Error(), `bundle.json: rules 5: this sparkbench knows the first (no "rules") and [2 3 4] for a throughput bundle; sparkbench 9.9 wrote it`) {
+		t.Errorf("rules 5: %v", err)
 	}
 	files[FileIndex] = []byte(`{"kind":"capacity","rules":2,"schema":"sparkbench.bundle/v1","sparkbench":"sparkbench 9.9","capacity":{"plan":"plan.json","requests":{},"rss":{},"server_logs":{}}}` + "\n")
 	if _, err := ReadIndex(files); err == nil || !strings.Contains(err.Error(), `knows only the first (no "rules") for a capacity bundle`) {
@@ -164,10 +165,10 @@ func TestUnknownReceiptRulesRefused(t *testing.T) {
 // plan or not (RulesLegReasons holds RulesAdaptiveCells' statements for an adaptive plan); a
 // plan that does not decode gets none.
 func TestThroughputRulesFollowThePlan(t *testing.T) {
-	if got := ThroughputRules(adaptiveFixture(t)[FilePlan]); got != RulesLegReasons {
+	if got := ThroughputRules(adaptiveFixture(t)[FilePlan]); got != RulesProcessCells {
 		t.Errorf("adaptive plan: rules %d", got)
 	}
-	if got := ThroughputRules(mustRead(t, filepath.Join("throughput", FilePlan))); got != RulesLegReasons {
+	if got := ThroughputRules(mustRead(t, filepath.Join("throughput", FilePlan))); got != RulesProcessCells {
 		t.Errorf("fixed plan: rules %d", got)
 	}
 	if got := ThroughputRules([]byte("{")); got != 0 {
@@ -186,6 +187,56 @@ func TestLegReasonRulesKeepAnAllOkReceipt(t *testing.T) {
 	two := withRules(t, RulesAdaptiveCells)
 	if !bytes.Equal(files[FileReceipt], two[FileReceipt]) {
 		t.Errorf("an all-ok adaptive receipt differs between rules %d and %d", RulesAdaptiveCells, RulesLegReasons)
+	}
+}
+
+// TestProcessCellsRules (issue 31, item 7): a bundle written under RulesProcessCells states
+// each cell at the process level, in study.json (results[].processes: n, m, the interval over
+// processes or none) and in receipt.md (the model in one line, a table of n, m, interval and
+// spreads), verifies, and verify re-derives those figures from the rows: an edited interval
+// fails it. The same raw files under the rules before say none of it.
+func TestProcessCellsRules(t *testing.T) {
+	fixed := loadFixture(t)
+	fixed[FileIndex] = []byte(`{"kind":"throughput","rules":4,"schema":"sparkbench.bundle/v1","sparkbench":"sparkbench 0.1.0 go1.26.8 linux/amd64"}` + "\n")
+	if err := Finish(fixed); err != nil {
+		t.Fatal(err)
+	}
+	md, js := string(fixed[FileReceipt]), string(fixed[FileStudy])
+	for _, want := range []string{
+		"### Processes: the unit of replication",
+		"one process of 5 repetitions per cell: point estimates, no intervals; within-process spread ",
+		"| Cell | n processes | m reps each | Mean of process means | 95% CI over processes | Between-process spread | Within-process spread |",
+		"| tiny tg16 @ d0 | 1 | 5 | 23173.80 | point estimate (one process) | not measured | 7.80% |",
+		"| point estimate (one process) | not measured |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("receipt.md under rules 4 lacks %q", want)
+		}
+	}
+	if !strings.Contains(js, `"processes":{"between_cv":null,"half_width":null,"hi_ts":null,"lo_ts":null,"m":"5","mean_ts":`) || !strings.Contains(js, `"process_interval":`) {
+		t.Errorf("study.json under rules 4 does not state the cells' processes")
+	}
+	if rep := Verify(fixed, VerifyOptions{}); !rep.OK() {
+		t.Fatalf("rules 4: %v", rep.Problems)
+	}
+	// an edited figure of the process table does not verify
+	forged := maps.Clone(fixed)
+	forged[FileStudy] = []byte(strings.Replace(js, `"m":"5"`, `"m":"50"`, 1))
+	forged[FileSums] = Sums(forged)
+	if rep := Verify(forged, VerifyOptions{}); rep.OK() {
+		t.Error("a study.json whose m was edited verifies")
+	}
+	// the adaptive fixture: two chunks after an adaptive stop have no interval, and say so
+	ad := withRules(t, RulesProcessCells)
+	if !strings.Contains(string(ad[FileReceipt]), "| none (fewer than 3 processes after an adaptive stop) |") {
+		t.Errorf("adaptive cells under rules 4:\n%s", ad[FileReceipt])
+	}
+	if rep := Verify(ad, VerifyOptions{}); !rep.OK() {
+		t.Fatalf("adaptive under rules 4: %v", rep.Problems)
+	}
+	three := withRules(t, RulesLegReasons)
+	if strings.Contains(string(three[FileReceipt]), "Processes: the unit") || strings.Contains(string(three[FileStudy]), `"processes":{`) {
+		t.Error("rules 3 state the processes: an older bundle would not re-make as it was")
 	}
 }
 

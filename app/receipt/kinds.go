@@ -72,7 +72,7 @@ func bundleKindsText() string {
 func init() {
 	RegisterBundleKind(BundleKind{
 		Kind:  KindThroughput,
-		Rules: []int{RulesAdaptiveCells, RulesLegReasons},
+		Rules: []int{RulesAdaptiveCells, RulesLegReasons, RulesProcessCells},
 		Excerpt: func(files Files, _ *Index) (int64, bool) {
 			var nb NotebookRecord
 			if b, ok := files[FileNotebook]; ok {

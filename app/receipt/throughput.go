@@ -135,6 +135,10 @@ func (tb *throughputBundle) doc(rep *study.Report) *ThroughputStudy {
 	}
 	defs = withEnergyDefinitions(defs, rep)
 	defs = withAdaptiveDefinitions(defs, tb.ix.Rules, rep)
+	defs = withProcessDefinitions(defs, tb.ix.Rules)
+	if tb.ix.Rules < RulesProcessCells {
+		rep = withoutProcessCells(rep)
+	}
 	d := &ThroughputStudy{Schema: SchemaThroughputStudy, Kind: KindThroughput, Report: rep, Plan: json.RawMessage(tb.planJSON),
 		Definitions: defs, Journal: tb.chain, Redaction: tb.redaction, Plots: []string{}, rules: tb.ix.Rules}
 	if d.Redaction.Files == nil {

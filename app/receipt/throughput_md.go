@@ -22,6 +22,7 @@ func throughputMarkdown(d *ThroughputStudy) []byte {
 	tmHeader(w, d, plan)
 	w.heading(2, "Results by depth")
 	depthTables(w, d, plan)
+	tmProcesses(w, d)
 	tmAdaptive(w, d)
 	tmEnergy(w, d)
 	tmFigures(w, d)

@@ -156,7 +156,7 @@ func writeResults(w io.Writer, r *Report) {
 			fprintf(tw, "\n")
 		}
 		tw.Flush()
-		fprintf(w, "%s\n", unitStatement(r.Results))
+		writeUnit(w, r.Results)
 	}
 	if len(r.CountedFlags) > 0 {
 		fprintf(w, "\ncounted with a CV flag (the plan's gates.on_cv is count: a process above its gate is anomalous, not missing)\n")
@@ -257,15 +257,15 @@ func writeRecorded(w io.Writer, r *Report) {
 	}
 }
 
-// unitStatement says what the results' ± are at the process level (docs/adaptive.md,
-// "Processes and repetitions"): the spread of the repetitions of one llama-bench process (or
-// of an adaptive cell's processes together), never the spread between processes.
-func unitStatement(cells []ReportCell) string {
+// writeUnit says what the results' ± are and states each cell at the process level: ± is
+// the spread of the repetitions (of one process, or an adaptive cell's chunks together),
+// never the spread between processes; the intervals are over processes.
+func writeUnit(w io.Writer, cells []ReportCell) {
 	minN, maxN, minM, maxM := 0, 0, 0, 0
 	for i, c := range cells {
 		n := max(c.processes, 1)
 		if i == 0 {
-			minN, maxN, minM, maxM = n, n, c.Reps, c.Reps
+			minN, minM, maxM = n, c.Reps, c.Reps
 		}
 		minN, maxN, minM, maxM = min(minN, n), max(maxN, n), min(minM, c.Reps), max(maxM, c.Reps)
 	}
@@ -275,10 +275,105 @@ func unitStatement(cells []ReportCell) string {
 		}
 		return fmt.Sprintf("%d–%d", a, b)
 	}
+	reps := span(minM, maxM)
 	if maxN == 1 {
-		return fmt.Sprintf("the unit is the llama-bench process: each cell above is one process of %s repetitions, and ± is the spread within it,\n"+
-			"not between processes (a second run of the cell can differ by more; study compare and the planner read processes)", span(minM, maxM))
+		fprintf(w, "the unit is the llama-bench process: each cell above is one process of %s repetitions, and ± is the spread within it,\n"+
+			"not between processes (a second run of the cell can differ by more; study compare and the planner read processes)\n", reps)
+	} else {
+		fprintf(w, "the unit is the llama-bench process: each cell above ran as %s processes (its chunks), %s repetitions in all, and ± is\n"+
+			"the spread of those repetitions together; the intervals below are over the processes\n", span(minN, maxN), reps)
 	}
-	return fmt.Sprintf("the unit is the llama-bench process: each cell above ran as %s processes (its chunks), %s repetitions in all, and ± is\n"+
-		"the spread of those repetitions together; study compare reads the processes one by one", span(minN, maxN), span(minM, maxM))
+	fprintf(w, "processes: %s\n", UnitLine(cells))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range cells {
+		u := c.Unit
+		if u == nil {
+			continue
+		}
+		spread := fmt.Sprintf("within %.2f%%", u.WithinCV*100)
+		if u.BetweenCV != nil {
+			spread = fmt.Sprintf("between %.2f%%, %s", *u.BetweenCV*100, spread)
+		}
+		ci := ""
+		if u.Lo != nil {
+			ci = fmt.Sprintf(" [%.2f, %.2f]", *u.Lo, *u.Hi)
+		}
+		leg := ""
+		if _, rep, ok := strings.Cut(c.Leg, "#"); ok {
+			leg = " #" + rep
+		}
+		fprintf(tw, "  %s%s %s d%d\t%.2f t/s\t%s%s\t%s\n", c.Model, leg, c.Test, c.Depth, u.Mean, u.Words(), ci, spread)
+	}
+	tw.Flush()
+}
+
+// UnitLine states the results' model in one line (docs/adaptive.md, "Processes and
+// repetitions"): "95% intervals over 6 processes of 3 repetitions; between-process spread
+// 1.3%, within 0.2% (medians over 4 cells)", or, where every cell is one process, "one
+// process of 5 repetitions per cell: point estimates, no intervals; within-process spread 0.3%
+// (median over 4 cells); the spread between processes is not measured".
+func UnitLine(cells []ReportCell) string {
+	var ns, ms []int
+	var between, within []float64
+	counted, stopped := 0, false
+	for _, c := range cells {
+		u := c.Unit
+		if u == nil {
+			continue
+		}
+		counted++
+		ns = append(ns, u.N)
+		lo, hi, _ := strings.Cut(u.M, "–")
+		a, _ := strconv.Atoi(lo)
+		ms = append(ms, a)
+		if hi != "" {
+			b, _ := strconv.Atoi(hi)
+			ms = append(ms, b)
+		}
+		within = append(within, u.WithinCV)
+		if u.BetweenCV != nil {
+			between = append(between, *u.BetweenCV)
+		}
+		stopped = stopped || u.Stopped
+	}
+	if counted == 0 {
+		return "no result cells"
+	}
+	span := func(xs []int) string {
+		a, b := slices.Min(xs), slices.Max(xs)
+		if a == b {
+			return fmt.Sprint(a)
+		}
+		return fmt.Sprintf("%d–%d", a, b)
+	}
+	med := func(xs []float64) string {
+		ys := slices.Clone(xs)
+		slices.Sort(ys)
+		m := ys[len(ys)/2]
+		if len(ys)%2 == 0 {
+			m = (ys[len(ys)/2-1] + ys[len(ys)/2]) / 2
+		}
+		return fmt.Sprintf("%.2f%%", m*100)
+	}
+	over := fmt.Sprintf("median over %d cells", counted)
+	if counted == 1 {
+		over = "one cell"
+	}
+	if slices.Max(ns) == 1 {
+		return fmt.Sprintf("one process of %s repetitions per cell: point estimates, no intervals; within-process spread %s (%s); the spread between processes is not measured",
+			span(ms), med(within), over)
+	}
+	line := fmt.Sprintf("95%% intervals over %s processes of %s repetitions", span(ns), span(ms))
+	if stopped {
+		line += " (one degree of freedom charged for the adaptive stop)"
+	}
+	if len(between) > 0 {
+		line += fmt.Sprintf("; between-process spread %s, within %s (%s)", med(between), med(within), over)
+	} else {
+		line += fmt.Sprintf("; within-process spread %s (%s)", med(within), over)
+	}
+	if slices.Min(ns) == 1 {
+		line += "; a cell of one process is a point estimate, no interval"
+	}
+	return line
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"sparkbench/app/analysis"
+	"sparkbench/runner/benchfmt"
 )
 
 // study show's text says why each leg that did not end ok ended (the gate's code and message),
@@ -27,22 +30,50 @@ func TestShowTextSaysWhyLegsEnded(t *testing.T) {
 	}
 }
 
-// TestShowStatesTheUnit (issue 31, item 7 in part): show's results say what their ± is at the
-// process level: the spread within one llama-bench process (a fixed cell), or of an adaptive
-// cell's processes together, never the spread between processes.
+// TestShowStatesTheUnit (issue 31, item 7): show's results say what their ± is at the
+// process level (the spread within one llama-bench process, or of an adaptive cell's
+// processes together, never the spread between processes), state the model in one line, and
+// give each cell's n and m with its interval over processes, or none from one process.
 func TestShowStatesTheUnit(t *testing.T) {
-	fixed := &Report{Results: []ReportCell{{Model: "m", Test: "tg16", Depth: 0, Mean: 20, SD: 0.1, Reps: 3, processes: 1},
-		{Model: "m", Test: "tg16", Depth: 256, Mean: 18, SD: 0.1, Reps: 3, processes: 1}}}
+	fixedPlan := &Plan{}
+	cellOf := func(p *Plan, depth int64, samples []float64, chunks []int) ReportCell {
+		row := ResultRow{Leg: "m/d", Ref: "leg 1 seq 0", Model: "m", Chunks: chunks,
+			Result: benchfmt.Result{NGen: 16, NDepth: depth, SamplesTs: samples, AvgTs: analysis.Summarize(samples).Mean, StddevTs: analysis.Summarize(samples).SD}}
+		return reportCells(p, &Results{Rows: []ResultRow{row}})[0]
+	}
+	fixed := &Report{Results: []ReportCell{cellOf(fixedPlan, 0, []float64{20, 20.1, 19.9}, nil), cellOf(fixedPlan, 256, []float64{18, 18.1, 17.9}, nil)}}
 	var b strings.Builder
 	writeResults(&b, fixed)
-	if !strings.Contains(b.String(), "the unit is the llama-bench process: each cell above is one process of 3 repetitions, and ± is the spread within it,\nnot between processes") {
-		t.Errorf("fixed cells:\n%s", b.String())
+	for _, want := range []string{
+		"the unit is the llama-bench process: each cell above is one process of 3 repetitions, and ± is the spread within it,\nnot between processes",
+		"processes: one process of 3 repetitions per cell: point estimates, no intervals; within-process spread 0.53% (median over 2 cells); the spread between processes is not measured\n",
+		"m tg16 d0    20.00 t/s  n=1 m=3, a point estimate (one process: no interval)  within 0.50%",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("fixed cells: want %q in:\n%s", want, b.String())
+		}
 	}
-	chunked := &Report{Results: []ReportCell{{Model: "m", Test: "tg16", Depth: 0, Mean: 20, SD: 0.1, Reps: 9, processes: 3},
-		{Model: "m", Test: "tg16", Depth: 256, Mean: 18, SD: 0.1, Reps: 6, processes: 2}}}
+	adaptivePlan := &Plan{Adaptive: &Adaptive{Unit: UnitProcess}}
+	chunked := &Report{Results: []ReportCell{
+		cellOf(adaptivePlan, 0, []float64{20, 20.1, 19.9, 20.4, 20.5, 20.3, 19.6, 19.7, 19.5}, []int{3, 3, 3}),
+		cellOf(adaptivePlan, 256, []float64{18, 18.1, 17.9, 18.2, 18.3, 18.1}, []int{3, 3})}}
 	b.Reset()
 	writeResults(&b, chunked)
-	if !strings.Contains(b.String(), "each cell above ran as 2–3 processes (its chunks), 6–9 repetitions in all, and ± is\nthe spread of those repetitions together") {
-		t.Errorf("adaptive cells:\n%s", b.String())
+	for _, want := range []string{
+		"each cell above ran as 2–3 processes (its chunks), 6–9 repetitions in all, and ± is\nthe spread of those repetitions together",
+		"processes: 95% intervals over 2–3 processes of 3 repetitions (one degree of freedom charged for the adaptive stop); between-process spread 1.35%, within 0.53% (median over 2 cells)\n",
+		"between 1.98%, within 0.50%\n",
+		"m tg16 d0    20.00 t/s  n=3 m=3, 95% CI ±14.67% [17.07, 22.93]   ",
+		"m tg16 d256  18.10 t/s  n=2 m=3, no interval (2 processes after an adaptive stop: it needs 3)  between 0.71%, within 0.55%",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("adaptive cells: want %q in:\n%s", want, b.String())
+		}
+	}
+	if u := chunked.Results[0].Unit; u == nil || u.N != 3 || u.M != "3" || u.Lo == nil || !u.Stopped || u.BetweenCV == nil {
+		t.Errorf("the --json cell: %+v", u)
+	}
+	if u := fixed.Results[0].Unit; u == nil || u.N != 1 || u.Lo != nil || u.Hi != nil || u.BetweenCV != nil {
+		t.Errorf("one process has no interval and no between-process spread in --json: %+v", u)
 	}
 }

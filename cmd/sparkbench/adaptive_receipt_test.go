@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"sparkbench/app/receipt/receipttest"
 	"sparkbench/runner/llamatest"
 )
 
@@ -54,8 +55,8 @@ func TestAdaptiveReceiptCLI(t *testing.T) {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
 	ix, err := os.ReadFile(filepath.Join(bundle, "bundle.json"))
-	if err != nil || !strings.Contains(string(ix), `"rules":3`) {
-		t.Errorf("bundle.json %s (%v): want the receipt rules that say how adaptive cells and legs ended", ix, err)
+	if err != nil || !strings.Contains(string(ix), `"rules":4`) {
+		t.Errorf("bundle.json %s (%v): want the receipt rules that say how adaptive cells and legs ended, and their processes", ix, err)
 	}
 	b, err := os.ReadFile(filepath.Join(bundle, "receipt.md"))
 	if err != nil {
@@ -64,10 +65,20 @@ func TestAdaptiveReceiptCLI(t *testing.T) {
 	md := string(b)
 	for _, want := range []string{"## Adaptive repetitions", "**Stopped at the maximum: precision not reached**",
 		"| m/d0 | 3 | 9 | tg8 @ d0 |", "| m/d64 | 3 | 9 | tg8 @ d64 |", "precision not reached after 9 reps |", "| no target (9 reps) |",
-		"- Round 1: m/d", "- Round 3: m/d", "Each value merges the cell's chunks", "- CV gates: not applied to the chunks"} {
+		"- Round 1: m/d", "- Round 3: m/d", "Each value merges the cell's chunks", "- CV gates: not applied to the chunks",
+		// issue 31, item 7: the unit in one line, and each cell's n and m
+		"### Processes: the unit of replication", "95% intervals over 3 processes of 3 repetitions (one degree of freedom charged for the adaptive stop); between-process spread ",
+		"| m tg8 @ d0 | 3 | 3 | ", "| m tg8 @ d64 | 3 | 3 | "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("receipt.md lacks %q", want)
 		}
+	}
+	sj, err := os.ReadFile(filepath.Join(bundle, "study.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if probs := receipttest.CrossCheck(b, sj); len(probs) > 0 {
+		t.Errorf("numbers of receipt.md not in study.json: %q", probs)
 	}
 	if strings.Contains(md, "one llama-bench row") {
 		t.Error("receipt.md labels a merged cell as one llama-bench row")

@@ -200,7 +200,7 @@ func TestStudyCompareCLI(t *testing.T) {
 		t.Fatalf("compare three --out: %d\n%s%s", code, out, errOut)
 	}
 	cj, err := os.ReadFile(filepath.Join(rc, "comparison.json"))
-	if err != nil || !strings.Contains(string(cj), `"rules":2`) || !strings.Contains(string(cj), `"stats":"process"`) {
+	if err != nil || !strings.Contains(string(cj), `"rules":3`) || !strings.Contains(string(cj), `"stats":"process"`) {
 		t.Fatalf("comparison.json: %v\n%.400s", err, cj)
 	}
 	if code, out, errOut := runCLI("verify", rc); code != 0 || !strings.Contains(out, "OK") {
@@ -308,7 +308,7 @@ func TestStudyCompareBenchmathCLI(t *testing.T) {
 	for _, cc := range pc.Cells {
 		p := cc.Processes
 		if p == nil || p.Base.N != 3 || p.New.N != 3 || p.Base.MString() != "3" || cc.P == nil || cc.Significant != (*cc.P < pc.Alpha) ||
-			!strings.HasSuffix(cc.Word, " n=3+3 processes, m=3+3)") || cc.Baseline.N != 3 || !p.Base.Between {
+			!strings.HasSuffix(cc.Word, " n=3+3 processes, m=3+3)") || cc.Baseline.N != 3 || !p.Base.Between || p.BaseOf != 3 || p.NewOf != 3 {
 			t.Errorf("%s by default: %+v %q", cc.Label(), p, cc.Word)
 		}
 		t.Logf("%s (processes): %s", cc.Label(), cc.Word)
