@@ -157,3 +157,21 @@ func ProcessMDE(between, within float64, m, n int, alpha, power float64) float64
 	q := t.Quantile(1-alpha/2) + t.Quantile(power)
 	return q * processCV(between, within, m) * math.Sqrt(2/float64(n))
 }
+
+// ProcessesForPrecision is the expected processes of m repetitions for the adaptive rule's
+// interval over processes (SummarizeStopped: n−2 degrees of freedom) to reach ±rel, from the
+// spread between processes and within one: the smallest n ≥ 3 with
+// t(0.975, n−2)·cv/√n ≤ rel, cv the spread of one process's mean (PlannerMaxReps+1 when none
+// up to the bound).
+func ProcessesForPrecision(between, within float64, m int, rel float64) int {
+	cv := processCV(between, within, m)
+	if !(rel > 0) {
+		return PlannerMaxReps + 1
+	}
+	for n := 3; n <= PlannerMaxReps; n++ {
+		if TCritical(0.95, float64(n-2))*cv/math.Sqrt(float64(n)) <= rel {
+			return n
+		}
+	}
+	return PlannerMaxReps + 1
+}

@@ -334,3 +334,24 @@ func TestCompareStoppedUsesEqualCounts(t *testing.T) {
 		t.Fatalf("CompareProcesses reads every process: %+v", all)
 	}
 }
+
+// ProcessesForPrecision counts processes with the adaptive rule's interval (n−2 degrees of
+// freedom) over the spread of one process's mean.
+func TestProcessesForPrecision(t *testing.T) {
+	if n := ProcessesForPrecision(0, 0.01, 1, 0.01); n != 7 { // t(5)·1%/√7 = 0.97%
+		t.Fatalf("within 1%%, m=1, ±1%%: %d processes, want 7", n)
+	}
+	if n := ProcessesForPrecision(0.01, 0, 5, 0.01); n != 7 {
+		t.Fatalf("between 1%%: %d processes, want 7 (m does not help)", n)
+	}
+	if a, b := ProcessesForPrecision(0, 0.02, 1, 0.01), ProcessesForPrecision(0, 0.02, 4, 0.01); !(b < a) {
+		t.Fatalf("more repetitions per process shrink the within part: %d vs %d", a, b)
+	}
+	if n := ProcessesForPrecision(0.5, 0, 3, 0.0001); n != PlannerMaxReps+1 {
+		t.Fatalf("an unreachable target: %d", n)
+	}
+	// the simulation's setting: a target equal to a process mean's spread needs about 7
+	if n := ProcessesForPrecision(0.01, 0.01, 3, math.Sqrt(0.0001+0.0001/3)); n != 7 {
+		t.Fatalf("%d", n)
+	}
+}

@@ -110,3 +110,34 @@ func TestAdaptiveTargetUnreachableFromHistory(t *testing.T) {
 		t.Fatalf("a reachable target warns: %s", got)
 	}
 }
+
+// Under the rule over processes the warning reads the spread between processes the notebook
+// measured (cells of two processes or more), not the spread inside a row: rows tight inside
+// (0.5%) but 3% apart need more processes than max_reps allows; with no cell of two
+// processes the history is too thin and nothing is warned.
+func TestAdaptiveProcessTargetUnreachableFromHistory(t *testing.T) {
+	p := loadValid(t)
+	adaptiveOf(p)
+	p.Defaults()
+	row := func(cfg int64, mu float64) HistoryTest {
+		return HistoryTest{Config: cfg, NGen: 32, SamplesNs: []float64{mu * 0.995, mu, mu * 1.005}}
+	}
+	apart := BenchHistory{Tests: []HistoryTest{row(1, 100), row(1, 103), row(1, 97), row(1, 100)}}
+	got := problemsOf(t, p, ValidateOptions{History: map[string]BenchHistory{"tiny": apart}})
+	if !strings.Contains(got, "warning: adaptive.targets[0]: tg ±1% on model tiny: at the spread this notebook measured (between processes 2.4") ||
+		!strings.Contains(got, "over 1 cell(s) of two processes or more), the interval over processes of 3 repetitions needs about") ||
+		!strings.Contains(got, "above the 10 max_reps 30 allows") {
+		t.Fatalf("got:\n%s", got)
+	}
+	if cv, _ := HistoryCV(apart, "tg"); cv > 0.01 {
+		t.Fatalf("the rows' own CV is %g: the warning must come from the spread between them", cv)
+	}
+	thin := BenchHistory{Tests: []HistoryTest{row(1, 100), row(2, 103)}}
+	if got := problemsOf(t, p, ValidateOptions{History: map[string]BenchHistory{"tiny": thin}}); got != "" {
+		t.Fatalf("one process per cell is too thin to say, yet: %s", got)
+	}
+	p.Adaptive.MaxReps = 300
+	if got := problemsOf(t, p, ValidateOptions{History: map[string]BenchHistory{"tiny": apart}}); got != "" {
+		t.Fatalf("a reachable target warns: %s", got)
+	}
+}

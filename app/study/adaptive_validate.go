@@ -96,6 +96,10 @@ func (v *validator) checkAdaptive() {
 // the maximum cannot reach at the CV measured before.
 func (v *validator) warnUnreachable() {
 	a := v.p.Adaptive
+	if a.ByProcess() {
+		v.warnUnreachableProcesses()
+		return
+	}
 	for _, m := range v.p.Models {
 		for i, t := range a.Targets {
 			cv, rows := HistoryCV(v.opts.History[m.ID], t.Test)
@@ -106,6 +110,31 @@ func (v *validator) warnUnreachable() {
 			if need > a.MaxReps {
 				v.warnf(fmt.Sprintf("adaptive.targets[%d]", i), "%s %s on model %s: at the CV of %.2f%% this notebook measured before (%d past rows), the interval needs %s repetitions, above max_reps %d: the run will end with \"precision not reached\"; raise max_reps or loosen the target",
 					t.Test, t.Precision(), m.ID, cv*100, rows, repsWords(need), a.MaxReps)
+			}
+		}
+	}
+}
+
+// warnUnreachableProcesses is warnUnreachable for the rule over processes: from the spread
+// between processes and within one that the notebook measured on cells of two processes or
+// more, the processes of chunk_reps repetitions the interval needs, against those the rule
+// can run. With no such cell the history is too thin to say, and nothing is warned.
+func (v *validator) warnUnreachableProcesses() {
+	a := v.p.Adaptive
+	most := a.Rule().MaxProcesses()
+	for _, m := range v.p.Models {
+		for i, t := range a.Targets {
+			if t.Rel == 0 {
+				continue
+			}
+			between, within, cells := historySpread(v.opts.History[m.ID], t.Test)
+			if cells == 0 {
+				continue
+			}
+			need := analysis.ProcessesForPrecision(between, within, a.ChunkReps, t.Rel)
+			if need > most {
+				v.warnf(fmt.Sprintf("adaptive.targets[%d]", i), "%s %s on model %s: at the spread this notebook measured (between processes %.2f%%, within %.2f%%, over %d cell(s) of two processes or more), the interval over processes of %d repetitions needs %s processes, above the %d max_reps %d allows: the run will end with \"precision not reached\"; raise max_reps or loosen the target",
+					t.Test, t.Precision(), m.ID, between*100, within*100, cells, a.ChunkReps, repsWords(need), most, a.MaxReps)
 			}
 		}
 	}
