@@ -18,13 +18,13 @@ import (
 // prediction scoreboard, amendments, deviations and findings. Every number names the stored
 // rows it came from (RowRef), so it can be checked against the notebook.
 type Report struct {
-	Study        ReportStudy       `json:"study"`
-	Legs         []ReportLeg       `json:"legs"`
-	Results      []ReportCell      `json:"results"`
+	Study   ReportStudy  `json:"study"`
+	Legs    []ReportLeg  `json:"legs"`
+	Results []ReportCell `json:"results"`
 	// Processes states the results' model in one line (UnitLine): "95% intervals over 6
 	// processes of 3 repetitions; between-process spread 1.3%, within 0.2% (median over 4
 	// cells)".
-	Processes string `json:"processes,omitempty"`
+	Processes    string            `json:"processes,omitempty"`
 	Figures      []ReportFigure    `json:"figures"`
 	Scoreboard   []ReportScore     `json:"scoreboard"`
 	Amendments   []StoredAmendment `json:"amendments"`
