@@ -159,3 +159,17 @@ func (v *StudiesView) legs() []study.ReportLeg {
 
 func (v *StudiesView) scoreCell(r, c int) string  { return cellText(scoreCols, v.scores(), r, c) }
 func (v *StudiesView) resultCell(r, c int) string { return cellText(resultCols, v.results(), r, c) }
+
+// ResultCell is the text of the Results table's cell at row r (0: the first result), column
+// c. For tests of the whole window.
+func (v *StudiesView) ResultCell(r, c int) string { return v.resultCell(r, c) }
+
+// ResultColumn is the index of the Results table's column with this header (-1: none).
+func ResultColumn(header string) int {
+	for i, c := range resultCols {
+		if c.title == header {
+			return i
+		}
+	}
+	return -1
+}

@@ -169,6 +169,12 @@ func TestWindowComparesTwoRealStudies(t *testing.T) {
 		if !strings.HasPrefix(cv.StatsPick.Selected, "process:") || cv.AACheck.Checked || !strings.Contains(cv.Status.Text, "the unit is the llama-bench process") {
 			t.Errorf("the default statistics: %q, A/A %v, status %q", cv.StatsPick.Selected, cv.AACheck.Checked, cv.Status.Text)
 		}
+		// each cell's word states both sides' processes and repetitions (issue 31)
+		for i, row := range cv.Result.Cells {
+			if !strings.Contains(row[4], " processes, m=") || !strings.Contains(row[4], "n=") {
+				t.Errorf("the window's comparison, cell %d: %q states no n and m", i, row[4])
+			}
+		}
 		cv.StatsPick.SetSelectedIndex(2)
 		cv.AACheck.SetChecked(true)
 		cv.Result = nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -168,6 +169,14 @@ func TestWindowBuildsRegistersAndRunsAStudy(t *testing.T) {
 		r := st.Report()
 		if r == nil || len(r.Scoreboard) != 1 || r.Scoreboard[0].Verdict.Outcome != study.Hit {
 			t.Fatalf("scoreboard: %+v", r)
+		}
+		// The Results table states each cell's unit: one llama-bench process, its repetitions,
+		// no interval from one process (issue 31).
+		np, ci := ui.ResultColumn("Processes"), ui.ResultColumn("95% CI over processes")
+		for i := range r.Results {
+			if n, c := st.ResultCell(i, np), st.ResultCell(i, ci); n != fmt.Sprintf("n=1 m=%d", r.Results[i].Reps) || c != "none: one process" {
+				t.Errorf("results row %d: processes %q, interval %q", i, n, c)
+			}
 		}
 		// The end's notification leads with the study's figure, as study.Headline gives it.
 		if n := st.Notified(); n == nil || study.Headline(r) == "" || !strings.HasPrefix(n.Content, study.Headline(r)+"\nfinished: 4/4 legs") ||

@@ -298,6 +298,20 @@ func TestStudyCompareBenchmathCLI(t *testing.T) {
 		!strings.Contains(out, "the unit is the llama-bench process: each cell above ran as 3 processes (its chunks), 9 repetitions in all") {
 		t.Errorf("show of an adaptive study: %d\n%s%s", code, out, errOut)
 	}
+	// --json states each cell's processes: 3 chunks of 3, the stop charged, the spreads
+	if code, out, errOut := runCLI("study", "show", base, "--notebook", nb, "--json"); code != 0 {
+		t.Errorf("show --json: %d %s", code, errOut)
+	} else {
+		var rep study.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Results) != 4 || !strings.HasPrefix(rep.Processes, "95% intervals over 3 processes of 3 repetitions") {
+			t.Fatalf("show --json: %v %.300s", err, out)
+		}
+		for _, c := range rep.Results {
+			if u := c.Unit; u == nil || u.N != 3 || u.M != "3" || !u.Stopped || u.Lo == nil || u.BetweenCV == nil {
+				t.Errorf("show --json cell %s d%d: %+v", c.Test, c.Depth, u)
+			}
+		}
+	}
 	// The default: the chunks are the cells' processes (3 of 3 repetitions a side), compared
 	// by their means; the A/A control needs 2 processes a half, so 3 leave it untestable.
 	code, out, errOut := runCLI("study", "compare", base, nw, "--notebook", nb, "--json", "--aa")
