@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -14,13 +15,16 @@ import (
 type Report struct {
 	Study    ReportStudy      `json:"study"`
 	Legs     []StoredLeg      `json:"legs"`
-	Run      *AssembledStudy  `json:"assembled"`  // nil: no assembled result journaled
-	Trusted  bool             `json:"trusted"`    // study.json was read and matches the journal
-	Problem  string           `json:"problem"`    // why it is not trusted (Run.Problem)
-	Selected []SelectedPoint  `json:"selected"`   // from the journal (always)
-	Envelope []EnvelopeReport `json:"envelope"`   // from a trusted study.json only
-	Verdicts []ReportVerdict  `json:"verdicts"`   // journaled computed verdicts, plan order
-	Pending  []string         `json:"unanswered"` // predictions without a journaled verdict
+	Run      *AssembledStudy  `json:"assembled"` // nil: no assembled result journaled
+	Trusted  bool             `json:"trusted"`   // study.json was read and matches the journal
+	Problem  string           `json:"problem"`   // why it is not trusted (Run.Problem)
+	Selected []SelectedPoint  `json:"selected"`  // from the journal (always)
+	Envelope []EnvelopeReport `json:"envelope"`  // from a trusted study.json only
+	// Units says what the envelope's figures are over (UnitsLine): the passes, each one server
+	// lifetime, the unit of replication. Empty without an envelope.
+	Units    string          `json:"units,omitempty"`
+	Verdicts []ReportVerdict `json:"verdicts"`   // journaled computed verdicts, plan order
+	Pending  []string        `json:"unanswered"` // predictions without a journaled verdict
 	// KVQuality: each KV arm's KL divergence from an f16 cache beside the speed its cache type
 	// bought (AttachKVQuality; none: the plan has no KV arm or nothing was checked yet);
 	// KVUnchecked the arms without a check; KVLegs the check's llama-perplexity legs.
@@ -81,8 +85,23 @@ type EnvelopeCell struct {
 	PeakRSSMiB     float64  `json:"peak_rss_mib"`
 	Passed         bool     `json:"passed"`
 	Failures       []string `json:"failures"`
+	// Passes is how many passes the cell's medians are over (each one server lifetime).
+	Passes int `json:"passes"`
 	// JPerGeneratedToken is the cell's median J per generated token (sampled cells only).
 	JPerGeneratedToken *float64 `json:"j_per_generated_token,omitempty"`
+}
+
+// UnitsLine says what a capacity cell's figures are over, from its passes: "each figure is the
+// median over the cell's 2 passes (forward, reverse), each pass one server lifetime: the unit
+// of replication; latency percentiles are each pass's own, never pooled across passes; a
+// spread is (max − min) / median over the passes".
+func UnitsLine(passes []PassMetrics) string {
+	var names []string
+	for _, p := range passes {
+		names = append(names, p.Pass)
+	}
+	return fmt.Sprintf("each figure is the median over the cell's %d pass(es) (%s), each pass one server lifetime: the unit of replication; "+
+		"latency percentiles are each pass's own, never pooled across passes; a spread is (max − min) / median over the passes", len(passes), strings.Join(names, ", "))
 }
 
 // ReportVerdict is a journaled computed verdict.
@@ -142,7 +161,10 @@ func Show(ctx context.Context, rec Recorder, id int64) (*Report, error) {
 					}
 					er.Cells = append(er.Cells, EnvelopeCell{Slots: cell.Slots, Clients: cell.Clients, GenerationRate: cell.GenerationRate,
 						TTFTMsP95: cell.TTFTMsP95, E2EMsP95: cell.E2EMsP95, PeakRSSMiB: cell.PeakRSSMiB, Passed: cell.Passed, Failures: f,
-						JPerGeneratedToken: cell.JPerGeneratedToken})
+						JPerGeneratedToken: cell.JPerGeneratedToken, Passes: len(cell.Passes)})
+					if rep.Units == "" {
+						rep.Units = UnitsLine(cell.Passes)
+					}
 				}
 				rep.Envelope = append(rep.Envelope, er)
 			}

@@ -59,7 +59,7 @@ func WriteReport(w io.Writer, r *Report) {
 		for _, c := range r.Envelope {
 			fprintf(w, "  %s\n", SelectedLine(c.Candidate, c.Selected, c.Base, c.Note))
 		}
-		fprintf(w, "envelope:\n")
+		fprintf(w, "envelope (%s):\n", r.Units)
 		for _, c := range r.Envelope {
 			fprintf(w, "  %s (%s)\n", c.Candidate, c.Label)
 			for _, cell := range c.Cells {

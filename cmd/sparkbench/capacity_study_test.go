@@ -152,7 +152,9 @@ func TestCapacityStudyRegisterRunShow(t *testing.T) {
 		t.Fatalf("show: exit %d\n%s%s", code, stdout, stderr)
 	}
 	for _, w := range []string{"(capacity, complete)", "(matches the journal)", "server lifetimes (8):", "forward/dense/p1",
-		"selected points:", "envelope:", "P1/C1", "P2/C2", "verdicts:", "P3 "} {
+		"selected points:", "P1/C1", "P2/C2", "verdicts:", "P3 ",
+		// issue 31, item 6: the passes are the units, said so
+		"envelope (each figure is the median over the cell's 2 pass(es) (forward, reverse), each pass one server lifetime: the unit of replication; latency percentiles are each pass's own, never pooled across passes"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("show lacks %q:\n%s", w, stdout)
 		}
@@ -160,7 +162,8 @@ func TestCapacityStudyRegisterRunShow(t *testing.T) {
 	t.Logf("show:\n%s", stdout)
 	code, stdout, _ = runCapacity("show", "1", "--notebook", nbPath, "--json")
 	var rep capacity.Report
-	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || !rep.Trusted || len(rep.Envelope) != 2 || len(rep.Verdicts) != 4 || len(rep.Legs) != 8 {
+	if code != 0 || json.Unmarshal([]byte(stdout), &rep) != nil || !rep.Trusted || len(rep.Envelope) != 2 || len(rep.Verdicts) != 4 || len(rep.Legs) != 8 ||
+		!strings.HasPrefix(rep.Units, "each figure is the median over the cell's 2 pass(es)") || rep.Envelope[0].Cells[0].Passes != 2 {
 		t.Errorf("show --json: exit %d %+v", code, rep)
 	}
 
@@ -172,7 +175,7 @@ func TestCapacityStudyRegisterRunShow(t *testing.T) {
 	}
 	code, stdout, stderr = runCapacity("show", "1", "--notebook", nbPath)
 	if code != 1 || !strings.Contains(stdout, "study.json NOT TRUSTED") || !strings.Contains(stderr, "not the journaled") ||
-		strings.Contains(stdout, "envelope:") || !strings.Contains(stdout, "selected points (from the journal):") {
+		strings.Contains(stdout, "envelope (") || !strings.Contains(stdout, "selected points (from the journal):") {
 		t.Errorf("tampered show: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
