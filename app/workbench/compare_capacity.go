@@ -55,6 +55,10 @@ type CapacityComparison struct {
 	Alpha     float64                  `json:"alpha"`
 	Cells     []CapacityCellComparison `json:"cells"`
 	Verdicts  []SharedVerdict          `json:"verdicts"`
+	// RequestsPooled marks a comparison made since the per-request tests were labelled as
+	// pooled across passes (issue 31): its footer says so. Absent in one made before, whose
+	// receipt is re-made as it was.
+	RequestsPooled bool `json:"requests_pooled,omitempty"`
 }
 
 // CapacityCellComparison is one shared cell. Candidates are each study's candidate ID and
@@ -125,7 +129,7 @@ func CompareCapacity(ctx context.Context, nb *store.Notebook, req CapacityCompar
 		}
 		studies = append(studies, s)
 	}
-	c := &CapacityComparison{Schema: CapacityComparisonSchema, Alpha: req.Alpha, MatchedBy: MatchByCandidateID,
+	c := &CapacityComparison{Schema: CapacityComparisonSchema, Alpha: req.Alpha, MatchedBy: MatchByCandidateID, RequestsPooled: true,
 		Cells: []CapacityCellComparison{}, Verdicts: []SharedVerdict{}}
 	for _, s := range studies {
 		c.Studies = append(c.Studies, s.head)

@@ -109,9 +109,16 @@ func CapacityComparisonMarkdown(c *CapacityComparison) string {
 // CapacityCompareFooter says what the per-request columns are and which test was used (the
 // CLI prints it, the receipt shows it).
 func CapacityCompareFooter(c *CapacityComparison) string {
-	return fmt.Sprintf("TTFT, E2E and per-stream rate: each study's completed measured requests (every pass) against the\n"+
+	s := fmt.Sprintf("TTFT, E2E and per-stream rate: each study's completed measured requests (every pass) against the\n"+
 		"baseline's: delta of the medians, [..] the Hodges-Lehmann 95%% interval of the difference, test %s\n"+
 		"(two-sided): ~ when p >= %g (no significant difference)\n", analysis.TestMannWhitney, c.Alpha)
+	if c.RequestsPooled {
+		s += "These per-request figures are POOLED across passes: the requests of one pass share its server\n" +
+			"lifetime and are not independent of each other, so the test treats as independent what is not,\n" +
+			"and its p-values and intervals are narrower than a test over passes would give. The unit is\n" +
+			"the pass (one server lifetime): the cells' generation rates are medians over passes.\n"
+	}
+	return s
 }
 
 // RateText is a rate with two decimals, "-" when absent.

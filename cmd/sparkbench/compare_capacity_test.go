@@ -108,7 +108,8 @@ func TestCapacityCompareTwoRuns(t *testing.T) {
 		t.Fatalf("compare: exit %d\n%s%s", code, stdout, stderr)
 	}
 	for _, w := range []string{`baseline: study 1 "cap A"`, `compared: study 2 "cap B"`, "candidates matched by " + workbench.MatchByModelFlags,
-		"dense      1  1  2", "moe        1  2  2", "Hodges-Lehmann", "P1: study 1 ", c.Verdicts[0].Words[0]} {
+		"dense      1  1  2", "moe        1  2  2", "Hodges-Lehmann", "P1: study 1 ", c.Verdicts[0].Words[0],
+		"These per-request figures are POOLED across passes"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("compare output lacks %q:\n%s", w, stdout)
 		}
@@ -120,7 +121,8 @@ func TestCapacityCompareTwoRuns(t *testing.T) {
 		t.Fatalf("compare --out: exit %d\n%s%s", code, stdout, stderr)
 	}
 	md, err := os.ReadFile(filepath.Join(out, workbench.FileComparisonMD))
-	if err != nil || !strings.Contains(string(md), "| dense | 1 | 1 | 2 | ") || !strings.Contains(string(md), "- P1: study 1 ") {
+	if err != nil || !strings.Contains(string(md), "| dense | 1 | 1 | 2 | ") || !strings.Contains(string(md), "- P1: study 1 ") ||
+		!strings.Contains(string(md), "POOLED across passes") {
 		t.Errorf("comparison.md (%v):\n%s", err, md)
 	}
 	// overlaid charts: slots along the diagonal (P1/C1 here), latency per candidate
