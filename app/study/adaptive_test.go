@@ -126,7 +126,7 @@ func TestAdaptiveProcessTargetUnreachableFromHistory(t *testing.T) {
 	got := problemsOf(t, p, ValidateOptions{History: map[string]BenchHistory{"tiny": apart}})
 	if !strings.Contains(got, "warning: adaptive.targets[0]: tg ±1% on model tiny: at the spread this notebook measured (between processes 2.4") ||
 		!strings.Contains(got, "over 1 cell(s) of two processes or more), the interval over processes of 3 repetitions needs about") ||
-		!strings.Contains(got, "above the 10 max_reps 30 allows") {
+		!strings.Contains(got, "above the 10 processes max_reps 30 allows") {
 		t.Fatalf("got:\n%s", got)
 	}
 	if cv, _ := HistoryCV(apart, "tg"); cv > 0.01 {

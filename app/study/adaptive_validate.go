@@ -133,7 +133,7 @@ func (v *validator) warnUnreachableProcesses() {
 			}
 			need := analysis.ProcessesForPrecision(between, within, a.ChunkReps, t.Rel)
 			if need > most {
-				v.warnf(fmt.Sprintf("adaptive.targets[%d]", i), "%s %s on model %s: at the spread this notebook measured (between processes %.2f%%, within %.2f%%, over %d cell(s) of two processes or more), the interval over processes of %d repetitions needs %s processes, above the %d max_reps %d allows: the run will end with \"precision not reached\"; raise max_reps or loosen the target",
+				v.warnf(fmt.Sprintf("adaptive.targets[%d]", i), "%s %s on model %s: at the spread this notebook measured (between processes %.2f%%, within %.2f%%, over %d cell(s) of two processes or more), the interval over processes of %d repetitions needs %s processes, above the %d processes max_reps %d allows: the run will end with \"precision not reached\"; raise max_reps or loosen the target",
 					t.Test, t.Precision(), m.ID, between*100, within*100, cells, a.ChunkReps, repsWords(need), most, a.MaxReps)
 			}
 		}
