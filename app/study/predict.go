@@ -209,8 +209,11 @@ func (p Prediction) Expectation() string {
 			than = p.Than.String()
 		}
 		stats := ""
-		if p.Stats == StatsBenchmath {
+		switch p.Stats {
+		case StatsBenchmath:
 			stats = ", " + StatsJudged
+		case StatsProcess:
+			stats = ", " + StatsJudgedProcesses
 		}
 		if p.Op == "within" {
 			return fmt.Sprintf("within %g%% of %s%s", p.Tolerance*100, than, stats)

@@ -222,6 +222,23 @@ func (res *Results) cellSamples(s Selector) []float64 {
 	return r.Result.SamplesTs
 }
 
+// cellProcesses is a cell's repetitions by process (an adaptive cell's chunks; else one).
+func (res *Results) cellProcesses(s Selector) [][]float64 {
+	legs, err := Expand(res.Plan, "")
+	if err != nil || s.Depth == nil {
+		return nil
+	}
+	r, err := res.cell(s, *s.Depth, legsOf(legs, s.Model, *s.Depth, false))
+	if err != nil {
+		return nil
+	}
+	procs, err := analysis.Processes(r.Result.SamplesTs, r.Chunks)
+	if err != nil {
+		return nil
+	}
+	return procs
+}
+
 // resolveDepthSeries is where the depth series crosses the line (FigureCrossing) or its slope up to the depth (FigureSlope).
 func (res *Results) resolveDepthSeries(s Selector, legs []LegPlan) (Value, error) {
 	var upTo *int
@@ -450,13 +467,20 @@ func (res *Results) Evaluate(p Prediction) Verdict {
 		if err != nil {
 			return problemVerdict(p, err)
 		}
-		if p.Stats == StatsBenchmath {
+		switch p.Stats {
+		case StatsBenchmath:
 			a, b := res.cellSamples(p.About), res.cellSamples(*p.Than)
 			if len(a) == 0 || len(b) == 0 {
 				return problemVerdict(p, fmt.Errorf("a cell has no repetitions recorded: %w", ErrUnresolvable))
 			}
 			vd = EvaluateComparisonSamples(p, a, b)
-		} else {
+		case StatsProcess:
+			a, b := res.cellProcesses(p.About), res.cellProcesses(*p.Than)
+			if len(a) == 0 || len(b) == 0 {
+				return problemVerdict(p, fmt.Errorf("a cell has no repetitions recorded: %w", ErrUnresolvable))
+			}
+			vd = EvaluateComparisonProcesses(p, a, b, res.Plan.Adaptive != nil)
+		default:
 			vd = EvaluateComparison(p, v.X, w.X)
 		}
 		vd.Sources = append(vd.Sources, w.Sources...)
