@@ -132,6 +132,9 @@ func tmScoreboard(w *mdWriter, d *ThroughputStudy) {
 			if strings.Contains(sc.Expected, study.StatsJudged) {
 				devs = append(devs, fmt.Sprintf("- **%s**, judged on the repetitions: %s", inline(sc.Prediction), inline(sc.Verdict.Detail)))
 			}
+			if strings.Contains(sc.Expected, study.StatsJudgedProcesses) {
+				devs = append(devs, fmt.Sprintf("- **%s**, judged on the processes: %s", inline(sc.Prediction), inline(sc.Verdict.Detail)))
+			}
 			if sc.Verdict.Problem != "" && sc.Verdict.Outcome != study.Pending {
 				devs = append(devs, fmt.Sprintf("- **%s** cannot be answered: %s", inline(sc.Prediction), inline(sc.Verdict.Problem)))
 			}

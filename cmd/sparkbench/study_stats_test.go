@@ -58,3 +58,53 @@ func TestStatsComparisonPredictionRealBench(t *testing.T) {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
 }
+
+// TestProcessComparisonPredictionRealBench: a comparison judged on the processes ("stats":
+// "process", issue 31) on an adaptive plan run by the real llama-bench: three chunks a cell are
+// its processes, the verdict's interval is over their means (n=3+3 processes of m=3), HOLDS;
+// the receipt says it was judged on the processes and verifies. The same claim on a fixed plan
+// is warned at validation: one process per cell gives no interval.
+func TestProcessComparisonPredictionRealBench(t *testing.T) {
+	llamatest.Binaries(t)
+	tiny, moe := llamatest.Model(t, "tiny-llama-f32.gguf"), llamatest.Model(t, "tiny-moe-f32.gguf")
+	dir := t.TempDir()
+	nb := filepath.Join(dir, "nb.db")
+	pred := `, "predictions": [{"id": "C1", "text": "moe generates at least 1% of tiny's rate at d0", "kind": "comparison", "stats": "process",
+    "about": {"figure": "cell", "model": "moe", "test": "tg16", "depth": 0}, "op": ">=", "tolerance": 0.99,
+    "than": {"figure": "cell", "model": "tiny", "test": "tg16", "depth": 0}}]`
+	fixed := writePlan(t, dir, "process fixed", tiny, moe, 3, 16, pred)
+	if code, out, errOut := runCLI("study", "validate", fixed); code != 0 || !strings.Contains(out+errOut, "gives no interval between processes: this comparison will be inconclusive") {
+		t.Errorf("a fixed plan: %d %s %s", code, out, errOut)
+	}
+	adaptive := `, "adaptive": {"min_reps": 3, "max_reps": 9, "chunk_reps": 3, "targets": [{"test": "tg", "rel": 0.00001}], "order": "blocks", "seed": 3}` + pred
+	file := writePlan(t, dir, "process adaptive", tiny, moe, 0, 16, adaptive)
+	if code, out, errOut := runCLI("study", "run", file, "--notebook", nb); code != 0 {
+		t.Fatalf("run: %d %s %s", code, out, errOut)
+	}
+	code, js, _ := runCLI("study", "show", "1", "--notebook", nb, "--json")
+	var rep study.Report
+	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil {
+		t.Fatalf("show --json: %d %s", code, js)
+	}
+	var sc *study.ReportScore
+	for i := range rep.Scoreboard {
+		if rep.Scoreboard[i].Prediction == "C1" {
+			sc = &rep.Scoreboard[i]
+		}
+	}
+	if sc == nil || sc.Verdict.Outcome != study.Holds || !strings.Contains(sc.Verdict.Detail, "95% interval over n=3+3 processes of m=3+3") ||
+		!strings.Contains(sc.Expected, study.StatsJudgedProcesses) {
+		t.Fatalf("C1: %+v", sc)
+	}
+	bundle := filepath.Join(dir, "bundle")
+	if code, out, errOut := runCLI("receipt", "1", "--out", bundle, "--notebook", nb); code != 0 {
+		t.Fatalf("receipt: %d %s %s", code, out, errOut)
+	}
+	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
+	if !strings.Contains(string(md), "**C1**, judged on the processes: ") {
+		t.Errorf("the receipt lacks the processes' interval:\n%s", md)
+	}
+	if code, out, errOut := runCLI("verify", bundle); code != 0 {
+		t.Fatalf("verify: %d %s %s", code, out, errOut)
+	}
+}
