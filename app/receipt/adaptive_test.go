@@ -208,6 +208,7 @@ func TestProcessCellsRules(t *testing.T) {
 		"| Cell | n processes | m reps each | Mean of process means | 95% CI over processes | Between-process spread | Within-process spread |",
 		"| tiny tg16 @ d0 | 1 | 5 | 23173.80 | point estimate (one process) | not measured | 7.80% |",
 		"| point estimate (one process) | not measured |",
+		"- **P1**, at the process level: n=1 m=5, no interval over processes (a point estimate): the verdict rests on one value",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("receipt.md under rules 4 lacks %q", want)
@@ -235,7 +236,8 @@ func TestProcessCellsRules(t *testing.T) {
 		t.Fatalf("adaptive under rules 4: %v", rep.Problems)
 	}
 	three := withRules(t, RulesLegReasons)
-	if strings.Contains(string(three[FileReceipt]), "Processes: the unit") || strings.Contains(string(three[FileStudy]), `"processes":{`) {
+	if strings.Contains(string(three[FileReceipt]), "Processes: the unit") || strings.Contains(string(three[FileStudy]), `"processes":{`) ||
+		strings.Contains(string(three[FileReceipt]), "at the process level") {
 		t.Error("rules 3 state the processes: an older bundle would not re-make as it was")
 	}
 }

@@ -71,6 +71,10 @@ func withoutProcessCells(rep *study.Report) *study.Report {
 	for i := range out.Results {
 		out.Results[i].Unit = nil
 	}
+	out.Scoreboard = slices.Clone(rep.Scoreboard)
+	for i := range out.Scoreboard {
+		out.Scoreboard[i].Processes = nil
+	}
 	out.Processes = ""
 	return &out
 }

@@ -132,6 +132,9 @@ func tmScoreboard(w *mdWriter, d *ThroughputStudy) {
 			if strings.Contains(sc.Expected, study.StatsJudged) {
 				devs = append(devs, fmt.Sprintf("- **%s**, judged on the repetitions: %s", inline(sc.Prediction), inline(sc.Verdict.Detail)))
 			}
+			if sp := sc.Processes; sp != nil && d.processRules() {
+				devs = append(devs, fmt.Sprintf("- **%s**, %s", inline(sc.Prediction), inline(sp.Words)))
+			}
 			if strings.Contains(sc.Expected, study.StatsJudgedProcesses) {
 				devs = append(devs, fmt.Sprintf("- **%s**, judged on the processes: %s", inline(sc.Prediction), inline(sc.Verdict.Detail)))
 			}

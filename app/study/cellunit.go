@@ -3,6 +3,7 @@ package study
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"sparkbench/app/analysis"
 )
@@ -77,4 +78,59 @@ func cellUnit(p *Plan, row ResultRow) *CellUnit {
 		return NewCellUnit(analysis.SummarizeStopped(procs))
 	}
 	return NewCellUnit(analysis.SummarizeProcesses(procs))
+}
+
+// ScoreProcesses is a band or fork verdict about a result cell read at the process level:
+// the cell's processes and the verdict at each end of its 95% interval over them. The
+// verdict of record stays the one on the cell's mean; this says whether it holds across the
+// interval (Resolved) or would change within it.
+type ScoreProcesses struct {
+	N int    `json:"n"`
+	M string `json:"m"`
+	// Lo and Hi are the cell's interval over its processes (null: none, one process).
+	Lo *float64 `json:"lo_ts"`
+	Hi *float64 `json:"hi_ts"`
+	// Resolved: the verdict is the same at both ends of the interval (null: no interval).
+	Resolved *bool  `json:"resolved"`
+	Words    string `json:"words"`
+}
+
+// scoreProcesses reads a band or fork verdict about a cell against the cell's interval over
+// its processes; nil for other predictions or when the cell is not among the results.
+func scoreProcesses(p Prediction, v Verdict, cells []ReportCell) *ScoreProcesses {
+	if (p.Kind != KindBand && p.Kind != KindFork) || p.About.Figure != FigureCell || len(v.Sources) != 1 || v.Value == nil {
+		return nil
+	}
+	var u *CellUnit
+	for _, c := range cells {
+		if c.Source == v.Sources[0] {
+			u = c.Unit
+		}
+	}
+	if u == nil {
+		return nil
+	}
+	sp := &ScoreProcesses{N: u.N, M: u.M, Lo: u.Lo, Hi: u.Hi}
+	if u.Lo == nil {
+		sp.Words = fmt.Sprintf("at the process level: n=%d m=%s, no interval over processes (a point estimate): the verdict rests on one value", u.N, u.M)
+		return sp
+	}
+	judge := func(x float64) string {
+		if p.Kind == KindBand {
+			return string(EvaluateBand(p, x).Outcome)
+		}
+		vd := EvaluateFork(p, x)
+		return string(vd.Outcome) + " " + vd.Arm
+	}
+	at, lo, hi := judge(*v.Value), judge(*u.Lo), judge(*u.Hi)
+	resolved := lo == at && hi == at
+	sp.Resolved = &resolved
+	span := fmt.Sprintf("n=%d m=%s, 95%% interval over processes [%.2f, %.2f]", u.N, u.M, *u.Lo, *u.Hi)
+	if resolved {
+		sp.Words = fmt.Sprintf("at the process level: %s: the verdict is the same across it", span)
+	} else {
+		sp.Words = fmt.Sprintf("at the process level: %s: NOT RESOLVED, the verdict would be %s at its low end and %s at its high end", span,
+			strings.TrimSpace(lo), strings.TrimSpace(hi))
+	}
+	return sp
 }

@@ -136,6 +136,9 @@ type ReportScore struct {
 	// Deviations are changes recorded after legs ran, each with the verdict the changed
 	// prediction would get: shown, never the verdict of record.
 	Deviations []DeviationVerdict `json:"deviations"`
+	// Processes reads a band or fork verdict about a cell at the process level: whether it
+	// holds across the cell's interval over processes (absent for other predictions).
+	Processes *ScoreProcesses `json:"processes,omitempty"`
 }
 
 // DeviationVerdict is a deviated prediction's would-be verdict.
@@ -241,6 +244,14 @@ func Show(ctx context.Context, rec RecordReader, studyID int64) (*Report, error)
 	rep.Energy = energyReport(l, rep.Legs, res)
 	rep.Figures = reportFigures(l, res)
 	rep.Scoreboard, rep.Deviations = reportScores(l, res)
+	for i := range rep.Scoreboard {
+		sc := &rep.Scoreboard[i]
+		for _, p := range l.Preds {
+			if p.ID == sc.Prediction {
+				sc.Processes = scoreProcesses(p, sc.Verdict, rep.Results)
+			}
+		}
+	}
 	rep.Findings = reportFindings(l)
 	return rep, nil
 }

@@ -220,6 +220,11 @@ func writeScoreboard(w io.Writer, r *Report) {
 		}
 	}
 	tw.Flush()
+	for _, sc := range r.Scoreboard {
+		if sc.Processes != nil {
+			fprintf(w, "  %s %s\n", sc.Prediction, sc.Processes.Words)
+		}
+	}
 }
 
 // writeRecorded prints the amendments, deviations and findings, when there are any.

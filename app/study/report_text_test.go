@@ -77,3 +77,51 @@ func TestShowStatesTheUnit(t *testing.T) {
 		t.Errorf("one process has no interval and no between-process spread in --json: %+v", u)
 	}
 }
+
+// A band or fork verdict about a cell is read at the process level (issue 31, item 1): the
+// same across the cell's interval over processes (resolved), or not, naming the verdict at
+// each end; a cell of one process has no interval and the words say the verdict rests on one
+// value. Other predictions get none.
+func TestScoreProcesses(t *testing.T) {
+	lo := 20.0
+	band := Prediction{ID: "P1", Kind: KindBand, About: Selector{Figure: FigureCell}, Lo: &lo, NoiseFloor: 0.015}
+	cell := func(n int, mean, l, h float64) []ReportCell {
+		u := &CellUnit{N: n, M: "3", Mean: mean}
+		if n > 1 {
+			u.Lo, u.Hi = &l, &h
+		}
+		return []ReportCell{{Source: "leg 1 seq 0", Unit: u}}
+	}
+	verdict := func(p Prediction, x float64) Verdict {
+		v := EvaluateBand(p, x)
+		v.Sources = []string{"leg 1 seq 0"}
+		return v
+	}
+	sp := scoreProcesses(band, verdict(band, 25), cell(5, 25, 22, 28))
+	if sp == nil || sp.Resolved == nil || !*sp.Resolved || !strings.Contains(sp.Words, "n=5 m=3, 95% interval over processes [22.00, 28.00]: the verdict is the same across it") {
+		t.Errorf("inside: %+v", sp)
+	}
+	sp = scoreProcesses(band, verdict(band, 25), cell(5, 25, 15, 35))
+	if sp == nil || sp.Resolved == nil || *sp.Resolved || !strings.Contains(sp.Words, "NOT RESOLVED, the verdict would be MISS at its low end and HIT at its high end") {
+		t.Errorf("straddling: %+v", sp)
+	}
+	sp = scoreProcesses(band, verdict(band, 25), cell(1, 25, 0, 0))
+	if sp == nil || sp.Resolved != nil || !strings.Contains(sp.Words, "n=1 m=3, no interval over processes (a point estimate): the verdict rests on one value") {
+		t.Errorf("one process: %+v", sp)
+	}
+	fork := Prediction{ID: "F1", Kind: KindFork, About: Selector{Figure: FigureCell}, Arms: []Arm{{Name: "slow", Hi: &lo}, {Name: "fast", Lo: &lo}}}
+	fv := EvaluateFork(fork, 25)
+	fv.Sources = []string{"leg 1 seq 0"}
+	if sp := scoreProcesses(fork, fv, cell(4, 25, 18, 30)); sp == nil || *sp.Resolved || !strings.Contains(sp.Words, `HIT slow at its low end and HIT fast at its high end`) {
+		t.Errorf("fork: %+v", sp)
+	}
+	q := Prediction{ID: "Q1", Kind: KindQuestion, About: Selector{Figure: FigureCell}}
+	if sp := scoreProcesses(q, verdict(band, 25), cell(5, 25, 22, 28)); sp != nil {
+		t.Errorf("a question: %+v", sp)
+	}
+	var b strings.Builder
+	writeScoreboard(&b, &Report{Scoreboard: []ReportScore{{Prediction: "P1", Processes: scoreProcesses(band, verdict(band, 25), cell(5, 25, 15, 35))}}})
+	if !strings.Contains(b.String(), "  P1 at the process level: n=5 m=3") {
+		t.Errorf("show:\n%s", b.String())
+	}
+}
