@@ -32,30 +32,12 @@ func TestStatsComparisonPredictionRealBench(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run: %d %s %s", code, out, errOut)
 	}
-	code, js, _ := runCLI("study", "show", "1", "--notebook", nb, "--json")
-	var rep study.Report
-	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil {
-		t.Fatalf("show --json: %d %s", code, js)
-	}
-	var vd *study.Verdict
-	for i := range rep.Scoreboard {
-		if rep.Scoreboard[i].Prediction == "C1" {
-			vd = &rep.Scoreboard[i].Verdict
-		}
-	}
-	if vd == nil || vd.Outcome != study.Holds || !strings.Contains(vd.Detail, "Hodges–Lehmann interval, Mann-Whitney U p=") || vd.Value == nil || vd.Other == nil {
+	vd := &scoreOf(t, nb, "C1").Verdict
+	if vd.Outcome != study.Holds || !strings.Contains(vd.Detail, "Hodges–Lehmann interval, Mann-Whitney U p=") || vd.Value == nil || vd.Other == nil {
 		t.Fatalf("C1: %+v", vd)
 	}
-	bundle := filepath.Join(dir, "bundle")
-	if code, out, errOut := runCLI("receipt", "1", "--out", bundle, "--notebook", nb); code != 0 {
-		t.Fatalf("receipt: %d %s %s", code, out, errOut)
-	}
-	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
-	if !strings.Contains(string(md), "Hodges–Lehmann interval") {
+	if md := receiptVerified(t, nb, dir); !strings.Contains(md, "Hodges–Lehmann interval") {
 		t.Errorf("the receipt lacks the interval:\n%s", md)
-	}
-	if code, out, errOut := runCLI("verify", bundle); code != 0 {
-		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
 }
 
@@ -81,30 +63,46 @@ func TestProcessComparisonPredictionRealBench(t *testing.T) {
 	if code, out, errOut := runCLI("study", "run", file, "--notebook", nb); code != 0 {
 		t.Fatalf("run: %d %s %s", code, out, errOut)
 	}
+	sc := scoreOf(t, nb, "C1")
+	if sc.Verdict.Outcome != study.Holds || !strings.Contains(sc.Verdict.Detail, "95% interval over n=3+3 processes of m=3+3") ||
+		!strings.Contains(sc.Expected, study.StatsJudgedProcesses) {
+		t.Fatalf("C1: %+v", sc)
+	}
+	if md := receiptVerified(t, nb, dir); !strings.Contains(md, "**C1**, judged on the processes: ") {
+		t.Errorf("the receipt lacks the processes' interval:\n%s", md)
+	}
+}
+
+// scoreOf runs show --json of study 1 and returns prediction id's line of the scoreboard.
+func scoreOf(t *testing.T, nb, id string) *study.ReportScore {
+	t.Helper()
 	code, js, _ := runCLI("study", "show", "1", "--notebook", nb, "--json")
 	var rep study.Report
 	if code != 0 || json.Unmarshal([]byte(js), &rep) != nil {
 		t.Fatalf("show --json: %d %s", code, js)
 	}
-	var sc *study.ReportScore
 	for i := range rep.Scoreboard {
-		if rep.Scoreboard[i].Prediction == "C1" {
-			sc = &rep.Scoreboard[i]
+		if rep.Scoreboard[i].Prediction == id {
+			return &rep.Scoreboard[i]
 		}
 	}
-	if sc == nil || sc.Verdict.Outcome != study.Holds || !strings.Contains(sc.Verdict.Detail, "95% interval over n=3+3 processes of m=3+3") ||
-		!strings.Contains(sc.Expected, study.StatsJudgedProcesses) {
-		t.Fatalf("C1: %+v", sc)
-	}
+	t.Fatalf("no prediction %s in the scoreboard", id)
+	return nil
+}
+
+// receiptVerified writes study 1's receipt, verifies it and returns its receipt.md.
+func receiptVerified(t *testing.T, nb, dir string) string {
+	t.Helper()
 	bundle := filepath.Join(dir, "bundle")
 	if code, out, errOut := runCLI("receipt", "1", "--out", bundle, "--notebook", nb); code != 0 {
 		t.Fatalf("receipt: %d %s %s", code, out, errOut)
 	}
-	md, _ := os.ReadFile(filepath.Join(bundle, "receipt.md"))
-	if !strings.Contains(string(md), "**C1**, judged on the processes: ") {
-		t.Errorf("the receipt lacks the processes' interval:\n%s", md)
-	}
 	if code, out, errOut := runCLI("verify", bundle); code != 0 {
 		t.Fatalf("verify: %d %s %s", code, out, errOut)
 	}
+	md, err := os.ReadFile(filepath.Join(bundle, "receipt.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(md)
 }
