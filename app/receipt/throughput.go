@@ -135,7 +135,7 @@ func (tb *throughputBundle) doc(rep *study.Report) *ThroughputStudy {
 	}
 	defs = withEnergyDefinitions(defs, rep)
 	defs = withAdaptiveDefinitions(defs, tb.ix.Rules, rep)
-	defs = withProcessDefinitions(defs, tb.ix.Rules)
+	defs = withProcessDefinitions(defs, tb.ix.Rules, tb.plan)
 	if tb.ix.Rules < RulesProcessCells {
 		rep = withoutProcessCells(rep)
 	}

@@ -53,14 +53,28 @@ var ProcessDefinitions = map[string]string{
 	"between_within":   "between-process spread: the standard deviation of the process means beyond what the within-process spread explains (var(process means) - within²/m, floored at 0), over the mean; within-process spread: the pooled standard deviation of the repetitions about their own process's mean, over the mean",
 }
 
-// withProcessDefinitions adds ProcessDefinitions under RulesProcessCells.
-func withProcessDefinitions(defs map[string]string, rules int) map[string]string {
+// MeanOfProcessMeans replaces mean_sd's definition in a receipt of an adaptive plan whose rule
+// is over processes (RulesProcessCells).
+const MeanOfProcessMeans = "mean ± sd: the mean of the cell's chunk means (each chunk one llama-bench process: the process-level mean) ± the sd over every kept repetition of every chunk, tokens per second"
+
+// withProcessDefinitions adds ProcessDefinitions under RulesProcessCells, and the mean of an
+// adaptive plan whose rule is over processes.
+func withProcessDefinitions(defs map[string]string, rules int, plan *study.Plan) map[string]string {
 	if rules < RulesProcessCells {
 		return defs
 	}
 	defs = maps.Clone(defs)
 	maps.Copy(defs, ProcessDefinitions)
+	if plan != nil && plan.Adaptive != nil && plan.Adaptive.ByProcess() {
+		defs["mean_sd"] = MeanOfProcessMeans
+	}
 	return defs
+}
+
+// processMeans says whether the receipt's means are the means of an adaptive cell's process
+// means (a plan whose rule is over processes, under RulesProcessCells).
+func processMeans(d *ThroughputStudy, plan *study.Plan) bool {
+	return d.adaptiveRules() && d.processRules() && plan.Adaptive != nil && plan.Adaptive.ByProcess()
 }
 
 // withoutProcessCells is the report as a receipt written before RulesProcessCells holds it:

@@ -65,7 +65,10 @@ func tmHeader(w *mdWriter, d *ThroughputStudy, plan *study.Plan) {
 	w.line("**Scope:** llama-bench throughput on one machine: prompt processing and token generation at fixed KV-cache depths, with predictions registered before any leg ran and answered from the rows named below.")
 	w.blank()
 	over := "llama-bench's repetitions"
-	if d.adaptiveRules() {
+	switch {
+	case processMeans(d, plan):
+		over = "the kept repetitions of every chunk (adaptive repetitions), the mean being the mean of the chunks' means"
+	case d.adaptiveRules():
 		over = "the kept repetitions of every chunk (adaptive repetitions)"
 	}
 	w.line("`pp<N>` = prompt processing of N tokens · `tg<N>` = generation of N tokens · `@ d<D>` = D tokens already in the KV cache · `t/s` = tokens per second, mean ± sd over %s · `CV` = sd / mean.", over)
@@ -372,7 +375,9 @@ func depthTables(w *mdWriter, d *ThroughputStudy, plan *study.Plan) {
 			}
 		}
 	}
-	if d.adaptiveRules() {
+	if processMeans(d, plan) {
+		w.line("Each value merges the cell's chunks, one llama-bench process each: the mean of the chunks' means ± the sd over every kept repetition of every chunk, tokens per second (warm-up repetitions the plan's rule dropped are not among them; how each cell ended is under *Adaptive repetitions*); `study.json` names the rows merged into each (`results[].source`, e.g. `leg 1 seq 0, leg 3 seq 0`: row 0 of notebook legs 1 and 3).")
+	} else if d.adaptiveRules() {
 		w.line("Each value merges the cell's chunks, one llama-bench process each: mean ± sd over every kept repetition of every chunk, tokens per second (warm-up repetitions the plan's rule dropped are not among them; how each cell ended is under *Adaptive repetitions*); `study.json` names the rows merged into each (`results[].source`, e.g. `leg 1 seq 0, leg 3 seq 0`: row 0 of notebook legs 1 and 3).")
 	} else {
 		w.line("Each value is one llama-bench row (avg_ts ± stddev_ts over its repetitions, tokens per second); `study.json` names the row of each (`results[].source`, e.g. `leg 2 seq 1`: row 1 of notebook leg 2).")

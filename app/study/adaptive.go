@@ -235,9 +235,11 @@ func NewAdaptiveState(p *Plan, planDir string, legs []LegPlan, stored []StoredLe
 				c.HalfWidth = &h
 			}
 		}
-		d := rule.Decide(l.Reps, samples, targets)
+		var d analysis.Decision
 		if a.ByProcess() {
 			d = rule.DecideProcesses(l.Reps, a.MinProcesses, procs, targets)
+		} else {
+			d = rule.Decide(l.Reps, samples, targets)
 		}
 		l.Met = d.Met
 		if l.Failed {

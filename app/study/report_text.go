@@ -107,7 +107,11 @@ func writeLegs(w io.Writer, r *Report) {
 // writeResults prints results by depth (mean ± sd), one row per model, leg repeat, test and configuration.
 func writeResults(w io.Writer, r *Report) {
 	if len(r.Results) > 0 {
-		fprintf(w, "\nresults by depth (t/s, mean ± sd over the repetitions)\n")
+		if r.processMeans() {
+			fprintf(w, "\nresults by depth (t/s, the mean of the chunks' means ± sd over the repetitions)\n")
+		} else {
+			fprintf(w, "\nresults by depth (t/s, mean ± sd over the repetitions)\n")
+		}
 		var depths []int64
 		type key struct{ model, leg, test, config string }
 		cells := map[key]map[int64]ReportCell{}
@@ -260,6 +264,22 @@ func writeRecorded(w io.Writer, r *Report) {
 			fprintf(w, "  %s %s%s\n", f.Label, f.Text, suffix)
 		}
 	}
+}
+
+// processMeans reports whether the results' means are adaptive cells' means of their process
+// means (a plan whose rule is over processes).
+func (r *Report) processMeans() bool {
+	if r.Adaptive == nil {
+		return false
+	}
+	for _, l := range r.Adaptive.Legs {
+		for _, c := range l.Cells {
+			if c.Process != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeUnit says what the results' ± are and states each cell at the process level: ± is

@@ -68,7 +68,8 @@ func TestAdaptiveReceiptCLI(t *testing.T) {
 		"- Round 1: m/d", "- Round 3: m/d", "Each value merges the cell's chunks", "- CV gates: not applied to the chunks",
 		// issue 31, item 7: the unit in one line, and each cell's n and m
 		"### Processes: the unit of replication", "95% intervals over 3 processes of 3 repetitions (one degree of freedom charged for the adaptive stop); between-process spread ",
-		"| m tg8 @ d0 | 3 | 3 | ", "| m tg8 @ d64 | 3 | 3 | "} {
+		"| m tg8 @ d0 | 3 | 3 | ", "| m tg8 @ d64 | 3 | 3 | ",
+		"the mean of the chunks' means ± the sd over every kept repetition of every chunk", "the mean being the mean of the chunks' means"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("receipt.md lacks %q", want)
 		}
@@ -76,6 +77,9 @@ func TestAdaptiveReceiptCLI(t *testing.T) {
 	sj, err := os.ReadFile(filepath.Join(bundle, "study.json"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(string(sj), `"mean_sd":"mean ± sd: the mean of the cell's chunk means`) {
+		t.Error("study.json's definitions do not say the mean is of the chunks' means")
 	}
 	if probs := receipttest.CrossCheck(b, sj); len(probs) > 0 {
 		t.Errorf("numbers of receipt.md not in study.json: %q", probs)

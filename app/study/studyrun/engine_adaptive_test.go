@@ -113,6 +113,7 @@ func TestAdaptiveRepetitionsStopWhenEveryTargetIsMet(t *testing.T) {
 	var text strings.Builder
 	study.WriteReport(&text, rep)
 	if !strings.Contains(text.String(), "adaptive repetitions: 3 to 30 reps in chunks of 3 until tg ±1%, pp ±1%") ||
+		!strings.Contains(text.String(), "results by depth (t/s, the mean of the chunks' means ± sd over the repetitions)") ||
 		!strings.Contains(text.String(), "every target met") || !strings.Contains(text.String(), "(target ±1%) met after") {
 		t.Errorf("show:\n%s", text.String())
 	}
