@@ -37,6 +37,7 @@ run: setup build
 ## pipefail keeps go test's exit status
 test: setup
 	$(GO) vet -tags $(TAGS) ./...
+	$(GO) vet -tags $(TAGS),aabench ./cmd/sparkbench/
 	$(GO) build -o bin/testsummary ./scripts/testsummary
 	set -o pipefail; $(GO) test -race -tags $(TAGS) -timeout 30m -json ./... | bin/testsummary
 

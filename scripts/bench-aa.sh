@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PAIRS=${PAIRS:-10}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-SPARKBENCH_AA_BENCH=1 SPARKBENCH_AA_PAIRS="$PAIRS" SPARKBENCH_AA_OUT="$out" \
-  SPARKBENCH_REQUIRE_LLAMA=1 go test -tags migrated_fynedo -count=1 -timeout 60m -run '^TestAdaptiveAABench$' -v ./cmd/sparkbench/ >&2 || status=$?
+SPARKBENCH_AA_PAIRS="$PAIRS" SPARKBENCH_AA_OUT="$out" \
+  SPARKBENCH_REQUIRE_LLAMA=1 go test -tags migrated_fynedo,aabench -count=1 -timeout 60m -run '^TestAdaptiveAABench$' -v ./cmd/sparkbench/ >&2 || status=$?
 cat "$out"
 exit ${status:-0}

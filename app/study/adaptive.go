@@ -214,8 +214,10 @@ func NewAdaptiveState(p *Plan, planDir string, legs []LegPlan, stored []StoredLe
 		var procs [][][]float64
 		for j := range l.Cells {
 			c := &l.Cells[j]
+			var cp [][]float64
 			if a.ByProcess() {
-				ps := c.Processes()
+				cp = c.processes()
+				ps := analysis.SummarizeStopped(cp)
 				c.Process = &ps
 			}
 			if c.target == nil {
@@ -224,7 +226,6 @@ func NewAdaptiveState(p *Plan, planDir string, legs []LegPlan, stored []StoredLe
 			samples, targets = append(samples, c.Samples), append(targets, c.target.Precision())
 			h := analysis.RelHalfWidth(c.Samples)
 			if a.ByProcess() {
-				cp, _ := analysis.Processes(c.Samples, c.chunks)
 				procs = append(procs, cp)
 				c.Met = l.Reps >= a.MinReps && c.Process.N >= a.MinProcesses && c.target.Precision().MetProcesses(*c.Process)
 				h = analysis.RelHalfWidthProcesses(*c.Process)
@@ -312,14 +313,13 @@ func (l *AdaptiveLeg) addRow(a *Adaptive, p *Plan, planDir string, lp LegPlan, r
 	c.rows = append(c.rows, &r.Result)
 }
 
-// Processes summarises the cell's kept repetitions by chunk, the count the adaptive rule
-// chose (analysis.SummarizeStopped).
-func (c AdaptiveCell) Processes() analysis.ProcessSummary {
+// processes are the cell's kept repetitions by chunk (each chunk one process).
+func (c AdaptiveCell) processes() [][]float64 {
 	procs, err := analysis.Processes(c.Samples, c.chunks)
 	if err != nil {
 		procs = [][]float64{c.Samples}
 	}
-	return analysis.SummarizeStopped(procs)
+	return procs
 }
 
 // Finished lists the plan legs that are final: every leg once the rule stops, and a leg

@@ -100,9 +100,6 @@ type ReportCell struct {
 	CV     float64 `json:"cv"`
 	Reps   int     `json:"reps"`
 	Source string  `json:"source"`
-	// processes is how many llama-bench processes the cell's repetitions came from (an
-	// adaptive cell's chunks; else one), for show's statement of the unit.
-	processes int
 	// Unit is the cell at the process level (docs/adaptive.md, "Processes and repetitions"):
 	// n processes of m repetitions, the mean of the process means and its 95% interval over
 	// them (none from one process), the spreads between and within processes.
@@ -243,15 +240,7 @@ func Show(ctx context.Context, rec RecordReader, studyID int64) (*Report, error)
 	rep.CountedFlags = CountedFlags(l.Plan, rep.Results)
 	rep.Energy = energyReport(l, rep.Legs, res)
 	rep.Figures = reportFigures(l, res)
-	rep.Scoreboard, rep.Deviations = reportScores(l, res)
-	for i := range rep.Scoreboard {
-		sc := &rep.Scoreboard[i]
-		for _, p := range l.Preds {
-			if p.ID == sc.Prediction {
-				sc.Processes = scoreProcesses(p, sc.Verdict, rep.Results)
-			}
-		}
-	}
+	rep.Scoreboard, rep.Deviations = reportScores(l, res, rep.Results)
 	rep.Findings = reportFindings(l)
 	return rep, nil
 }
@@ -358,7 +347,7 @@ func reportCells(p *Plan, res *Results) []ReportCell {
 	for _, row := range res.Rows {
 		r := &row.Result
 		c := ReportCell{Model: row.Model, Leg: row.Leg, Test: testOf(r), Depth: r.NDepth, Config: configLabel(r),
-			Mean: r.AvgTs, SD: r.StddevTs, Reps: len(r.SamplesTs), Source: row.Ref, processes: max(len(row.Chunks), 1), Unit: cellUnit(p, row)}
+			Mean: r.AvgTs, SD: r.StddevTs, Reps: len(r.SamplesTs), Source: row.Ref, Unit: cellUnit(p, row)}
 		if r.AvgTs != 0 {
 			c.CV = r.StddevTs / r.AvgTs
 		}
@@ -482,7 +471,7 @@ func reportFigures(l *Loaded, res *Results) []ReportFigure {
 	return out
 }
 
-func reportScores(l *Loaded, res *Results) ([]ReportScore, []ReportDeviation) {
+func reportScores(l *Loaded, res *Results, cells []ReportCell) ([]ReportScore, []ReportDeviation) {
 	amended := map[string]bool{}
 	for _, a := range l.St.Amendments {
 		if k, ok := strings.CutPrefix(a.Target, "prediction:"); ok {
@@ -513,7 +502,7 @@ func reportScores(l *Loaded, res *Results) ([]ReportScore, []ReportDeviation) {
 			v.Sources = []string{}
 		}
 		sc := ReportScore{Prediction: p.ID, Text: p.Text, Kind: p.Kind, About: p.About.String(), Expected: p.Expectation(),
-			Verdict: v, Word: v.Word(), Amended: amended[p.ID], Deviations: byPred[p.ID]}
+			Verdict: v, Word: v.Word(), Amended: amended[p.ID], Deviations: byPred[p.ID], Processes: scoreProcesses(p, v, cells)}
 		if sc.Deviations == nil {
 			sc.Deviations = []DeviationVerdict{}
 		}

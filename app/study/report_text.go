@@ -288,7 +288,10 @@ func (r *Report) processMeans() bool {
 func writeUnit(w io.Writer, cells []ReportCell) {
 	minN, maxN, minM, maxM := 0, 0, 0, 0
 	for i, c := range cells {
-		n := max(c.processes, 1)
+		n := 1
+		if c.Unit != nil {
+			n = c.Unit.N
+		}
 		if i == 0 {
 			minN, minM, maxM = n, c.Reps, c.Reps
 		}

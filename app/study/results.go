@@ -209,14 +209,23 @@ func (res *Results) resolveCell(s Selector, legs []LegPlan) (Value, error) {
 	return Value{X: r.Result.AvgTs, Detail: fmt.Sprintf("%.2f ± %.2f t/s", r.Result.AvgTs, r.Result.StddevTs), Sources: []string{r.Ref}}, nil
 }
 
-// cellSamples is a cell's repetitions (t/s, llama-bench's samples_ts; nil when it has none).
-func (res *Results) cellSamples(s Selector) []float64 {
+// cellRow is the result row of a cell selector (nil when it has none).
+func (res *Results) cellRow(s Selector) *ResultRow {
 	legs, err := Expand(res.Plan, "")
 	if err != nil || s.Depth == nil {
 		return nil
 	}
 	r, err := res.cell(s, *s.Depth, legsOf(legs, s.Model, *s.Depth, false))
 	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// cellSamples is a cell's repetitions (t/s, llama-bench's samples_ts; nil when it has none).
+func (res *Results) cellSamples(s Selector) []float64 {
+	r := res.cellRow(s)
+	if r == nil {
 		return nil
 	}
 	return r.Result.SamplesTs
@@ -224,12 +233,8 @@ func (res *Results) cellSamples(s Selector) []float64 {
 
 // cellProcesses is a cell's repetitions by process (an adaptive cell's chunks; else one).
 func (res *Results) cellProcesses(s Selector) [][]float64 {
-	legs, err := Expand(res.Plan, "")
-	if err != nil || s.Depth == nil {
-		return nil
-	}
-	r, err := res.cell(s, *s.Depth, legsOf(legs, s.Model, *s.Depth, false))
-	if err != nil {
+	r := res.cellRow(s)
+	if r == nil {
 		return nil
 	}
 	procs, err := analysis.Processes(r.Result.SamplesTs, r.Chunks)
